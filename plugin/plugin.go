@@ -1,0 +1,20 @@
+// Package plugin carries the compiled mcp-resume plugin, so Go hosts need no
+// build step and no file on disk.
+//
+// The module is built from ./guest (go-pdk glue) and ./resume (the logic)
+// with standard Go, reproducibly, by `make wasm`:
+//
+//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath -ldflags="-buildid= -s -w" -o plugin/plugin.wasm ./plugin/guest
+//
+// CI rebuilds it and fails if the committed file differs. The Python and
+// TypeScript packages copy this same file at build time; it is the only copy
+// in the repository.
+package plugin
+
+import _ "embed"
+
+// Wasm is the plugin module (plugin.wasm), exporting load, store, reject,
+// list and mcp_resume_abi_version as described in hostfuncs/README.md.
+//
+//go:embed plugin.wasm
+var Wasm []byte
