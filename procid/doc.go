@@ -38,7 +38,10 @@
 // boot; the boot ID tells apart processes from different boots, whose tick
 // counts restart at zero. Neither depends on the wall clock, so setting the
 // clock or NTP adjustments cannot change a StartTime. If the boot ID cannot
-// be read, the functions return an error wrapping [ErrNoBootID].
+// be read, the functions return an error wrapping [ErrNoBootID]. Since Linux
+// 5.6 the tick count is shifted by the reader's time namespace, so a
+// StartTime only compares equal to one read in the same time namespace; a
+// server and its relaunches under one host share it.
 //
 // On macOS StartTime is
 //
@@ -58,8 +61,9 @@
 // script, and so on. Those intermediate processes are launchers: they live
 // only as long as one server does, so they would give every relaunch a new
 // identity. [HostOf] therefore walks up from the server's parent and returns
-// the nearest ancestor that is not a launcher. [Identity.Chain] lists the
-// processes it walked through.
+// the nearest ancestor that is not a launcher, reading at most [MaxDepth]
+// ancestors ([ErrTooDeep] beyond). [Identity.Chain] lists the processes it
+// walked through.
 //
 // A process is a launcher when any of these holds:
 //
@@ -75,12 +79,13 @@
 //     Args are unknown or show no command, such as a login shell "-bash" in
 //     a terminal, is not a launcher: it is the host. Skipping it would
 //     resolve to the terminal emulator or tmux server that all its sibling
-//     shells share.
+//     shells share. On macOS, Args of another user's process are unknown.
 //   - It is npm exec titling itself: Name or Args[0] is "npm exec ..." or
 //     "npm x ...". npm 7 and later (and so npx) set process.title, which
 //     overwrites both /proc/<pid>/comm (truncated to 15 bytes, e.g.
 //     "npm exec ./tiny") and the argument area (/proc/<pid>/cmdline reads
-//     "npm exec ./tinypkg" followed by NUL padding).
+//     "npm exec ./tinypkg" followed by NUL padding), as observed with npm
+//     11.19.1 on node 20.20.2. npx is the same process, titled the same way.
 //   - It is node running a package manager: the base name of Args[0] is
 //     node or nodejs and the base name of Args[1], without a .js, .cjs or
 //     .mjs extension, is npm, npx, npm-cli, npx-cli, pnpm, pnpx, yarn or
@@ -117,7 +122,7 @@
 //   - the resolved host's Name or Args[0] base name is one of: init,
 //     systemd, launchd, kthreadd, tini, docker-init, dumb-init, catatonit,
 //     s6-svscan, s6-supervise, runit, runsv, runsvdir, openrc-init,
-//     containerd-shim (and its truncations), conmon.
+//     containerd-shim, containerd-shim-runc-v2, conmon.
 //
 // As a consequence a server whose host runs as PID 1, such as a host that is
 // the entry point of a container, gets no session resume.

@@ -111,11 +111,11 @@ func (r *linuxReader) bootID() (string, error) {
 	name := filepath.Join(r.root, "sys", "kernel", "random", "boot_id")
 	data, err := os.ReadFile(name)
 	if err != nil {
-		return "", fmt.Errorf("procid: read %s (needs a Linux kernel with /proc mounted): %w: %w", name, ErrNoBootID, err)
+		return "", fmt.Errorf("%w: %w", ErrNoBootID, err)
 	}
 	id, err := parseBootID(data)
 	if err != nil {
-		return "", fmt.Errorf("procid: read %s: %w", name, err)
+		return "", fmt.Errorf("read %s: %w", name, err)
 	}
 	r.boot = id
 	return id, nil
@@ -125,22 +125,22 @@ func (r *linuxReader) bootID() (string, error) {
 // process does not exist, ErrMalformed when the file cannot be parsed.
 func (r *linuxReader) stat(pid int) (statInfo, error) {
 	if pid <= 0 {
-		return statInfo{}, fmt.Errorf("procid: pid %d: %w", pid, ErrNotFound)
+		return statInfo{}, fmt.Errorf("pid %d is not positive: %w", pid, ErrNotFound)
 	}
 	name := filepath.Join(r.root, strconv.Itoa(pid), "stat")
 	data, err := os.ReadFile(name)
 	if err != nil {
 		if gone(err) {
-			return statInfo{}, fmt.Errorf("procid: pid %d: %w", pid, ErrNotFound)
+			return statInfo{}, fmt.Errorf("read %s: %w", name, ErrNotFound)
 		}
-		return statInfo{}, fmt.Errorf("procid: read %s: %w", name, err)
+		return statInfo{}, err
 	}
 	st, err := parseStat(data)
 	if err != nil {
-		return statInfo{}, fmt.Errorf("procid: parse %s: %w", name, err)
+		return statInfo{}, fmt.Errorf("parse %s: %w", name, err)
 	}
 	if st.pid != pid {
-		return statInfo{}, fmt.Errorf("procid: parse %s: it describes pid %d: %w", name, st.pid, ErrMalformed)
+		return statInfo{}, fmt.Errorf("parse %s: it describes pid %d: %w", name, st.pid, ErrMalformed)
 	}
 	if r.afterStat != nil {
 		r.afterStat(pid)
@@ -159,10 +159,11 @@ func gone(err error) bool {
 // dropped. It returns nil when the file is empty or unreadable for a reason
 // other than the process being gone, which wraps ErrNotFound.
 func (r *linuxReader) args(pid int) ([]string, error) {
-	data, err := os.ReadFile(filepath.Join(r.root, strconv.Itoa(pid), "cmdline"))
+	name := filepath.Join(r.root, strconv.Itoa(pid), "cmdline")
+	data, err := os.ReadFile(name)
 	if err != nil {
 		if gone(err) {
-			return nil, fmt.Errorf("procid: pid %d: %w", pid, ErrNotFound)
+			return nil, fmt.Errorf("read %s: %w", name, ErrNotFound)
 		}
 		return nil, nil
 	}

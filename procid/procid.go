@@ -6,44 +6,46 @@ import (
 	"os"
 )
 
-// Sentinel errors. Every error returned by this package wraps one or more of
-// them, so callers can test with [errors.Is]. Any error from [Host] or
+// Sentinel errors. Errors returned by this package wrap one or more of them,
+// so callers can test with [errors.Is], except failures to read /proc or
+// sysctl for other reasons (such as permission denied), which wrap the
+// operating system's error instead. Any error from [Host] or
 // [HostOf] means the same thing to a caller: the host cannot be identified
 // with certainty, so session resume is off for this instance (spec 000,
 // "Parent Process Information Unavailable").
 var (
 	// ErrUnsupported is returned on operating systems other than Linux and
 	// macOS (spec 000, "Platform Support").
-	ErrUnsupported = errors.New("procid: process identity is not supported on this operating system")
+	ErrUnsupported = errors.New("process identity is not supported on this operating system")
 
 	// ErrNotFound is returned when no process with the requested PID exists,
 	// or the PID is not positive.
-	ErrNotFound = errors.New("procid: process not found")
+	ErrNotFound = errors.New("process not found")
 
 	// ErrReaper is returned when the host would be PID 0 or 1 or an init or
 	// reaper process: the server or a launcher was orphaned, or the real host
 	// is outside this PID namespace. Such processes are shared by unrelated
 	// clients, so resuming under them could resume someone else's session.
-	ErrReaper = errors.New("procid: the MCP host would be an init or reaper process")
+	ErrReaper = errors.New("the MCP host would be an init or reaper process")
 
 	// ErrRace is returned when a process's parent PID or start time changed
 	// while the ancestor chain was being read, or a process in the chain
 	// exited during the walk.
-	ErrRace = errors.New("procid: the process tree changed while it was being read")
+	ErrRace = errors.New("the process tree changed while it was being read")
 
 	// ErrNoBootID is returned on Linux when /proc/sys/kernel/random/boot_id
 	// is missing, unreadable or not a UUID; without it a start time cannot be
 	// told apart from one of a previous boot.
-	ErrNoBootID = errors.New("procid: cannot read the kernel boot ID")
+	ErrNoBootID = errors.New("cannot read the kernel boot ID (is /proc mounted?)")
 
 	// ErrTooDeep is returned when more than [MaxDepth] ancestors would have to
 	// be walked to get past the launchers.
-	ErrTooDeep = errors.New("procid: too many launcher processes above the server")
+	ErrTooDeep = errors.New("too many launcher processes above the server")
 
 	// ErrMalformed is returned when the kernel's description of a process
 	// cannot be parsed (/proc/<pid>/stat on Linux, struct kinfo_proc on
 	// macOS), including an empty process name on macOS.
-	ErrMalformed = errors.New("procid: malformed process information")
+	ErrMalformed = errors.New("malformed process information")
 )
 
 // MaxDepth is the most ancestors [HostOf] reads, the host included; a chain
@@ -161,7 +163,11 @@ func Lookup(pid int) (Process, error) {
 	if err != nil {
 		return Process{}, err
 	}
-	return src.lookup(pid)
+	p, err := src.lookup(pid)
+	if err != nil {
+		return Process{}, fmt.Errorf("procid: look up pid %d: %w", pid, err)
+	}
+	return p, nil
 }
 
 // Alive reports whether process pid is running and is the same instance as
@@ -182,7 +188,11 @@ func Alive(pid int, startTime string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return src.alive(pid, startTime)
+	ok, err := src.alive(pid, startTime)
+	if err != nil {
+		return false, fmt.Errorf("procid: check whether pid %d is alive: %w", pid, err)
+	}
+	return ok, nil
 }
 
 // resolve walks from pid's parent to the nearest ancestor that is not a
@@ -195,11 +205,11 @@ func resolve(src source, pid int, set launcherSet) (Identity, error) {
 	var chain []Process
 	for {
 		if len(chain) == MaxDepth {
-			return Identity{}, fmt.Errorf("procid: resolve MCP host of pid %d: %d ancestors are all launchers (nearest %q, farthest %q); session resume is off: %w",
+			return Identity{}, fmt.Errorf("procid: resolve MCP host of pid %d: the %d nearest ancestors (%q to %q) are all launchers; session resume is off: %w",
 				pid, MaxDepth, chain[0].Name, chain[len(chain)-1].Name, ErrTooDeep)
 		}
 		if child.PPID <= 1 {
-			return Identity{}, fmt.Errorf("procid: resolve MCP host of pid %d: %s has parent pid %d, so it was orphaned or its host is outside this PID namespace; session resume is off: %w",
+			return Identity{}, fmt.Errorf("procid: resolve MCP host of pid %d: %s has parent pid %d: it was orphaned (restart the MCP host) or the host is outside this PID namespace; session resume is off: %w",
 				pid, describe(child), child.PPID, ErrReaper)
 		}
 		parent, err := src.lookup(child.PPID)
@@ -224,7 +234,7 @@ func resolve(src source, pid int, set launcherSet) (Identity, error) {
 		}
 		chain = append(chain, parent)
 		if isReaper(parent) {
-			return Identity{}, fmt.Errorf("procid: resolve MCP host of pid %d: the host would be %s, an init or reaper shared by unrelated processes; session resume is off: %w",
+			return Identity{}, fmt.Errorf("procid: resolve MCP host of pid %d: the host would be %s, which serves unrelated processes; session resume is off: %w",
 				pid, describe(parent), ErrReaper)
 		}
 		if !set.isLauncher(parent) {

@@ -46,24 +46,24 @@ func newSource() (source, error) {
 // when the process does not exist.
 func (darwinSource) kinfo(pid int) (kinfo, error) {
 	if pid <= 0 {
-		return kinfo{}, fmt.Errorf("procid: pid %d: %w", pid, ErrNotFound)
+		return kinfo{}, fmt.Errorf("pid %d is not positive: %w", pid, ErrNotFound)
 	}
 	b, err := unix.SysctlRaw("kern.proc.pid", pid)
 	if err != nil {
 		if errors.Is(err, unix.ESRCH) {
-			return kinfo{}, fmt.Errorf("procid: pid %d: %w", pid, ErrNotFound)
+			return kinfo{}, fmt.Errorf("sysctl kern.proc.pid: %w", ErrNotFound)
 		}
-		return kinfo{}, fmt.Errorf("procid: sysctl kern.proc.pid %d: %w", pid, err)
+		return kinfo{}, fmt.Errorf("sysctl kern.proc.pid: %w", err)
 	}
 	if len(b) == 0 {
-		return kinfo{}, fmt.Errorf("procid: pid %d: %w", pid, ErrNotFound)
+		return kinfo{}, fmt.Errorf("sysctl kern.proc.pid: %w", ErrNotFound)
 	}
 	k, err := decodeKinfo(b)
 	if err != nil {
-		return kinfo{}, fmt.Errorf("procid: sysctl kern.proc.pid %d: %w", pid, err)
+		return kinfo{}, fmt.Errorf("sysctl kern.proc.pid: %w", err)
 	}
 	if k.pid != pid {
-		return kinfo{}, fmt.Errorf("procid: sysctl kern.proc.pid %d returned pid %d: %w", pid, k.pid, ErrMalformed)
+		return kinfo{}, fmt.Errorf("sysctl kern.proc.pid returned pid %d: %w", k.pid, ErrMalformed)
 	}
 	return k, nil
 }

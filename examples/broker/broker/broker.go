@@ -314,7 +314,7 @@ func (b *Broker) serveStart(w http.ResponseWriter, _ *http.Request) {
 	b.tokens[hash] = &tokenRecord{session: s}
 	b.mu.Unlock()
 
-	b.logger.Info("session started", "session_id", id, "token", hash)
+	b.logger.Info("session started", "session_id", id, "token_sha256", hash)
 	writeJSON(w, http.StatusCreated, sessionResponse{SessionID: id, Token: token})
 }
 
@@ -334,7 +334,7 @@ func (b *Broker) serveResume(w http.ResponseWriter, r *http.Request) {
 
 	id, err := b.rotate(presented, hash)
 	if err != nil {
-		b.logger.Info("resume rejected", "reason", err.Error(), "token", presented)
+		b.logger.Info("resume rejected", "reason", err.Error(), "token_sha256", presented)
 		switch {
 		case errors.Is(err, errTokenRotated):
 			writeError(w, http.StatusConflict, CodeTokenRotated,
@@ -348,7 +348,7 @@ func (b *Broker) serveResume(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	b.logger.Info("session resumed", "session_id", id, "old_token", presented, "token", hash)
+	b.logger.Info("session resumed", "session_id", id, "old_token_sha256", presented, "token_sha256", hash)
 	writeJSON(w, http.StatusOK, sessionResponse{SessionID: id, Token: token, Resumed: true})
 }
 
@@ -448,7 +448,7 @@ func (b *Broker) serveListNotes(w http.ResponseWriter, r *http.Request) {
 // writeTokenError answers 401 for a bearer token that lookupLocked refused
 // with err.
 func (b *Broker) writeTokenError(w http.ResponseWriter, presented tokenHash, err error) {
-	b.logger.Info("bearer token rejected", "reason", err.Error(), "token", presented)
+	b.logger.Info("bearer token rejected", "reason", err.Error(), "token_sha256", presented)
 	w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 	switch {
 	case errors.Is(err, errTokenRotated):

@@ -1,0 +1,302 @@
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mcp-resume/mcp-resume/examples/mcphost"
+)
+
+// End-to-end: the real broker, the real go-server binary (the real plugin in
+// the Go host), launched by the official Go SDK client with this test
+// process as the MCP host.
+
+var bin struct{ broker, server string }
+
+func TestMain(m *testing.M) {
+	if os.Getenv("E2E_HELPER_HOST") == "1" {
+		os.Exit(helperHost())
+	}
+	dir, err := os.MkdirTemp("", "mcp-resume-e2e-")
+	if err != nil {
+		panic(err)
+	}
+	bin.broker, bin.server = filepath.Join(dir, "broker"), filepath.Join(dir, "go-server")
+	for out, pkg := range map[string]string{bin.broker: "../broker", bin.server: "."} {
+		if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "go build %s: %v\n%s", pkg, err, b)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// syncBuffer collects a server's stderr.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type env struct {
+	t        *testing.T
+	broker   *mcphost.Broker
+	stateDir string
+	stderr   *syncBuffer
+}
+
+func newEnv(t *testing.T) *env {
+	e := &env{t: t, stateDir: filepath.Join(t.TempDir(), "state"), stderr: &syncBuffer{}}
+	e.startBroker()
+	t.Cleanup(func() { e.broker.Stop() })
+	return e
+}
+
+func (e *env) startBroker() {
+	b, err := mcphost.StartBroker(context.Background(), bin.broker, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.broker = b
+}
+
+func (e *env) vars() []string {
+	return []string{"MCP_RESUME_BROKER_URL=" + e.broker.URL, "MCP_RESUME_STATE_DIR=" + e.stateDir}
+}
+
+// launch starts the server via argv, returns its session_info, remembers note
+// (if any) and recalls, then kills it as a host does.
+func (e *env) launch(argv []string, note string) (mcphost.SessionInfo, []string) {
+	e.t.Helper()
+	ctx := context.Background()
+	srv, err := mcphost.Launch(ctx, argv, e.vars(), e.stderr)
+	if err != nil {
+		e.t.Fatalf("%v\nserver stderr:\n%s", err, e.stderr)
+	}
+	defer srv.Kill()
+	info, err := srv.SessionInfo(ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if note != "" {
+		if err := srv.Remember(ctx, note); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	notes, err := srv.Recall(ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return info, notes
+}
+
+func (e *env) tokenFiles() []string {
+	matches, _ := filepath.Glob(filepath.Join(e.stateDir, "token-*"))
+	return matches
+}
+
+// checkNoTokenInLogs fails if any token file's content appears in the logs.
+func (e *env) checkNoTokenInLogs() {
+	for _, f := range e.tokenFiles() {
+		if tok, _ := os.ReadFile(f); len(tok) > 0 && strings.Contains(e.stderr.String(), string(tok)) {
+			e.t.Errorf("a token appears in the server's stderr")
+		}
+	}
+}
+
+func TestResume_Launchers(t *testing.T) {
+	sh := func(inner string) []string { return []string{"sh", "-c", inner + "; exit $?"} }
+	for name, argv := range map[string][]string{
+		"direct": {bin.server},
+		// "; exit $?" keeps sh from exec'ing the server, so sh stays in the chain.
+		"sh -c": sh(bin.server),
+		// host -> sh -> env -> sh -> server: two launcher levels (env execs sh).
+		"two-level chain": sh(`env sh -c "` + bin.server + `; exit \$?"`),
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			first, _ := e.launch(argv, "remember me")
+			if first.Resumed {
+				t.Fatalf("first launch resumed a session: %+v", first)
+			}
+			second, notes := e.launch(argv, "")
+			if !second.Resumed || second.SessionID != first.SessionID {
+				t.Fatalf("relaunch: got %+v, want session %s resumed\nstderr:\n%s", second, first.SessionID, e.stderr)
+			}
+			if len(notes) != 1 || notes[0] != "remember me" {
+				t.Errorf("recall after resume = %q, want [remember me]", notes)
+			}
+			// The host is this test process, whatever launchers stood between.
+			want := fmt.Sprintf("token-%d-", os.Getpid())
+			if files := e.tokenFiles(); len(files) != 1 || !strings.HasPrefix(filepath.Base(files[0]), want) {
+				t.Errorf("token files = %v, want one named %s<start time>", files, want)
+			}
+			for _, line := range []string{"Token file not found (first run or clean slate)", "Session resumed successfully"} {
+				if !strings.Contains(e.stderr.String(), line) {
+					t.Errorf("stderr lacks %q", line)
+				}
+			}
+			e.checkNoTokenInLogs()
+		})
+	}
+}
+
+func TestResume_CorruptFile(t *testing.T) {
+	e := newEnv(t)
+	first, _ := e.launch([]string{bin.server}, "")
+	files := e.tokenFiles()
+	if len(files) != 1 {
+		t.Fatalf("token files = %v", files)
+	}
+	if err := os.WriteFile(files[0], []byte("\x00\xffgarbage\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	second, _ := e.launch([]string{bin.server}, "")
+	if second.Resumed || second.SessionID == first.SessionID {
+		t.Fatalf("resumed from a corrupt file: %+v", second)
+	}
+	if !strings.Contains(e.stderr.String(), "Token file corrupted, treating as stale") {
+		t.Errorf("stderr lacks the corruption line:\n%s", e.stderr)
+	}
+	third, _ := e.launch([]string{bin.server}, "")
+	if !third.Resumed || third.SessionID != second.SessionID {
+		t.Errorf("after recovery: %+v, want %s resumed", third, second.SessionID)
+	}
+}
+
+func TestResume_BrokerRejects(t *testing.T) {
+	e := newEnv(t)
+	first, _ := e.launch([]string{bin.server}, "")
+	// A new broker knows none of the old one's tokens.
+	e.broker.Stop()
+	e.startBroker()
+	second, _ := e.launch([]string{bin.server}, "")
+	if second.Resumed || second.SessionID == first.SessionID {
+		t.Fatalf("resumed a session the broker does not know: %+v", second)
+	}
+	if !strings.Contains(e.stderr.String(), "Broker rejected resume token, starting fresh session") {
+		t.Errorf("stderr lacks the rejection line:\n%s", e.stderr)
+	}
+	third, _ := e.launch([]string{bin.server}, "")
+	if !third.Resumed || third.SessionID != second.SessionID {
+		t.Errorf("after rejection: %+v, want %s resumed", third, second.SessionID)
+	}
+}
+
+func TestResume_IdentityUnavailable(t *testing.T) {
+	// A host that looks like a reaper (init, tini, dumb-init…) cannot be told
+	// apart from other processes sharing it: procid refuses it. A copy of sh
+	// named dumb-init is such a host, and it is not a launcher to skip.
+	reaper := filepath.Join(t.TempDir(), "dumb-init")
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(sh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(reaper, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t)
+	argv := []string{reaper, "-c", bin.server + "; exit $?"}
+	first, _ := e.launch(argv, "")
+	second, _ := e.launch(argv, "")
+	if first.Resumed || second.Resumed || first.SessionID == second.SessionID {
+		t.Fatalf("resume happened without a verified host: %+v %+v", first, second)
+	}
+	if !strings.Contains(e.stderr.String(), "Could not verify parent process start time, session resume disabled for this instance") {
+		t.Errorf("stderr lacks the identity line:\n%s", e.stderr)
+	}
+	if _, err := os.Stat(e.stateDir); !os.IsNotExist(err) {
+		t.Errorf("state directory was created although resume is off (stat: %v)", err)
+	}
+}
+
+// TestResume_TwoHosts runs two MCP hosts at once, this process and a child
+// process, each launching and relaunching the server: each resumes its own
+// session and never the other's.
+func TestResume_TwoHosts(t *testing.T) {
+	e := newEnv(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := exec.Command(self, "-test.run=^$")
+	child.Env = append(os.Environ(), append(e.vars(), "E2E_HELPER_HOST=1", "E2E_SERVER="+bin.server)...)
+	var out bytes.Buffer
+	child.Stdout, child.Stderr = &out, e.stderr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	mineFirst, _ := e.launch([]string{bin.server}, "host A")
+	mineSecond, notes := e.launch([]string{bin.server}, "")
+	if err := child.Wait(); err != nil {
+		t.Fatalf("helper host: %v\n%s", err, e.stderr)
+	}
+	var theirs [2]mcphost.SessionInfo
+	if err := json.Unmarshal(out.Bytes(), &theirs); err != nil {
+		t.Fatalf("helper host printed %q: %v", out.String(), err)
+	}
+	if !mineSecond.Resumed || mineSecond.SessionID != mineFirst.SessionID || len(notes) != 1 || notes[0] != "host A" {
+		t.Errorf("host A: %+v then %+v, notes %q", mineFirst, mineSecond, notes)
+	}
+	if !theirs[1].Resumed || theirs[1].SessionID != theirs[0].SessionID {
+		t.Errorf("host B: %+v then %+v", theirs[0], theirs[1])
+	}
+	if theirs[0].SessionID == mineFirst.SessionID {
+		t.Errorf("the two hosts share session %s", mineFirst.SessionID)
+	}
+	files := e.tokenFiles()
+	if len(files) != 2 || !slices.ContainsFunc(files, func(f string) bool {
+		return strings.HasPrefix(filepath.Base(f), fmt.Sprintf("token-%d-", child.Process.Pid))
+	}) {
+		t.Errorf("token files = %v, want one per host (pids %d and %d)", files, os.Getpid(), child.Process.Pid)
+	}
+}
+
+// helperHost is the second MCP host of TestResume_TwoHosts: launch, relaunch,
+// print both session_infos as JSON.
+func helperHost() int {
+	ctx := context.Background()
+	var infos []mcphost.SessionInfo
+	for i := 0; i < 2; i++ {
+		srv, err := mcphost.Launch(ctx, []string{os.Getenv("E2E_SERVER")}, nil, os.Stderr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		info, err := srv.SessionInfo(ctx)
+		srv.Kill()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		infos = append(infos, info)
+	}
+	json.NewEncoder(os.Stdout).Encode(infos)
+	return 0
+}
