@@ -2,6 +2,10 @@ module github.com/mcp-resume/mcp-resume
 
 go 1.26.0
 
+// The committed plugin.wasm must be byte-identical to a fresh build, which
+// depends on the compiler: pin it.
+toolchain go1.26.8
+
 require (
 	github.com/adrg/xdg v0.5.3
 	github.com/extism/go-pdk v1.1.3

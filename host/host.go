@@ -146,7 +146,7 @@ func Open(ctx context.Context, app string, opts *Options) (*Store, error) {
 		rc = rc.WithCompilationCache(cache)
 	}
 	compiled, err := extism.NewCompiledPlugin(ctx,
-		extism.Manifest{Wasm: []extism.Wasm{extism.WasmData{Data: plugin.Wasm, Name: "mcp-resume"}}},
+		extism.Manifest{Wasm: []extism.Wasm{extism.WasmData{Data: plugin.Wasm}}},
 		extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true},
 		funcs.Extism())
 	if err != nil {

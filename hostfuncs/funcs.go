@@ -111,7 +111,7 @@ func (f *Funcs) Call(fn string, req []byte) []byte {
 	if err != nil {
 		return wire.ErrorResponse(wire.CodeIO, err.Error())
 	}
-	return b
+	return wire.Pad8(b)
 }
 
 func decode(req []byte, v any) []byte {

@@ -40,8 +40,6 @@ const (
 	MsgDirUnusable = "State directory unusable, session resume disabled for this instance"
 	// Ours: reject found a different (newer) token in the file and kept it (seed 004).
 	MsgRejectKeptNewer = "Token file holds a newer token, leaving it in place"
-	// Ours: a token file was found and is offered for resume.
-	MsgFound = "Token file found, offering it for resume"
 	// Ours: deleting a corrupted or rejected token file failed.
 	MsgDeleteFailedPrefix = "Failed to delete token file: "
 )
@@ -56,7 +54,6 @@ const (
 	EventWriteFailed         = "write_failed"
 	EventDirUnusable         = "state_dir_unusable"
 	EventRejectKeptNewer     = "reject_kept_newer"
-	EventFound               = "token_found"
 	EventDeleteFailed        = "delete_failed"
 )
 
@@ -139,7 +136,6 @@ func (s *Store) Load() (string, bool) {
 	}
 	s.current = string(r.Data)
 	s.offered = true
-	s.log(wire.LevelDebug, EventFound, MsgFound, "")
 	return s.current, true
 }
 
@@ -232,7 +228,7 @@ func (s *Store) remove() {
 // log sends one line to the host's logger; a failing logger is ignored.
 func (s *Store) log(level, event, msg, detail string) {
 	req, _ := json.Marshal(wire.LogRequest{Level: level, Event: event, Message: msg, Detail: detail})
-	s.call(wire.FnLog, req)
+	s.call(wire.FnLog, wire.Pad8(req))
 }
 
 // invoke calls fn with req encoded as JSON and decodes the response into
@@ -244,7 +240,7 @@ func (s *Store) invoke(fn string, req any, resp any, errField **wire.Error) erro
 	if err != nil {
 		return err
 	}
-	out := s.call(fn, b)
+	out := s.call(fn, wire.Pad8(b))
 	if err := json.Unmarshal(out, resp); err != nil {
 		return &wire.Error{Code: wire.CodeIO, Message: fmt.Sprintf("host function %s returned a malformed response: %v", fn, err)}
 	}

@@ -1,0 +1,66 @@
+# mcp-resume: one Wasm plugin that gives session resume to stdio MCP servers.
+#
+#   make demo               a Go MCP server resumes its session across a relaunch
+#   make demo LANG=python   the same with the Python server (LANG=typescript for Node)
+#   make test               everything CI runs
+#   make bench              benchmarks (results in docs/BENCHMARKS.md)
+#   make wasm               rebuild plugin/plugin.wasm (reproducible)
+
+ROOT := $(abspath .)
+GO ?= go
+export GOFLAGS := -buildvcs=false
+WASM := plugin/plugin.wasm
+WASM_BUILD = GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -ldflags="-buildid= -s -w"
+
+# LANG is also the locale variable: only a value given on the command line
+# picks the demo's server language.
+ifeq ($(origin LANG),command line)
+DEMO_LANG := $(LANG)
+else
+DEMO_LANG := go
+endif
+
+.PHONY: all build wasm check-wasm test test-go demo bench bench-go clean
+all: build
+
+-include sdk-bindings/python/python.mk
+-include sdk-bindings/typescript/typescript.mk
+
+build:
+	$(GO) build -o bin/ ./examples/broker ./examples/go-server ./examples/demo ./host/cmd/mcp-resume
+
+wasm:
+	$(WASM_BUILD) -o $(WASM) ./plugin/guest
+	@ls -l $(WASM)
+
+# CI fails if the committed plugin differs from a fresh build of its source.
+check-wasm:
+	@tmp=$$(mktemp -d) && $(WASM_BUILD) -o $$tmp/plugin.wasm ./plugin/guest && \
+	if cmp -s $$tmp/plugin.wasm $(WASM); then echo "plugin.wasm matches a fresh build"; rm -rf $$tmp; \
+	else echo "plugin.wasm is stale: run 'make wasm' and commit it"; rm -rf $$tmp; exit 1; fi
+
+test-go: check-wasm
+	$(GO) vet ./...
+	$(GO) test -race -count=1 ./...
+
+test: test-go $(if $(wildcard sdk-bindings/python/python.mk),python-test) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-test)
+
+DEMO_SERVER_go := bin/go-server
+DEMO_SERVER_python = $(PYTHON_SERVER_CMD)
+DEMO_SERVER_typescript = $(TYPESCRIPT_SERVER_CMD)
+DEMO_SETUP_go :=
+DEMO_SETUP_python := python-setup
+DEMO_SETUP_typescript := typescript-setup
+
+demo: build $(DEMO_SETUP_$(DEMO_LANG))
+	@test -n "$(DEMO_SERVER_$(DEMO_LANG))" || { echo "unknown LANG=$(DEMO_LANG): use go, python or typescript"; exit 2; }
+	LANG=C.UTF-8 bin/demo -broker bin/broker -server "$(DEMO_SERVER_$(DEMO_LANG))"
+
+bench-go: build
+	$(GO) test -run '^$$' -bench . -benchtime 2000x -count 1 ./host/
+	$(GO) run ./host/internal/startbench -server bin/go-server
+
+bench: bench-go $(if $(wildcard sdk-bindings/python/python.mk),python-bench) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-bench)
+
+clean:
+	rm -rf bin

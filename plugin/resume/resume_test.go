@@ -1,0 +1,160 @@
+package resume_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mcp-resume/mcp-resume/hostfuncs"
+	"github.com/mcp-resume/mcp-resume/hostfuncs/wire"
+	"github.com/mcp-resume/mcp-resume/plugin/resume"
+)
+
+// The logic runs natively here against the real Go host functions on real
+// files; the conformance suite runs the same behaviour through the Wasm build.
+
+func newStore(t *testing.T) (*resume.Store, string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "state")
+	funcs := hostfuncs.New(hostfuncs.Config{Dir: dir, Identity: func() (int, string, error) { return 4242, "7.ab", nil }})
+	return resume.New(funcs.Call), dir
+}
+
+func TestStore_RoundTrip(t *testing.T) {
+	s, dir := newStore(t)
+	if tok, ok := s.Load(); ok {
+		t.Fatalf("Load on empty dir = %q, true", tok)
+	}
+	if err := s.Store("tok-1"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "token-4242-7.ab"))
+	if err != nil || string(b) != "tok-1" {
+		t.Fatalf("file = %q, %v", b, err)
+	}
+	// The next server instance under the same host finds it.
+	next := resume.New(hostfuncs.New(hostfuncs.Config{Dir: dir, Identity: func() (int, string, error) { return 4242, "7.ab", nil }}).Call)
+	if tok, ok := next.Load(); !ok || tok != "tok-1" {
+		t.Fatalf("next instance Load = %q, %v; want tok-1", tok, ok)
+	}
+}
+
+func TestCheckToken(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want string // substring of the problem; "" = valid
+	}{
+		{"a", ""},
+		{"!~", ""},
+		{strings.Repeat("x", 4096), ""},
+		{"", "empty"},
+		{strings.Repeat("x", 4097), "longer than 4096"},
+		{"a b", "0x20 at offset 1"},
+		{"ab\n", "0x0a at offset 2"},
+		{"\x7f", "0x7f"},
+		{"é", "0xc3 at offset 0"},
+	} {
+		got := resume.CheckToken([]byte(tc.in))
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("CheckToken(%.10q) = %q, want problem containing %q", tc.in, got, tc.want)
+		}
+		if got != "" && len(tc.in) > 1 && strings.Contains(got, tc.in) {
+			t.Errorf("CheckToken quotes the token: %q", got)
+		}
+	}
+}
+
+func TestParseFileName(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		pid   int
+		start string
+		ok    bool
+	}{
+		{"token-4242-7.ab", 4242, "7.ab", true},
+		{resume.FileName(99, "123.0f1e"), 99, "123.0f1e", true},
+		{"token-1-7.ab", 0, "", false},   // pid 1 is never a host
+		{"token-007-7.ab", 0, "", false}, // not canonical
+		{"token-x-7.ab", 0, "", false},
+		{"token-42-", 0, "", false},
+		{"token-42-AB", 0, "", false},
+		{"token-42-a-b", 0, "", false},
+		{"tokens-42-a", 0, "", false},
+		{".token-42-a.tmp", 0, "", false},
+	} {
+		pid, start, ok := resume.ParseFileName(tc.name)
+		if pid != tc.pid || start != tc.start || ok != tc.ok {
+			t.Errorf("ParseFileName(%q) = %d, %q, %v; want %d, %q, %v", tc.name, pid, start, ok, tc.pid, tc.start, tc.ok)
+		}
+	}
+}
+
+func FuzzParseFileName(f *testing.F) {
+	for _, s := range []string{"token-4242-7.ab", "token--", "token-1-", "token-99999999999999999999-1.a", "token-5-..", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		pid, start, ok := resume.ParseFileName(name)
+		if ok && resume.FileName(pid, start) != name {
+			t.Fatalf("ParseFileName(%q) = %d, %q does not round-trip", name, pid, start)
+		}
+	})
+}
+
+func FuzzCheckToken(f *testing.F) {
+	for _, s := range []string{"tok", "", "a b", "\x00\xff", strings.Repeat("a", 4097)} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		valid := len(b) >= 1 && len(b) <= 4096
+		for _, c := range b {
+			valid = valid && c >= 0x21 && c <= 0x7e
+		}
+		if got := resume.CheckToken(b) == ""; got != valid {
+			t.Fatalf("CheckToken(%q) valid = %v, want %v", b, got, valid)
+		}
+	})
+}
+
+// A host whose responses are not JSON (a broken binding) must not crash the
+// plugin: load offers nothing, store still succeeds, the failure is logged.
+func TestStore_MalformedHostResponses(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	real := hostfuncs.New(hostfuncs.Config{Dir: dir, Identity: func() (int, string, error) { return 4242, "7.ab", nil }})
+	var logged []string
+	for _, broken := range []string{wire.FnIdentity, wire.FnPrepareDir, wire.FnRead, wire.FnWrite} {
+		t.Run(broken, func(t *testing.T) {
+			logged = nil
+			s := resume.New(func(fn string, req []byte) []byte {
+				if fn == wire.FnLog {
+					logged = append(logged, string(req))
+					return []byte("{}")
+				}
+				if fn == broken {
+					return []byte("\x00not json")
+				}
+				return real.Call(fn, req)
+			})
+			if tok, ok := s.Load(); ok {
+				t.Errorf("Load = %q with a broken %s", tok, broken)
+			}
+			if err := s.Store("tok-1"); err != nil {
+				t.Errorf("Store: %v", err)
+			}
+			s.Reject()
+			if len(logged) == 0 {
+				t.Errorf("nothing logged with a broken %s", broken)
+			}
+		})
+	}
+}
+
+func TestStore_InvalidTokenError(t *testing.T) {
+	s, _ := newStore(t)
+	err := s.Store("has space")
+	if !errors.Is(err, resume.ErrInvalidToken) || !strings.HasPrefix(err.Error(), "invalid token: ") {
+		t.Fatalf("Store(bad) = %v", err)
+	}
+}
