@@ -21,7 +21,9 @@ DEMO_LANG := go
 endif
 
 .PHONY: all build wasm check-wasm test test-go demo bench bench-go clean
-all: build
+# `make` builds the Go binaries and prepares the Python and TypeScript
+# environments, so every example server runs from the repository root.
+all: build $(if $(wildcard sdk-bindings/python/python.mk),python-setup) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-setup)
 
 -include sdk-bindings/python/python.mk
 -include sdk-bindings/typescript/typescript.mk

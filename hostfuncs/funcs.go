@@ -84,6 +84,9 @@ func (f *Funcs) Call(fn string, req []byte) []byte {
 		if err := decode(req, &r); err != nil {
 			return err
 		}
+		if r.Data == nil { // absent or null; "" decodes to an empty, non-nil slice
+			return missing(fn, "data")
+		}
 		resp = wire.Empty{Error: f.write(r)}
 	case wire.FnRemove:
 		var r wire.NameRequest
@@ -92,15 +95,21 @@ func (f *Funcs) Call(fn string, req []byte) []byte {
 		}
 		resp = wire.Empty{Error: f.remove(r)}
 	case wire.FnList:
-		var r wire.ListRequest
+		var r struct{ Prefix *string }
 		if err := decode(req, &r); err != nil {
 			return err
 		}
-		resp = f.list(r)
+		if r.Prefix == nil {
+			return missing(fn, "prefix")
+		}
+		resp = f.list(wire.ListRequest{Prefix: *r.Prefix})
 	case wire.FnLog:
 		var r wire.LogRequest
 		if err := decode(req, &r); err != nil {
 			return err
+		}
+		if r.Level == "" || r.Message == "" {
+			return missing(fn, "level and message")
 		}
 		f.log(r)
 		resp = wire.Empty{}
@@ -112,6 +121,10 @@ func (f *Funcs) Call(fn string, req []byte) []byte {
 		return wire.ErrorResponse(wire.CodeIO, err.Error())
 	}
 	return wire.Pad8(b)
+}
+
+func missing(fn, field string) []byte {
+	return wire.ErrorResponse(wire.CodeInvalidRequest, fn+": request lacks "+field)
 }
 
 func decode(req []byte, v any) []byte {

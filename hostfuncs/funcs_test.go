@@ -54,3 +54,21 @@ func TestFuncs_MalformedRequests(t *testing.T) {
 		}
 	}
 }
+
+// Required fields are required: a request without them is refused rather
+// than guessed at (an empty token file, a list of everything, an empty log line).
+func TestFuncs_MissingFields(t *testing.T) {
+	f := hostfuncs.New(hostfuncs.Config{Dir: t.TempDir()})
+	for fn, req := range map[string]string{
+		wire.FnWrite:  `{"name":"token-5-1.a"}`,
+		wire.FnList:   `{}`,
+		wire.FnLog:    `{"event":"x"}`,
+		wire.FnRead:   `{"name":"token-5-1.a"}`, // limit 0 is outside 1..1048576
+		wire.FnRemove: `{}`,
+	} {
+		var resp wire.Empty
+		if err := json.Unmarshal(f.Call(fn, []byte(req)), &resp); err != nil || resp.Error == nil || resp.Error.Code != wire.CodeInvalidRequest {
+			t.Errorf("%s(%s) = %+v, %v; want invalid_request", fn, req, resp.Error, err)
+		}
+	}
+}

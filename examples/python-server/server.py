@@ -1,0 +1,305 @@
+"""An example stdio MCP server, on the official Python SDK, whose broker session
+survives relaunches by the same MCP host through mcp-resume (``mcp_resume``).
+
+Run it (after ``make python-setup``) from the repository root::
+
+    MCP_RESUME_BROKER_URL=http://127.0.0.1:PORT .venv/bin/python examples/python-server/server.py
+
+Environment:
+  MCP_RESUME_BROKER_URL  the token broker (examples/broker), required
+  MCP_RESUME_STATE_DIR   overrides the state directory (optional)
+  MCP_RESUME_BENCH       "load": open the store, load once, exit 0 (startup benchmark);
+                         "baseline": the same startup without the store
+
+Tools: ``remember(note)`` -> ``remembered``; ``recall()`` -> ``{"notes": [...]}``;
+``session_info()`` -> ``{"session_id": str, "resumed": bool}``.
+
+Startup follows spec 000, "MCP Server Startup", the same flow as the Go and
+TypeScript examples: load the stored token, offer it to the broker, reject it
+if the broker refuses (401/409/410), start a fresh session otherwise, and store
+whatever token the broker issues. Logs go to stderr; stdout carries only
+JSON-RPC.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import threading
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from typing import Any
+
+import anyio.to_thread
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+#: This server's app name: its token files live in their own state directory.
+APP = "example-python"
+
+#: Upper bound of every broker request, in seconds.
+HTTP_TIMEOUT_S = 5.0
+
+log = logging.getLogger("example-python")
+
+
+class _StderrFormatter(logging.Formatter):
+    """``time level logger message [event=...] [detail=...]`` on one line (stderr only)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = super().format(record)
+        event = getattr(record, "event", None)
+        detail = getattr(record, "detail", None)
+        if event:
+            line += f" event={event}"
+        if detail:
+            line += f" detail={detail!r}"
+        return line
+
+
+def setup_logging() -> None:
+    """Send every log line (ours, mcp_resume's, the SDK's) to stderr: stdout is the protocol's."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_StderrFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO)
+
+
+# --- the broker (examples/broker/README.md) -----------------------------------------
+
+
+@dataclass
+class Session:
+    """A broker session: ``session_id`` (stable across resumes), ``token`` (a credential: never logged), ``resumed``."""
+
+    session_id: str
+    token: str
+    resumed: bool
+
+
+class BrokerRejected(Exception):
+    """The broker refused the token (401 unknown, 409 rotated, 410 expired): delete it, start fresh."""
+
+
+class BrokerError(Exception):
+    """The broker is unreachable or answered something unexpected: it said nothing about the token."""
+
+
+class Broker:
+    """A minimal client of the token broker's JSON-over-HTTP protocol, standard library only."""
+
+    def __init__(self, base_url: str, timeout: float = HTTP_TIMEOUT_S) -> None:
+        """``base_url``: the broker's URL (no trailing slash needed); ``timeout``: per request, seconds."""
+        self.base = base_url.rstrip("/")
+        self.timeout = timeout
+
+    def _call(self, method: str, path: str, body: Any = None, token: str | None = None) -> tuple[int, Any]:
+        """One request: ``(HTTP status, decoded JSON body or None)``. Raises :class:`BrokerError`
+        when the broker cannot be reached or answers something that is not JSON."""
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.base + path, method=method, data=data)
+        req.add_header("Content-Type", "application/json")
+        if token:
+            req.add_header("Authorization", "Bearer " + token)
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as r:
+                raw = r.read()
+                return r.status, json.loads(raw) if raw else None
+        except urllib.error.HTTPError as e:
+            raw = e.read()
+            try:
+                doc = json.loads(raw) if raw else None
+            except ValueError:
+                doc = None
+            return e.code, doc
+        except (OSError, ValueError) as e:
+            raise BrokerError(f"{method} {path}: {e}") from None
+
+    @staticmethod
+    def _fail(what: str, status: int, doc: Any) -> BrokerError:
+        code = doc.get("error") if isinstance(doc, dict) else None
+        return BrokerError(f"{what}: HTTP {status} {code or ''}".rstrip())
+
+    @staticmethod
+    def _session(doc: Any) -> Session:
+        try:
+            return Session(session_id=str(doc["session_id"]), token=str(doc["token"]), resumed=bool(doc["resumed"]))
+        except (KeyError, TypeError):
+            raise BrokerError("the broker answered a session without session_id, token and resumed") from None
+
+    def start(self) -> Session:
+        """``POST /v1/sessions``: a new session. Raises :class:`BrokerError`."""
+        status, doc = self._call("POST", "/v1/sessions", {})
+        if status != 201:
+            raise self._fail("start session", status, doc)
+        return self._session(doc)
+
+    def resume(self, token: str) -> Session:
+        """``POST /v1/sessions/resume``: the same session with a new token.
+
+        Raises :class:`BrokerRejected` on 401/409/410, :class:`BrokerError` otherwise.
+        """
+        status, doc = self._call("POST", "/v1/sessions/resume", {"token": token})
+        if status in (401, 409, 410):
+            raise BrokerRejected(f"HTTP {status} {doc.get('error') if isinstance(doc, dict) else ''}".rstrip())
+        if status != 200:
+            raise self._fail("resume session", status, doc)
+        return self._session(doc)
+
+    def add_note(self, token: str, note: str) -> None:
+        """``POST /v1/notes``. Raises :class:`BrokerError`."""
+        status, doc = self._call("POST", "/v1/notes", {"note": note}, token=token)
+        if status != 204:
+            raise self._fail("add note", status, doc)
+
+    def notes(self, token: str) -> list[str]:
+        """``GET /v1/notes``. Raises :class:`BrokerError`."""
+        status, doc = self._call("GET", "/v1/notes", token=token)
+        if status != 200 or not isinstance(doc, dict):
+            raise self._fail("list notes", status, doc)
+        return [str(n) for n in doc.get("notes") or []]
+
+
+# --- startup (spec 000, MCP Server Startup) ------------------------------------------
+
+
+def open_store() -> Any:
+    """Open the resume store, or return ``None`` (resume is an optimisation: serve without it).
+
+    ``mcp_resume`` is imported here, not at the top, so that the
+    ``MCP_RESUME_BENCH=baseline`` start pays nothing of it and the benchmark
+    difference is everything resume costs, its import included.
+    """
+    try:
+        from mcp_resume import ResumeTokenStore
+
+        return ResumeTokenStore(APP)
+    except Exception as e:  # noqa: BLE001 - never let resume stop the server
+        log.warning("session resume unavailable: %s", e)
+        return None
+
+
+def establish(store: Any, broker: Broker) -> Session:
+    """Get a broker session: the stored one if the broker still honours its token, else a fresh one.
+
+    Stores whatever token the broker returns. Raises :class:`BrokerError` when
+    no session can be had at all.
+    """
+    session: Session | None = None
+    if store is not None:
+        token = store.load()
+        if token is not None:
+            try:
+                session = broker.resume(token)
+            except BrokerRejected:
+                store.reject()
+            except BrokerError as e:
+                # The broker is unreachable, not refusing: keep the file.
+                log.warning("could not offer the stored token to the broker: %s", e)
+    if session is None:
+        session = broker.start()
+    if store is not None:
+        try:
+            store.store(session.token)
+        except ValueError as e:
+            log.warning("broker issued a token the resume store cannot hold: %s", e)
+    return session
+
+
+class State:
+    """The server's broker session, shared by the tool handlers."""
+
+    def __init__(self, broker: Broker, session: Session | None, error: Exception | None) -> None:
+        self.broker = broker
+        self._lock = threading.Lock()
+        self._session = session
+        self._error = error
+
+    def current(self) -> Session:
+        """The session; raises ``ToolError`` (shown to the client) when startup got none."""
+        with self._lock:
+            if self._session is None:
+                raise ToolError(f"no broker session: {self._error}")
+            return self._session
+
+    async def call(self, fn: Any, *args: Any) -> Any:
+        """Run a blocking broker call in a worker thread; broker failures become ``ToolError``."""
+        try:
+            return await anyio.to_thread.run_sync(fn, *args)
+        except BrokerError as e:
+            raise ToolError(str(e)) from None
+
+
+def new_server() -> MCPServer:
+    """The MCP server object (official SDK; ``MCPServer`` is FastMCP's name since mcp 2)."""
+    return MCPServer("mcp-resume-example-python", version="0.1.0")
+
+
+def register(server: MCPServer, state: State) -> None:
+    """Add the three tools. Broker calls block, so they run in a worker thread."""
+
+    @server.tool(description="Keep a note in this session's context at the broker.")
+    async def remember(note: str) -> str:
+        session = state.current()
+        await state.call(state.broker.add_note, session.token, note)
+        return "remembered"
+
+    @server.tool(description="List the notes of this session.")
+    async def recall() -> str:
+        session = state.current()
+        notes = await state.call(state.broker.notes, session.token)
+        return json.dumps({"notes": notes})
+
+    @server.tool(description="The broker session ID and whether it was resumed.")
+    async def session_info() -> str:
+        session = state.current()
+        return json.dumps({"session_id": session.session_id, "resumed": session.resumed})
+
+
+def main() -> int:
+    """Run the server; return the exit status (0, or 1 without ``MCP_RESUME_BROKER_URL``).
+
+    Order: logging, MCPServer construction, then (unless
+    ``MCP_RESUME_BENCH=baseline``) the resume store and its first ``load``;
+    ``MCP_RESUME_BENCH=load`` exits right there, before any broker call.
+    """
+    setup_logging()
+    bench = os.environ.get("MCP_RESUME_BENCH", "")
+    server = new_server()
+    if bench == "baseline":
+        return 0
+    store = open_store()
+    try:
+        if bench == "load":
+            if store is not None:
+                store.load()
+            return 0
+        broker_url = os.environ.get("MCP_RESUME_BROKER_URL", "")
+        if not broker_url:
+            log.error(
+                "MCP_RESUME_BROKER_URL is not set: point it at the token broker "
+                "(go run ./examples/broker prints its URL)"
+            )
+            return 1
+        broker = Broker(broker_url)
+        session: Session | None = None
+        error: Exception | None = None
+        try:
+            session = establish(store, broker)
+        except BrokerError as e:
+            error = e
+            log.error("no broker session; tools will fail until restart: %s", e)
+        register(server, State(broker, session, error))
+        server.run("stdio")
+        return 0
+    finally:
+        if store is not None:
+            store.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,739 @@
+"""Identity of the MCP host process: a faithful port of the Go package ``procid``.
+
+The token file is named after the MCP host that launched this stdio server
+(spec 000, "Token File Naming Strategy": ``token-<parent_pid>-<parent_start_time>``).
+This module finds that host and its start time exactly as ``procid`` does
+(``procid/doc.go`` is the reference; keep the two in step):
+
+* Linux: ``/proc/<pid>/stat`` parsed after the **last** ``)`` (a process name
+  may hold spaces and parentheses), field 22 ``starttime`` in clock ticks;
+  ``start_time = "<ticks>.<boot_id without dashes>"``.
+* macOS: ``sysctl kern.proc.pid.<pid>`` (``struct kinfo_proc``) decoded at the
+  offsets of ``procid/kinfo.go``; ``start_time = "<tv_sec>.<tv_usec, 6 digits>"``.
+* elsewhere: :class:`UnsupportedError`.
+
+The walk skips **launchers** (``sh -c``, ``env``, ``uv``, ``npx``…), re-reads
+each child after reading its parent to detect a reused pid, and refuses pid
+0/1 and reapers such as ``dumb-init``. Every error means the same to a
+caller: the host cannot be identified with certainty, so session resume is off
+(spec 000, "Parent Process Information Unavailable").
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import struct
+import sys
+from typing import NamedTuple, Protocol
+from collections.abc import Callable, Iterable, Sequence
+
+__all__ = [
+    "DEFAULT_LAUNCHERS",
+    "LAUNCHERS_ENV",
+    "MAX_DEPTH",
+    "REAPERS",
+    "Identity",
+    "Process",
+    "ProcIdError",
+    "UnsupportedError",
+    "NotFoundError",
+    "ReaperError",
+    "RaceError",
+    "NoBootIDError",
+    "TooDeepError",
+    "MalformedError",
+    "LinuxSource",
+    "DarwinSource",
+    "host",
+    "host_of",
+    "resolve",
+    "launcher_set",
+    "is_launcher",
+    "is_reaper",
+    "parse_stat",
+    "parse_boot_id",
+    "decode_kinfo",
+    "decode_procargs",
+]
+
+# --- constants, identical to procid/launcher.go and procid/procid.go ---------
+
+#: Process names always treated as launchers (procid.DefaultLaunchers). The
+#: shells among them count only when their arguments show they run a command.
+DEFAULT_LAUNCHERS: tuple[str, ...] = (
+    # Shells, as used by "sh -c", spawn(..., {shell: true}) and wrapper scripts.
+    "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish",
+    # Command wrappers that exec or wait for one command.
+    "env", "nice", "nohup", "setsid", "stdbuf", "time", "timeout", "ionice", "taskset", "chrt",
+    # Python runners.
+    "uv", "uvx", "pipx", "poetry", "hatch", "pdm",
+    # JavaScript runners.
+    "npm", "npx", "pnpm", "pnpx", "yarn", "bunx",
+)
+
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish"})
+
+_NODE_TOOLS = frozenset({"npm", "npx", "npm-cli", "npx-cli", "pnpm", "pnpx", "yarn", "yarnpkg"})
+
+#: Init systems, supervisors and subreapers: never taken for a host (procid.reapers).
+REAPERS: tuple[str, ...] = (
+    "init", "systemd", "launchd", "kthreadd",
+    "tini", "docker-init", "dumb-init", "catatonit",
+    "s6-svscan", "s6-supervise", "runit", "runsv", "runsvdir", "openrc-init",
+    "containerd-shim", "containerd-shim-runc-v2", "conmon",
+)
+
+#: The most ancestors the walk reads, the host included (procid.MaxDepth).
+MAX_DEPTH = 16
+
+#: Environment variable with extra launcher names, comma-separated (procid.LaunchersEnv).
+LAUNCHERS_ENV = "MCP_RESUME_LAUNCHERS"
+
+# --- errors (procid's sentinel errors) ---------------------------------------
+
+
+class ProcIdError(Exception):
+    """The MCP host cannot be identified with certainty; session resume is off.
+
+    Spec 000, "Parent Process Information Unavailable". Subclasses mirror the
+    sentinel errors of Go ``procid``.
+    """
+
+
+class UnsupportedError(ProcIdError):
+    """The operating system is neither Linux nor macOS (spec 000, "Platform Support")."""
+
+
+class NotFoundError(ProcIdError):
+    """No process with the requested pid exists, or the pid is not positive."""
+
+
+class ReaperError(ProcIdError):
+    """The host would be pid 0 or 1 or an init/reaper process shared by unrelated processes."""
+
+
+class RaceError(ProcIdError):
+    """The process tree changed while it was being read (a retry may succeed)."""
+
+
+class NoBootIDError(ProcIdError):
+    """Linux ``/proc/sys/kernel/random/boot_id`` is missing, unreadable or not a UUID."""
+
+
+class TooDeepError(ProcIdError):
+    """More than :data:`MAX_DEPTH` ancestors would have to be walked past launchers."""
+
+
+class MalformedError(ProcIdError):
+    """The kernel's description of a process cannot be parsed."""
+
+
+# --- data ---------------------------------------------------------------------
+
+
+class Process(NamedTuple):
+    """One process as the kernel describes it (procid.Process).
+
+    Attributes: ``pid`` and ``ppid`` (ints; ``ppid`` 0 outside this pid
+    namespace), ``name`` (Linux ``comm``, at most 15 bytes; macOS ``p_comm``,
+    at most 16), ``args`` (argument vector, or ``None`` when unreadable or
+    empty), ``start_time`` (opaque string, see the module docstring).
+    """
+
+    pid: int
+    ppid: int
+    name: str
+    args: tuple[str, ...] | None
+    start_time: str
+
+
+class Identity(NamedTuple):
+    """The resolved MCP host (procid.Identity): ``pid``, ``start_time`` and the
+    ``chain`` of processes walked, nearest first, the host last (never empty)."""
+
+    pid: int
+    start_time: str
+    chain: tuple[Process, ...]
+
+
+class Source(Protocol):
+    """Reads processes from one kernel interface (procid.source)."""
+
+    def lookup(self, pid: int) -> Process:
+        """Describe ``pid``; raise :class:`NotFoundError` when it does not exist."""
+        ...
+
+
+# --- Go helpers ----------------------------------------------------------------
+
+_DECIMAL = re.compile(rb"[+-]?[0-9]+")
+_UNSIGNED = re.compile(rb"[0-9]+")
+
+
+def _go_atoi(b: bytes) -> int | None:
+    """strconv.Atoi on bytes: optional sign, ASCII digits, int64 range; else None."""
+    if not _DECIMAL.fullmatch(b):
+        return None
+    n = int(b)
+    return n if -(1 << 63) <= n < (1 << 63) else None
+
+
+def _go_parse_uint64(b: bytes) -> int | None:
+    """strconv.ParseUint(b, 10, 64): ASCII digits only, uint64 range; else None."""
+    if not _UNSIGNED.fullmatch(b):
+        return None
+    n = int(b)
+    return n if n < (1 << 64) else None
+
+
+def _go_base(p: str) -> str:
+    """path.Base from Go: last element after stripping trailing slashes; "" -> "."."""
+    if p == "":
+        return "."
+    p = p.rstrip("/")
+    if p == "":
+        return "/"
+    i = p.rfind("/")
+    return p[i + 1:] if i >= 0 else p
+
+
+def _nbytes(s: str) -> int:
+    """Length of ``s`` in bytes as the kernel stored it (names decode with surrogateescape)."""
+    return len(s.encode("utf-8", "surrogateescape"))
+
+
+def _truncate(data: bytes) -> bytes:
+    return data[:64]
+
+
+# --- launchers and reapers (procid/launcher.go) ----------------------------------
+
+
+def launcher_set(extra: Iterable[str] | None = None, env: str | None = None) -> frozenset[str]:
+    """Return :data:`DEFAULT_LAUNCHERS` plus ``extra`` plus the comma-separated names in ``env``.
+
+    Inputs: ``extra`` (names, may be ``None``), ``env`` (the value of
+    ``MCP_RESUME_LAUNCHERS``; ``None`` reads the environment). Spaces around
+    names and empty names are ignored; nothing can remove a default. Output:
+    a frozenset of names. Raises nothing.
+    """
+    if env is None:
+        env = os.environ.get(LAUNCHERS_ENV, "")
+    names = set(DEFAULT_LAUNCHERS)
+    for n in extra or ():
+        n = n.strip()
+        if n:
+            names.add(n)
+    for n in env.split(","):
+        n = n.strip()
+        if n:
+            names.add(n)
+    return frozenset(names)
+
+
+def _is_npm_exec_title(s: str) -> bool:
+    return s in ("npm exec", "npm x") or s.startswith("npm exec ") or s.startswith("npm x ")
+
+
+def _runs_command(args: Sequence[str] | None) -> bool:
+    """Whether a shell with ``args`` runs a command (-c cluster, --command, or an operand)."""
+    if args is None or len(args) < 2:
+        return False
+    for a in args[1:]:
+        if a == "--command" or a.startswith("--command="):
+            return True
+        if a in ("-", "--") or a.startswith("--"):
+            continue
+        if a.startswith("-") or a.startswith("+"):
+            if "c" in a[1:]:
+                return True
+            continue
+        return True
+    return False
+
+
+def _name_matches(name: str, want: str) -> bool:
+    """Kernel names are truncated (Linux 15 bytes, macOS 16): a long name matches any longer ``want`` it prefixes."""
+    if name == want:
+        return True
+    return _nbytes(name) >= 15 and want.startswith(name)
+
+
+def is_launcher(p: Process, names: frozenset[str] | None = None) -> bool:
+    """Whether ``p`` only launches the server, under launcher set ``names``.
+
+    Inputs: a :class:`Process`; ``names`` from :func:`launcher_set` (default:
+    the defaults plus ``MCP_RESUME_LAUNCHERS``). Output: bool. The rules are
+    procid's (doc.go, "Launchers"): a listed name that is not a shell; a shell
+    that runs a command; npm's ``npm exec``/``npm x`` title; node running a
+    package manager; ``bun x``.
+    """
+    if names is None:
+        names = launcher_set()
+    if _is_npm_exec_title(p.name):
+        return True
+    arg0 = ""
+    args = p.args or ()
+    if len(args) > 0:
+        arg0 = args[0]
+        if _is_npm_exec_title(arg0):
+            return True
+        arg0 = _go_base(arg0)
+    if len(args) > 1:
+        if arg0 in ("node", "nodejs"):
+            tool = _go_base(args[1])
+            for ext in (".js", ".cjs", ".mjs"):
+                if tool.endswith(ext):
+                    tool = tool[: -len(ext)]
+            if tool in _NODE_TOOLS:
+                return True
+        elif arg0 == "bun" and args[1] == "x":
+            return True
+    for name in names:
+        if not _name_matches(p.name, name) and arg0 != name:
+            continue
+        if name not in _SHELLS or _runs_command(p.args):
+            return True
+    return False
+
+
+def is_reaper(p: Process) -> bool:
+    """Whether ``p`` is pid 0/1 or an init/reaper by name or ``args[0]`` base name (procid.isReaper)."""
+    if p.pid <= 1:
+        return True
+    arg0 = _go_base(p.args[0]) if p.args else ""
+    return any(_name_matches(p.name, r) or arg0 == r for r in REAPERS)
+
+
+# --- Linux (procid/procfs.go) -----------------------------------------------------
+
+
+class StatInfo(NamedTuple):
+    """The fields of ``/proc/<pid>/stat`` used here: pid, comm, state, ppid, start (field 22, ticks)."""
+
+    pid: int
+    comm: str
+    state: str
+    ppid: int
+    start: int
+
+
+def parse_stat(data: bytes) -> StatInfo:
+    """Parse the contents of ``/proc/<pid>/stat`` (proc_pid_stat(5)).
+
+    Input: the raw bytes. Output: :class:`StatInfo`. ``comm`` may contain any
+    byte but NUL, so the fields after it are found from the **last** ``)``.
+    Raises :class:`MalformedError` for anything that does not parse.
+    """
+    open_ = data.find(b"(")
+    end = data.rfind(b")")
+    if open_ < 0 or end < open_:
+        raise MalformedError(f"no (comm) in {_truncate(data)!r}")
+    pid = _go_atoi(data[:open_].strip())
+    if pid is None or pid <= 0:
+        raise MalformedError(f"bad pid before (comm) in {_truncate(data)!r}")
+    rest = data[end + 1:].split()
+    if len(rest) < 22 - 2:
+        raise MalformedError(f"{len(rest)} fields after (comm), want at least {22 - 2}")
+    if len(rest[0]) != 1:
+        raise MalformedError(f"bad state {rest[0]!r}")
+    ppid = _go_atoi(rest[4 - 3])
+    if ppid is None or ppid < 0:
+        raise MalformedError(f"bad ppid {rest[4 - 3]!r}")
+    start = _go_parse_uint64(rest[22 - 3])
+    if start is None:
+        raise MalformedError(f"bad starttime {rest[22 - 3]!r}")
+    return StatInfo(
+        pid=pid,
+        comm=data[open_ + 1:end].decode("utf-8", "surrogateescape"),
+        state=rest[0].decode("latin-1"),
+        ppid=ppid,
+        start=start,
+    )
+
+
+_HEX = re.compile(r"[0-9a-f]{32}")
+
+
+def parse_boot_id(data: bytes) -> str:
+    """Turn ``/proc/sys/kernel/random/boot_id`` (a UUID) into 32 lowercase hex digits.
+
+    Raises :class:`NoBootIDError` when it is not a UUID.
+    """
+    text = data.decode("utf-8", "replace").strip().replace("-", "").lower()
+    if not _HEX.fullmatch(text):
+        raise NoBootIDError(f"boot ID {_truncate(data)!r} is not a UUID")
+    return text
+
+
+def _gone(err: OSError) -> bool:
+    return isinstance(err, FileNotFoundError) or err.errno in (errno.ENOENT, errno.ESRCH)
+
+
+class LinuxSource:
+    """Reads processes from a ``/proc`` tree rooted at ``root`` (a fixture tree in tests).
+
+    Not safe for concurrent use; :func:`host_of` makes one per call. The boot
+    ID is read once per instance, so one walk uses one boot ID throughout.
+    """
+
+    def __init__(self, root: str = "/proc", after_stat: Callable[[int], None] | None = None) -> None:
+        """Inputs: ``root`` (path of the proc tree); ``after_stat`` (called with the pid after
+        each successful stat read; tests use it to change the tree mid-walk)."""
+        self.root = root
+        self.after_stat = after_stat
+        self._boot: str | None = None
+
+    def boot_id(self) -> str:
+        """Return the boot ID (32 hex digits). Raises :class:`NoBootIDError`."""
+        if self._boot is not None:
+            return self._boot
+        name = os.path.join(self.root, "sys", "kernel", "random", "boot_id")
+        try:
+            with open(name, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            raise NoBootIDError(f"cannot read the kernel boot ID (is /proc mounted?): {e}") from e
+        try:
+            self._boot = parse_boot_id(data)
+        except NoBootIDError as e:
+            raise NoBootIDError(f"read {name}: {e}") from e
+        return self._boot
+
+    def stat(self, pid: int) -> StatInfo:
+        """Read and parse ``<root>/<pid>/stat``.
+
+        Raises :class:`NotFoundError` when the process does not exist,
+        :class:`MalformedError` when the file does not parse or describes
+        another pid, :class:`ProcIdError` for other read errors.
+        """
+        if pid <= 0:
+            raise NotFoundError(f"pid {pid} is not positive")
+        name = os.path.join(self.root, str(pid), "stat")
+        try:
+            with open(name, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            if _gone(e):
+                raise NotFoundError(f"read {name}: process not found") from e
+            raise ProcIdError(f"read {name}: {e}") from e
+        try:
+            st = parse_stat(data)
+        except MalformedError as e:
+            raise MalformedError(f"parse {name}: {e}") from e
+        if st.pid != pid:
+            raise MalformedError(f"parse {name}: it describes pid {st.pid}")
+        if self.after_stat is not None:
+            self.after_stat(pid)
+        return st
+
+    def args(self, pid: int) -> tuple[str, ...] | None:
+        """Read ``<root>/<pid>/cmdline``: NUL-separated, trailing empty arguments dropped.
+
+        Returns ``None`` when empty or unreadable; raises :class:`NotFoundError`
+        when the process is gone.
+        """
+        name = os.path.join(self.root, str(pid), "cmdline")
+        try:
+            with open(name, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            if _gone(e):
+                raise NotFoundError(f"read {name}: process not found") from e
+            return None
+        args = data.decode("utf-8", "surrogateescape").split("\x00")
+        while args and args[-1] == "":
+            args.pop()
+        return tuple(args) if args else None
+
+    def lookup(self, pid: int) -> Process:
+        """Describe ``pid``: boot ID, stat, cmdline. Errors as :meth:`stat` and :meth:`boot_id`."""
+        boot = self.boot_id()
+        st = self.stat(pid)
+        args = self.args(pid)
+        return Process(pid=st.pid, ppid=st.ppid, name=st.comm, args=args, start_time=f"{st.start}.{boot}")
+
+
+# --- macOS (procid/kinfo.go, procid/procid_darwin.go) --------------------------------
+
+# Layout of struct kinfo_proc on darwin/amd64 and darwin/arm64 (LP64, little-endian).
+KINFO_SIZE = 648
+KINFO_START_SEC = 0  # kp_proc.p_starttime.tv_sec, int64
+KINFO_START_USEC = 8  # kp_proc.p_starttime.tv_usec, int32
+KINFO_STAT = 36  # kp_proc.p_stat, int8
+KINFO_PID = 40  # kp_proc.p_pid, int32
+KINFO_COMM = 243  # kp_proc.p_comm, 17 bytes, NUL-terminated
+KINFO_COMM_LEN = 17
+KINFO_PPID = 560  # kp_eproc.e_ppid, int32
+
+
+class Kinfo(NamedTuple):
+    """The fields of ``struct kinfo_proc`` used here."""
+
+    pid: int
+    ppid: int
+    comm: str
+    stat: int
+    sec: int
+    usec: int
+
+    @property
+    def start_time(self) -> str:
+        """``"<tv_sec>.<tv_usec as 6 digits>"``, the macOS start time."""
+        return f"{self.sec}.{self.usec:06d}"
+
+    def process(self, args: tuple[str, ...] | None) -> Process:
+        """This record as a :class:`Process` with ``args``."""
+        return Process(pid=self.pid, ppid=self.ppid, name=self.comm, args=args, start_time=self.start_time)
+
+
+def decode_kinfo(b: bytes) -> Kinfo:
+    """Decode one ``struct kinfo_proc`` as returned by ``sysctl kern.proc.pid``.
+
+    Raises :class:`MalformedError` when ``b`` is shorter than 648 bytes, the
+    pid is not positive, the ppid negative, ``p_comm`` empty, or the start
+    time not positive seconds with microseconds in 0..999999.
+    """
+    if len(b) < KINFO_SIZE:
+        raise MalformedError(f"kinfo_proc is {len(b)} bytes, want {KINFO_SIZE}")
+    (pid,) = struct.unpack_from("<i", b, KINFO_PID)
+    (ppid,) = struct.unpack_from("<i", b, KINFO_PPID)
+    (stat,) = struct.unpack_from("<b", b, KINFO_STAT)
+    (sec,) = struct.unpack_from("<q", b, KINFO_START_SEC)
+    (usec,) = struct.unpack_from("<i", b, KINFO_START_USEC)
+    comm = bytes(b[KINFO_COMM:KINFO_COMM + KINFO_COMM_LEN])
+    i = comm.find(b"\x00")
+    if i >= 0:
+        comm = comm[:i]
+    name = comm.decode("utf-8", "surrogateescape")
+    if pid <= 0:
+        raise MalformedError(f"kinfo_proc has pid {pid}")
+    if ppid < 0:
+        raise MalformedError(f"kinfo_proc of pid {pid} has ppid {ppid}")
+    if name == "":
+        raise MalformedError(f"kinfo_proc of pid {pid} has an empty p_comm")
+    if sec <= 0 or usec < 0 or usec > 999999:
+        raise MalformedError(f"kinfo_proc of pid {pid} has start time {sec} s {usec} us")
+    return Kinfo(pid=pid, ppid=ppid, comm=name, stat=stat, sec=sec, usec=usec)
+
+
+def decode_procargs(b: bytes) -> tuple[str, ...] | None:
+    """Decode a ``kern.procargs2`` record: int32 argc, exec path, NUL padding, argc arguments, env.
+
+    Trailing empty arguments are dropped (a retitled process leaves NUL
+    padding). Returns ``None`` for no arguments. Raises :class:`MalformedError`.
+    """
+    if len(b) < 4:
+        raise MalformedError(f"procargs2 is {len(b)} bytes")
+    (argc,) = struct.unpack_from("<i", b, 0)
+    if argc < 0 or argc > len(b):
+        raise MalformedError(f"procargs2 has argc {argc}")
+    rest = bytes(b[4:])
+    i = rest.find(b"\x00")
+    if i < 0:
+        raise MalformedError("procargs2 has no executable path")
+    rest = rest[i:].lstrip(b"\x00")
+    args: list[str] = []
+    while len(args) < argc:
+        i = rest.find(b"\x00")
+        if i < 0:
+            raise MalformedError(f"procargs2 ends after {len(args)} of {argc} arguments")
+        args.append(rest[:i].decode("utf-8", "surrogateescape"))
+        rest = rest[i + 1:]
+    while args and args[-1] == "":
+        args.pop()
+    return tuple(args) if args else None
+
+
+class DarwinSource:
+    """Reads processes with ``sysctl kern.proc.pid`` and ``kern.procargs2`` through ctypes (macOS only)."""
+
+    def __init__(self) -> None:
+        """Load libc. Raises :class:`UnsupportedError` when it has no ``sysctl``."""
+        import ctypes  # only macOS needs it; keep it out of every other start
+        import ctypes.util
+
+        self._ctypes = ctypes
+        path = ctypes.util.find_library("c") or "libc.dylib"
+        try:
+            self._libc = ctypes.CDLL(path, use_errno=True)
+            self._sysctl = self._libc.sysctl
+            self._nametomib = self._libc.sysctlnametomib
+        except (OSError, AttributeError) as e:
+            raise UnsupportedError(f"cannot load sysctl from {path}: {e}") from e
+        self._sysctl.argtypes = [
+            ctypes.POINTER(ctypes.c_int), ctypes.c_uint, ctypes.c_void_p,
+            ctypes.POINTER(ctypes.c_size_t), ctypes.c_void_p, ctypes.c_size_t,
+        ]
+        self._sysctl.restype = ctypes.c_int
+        self._nametomib.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_size_t)]
+        self._nametomib.restype = ctypes.c_int
+
+    def _sysctl_raw(self, name: str, *args: int) -> bytes:
+        """``unix.SysctlRaw``: resolve ``name`` to a MIB, append ``args``, read the whole value.
+
+        Raises ``OSError`` with the errno on failure.
+        """
+        ctypes = self._ctypes
+        mib = (ctypes.c_int * 12)()
+        n = ctypes.c_size_t(12 - len(args))
+        if self._nametomib(name.encode(), mib, ctypes.byref(n)) != 0:
+            e = ctypes.get_errno()
+            raise OSError(e, f"sysctlnametomib {name}: {os.strerror(e)}")
+        count = n.value
+        for a in args:
+            mib[count] = a
+            count += 1
+        size = ctypes.c_size_t(0)
+        if self._sysctl(mib, count, None, ctypes.byref(size), None, 0) != 0:
+            e = ctypes.get_errno()
+            raise OSError(e, f"sysctl {name}: {os.strerror(e)}")
+        if size.value == 0:
+            return b""
+        buf = ctypes.create_string_buffer(size.value)
+        if self._sysctl(mib, count, buf, ctypes.byref(size), None, 0) != 0:
+            e = ctypes.get_errno()
+            raise OSError(e, f"sysctl {name}: {os.strerror(e)}")
+        return bytes(buf.raw[: size.value])
+
+    def kinfo(self, pid: int) -> Kinfo:
+        """Read and decode ``struct kinfo_proc`` for ``pid``.
+
+        Raises :class:`NotFoundError` when the process does not exist,
+        :class:`MalformedError` for an undecodable record, :class:`ProcIdError`
+        for other sysctl failures.
+        """
+        if pid <= 0:
+            raise NotFoundError(f"pid {pid} is not positive")
+        try:
+            b = self._sysctl_raw("kern.proc.pid", pid)
+        except OSError as e:
+            if e.errno == errno.ESRCH:
+                raise NotFoundError("sysctl kern.proc.pid: process not found") from e
+            raise ProcIdError(f"sysctl kern.proc.pid: {e}") from e
+        if len(b) == 0:
+            raise NotFoundError("sysctl kern.proc.pid: process not found")
+        try:
+            k = decode_kinfo(b)
+        except MalformedError as e:
+            raise MalformedError(f"sysctl kern.proc.pid: {e}") from e
+        if k.pid != pid:
+            raise MalformedError(f"sysctl kern.proc.pid returned pid {k.pid}")
+        return k
+
+    def lookup(self, pid: int) -> Process:
+        """Describe ``pid``; arguments are best effort (the kernel refuses them for other users)."""
+        k = self.kinfo(pid)
+        args: tuple[str, ...] | None = None
+        try:
+            args = decode_procargs(self._sysctl_raw("kern.procargs2", pid))
+        except (OSError, MalformedError):
+            args = None
+        return k.process(args)
+
+
+# --- the walk (procid/procid.go) -------------------------------------------------
+
+
+def _describe(p: Process) -> str:
+    return f"pid {p.pid} ({p.name!r})"
+
+
+def resolve(src: Source, pid: int, names: frozenset[str]) -> Identity:
+    """Walk from ``pid``'s parent to the nearest ancestor that is not a launcher in ``names``.
+
+    Inputs: a process source, the server's pid, a launcher set. Output:
+    :class:`Identity`. Each step reads the child, then its parent, then the
+    child again, and fails unless the child kept its parent and start time.
+    Raises :class:`TooDeepError`, :class:`ReaperError` (pid 0/1 or a reaper),
+    :class:`RaceError`, or the source's errors. Spec 000, "PID Reuse" and
+    "Parent Process Information Unavailable".
+    """
+    try:
+        child = src.lookup(pid)
+    except ProcIdError as e:
+        raise type(e)(f"procid: resolve MCP host of pid {pid}: {e}") from e
+    chain: list[Process] = []
+    while True:
+        if len(chain) == MAX_DEPTH:
+            raise TooDeepError(
+                f"procid: resolve MCP host of pid {pid}: the {MAX_DEPTH} nearest ancestors "
+                f"({chain[0].name!r} to {chain[-1].name!r}) are all launchers; session resume is off"
+            )
+        if child.ppid <= 1:
+            raise ReaperError(
+                f"procid: resolve MCP host of pid {pid}: {_describe(child)} has parent pid {child.ppid}: "
+                "it was orphaned (restart the MCP host) or the host is outside this PID namespace; "
+                "session resume is off"
+            )
+        try:
+            parent = src.lookup(child.ppid)
+        except NotFoundError as e:
+            raise RaceError(
+                f"procid: resolve MCP host of pid {pid}: parent of {_describe(child)} exited during the walk; retry: {e}"
+            ) from e
+        except ProcIdError as e:
+            raise type(e)(f"procid: resolve MCP host of pid {pid}: read parent of {_describe(child)}: {e}") from e
+        try:
+            again = src.lookup(child.pid)
+        except NotFoundError as e:
+            raise RaceError(
+                f"procid: resolve MCP host of pid {pid}: {_describe(child)} exited during the walk; retry: {e}"
+            ) from e
+        except ProcIdError as e:
+            raise type(e)(f"procid: resolve MCP host of pid {pid}: re-read {_describe(child)}: {e}") from e
+        if again.ppid != child.ppid or again.start_time != child.start_time:
+            raise RaceError(
+                f"procid: resolve MCP host of pid {pid}: {_describe(child)} changed from parent {child.ppid} "
+                f"start {child.start_time} to parent {again.ppid} start {again.start_time} while its parent "
+                "was read; retry"
+            )
+        chain.append(parent)
+        if is_reaper(parent):
+            raise ReaperError(
+                f"procid: resolve MCP host of pid {pid}: the host would be {_describe(parent)}, "
+                "which serves unrelated processes; session resume is off"
+            )
+        if not is_launcher(parent, names):
+            return Identity(pid=parent.pid, start_time=parent.start_time, chain=tuple(chain))
+        child = parent
+
+
+def new_source(platform: str | None = None) -> Source:
+    """Return the process source of this OS: :class:`LinuxSource` or :class:`DarwinSource`.
+
+    Raises :class:`UnsupportedError` on any other system (spec 000, "Platform Support").
+    """
+    platform = sys.platform if platform is None else platform
+    if platform.startswith("linux"):
+        return LinuxSource("/proc")
+    if platform == "darwin":
+        return DarwinSource()
+    raise UnsupportedError(
+        f"procid: {platform} has no supported way to identify the MCP host process, so session resume is off"
+    )
+
+
+def host_of(pid: int, launchers: Iterable[str] | None = None) -> Identity:
+    """Resolve the MCP host of process ``pid`` (procid.HostOf).
+
+    Inputs: ``pid``; ``launchers``, extra launcher names added to
+    :data:`DEFAULT_LAUNCHERS` and ``$MCP_RESUME_LAUNCHERS``. Output:
+    :class:`Identity`. Raises a :class:`ProcIdError` subclass whenever the host
+    cannot be identified with certainty.
+    """
+    src = new_source()
+    return resolve(src, pid, launcher_set(launchers))
+
+
+def host(launchers: Iterable[str] | None = None) -> tuple[int, str]:
+    """Resolve the MCP host of the current process: ``(pid, start_time)``.
+
+    The default identity of :class:`mcp_resume.ResumeTokenStore`. Raises a
+    :class:`ProcIdError` subclass when the host cannot be verified (spec 000,
+    "Parent Process Information Unavailable").
+    """
+    ident = host_of(os.getpid(), launchers)
+    return ident.pid, ident.start_time

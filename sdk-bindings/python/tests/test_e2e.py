@@ -1,0 +1,435 @@
+"""End to end: the example server under the official Python MCP client, against the real Go broker.
+
+Real processes throughout: the broker built from examples/broker, the example
+server (examples/python-server/server.py) on the official SDK, and MCP hosts
+that are separate Python processes running the SDK's stdio client
+(tests/mcp_host.py), so the identity walk finds a real host with its own pid
+and start time. Launch paths: direct, ``sh -c '<server>; exit $?'``,
+``uv run``, and a copy of /bin/sh named like a reaper (``dumb-init``).
+
+Every launch also checks that the server's stdout carried nothing but
+JSON-RPC (the SDK reports any unparsable line) and that no token ever
+appears in the server's stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shlex
+import shutil
+import stat
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+from collections.abc import Iterator
+
+import pytest
+
+from conftest import REPO_ROOT
+
+SERVER = REPO_ROOT / "examples" / "python-server" / "server.py"
+HOST_SCRIPT = Path(__file__).resolve().parent / "mcp_host.py"
+PYTHON = sys.executable
+REQUEST_TIMEOUT_S = 120.0
+
+MSG_NOT_FOUND = "Token file not found (first run or clean slate)"
+MSG_RESUMED = "Session resumed successfully"
+MSG_CORRUPTED = "Token file corrupted, treating as stale"
+MSG_REJECTED = "Broker rejected resume token, starting fresh session"
+MSG_UNVERIFIED = "Could not verify parent process start time, session resume disabled for this instance"
+
+
+# --- the broker -------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def broker_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The Go broker, built once per test session (needs Go on PATH)."""
+    go = shutil.which("go")
+    if go is None:
+        pytest.fail("Go is not on PATH: the end-to-end tests build the broker with `go build ./examples/broker`")
+    out = tmp_path_factory.mktemp("bin") / "broker"
+    subprocess.run([go, "build", "-o", str(out), "./examples/broker"], cwd=REPO_ROOT, check=True, timeout=600)
+    return out
+
+
+class Broker:
+    """A running examples/broker process on a free loopback port."""
+
+    def __init__(self, binary: Path, log: Path) -> None:
+        self.binary = binary
+        self.log = log
+        self.proc: subprocess.Popen[str] | None = None
+        self.url = ""
+
+    def start(self) -> None:
+        errlog = open(self.log, "a")
+        self.proc = subprocess.Popen(
+            [str(self.binary), "-addr", "127.0.0.1:0"], stdout=subprocess.PIPE, stderr=errlog, text=True
+        )
+        errlog.close()
+        assert self.proc.stdout is not None
+        line = _readline(self.proc.stdout, 30.0)
+        prefix = "broker listening on "
+        assert line.startswith(prefix), f"unexpected broker output {line!r}"
+        self.url = line[len(prefix):].strip()
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+            if self.proc.stdout:
+                self.proc.stdout.close()
+            self.proc = None
+
+    def restart(self) -> None:
+        """A new broker process: every token issued so far becomes unknown (401)."""
+        self.stop()
+        self.start()
+
+
+def _readline(stream: Any, timeout: float) -> str:
+    q: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: q.put(stream.readline()), daemon=True).start()
+    try:
+        return q.get(timeout=timeout)
+    except queue.Empty:
+        raise AssertionError(f"no line within {timeout} s") from None
+
+
+@pytest.fixture
+def broker(broker_bin: Path, tmp_path: Path) -> Iterator[Broker]:
+    b = Broker(broker_bin, tmp_path / "broker.log")
+    b.start()
+    yield b
+    b.stop()
+
+
+# --- MCP hosts ----------------------------------------------------------------------------
+
+
+class Host:
+    """One MCP host process (tests/mcp_host.py) that launches servers with the official SDK client."""
+
+    def __init__(self, log: Path) -> None:
+        self.errlog = open(log, "a")
+        self.proc = subprocess.Popen(
+            [PYTHON, str(HOST_SCRIPT)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.errlog,
+            text=True,
+            cwd=REPO_ROOT,
+        )
+        assert self.proc.stdout is not None
+        self.pid = json.loads(_readline(self.proc.stdout, 60.0))["pid"]
+        assert self.pid == self.proc.pid
+
+    def launch(self, command: str, args: list[str], env: dict[str, str], stderr: Path, calls: list[Any]) -> list[dict[str, Any]]:
+        """Launch the server once, make ``calls``, shut it down; return the tool results."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        req = {"command": command, "args": args, "env": env, "cwd": str(REPO_ROOT), "stderr": str(stderr), "calls": calls}
+        self.proc.stdin.write(json.dumps(req) + "\n")
+        self.proc.stdin.flush()
+        answer = json.loads(_readline(self.proc.stdout, REQUEST_TIMEOUT_S))
+        assert "error" not in answer, f"launch failed: {answer.get('error')}\n{answer.get('traceback')}\n{_text(stderr)}"
+        assert answer["stream_errors"] == [], f"server stdout carried non-JSON-RPC: {answer['stream_errors']}"
+        return answer["results"]
+
+    def close(self) -> None:
+        if self.proc.stdin:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+        if self.proc.stdout:
+            self.proc.stdout.close()
+        self.errlog.close()
+
+
+@pytest.fixture
+def hosts(tmp_path: Path) -> Iterator[Any]:
+    made: list[Host] = []
+
+    def new() -> Host:
+        h = Host(tmp_path / f"host{len(made)}.log")
+        made.append(h)
+        return h
+
+    yield new
+    for h in made:
+        h.close()
+
+
+@pytest.fixture(scope="session")
+def cache_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One XDG cache for the session: the compile cache is cold once, then warm."""
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture
+def env(tmp_path: Path, broker: Broker, cache_home: Path) -> dict[str, str]:
+    return {
+        "MCP_RESUME_BROKER_URL": broker.url,
+        "MCP_RESUME_STATE_DIR": str(tmp_path / "state"),
+        "XDG_CACHE_HOME": str(cache_home),
+        "UV_CACHE_DIR": str(cache_home / "uv"),
+        "UV_PYTHON_DOWNLOADS": "never",
+        "UV_OFFLINE": "1",
+    }
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+
+def _text(p: Path) -> str:
+    return p.read_text(errors="replace") if p.exists() else ""
+
+
+def direct() -> tuple[str, list[str]]:
+    return PYTHON, [str(SERVER)]
+
+
+def via_sh(shell: str = "/bin/sh") -> tuple[str, list[str]]:
+    return shell, ["-c", f"{shlex.quote(PYTHON)} {shlex.quote(str(SERVER))}; exit $?"]
+
+
+def via_uv() -> tuple[str, list[str]]:
+    uv = shutil.which("uv", path=os.path.dirname(PYTHON)) or shutil.which("uv")
+    if uv is None:
+        pytest.fail("uv is not installed in the venv (make python-setup installs it)")
+    return uv, ["run", "--no-project", "--python", PYTHON, str(SERVER)]
+
+
+def info(result: dict[str, Any]) -> dict[str, Any]:
+    assert not result["is_error"], result
+    return json.loads(result["text"])
+
+
+def token_files(state: Path) -> dict[str, str]:
+    if not state.exists():
+        return {}
+    return {n: (state / n).read_text(errors="replace") for n in sorted(os.listdir(state))}
+
+
+def assert_no_token_in(logs: list[Path], tokens: set[str]) -> None:
+    for p in logs:
+        text = _text(p)
+        for t in tokens:
+            assert t not in text, f"a token leaked into {p.name}"
+
+
+# --- the scenarios ---------------------------------------------------------------------------
+
+
+def test_resume_same_host_and_fresh_for_another_host(tmp_path: Path, env: dict[str, str], hosts: Any) -> None:
+    """Spec 000, Success Criteria 1-3: the same host resumes, another host gets its own session."""
+    state = tmp_path / "state"
+    host = hosts()
+    log1, log2, log3 = tmp_path / "run1.log", tmp_path / "run2.log", tmp_path / "run3.log"
+
+    r = host.launch(*direct(), env, log1, [["session_info", {}], ["remember", {"note": "first note"}]])
+    first = info(r[0])
+    assert first["resumed"] is False and r[1]["text"] == "remembered"
+    assert MSG_NOT_FOUND in _text(log1)
+    files = token_files(state)
+    assert list(files) == [n for n in files if n.startswith(f"token-{host.pid}-")] and len(files) == 1
+    name = next(iter(files))
+    assert stat.S_IMODE(os.stat(state / name).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(state).st_mode) == 0o700
+    tokens = {files[name]}
+
+    r = host.launch(*direct(), env, log2, [["session_info", {}], ["recall", {}]])
+    second = info(r[0])
+    assert second == {"session_id": first["session_id"], "resumed": True}
+    assert json.loads(r[1]["text"]) == {"notes": ["first note"]}
+    assert MSG_RESUMED in _text(log2)
+    files = token_files(state)
+    assert list(files) == [name] and files[name] not in tokens, "the rotated token was not stored"
+    tokens.add(files[name])
+
+    other = hosts()  # a different host process: different pid and start time
+    assert other.pid != host.pid
+    r = other.launch(*direct(), env, log3, [["session_info", {}], ["recall", {}]])
+    third = info(r[0])
+    assert third["resumed"] is False and third["session_id"] != first["session_id"]
+    assert json.loads(r[1]["text"]) == {"notes": []}
+    files = token_files(state)
+    assert len(files) == 2 and any(n.startswith(f"token-{other.pid}-") for n in files)
+    tokens.update(files.values())
+    assert_no_token_in([log1, log2, log3], tokens)
+
+
+@pytest.mark.parametrize("launch", [via_sh, via_uv], ids=["sh -c", "uv run"])
+def test_resume_through_launchers(tmp_path: Path, env: dict[str, str], hosts: Any, launch: Any) -> None:
+    """Launchers between host and server are skipped: the token is filed under the host itself."""
+    state = tmp_path / "state"
+    host = hosts()
+    log1, log2 = tmp_path / "run1.log", tmp_path / "run2.log"
+    first = info(host.launch(*launch(), env, log1, [["session_info", {}]])[0])
+    assert first["resumed"] is False
+    files = token_files(state)
+    assert len(files) == 1 and next(iter(files)).startswith(f"token-{host.pid}-"), files
+    tokens = set(files.values())
+    second = info(host.launch(*launch(), env, log2, [["session_info", {}]])[0])
+    assert second == {"session_id": first["session_id"], "resumed": True}
+    assert MSG_RESUMED in _text(log2)
+    tokens.update(token_files(state).values())
+    assert_no_token_in([log1, log2], tokens)
+
+
+def test_corrupt_token_file(tmp_path: Path, env: dict[str, str], hosts: Any) -> None:
+    """Spec 000, Token File Corrupted: garbage in the file -> deleted, fresh session, the log line."""
+    state = tmp_path / "state"
+    host = hosts()
+    log1, log2 = tmp_path / "run1.log", tmp_path / "run2.log"
+    first = info(host.launch(*direct(), env, log1, [["session_info", {}]])[0])
+    (name,) = token_files(state)
+    tokens = {(state / name).read_text()}
+    (state / name).write_bytes(b"\x00\xffgarbage \n")
+    second = info(host.launch(*direct(), env, log2, [["session_info", {}]])[0])
+    assert second["resumed"] is False and second["session_id"] != first["session_id"]
+    assert MSG_CORRUPTED in _text(log2)
+    files = token_files(state)
+    assert list(files) == [name] and files[name].isascii() and files[name].isprintable() and " " not in files[name]
+    tokens.add(files[name])
+    assert_no_token_in([log1, log2], tokens)
+
+
+def test_broker_rejects_token(tmp_path: Path, env: dict[str, str], hosts: Any, broker: Broker) -> None:
+    """Spec 000, Broker Rejects Token: a restarted broker does not know the token -> reject, fresh session."""
+    state = tmp_path / "state"
+    host = hosts()
+    log1, log2 = tmp_path / "run1.log", tmp_path / "run2.log"
+    first = info(host.launch(*direct(), env, log1, [["session_info", {}]])[0])
+    (name,) = token_files(state)
+    tokens = {(state / name).read_text()}
+    broker.restart()
+    env = {**env, "MCP_RESUME_BROKER_URL": broker.url}
+    second = info(host.launch(*direct(), env, log2, [["session_info", {}]])[0])
+    assert second["resumed"] is False and second["session_id"] != first["session_id"]
+    assert MSG_REJECTED in _text(log2)
+    assert MSG_RESUMED not in _text(log2)
+    files = token_files(state)
+    assert list(files) == [name] and files[name] not in tokens
+    tokens.add(files[name])
+    assert_no_token_in([log1, log2], tokens)
+
+
+def test_broker_down_keeps_token(tmp_path: Path, env: dict[str, str], hosts: Any, broker: Broker) -> None:
+    """The broker unreachable is not a rejection: the token file stays, the server still serves."""
+    state = tmp_path / "state"
+    host = hosts()
+    log1, log2 = tmp_path / "run1.log", tmp_path / "run2.log"
+    info(host.launch(*direct(), env, log1, [["session_info", {}]])[0])
+    before = token_files(state)
+    broker.stop()
+    r = host.launch(*direct(), env, log2, [["session_info", {}]])
+    assert r[0]["is_error"] is True and "no broker session" in r[0]["text"]
+    assert token_files(state) == before
+    assert "could not offer the stored token to the broker" in _text(log2)
+    assert MSG_REJECTED not in _text(log2)
+    assert_no_token_in([log1, log2], set(before.values()))
+
+
+def test_identity_unavailable_under_reaper(tmp_path: Path, env: dict[str, str], hosts: Any) -> None:
+    """Spec 000, Parent Process Information Unavailable: a host named like a reaper (dumb-init is in
+    procid's reaper list) cannot be verified -> resume off, no token file, the server still works."""
+    state = tmp_path / "state"
+    fake = tmp_path / "bin" / "dumb-init"
+    fake.parent.mkdir()
+    shutil.copy2("/bin/sh", fake)
+    host = hosts()
+    logs = [tmp_path / "run1.log", tmp_path / "run2.log"]
+    ids = []
+    for log in logs:
+        r = info(host.launch(*via_sh(str(fake)), env, log, [["session_info", {}]])[0])
+        assert r["resumed"] is False
+        ids.append(r["session_id"])
+        assert MSG_UNVERIFIED in _text(log)
+        assert token_files(state) == {}
+    assert ids[0] != ids[1]
+
+
+# --- stdout and startup modes, with the server as a plain subprocess ----------------------------
+
+
+def _run_server(env: dict[str, str], stdin: str = "", timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
+    full = {k: v for k, v in os.environ.items() if not k.startswith("MCP_RESUME_")}
+    full.update(env)
+    return subprocess.run([PYTHON, str(SERVER)], input=stdin, env=full, capture_output=True, text=True, timeout=timeout, cwd=REPO_ROOT)
+
+
+def test_stdout_is_only_jsonrpc(tmp_path: Path, env: dict[str, str]) -> None:
+    """Raw check of the server's stdout: every line is a JSON-RPC 2.0 message, nothing else."""
+    msgs = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "session_info", "arguments": {}}},
+    ]
+    # Keep stdin open until the answers are in, then close it: the server exits.
+    errlog = tmp_path / "server.log"
+    with open(errlog, "w") as errf:
+        proc = subprocess.Popen(
+            [PYTHON, str(SERVER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errf, text=True,
+            env={**{k: v for k, v in os.environ.items() if not k.startswith("MCP_RESUME_")}, **env}, cwd=REPO_ROOT,
+        )
+    assert proc.stdin and proc.stdout
+    lines = []
+    try:
+        for m in msgs:
+            proc.stdin.write(json.dumps(m) + "\n")
+            proc.stdin.flush()
+            if "id" in m:
+                while True:
+                    line = _readline(proc.stdout, 60.0)
+                    assert line, "server closed stdout early"
+                    lines.append(line)
+                    if json.loads(line).get("id") == m["id"]:
+                        break
+        rest, _ = proc.communicate(timeout=30)  # closes stdin: the server exits
+        assert proc.returncode == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    err = _text(errlog)
+    lines += rest.splitlines(keepends=True)
+    assert lines, "no output"
+    for line in lines:
+        doc = json.loads(line)
+        assert doc.get("jsonrpc") == "2.0", line
+    answer = next(json.loads(line) for line in lines if json.loads(line).get("id") == 2)
+    content = answer["result"]["content"][0]["text"]
+    assert json.loads(content)["resumed"] is False
+    (name,) = token_files(tmp_path / "state")
+    assert (tmp_path / "state" / name).read_text() not in err
+
+
+@pytest.mark.parametrize("mode", ["load", "baseline"])
+def test_bench_modes_exit_before_serving(tmp_path: Path, mode: str, cache_home: Path) -> None:
+    p = _run_server({"MCP_RESUME_BENCH": mode, "MCP_RESUME_STATE_DIR": str(tmp_path / "state"), "XDG_CACHE_HOME": str(cache_home)})
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == ""
+    if mode == "load":
+        assert MSG_NOT_FOUND in p.stderr or MSG_UNVERIFIED in p.stderr
+    else:
+        assert "mcp_resume" not in p.stderr and not (tmp_path / "state").exists()
+
+
+def test_missing_broker_url(tmp_path: Path, cache_home: Path) -> None:
+    p = _run_server({"MCP_RESUME_STATE_DIR": str(tmp_path / "state"), "XDG_CACHE_HOME": str(cache_home)})
+    assert p.returncode == 1
+    assert p.stdout == ""
+    assert "MCP_RESUME_BROKER_URL is not set" in p.stderr
