@@ -30,6 +30,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -98,10 +99,19 @@ type Store struct {
 }
 
 // StateDir returns the default state directory for app:
-// $XDG_STATE_HOME/mcp-resume/<app> (else ~/.local/state/mcp-resume/<app>) on
-// Linux, ~/Library/Application Support/mcp-resume/<app> on macOS.
+// $XDG_STATE_HOME/mcp-resume/<app> (an absolute XDG_STATE_HOME; else
+// ~/.local/state/mcp-resume/<app>) on Linux, and always
+// ~/Library/Application Support/mcp-resume/<app> on macOS, where an MCP host
+// started from the Dock passes no XDG variables (hostfuncs/README.md, "The
+// state directory"). It does not create the directory.
 func StateDir(app string) string {
-	return filepath.Join(xdg.StateHome, "mcp-resume", app)
+	base := xdg.StateHome
+	if runtime.GOOS == "darwin" {
+		if home, err := os.UserHomeDir(); err == nil {
+			base = filepath.Join(home, "Library", "Application Support")
+		}
+	}
+	return filepath.Join(base, "mcp-resume", app)
 }
 
 // Open compiles (or fetches from the cache) the plugin and returns the Store

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // This file decodes the macOS sysctl records kern.proc.pid (struct
@@ -129,4 +130,17 @@ func decodeProcArgs(b []byte) ([]string, error) {
 		return nil, nil
 	}
 	return args, nil
+}
+
+// startTimeMatches reports whether the macOS start time have
+// ("<tv_sec>.<tv_usec>") is the one recorded as want. Hosts that cannot read
+// microseconds (Node has no sysctl; it reads ps's whole seconds) record
+// "<tv_sec>": that matches on seconds alone. Erring towards "alive" only ever
+// keeps a file that prune could have deleted, never resumes a session.
+func startTimeMatches(have, want string) bool {
+	if have == want {
+		return true
+	}
+	sec, _, ok := strings.Cut(have, ".")
+	return ok && !strings.Contains(want, ".") && want == sec
 }

@@ -154,3 +154,21 @@ func TestDecodeProcArgs(t *testing.T) {
 		})
 	}
 }
+
+func TestStartTimeMatches(t *testing.T) {
+	for _, tc := range []struct {
+		have, want string
+		ok         bool
+	}{
+		{"1700000000.000042", "1700000000.000042", true},
+		{"1700000000.000042", "1700000000", true}, // a TypeScript host's whole seconds
+		{"1700000000.000042", "1700000001", false},
+		{"1700000000.000042", "1700000000.000043", false},
+		{"1700000000.000042", "", false},
+		{"1700000000.000042", "170000000", false},
+	} {
+		if got := startTimeMatches(tc.have, tc.want); got != tc.ok {
+			t.Errorf("startTimeMatches(%q, %q) = %v, want %v", tc.have, tc.want, got, tc.ok)
+		}
+	}
+}

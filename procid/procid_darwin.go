@@ -82,7 +82,9 @@ func (s darwinSource) lookup(pid int) (Process, error) {
 	return k.process(args), nil
 }
 
-// alive implements source. A zombie is not alive.
+// alive implements source. A zombie is not alive. A want of whole seconds
+// (written by the TypeScript host, which reads start times with ps) matches
+// on tv_sec alone; see startTimeMatches.
 func (s darwinSource) alive(pid int, want string) (bool, error) {
 	k, err := s.kinfo(pid)
 	if err != nil {
@@ -94,5 +96,5 @@ func (s darwinSource) alive(pid int, want string) (bool, error) {
 	if k.stat == darwinZombie {
 		return false, nil
 	}
-	return k.startTime() == want, nil
+	return startTimeMatches(k.startTime(), want), nil
 }

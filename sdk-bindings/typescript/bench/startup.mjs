@@ -1,0 +1,123 @@
+#!/usr/bin/env node
+// Startup and memory benchmark of the TypeScript binding.
+//
+//   node sdk-bindings/typescript/bench/startup.mjs [-n 20]      (or: make typescript-bench)
+//
+// 1. Startup: launches the example server (node examples/typescript-server/dist/server.js)
+//    as a child of this process, alternating
+//      baseline  MCP_RESUME_BENCH=baseline: imports + McpServer construction, then exit
+//      load      MCP_RESUME_BENCH=load: the same, then ResumeTokenStore.open() and one
+//                load(), then exit right after the load answer
+//    and times spawn -> exit (ms). A token file for this process's identity (the
+//    server's MCP host) is written first, so load() finds and validates a token as
+//    on a real relaunch. Prints median, p90 and mean per mode and the ratio
+//    (target: load adds at most 10% to the server's start).
+// 2. Memory: one store, 10,000 store() calls (test/fixtures/memory.mjs in a fresh
+//    process with --expose-gc): RSS, JS heap and external memory after 0, 1,000 and
+//    10,000 calls; and the same loop on the bare Extism SDK without plugin.reset(),
+//    the 1.0.3 trap the store avoids.
+//
+// Prints Markdown tables on stdout.
+import { spawn } from "node:child_process";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const PKG = fileURLToPath(new URL("../", import.meta.url));
+const ROOT = path.resolve(PKG, "../..");
+const SERVER = path.join(ROOT, "examples", "typescript-server", "dist", "server.js");
+const nIdx = process.argv.indexOf("-n");
+const N = nIdx > 0 ? Number(process.argv[nIdx + 1]) : Number(process.env.N ?? 20);
+const WARMUP = 2;
+
+if (!existsSync(SERVER) || !existsSync(path.join(PKG, "dist", "index.js"))) {
+  console.error("build first: make typescript-setup");
+  process.exit(2);
+}
+
+const work = mkdtempSync(path.join(tmpdir(), "mcp-resume-ts-bench-"));
+const stateDir = path.join(work, "state");
+mkdirSync(stateDir, { mode: 0o700 });
+chmodSync(stateDir, 0o700);
+
+// This process is the server's MCP host: file a token under its identity.
+const { LinuxProcSource } = await import(new URL("../dist/procid/linux.js", import.meta.url).href);
+const { DarwinPsSource } = await import(new URL("../dist/procid/darwin.js", import.meta.url).href);
+const me = process.platform === "darwin" ? await new DarwinPsSource().lookup(process.pid) : new LinuxProcSource().lookupSync(process.pid);
+const tokenFile = path.join(stateDir, `token-${process.pid}-${me.startTime}`);
+const TOKEN = "bench-token-" + "x".repeat(31);
+writeFileSync(tokenFile, TOKEN, { mode: 0o600 });
+
+function once(mode) {
+  return new Promise((resolve, reject) => {
+    const t0 = process.hrtime.bigint();
+    const p = spawn(process.execPath, [SERVER], {
+      cwd: ROOT,
+      env: { ...process.env, MCP_RESUME_BENCH: mode, MCP_RESUME_STATE_DIR: stateDir, MCP_RESUME_BROKER_URL: "http://127.0.0.1:9" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    let err = "";
+    p.stdout.on("data", (d) => (out += d));
+    p.stderr.on("data", (d) => (err += d));
+    p.on("exit", (code) => {
+      const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+      if (code !== 0) return reject(new Error(`${mode}: exit ${code}: ${err}`));
+      if (out !== "") return reject(new Error(`${mode}: wrote to stdout: ${out}`));
+      if (err.includes("WARN") || err.includes("ERROR")) return reject(new Error(`${mode}: ${err}`));
+      resolve(ms);
+    });
+  });
+}
+
+const stats = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const q = (p) => s[Math.min(s.length - 1, Math.ceil(p * s.length) - 1)];
+  return { median: (s[(s.length - 1) >> 1] + s[s.length >> 1]) / 2, p90: q(0.9), mean: s.reduce((a, b) => a + b, 0) / s.length, min: s[0], max: s[s.length - 1] };
+};
+
+const times = { baseline: [], load: [] };
+for (let i = 0; i < WARMUP; i++) {
+  await once("baseline");
+  await once("load");
+}
+for (let i = 0; i < N; i++) {
+  // Alternate so drift hits both modes alike.
+  for (const mode of i % 2 ? ["load", "baseline"] : ["baseline", "load"]) times[mode].push(await once(mode));
+}
+if (readFileSync(tokenFile, "utf8") !== TOKEN) throw new Error("load() changed the token file");
+
+const b = stats(times.baseline);
+const l = stats(times.load);
+const f = (x) => x.toFixed(1);
+console.log(`### Startup: spawn to exit of the example server (N=${N} each, ${WARMUP} warm-up pairs, node ${process.version}, ${process.platform}/${process.arch})\n`);
+console.log("| mode | median ms | p90 ms | mean ms | min ms | max ms |");
+console.log("|---|---:|---:|---:|---:|---:|");
+console.log(`| baseline (imports + McpServer) | ${f(b.median)} | ${f(b.p90)} | ${f(b.mean)} | ${f(b.min)} | ${f(b.max)} |`);
+console.log(`| load (+ open + first load answer) | ${f(l.median)} | ${f(l.p90)} | ${f(l.mean)} | ${f(l.min)} | ${f(l.max)} |`);
+console.log(`| **resume cost** | **+${f(l.median - b.median)}** | +${f(l.p90 - b.p90)} | +${f(l.mean - b.mean)} | | |`);
+const ratio = l.median / b.median;
+console.log(`\nRatio load/baseline (median): **${ratio.toFixed(3)}** (+${((ratio - 1) * 100).toFixed(1)}%; target ≤ +10%: ${ratio <= 1.1 ? "met" : "NOT met"})\n`);
+
+function memory(mode) {
+  const dir = path.join(work, `mem-${mode}`);
+  mkdirSync(dir, { mode: 0o700 });
+  return new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, ["--expose-gc", path.join(PKG, "test", "fixtures", "memory.mjs"), "dist", dir, "10000", mode], { stdio: ["ignore", "pipe", "inherit"] });
+    let out = "";
+    p.stdout.on("data", (d) => (out += d));
+    p.on("exit", (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`memory.mjs ${mode} exited ${code}`))));
+  });
+}
+const MiB = (x) => (x / 1048576).toFixed(1);
+const withReset = await memory("store");
+const noReset = await memory("noreset");
+console.log("### Memory across 10,000 store() calls (after gc; MiB)\n");
+console.log("| calls | RSS | JS heap used | external (incl. Wasm memory) | bare SDK, no reset: RSS | heap used |");
+console.log("|---:|---:|---:|---:|---:|---:|");
+for (const k of ["0", "1000", "10000"]) {
+  console.log(`| ${Number(k).toLocaleString("en")} | ${MiB(withReset[k].rss)} | ${MiB(withReset[k].heapUsed)} | ${MiB(withReset[k].external)} | ${MiB(noReset[k].rss)} | ${MiB(noReset[k].heapUsed)} |`);
+}
+console.log("");
+rmSync(work, { recursive: true, force: true });

@@ -1,0 +1,143 @@
+/**
+ * Resolves the MCP host of the current stdio server: the nearest ancestor
+ * that is not a launcher, as the pair (pid, start time) the token file is
+ * named after (spec 000, "Token File Naming Strategy"). A TypeScript mirror
+ * of Go's `procid` package: same launcher and reaper lists, same walk, same
+ * race check, same depth cap. See `procid/doc.go` for the rules.
+ *
+ * @packageDocumentation
+ */
+import { DarwinPsSource } from "./darwin.js";
+import { isLauncher, isReaper, launcherSet, LAUNCHERS_ENV } from "./launcher.js";
+import { LinuxProcSource } from "./linux.js";
+import { ProcIdError, type ProcessInfo, type ProcessSource, type ResolvedHost } from "./types.js";
+
+export { ProcIdError } from "./types.js";
+export type { ProcessInfo, ProcessSource, ResolvedHost, ProcIdErrorCode } from "./types.js";
+export { DEFAULT_LAUNCHERS, LAUNCHERS_ENV, REAPERS } from "./launcher.js";
+
+/** Most ancestors read, the host included (Go: `procid.MaxDepth`). */
+export const MAX_DEPTH = 16;
+
+/** Options of {@link resolveHost}. */
+export interface ResolveHostOptions {
+  /** Extra launcher names, added to the defaults and `MCP_RESUME_LAUNCHERS`. */
+  launchers?: readonly string[];
+  /** Start from this pid instead of `process.pid`. */
+  pid?: number;
+  /** Process source; defaults to `/proc` on Linux and `/bin/ps` on macOS. */
+  source?: ProcessSource;
+  /** Environment to read `MCP_RESUME_LAUNCHERS` from (default `process.env`). */
+  env?: NodeJS.ProcessEnv;
+}
+
+/** `pid 42 ("sh")`, for messages. */
+function describe(p: ProcessInfo): string {
+  return `pid ${p.pid} (${JSON.stringify(p.name)})`;
+}
+
+/**
+ * Walks from `pid`'s parent to the nearest ancestor that is not a launcher
+ * in `set` (Go: `procid.resolve`). Each step reads the child's parent, then
+ * re-reads the child and fails unless it still has the same parent and
+ * start time.
+ *
+ * @param src - the process source.
+ * @param pid - the server's pid.
+ * @param set - launcher names.
+ * @returns the host and the chain walked.
+ * @throws {@link ProcIdError} `not_found` (pid absent), `reaper` (walk
+ *   reaches pid 0/1 or an init/reaper), `race` (tree changed), `too_deep`
+ *   ({@link MAX_DEPTH} ancestors), `no_boot_id`, `malformed`.
+ */
+export async function resolve(src: ProcessSource, pid: number, set: ReadonlySet<string>): Promise<ResolvedHost> {
+  const where = `procid: resolve MCP host of pid ${pid}`;
+  let child: ProcessInfo;
+  try {
+    child = await src.lookup(pid);
+  } catch (err) {
+    throw wrap(err, where);
+  }
+  const chain: ProcessInfo[] = [];
+  for (;;) {
+    if (chain.length === MAX_DEPTH) {
+      throw new ProcIdError(
+        "too_deep",
+        `${where}: the ${MAX_DEPTH} nearest ancestors (${JSON.stringify(chain[0]!.name)} to ${JSON.stringify(chain[chain.length - 1]!.name)}) are all launchers; session resume is off`,
+      );
+    }
+    if (child.ppid <= 1) {
+      throw new ProcIdError(
+        "reaper",
+        `${where}: ${describe(child)} has parent pid ${child.ppid}: it was orphaned (restart the MCP host) or the host is outside this PID namespace; session resume is off`,
+      );
+    }
+    let parent: ProcessInfo;
+    try {
+      parent = await src.lookup(child.ppid);
+    } catch (err) {
+      if (err instanceof ProcIdError && err.code === "not_found") {
+        throw new ProcIdError("race", `${where}: parent of ${describe(child)} exited during the walk; retry: ${err.message}`);
+      }
+      throw wrap(err, `${where}: read parent of ${describe(child)}`);
+    }
+    let again: ProcessInfo;
+    try {
+      again = await src.lookup(child.pid);
+    } catch (err) {
+      if (err instanceof ProcIdError && err.code === "not_found") {
+        throw new ProcIdError("race", `${where}: ${describe(child)} exited during the walk; retry: ${err.message}`);
+      }
+      throw wrap(err, `${where}: re-read ${describe(child)}`);
+    }
+    if (again.ppid !== child.ppid || again.startTime !== child.startTime) {
+      throw new ProcIdError(
+        "race",
+        `${where}: ${describe(child)} changed from parent ${child.ppid} start ${child.startTime} to parent ${again.ppid} start ${again.startTime} while its parent was read; retry`,
+      );
+    }
+    chain.push(parent);
+    if (isReaper(parent)) {
+      throw new ProcIdError("reaper", `${where}: the host would be ${describe(parent)}, which serves unrelated processes; session resume is off`);
+    }
+    if (!isLauncher(parent, set)) {
+      return { pid: parent.pid, startTime: parent.startTime, chain };
+    }
+    child = parent;
+  }
+}
+
+function wrap(err: unknown, where: string): ProcIdError {
+  if (err instanceof ProcIdError) return new ProcIdError(err.code, `${where}: ${err.message}`);
+  return new ProcIdError("malformed", `${where}: ${(err as Error)?.message ?? String(err)}`);
+}
+
+/**
+ * The process source for this platform: `/proc` on Linux, `/bin/ps` on
+ * macOS.
+ *
+ * @throws {@link ProcIdError} `unsupported` elsewhere (spec 000, "Platform
+ *   Support").
+ */
+export function platformSource(platform: NodeJS.Platform = process.platform): ProcessSource {
+  if (platform === "linux") return new LinuxProcSource("/proc");
+  if (platform === "darwin") return new DarwinPsSource();
+  throw new ProcIdError("unsupported", "process identity is not supported on this operating system");
+}
+
+/**
+ * Resolves the MCP host of this process (Go: `procid.Host`).
+ *
+ * @param options - extra launchers, a starting pid or a source (tests).
+ * @returns `{pid, startTime, chain}`; `startTime` is 1–96 bytes of
+ *   `[0-9a-z.]`: Linux `<starttime ticks>.<boot_id without dashes>`, macOS
+ *   `<epoch seconds>` (see `darwin.ts` for why seconds).
+ * @throws {@link ProcIdError} whenever the host cannot be identified with
+ *   certainty; the caller must turn resume off (spec 000, "Parent Process
+ *   Information Unavailable").
+ */
+export async function resolveHost(options: ResolveHostOptions = {}): Promise<ResolvedHost> {
+  const src = options.source ?? platformSource();
+  const env = options.env ?? process.env;
+  return resolve(src, options.pid ?? process.pid, launcherSet(options.launchers ?? [], env[LAUNCHERS_ENV] ?? ""));
+}

@@ -1,0 +1,185 @@
+/**
+ * Linux `/proc` reader, mirrored from Go's `procid/procfs.go`. Works on any
+ * root directory so tests run against fixture trees.
+ *
+ * @packageDocumentation
+ */
+import { readFileSync } from "node:fs";
+import * as path from "node:path";
+
+import { ProcIdError, type ProcessInfo, type ProcessSource } from "./types.js";
+
+/** Fields of `/proc/<pid>/stat` this package uses. */
+export interface StatInfo {
+  /** Field 1. */
+  pid: number;
+  /** Field 2, between the first `(` and the last `)`. */
+  comm: string;
+  /** Field 3, one character. */
+  state: string;
+  /** Field 4. */
+  ppid: number;
+  /** Field 22, `starttime`: clock ticks from boot, as exact decimal text. */
+  start: string;
+}
+
+const MAX_U64 = (1n << 64n) - 1n;
+
+function short(data: string): string {
+  return JSON.stringify(data.length > 64 ? data.slice(0, 64) : data);
+}
+
+/**
+ * Parses the contents of `/proc/<pid>/stat` (proc_pid_stat(5)):
+ * `pid (comm) state ppid pgrp … starttime(22) …`. `comm` may contain any
+ * byte but NUL, spaces and parentheses included, so the fields after it are
+ * found from the **last** `)`.
+ *
+ * @param data - file contents (latin1/utf-8 text).
+ * @returns the parsed fields; `start` stays a decimal string (it may exceed
+ *   2^53).
+ * @throws {@link ProcIdError} `malformed` when the text is not a stat line.
+ */
+export function parseStat(data: string): StatInfo {
+  const open = data.indexOf("(");
+  const end = data.lastIndexOf(")");
+  if (open < 0 || end < open) throw new ProcIdError("malformed", `no (comm) in ${short(data)}`);
+  const pidText = data.slice(0, open).trim();
+  const pid = /^\d+$/.test(pidText) ? Number(pidText) : NaN;
+  if (!Number.isSafeInteger(pid) || pid <= 0) {
+    throw new ProcIdError("malformed", `bad pid before (comm) in ${short(data)}`);
+  }
+  // Fields from 3 (state) on; field n is rest[n-3].
+  const tail = data.slice(end + 1).trim();
+  const rest = tail === "" ? [] : tail.split(/\s+/);
+  if (rest.length < 22 - 2) {
+    throw new ProcIdError("malformed", `${rest.length} fields after (comm), want at least ${22 - 2}`);
+  }
+  const state = rest[0]!;
+  if (state.length !== 1) throw new ProcIdError("malformed", `bad state ${JSON.stringify(state)}`);
+  const ppidText = rest[4 - 3]!;
+  const ppid = /^\d+$/.test(ppidText) ? Number(ppidText) : NaN;
+  if (!Number.isSafeInteger(ppid)) throw new ProcIdError("malformed", `bad ppid ${JSON.stringify(ppidText)}`);
+  const start = rest[22 - 3]!;
+  if (!/^\d+$/.test(start) || BigInt(start) > MAX_U64) {
+    throw new ProcIdError("malformed", `bad starttime ${JSON.stringify(start)}`);
+  }
+  return { pid, comm: data.slice(open + 1, end), state, ppid, start: BigInt(start).toString() };
+}
+
+/**
+ * Turns `/proc/sys/kernel/random/boot_id` (a UUID such as
+ * `0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0\n`) into 32 lowercase hex digits.
+ *
+ * @throws {@link ProcIdError} `no_boot_id` when it is not a UUID.
+ */
+export function parseBootId(data: string): string {
+  const id = data.trim().replaceAll("-", "").toLowerCase();
+  if (!/^[0-9a-f]{32}$/.test(id)) throw new ProcIdError("no_boot_id", `boot ID ${short(data)} is not a UUID`);
+  return id;
+}
+
+/** Whether a Node fs error means the process does not exist (any more). */
+function gone(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  return code === "ENOENT" || code === "ESRCH";
+}
+
+/**
+ * Reads processes from a `/proc` tree rooted at `root` (`/proc` in
+ * production). One reader serves one walk: it caches the boot ID after its
+ * first read, so a walk uses one boot ID throughout.
+ */
+export class LinuxProcSource implements ProcessSource {
+  readonly #root: string;
+  readonly #afterStat: ((pid: number) => void) | undefined;
+  #boot = "";
+
+  /**
+   * @param root - the proc root, default `/proc`.
+   * @param afterStat - test hook called after each successful stat read.
+   */
+  constructor(root = "/proc", afterStat?: (pid: number) => void) {
+    this.#root = root;
+    this.#afterStat = afterStat;
+  }
+
+  /**
+   * The boot ID as 32 lowercase hex digits, read once.
+   *
+   * @throws {@link ProcIdError} `no_boot_id`.
+   */
+  bootId(): string {
+    if (this.#boot !== "") return this.#boot;
+    const name = path.join(this.#root, "sys", "kernel", "random", "boot_id");
+    let data: string;
+    try {
+      data = readFileSync(name, "latin1");
+    } catch (err) {
+      throw new ProcIdError("no_boot_id", `cannot read the kernel boot ID (is /proc mounted?): ${(err as Error).message}`);
+    }
+    this.#boot = parseBootId(data);
+    return this.#boot;
+  }
+
+  /**
+   * Reads and parses `<root>/<pid>/stat`.
+   *
+   * @throws {@link ProcIdError} `not_found` when the process does not exist,
+   *   `malformed` when the file cannot be parsed or describes another pid.
+   */
+  stat(pid: number): StatInfo {
+    if (pid <= 0) throw new ProcIdError("not_found", `pid ${pid} is not positive`);
+    const name = path.join(this.#root, String(pid), "stat");
+    let data: string;
+    try {
+      data = readFileSync(name, "latin1");
+    } catch (err) {
+      if (gone(err)) throw new ProcIdError("not_found", `read ${name}: process not found`);
+      throw new ProcIdError("malformed", `read ${name}: ${(err as Error).message}`);
+    }
+    let st: StatInfo;
+    try {
+      st = parseStat(data);
+    } catch (err) {
+      throw new ProcIdError("malformed", `parse ${name}: ${(err as Error).message}`);
+    }
+    if (st.pid !== pid) throw new ProcIdError("malformed", `parse ${name}: it describes pid ${st.pid}`);
+    this.#afterStat?.(pid);
+    return st;
+  }
+
+  /**
+   * Reads `<root>/<pid>/cmdline`: NUL-separated arguments, trailing empty
+   * ones dropped. Null when empty or unreadable for a reason other than the
+   * process being gone.
+   *
+   * @throws {@link ProcIdError} `not_found` when the process is gone.
+   */
+  args(pid: number): string[] | null {
+    const name = path.join(this.#root, String(pid), "cmdline");
+    let data: string;
+    try {
+      data = readFileSync(name, "latin1");
+    } catch (err) {
+      if (gone(err)) throw new ProcIdError("not_found", `read ${name}: process not found`);
+      return null;
+    }
+    const args = data.split("\0");
+    while (args.length > 0 && args[args.length - 1] === "") args.pop();
+    return args.length === 0 ? null : args;
+  }
+
+  /** {@inheritDoc ProcessSource.lookup} */
+  async lookup(pid: number): Promise<ProcessInfo> {
+    return this.lookupSync(pid);
+  }
+
+  /** Synchronous {@link LinuxProcSource.lookup}. */
+  lookupSync(pid: number): ProcessInfo {
+    const boot = this.bootId();
+    const st = this.stat(pid);
+    const args = this.args(pid);
+    return { pid: st.pid, ppid: st.ppid, name: st.comm, args, startTime: `${st.start}.${boot}` };
+  }
+}

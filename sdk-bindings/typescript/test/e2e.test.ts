@@ -1,0 +1,386 @@
+// End to end: the example server (examples/typescript-server, built) under
+// the official TypeScript MCP client as the MCP host, against the real Go
+// broker, launched directly, through `sh -c`, through a real `npx` of the
+// packed packages, and by the MCP Inspector CLI; plus the spec's failure
+// cases. Nothing but JSON-RPC may reach the server's stdout and no token may
+// reach its stderr.
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { copyFileSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import * as path from "node:path";
+import { after, before, describe, test } from "node:test";
+
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+
+import { resolveHost } from "../src/procid/index.js";
+import { LinuxProcSource, parseBootId, parseStat } from "../src/procid/linux.js";
+import { cleanupTemps, execFileP, goBuild, PKG, ROOT, SERVER_JS, startBroker, tempDir, type Broker } from "./helpers.js";
+
+const LINUX = process.platform === "linux";
+let brokerBin = "";
+let broker: Broker;
+const extraBrokers: Broker[] = [];
+/** Every token seen in a token file; none may appear on any stderr. */
+const tokens = new Set<string>();
+/** Every stderr captured from a server. */
+const stderrs: string[] = [];
+
+before(async () => {
+  assert.ok(existsSync(SERVER_JS), `${SERVER_JS} is missing: run make typescript-setup`);
+  brokerBin = await goBuild("./examples/broker", path.join(tempDir("broker-"), "broker"));
+  broker = await startBroker(brokerBin);
+});
+
+after(async () => {
+  await broker?.stop();
+  for (const b of extraBrokers) await b.stop();
+  for (const s of stderrs) for (const t of tokens) assert.ok(!s.includes(t), "a token reached a server's stderr");
+  cleanupTemps();
+});
+
+const MESSAGES = {
+  notFound: "Token file not found (first run or clean slate)",
+  corrupted: "Token file corrupted, treating as stale",
+  noIdentity: "Could not verify parent process start time, session resume disabled for this instance",
+  rejected: "Broker rejected resume token, starting fresh session",
+  resumed: "Session resumed successfully",
+};
+
+/** This process's own identity: the host every direct child should resolve to. */
+function myIdentity(): { pid: number; startTime: string } {
+  const st = parseStat(readFileSync(`/proc/${process.pid}/stat`, "latin1"));
+  return { pid: process.pid, startTime: `${st.start}.${parseBootId(readFileSync("/proc/sys/kernel/random/boot_id", "latin1"))}` };
+}
+
+function remember(stateDir: string): void {
+  if (!existsSync(stateDir)) return;
+  for (const f of readdirSync(stateDir)) {
+    try {
+      const t = readFileSync(path.join(stateDir, f), "utf8");
+      if (t) tokens.add(t);
+    } catch {
+      // not a regular file
+    }
+  }
+}
+
+interface Launched {
+  client: Client;
+  transport: StdioClientTransport;
+  errors: Error[];
+  stderr: () => string;
+  call: (tool: string, args?: Record<string, unknown>) => Promise<string>;
+  close: () => Promise<void>;
+}
+
+/** Launches `command args` as an MCP server under this process (the host). */
+async function launch(command: string, args: string[], env: Record<string, string>): Promise<Launched> {
+  const transport = new StdioClientTransport({
+    command,
+    args,
+    cwd: ROOT,
+    env: { ...(process.env as Record<string, string>), MCP_RESUME_BROKER_URL: broker.url, ...env },
+    stderr: "pipe",
+  });
+  let err = "";
+  transport.stderr!.on("data", (d: Buffer) => (err += d.toString()));
+  const client = new Client({ name: "mcp-resume-e2e-host", version: "0.1.0" });
+  const errors: Error[] = [];
+  client.onerror = (e) => errors.push(e);
+  await client.connect(transport);
+  const call = async (tool: string, a: Record<string, unknown> = {}): Promise<string> => {
+    const r = (await client.callTool({ name: tool, arguments: a })) as { content: Array<{ text: string }>; isError?: boolean };
+    if (r.isError) throw new Error(`${tool} failed: ${r.content[0]?.text}`);
+    return r.content[0]!.text;
+  };
+  return {
+    client,
+    transport,
+    errors,
+    stderr: () => err,
+    call,
+    close: async () => {
+      await client.close();
+      await new Promise((r) => setTimeout(r, 50));
+      stderrs.push(err);
+      if (env["MCP_RESUME_STATE_DIR"]) remember(env["MCP_RESUME_STATE_DIR"]);
+      assert.deepEqual(errors.map(String), [], "the client saw only JSON-RPC on the server's stdout");
+    },
+  };
+}
+
+type Info = { session_id: string; resumed: boolean };
+async function sessionInfo(l: Launched): Promise<Info> {
+  return JSON.parse(await l.call("session_info")) as Info;
+}
+
+const q = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
+const NODE_SERVER = [process.execPath, SERVER_JS];
+
+/** Runs one launcher configuration twice under this host: the second must resume. */
+async function twiceFromOneHost(command: string, args: string[], label: string): Promise<{ stateDir: string; first: Info }> {
+  const stateDir = path.join(tempDir(), "state");
+  const env = { MCP_RESUME_STATE_DIR: stateDir };
+  const a = await launch(command, args, env);
+  const first = await sessionInfo(a);
+  assert.equal(first.resumed, false, `${label}: first launch starts a session`);
+  assert.equal(await a.call("remember", { note: `note via ${label}` }), "remembered");
+  await a.close();
+  assert.ok(a.stderr().includes(MESSAGES.notFound), a.stderr());
+  if (LINUX) {
+    const id = myIdentity();
+    assert.deepEqual(readdirSync(stateDir), [`token-${id.pid}-${id.startTime}`], `${label}: the token file is named after this host process`);
+  }
+  const b = await launch(command, args, env);
+  const second = await sessionInfo(b);
+  assert.deepEqual(second, { session_id: first.session_id, resumed: true }, `${label}: second launch resumes`);
+  assert.deepEqual(JSON.parse(await b.call("recall")), { notes: [`note via ${label}`] });
+  await b.close();
+  assert.ok(b.stderr().includes(MESSAGES.resumed), b.stderr());
+  return { stateDir, first };
+}
+
+describe("end to end with the official MCP client and the real broker", { concurrency: false }, () => {
+  test("launched directly: same host resumes; a different host process gets a fresh session", async () => {
+    const { stateDir, first } = await twiceFromOneHost(NODE_SERVER[0]!, NODE_SERVER.slice(1), "direct");
+    // A second, different MCP host: a separate node process.
+    const { stdout } = await execFileP(process.execPath, [path.join(PKG, "test", "fixtures", "host.mjs"), ...NODE_SERVER], {
+      cwd: ROOT,
+      env: { ...process.env, MCP_RESUME_BROKER_URL: broker.url, MCP_RESUME_STATE_DIR: stateDir },
+    });
+    const other = JSON.parse(stdout) as Info;
+    assert.equal(other.resumed, false);
+    assert.notEqual(other.session_id, first.session_id);
+    remember(stateDir);
+    assert.equal(readdirSync(stateDir).length, 2, "one token file per host");
+    // Our own session is untouched by the other host.
+    const c = await launch(NODE_SERVER[0]!, NODE_SERVER.slice(1), { MCP_RESUME_STATE_DIR: stateDir });
+    assert.deepEqual(await sessionInfo(c), { session_id: first.session_id, resumed: true });
+    await c.close();
+  });
+
+  test("launched through sh -c '<server>; exit $?': sh is skipped, this host resumes", async () => {
+    await twiceFromOneHost("sh", ["-c", `${NODE_SERVER.map(q).join(" ")}; exit $?`], "sh -c");
+  });
+
+  test("launched through a real npx of the packed packages (npm exec -> sh -c -> server)", { skip: !LINUX }, async (t) => {
+    const packDir = tempDir("npx-pack-");
+    const pack = async (dir: string): Promise<string> => {
+      const { stdout } = await execFileP("npm", ["pack", "--ignore-scripts", "--pack-destination", packDir, "--silent"], { cwd: dir, maxBuffer: 1 << 24 });
+      return path.join(packDir, stdout.trim().split("\n").pop()!);
+    };
+    const binding = await pack(PKG);
+    const example = await pack(path.join(ROOT, "examples", "typescript-server"));
+    const args = ["--yes", `--package=${binding}`, `--package=${example}`, "mcp-resume-example-typescript"];
+    const stateDir = path.join(tempDir(), "state");
+    const env = { MCP_RESUME_STATE_DIR: stateDir };
+
+    const a = await launch("npx", args, env);
+    const first = await sessionInfo(a);
+    assert.equal(first.resumed, false);
+    // Look at the chain in /proc: find the server below the npx process.
+    const npxPid = a.transport.pid!;
+    const server = descendants(npxPid).find((p) => p.args?.some((x) => x.includes("_npx") && x.endsWith("mcp-resume-example-typescript")));
+    if (!server) throw new Error("the server process is not found under npx");
+    const host = await resolveHost({ pid: server.pid });
+    const chain = host.chain.map((p) => `${p.pid} ${JSON.stringify(p.name)} ${JSON.stringify((p.args ?? []).join(" ").slice(0, 60))}`);
+    t.diagnostic(`npx chain in /proc: server ${server.pid} ${JSON.stringify(server.name)} ${JSON.stringify((server.args ?? []).join(" "))}`);
+    for (const line of chain) t.diagnostic(`  parent ${line}`);
+    assert.equal(host.pid, process.pid, "procid-style resolution lands on the MCP client process");
+    assert.equal(host.chain[0]!.name, "sh");
+    assert.match(host.chain[1]!.name, /^npm exec/);
+    assert.equal(host.chain[1]!.pid, npxPid);
+    assert.equal(await a.call("remember", { note: "via npx" }), "remembered");
+    await a.close();
+    const npxDir = server.args!.find((x) => x.includes("_npx"))!.replace(/\/node_modules\/.*$/, "");
+
+    const b = await launch("npx", args, env);
+    assert.deepEqual(await sessionInfo(b), { session_id: first.session_id, resumed: true });
+    assert.deepEqual(JSON.parse(await b.call("recall")), { notes: ["via npx"] });
+    await b.close();
+    const id = myIdentity();
+    assert.deepEqual(readdirSync(stateDir), [`token-${id.pid}-${id.startTime}`]);
+    if (/\/_npx\/[0-9a-f]+$/.test(npxDir)) rmSync(npxDir, { recursive: true, force: true });
+  });
+
+  test("npm install ./sdk-bindings/typescript in a fresh project gives a working mcp-resume", async () => {
+    const proj = tempDir("fresh-project-");
+    writeFileSync(path.join(proj, "package.json"), JSON.stringify({ name: "fresh", version: "1.0.0", private: true, type: "module" }));
+    await execFileP("npm", ["install", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error", PKG], { cwd: proj, maxBuffer: 1 << 24 });
+    writeFileSync(
+      path.join(proj, "main.js"),
+      `import { ResumeTokenStore } from "mcp-resume";
+const s = await ResumeTokenStore.open({ app: "fresh", stateDir: process.argv[2] });
+const first = await s.load();
+await s.store("tok-fresh");
+console.log(JSON.stringify({ first: first ?? null, second: await s.load(), dir: s.stateDir }));
+await s.close();`,
+    );
+    const stateDir = path.join(proj, "state");
+    const { stdout, stderr } = await execFileP(process.execPath, ["main.js", stateDir], { cwd: proj });
+    assert.deepEqual(JSON.parse(stdout), { first: null, second: "tok-fresh", dir: stateDir });
+    assert.ok(stderr.includes(MESSAGES.notFound), stderr);
+    assert.ok(!stderr.includes("tok-fresh"));
+  });
+
+  test("two runs of the MCP Inspector CLI are two hosts: each gets its own fresh session", async () => {
+    const stateDir = path.join(tempDir(), "state");
+    const run = async (): Promise<Info> => {
+      const { stdout } = await execFileP(
+        "npx",
+        ["@modelcontextprotocol/inspector", "--cli", process.execPath, SERVER_JS, "--method", "tools/call", "--tool-name", "session_info"],
+        { cwd: PKG, env: { ...process.env, MCP_RESUME_BROKER_URL: broker.url, MCP_RESUME_STATE_DIR: stateDir }, maxBuffer: 1 << 24 },
+      );
+      const result = JSON.parse(stdout) as { content: Array<{ text: string }> };
+      return JSON.parse(result.content[0]!.text) as Info;
+    };
+    const one = await run();
+    const two = await run();
+    remember(stateDir);
+    assert.equal(one.resumed, false);
+    assert.equal(two.resumed, false);
+    assert.notEqual(one.session_id, two.session_id);
+    assert.equal(readdirSync(stateDir).length, 2, "one token file per inspector process");
+  });
+
+  test("corrupt token file between launches: fresh session, 'Token file corrupted, treating as stale'", async () => {
+    const stateDir = path.join(tempDir(), "state");
+    const env = { MCP_RESUME_STATE_DIR: stateDir };
+    const a = await launch(NODE_SERVER[0]!, NODE_SERVER.slice(1), env);
+    const first = await sessionInfo(a);
+    await a.close();
+    const [file] = readdirSync(stateDir);
+    writeFileSync(path.join(stateDir, file!), "half a tok\n");
+    const b = await launch(NODE_SERVER[0]!, NODE_SERVER.slice(1), env);
+    const second = await sessionInfo(b);
+    await b.close();
+    assert.equal(second.resumed, false);
+    assert.notEqual(second.session_id, first.session_id);
+    assert.ok(b.stderr().includes(MESSAGES.corrupted), b.stderr());
+    assert.match(readFileSync(path.join(stateDir, file!), "utf8"), /^[!-~]+$/, "a fresh valid token replaced the corrupt file");
+  });
+
+  test("broker restarted (tokens forgotten): 'Broker rejected resume token, starting fresh session'", async () => {
+    let b1 = await startBroker(brokerBin);
+    extraBrokers.push(b1);
+    const stateDir = path.join(tempDir(), "state");
+    const env = { MCP_RESUME_STATE_DIR: stateDir, MCP_RESUME_BROKER_URL: b1.url };
+    const launchHere = async (): Promise<Launched> => {
+      const l = await launch(NODE_SERVER[0]!, NODE_SERVER.slice(1), env);
+      return l;
+    };
+    const a = await launchHere();
+    const first = await sessionInfo(a);
+    await a.close();
+    const [file] = readdirSync(stateDir);
+    const oldToken = readFileSync(path.join(stateDir, file!), "utf8");
+    // Broker down: the token is kept, not deleted (it was not refused).
+    await b1.stop();
+    const down = await launchHere();
+    await assert.rejects(down.call("session_info"), /no broker session/);
+    await down.close();
+    assert.ok(down.stderr().includes("could not offer the stored token to the broker"), down.stderr());
+    assert.ok(!down.stderr().includes(MESSAGES.rejected));
+    assert.equal(readFileSync(path.join(stateDir, file!), "utf8"), oldToken);
+    // Restart on the same port: the new broker never issued the old token.
+    b1 = await startBroker(brokerBin, `127.0.0.1:${b1.port}`);
+    extraBrokers.push(b1);
+    const b = await launchHere();
+    const second = await sessionInfo(b);
+    await b.close();
+    assert.equal(second.resumed, false);
+    assert.notEqual(second.session_id, first.session_id);
+    assert.ok(b.stderr().includes(MESSAGES.rejected), b.stderr());
+    assert.notEqual(readFileSync(path.join(stateDir, file!), "utf8"), oldToken);
+  });
+
+  test("identity unavailable (launched by a shell copy named dumb-init): resume off, no token file", { skip: !LINUX }, async () => {
+    const dir = tempDir("reaper-");
+    const dumbInit = path.join(dir, "dumb-init");
+    copyFileSync("/bin/sh", dumbInit);
+    const stateDir = path.join(tempDir(), "state");
+    const env = { MCP_RESUME_STATE_DIR: stateDir };
+    const args = ["-c", `${NODE_SERVER.map(q).join(" ")}; exit $?`];
+    const a = await launch(dumbInit, args, env);
+    const first = await sessionInfo(a);
+    await a.close();
+    const b = await launch(dumbInit, args, env);
+    const second = await sessionInfo(b);
+    await b.close();
+    for (const l of [a, b]) assert.ok(l.stderr().includes(MESSAGES.noIdentity), l.stderr());
+    assert.equal(first.resumed, false);
+    assert.equal(second.resumed, false);
+    assert.notEqual(first.session_id, second.session_id);
+    assert.ok(!existsSync(stateDir), "no state directory, no token file");
+  });
+
+  test("raw stdio: only JSON-RPC on stdout; bench hooks and a missing broker URL print nothing there", async () => {
+    const stateDir = path.join(tempDir(), "state");
+    const run = (env: Record<string, string>, input: string): Promise<{ stdout: string; stderr: string; code: number | null }> =>
+      new Promise((resolve) => {
+        const p = spawn(process.execPath, [SERVER_JS], { cwd: ROOT, env: { ...(process.env as Record<string, string>), MCP_RESUME_STATE_DIR: stateDir, ...env } });
+        let stdout = "";
+        let stderr = "";
+        p.stdout.on("data", (d: Buffer) => {
+          stdout += d;
+          if (stdout.includes('"id":2')) p.stdin.end();
+        });
+        p.stderr.on("data", (d: Buffer) => (stderr += d));
+        p.on("exit", (code) => {
+          stderrs.push(stderr);
+          resolve({ stdout, stderr, code });
+        });
+        p.stdin.write(input);
+        if (input === "") p.stdin.end();
+      });
+    const msgs =
+      [
+        { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } } },
+        { jsonrpc: "2.0", method: "notifications/initialized" },
+        { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "session_info", arguments: {} } },
+      ]
+        .map((m) => JSON.stringify(m))
+        .join("\n") + "\n";
+    const r = await run({ MCP_RESUME_BROKER_URL: broker.url }, msgs);
+    remember(stateDir);
+    const lines = r.stdout.split("\n").filter((l) => l !== "");
+    assert.ok(lines.length >= 2, r.stdout);
+    for (const l of lines) assert.equal((JSON.parse(l) as { jsonrpc: string }).jsonrpc, "2.0", l);
+    for (const mode of ["load", "baseline"]) {
+      const b = await run({ MCP_RESUME_BENCH: mode, MCP_RESUME_BROKER_URL: broker.url }, "");
+      assert.equal(b.code, 0, b.stderr);
+      assert.equal(b.stdout, "", `MCP_RESUME_BENCH=${mode} prints nothing on stdout`);
+    }
+    const noUrl = await run({ MCP_RESUME_BROKER_URL: "" }, "");
+    assert.equal(noUrl.code, 1);
+    assert.equal(noUrl.stdout, "");
+    assert.ok(noUrl.stderr.includes("MCP_RESUME_BROKER_URL is not set"), noUrl.stderr);
+    assert.ok(!noUrl.stderr.includes("WASI"), noUrl.stderr);
+  });
+});
+
+/** Processes below `pid` in /proc, breadth first. */
+function descendants(pid: number): Array<{ pid: number; name: string; args: string[] | null }> {
+  const src = new LinuxProcSource("/proc");
+  const all: Array<{ pid: number; ppid: number; name: string; args: string[] | null }> = [];
+  for (const e of readdirSync("/proc")) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const p = src.lookupSync(Number(e));
+      all.push(p);
+    } catch {
+      // gone
+    }
+  }
+  const out: Array<{ pid: number; name: string; args: string[] | null }> = [];
+  const queue = [pid];
+  while (queue.length) {
+    const cur = queue.shift()!;
+    for (const p of all.filter((x) => x.ppid === cur)) {
+      out.push(p);
+      queue.push(p.pid);
+    }
+  }
+  return out;
+}

@@ -1,0 +1,93 @@
+// Shared helpers of the TypeScript binding's tests: paths, temporary
+// directories, the real Go broker, the real Go-built test plugin.
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+
+export const execFileP = promisify(execFile);
+
+/** Repository root. */
+export const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
+/** sdk-bindings/typescript. */
+export const PKG = fileURLToPath(new URL("../", import.meta.url));
+/** The example server, built (make typescript-setup). */
+export const SERVER_JS = path.join(ROOT, "examples", "typescript-server", "dist", "server.js");
+
+const temps: string[] = [];
+
+/** A fresh temporary directory, removed by {@link cleanupTemps}. */
+export function tempDir(prefix = "mcp-resume-ts-"): string {
+  const d = mkdtempSync(path.join(tmpdir(), prefix));
+  temps.push(d);
+  return d;
+}
+
+/** Removes every directory made by {@link tempDir}. */
+export function cleanupTemps(): void {
+  for (const d of temps.splice(0)) rmSync(d, { recursive: true, force: true });
+}
+
+/** `go`, from PATH. */
+export const GO = process.env["GO"] ?? "go";
+
+/**
+ * Builds a Go main package of this repository into `out` (a real `go build`).
+ *
+ * @param pkg - e.g. `./examples/broker`.
+ * @param env - extra environment (GOOS/GOARCH for the Wasm test plugin).
+ */
+export async function goBuild(pkg: string, out: string, env: Record<string, string> = {}, extra: string[] = []): Promise<string> {
+  await execFileP(GO, ["build", ...extra, "-o", out, pkg], {
+    cwd: ROOT,
+    env: { ...process.env, GOFLAGS: "-buildvcs=false", ...env },
+    maxBuffer: 1 << 24,
+  });
+  return out;
+}
+
+/** A running broker. */
+export interface Broker {
+  url: string;
+  port: number;
+  proc: ChildProcess;
+  stderr: () => string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the real Go broker binary and reads its one stdout line
+ * (`broker listening on http://127.0.0.1:PORT`).
+ */
+export function startBroker(bin: string, addr = "127.0.0.1:0"): Promise<Broker> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(bin, ["-addr", addr], { stdio: ["ignore", "pipe", "pipe"] });
+    let err = "";
+    proc.stderr!.on("data", (d: Buffer) => (err += d.toString()));
+    const rl = createInterface({ input: proc.stdout! });
+    const timer = setTimeout(() => reject(new Error(`broker did not start: ${err}`)), 15000);
+    proc.on("exit", (code) => reject(new Error(`broker exited ${code}: ${err}`)));
+    rl.once("line", (line) => {
+      clearTimeout(timer);
+      const m = /^broker listening on (http:\/\/[^\s]+)$/.exec(line);
+      if (!m) return reject(new Error(`unexpected broker line ${line}`));
+      const url = m[1]!;
+      resolve({
+        url,
+        port: Number(new URL(url).port),
+        proc,
+        stderr: () => err,
+        stop: () =>
+          new Promise<void>((res) => {
+            if (proc.exitCode !== null || proc.signalCode !== null) return res();
+            proc.removeAllListeners("exit");
+            proc.once("exit", () => res());
+            proc.kill("SIGTERM");
+          }),
+      });
+    });
+  });
+}

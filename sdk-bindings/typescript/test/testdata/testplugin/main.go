@@ -1,0 +1,55 @@
+//go:build wasip1
+
+// Command testplugin is a stand-in for plugin.wasm used by the TypeScript
+// binding's tests (sdk-bindings/typescript/test/store.test.ts). It is a
+// go-pdk plugin that calls pdk.Log, so it imports extism:host/env
+// get_log_level, which @extism/extism 1.0.3 does not provide; and its
+// exports misbehave on purpose:
+//
+//	mcp_resume_abi_version  logs a warning with pdk.Log, outputs abiVersion ("2" unless -ldflags -X main.abiVersion=1)
+//	load                    traps (panics)
+//	store                   fails with a non-"invalid token" error
+//	reject                  succeeds
+//	list                    outputs text that is not JSON
+//
+// The tests build it with:
+//
+//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o <tmp>.wasm ./sdk-bindings/typescript/test/testdata/testplugin
+//
+// It lives under testdata so `go build ./...` and `go vet ./...` skip it.
+package main
+
+import "github.com/extism/go-pdk"
+
+var abiVersion = "2"
+
+//go:wasmexport mcp_resume_abi_version
+func abi() int32 {
+	pdk.Log(pdk.LogWarn, "testplugin: ABI version asked")
+	pdk.OutputString(abiVersion)
+	return 0
+}
+
+//go:wasmexport load
+func load() int32 {
+	panic("testplugin: load traps on purpose")
+}
+
+//go:wasmexport store
+func store() int32 {
+	pdk.SetErrorString("testplugin: store fails on purpose")
+	return 1
+}
+
+//go:wasmexport reject
+func reject() int32 {
+	return 0
+}
+
+//go:wasmexport list
+func list() int32 {
+	pdk.OutputString("not json")
+	return 0
+}
+
+func main() {}
