@@ -1,6 +1,7 @@
 package host_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -15,8 +16,11 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/mcp-resume/mcp-resume/host"
+	"github.com/mcp-resume/mcp-resume/hostfuncs"
+	"github.com/mcp-resume/mcp-resume/hostfuncs/wire"
 )
 
 // The shared cases of hostfuncs/conformance, run against the real plugin in
@@ -31,6 +35,7 @@ type content struct {
 	Symlink string  `json:"symlink"`
 	FIFO    bool    `json:"fifo"`
 	Mode    string  `json:"mode"`
+	AgeDays int     `json:"age_days"`
 }
 
 func (c *content) UnmarshalJSON(b []byte) error {
@@ -83,9 +88,15 @@ type conformanceCase struct {
 	Identity struct {
 		PID       int    `json:"pid"`
 		StartTime string `json:"start_time"`
+		Instance  string `json:"instance"`
 		Error     string `json:"error"`
 	} `json:"identity"`
-	StateDir struct {
+	HostsAlive []struct {
+		PID       int    `json:"pid"`
+		StartTime string `json:"start_time"`
+	} `json:"hosts_alive"`
+	LivenessUnknown bool `json:"liveness_unknown"`
+	StateDir        struct {
 		Create *bool  `json:"create"`
 		Mode   string `json:"mode"`
 	} `json:"state_dir"`
@@ -140,6 +151,18 @@ func runCase(t *testing.T, c conformanceCase) {
 		StateDir: dir,
 		Logger:   slog.New(logs),
 		CacheDir: sharedCacheDir,
+		Instance: cmp.Or(c.Identity.Instance, host.NoInstance),
+		Alive: func(pid int, start string) (bool, error) {
+			if c.LivenessUnknown {
+				return false, errors.New("liveness pinned unknown")
+			}
+			for _, h := range c.HostsAlive {
+				if h.PID == pid && h.StartTime == start {
+					return true, nil
+				}
+			}
+			return false, nil
+		},
 		Identity: func() (int, string, error) {
 			if c.Identity.Error != "" {
 				return 0, "", errors.New(c.Identity.Error)
@@ -153,9 +176,18 @@ func runCase(t *testing.T, c conformanceCase) {
 	defer store.Close(ctx)
 
 	for i, cl := range c.Calls {
-		if cl.Action == "put_file" {
+		switch cl.Action {
+		case "put_file":
 			if err := os.WriteFile(filepath.Join(dir, cl.Name), cl.Content.bytes(), 0o600); err != nil {
 				t.Fatal(err)
+			}
+			continue
+		case "hold_lock":
+			// A second, independent set of host functions: another instance.
+			other := hostfuncs.New(hostfuncs.Config{Dir: dir})
+			defer other.Close()
+			if out := other.Call(wire.FnLock, []byte(`{"name":"`+cl.Name+`"}`)); strings.Contains(string(out), "error") {
+				t.Fatalf("hold_lock: %s", out)
 			}
 			continue
 		}
@@ -177,6 +209,10 @@ func runCase(t *testing.T, c conformanceCase) {
 			files, err := store.List(ctx)
 			callErr = err
 			out, _ = json.Marshal(map[string]any{"files": files})
+		case "prune":
+			removed, err := store.Prune(ctx)
+			callErr = err
+			out, _ = json.Marshal(map[string]any{"removed": removed})
 		default:
 			t.Fatalf("call %d: unknown export %q", i, cl.Export)
 		}
@@ -254,6 +290,12 @@ func makeFiles(t *testing.T, dir string, files map[string]content) {
 		}
 		if err != nil {
 			t.Fatal(err)
+		}
+		if c.AgeDays > 0 {
+			old := time.Now().Add(-time.Duration(c.AgeDays) * 24 * time.Hour)
+			if err := os.Chtimes(p, old, old); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 }

@@ -22,6 +22,7 @@ func Example() {
 			// Only so the example's output is fixed; omit it to use the real
 			// parent process.
 			Identity: func() (int, string, error) { return 4242, "98765.ab", nil },
+			Instance: host.NoInstance,
 		})
 		if err != nil {
 			panic(err)

@@ -49,6 +49,16 @@ import (
 // depends on HOME only.
 const EnvStateDir = "MCP_RESUME_STATE_DIR"
 
+// EnvInstance names the environment variable that sets the instance key
+// when Options.Instance is empty; an MCP host's server configuration can set
+// it per server entry.
+const EnvInstance = "MCP_RESUME_INSTANCE"
+
+// NoInstance, as Options.Instance, treats every instance under one host as
+// the same one: the file is the spec's plain token-<pid>-<start_time>, and
+// only one instance at a time resumes.
+const NoInstance = "-"
+
 // Errors returned by Open.
 var (
 	// ErrInvalidApp is returned when the app name is not 1–64 of [A-Za-z0-9._-]
@@ -81,6 +91,19 @@ type Options struct {
 	// not compile the plugin again. Defaults to <user cache dir>/mcp-resume/wazero;
 	// "-" disables the cache.
 	CacheDir string
+	// Instance tells this server instance apart from others the same MCP
+	// host runs at the same time: instances with different keys keep
+	// separate token files and resume independently; instances with the same
+	// key share one, which only the first holds (the others run without
+	// resume). Declare it from your configuration (for example a hash of the
+	// config file, or a profile name) when copies differ by more than their
+	// arguments. Defaults to $MCP_RESUME_INSTANCE, else the process's
+	// arguments (os.Args[1:]); NoInstance names no instance. Only a SHA-256
+	// digest reaches the file name.
+	Instance string
+	// Alive overrides how Prune decides whether a token file's host is still
+	// running. Defaults to procid.Alive; an error means "cannot tell".
+	Alive func(pid int, startTime string) (bool, error)
 	// Identity overrides how the MCP host is identified. Defaults to
 	// procid.Host with Launchers. Set it only when your process knows its
 	// host better than the process tree does (tests use it to pin one).
@@ -149,7 +172,16 @@ func Open(ctx context.Context, app string, opts *Options) (*Store, error) {
 			return id.PID, id.StartTime, err
 		}
 	}
-	funcs := hostfuncs.New(hostfuncs.Config{Dir: o.StateDir, Identity: o.Identity, Logger: o.Logger})
+	if o.Instance == "" {
+		o.Instance = os.Getenv(EnvInstance)
+		if o.Instance == "" {
+			o.Instance = strings.Join(os.Args[1:], "\x00")
+		}
+	}
+	if o.Instance == NoInstance {
+		o.Instance = ""
+	}
+	funcs := hostfuncs.New(hostfuncs.Config{Dir: o.StateDir, Identity: o.Identity, Logger: o.Logger, Instance: o.Instance, Alive: o.Alive})
 
 	rc := wazero.NewRuntimeConfig()
 	if cache := compilationCache(o.CacheDir); cache != nil {
@@ -249,8 +281,26 @@ func (s *Store) List(ctx context.Context) ([]wire.ListedFile, error) {
 	return list.Files, nil
 }
 
-// Close releases the plugin. It is safe to call more than once; later calls
-// to other methods do nothing.
+// Prune removes the token and lock files of MCP hosts that are gone (and
+// files older than 30 days whose host cannot be checked), never those of a
+// live host; it returns the names removed. Open already prunes once, at the
+// first Load, Store or Reject while resume is on; `mcp-resume prune` calls
+// this on any state directory.
+func (s *Store) Prune(ctx context.Context) ([]string, error) {
+	out, err := s.call(ctx, wire.ExportPrune, nil)
+	if err != nil {
+		return nil, err
+	}
+	var p wire.PruneOutput
+	if err := json.Unmarshal(out, &p); err != nil {
+		return nil, fmt.Errorf("%w: prune returned malformed JSON: %v", ErrPlugin, err)
+	}
+	return p.Removed, nil
+}
+
+// Close releases the plugin and the lock on the token file, so another
+// instance under the same host may take it over. It is safe to call more
+// than once; later calls to other methods do nothing.
 func (s *Store) Close(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -258,6 +308,7 @@ func (s *Store) Close(ctx context.Context) error {
 		return nil
 	}
 	s.closed = true
+	s.funcs.Close()
 	err := s.plugin.Close(context.WithoutCancel(ctx))
 	if cerr := s.compiled.Close(context.WithoutCancel(ctx)); err == nil {
 		err = cerr

@@ -22,7 +22,7 @@ func open(t testing.TB, dir string, logger *slog.Logger) *host.Store {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s, err := host.Open(context.Background(), "test-app", &host.Options{StateDir: dir, Logger: logger, CacheDir: sharedCacheDir, Identity: fixedIdentity})
+	s, err := host.Open(context.Background(), "test-app", &host.Options{StateDir: dir, Logger: logger, CacheDir: sharedCacheDir, Identity: fixedIdentity, Instance: host.NoInstance})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestOpen_InvalidApp(t *testing.T) {
 func TestOpen_EnvStateDir(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "from-env")
 	t.Setenv(host.EnvStateDir, dir)
-	s, err := host.Open(context.Background(), "test-app", &host.Options{CacheDir: sharedCacheDir, Identity: fixedIdentity, Logger: slog.New(slog.DiscardHandler)})
+	s, err := host.Open(context.Background(), "test-app", &host.Options{CacheDir: sharedCacheDir, Identity: fixedIdentity, Instance: host.NoInstance, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestStore_StdoutUntouched(t *testing.T) {
 		defer func() { os.Stdout = saved }()
 		ctx := context.Background()
 		logger := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug}))
-		s, err := host.Open(ctx, "test-app", &host.Options{StateDir: t.TempDir() + "/s", Logger: logger, CacheDir: sharedCacheDir, Identity: fixedIdentity})
+		s, err := host.Open(ctx, "test-app", &host.Options{StateDir: t.TempDir() + "/s", Logger: logger, CacheDir: sharedCacheDir, Identity: fixedIdentity, Instance: host.NoInstance})
 		if err != nil {
 			t.Error(err)
 			return

@@ -22,9 +22,12 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs/wire"
+	"github.com/mcp-resume/mcp-resume/procid"
 )
 
 // IdentityFunc returns the MCP host's pid and start time, or an error when
@@ -40,6 +43,12 @@ type Config struct {
 	Identity IdentityFunc
 	// Logger receives the plugin's log lines; nil discards them.
 	Logger *slog.Logger
+	// Instance tells apart server instances the MCP host launches
+	// differently (hostfuncs/README.md, mcp_resume_identity); "" for none.
+	Instance string
+	// Alive reports whether pid runs with startTime; nil uses procid.Alive.
+	// mcp_resume_probe answers "unknown" when it returns an error.
+	Alive func(pid int, startTime string) (bool, error)
 }
 
 // Funcs implements the host functions over one state directory. It is safe
@@ -47,7 +56,12 @@ type Config struct {
 type Funcs struct {
 	dir      string
 	identity IdentityFunc
+	instance string
+	alive    func(int, string) (bool, error)
 	logger   *slog.Logger
+
+	mu    sync.Mutex
+	locks map[string]*os.File // held until Close
 }
 
 // New returns Funcs for cfg. It does not touch the filesystem; the plugin's
@@ -57,7 +71,23 @@ func New(cfg Config) *Funcs {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Funcs{dir: cfg.Dir, identity: cfg.Identity, logger: logger}
+	alive := cfg.Alive
+	if alive == nil {
+		alive = procid.Alive
+	}
+	return &Funcs{dir: cfg.Dir, identity: cfg.Identity, instance: cfg.Instance, alive: alive, logger: logger, locks: map[string]*os.File{}}
+}
+
+// Close releases every lock taken through mcp_resume_lock. The process
+// exiting releases them too. Safe to call more than once.
+func (f *Funcs) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for name, file := range f.locks {
+		file.Close()
+		delete(f.locks, name)
+	}
+	return nil
 }
 
 // Dir returns the state directory.
@@ -103,6 +133,18 @@ func (f *Funcs) Call(fn string, req []byte) []byte {
 			return missing(fn, "prefix")
 		}
 		resp = f.list(wire.ListRequest{Prefix: *r.Prefix})
+	case wire.FnLock:
+		var r wire.NameRequest
+		if err := decode(req, &r); err != nil {
+			return err
+		}
+		resp = wire.Empty{Error: f.lock(r.Name)}
+	case wire.FnProbe:
+		var r wire.ProbeRequest
+		if err := decode(req, &r); err != nil {
+			return err
+		}
+		resp = f.probe(r)
 	case wire.FnLog:
 		var r wire.LogRequest
 		if err := decode(req, &r); err != nil {
@@ -142,7 +184,7 @@ func (f *Funcs) identityFn() wire.IdentityResponse {
 	if err != nil {
 		return wire.IdentityResponse{Error: &wire.Error{Code: wire.CodeUnavailable, Message: err.Error()}}
 	}
-	return wire.IdentityResponse{PID: pid, StartTime: start}
+	return wire.IdentityResponse{PID: pid, StartTime: start, Instance: f.instance}
 }
 
 // PrepareDir creates the state directory (and missing parents) with mode 0700
@@ -156,7 +198,33 @@ func (f *Funcs) PrepareDir() *wire.Error {
 	if err := os.MkdirAll(f.dir, 0o700); err != nil {
 		return ioError("create state directory", err)
 	}
-	return checkDir(f.dir)
+	if werr := checkDir(f.dir); werr != nil {
+		return werr
+	}
+	f.sweepTemporaries()
+	return nil
+}
+
+// TempMaxAge is how old a leftover temporary file (".<name>.<random>.tmp",
+// from a writer killed between create and rename) must be before
+// PrepareDir deletes it. A live writer holds one for microseconds.
+const TempMaxAge = time.Minute
+
+// sweepTemporaries deletes this host's leftover temporary files; best effort.
+func (f *Funcs) sweepTemporaries() {
+	entries, err := os.ReadDir(f.dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		n := e.Name()
+		if !strings.HasPrefix(n, ".") || !strings.HasSuffix(n, ".tmp") || !e.Type().IsRegular() {
+			continue
+		}
+		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > TempMaxAge {
+			_ = syscall.Unlink(filepath.Join(f.dir, n))
+		}
+	}
 }
 
 // path returns the full path of name, or an error if name breaks wire.ValidName.
@@ -236,6 +304,59 @@ func (f *Funcs) remove(r wire.NameRequest) *wire.Error {
 		return ioError("remove "+r.Name, &os.PathError{Op: "unlink", Path: r.Name, Err: err})
 	}
 	return nil
+}
+
+// lock takes an exclusive advisory lock (flock) on the file name, created
+// 0600 if missing, and holds it until Close or process exit: the lock dies
+// with its process. Another holder answers busy. Taking a lock this Funcs
+// already holds succeeds.
+func (f *Funcs) lock(name string) *wire.Error {
+	p, werr := f.path(name)
+	if werr != nil {
+		return werr
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, held := f.locks[name]; held {
+		return nil
+	}
+	file, err := os.OpenFile(p, os.O_RDONLY|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
+	if err != nil {
+		return ioError("open lock "+name, err)
+	}
+	if werr := checkRegular(file, name); werr != nil {
+		file.Close()
+		return werr
+	}
+	if err := flock(file); err != nil {
+		file.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return &wire.Error{Code: wire.CodeBusy, Message: name + " is held by another server instance"}
+		}
+		return ioError("lock "+name, err)
+	}
+	f.locks[name] = file
+	return nil
+}
+
+// probe reports whether the host named by a file is alive and the file's age.
+func (f *Funcs) probe(r wire.ProbeRequest) wire.ProbeResponse {
+	p, werr := f.path(r.Name)
+	if werr != nil {
+		return wire.ProbeResponse{Error: werr}
+	}
+	info, err := os.Lstat(p)
+	if err != nil {
+		return wire.ProbeResponse{Error: ioError("inspect "+r.Name, err)}
+	}
+	resp := wire.ProbeResponse{Host: wire.HostUnknown, AgeSeconds: int64(time.Since(info.ModTime()).Seconds())}
+	if alive, err := f.alive(r.PID, r.StartTime); err == nil {
+		resp.Host = wire.HostGone
+		if alive {
+			resp.Host = wire.HostAlive
+		}
+	}
+	return resp
 }
 
 func (f *Funcs) list(r wire.ListRequest) wire.ListResponse {

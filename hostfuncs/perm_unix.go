@@ -43,3 +43,9 @@ func checkRegular(f *os.File, name string) *wire.Error {
 	}
 	return nil
 }
+
+// flock takes an exclusive, non-blocking advisory lock on f, released when f
+// is closed (by Close or by the process exiting).
+func flock(f *os.File) error {
+	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -270,11 +269,12 @@ func TestResume_TwoHosts(t *testing.T) {
 	if theirs[0].SessionID == mineFirst.SessionID {
 		t.Errorf("the two hosts share session %s", mineFirst.SessionID)
 	}
+	// Host B has exited: the next server start under host A prunes B's file
+	// (its host is gone) and keeps A's.
+	e.launch([]string{bin.server}, "")
 	files := e.tokenFiles()
-	if len(files) != 2 || !slices.ContainsFunc(files, func(f string) bool {
-		return strings.HasPrefix(filepath.Base(f), fmt.Sprintf("token-%d-", child.Process.Pid))
-	}) {
-		t.Errorf("token files = %v, want one per host (pids %d and %d)", files, os.Getpid(), child.Process.Pid)
+	if len(files) != 1 || !strings.HasPrefix(filepath.Base(files[0]), fmt.Sprintf("token-%d-", os.Getpid())) {
+		t.Errorf("token files = %v, want only host A's (pid %d); host B (pid %d) is gone", files, os.Getpid(), child.Process.Pid)
 	}
 }
 
@@ -299,4 +299,68 @@ func helperHost() int {
 	}
 	json.NewEncoder(os.Stdout).Encode(infos)
 	return 0
+}
+
+// TestResume_SeveralInstances: one MCP host runs two copies of the server at
+// once. Copies launched differently (here, different arguments) keep their
+// own sessions; identical copies never share one: the second runs without
+// resume while the first holds the token file (issue 5; spec 000's Known
+// Limitation lifted).
+func TestResume_SeveralInstances(t *testing.T) {
+	ctx := context.Background()
+	launchBoth := func(e *env, a, b []string) (mcphost.SessionInfo, mcphost.SessionInfo) {
+		t.Helper()
+		first, err := mcphost.Launch(ctx, a, e.vars(), e.stderr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer first.Kill()
+		infoA, err := first.SessionInfo(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		second, err := mcphost.Launch(ctx, b, e.vars(), e.stderr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer second.Kill()
+		infoB, err := second.SessionInfo(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return infoA, infoB
+	}
+
+	t.Run("launched differently", func(t *testing.T) {
+		e := newEnv(t)
+		work, home := []string{bin.server, "--profile", "work"}, []string{bin.server, "--profile", "home"}
+		a1, b1 := launchBoth(e, work, home)
+		if a1.SessionID == b1.SessionID {
+			t.Fatalf("two instances share session %s", a1.SessionID)
+		}
+		a2, b2 := launchBoth(e, work, home)
+		if !a2.Resumed || a2.SessionID != a1.SessionID || !b2.Resumed || b2.SessionID != b1.SessionID {
+			t.Fatalf("relaunch: work %+v (was %s), home %+v (was %s)\n%s", a2, a1.SessionID, b2, b1.SessionID, e.stderr)
+		}
+		if n := len(e.tokenFiles()); n != 2 {
+			t.Errorf("%d token files, want one per instance", n)
+		}
+	})
+
+	t.Run("identical", func(t *testing.T) {
+		e := newEnv(t)
+		argv := []string{bin.server}
+		a1, b1 := launchBoth(e, argv, argv)
+		if b1.Resumed || b1.SessionID == a1.SessionID {
+			t.Fatalf("the second identical instance got %+v, first had %s", b1, a1.SessionID)
+		}
+		if !strings.Contains(e.stderr.String(), "Another server instance under this host holds the token file, session resume disabled for this instance") {
+			t.Errorf("stderr lacks the instance_busy line:\n%s", e.stderr)
+		}
+		// The holder's token is intact: the next launch resumes its session.
+		again, _ := e.launch(argv, "")
+		if !again.Resumed || again.SessionID != a1.SessionID {
+			t.Errorf("after both exited: %+v, want %s resumed", again, a1.SessionID)
+		}
+	})
 }

@@ -5,9 +5,18 @@ Run it (after ``make python-setup``) from the repository root::
 
     MCP_RESUME_BROKER_URL=http://127.0.0.1:PORT .venv/bin/python examples/python-server/server.py
 
+Arguments: any (for example ``--profile work``); the server itself ignores
+them. ``mcp_resume`` takes them as the instance key, so an MCP host that runs
+``server.py --profile a`` and ``server.py --profile b`` at the same time keeps
+one resumable session for each. Two instances launched identically under one
+host share one token file: the first holds it, the second logs "Another server
+instance under this host holds the token file, session resume disabled for this
+instance" and runs with a fresh session.
+
 Environment:
   MCP_RESUME_BROKER_URL  the token broker (examples/broker), required
   MCP_RESUME_STATE_DIR   overrides the state directory (optional)
+  MCP_RESUME_INSTANCE    overrides the instance key (default: the arguments; "-": none)
   MCP_RESUME_BENCH       "load": open the store, load once, exit 0 (startup benchmark);
                          "baseline": the same startup without the store
 
@@ -177,6 +186,8 @@ def open_store() -> Any:
     try:
         from mcp_resume import ResumeTokenStore
 
+        # The instance key defaults to $MCP_RESUME_INSTANCE, else sys.argv[1:]:
+        # instances the host launches with different arguments resume separately.
         return ResumeTokenStore(APP)
     except Exception as e:  # noqa: BLE001 - never let resume stop the server
         log.warning("session resume unavailable: %s", e)
@@ -298,7 +309,7 @@ def main() -> int:
         return 0
     finally:
         if store is not None:
-            store.close()
+            store.close()  # releases the token file's lock (exiting would too)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import "encoding/json"
 // ABIVersion is the version of the contract between plugin and host. The
 // plugin returns it from its ExportABIVersion export; a host refuses a plugin
 // whose version differs from the one it implements.
-const ABIVersion = "1"
+const ABIVersion = "2"
 
 // Namespace is the Wasm import module of every host function. It is the
 // Extism default for user host functions.
@@ -30,10 +30,12 @@ const (
 	FnRemove     = "mcp_resume_remove"
 	FnList       = "mcp_resume_list"
 	FnLog        = "mcp_resume_log"
+	FnLock       = "mcp_resume_lock"
+	FnProbe      = "mcp_resume_probe"
 )
 
 // Functions lists every host function name, in the order of the README.
-var Functions = []string{FnIdentity, FnPrepareDir, FnRead, FnWrite, FnRemove, FnList, FnLog}
+var Functions = []string{FnIdentity, FnPrepareDir, FnRead, FnWrite, FnRemove, FnList, FnLog, FnLock, FnProbe}
 
 // Exports of the plugin.
 const (
@@ -42,6 +44,8 @@ const (
 	ExportStore      = "store"
 	ExportReject     = "reject"
 	ExportList       = "list"
+	ExportPrune      = "prune"
+	ExportNames      = "names"
 )
 
 // Error codes a host function may return in Error.Code.
@@ -57,6 +61,8 @@ const (
 	CodeUnavailable = "unavailable"
 	// CodeIO: any other operating-system error (no space, read-only, permission).
 	CodeIO = "io"
+	// CodeBusy: another process holds the lock (FnLock).
+	CodeBusy = "busy"
 )
 
 // Error is the failure half of every response. A host function never fails
@@ -71,10 +77,14 @@ type Error struct {
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
 // IdentityResponse answers FnIdentity: the MCP host process this server runs
-// under. StartTime is opaque to the plugin but must match StartTimeRule.
+// under, and which instance of the server this is. StartTime is opaque to
+// the plugin but must pass ValidStartTime. Instance tells apart server
+// instances the host launches differently (their arguments, or the
+// configuration they declare); "" when there is nothing to tell.
 type IdentityResponse struct {
 	PID       int    `json:"pid,omitempty"`
 	StartTime string `json:"start_time,omitempty"`
+	Instance  string `json:"instance,omitempty"`
 	Error     *Error `json:"error,omitempty"`
 }
 
@@ -108,6 +118,29 @@ type WriteRequest struct {
 	Data []byte `json:"data"`
 }
 
+// ProbeRequest asks FnProbe about file Name, whose name says it belongs to
+// the host process PID started at StartTime.
+type ProbeRequest struct {
+	Name      string `json:"name"`
+	PID       int    `json:"pid"`
+	StartTime string `json:"start_time"`
+}
+
+// Host states of ProbeResponse.Host.
+const (
+	HostAlive   = "alive"   // that process is running with that start time
+	HostGone    = "gone"    // no such process, or the pid now names another process or boot
+	HostUnknown = "unknown" // the host cannot tell (permissions, platform)
+)
+
+// ProbeResponse answers FnProbe: whether the file's host is alive and how
+// long ago (seconds, from its modification time) the file was written.
+type ProbeResponse struct {
+	Host       string `json:"host,omitempty"`
+	AgeSeconds int64  `json:"age_seconds"`
+	Error      *Error `json:"error,omitempty"`
+}
+
 // ListRequest asks FnList for the regular files whose names start with Prefix.
 type ListRequest struct {
 	Prefix string `json:"prefix"`
@@ -138,10 +171,25 @@ type LogRequest struct {
 }
 
 // ListedFile is one token file reported by the plugin's ExportList export.
+// Instance is the 16-hex-digit instance suffix of the name, if any.
 type ListedFile struct {
 	Name      string `json:"name"`
 	PID       int    `json:"pid"`
 	StartTime string `json:"start_time"`
+	Instance  string `json:"instance,omitempty"`
+}
+
+// NamesOutput is the output of the plugin's ExportNames export: this
+// instance's token and lock file names, both "" when identity is unavailable.
+type NamesOutput struct {
+	Token string `json:"token,omitempty"`
+	Lock  string `json:"lock,omitempty"`
+}
+
+// PruneOutput is the output of the plugin's ExportPrune export: the token
+// and lock files it removed.
+type PruneOutput struct {
+	Removed []string `json:"removed"`
 }
 
 // ListOutput is the output of the plugin's ExportList export.

@@ -8,11 +8,13 @@
 //
 // Exports (hostfuncs/README.md, "Plugin exports"):
 //
-//	mcp_resume_abi_version  () -> "1"
+//	mcp_resume_abi_version  () -> "2"
 //	load                    () -> token bytes, or empty output when there is none
 //	store                   (token bytes) -> empty; error "invalid token: ..." for a malformed token
 //	reject                  () -> empty
-//	list                    () -> JSON {"files":[{"name","pid","start_time"}]}
+//	list                    () -> JSON {"files":[{"name","pid","start_time","instance"?}]}
+//	prune                   () -> JSON {"removed":[names]}: token and lock files of hosts that are gone
+//	names                   () -> JSON {"token","lock"}: this instance's file names (identity only, no file access)
 //
 // Each returns 0 on success and 1 on failure, with the message set as the
 // Extism error. This file is thin glue; the logic lives in plugin/resume.
@@ -51,6 +53,12 @@ func hostList(uint64) uint64
 //go:wasmimport extism:host/user mcp_resume_log
 func hostLog(uint64) uint64
 
+//go:wasmimport extism:host/user mcp_resume_lock
+func hostLock(uint64) uint64
+
+//go:wasmimport extism:host/user mcp_resume_probe
+func hostProbe(uint64) uint64
+
 var imports = map[string]func(uint64) uint64{
 	wire.FnIdentity:   hostIdentity,
 	wire.FnPrepareDir: hostPrepareDir,
@@ -59,6 +67,8 @@ var imports = map[string]func(uint64) uint64{
 	wire.FnRemove:     hostRemove,
 	wire.FnList:       hostList,
 	wire.FnLog:        hostLog,
+	wire.FnLock:       hostLock,
+	wire.FnProbe:      hostProbe,
 }
 
 // call moves req into Extism memory, invokes the host function and copies its
@@ -116,6 +126,20 @@ func list() int32 {
 		return 1
 	}
 	b, _ := json.Marshal(out)
+	pdk.Output(b)
+	return 0
+}
+
+//go:wasmexport names
+func names() int32 {
+	b, _ := json.Marshal(store.Names())
+	pdk.Output(b)
+	return 0
+}
+
+//go:wasmexport prune
+func prune() int32 {
+	b, _ := json.Marshal(store.Prune())
 	pdk.Output(b)
 	return 0
 }

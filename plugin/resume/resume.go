@@ -12,6 +12,8 @@
 package resume
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,8 +27,18 @@ import (
 const MaxTokenBytes = 4096
 
 // FilePrefix starts every token file name: token-<parent_pid>-<parent_start_time>
-// (spec 000, Token File Naming Strategy).
+// (spec 000, Token File Naming Strategy), followed by -<instance> when the
+// host tells server instances apart.
 const FilePrefix = "token-"
+
+// LockPrefix starts the name of the lock file that the instance owning a
+// token file holds for its lifetime: lock-<parent_pid>-<parent_start_time>[-<instance>].
+const LockPrefix = "lock-"
+
+// MaxAge is how old (by modification time) a token or lock file may grow
+// when its host's liveness cannot be checked, before Prune removes it. A file
+// whose host is alive is never removed, whatever its age.
+const MaxAge = 30 * 24 * 60 * 60 // seconds
 
 // The spec's log lines, verbatim (spec 000, Logging Strategy), and ours.
 const (
@@ -42,6 +54,12 @@ const (
 	MsgRejectKeptNewer = "Token file holds a newer token, leaving it in place"
 	// Ours: deleting a corrupted or rejected token file failed.
 	MsgDeleteFailedPrefix = "Failed to delete token file: "
+	// Ours: another instance under the same host, launched the same way, owns the token file.
+	MsgInstanceBusy = "Another server instance under this host holds the token file, session resume disabled for this instance"
+	// Ours: the lock could not be taken for another reason (read-only directory, ...).
+	MsgLockFailed = "Could not lock the token file, session resume disabled for this instance"
+	// Ours: a file of a host that is gone (or too old to check) was removed.
+	MsgStaleRemoved = "Removed stale token file"
 )
 
 // Stable event names sent with each log line (wire.LogRequest.Event).
@@ -55,6 +73,9 @@ const (
 	EventDirUnusable         = "state_dir_unusable"
 	EventRejectKeptNewer     = "reject_kept_newer"
 	EventDeleteFailed        = "delete_failed"
+	EventInstanceBusy        = "instance_busy"
+	EventLockFailed          = "lock_failed"
+	EventStaleRemoved        = "stale_removed"
 )
 
 // ErrInvalidToken is returned by Store.Store when the token is not 1–4096
@@ -71,8 +92,12 @@ type Store struct {
 	call Caller
 
 	initDone bool
-	enabled  bool   // identity verified and state directory usable
-	file     string // token-<pid>-<start_time>
+	enabled  bool   // identity verified, state directory usable, lock held
+	file     string // token-<pid>-<start_time>[-<instance>]
+	lock     string // lock-<pid>-<start_time>[-<instance>]
+
+	namesDone bool   // resolveNames ran
+	idProblem string // why the identity is unusable, if it is
 
 	current string // token last loaded or stored; what reject compares against
 	offered bool   // load returned a token that has not been rejected yet
@@ -90,14 +115,8 @@ func (s *Store) init() {
 		return
 	}
 	s.initDone = true
-	var id wire.IdentityResponse
-	if err := s.invoke(wire.FnIdentity, struct{}{}, &id, &id.Error); err != nil {
-		s.log(wire.LevelWarn, EventIdentityUnavailable, MsgIdentityUnavailable, err.Error())
-		return
-	}
-	if id.PID <= 1 || !wire.ValidStartTime(id.StartTime) {
-		s.log(wire.LevelWarn, EventIdentityUnavailable, MsgIdentityUnavailable,
-			fmt.Sprintf("host returned an unusable identity (pid %d, start time %q)", id.PID, id.StartTime))
+	if !s.resolveNames() {
+		s.log(wire.LevelWarn, EventIdentityUnavailable, MsgIdentityUnavailable, s.idProblem)
 		return
 	}
 	var prep wire.Empty
@@ -105,8 +124,54 @@ func (s *Store) init() {
 		s.log(wire.LevelWarn, EventDirUnusable, MsgDirUnusable, err.Error())
 		return
 	}
-	s.file = FileName(id.PID, id.StartTime)
+	// Instances that cannot be told apart share one name: the first owns
+	// it for its lifetime, the others run without resume (issue: several
+	// server instances under one host; spec 000's Known Limitation).
+	var lk wire.Empty
+	var werr *wire.Error
+	if err := s.invoke(wire.FnLock, wire.NameRequest{Name: s.lock}, &lk, &lk.Error); errors.As(err, &werr) && werr.Code == wire.CodeBusy {
+		s.log(wire.LevelWarn, EventInstanceBusy, MsgInstanceBusy, "set a distinct instance (host option or MCP_RESUME_INSTANCE) to resume each instance separately")
+		return
+	} else if err != nil {
+		s.log(wire.LevelWarn, EventLockFailed, MsgLockFailed, err.Error())
+		return
+	}
 	s.enabled = true
+	s.Prune()
+}
+
+// resolveNames asks the host for its identity once and derives the token and
+// lock file names from it. It touches no file. It reports false, with
+// s.idProblem set, when the identity is unavailable or unusable.
+func (s *Store) resolveNames() bool {
+	if s.namesDone {
+		return s.file != ""
+	}
+	s.namesDone = true
+	var id wire.IdentityResponse
+	if err := s.invoke(wire.FnIdentity, struct{}{}, &id, &id.Error); err != nil {
+		s.idProblem = err.Error()
+		return false
+	}
+	if id.PID <= 1 || !wire.ValidStartTime(id.StartTime) || len(id.Instance) > 1<<16 {
+		s.idProblem = fmt.Sprintf("host returned an unusable identity (pid %d, start time %q)", id.PID, id.StartTime)
+		return false
+	}
+	suffix := InstanceSuffix(id.Instance)
+	s.file = FileName(id.PID, id.StartTime, suffix)
+	s.lock = lockName(id.PID, id.StartTime, suffix)
+	return true
+}
+
+// Names returns the token and lock file names of this instance, from the
+// host's identity, without touching any file; both "" when the identity is
+// unavailable. Hosts whose lock cannot be taken inside a synchronous host
+// function (Node) take it ahead of the first load, store or reject.
+func (s *Store) Names() wire.NamesOutput {
+	if !s.resolveNames() {
+		return wire.NamesOutput{}
+	}
+	return wire.NamesOutput{Token: s.file, Lock: s.lock}
 }
 
 // Load returns the stored token and true, or "" and false when there is none
@@ -208,11 +273,52 @@ func (s *Store) List() (wire.ListOutput, error) {
 		return out, err
 	}
 	for _, name := range r.Names {
-		if pid, start, ok := ParseFileName(name); ok {
-			out.Files = append(out.Files, wire.ListedFile{Name: name, PID: pid, StartTime: start})
+		if n, ok := ParseName(FilePrefix, name); ok {
+			out.Files = append(out.Files, wire.ListedFile{Name: name, PID: n.PID, StartTime: n.StartTime, Instance: n.Instance})
 		}
 	}
 	return out, nil
+}
+
+// Prune removes the token and lock files of hosts that are gone: the pid is
+// absent, or names another process, or belongs to another boot. A token file
+// whose host cannot be checked is removed only once older than MaxAge (a lock
+// file never is); a file whose host is alive is never removed, and neither
+// are this instance's own.
+// It needs no identity, so `mcp-resume prune` can run it for any state
+// directory. Failures are skipped: when unsure, keep.
+func (s *Store) Prune() wire.PruneOutput {
+	out := wire.PruneOutput{Removed: []string{}}
+	for _, prefix := range []string{FilePrefix, LockPrefix} {
+		var r wire.ListResponse
+		if err := s.invoke(wire.FnList, wire.ListRequest{Prefix: prefix}, &r, &r.Error); err != nil {
+			continue
+		}
+		for _, name := range r.Names {
+			n, ok := ParseName(prefix, name)
+			if !ok || name == s.file || name == s.lock {
+				continue
+			}
+			var p wire.ProbeResponse
+			if err := s.invoke(wire.FnProbe, wire.ProbeRequest{Name: name, PID: n.PID, StartTime: n.StartTime}, &p, &p.Error); err != nil {
+				continue
+			}
+			// Lock files go only with a host that is provably gone: their
+			// modification time never moves, so age says nothing about
+			// whether an instance still holds one, and deleting a held lock
+			// file would let a third instance lock a fresh one. A gone host's
+			// names can never be computed again, so its lock is dead for sure.
+			aged := p.Host == wire.HostUnknown && p.AgeSeconds > MaxAge && prefix == FilePrefix
+			if p.Host == wire.HostGone || aged {
+				var e wire.Empty
+				if err := s.invoke(wire.FnRemove, wire.NameRequest{Name: name}, &e, &e.Error); err == nil {
+					out.Removed = append(out.Removed, name)
+					s.log(wire.LevelInfo, EventStaleRemoved, MsgStaleRemoved, name+": host "+p.Host)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // remove deletes the token file, logging (not returning) a failure.
@@ -269,25 +375,78 @@ func CheckToken(b []byte) string {
 	return ""
 }
 
-// FileName returns token-<pid>-<startTime> (spec 000, Token File Naming Strategy).
-func FileName(pid int, startTime string) string {
-	return FilePrefix + strconv.Itoa(pid) + "-" + startTime
+// InstanceSuffix returns the file-name suffix for an instance key: "" for
+// "", else the first 16 hex digits of its SHA-256 (the key may hold a
+// server's arguments, so only a digest reaches the file system).
+func InstanceSuffix(instance string) string {
+	if instance == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(instance))
+	return hex.EncodeToString(sum[:8])
 }
 
-// ParseFileName splits a name made by FileName back into pid and start time;
-// ok is false for any other name.
-func ParseFileName(name string) (pid int, startTime string, ok bool) {
-	rest, found := strings.CutPrefix(name, FilePrefix)
-	if !found {
-		return 0, "", false
+// FileName returns token-<pid>-<startTime> (spec 000, Token File Naming
+// Strategy), with -<suffix> appended when suffix (from InstanceSuffix) is set.
+func FileName(pid int, startTime, suffix string) string {
+	return name(FilePrefix, pid, startTime, suffix)
+}
+
+func lockName(pid int, startTime, suffix string) string {
+	return name(LockPrefix, pid, startTime, suffix)
+}
+
+func name(prefix string, pid int, startTime, suffix string) string {
+	n := prefix + strconv.Itoa(pid) + "-" + startTime
+	if suffix != "" {
+		n += "-" + suffix
 	}
-	p, start, found := strings.Cut(rest, "-")
-	if !found || !wire.ValidStartTime(start) {
-		return 0, "", false
+	return n
+}
+
+// Name is a token or lock file name taken apart.
+type Name struct {
+	PID       int
+	StartTime string
+	Instance  string // 16 hex digits, or "" when the host did not tell instances apart
+}
+
+// ParseName splits a name made by FileName (prefix FilePrefix) or for a lock
+// (LockPrefix) back into its parts; ok is false for any other name.
+func ParseName(prefix, name string) (Name, bool) {
+	rest, found := strings.CutPrefix(name, prefix)
+	if !found {
+		return Name{}, false
+	}
+	p, rest, found := strings.Cut(rest, "-")
+	if !found {
+		return Name{}, false
+	}
+	start, inst, _ := strings.Cut(rest, "-")
+	if !wire.ValidStartTime(start) || (inst != "" || strings.HasSuffix(rest, "-")) && !isHex16(inst) {
+		return Name{}, false
 	}
 	pid, err := strconv.Atoi(p)
 	if err != nil || pid <= 1 || strconv.Itoa(pid) != p {
-		return 0, "", false
+		return Name{}, false
 	}
-	return pid, start, true
+	return Name{PID: pid, StartTime: start, Instance: inst}, true
+}
+
+// ParseFileName is ParseName for token files, without the instance.
+func ParseFileName(name string) (pid int, startTime string, ok bool) {
+	n, ok := ParseName(FilePrefix, name)
+	return n.PID, n.StartTime, ok
+}
+
+func isHex16(s string) bool {
+	if len(s) != 16 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !(s[i] >= '0' && s[i] <= '9' || s[i] >= 'a' && s[i] <= 'f') {
+			return false
+		}
+	}
+	return true
 }

@@ -19,11 +19,17 @@ func newStore(t *testing.T) (*resume.Store, string) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "state")
 	funcs := hostfuncs.New(hostfuncs.Config{Dir: dir, Identity: func() (int, string, error) { return 4242, "7.ab", nil }})
+	t.Cleanup(func() { funcs.Close() })
 	return resume.New(funcs.Call), dir
 }
 
 func TestStore_RoundTrip(t *testing.T) {
-	s, dir := newStore(t)
+	dir := filepath.Join(t.TempDir(), "state")
+	newInstance := func() (*resume.Store, *hostfuncs.Funcs) {
+		f := hostfuncs.New(hostfuncs.Config{Dir: dir, Identity: func() (int, string, error) { return 4242, "7.ab", nil }})
+		return resume.New(f.Call), f
+	}
+	s, first := newInstance()
 	if tok, ok := s.Load(); ok {
 		t.Fatalf("Load on empty dir = %q, true", tok)
 	}
@@ -34,8 +40,17 @@ func TestStore_RoundTrip(t *testing.T) {
 	if err != nil || string(b) != "tok-1" {
 		t.Fatalf("file = %q, %v", b, err)
 	}
-	// The next server instance under the same host finds it.
-	next := resume.New(hostfuncs.New(hostfuncs.Config{Dir: dir, Identity: func() (int, string, error) { return 4242, "7.ab", nil }}).Call)
+	// While this instance lives, a sibling launched the same way is locked
+	// out; once it is gone (its host functions closed, as at exit), the next
+	// server instance under the same host finds the token.
+	sibling, sf := newInstance()
+	if tok, ok := sibling.Load(); ok {
+		t.Fatalf("sibling Load = %q while the first instance holds the lock", tok)
+	}
+	sf.Close()
+	first.Close()
+	next, nf := newInstance()
+	defer nf.Close()
 	if tok, ok := next.Load(); !ok || tok != "tok-1" {
 		t.Fatalf("next instance Load = %q, %v; want tok-1", tok, ok)
 	}
@@ -74,7 +89,7 @@ func TestParseFileName(t *testing.T) {
 		ok    bool
 	}{
 		{"token-4242-7.ab", 4242, "7.ab", true},
-		{resume.FileName(99, "123.0f1e"), 99, "123.0f1e", true},
+		{resume.FileName(99, "123.0f1e", ""), 99, "123.0f1e", true},
 		{"token-1-7.ab", 0, "", false},   // pid 1 is never a host
 		{"token-007-7.ab", 0, "", false}, // not canonical
 		{"token-x-7.ab", 0, "", false},
@@ -97,7 +112,7 @@ func FuzzParseFileName(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, name string) {
 		pid, start, ok := resume.ParseFileName(name)
-		if ok && resume.FileName(pid, start) != name {
+		if ok && resume.FileName(pid, start, "") != name {
 			t.Fatalf("ParseFileName(%q) = %d, %q does not round-trip", name, pid, start)
 		}
 	})

@@ -8,6 +8,10 @@
  *
  * - `MCP_RESUME_BROKER_URL`: the token broker (examples/broker), required.
  * - `MCP_RESUME_STATE_DIR`: overrides the state directory (optional).
+ * - `MCP_RESUME_INSTANCE`: tells this instance apart from others the same MCP
+ *   host runs at once (optional; default: this process's arguments, which
+ *   the server otherwise ignores). Identical instances share one token file,
+ *   which only the first holds.
  * - `MCP_RESUME_BENCH`: `load` opens the store, calls `load()` once and
  *   exits 0 (startup benchmark); `baseline` does the same startup without
  *   the store and exits at the same point.

@@ -2,7 +2,7 @@
 //
 //	mcp-resume whoami [--json] [--app NAME]   the MCP host this process would resolve, and the chain walked
 //	mcp-resume list   [--json] [--app NAME] [--state-dir DIR]   token files per app: host alive or gone
-//	mcp-resume prune  [--json] [--app NAME] [--state-dir DIR]   delete token files whose host is gone
+//	mcp-resume prune  [--json] [--app NAME] [--state-dir DIR]   delete token files whose host is gone (the plugin's prune policy)
 //
 // Without --app, list and prune cover every app under the default state root
 // ($XDG_STATE_HOME/mcp-resume or ~/.local/state/mcp-resume on Linux,
@@ -21,7 +21,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"syscall"
 	"text/tabwriter"
 
 	"github.com/mcp-resume/mcp-resume/host"
@@ -102,7 +101,7 @@ func whoami(w io.Writer, asJSON bool, app string) error {
 		out.Error = err.Error()
 	} else {
 		out.PID, out.StartTime = id.PID, id.StartTime
-		out.TokenFile = resume.FileName(id.PID, id.StartTime)
+		out.TokenFile = resume.FileName(id.PID, id.StartTime, "")
 	}
 	if app != "" {
 		out.StateDir = stateDirFor(app)
@@ -147,6 +146,7 @@ type fileStatus struct {
 	File      string `json:"file"`
 	PID       int    `json:"pid"`
 	StartTime string `json:"start_time"`
+	Instance  string `json:"instance,omitempty"`
 	// Host is "alive", "gone" or "unknown" (could not tell; prune keeps it).
 	Host    string `json:"host"`
 	Pruned  bool   `json:"pruned,omitempty"`
@@ -166,13 +166,25 @@ func listOrPrune(ctx context.Context, w io.Writer, asJSON, prune bool, app, stat
 		if err != nil {
 			return err
 		}
-		files, err := store.List(ctx)
+		var removed []string
+		if prune {
+			removed, err = store.Prune(ctx)
+		}
+		files, lerr := store.List(ctx)
 		store.Close(ctx)
+		if err == nil {
+			err = lerr
+		}
 		if err != nil {
-			return fmt.Errorf("listing %s: %w", d.dir, err)
+			return fmt.Errorf("%s: %w", d.dir, err)
+		}
+		for _, name := range removed {
+			if n, ok := resume.ParseName(resume.FilePrefix, name); ok {
+				results = append(results, fileStatus{App: d.app, StateDir: d.dir, File: name, PID: n.PID, StartTime: n.StartTime, Instance: n.Instance, Host: "gone", Pruned: true})
+			}
 		}
 		for _, f := range files {
-			st := fileStatus{App: d.app, StateDir: d.dir, File: f.Name, PID: f.PID, StartTime: f.StartTime, Host: "unknown"}
+			st := fileStatus{App: d.app, StateDir: d.dir, File: f.Name, PID: f.PID, StartTime: f.StartTime, Instance: f.Instance, Host: "unknown"}
 			alive, err := procid.Alive(f.PID, f.StartTime)
 			switch {
 			case err != nil:
@@ -181,14 +193,6 @@ func listOrPrune(ctx context.Context, w io.Writer, asJSON, prune bool, app, stat
 				st.Host = "alive"
 			default:
 				st.Host = "gone"
-			}
-			if prune && st.Host == "gone" {
-				// unlink never follows a symlink; only the name is removed.
-				if err := syscall.Unlink(filepath.Join(d.dir, f.Name)); err != nil && !errors.Is(err, syscall.ENOENT) {
-					st.Problem = "delete failed: " + err.Error()
-				} else {
-					st.Pruned = true
-				}
 			}
 			results = append(results, st)
 		}

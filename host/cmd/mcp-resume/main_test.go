@@ -22,7 +22,7 @@ func TestWhoami_JSON(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
 		t.Fatalf("%v: %s", err, out.String())
 	}
-	if got.Error == "" && (got.PID == 0 || got.TokenFile != resume.FileName(got.PID, got.StartTime)) {
+	if got.Error == "" && (got.PID == 0 || got.TokenFile != resume.FileName(got.PID, got.StartTime, "")) {
 		t.Errorf("whoami = %+v", got)
 	}
 	if len(got.Chain) == 0 {
@@ -50,7 +50,7 @@ func TestListPrune(t *testing.T) {
 	if err != nil {
 		dead = procid.Process{PID: child.Process.Pid, StartTime: me.StartTime + "0"}
 	}
-	live, gone := resume.FileName(me.PID, me.StartTime), resume.FileName(dead.PID, dead.StartTime)
+	live, gone := resume.FileName(me.PID, me.StartTime, ""), resume.FileName(dead.PID, dead.StartTime, "")
 	for _, n := range []string{live, gone} {
 		if err := os.WriteFile(filepath.Join(dir, n), []byte("secret-token"), 0o600); err != nil {
 			t.Fatal(err)

@@ -71,7 +71,7 @@ func run(server string, n int) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(stateDir, resume.FileName(me.PID, me.StartTime)), []byte("tok-startbench"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(stateDir, resume.FileName(me.PID, me.StartTime, "")), []byte("tok-startbench"), 0o600); err != nil {
 		return err
 	}
 	self, err := os.Executable()

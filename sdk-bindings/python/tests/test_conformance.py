@@ -2,10 +2,13 @@
 
 Each file in ``hostfuncs/conformance/cases/`` runs exactly as
 ``hostfuncs/conformance/README.md`` says: a fresh temporary root, the state
-directory ``root/state``, the files before, a store on it with the case's
-pinned identity, the calls (straight into the plugin exports, so the bytes and
-errors are compared, not the API's translation of them), then the files, the
-state directory and every log line after. Real ``plugin.wasm``, real Extism
+directory ``root/state``, the files before (``age_days`` backdates one), a
+store on it with the case's pinned identity and instance and its pinned host
+liveness (``hosts_alive``, ``liveness_unknown``), the calls (straight into the
+plugin exports, so the bytes and errors are compared, not the API's translation
+of them; ``hold_lock`` takes a lock through a second, independent
+``HostFunctions`` standing in for another instance), then the files, the state
+directory and every log line after. Real ``plugin.wasm``, real Extism
 runtime, real files; the same cases the Go and TypeScript hosts run.
 """
 
@@ -16,6 +19,7 @@ import json
 import logging
 import os
 import stat
+import time
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +27,7 @@ import extism
 import pytest
 
 from mcp_resume import ResumeTokenStore
+from mcp_resume._hostfuncs import FN_LOCK, HostFunctions
 
 from conftest import REPO_ROOT
 
@@ -34,7 +39,7 @@ _LEVEL_NAMES = {logging.DEBUG: "debug", logging.INFO: "info", logging.WARNING: "
 
 def test_cases_present() -> None:
     """The suite must not pass vacuously: the shared cases are there."""
-    assert len(CASES) >= 26, f"expected the shared conformance cases in {CASES_DIR}, found {len(CASES)}"
+    assert len(CASES) >= 33, f"expected the shared conformance cases in {CASES_DIR}, found {len(CASES)}"
 
 
 def content_bytes(c: Any) -> bytes:
@@ -63,6 +68,9 @@ def make_files(directory: Path, files: dict[str, Any]) -> None:
             fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "wb") as f:
                 f.write(content_bytes(c))
+            if c.get("age_days", 0) > 0:
+                old = time.time() - c["age_days"] * 24 * 3600
+                os.utime(p, (old, old))
 
 
 def check_files(directory: Path, want: dict[str, Any], exact: bool) -> list[str]:
@@ -142,18 +150,34 @@ def test_conformance(path: Path, tmp_path: Path) -> None:
             raise RuntimeError(ident["error"])
         return ident["pid"], ident["start_time"]
 
+    hosts_alive = {(h["pid"], h["start_time"]) for h in case.get("hosts_alive", [])}
+
+    def alive(pid: int, start_time: str) -> bool:
+        if case.get("liveness_unknown"):
+            raise RuntimeError("liveness pinned unknown")
+        return (pid, start_time) in hosts_alive
+
     capture = Capture()
     logger = logging.getLogger(f"mcp_resume.conformance.{case['name']}")
     logger.handlers[:] = [capture]
     logger.setLevel(logging.DEBUG)
     logger.propagate = False
 
-    store = ResumeTokenStore("conformance", state, logger=logger, identity=identity)
+    store = ResumeTokenStore(
+        "conformance", state, logger=logger, identity=identity, instance=ident.get("instance", ""), alive=alive
+    )
+    others: list[HostFunctions] = []  # other instances holding locks until the case ends
     errors: list[str] = []
     try:
         for i, call in enumerate(case["calls"]):
             if call.get("action") == "put_file":
                 (state / call["name"]).write_bytes(content_bytes(call["content"]))
+                continue
+            if call.get("action") == "hold_lock":
+                other = HostFunctions(str(state), None, logging.getLogger("mcp_resume.conformance.other"))
+                others.append(other)
+                resp = json.loads(other.call(FN_LOCK, json.dumps({"name": call["name"]}).encode()))
+                assert "error" not in resp, f"hold_lock {call['name']}: {resp}"
                 continue
             export = call["export"]
             data = content_bytes(call["input"]) if "input" in call else b""
@@ -175,6 +199,8 @@ def test_conformance(path: Path, tmp_path: Path) -> None:
                 errors.append(f"{where}: output {out[:40]!r}, want {content_bytes(want['output'])[:40]!r}")
     finally:
         store.close()
+        for other in others:
+            other.close()
 
     errors += check_files(state, case.get("files_after", {}), exact=True)
     errors += check_files(root, case.get("outside_after", {}), exact=False)

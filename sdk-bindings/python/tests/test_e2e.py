@@ -5,7 +5,10 @@ server (examples/python-server/server.py) on the official SDK, and MCP hosts
 that are separate Python processes running the SDK's stdio client
 (tests/mcp_host.py), so the identity walk finds a real host with its own pid
 and start time. Launch paths: direct, ``sh -c '<server>; exit $?'``,
-``uv run``, and a copy of /bin/sh named like a reaper (``dumb-init``).
+``uv run``, and a copy of /bin/sh named like a reaper (``dumb-init``). One
+host also runs two server instances at the same time, launched differently
+(each resumes its own session) or identically (the second runs without
+resume while the first holds the token file).
 
 Every launch also checks that the server's stdout carried nothing but
 JSON-RPC (the SDK reports any unparsable line) and that no token ever
@@ -14,6 +17,7 @@ appears in the server's stderr.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import queue
@@ -41,6 +45,7 @@ MSG_RESUMED = "Session resumed successfully"
 MSG_CORRUPTED = "Token file corrupted, treating as stale"
 MSG_REJECTED = "Broker rejected resume token, starting fresh session"
 MSG_UNVERIFIED = "Could not verify parent process start time, session resume disabled for this instance"
+MSG_BUSY = "Another server instance under this host holds the token file, session resume disabled for this instance"
 
 
 # --- the broker -------------------------------------------------------------------------
@@ -144,6 +149,23 @@ class Host:
         assert answer["stream_errors"] == [], f"server stdout carried non-JSON-RPC: {answer['stream_errors']}"
         return answer["results"]
 
+    def launch_together(self, servers: list[tuple[str, list[str], dict[str, str], Path, list[Any]]]) -> list[list[dict[str, Any]]]:
+        """Run several servers at once: each is launched and makes its calls while the earlier ones
+        keep running (so the first one started first); then all shut down. Returns each one's results."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        cmds = [
+            {"command": c, "args": a, "env": e, "cwd": str(REPO_ROOT), "stderr": str(log), "calls": calls}
+            for c, a, e, log, calls in servers
+        ]
+        self.proc.stdin.write(json.dumps({"servers": cmds}) + "\n")
+        self.proc.stdin.flush()
+        answer = json.loads(_readline(self.proc.stdout, REQUEST_TIMEOUT_S * len(cmds)))
+        logs = "\n".join(_text(s[3]) for s in servers)
+        assert "error" not in answer, f"launch failed: {answer.get('error')}\n{answer.get('traceback')}\n{logs}"
+        for run in answer["runs"]:
+            assert run["stream_errors"] == [], f"server stdout carried non-JSON-RPC: {run['stream_errors']}"
+        return [run["results"] for run in answer["runs"]]
+
     def close(self) -> None:
         if self.proc.stdin:
             self.proc.stdin.close()
@@ -217,9 +239,19 @@ def info(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def token_files(state: Path) -> dict[str, str]:
+    """The token files of the state directory and what they hold (lock files aside)."""
     if not state.exists():
         return {}
-    return {n: (state / n).read_text(errors="replace") for n in sorted(os.listdir(state))}
+    return {n: (state / n).read_text(errors="replace") for n in sorted(os.listdir(state)) if n.startswith("token-")}
+
+
+def lock_files(state: Path) -> list[str]:
+    return sorted(n for n in os.listdir(state) if n.startswith("lock-")) if state.exists() else []
+
+
+def suffix(instance: str) -> str:
+    """The file-name suffix of an instance key: the first 16 hex digits of its SHA-256."""
+    return hashlib.sha256(instance.encode()).hexdigest()[:16]
 
 
 def assert_no_token_in(logs: list[Path], tokens: set[str]) -> None:
@@ -245,6 +277,7 @@ def test_resume_same_host_and_fresh_for_another_host(tmp_path: Path, env: dict[s
     files = token_files(state)
     assert list(files) == [n for n in files if n.startswith(f"token-{host.pid}-")] and len(files) == 1
     name = next(iter(files))
+    assert lock_files(state) == ["lock-" + name[len("token-"):]], "the instance's lock file"
     assert stat.S_IMODE(os.stat(state / name).st_mode) == 0o600
     assert stat.S_IMODE(os.stat(state).st_mode) == 0o700
     tokens = {files[name]}
@@ -359,6 +392,84 @@ def test_identity_unavailable_under_reaper(tmp_path: Path, env: dict[str, str], 
         assert MSG_UNVERIFIED in _text(log)
         assert token_files(state) == {}
     assert ids[0] != ids[1]
+
+
+# --- several instances under one host at the same time ----------------------------------------
+
+
+@pytest.mark.parametrize("how", ["arguments", "MCP_RESUME_INSTANCE"])
+def test_instances_launched_differently_resume_independently(tmp_path: Path, env: dict[str, str], hosts: Any, how: str) -> None:
+    """One host runs two instances at once, told apart by their arguments (server.py --profile a / b)
+    or by MCP_RESUME_INSTANCE: each keeps its own token file and, relaunched, resumes its own session."""
+    state = tmp_path / "state"
+    host = hosts()
+
+    def servers(rnd: int, calls: dict[str, list[Any]]) -> list[Any]:
+        out = []
+        for p in ("a", "b"):
+            if how == "arguments":
+                cmd, args = PYTHON, [str(SERVER), "--profile", p]
+                e = env
+            else:
+                (cmd, args), e = direct(), {**env, "MCP_RESUME_INSTANCE": f"profile-{p}"}
+            out.append((cmd, args, e, tmp_path / f"{p}{rnd}.log", calls[p]))
+        return out
+
+    keys = {p: f"--profile\0{p}" if how == "arguments" else f"profile-{p}" for p in "ab"}
+    first = host.launch_together(servers(1, {p: [["session_info", {}], ["remember", {"note": f"note {p}"}]] for p in "ab"}))
+    a1, b1 = info(first[0][0]), info(first[1][0])
+    assert a1["resumed"] is False and b1["resumed"] is False and a1["session_id"] != b1["session_id"]
+    files = token_files(state)
+    want = {p: f"-{suffix(keys[p])}" for p in "ab"}
+    assert len(files) == 2 and all(n.startswith(f"token-{host.pid}-") for n in files), files
+    assert all(any(n.endswith(want[p]) for n in files) for p in "ab"), (files, want)
+    by = {p: next(n for n in files if n.endswith(want[p])) for p in "ab"}
+    assert lock_files(state) == sorted("lock-" + by[p][len("token-"):] for p in "ab")
+    tokens = set(files.values())
+    for p in "ab":
+        assert MSG_NOT_FOUND in _text(tmp_path / f"{p}1.log") and MSG_BUSY not in _text(tmp_path / f"{p}1.log")
+
+    second = host.launch_together(servers(2, {p: [["session_info", {}], ["recall", {}]] for p in "ab"}))
+    assert info(second[0][0]) == {"session_id": a1["session_id"], "resumed": True}
+    assert info(second[1][0]) == {"session_id": b1["session_id"], "resumed": True}
+    assert json.loads(second[0][1]["text"]) == {"notes": ["note a"]}
+    assert json.loads(second[1][1]["text"]) == {"notes": ["note b"]}
+    logs = [tmp_path / f"{p}{r}.log" for p in "ab" for r in (1, 2)]
+    for p in "ab":
+        assert MSG_RESUMED in _text(tmp_path / f"{p}2.log")
+    after = token_files(state)
+    assert sorted(after) == sorted(by.values()) and not tokens & set(after.values()), "rotated tokens not stored"
+    assert_no_token_in(logs, tokens | set(after.values()))
+
+
+def test_identical_instances_second_runs_without_resume(tmp_path: Path, env: dict[str, str], hosts: Any) -> None:
+    """One host runs the same server twice at once, launched identically: the first holds the token file;
+    the second says so, gets a fresh session and touches nothing; the first still resumes after relaunch."""
+    state = tmp_path / "state"
+    host = hosts()
+    log_a, log_b, log_again = tmp_path / "a.log", tmp_path / "b.log", tmp_path / "again.log"
+    a, b = host.launch_together([
+        (*direct(), env, log_a, [["session_info", {}], ["remember", {"note": "kept"}]]),
+        (*direct(), env, log_b, [["session_info", {}]]),
+    ])
+    first, other = info(a[0]), info(b[0])
+    assert first["resumed"] is False and other["resumed"] is False
+    assert other["session_id"] != first["session_id"]
+    assert MSG_BUSY in _text(log_b) and MSG_NOT_FOUND not in _text(log_b)
+    assert MSG_BUSY not in _text(log_a)
+    files = token_files(state)
+    assert len(files) == 1, files
+    (name,) = files
+    assert name.startswith(f"token-{host.pid}-") and len(name.split("-")) == 3, "no instance suffix"
+    assert lock_files(state) == ["lock-" + name[len("token-"):]]
+    tokens = set(files.values())
+
+    r = host.launch(*direct(), env, log_again, [["session_info", {}], ["recall", {}]])
+    assert info(r[0]) == {"session_id": first["session_id"], "resumed": True}
+    assert json.loads(r[1]["text"]) == {"notes": ["kept"]}
+    assert MSG_RESUMED in _text(log_again)
+    tokens.update(token_files(state).values())
+    assert_no_token_in([log_a, log_b, log_again], tokens)
 
 
 # --- stdout and startup modes, with the server as a plain subprocess ----------------------------

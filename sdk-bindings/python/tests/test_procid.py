@@ -564,3 +564,96 @@ def test_real_proc_lookup_matches_kernel() -> None:
 def test_real_sysctl_lookup() -> None:  # pragma: no cover - runs on macOS only
     me = procid.DarwinSource().lookup(os.getpid())
     assert me.pid == os.getpid() and me.ppid == os.getppid()
+
+
+# --- alive (procid.Alive) ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "pid,start,want",
+    [
+        (100, "98765." + TEST_BOOT, True),
+        (100, "98764." + TEST_BOOT, False),  # pid reused
+        (100, "98765.00000000000000000000000000000000", False),  # previous boot
+        (100, "98765", False),  # malformed
+        (100, "", False),
+        (100, "1700000000.000042", False),  # macOS format
+        (101, "5." + TEST_BOOT, False),  # zombie
+        (102, "6." + TEST_BOOT, False),  # dead
+        (999, "98765." + TEST_BOOT, False),  # absent
+        (0, "98765." + TEST_BOOT, False),
+    ],
+    ids=["same instance", "pid reused", "previous boot", "malformed", "empty", "macOS format", "zombie", "dead",
+         "absent", "pid zero"],
+)
+def test_linux_alive(tmp_path: Path, pid: int, start: str, want: bool) -> None:
+    root = write_tree(
+        tmp_path / "proc",
+        FakeProc(100, 1, "claude", start=98765),
+        FakeProc(101, 100, "gone", state="Z", start=5),
+        FakeProc(102, 100, "gone", state="X", start=6),
+    )
+    assert LinuxSource(str(root)).alive(pid, start) is want
+
+
+def test_linux_alive_no_boot_id(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "proc", FakeProc(100, 1, "claude", start=98765), boot=False)
+    with pytest.raises(NoBootIDError):
+        LinuxSource(str(root)).alive(100, "98765." + TEST_BOOT)
+
+
+def test_linux_alive_unreadable_is_unknown(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "proc", FakeProc(100, 1, "claude", start=98765))
+    (root / "100" / "stat").write_bytes(b"garbage")
+    with pytest.raises(MalformedError):
+        LinuxSource(str(root)).alive(100, "98765." + TEST_BOOT)
+
+
+@pytest.mark.parametrize(
+    "have,want,ok",
+    [
+        ("1700000000.000042", "1700000000.000042", True),
+        ("1700000000.000042", "1700000000", True),  # a TypeScript host's whole seconds
+        ("1700000000.000042", "1700000001", False),
+        ("1700000000.000042", "1700000000.000043", False),
+        ("1700000000.000042", "", False),
+        ("1700000000.000042", "170000000", False),
+    ],
+)
+def test_start_time_matches(have: str, want: str, ok: bool) -> None:
+    assert procid.start_time_matches(have, want) is ok
+
+
+def test_darwin_alive_with_fixture_kinfo() -> None:
+    """DarwinSource.alive on decoded records, without loading libc."""
+    src = procid.DarwinSource.__new__(procid.DarwinSource)
+    records = {
+        100: procid.decode_kinfo(kinfo_bytes(100, 1, b"claude", 2, 1700000000, 42)),
+        101: procid.decode_kinfo(kinfo_bytes(101, 100, b"gone", procid.DARWIN_ZOMBIE, 1700000001, 7)),
+    }
+
+    def kinfo(pid: int) -> procid.Kinfo:
+        if pid not in records:
+            raise NotFoundError("sysctl kern.proc.pid: process not found")
+        return records[pid]
+
+    src.kinfo = kinfo  # type: ignore[method-assign]
+    assert src.alive(100, "1700000000.000042") is True
+    assert src.alive(100, "1700000000") is True
+    assert src.alive(100, "1700000000.000043") is False
+    assert src.alive(101, "1700000001.000007") is False  # zombie
+    assert src.alive(999, "1.000001") is False
+
+
+def test_alive_unsupported(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(procid.sys, "platform", "freebsd13")
+    with pytest.raises(UnsupportedError):
+        procid.alive(100, "1.a")
+
+
+@pytest.mark.skipif(sys.platform not in ("linux", "darwin"), reason="reads this machine's processes")
+def test_real_alive() -> None:
+    me = procid.new_source().lookup(os.getpid())
+    assert procid.alive(os.getpid(), me.start_time) is True
+    assert procid.alive(os.getpid(), "9" + me.start_time) is False
+    assert procid.alive(2**22 + 12345, me.start_time) is False  # above Linux's pid_max: absent

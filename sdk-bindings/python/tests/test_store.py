@@ -8,6 +8,7 @@ the plugin is compiled once per process).
 
 from __future__ import annotations
 
+import hashlib
 import importlib.resources
 import json
 import logging
@@ -21,15 +22,22 @@ import pytest
 
 import mcp_resume
 from mcp_resume import InvalidAppError, InvalidTokenError, PluginError, ResumeTokenStore, TokenFile, default_state_dir
+from mcp_resume._store import resolve_instance
 
 from conftest import REPO_ROOT
 
 PID, START = 4242, "98765.0f1e2d3c4b5a69788796a5b4c3d2e1f0"
 TOKEN_NAME = f"token-{PID}-{START}"
+LOCK_NAME = f"lock-{PID}-{START}"
 
 
 def pinned() -> tuple[int, str]:
     return PID, START
+
+
+def pinned_alive(pid: int, start_time: str) -> bool:
+    """Liveness to go with ``pinned``: its (made-up) host runs, nothing else does."""
+    return (pid, start_time) == (PID, START)
 
 
 class Capture(logging.Handler):
@@ -42,6 +50,13 @@ class Capture(logging.Handler):
 
     def events(self) -> list[str]:
         return [getattr(r, "event", "") for r in self.records]
+
+
+@pytest.fixture(autouse=True)
+def no_instance(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pin "no instance": otherwise pytest's own arguments (sys.argv[1:]) would be the
+    instance key and suffix every file name. Child processes inherit it too."""
+    monkeypatch.setenv("MCP_RESUME_INSTANCE", "-")
 
 
 @pytest.fixture
@@ -68,7 +83,8 @@ def test_shipped_wasm_is_the_repository_plugin() -> None:
 
 
 def test_public_api() -> None:
-    assert mcp_resume.ABI_VERSION == "1"
+    assert mcp_resume.ABI_VERSION == "2"
+    assert mcp_resume.INSTANCE_ENV == "MCP_RESUME_INSTANCE" and mcp_resume.NO_INSTANCE == "-"
     assert mcp_resume.STATE_DIR_ENV == "MCP_RESUME_STATE_DIR"
     assert issubclass(InvalidTokenError, ValueError) and issubclass(InvalidAppError, ValueError)
     assert issubclass(PluginError, mcp_resume.ResumeStoreError)
@@ -173,29 +189,29 @@ def abi_module(version: str | None) -> bytes:
     return header + _section(1, types) + _section(2, imports) + _section(3, funcs) + _section(7, exports) + _section(10, codesec)
 
 
-def test_abi_module_speaks_one() -> None:
-    """The hand-made module really runs: with "1" it is accepted."""
+def test_abi_module_speaks_two() -> None:
+    """The hand-made module really runs: with "2" it is accepted."""
 
     class Store(ResumeTokenStore):
-        _wasm = abi_module("1")
+        _wasm = abi_module("2")
 
     Store("app", "/nonexistent", identity=pinned).close()
 
 
 def test_abi_mismatch_refused() -> None:
     class Store(ResumeTokenStore):
-        _wasm = abi_module("2")
+        _wasm = abi_module("1")
 
     with pytest.raises(PluginError) as e:
         Store("app", "/nonexistent", identity=pinned)
-    assert 'plugin ABI version "2", this host implements "1"' in str(e.value)
+    assert 'plugin ABI version "1", this host implements "2"' in str(e.value)
 
 
 def test_abi_export_missing() -> None:
     class Store(ResumeTokenStore):
         _wasm = abi_module(None)
 
-    with pytest.raises(PluginError, match='ABI version unknown.*this host implements "1"'):
+    with pytest.raises(PluginError, match='ABI version unknown.*this host implements "2"'):
         Store("app", "/nonexistent", identity=pinned)
 
 
@@ -321,7 +337,7 @@ def test_thread_safe(tmp_path: Path) -> None:
             t.join(60)
     assert not errors
     assert (tmp_path / TOKEN_NAME).read_text() in tokens
-    assert os.listdir(tmp_path) == [TOKEN_NAME]
+    assert sorted(os.listdir(tmp_path)) == [LOCK_NAME, TOKEN_NAME]
 
 
 def test_many_stores_share_one_compiled_plugin(tmp_path: Path) -> None:
@@ -347,6 +363,128 @@ def test_default_logger_and_no_stdout(tmp_path: Path, capfd: pytest.CaptureFixtu
         s.store("tok-N")
     assert [(r.name, r.getMessage()) for r in caplog.records] == [("mcp_resume", "Token file corrupted, treating as stale")]
     assert capfd.readouterr().out == ""
+
+
+# --- instances, the lock, prune ------------------------------------------------------------------------
+
+
+def suffix(instance: str) -> str:
+    return hashlib.sha256(instance.encode()).hexdigest()[:16]
+
+
+def test_resolve_instance(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MCP_RESUME_INSTANCE")
+    monkeypatch.setattr(sys, "argv", ["server.py", "--profile", "work"])
+    assert resolve_instance() == "--profile\0work"
+    assert resolve_instance("") == "" and resolve_instance("-") == ""
+    assert resolve_instance("config-hash") == "config-hash"
+    monkeypatch.setenv("MCP_RESUME_INSTANCE", "")
+    assert resolve_instance() == "--profile\0work", "an empty variable counts as unset"
+    monkeypatch.setenv("MCP_RESUME_INSTANCE", "from-env")
+    assert resolve_instance() == "from-env"
+    assert resolve_instance("explicit") == "explicit" and resolve_instance("") == ""
+    monkeypatch.setenv("MCP_RESUME_INSTANCE", "-")
+    assert resolve_instance() == ""
+    monkeypatch.delenv("MCP_RESUME_INSTANCE")
+    monkeypatch.setattr(sys, "argv", ["server.py"])
+    assert resolve_instance() == ""
+
+
+def test_instance_names_the_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MCP_RESUME_INSTANCE")
+    monkeypatch.setattr(sys, "argv", ["server.py", "--profile", "work"])
+    with ResumeTokenStore("app", tmp_path, identity=pinned) as s:
+        assert s.instance == "--profile\0work"
+        s.store("tok-W")
+        sfx = suffix("--profile\0work")
+        assert sfx == "b24b083fc1a60d91"  # the conformance case instance_suffix
+        assert s.list() == [TokenFile(f"{TOKEN_NAME}-{sfx}", PID, START, sfx)]
+    assert sorted(os.listdir(tmp_path)) == [f"{LOCK_NAME}-{sfx}", f"{TOKEN_NAME}-{sfx}"]
+    with pytest.raises(TypeError):
+        ResumeTokenStore("app", tmp_path, identity=pinned, instance=5)  # type: ignore[arg-type]
+
+
+def test_instances_resume_independently(tmp_path: Path, capture: Capture) -> None:
+    """Two stores under one host at once: different keys never meet, each resumes its own token."""
+    lg = logger_for(capture, "independent")
+    kw = {"logger": lg, "identity": pinned, "alive": pinned_alive}
+    a = ResumeTokenStore("app", tmp_path, instance="a", **kw)  # type: ignore[arg-type]
+    b = ResumeTokenStore("app", tmp_path, instance="b", **kw)  # type: ignore[arg-type]
+    assert a.load() is None and b.load() is None
+    a.store("tok-a")
+    b.store("tok-b")
+    a.close()
+    b.close()
+    a = ResumeTokenStore("app", tmp_path, instance="a", **kw)  # type: ignore[arg-type]
+    b = ResumeTokenStore("app", tmp_path, instance="b", **kw)  # type: ignore[arg-type]
+    assert b.load() == "tok-b" and a.load() == "tok-a"
+    a.close()
+    b.close()
+    assert capture.events() == ["token_not_found", "token_not_found"], "no instance_busy, nothing pruned"
+    assert sorted(os.listdir(tmp_path)) == sorted(f"{kind}-{PID}-{START}-{suffix(i)}" for kind in ("lock", "token") for i in "ab")
+    assert sorted(f.instance for f in ResumeTokenStore("app", tmp_path, identity=pinned).list()) == sorted([suffix("a"), suffix("b")])
+
+
+def test_same_instance_busy_until_closed(tmp_path: Path, capture: Capture) -> None:
+    """Two stores launched the same way under one host: the first holds the file, the second runs without resume."""
+    first = ResumeTokenStore("app", tmp_path, logger=logger_for(capture, "first"), identity=pinned)
+    assert first.load() is None
+    first.store("tok-1")
+    second_logs = Capture()
+    second = ResumeTokenStore("app", tmp_path, logger=logger_for(second_logs, "second"), identity=pinned)
+    assert second.load() is None
+    second.store("tok-2")
+    second.reject()
+    assert second.load() is None
+    assert second_logs.events() == ["instance_busy"]
+    r = second_logs.records[0]
+    assert r.levelno == logging.WARNING
+    assert r.getMessage() == "Another server instance under this host holds the token file, session resume disabled for this instance"
+    assert (tmp_path / TOKEN_NAME).read_text() == "tok-1"
+    second.close()
+    first.close()
+    third = ResumeTokenStore("app", tmp_path, identity=pinned)
+    assert third.load() == "tok-1", "close released the lock"
+    third.close()
+    assert sorted(os.listdir(tmp_path)) == [LOCK_NAME, TOKEN_NAME]
+
+
+def test_lock_failed_turns_resume_off(tmp_path: Path, capture: Capture) -> None:
+    (tmp_path / LOCK_NAME).mkdir()
+    (tmp_path / TOKEN_NAME).write_text("tok-1")
+    with ResumeTokenStore("app", tmp_path, logger=logger_for(capture, "lockfail"), identity=pinned) as s:
+        assert s.load() is None
+        s.store("tok-2")
+    assert capture.events() == ["lock_failed"]
+    assert capture.records[0].getMessage() == "Could not lock the token file, session resume disabled for this instance"
+    assert (tmp_path / TOKEN_NAME).read_text() == "tok-1"
+
+
+def test_prune(tmp_path: Path, capture: Capture) -> None:
+    old = {"token-7777-2.cd": "gone", "lock-7777-2.cd": "", "token-8888-3.ef": "live", "lock-8888-3.ef": "",
+           f"token-9999-4.ab-{suffix('x')}": "gone too", "token-nonsense": "not ours", "other": "x"}
+    for n, text in old.items():
+        (tmp_path / n).write_text(text)
+    lg = logger_for(capture, "prune")
+    with ResumeTokenStore("app", tmp_path, logger=lg, identity=pinned, alive=lambda pid, start: pid == 8888) as s:
+        removed = s.prune()
+        assert sorted(removed) == sorted(["token-7777-2.cd", "lock-7777-2.cd", f"token-9999-4.ab-{suffix('x')}"])
+        assert s.prune() == []
+    assert sorted(os.listdir(tmp_path)) == ["lock-8888-3.ef", "other", "token-8888-3.ef", "token-nonsense"]
+    assert capture.events() == ["stale_removed"] * 3
+    closed = ResumeTokenStore("app", tmp_path, identity=pinned)
+    closed.close()
+    with pytest.raises(PluginError):
+        closed.prune()
+
+
+def test_first_call_prunes_but_never_own_files(tmp_path: Path) -> None:
+    """Load prunes once; this instance's own files stay even when its host looks gone."""
+    (tmp_path / TOKEN_NAME).write_text("tok-own")
+    (tmp_path / "token-7777-2.cd").write_text("stale")
+    with ResumeTokenStore("app", tmp_path, identity=pinned, alive=lambda pid, start: False) as s:
+        assert s.load() == "tok-own"
+    assert sorted(os.listdir(tmp_path)) == [LOCK_NAME, TOKEN_NAME]
 
 
 # --- compilation cache and environment, in fresh processes -----------------------------------------

@@ -1,7 +1,9 @@
 /**
- * The seven host functions of the mcp-resume plugin, implemented exactly as
- * hostfuncs/README.md ("The seven host functions") states them, mirroring
+ * The nine host functions of the mcp-resume plugin, implemented exactly as
+ * hostfuncs/README.md ("The nine host functions") states them, mirroring
  * the Go implementation (`hostfuncs/funcs.go`, `hostfuncs/perm_unix.go`).
+ * The one deliberate difference is `mcp_resume_lock`: see `lock.ts` and
+ * {@link HostFunctions.acquireLock}.
  *
  * Every function takes a UTF-8 JSON request and returns a JSON response.
  * **A host function never throws**: every failure, a malformed request
@@ -27,10 +29,19 @@ import {
 } from "node:fs";
 import * as path from "node:path";
 
+import { acquireLock, acquireLockSync, LockFailure, type LockHandle } from "./lock.js";
 import { safeLog, type LogLevel, type Logger } from "./logger.js";
+import { alive as procAlive } from "./procid/index.js";
 
 /** Version of the plugin/host contract this host implements. */
-export const ABI_VERSION = "1";
+export const ABI_VERSION = "2";
+
+/**
+ * How old (by modification time) a leftover temporary file must be before
+ * `mcp_resume_prepare_dir` deletes it, in milliseconds (Go:
+ * `hostfuncs.TempMaxAge`). A live writer holds one for microseconds.
+ */
+export const TEMP_MAX_AGE_MS = 60_000;
 
 /** Wasm import module of every host function (Extism's default for user functions). */
 export const NAMESPACE = "extism:host/user";
@@ -44,13 +55,15 @@ export const FUNCTIONS = [
   "mcp_resume_remove",
   "mcp_resume_list",
   "mcp_resume_log",
+  "mcp_resume_lock",
+  "mcp_resume_probe",
 ] as const;
 
 /** One host function name. */
 export type HostFunctionName = (typeof FUNCTIONS)[number];
 
 /** Error codes of the contract (hostfuncs/README.md, "Error codes"). */
-export type ErrorCode = "not_found" | "invalid_request" | "unsafe" | "unavailable" | "io";
+export type ErrorCode = "not_found" | "invalid_request" | "unsafe" | "unavailable" | "busy" | "io";
 
 /** The failure half of every response. */
 export interface WireError {
@@ -81,6 +94,20 @@ export interface HostFunctionsConfig {
    * message). Called each time the plugin asks, which is once per instance.
    */
   identity?: () => HostIdentity;
+  /**
+   * Which instance of the server this is, returned as `instance` by
+   * `mcp_resume_identity` (hostfuncs/README.md); `""` (the default) for none.
+   * The plugin hashes it into the file names.
+   */
+  instance?: string;
+  /**
+   * Reports whether process `pid` runs with `startTime`, for
+   * `mcp_resume_probe`; throws when it cannot tell (then the probe answers
+   * `unknown`). Defaults to the process-table check {@link procAlive}
+   * (`alive` of `procid`). A seam for tests and embedders, like `identity`.
+   * Must be synchronous: host functions are.
+   */
+  alive?: (pid: number, startTime: string) => boolean;
   /** Receives `mcp_resume_log` lines. */
   logger: Logger;
 }
@@ -165,17 +192,29 @@ function modeString(mode: number): string {
 
 /**
  * The host functions over one state directory. Stateless apart from its
- * configuration; safe to share between plugin instances.
+ * configuration and the locks it holds (released by {@link close}); one
+ * instance is one lock holder, so two instances exclude each other.
  */
 export class HostFunctions {
   readonly #dir: string;
   readonly #identity: (() => HostIdentity) | undefined;
+  readonly #instance: string;
+  readonly #alive: (pid: number, startTime: string) => boolean;
   readonly #logger: Logger;
+  /** Locks held, by name, until close(). */
+  readonly #locks = new Map<string, LockHandle>();
+  /** Failed attempts of acquireLock, by name: what mcp_resume_lock answers for them. */
+  readonly #lockFailures = new Map<string, WireError>();
+  /** acquireLock calls under way, by name. */
+  readonly #acquiring = new Map<string, Promise<WireError | undefined>>();
+  #closed = false;
 
-  /** @param config - state directory, identity source and logger. */
+  /** @param config - state directory, identity source, instance, liveness check and logger. */
   constructor(config: HostFunctionsConfig) {
     this.#dir = config.dir;
     this.#identity = config.identity;
+    this.#instance = config.instance ?? "";
+    this.#alive = config.alive ?? ((pid, startTime) => procAlive(pid, startTime));
     this.#logger = config.logger;
   }
 
@@ -244,6 +283,12 @@ export class HostFunctions {
         if (str(req, "level") === "" || str(req, "message") === "") throw new RequestError("request lacks level and message");
         this.#log(str(req, "level"), str(req, "event"), str(req, "message"), str(req, "detail"));
         return {};
+      case "mcp_resume_lock": {
+        const e = this.#lock(str(req, "name"));
+        return e ? { error: e } : {};
+      }
+      case "mcp_resume_probe":
+        return this.#probe(str(req, "name"), int(req, "pid"), str(req, "start_time"));
     }
   }
 
@@ -258,18 +303,36 @@ export class HostFunctions {
     if (!id || !Number.isSafeInteger(id.pid) || id.pid <= 0 || typeof id.startTime !== "string") {
       return err("unavailable", "the identity source returned no valid {pid, startTime}");
     }
-    return { pid: id.pid, start_time: id.startTime };
+    // Go's wire.IdentityResponse omits an empty instance.
+    return this.#instance === "" ? { pid: id.pid, start_time: id.startTime } : { pid: id.pid, start_time: id.startTime, instance: this.#instance };
   }
 
   /**
    * `mcp_resume_prepare_dir`: creates the state directory and missing
    * parents with mode 0700, then checks it is a real directory (not a
    * symlink), owned by the effective user, with no group or other bits.
+   * Once it passes, deletes this host's leftover temporary files
+   * (`.*.tmp`, regular, modified more than {@link TEMP_MAX_AGE_MS} ago;
+   * best effort).
    *
    * @returns undefined when usable, else the error to answer (`unsafe` with
    *   a fix-it message, `io`, or `not_found`). Never throws.
    */
   prepareDir(): WireError | undefined {
+    const e = this.checkDir();
+    if (e) return e;
+    this.#sweepTemporaries();
+    return undefined;
+  }
+
+  /**
+   * {@link prepareDir} without the sweep: creates the state directory if
+   * missing and checks it. The store runs it before taking the lock ahead of
+   * the plugin.
+   *
+   * @returns undefined when usable, else the error. Never throws.
+   */
+  checkDir(): WireError | undefined {
     const dir = this.#dir;
     if (!path.isAbsolute(dir)) {
       return { code: "unsafe", message: `state directory ${JSON.stringify(dir)} is not an absolute path` };
@@ -305,6 +368,132 @@ export class HostFunctions {
       };
     }
     return undefined;
+  }
+
+  /** Deletes `.*.tmp` regular files older than TEMP_MAX_AGE_MS; ignores every failure. */
+  #sweepTemporaries(): void {
+    let entries;
+    try {
+      entries = readdirSync(this.#dir, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    const now = Date.now();
+    for (const d of entries) {
+      if (!d.name.startsWith(".") || !d.name.endsWith(".tmp") || !d.isFile()) continue;
+      const p = path.join(this.#dir, d.name);
+      try {
+        const st = lstatSync(p);
+        if (st.isFile() && now - st.mtimeMs > TEMP_MAX_AGE_MS) unlinkSync(p);
+      } catch {
+        // best effort
+      }
+    }
+  }
+
+  /**
+   * Takes the lock `name` (`mcp_resume_lock`) asynchronously and remembers
+   * the outcome, which the synchronous `mcp_resume_lock` then answers for
+   * that name. Node cannot take the lock inside a host function on Linux
+   * (binding a socket is asynchronous; see `lock.ts`), so the store calls
+   * this before the first `load`/`store`/`reject` with the name the plugin's
+   * `names` export returns. Idempotent for a held name; a failed attempt is
+   * retried by the next call.
+   *
+   * @param name - the lock file name (the name rule applies).
+   * @returns undefined when held, else the error the host function will
+   *   answer (`busy`, `unsafe`, `not_found`, `io`, `invalid_request`). Never
+   *   rejects.
+   */
+  acquireLock(name: string): Promise<WireError | undefined> {
+    const [, e] = this.#path(name);
+    if (e) return Promise.resolve(e);
+    if (this.#locks.has(name)) return Promise.resolve(undefined);
+    const pending = this.#acquiring.get(name);
+    if (pending) return pending;
+    const attempt = (async (): Promise<WireError | undefined> => {
+      if (this.#closed) return { code: "io" as const, message: `lock ${name}: the store is closed` };
+      try {
+        const handle = await acquireLock(this.#dir, name);
+        if (this.#closed) {
+          await handle.release();
+          return { code: "io" as const, message: `lock ${name}: the store is closed` };
+        }
+        this.#locks.set(name, handle);
+        this.#lockFailures.delete(name);
+        return undefined;
+      } catch (e2) {
+        const err = lockError(name, e2);
+        this.#lockFailures.set(name, err);
+        return err;
+      } finally {
+        this.#acquiring.delete(name);
+      }
+    })();
+    this.#acquiring.set(name, attempt);
+    return attempt;
+  }
+
+  /** Whether this instance holds the lock `name`. */
+  holdsLock(name: string): boolean {
+    return this.#locks.has(name);
+  }
+
+  /**
+   * Releases every lock taken through {@link acquireLock} or
+   * `mcp_resume_lock`; later attempts fail with `io`. The process exiting
+   * releases them too. Safe to call more than once. Never rejects.
+   */
+  async close(): Promise<void> {
+    this.#closed = true;
+    await Promise.all([...this.#acquiring.values()]);
+    const held = [...this.#locks.values()];
+    this.#locks.clear();
+    this.#lockFailures.clear();
+    await Promise.all(held.map((h) => h.release().catch(() => undefined)));
+  }
+
+  /**
+   * `mcp_resume_lock`: answers from what {@link acquireLock} found for this
+   * name; for a name it was not asked about, takes the lock synchronously
+   * where the platform can (macOS) and answers `io` otherwise.
+   */
+  #lock(name: string): WireError | undefined {
+    const [, e] = this.#path(name);
+    if (e) return e;
+    if (this.#locks.has(name)) return undefined;
+    const failed = this.#lockFailures.get(name);
+    if (failed) return failed;
+    if (this.#closed) return { code: "io", message: `lock ${name}: the store is closed` };
+    try {
+      this.#locks.set(name, acquireLockSync(this.#dir, name));
+      return undefined;
+    } catch (e2) {
+      return lockError(name, e2);
+    }
+  }
+
+  /**
+   * `mcp_resume_probe`: whether the host named by file `name` is alive, and
+   * the file's age in whole seconds from its modification time (`lstat`).
+   */
+  #probe(name: string, pid: number, startTime: string): unknown {
+    const [p, e] = this.#path(name);
+    if (e) return { error: e };
+    let st;
+    try {
+      st = lstatSync(p);
+    } catch (e2) {
+      return { error: ioError(`inspect ${name}`, e2) };
+    }
+    const age = Math.floor((Date.now() - st.mtimeMs) / 1000);
+    let host: "alive" | "gone" | "unknown";
+    try {
+      host = this.#alive(pid, startTime) ? "alive" : "gone";
+    } catch {
+      host = "unknown";
+    }
+    return { host, age_seconds: age };
   }
 
   #path(name: string): [string, WireError | undefined] {
@@ -441,6 +630,12 @@ export class HostFunctions {
     if (detail !== "") fields.detail = detail;
     safeLog(this.#logger, lv, message, fields);
   }
+}
+
+/** A LockFailure (or anything else thrown while locking) as the wire error. */
+function lockError(name: string, e: unknown): WireError {
+  if (e instanceof LockFailure) return { code: e.code, message: e.message };
+  return { code: "io", message: `lock ${name}: ${(e as Error)?.message ?? String(e)}` };
 }
 
 function fileType(st: import("node:fs").Stats): string {

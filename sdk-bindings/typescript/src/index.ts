@@ -11,6 +11,11 @@
  * await store.store(session.token);          // after every resume or new session
  * ```
  *
+ * Several instances of one server under one MCP host resume independently
+ * when launched differently (arguments, `MCP_RESUME_INSTANCE` or the
+ * `instance` option); identical ones share one token file, which only the
+ * first holds (hostfuncs/README.md, `mcp_resume_lock`).
+ *
  * The resume logic is the shared Wasm plugin (`plugin.wasm`, the same module
  * the Go and Python hosts run); this package supplies its host functions
  * (hostfuncs/README.md) and runs it on `@extism/extism`. Nothing is ever
@@ -23,6 +28,8 @@ export {
   InvalidAppError,
   InvalidTokenError,
   PluginError,
+  ENV_INSTANCE,
+  NO_INSTANCE,
   type ListedFile,
   type OpenOptions,
 } from "./store.js";
@@ -32,6 +39,7 @@ export { createStderrLogger, type Logger, type LogFields, type LogLevel, type St
 export { defaultStateDir, ENV_STATE_DIR } from "./statedir.js";
 export {
   resolveHost,
+  alive,
   ProcIdError,
   DEFAULT_LAUNCHERS,
   LAUNCHERS_ENV,

@@ -10,7 +10,7 @@ import type { Plugin } from "@extism/extism";
 import { compiledModule, extismEnvExtras, loadExtism } from "./extism.js";
 import { ABI_VERSION, FUNCTIONS, HostFunctions, NAMESPACE, type HostIdentity } from "./hostfuncs.js";
 import { createStderrLogger, safeLog, type Logger } from "./logger.js";
-import { resolveHost } from "./procid/index.js";
+import { alive as procAlive, resolveHost } from "./procid/index.js";
 import { APP_RULE, resolveStateDir } from "./statedir.js";
 
 /** The plugin shipped with this package (copied from `plugin/plugin.wasm` at build time). */
@@ -50,16 +50,69 @@ export interface OpenOptions {
    * `store` or `reject`. Tests use it to pin an identity.
    */
   identity?: () => HostIdentity | Promise<HostIdentity>;
+  /**
+   * Tells this server instance apart from others the same MCP host runs at
+   * the same time (hostfuncs/README.md, `mcp_resume_identity`). Instances
+   * with different keys keep separate token files and resume independently;
+   * instances with the same key share one file, which only the first holds
+   * (the others run without resume and log `instance_busy`).
+   *
+   * - `undefined` (default): `$MCP_RESUME_INSTANCE` if non-empty, else the
+   *   process's arguments after the script (`process.argv.slice(2)`) joined
+   *   with NUL, `""` when there are none;
+   * - `""` or `"-"`: no instance: the plain `token-<pid>-<start_time>`, one
+   *   resuming instance per host;
+   * - any other string: that key. Declare one from your configuration (a
+   *   profile name, a hash of the config file) when copies of the server
+   *   differ by more than their arguments.
+   *
+   * Only the first 16 hex digits of its SHA-256 reach a file name.
+   */
+  instance?: string;
+  /**
+   * Overrides how a token or lock file's MCP host is judged alive when the
+   * plugin prunes stale files: returns whether process `pid` runs with
+   * `startTime`, throws when it cannot tell (such files are kept until 30
+   * days old). Defaults to the process table (`/proc`, macOS `ps`). Must be
+   * synchronous. A seam for tests and embedders, like `identity`.
+   */
+  alive?: (pid: number, startTime: string) => boolean;
+}
+
+/** Environment variable naming the instance when `OpenOptions.instance` is unset. */
+export const ENV_INSTANCE = "MCP_RESUME_INSTANCE";
+
+/** As `OpenOptions.instance`, names no instance (as Go's `host.NoInstance`). */
+export const NO_INSTANCE = "-";
+
+/**
+ * The instance key `OpenOptions.instance` resolves to (see there): the
+ * option, else `$MCP_RESUME_INSTANCE` if non-empty, else the arguments after
+ * the script joined with NUL; `"-"` and `""` mean none (`""`).
+ *
+ * @param option - `OpenOptions.instance`.
+ * @param env - environment (default `process.env`).
+ * @param argv - the process's argument vector (default `process.argv`).
+ */
+export function resolveInstance(option: string | undefined, env: NodeJS.ProcessEnv = process.env, argv: readonly string[] = process.argv): string {
+  let key = option;
+  if (key === undefined) {
+    const fromEnv = env[ENV_INSTANCE];
+    key = fromEnv !== undefined && fromEnv !== "" ? fromEnv : argv.slice(2).join("\0");
+  }
+  return key === NO_INSTANCE ? "" : key;
 }
 
 /** One token file reported by {@link ResumeTokenStore.list}. */
 export interface ListedFile {
-  /** File name, `token-<pid>-<start_time>`. */
+  /** File name, `token-<pid>-<start_time>[-<instance>]`. */
   name: string;
   /** The MCP host pid encoded in the name. */
   pid: number;
   /** The MCP host start time encoded in the name. */
   startTime: string;
+  /** The 16-hex-digit instance suffix of the name, when it has one. */
+  instance?: string;
 }
 
 /**
@@ -78,8 +131,9 @@ export class InvalidAppError extends Error {
 /**
  * Thrown by {@link ResumeTokenStore.open} when the plugin cannot be
  * compiled or instantiated, or speaks another ABI version than this host
- * (message `plugin ABI version "<got>", this host implements "1"; …`); and
- * by {@link ResumeTokenStore.list} when the plugin fails. The server should
+ * (message `plugin ABI version "<got>", this host implements "2"; …`); and
+ * by {@link ResumeTokenStore.list} and {@link ResumeTokenStore.prune} when the
+ * plugin fails. The server should
  * carry on without resume.
  */
 export class PluginError extends Error {
@@ -107,7 +161,7 @@ export class InvalidTokenError extends Error {
 export type ExportResult = { ok: true; output: Uint8Array } | { ok: false; error: string; fromPlugin: boolean };
 
 /** What {@link ResumeTokenStore} exports are called. */
-type ExportName = "load" | "store" | "reject" | "list" | "mcp_resume_abi_version";
+type ExportName = "load" | "store" | "reject" | "list" | "prune" | "names" | "mcp_resume_abi_version";
 
 const PLUGIN_ERROR_PREFIX = "Plugin-originated error: ";
 const encoder = new TextEncoder();
@@ -130,6 +184,12 @@ let rawAccess: (s: ResumeTokenStore, name: ExportName, input?: Uint8Array) => Pr
  * await store.store(session.token);
  * ```
  *
+ * Several instances of one server under one MCP host: instances launched
+ * differently (arguments, `MCP_RESUME_INSTANCE`, or the `instance` option)
+ * keep separate token files and resume independently; identical ones share
+ * one file, which only the first to `load` holds (a lock that dies with its
+ * process, released by `close()`), while the others run without resume.
+ *
  * Calls are serialised into one plugin instance. `load`, `store` and
  * `reject` never reject because of the environment: identity, state
  * directory and file problems switch resume off or are logged (spec 000,
@@ -142,6 +202,8 @@ export class ResumeTokenStore {
   readonly #logger: Logger;
   readonly #identitySource: () => HostIdentity | Promise<HostIdentity>;
   #identity: IdentityState | undefined;
+  /** Set once the lock was taken (or found unavailable) ahead of the plugin. */
+  #lockPrepared = false;
   #queue: Promise<unknown> = Promise.resolve();
   /** Set by close(): later calls do nothing. */
   #closed = false;
@@ -170,12 +232,14 @@ export class ResumeTokenStore {
    * the host functions, checks its ABI version and returns the store for
    * `options.app`.
    *
-   * Problems with the host identity or the state directory are not errors
-   * here: they switch resume off and are logged at the first `load`, `store`
-   * or `reject` (spec 000, "Parent Process Information Unavailable").
+   * Problems with the host identity, the state directory or the lock are
+   * not errors here: they switch resume off and are logged at the first
+   * `load`, `store` or `reject` (spec 000, "Parent Process Information
+   * Unavailable"; `instance_busy` when another instance launched the same
+   * way under the same host holds the token file).
    *
    * @param options - app name (required), state directory, logger,
-   *   launchers, identity override.
+   *   launchers, instance, identity and liveness overrides.
    * @returns a ready store.
    * @throws {@link InvalidAppError} for a bad app name.
    * @throws {@link PluginError} when the plugin cannot be loaded or has
@@ -203,6 +267,8 @@ export class ResumeTokenStore {
     const funcs = new HostFunctions({
       dir,
       logger,
+      instance: resolveInstance(options.instance),
+      alive: options.alive ?? ((pid, startTime) => procAlive(pid, startTime)),
       identity: () => {
         const st = store ? store.#identity : undefined;
         if (!st) throw new Error("the host identity was not resolved before the plugin asked for it");
@@ -239,6 +305,7 @@ export class ResumeTokenStore {
         },
       );
     } catch (e) {
+      await funcs.close();
       throw new PluginError(`mcp-resume plugin unusable: loading ${String(wasm)}: ${(e as Error)?.message ?? String(e)}`);
     }
     store = new ResumeTokenStore(plugin, funcs, logger, identitySource);
@@ -320,19 +387,50 @@ export class ResumeTokenStore {
     if (this.#closed) throw new PluginError("mcp-resume: store is closed");
     const r = await this.#serial(() => this.#raw("list"));
     if (!r.ok) throw new PluginError(`mcp-resume: list failed: ${r.error}`);
-    let parsed: { files?: Array<{ name: string; pid: number; start_time: string }> };
+    let parsed: { files?: Array<{ name: string; pid: number; start_time: string; instance?: string }> };
     try {
       parsed = JSON.parse(decoder.decode(r.output));
     } catch (e) {
       throw new PluginError(`mcp-resume: list returned malformed JSON: ${(e as Error).message}`);
     }
-    return (parsed.files ?? []).map((f) => ({ name: f.name, pid: f.pid, startTime: f.start_time }));
+    return (parsed.files ?? []).map((f) => {
+      const file: ListedFile = { name: f.name, pid: f.pid, startTime: f.start_time };
+      if (f.instance) file.instance = f.instance;
+      return file;
+    });
   }
 
   /**
-   * Waits for pending calls, then releases the plugin. Safe to call more
+   * Removes the token and lock files of MCP hosts that are gone (the pid is
+   * absent, or names another process or boot) and of hosts that cannot be
+   * checked once older than 30 days; never a file whose host is alive, nor
+   * this instance's own. Each removal logs `stale_removed`. The first
+   * `load`/`store`/`reject` already prunes once while resume is on; this is
+   * for tools (`mcp-resume prune`). Needs no host identity.
+   *
+   * @returns the names removed.
+   * @throws {@link PluginError} (rejection) when the store is closed or the
+   *   plugin fails.
+   */
+  async prune(): Promise<string[]> {
+    if (this.#closed) throw new PluginError("mcp-resume: store is closed");
+    const r = await this.#serial(() => this.#raw("prune"));
+    if (!r.ok) throw new PluginError(`mcp-resume: prune failed: ${r.error}`);
+    let parsed: { removed?: string[] };
+    try {
+      parsed = JSON.parse(decoder.decode(r.output));
+    } catch (e) {
+      throw new PluginError(`mcp-resume: prune returned malformed JSON: ${(e as Error).message}`);
+    }
+    return parsed.removed ?? [];
+  }
+
+  /**
+   * Waits for pending calls, then releases the plugin and the lock on the
+   * token file, so another instance under the same host may take it over
+   * (once it starts; a running instance does not retry). Safe to call more
    * than once; afterwards `load` resolves `undefined`, `store` and `reject`
-   * do nothing, `list` rejects.
+   * do nothing, `list` and `prune` reject.
    */
   async close(): Promise<void> {
     if (this.#closed) return this.#closing;
@@ -345,6 +443,7 @@ export class ResumeTokenStore {
       } catch {
         // nothing more to release
       }
+      await this.#funcs.close();
     });
     return this.#closing;
   }
@@ -364,6 +463,31 @@ export class ResumeTokenStore {
     } catch (e) {
       this.#identity = { error: (e as Error)?.message ?? String(e) };
     }
+  }
+
+  /**
+   * Takes this instance's lock ahead of the plugin (hostfuncs/README.md,
+   * `mcp_resume_lock`): the plugin's `names` export gives the lock name from
+   * the identity alone; if there is one and the state directory passes its
+   * checks, {@link HostFunctions.acquireLock} takes it asynchronously, and
+   * the plugin's synchronous `mcp_resume_lock` call answers from the result.
+   * Runs once. Never throws: a failure here surfaces when the plugin calls
+   * `mcp_resume_lock` (logged as `lock_failed` or `instance_busy`).
+   */
+  async #prepareLock(): Promise<void> {
+    if (this.#lockPrepared) return;
+    this.#lockPrepared = true;
+    const r = await this.#raw("names");
+    if (!r.ok) return;
+    let lock: unknown;
+    try {
+      lock = (JSON.parse(decoder.decode(r.output)) as { lock?: unknown }).lock;
+    } catch {
+      return;
+    }
+    if (typeof lock !== "string" || lock === "") return;
+    if (this.#funcs.checkDir()) return; // the plugin's prepare_dir will say why
+    await this.#funcs.acquireLock(lock);
   }
 
   /** A load/store/reject call: serialised, identity first, failures logged. */
@@ -392,7 +516,12 @@ export class ResumeTokenStore {
     if (this.#released) {
       return { ok: false, error: "mcp-resume: store is closed", fromPlugin: false };
     }
-    if ((name === "load" || name === "store" || name === "reject") && !this.#identity) {
+    if (name === "load" || name === "reject" || (name === "store" && input !== undefined && validToken(input))) {
+      // What the plugin's first load, valid store or reject will need, and a
+      // host function cannot do synchronously: the identity, then the lock.
+      await this.#ensureIdentity();
+      await this.#prepareLock();
+    } else if (name === "store" && !this.#identity) {
       await this.#ensureIdentity();
     }
     // Extism 1.0.3 wraps a Uint8Array's whole underlying ArrayBuffer, not
@@ -416,6 +545,13 @@ export class ResumeTokenStore {
   }
 }
 
+/** Whether `b` is a token the plugin accepts: 1–4096 bytes of 0x21–0x7E. */
+function validToken(b: Uint8Array): boolean {
+  if (b.length === 0 || b.length > 4096) return false;
+  for (const c of b) if (c < 0x21 || c > 0x7e) return false;
+  return true;
+}
+
 /**
  * Opens a store running the plugin at `wasm` instead of the shipped one.
  * Internal: tests use it to load other modules (ABI mismatch, go-pdk logs).
@@ -426,7 +562,8 @@ export function openStore(options: OpenOptions, wasm: string | URL): Promise<Res
 
 /**
  * Calls a plugin export directly, serialised with the store's other calls,
- * resolving the identity first for load/store/reject; returns the exact
+ * resolving the identity and taking the lock first for load/store/reject (as
+ * the public methods do); returns the exact
  * output bytes or error string (hostfuncs/conformance/README.md, step 5).
  * Internal, for the conformance runner.
  */

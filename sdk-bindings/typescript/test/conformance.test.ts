@@ -1,15 +1,18 @@
 // The shared cases of hostfuncs/conformance, run against the real plugin
 // (the shipped plugin.wasm) in Extism's JS SDK with this package's real host
 // functions on real files, exactly as hostfuncs/conformance/README.md says.
-// Only the host identity is pinned by each case.
+// Only the host identity (and instance) and the liveness of other hosts are
+// pinned by each case. hold_lock takes the lock through a second, independent
+// HostFunctions (another lock holder, as another server instance would be).
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { after, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
+import { HostFunctions } from "../src/hostfuncs.js";
 import { callExport, ResumeTokenStore } from "../src/store.js";
 import type { LogFields, Logger } from "../src/logger.js";
 
@@ -17,11 +20,21 @@ const CASES_DIR = fileURLToPath(new URL("../../../hostfuncs/conformance/cases/",
 
 type Content =
   | string
-  | { text?: string; base64?: string; repeat?: string; count?: number; dir?: boolean; symlink?: string; fifo?: boolean; mode?: string };
+  | {
+      text?: string;
+      base64?: string;
+      repeat?: string;
+      count?: number;
+      dir?: boolean;
+      symlink?: string;
+      fifo?: boolean;
+      mode?: string;
+      age_days?: number;
+    };
 
 interface Call {
-  export?: "load" | "store" | "reject" | "list";
-  action?: "put_file";
+  export?: "load" | "store" | "reject" | "list" | "prune";
+  action?: "put_file" | "hold_lock";
   name?: string;
   content?: Content;
   input?: Content;
@@ -31,7 +44,9 @@ interface Call {
 interface Case {
   name: string;
   spec: string;
-  identity: { pid?: number; start_time?: string; error?: string };
+  identity: { pid?: number; start_time?: string; instance?: string; error?: string };
+  hosts_alive?: Array<{ pid: number; start_time: string }>;
+  liveness_unknown?: boolean;
   state_dir?: { create?: boolean; mode?: string };
   state_dir_after?: { exists: boolean; mode?: string };
   files_before?: Record<string, Content>;
@@ -66,6 +81,10 @@ function makeFiles(dir: string, files: Record<string, Content> | undefined): voi
     else if (c.symlink !== undefined) symlinkSync(c.symlink, p);
     else if (c.fifo) execFileSync("mkfifo", ["-m", "600", p]);
     else writeFileSync(p, bytesOf(c), { mode: 0o600 });
+    if (c.age_days !== undefined && c.age_days > 0) {
+      const old = new Date(Date.now() - c.age_days * 24 * 3600 * 1000);
+      utimesSync(p, old, old);
+    }
   }
 }
 
@@ -105,8 +124,8 @@ after(() => {
 });
 
 describe("conformance", () => {
-  test("all 26 shared cases are present", () => {
-    assert.equal(files.length, 26, `cases found: ${files.join(", ")}`);
+  test("all 33 shared cases are present", () => {
+    assert.equal(files.length, 33, `cases found: ${files.join(", ")}`);
   });
 
   for (const file of files) {
@@ -128,15 +147,29 @@ describe("conformance", () => {
         app: "conformance",
         stateDir: dir,
         logger: captureLogger(logs),
+        instance: c.identity.instance ?? "",
         identity: () => {
           if (c.identity.error !== undefined) throw new Error(c.identity.error);
           return { pid: c.identity.pid!, startTime: c.identity.start_time! };
         },
+        alive: (pid, startTime) => {
+          if (c.liveness_unknown) throw new Error("liveness pinned unknown");
+          return (c.hosts_alive ?? []).some((h) => h.pid === pid && h.start_time === startTime);
+        },
       });
+      const others: HostFunctions[] = [];
       try {
         for (const [i, cl] of c.calls.entries()) {
           if (cl.action === "put_file") {
             writeFileSync(path.join(dir, cl.name!), bytesOf(cl.content!), { mode: 0o600 });
+            continue;
+          }
+          if (cl.action === "hold_lock") {
+            // A second, independent lock holder: another server instance.
+            const other = new HostFunctions({ dir, logger: captureLogger([]) });
+            others.push(other);
+            const e = await other.acquireLock(cl.name!);
+            assert.equal(e, undefined, `hold_lock ${cl.name}: ${JSON.stringify(e)}`);
             continue;
           }
           const input = cl.input === undefined ? undefined : bytesOf(cl.input);
@@ -159,6 +192,7 @@ describe("conformance", () => {
         }
       } finally {
         await store.close();
+        for (const o of others) await o.close();
       }
 
       if (c.state_dir_after?.exists === false) {

@@ -1,11 +1,14 @@
 // End to end: the example server (examples/typescript-server, built) under
 // the official TypeScript MCP client as the MCP host, against the real Go
 // broker, launched directly, through `sh -c`, through a real `npx` of the
-// packed packages, and by the MCP Inspector CLI; plus the spec's failure
-// cases. Nothing but JSON-RPC may reach the server's stdout and no token may
+// packed packages, and by the MCP Inspector CLI; several server instances
+// under one host at once (told apart by their arguments or
+// MCP_RESUME_INSTANCE, or identical and sharing one lock); plus the spec's
+// failure cases. Nothing but JSON-RPC may reach the server's stdout and no token may
 // reach its stderr.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
+import { createHash } from "node:crypto";
 import { copyFileSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -45,7 +48,14 @@ const MESSAGES = {
   noIdentity: "Could not verify parent process start time, session resume disabled for this instance",
   rejected: "Broker rejected resume token, starting fresh session",
   resumed: "Session resumed successfully",
+  busy: "Another server instance under this host holds the token file, session resume disabled for this instance",
 };
+
+/** The 16-hex-digit file-name suffix of an instance key. */
+const suffix = (instance: string): string => createHash("sha256").update(instance).digest("hex").slice(0, 16);
+
+/** The token files (not lock files) of a state directory, sorted. */
+const tokenFiles = (stateDir: string): string[] => readdirSync(stateDir).filter((f) => f.startsWith("token-")).sort();
 
 /** This process's own identity: the host every direct child should resolve to. */
 function myIdentity(): { pid: number; startTime: string } {
@@ -130,7 +140,11 @@ async function twiceFromOneHost(command: string, args: string[], label: string):
   assert.ok(a.stderr().includes(MESSAGES.notFound), a.stderr());
   if (LINUX) {
     const id = myIdentity();
-    assert.deepEqual(readdirSync(stateDir), [`token-${id.pid}-${id.startTime}`], `${label}: the token file is named after this host process`);
+    assert.deepEqual(
+      readdirSync(stateDir).sort(),
+      [`lock-${id.pid}-${id.startTime}`, `token-${id.pid}-${id.startTime}`],
+      `${label}: the token file (and its lock file) are named after this host process`,
+    );
   }
   const b = await launch(command, args, env);
   const second = await sessionInfo(b);
@@ -153,11 +167,18 @@ describe("end to end with the official MCP client and the real broker", { concur
     assert.equal(other.resumed, false);
     assert.notEqual(other.session_id, first.session_id);
     remember(stateDir);
-    assert.equal(readdirSync(stateDir).length, 2, "one token file per host");
-    // Our own session is untouched by the other host.
+    assert.equal(tokenFiles(stateDir).length, 2, "one token file per host");
+    assert.equal(readdirSync(stateDir).length, 4, "and one lock file per host");
+    // Our own session is untouched by the other host; the other host has
+    // exited, so this launch prunes its files.
     const c = await launch(NODE_SERVER[0]!, NODE_SERVER.slice(1), { MCP_RESUME_STATE_DIR: stateDir });
     assert.deepEqual(await sessionInfo(c), { session_id: first.session_id, resumed: true });
     await c.close();
+    if (LINUX) {
+      const id = myIdentity();
+      assert.deepEqual(readdirSync(stateDir).sort(), [`lock-${id.pid}-${id.startTime}`, `token-${id.pid}-${id.startTime}`], "the exited host's files were pruned");
+    }
+    assert.ok(c.stderr().includes("Removed stale token file"), c.stderr());
   });
 
   test("launched through sh -c '<server>; exit $?': sh is skipped, this host resumes", async () => {
@@ -200,7 +221,7 @@ describe("end to end with the official MCP client and the real broker", { concur
     assert.deepEqual(JSON.parse(await b.call("recall")), { notes: ["via npx"] });
     await b.close();
     const id = myIdentity();
-    assert.deepEqual(readdirSync(stateDir), [`token-${id.pid}-${id.startTime}`]);
+    assert.deepEqual(readdirSync(stateDir).sort(), [`lock-${id.pid}-${id.startTime}`, `token-${id.pid}-${id.startTime}`]);
     if (/\/_npx\/[0-9a-f]+$/.test(npxDir)) rmSync(npxDir, { recursive: true, force: true });
   });
 
@@ -224,7 +245,7 @@ await s.close();`,
     assert.ok(!stderr.includes("tok-fresh"));
   });
 
-  test("two runs of the MCP Inspector CLI are two hosts: each gets its own fresh session", async () => {
+  test("two runs of the MCP Inspector CLI are two hosts: each gets its own fresh session; the second prunes the first's files", async () => {
     const stateDir = path.join(tempDir(), "state");
     const run = async (): Promise<Info> => {
       const { stdout } = await execFileP(
@@ -236,12 +257,17 @@ await s.close();`,
       return JSON.parse(result.content[0]!.text) as Info;
     };
     const one = await run();
+    remember(stateDir);
+    const [firstFile] = tokenFiles(stateDir);
     const two = await run();
     remember(stateDir);
     assert.equal(one.resumed, false);
     assert.equal(two.resumed, false);
     assert.notEqual(one.session_id, two.session_id);
-    assert.equal(readdirSync(stateDir).length, 2, "one token file per inspector process");
+    const files = tokenFiles(stateDir);
+    assert.equal(files.length, 1, "one token file per inspector process, and the exited one's was pruned");
+    assert.notEqual(files[0], firstFile);
+    assert.equal(readdirSync(stateDir).length, 2, "with its lock file");
   });
 
   test("corrupt token file between launches: fresh session, 'Token file corrupted, treating as stale'", async () => {
@@ -250,7 +276,7 @@ await s.close();`,
     const a = await launch(NODE_SERVER[0]!, NODE_SERVER.slice(1), env);
     const first = await sessionInfo(a);
     await a.close();
-    const [file] = readdirSync(stateDir);
+    const [file] = tokenFiles(stateDir);
     writeFileSync(path.join(stateDir, file!), "half a tok\n");
     const b = await launch(NODE_SERVER[0]!, NODE_SERVER.slice(1), env);
     const second = await sessionInfo(b);
@@ -273,7 +299,7 @@ await s.close();`,
     const a = await launchHere();
     const first = await sessionInfo(a);
     await a.close();
-    const [file] = readdirSync(stateDir);
+    const [file] = tokenFiles(stateDir);
     const oldToken = readFileSync(path.join(stateDir, file!), "utf8");
     // Broker down: the token is kept, not deleted (it was not refused).
     await b1.stop();
@@ -313,6 +339,76 @@ await s.close();`,
     assert.equal(second.resumed, false);
     assert.notEqual(first.session_id, second.session_id);
     assert.ok(!existsSync(stateDir), "no state directory, no token file");
+  });
+
+  test("one host, two instances launched with different arguments at the same time: each resumes its own session", async () => {
+    const stateDir = path.join(tempDir(), "state");
+    const env = { MCP_RESUME_STATE_DIR: stateDir };
+    const argsOf = (profile: string): string[] => [...NODE_SERVER.slice(1), "--profile", profile];
+    const [home, work] = await Promise.all([launch(NODE_SERVER[0]!, argsOf("home"), env), launch(NODE_SERVER[0]!, argsOf("work"), env)]);
+    const [h1, w1] = await Promise.all([sessionInfo(home), sessionInfo(work)]);
+    assert.equal(h1.resumed, false);
+    assert.equal(w1.resumed, false);
+    assert.notEqual(h1.session_id, w1.session_id);
+    await Promise.all([home.call("remember", { note: "home" }), work.call("remember", { note: "work" })]);
+    await Promise.all([home.close(), work.close()]);
+    for (const l of [home, work]) assert.ok(!l.stderr().includes(MESSAGES.busy), l.stderr());
+    if (LINUX) {
+      const id = myIdentity();
+      const base = `${id.pid}-${id.startTime}`;
+      const sh = suffix("--profile\0home");
+      const sw = suffix("--profile\0work");
+      assert.deepEqual(readdirSync(stateDir).sort(), [`lock-${base}-${sh}`, `lock-${base}-${sw}`, `token-${base}-${sh}`, `token-${base}-${sw}`].sort());
+    }
+    // Relaunched at the same time again, in the other order.
+    const [work2, home2] = await Promise.all([launch(NODE_SERVER[0]!, argsOf("work"), env), launch(NODE_SERVER[0]!, argsOf("home"), env)]);
+    assert.deepEqual(await sessionInfo(home2), { session_id: h1.session_id, resumed: true });
+    assert.deepEqual(await sessionInfo(work2), { session_id: w1.session_id, resumed: true });
+    assert.deepEqual(JSON.parse(await home2.call("recall")), { notes: ["home"] });
+    assert.deepEqual(JSON.parse(await work2.call("recall")), { notes: ["work"] });
+    await Promise.all([home2.close(), work2.close()]);
+  });
+
+  test("one host, two instances told apart by MCP_RESUME_INSTANCE (same arguments): each resumes its own session", async () => {
+    const stateDir = path.join(tempDir(), "state");
+    const envOf = (instance: string): Record<string, string> => ({ MCP_RESUME_STATE_DIR: stateDir, MCP_RESUME_INSTANCE: instance });
+    const [a, b] = await Promise.all([launch(NODE_SERVER[0]!, NODE_SERVER.slice(1), envOf("alpha")), launch(NODE_SERVER[0]!, NODE_SERVER.slice(1), envOf("beta"))]);
+    const [a1, b1] = await Promise.all([sessionInfo(a), sessionInfo(b)]);
+    assert.notEqual(a1.session_id, b1.session_id);
+    await Promise.all([a.close(), b.close()]);
+    assert.deepEqual(tokenFiles(stateDir).map((f) => f.slice(-16)).sort(), [suffix("alpha"), suffix("beta")].sort());
+    const [a2, b2] = await Promise.all([launch(NODE_SERVER[0]!, NODE_SERVER.slice(1), envOf("alpha")), launch(NODE_SERVER[0]!, NODE_SERVER.slice(1), envOf("beta"))]);
+    assert.deepEqual(await sessionInfo(a2), { session_id: a1.session_id, resumed: true });
+    assert.deepEqual(await sessionInfo(b2), { session_id: b1.session_id, resumed: true });
+    await Promise.all([a2.close(), b2.close()]);
+  });
+
+  test("one host, two identical instances at the same time: the second runs without resume and says so; the first still resumes", async () => {
+    const stateDir = path.join(tempDir(), "state");
+    const env = { MCP_RESUME_STATE_DIR: stateDir };
+    const both = await Promise.all([launch(NODE_SERVER[0]!, NODE_SERVER.slice(1), env), launch(NODE_SERVER[0]!, NODE_SERVER.slice(1), env)]);
+    const infos = await Promise.all(both.map(sessionInfo));
+    // Which one won the lock is a race; exactly one did.
+    const busy = both.map((l) => l.stderr().includes(MESSAGES.busy));
+    assert.deepEqual(busy.slice().sort(), [false, true], both.map((l) => l.stderr()).join("\n----\n"));
+    const holder = busy.indexOf(false);
+    const other = 1 - holder;
+    assert.equal(infos[holder]!.resumed, false);
+    assert.equal(infos[other]!.resumed, false, "the busy instance gets a fresh session");
+    assert.notEqual(infos[other]!.session_id, infos[holder]!.session_id);
+    assert.ok(both[holder]!.stderr().includes(MESSAGES.notFound));
+    assert.ok(!both[other]!.stderr().includes(MESSAGES.notFound), "the busy instance never read the token file");
+    await both[holder]!.call("remember", { note: "holder" });
+    await Promise.all(both.map((l) => l.close()));
+    if (LINUX) {
+      const id = myIdentity();
+      assert.deepEqual(readdirSync(stateDir).sort(), [`lock-${id.pid}-${id.startTime}`, `token-${id.pid}-${id.startTime}`], "one shared token file");
+    }
+    const again = await launch(NODE_SERVER[0]!, NODE_SERVER.slice(1), env);
+    assert.deepEqual(await sessionInfo(again), { session_id: infos[holder]!.session_id, resumed: true });
+    assert.deepEqual(JSON.parse(await again.call("recall")), { notes: ["holder"] });
+    await again.close();
+    assert.ok(!again.stderr().includes(MESSAGES.busy), again.stderr());
   });
 
   test("raw stdio: only JSON-RPC on stdout; bench hooks and a missing broker URL print nothing there", async () => {

@@ -1,7 +1,7 @@
 // Host-function safety on real files: the contract of hostfuncs/README.md,
 // called natively (the conformance suite runs the same code under the plugin).
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import {
   chmodSync,
   chownSync,
@@ -13,21 +13,30 @@ import {
   readlinkSync,
   statSync,
   symlinkSync,
+  utimesSync,
   watch,
   writeFileSync,
 } from "node:fs";
 import * as path from "node:path";
 import { after, describe, test } from "node:test";
 
-import { FUNCTIONS, HostFunctions, pad8, validName } from "../src/hostfuncs.js";
+import { ABI_VERSION, FUNCTIONS, HostFunctions, pad8, TEMP_MAX_AGE_MS, validName } from "../src/hostfuncs.js";
+import { lockSocketName } from "../src/lock.js";
 import type { LogFields, Logger } from "../src/logger.js";
-import { cleanupTemps, tempDir } from "./helpers.js";
+import { LinuxProcSource } from "../src/procid/linux.js";
+import { cleanupTemps, PKG, tempDir } from "./helpers.js";
 
 after(cleanupTemps);
 
 const enc = (v: unknown): Uint8Array => new TextEncoder().encode(typeof v === "string" ? v : JSON.stringify(v));
 
-function setup(opts: { identity?: () => { pid: number; startTime: string } } = {}) {
+const LINUX = process.platform === "linux";
+const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+const dec = (b: Uint8Array): Record<string, any> => JSON.parse(new TextDecoder().decode(b));
+
+function setup(
+  opts: { identity?: () => { pid: number; startTime: string }; instance?: string; alive?: (pid: number, startTime: string) => boolean } = {},
+) {
   const root = tempDir("hostfuncs-");
   const dir = path.join(root, "state");
   mkdirSync(dir, { mode: 0o700 });
@@ -35,7 +44,7 @@ function setup(opts: { identity?: () => { pid: number; startTime: string } } = {
   const logs: Array<{ level: string; message: string; fields?: LogFields }> = [];
   const add = (level: string) => (message: string, fields?: LogFields) => logs.push({ level, message, fields });
   const logger: Logger = { debug: add("debug"), info: add("info"), warn: add("warn"), error: add("error") };
-  const f = new HostFunctions({ dir, logger, ...(opts.identity ? { identity: opts.identity } : {}) });
+  const f = new HostFunctions({ dir, logger, ...opts });
   const call = (fn: string, req: unknown): Record<string, any> => {
     const raw = f.call(fn, enc(req));
     assert.equal(raw.length % 8, 0, "responses are padded to a multiple of 8 bytes");
@@ -288,10 +297,217 @@ describe("mcp_resume_prepare_dir", () => {
   });
 });
 
+describe("mcp_resume_prepare_dir: leftover temporary files", () => {
+  test("deletes regular .*.tmp files older than 60 s, keeps fresh ones and everything else", () => {
+    const { call, dir } = setup();
+    assert.equal(TEMP_MAX_AGE_MS, 60_000);
+    const old = new Date(Date.now() - 61_000);
+    const make = (name: string, isDir = false): string => {
+      const p = path.join(dir, name);
+      if (isDir) mkdirSync(p);
+      else writeFileSync(p, "tok-");
+      utimesSync(p, old, old);
+      return p;
+    };
+    make(".token-1-2.a.00112233aabbccdd.tmp");
+    writeFileSync(path.join(dir, ".token-1-2.a.ffeeddccbbaa9988.tmp"), "tok-"); // a live writer's
+    make(".dir.tmp", true); // not a regular file
+    make("token-1-2.a.tmp"); // not hidden: not ours to sweep
+    make(".token-1-2.a.tmpx"); // not .tmp
+    symlinkSync("/etc/passwd", path.join(dir, ".link.tmp")); // a symlink is not a regular file
+    assert.deepEqual(call("mcp_resume_prepare_dir", {}), {});
+    assert.deepEqual(readdirSync(dir).sort(), [".dir.tmp", ".link.tmp", ".token-1-2.a.ffeeddccbbaa9988.tmp", ".token-1-2.a.tmpx", "token-1-2.a.tmp"]);
+    assert.ok(existsSync("/etc/passwd"));
+  });
+  test("an unusable directory is not swept", () => {
+    const { call, dir } = setup();
+    const p = path.join(dir, ".x.tmp");
+    writeFileSync(p, "x");
+    const old = new Date(Date.now() - 3600_000);
+    utimesSync(p, old, old);
+    chmodSync(dir, 0o755);
+    assert.equal(call("mcp_resume_prepare_dir", {}).error.code, "unsafe");
+    assert.ok(existsSync(p));
+  });
+});
+
+describe("mcp_resume_lock", () => {
+  const LOCK = "lock-4242-1.ab";
+  test("taken ahead by acquireLock: the host function answers {} and is idempotent; the file is created 0600, never deleted", async () => {
+    const { call, dir, f } = setup();
+    assert.equal(await f.acquireLock(LOCK), undefined);
+    assert.equal(await f.acquireLock(LOCK), undefined, "idempotent");
+    assert.deepEqual(call("mcp_resume_lock", { name: LOCK }), {});
+    assert.deepEqual(call("mcp_resume_lock", { name: LOCK }), {});
+    const st = lstatSync(path.join(dir, LOCK));
+    assert.ok(st.isFile());
+    assert.equal(st.mode & 0o777, 0o600);
+    assert.equal(st.size, 0);
+    await f.close();
+    assert.ok(existsSync(path.join(dir, LOCK)), "release never deletes the lock file");
+  });
+  test("a second, independent holder in this process is busy until the first closes", async () => {
+    const { dir, f } = setup();
+    const other = new HostFunctions({ dir, logger: quiet });
+    assert.equal(await f.acquireLock(LOCK), undefined);
+    const busy = await other.acquireLock(LOCK);
+    assert.equal(busy?.code, "busy");
+    assert.match(busy!.message, /held by another server instance/);
+    // The synchronous host function answers the pre-acquired result.
+    assert.equal(dec(other.call("mcp_resume_lock", enc({ name: LOCK }))).error.code, "busy");
+    assert.deepEqual(dec(f.call("mcp_resume_lock", enc({ name: LOCK }))), {});
+    // Another name is another lock.
+    assert.equal(await other.acquireLock("lock-4242-1.ab-0123456789abcdef"), undefined);
+    await f.close();
+    assert.equal(await other.acquireLock(LOCK), undefined, "a failed attempt is retried and succeeds once released");
+    assert.deepEqual(dec(other.call("mcp_resume_lock", enc({ name: LOCK }))), {});
+    await other.close();
+    await f.close(); // idempotent
+  });
+  test("concurrent acquireLock calls on one instance share one attempt", async () => {
+    const { f } = setup();
+    const rs = await Promise.all([f.acquireLock(LOCK), f.acquireLock(LOCK), f.acquireLock(LOCK)]);
+    assert.deepEqual(rs, [undefined, undefined, undefined]);
+    await f.close();
+  });
+  test("after close, acquireLock fails with io", async () => {
+    const { f } = setup();
+    await f.close();
+    assert.equal((await f.acquireLock(LOCK))?.code, "io");
+  });
+  test("Linux: the lock is an abstract socket named after the lock file's real path (seen in /proc/net/unix)", { skip: !LINUX }, async () => {
+    const { dir, f, root } = setup();
+    const name = lockSocketName(dir, LOCK);
+    assert.match(name, /^mcp-resume-lock-[0-9a-f]{40}$/);
+    // Another spelling of the same directory (through a symlinked parent) names the same lock.
+    const alias = path.join(tempDir(), "alias");
+    symlinkSync(root, alias);
+    assert.equal(lockSocketName(path.join(alias, "state"), LOCK), name);
+    const listed = (): boolean => readFileSync("/proc/net/unix", "latin1").includes(`@${name}`);
+    assert.ok(!listed());
+    assert.equal(await f.acquireLock(LOCK), undefined);
+    assert.ok(listed(), "bound while held");
+    const viaAlias = new HostFunctions({ dir: path.join(alias, "state"), logger: quiet });
+    assert.equal((await viaAlias.acquireLock(LOCK))?.code, "busy", "the same directory through a symlinked parent is the same lock");
+    await f.close();
+    assert.ok(!listed(), "unbound once closed");
+    await viaAlias.close();
+  });
+  test("Linux: a name not taken ahead answers io explaining why (no synchronous bind in Node)", { skip: !LINUX }, () => {
+    const { call, dir } = setup();
+    const r = call("mcp_resume_lock", { name: LOCK });
+    assert.equal(r.error.code, "io");
+    assert.match(r.error.message, /not taken ahead/);
+    assert.match(r.error.message, /names export/);
+    assert.ok(!existsSync(path.join(dir, LOCK)));
+  });
+  test("a symlink at the lock name is unsafe and its target untouched; a directory is io; a bad name is invalid_request", async () => {
+    const { dir, root, f, call } = setup();
+    writeFileSync(path.join(root, "victim"), "secret");
+    symlinkSync(path.join(root, "victim"), path.join(dir, LOCK));
+    const e = await f.acquireLock(LOCK);
+    assert.equal(e?.code, "unsafe");
+    assert.equal(call("mcp_resume_lock", { name: LOCK }).error.code, "unsafe", "answered as it happened");
+    assert.equal(readFileSync(path.join(root, "victim"), "utf8"), "secret");
+    mkdirSync(path.join(dir, "lock-1-2.a"));
+    assert.equal((await f.acquireLock("lock-1-2.a"))?.code, "io");
+    for (const bad of ["../lock", "/tmp/lock", ".lock", ""]) {
+      assert.equal((await f.acquireLock(bad))?.code, "invalid_request", bad);
+      assert.equal(call("mcp_resume_lock", { name: bad }).error.code, "invalid_request", bad);
+    }
+    await f.close();
+  });
+  test("a missing state directory is not_found", async () => {
+    const f = new HostFunctions({ dir: path.join(tempDir(), "absent"), logger: quiet });
+    assert.equal((await f.acquireLock(LOCK))?.code, "not_found");
+  });
+  test("released when the holding process is killed with SIGKILL (a real child process)", async () => {
+    const { dir } = setup();
+    const child = spawn(process.execPath, [path.join(PKG, "test", "fixtures", "holder.mjs"), "lock", dir, LOCK], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    const exited = new Promise<NodeJS.Signals | null>((r) => child.once("exit", (_c, sig) => r(sig)));
+    try {
+      await new Promise<void>((resolve, reject) => {
+        let out = "";
+        child.stdout!.on("data", (d: Buffer) => {
+          out += d;
+          if (out.includes("held\n")) resolve();
+          else if (out.includes("\n")) reject(new Error(`holder: ${out}`));
+        });
+        child.once("exit", (code) => reject(new Error(`holder exited ${code}`)));
+      });
+      const mine = new HostFunctions({ dir, logger: quiet });
+      assert.equal((await mine.acquireLock(LOCK))?.code, "busy", "the child holds it");
+      child.kill("SIGKILL");
+      assert.equal(await exited, "SIGKILL");
+      assert.equal(await mine.acquireLock(LOCK), undefined, "the kernel released it with the process");
+      await mine.close();
+    } finally {
+      child.kill("SIGKILL");
+    }
+  });
+});
+
+describe("mcp_resume_probe", () => {
+  test("alive for this process, gone for an exited child, and the file's age", { skip: !LINUX }, async () => {
+    const { call, dir } = setup();
+    writeFileSync(path.join(dir, "token-x"), "t");
+    const me = new LinuxProcSource("/proc").lookupSync(process.pid);
+    assert.deepEqual(call("mcp_resume_probe", { name: "token-x", pid: process.pid, start_time: me.startTime }), { host: "alive", age_seconds: 0 });
+    assert.equal(call("mcp_resume_probe", { name: "token-x", pid: process.pid, start_time: "1" + me.startTime }).host, "gone", "pid reused");
+    const child = spawn(process.execPath, ["-e", "process.stdin.resume()"], { stdio: ["pipe", "ignore", "ignore"] });
+    await new Promise((r) => child.once("spawn", r));
+    const c = new LinuxProcSource("/proc").lookupSync(child.pid!);
+    assert.equal(call("mcp_resume_probe", { name: "token-x", pid: child.pid, start_time: c.startTime }).host, "alive");
+    const exited = new Promise((r) => child.once("exit", r));
+    child.stdin!.end();
+    await exited;
+    assert.equal(call("mcp_resume_probe", { name: "token-x", pid: child.pid, start_time: c.startTime }).host, "gone", "exited child");
+    assert.equal(call("mcp_resume_probe", { name: "token-x", pid: 2147483646, start_time: "1.ab" }).host, "gone", "absent pid");
+    const old = new Date(Date.now() - 100_000);
+    utimesSync(path.join(dir, "token-x"), old, old);
+    const aged = call("mcp_resume_probe", { name: "token-x", pid: process.pid, start_time: me.startTime });
+    assert.equal(aged.host, "alive");
+    assert.ok(aged.age_seconds >= 100 && aged.age_seconds <= 102, String(aged.age_seconds));
+  });
+  test("the alive seam: its answer, unknown when it throws; lstat, not the symlink target", () => {
+    const seen: Array<[number, string]> = [];
+    const { call, dir, root } = setup({
+      alive: (pid, start) => {
+        seen.push([pid, start]);
+        if (pid === 13) throw new Error("cannot tell");
+        return pid === 7;
+      },
+    });
+    writeFileSync(path.join(dir, "token-7-1.a"), "t");
+    assert.deepEqual(call("mcp_resume_probe", { name: "token-7-1.a", pid: 7, start_time: "1.a" }), { host: "alive", age_seconds: 0 });
+    assert.equal(call("mcp_resume_probe", { name: "token-7-1.a", pid: 8, start_time: "1.a" }).host, "gone");
+    assert.equal(call("mcp_resume_probe", { name: "token-7-1.a", pid: 13, start_time: "1.a" }).host, "unknown");
+    assert.deepEqual(seen, [[7, "1.a"], [8, "1.a"], [13, "1.a"]]);
+    // A symlink is inspected itself (lstat): its own age, target untouched.
+    writeFileSync(path.join(root, "victim"), "v");
+    const old = new Date(Date.now() - 1000_000);
+    utimesSync(path.join(root, "victim"), old, old);
+    symlinkSync(path.join(root, "victim"), path.join(dir, "token-link"));
+    assert.equal(call("mcp_resume_probe", { name: "token-link", pid: 7, start_time: "1.a" }).age_seconds, 0);
+  });
+  test("a missing file is not_found; a bad name is invalid_request", () => {
+    const { call } = setup({ alive: () => true });
+    assert.equal(call("mcp_resume_probe", { name: "token-nope", pid: 7, start_time: "1.a" }).error.code, "not_found");
+    assert.equal(call("mcp_resume_probe", { name: "../x", pid: 7, start_time: "1.a" }).error.code, "invalid_request");
+    assert.equal(call("mcp_resume_probe", { name: "token-nope", pid: "7", start_time: "1.a" }).error.code, "invalid_request");
+  });
+});
+
 describe("mcp_resume_identity", () => {
   test("answers the identity source", () => {
     const { call } = setup({ identity: () => ({ pid: 42, startTime: "1.ab" }) });
     assert.deepEqual(call("mcp_resume_identity", {}), { pid: 42, start_time: "1.ab" });
+  });
+  test("adds the instance when there is one", () => {
+    const { call } = setup({ identity: () => ({ pid: 42, startTime: "1.ab" }), instance: "--profile\0work" });
+    assert.deepEqual(call("mcp_resume_identity", {}), { pid: 42, start_time: "1.ab", instance: "--profile\0work" });
   });
   test("a throwing source answers unavailable with its message", () => {
     const { call } = setup({
@@ -337,6 +553,26 @@ describe("mcp_resume_log", () => {
       },
     });
     assert.deepEqual(JSON.parse(new TextDecoder().decode(f.call("mcp_resume_log", enc({ level: "error", event: "e", message: "m" })))), {});
+  });
+});
+
+describe("the nine functions", () => {
+  test(`FUNCTIONS lists the contract's functions in its order; ABI ${ABI_VERSION}`, () => {
+    assert.equal(ABI_VERSION, "2");
+    assert.deepEqual(
+      [...FUNCTIONS],
+      [
+        "mcp_resume_identity",
+        "mcp_resume_prepare_dir",
+        "mcp_resume_read",
+        "mcp_resume_write",
+        "mcp_resume_remove",
+        "mcp_resume_list",
+        "mcp_resume_log",
+        "mcp_resume_lock",
+        "mcp_resume_probe",
+      ],
+    );
   });
 });
 

@@ -7,8 +7,17 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { after, describe, test } from "node:test";
 
-import { DarwinPsSource, parsePsArgs, parsePsStat, type CommandRunner } from "../src/procid/darwin.js";
-import { DEFAULT_LAUNCHERS, MAX_DEPTH, ProcIdError, resolve, resolveHost } from "../src/procid/index.js";
+import {
+  darwinAlive,
+  darwinStartMatches,
+  DarwinPsSource,
+  parsePsArgs,
+  parsePsStat,
+  parsePsState,
+  type CommandRunner,
+  type SyncCommandRunner,
+} from "../src/procid/darwin.js";
+import { alive, DEFAULT_LAUNCHERS, MAX_DEPTH, ProcIdError, resolve, resolveHost } from "../src/procid/index.js";
 import { isLauncher, isReaper, launcherSet } from "../src/procid/launcher.js";
 import { LinuxProcSource, parseBootId, parseStat } from "../src/procid/linux.js";
 import type { ProcessInfo } from "../src/procid/types.js";
@@ -159,6 +168,60 @@ describe("LinuxProcSource on fixture /proc trees", () => {
     mkdirSync(path.join(root, "5"));
     writeFileSync(path.join(root, "5", "stat"), statLine({ pid: 6, ppid: 1, comm: "x" }));
     await assert.rejects(new LinuxProcSource(root).lookup(5), (e: unknown) => e instanceof ProcIdError && e.code === "malformed");
+  });
+});
+
+describe("LinuxProcSource.alive (Go: TestLinuxReader_Alive vectors)", () => {
+  const live: FakeProc = { pid: 100, ppid: 1, comm: "claude", start: 98765n };
+  const zombie: FakeProc = { pid: 101, ppid: 100, comm: "gone", state: "Z", start: 5n };
+  const dead: FakeProc = { pid: 102, ppid: 100, comm: "gone", state: "X", start: 6n };
+  const cases: Array<[string, number, string, boolean]> = [
+    ["same instance", 100, `98765.${BOOT}`, true],
+    ["pid reused", 100, `98764.${BOOT}`, false],
+    ["previous boot", 100, "98765.00000000000000000000000000000000", false],
+    ["malformed", 100, "98765", false],
+    ["empty", 100, "", false],
+    ["macOS format", 100, "1700000000.000042", false],
+    ["zombie", 101, `5.${BOOT}`, false],
+    ["dead", 102, `6.${BOOT}`, false],
+    ["absent", 999, `98765.${BOOT}`, false],
+    ["pid zero", 0, `98765.${BOOT}`, false],
+  ];
+  for (const [name, pid, start, want] of cases) {
+    test(name, () => {
+      const root = writeTree([live, zombie, dead]);
+      assert.equal(new LinuxProcSource(root).alive(pid, start), want);
+    });
+  }
+  test("no boot id: unknown (throws no_boot_id)", () => {
+    const root = writeTree([live], true);
+    assert.throws(() => new LinuxProcSource(root).alive(100, `98765.${BOOT}`), (e: unknown) => e instanceof ProcIdError && e.code === "no_boot_id");
+  });
+  test("unreadable stat: unknown (throws malformed)", () => {
+    const root = writeTree([]);
+    mkdirSync(path.join(root, "5", "stat"), { recursive: true }); // a directory: EISDIR
+    assert.throws(() => new LinuxProcSource(root).alive(5, `1.${BOOT}`), (e: unknown) => e instanceof ProcIdError && e.code === "malformed");
+  });
+});
+
+describe("alive on this machine (Go: TestAlive)", { skip: process.platform !== "linux" }, () => {
+  test("self, other start time, empty, exited child, pid 0", async () => {
+    const me = new LinuxProcSource("/proc").lookupSync(process.pid);
+    assert.equal(alive(process.pid, me.startTime), true);
+    assert.equal(alive(process.pid, "1" + me.startTime), false);
+    assert.equal(alive(process.pid, ""), false);
+    assert.equal(alive(0, me.startTime), false);
+    const child = spawn(process.execPath, ["-e", "process.stdin.resume()"], { stdio: ["pipe", "ignore", "ignore"] });
+    await new Promise((r) => child.once("spawn", r));
+    const c = new LinuxProcSource("/proc").lookupSync(child.pid!);
+    assert.equal(alive(child.pid!, c.startTime), true);
+    const exited = new Promise((r) => child.once("exit", r));
+    child.stdin!.end();
+    await exited;
+    assert.equal(alive(child.pid!, c.startTime), false);
+  });
+  test("other platforms: unknown (throws unsupported)", () => {
+    assert.throws(() => alive(process.pid, "1", "win32"), (e: unknown) => e instanceof ProcIdError && e.code === "unsupported");
   });
 });
 
@@ -436,6 +499,43 @@ describe("macOS: ps output parser and walk on fixtures", () => {
       assert.throws(() => parsePsStat(bad), (e: unknown) => e instanceof ProcIdError && e.code === "malformed");
     });
   }
+  // Output of: LC_ALL=C TZ=UTC0 ps -o pid=,stat=,lstart= -p <pid>
+  const STATE: Record<number, string> = {
+    612: "  612 Ss   Tue Nov 21 10:22:33 2023\n",
+    613: "  613 Z    Tue Nov 21 10:22:33 2023\n",
+  };
+  const syncRunner =
+    (table: Record<number, string>): SyncCommandRunner =>
+    (_file, a) => {
+      const pid = Number(a[a.length - 1]);
+      if (!(pid in table)) throw Object.assign(new Error("Command failed: ps"), { status: 1 });
+      return table[pid]!;
+    };
+  test("parsePsState: state letters and lstart", () => {
+    assert.deepEqual(parsePsState(STATE[612]!).get(612), { pid: 612, state: "Ss", startSec: 1700562153 });
+    assert.throws(() => parsePsState("  612 Ss   Tue Nov 21 10:22:33\n"), (e: unknown) => e instanceof ProcIdError && e.code === "malformed");
+  });
+  test("darwinStartMatches: whole seconds, and Go's <sec>.<usec> on its seconds", () => {
+    assert.ok(darwinStartMatches("1700562153", "1700562153"));
+    assert.ok(darwinStartMatches("1700562153", "1700562153.000042"));
+    assert.ok(!darwinStartMatches("1700562153", "1700562154.000042"));
+    assert.ok(!darwinStartMatches("1700562153", "1700562152"));
+    assert.ok(!darwinStartMatches("1700562153", ""));
+    assert.ok(!darwinStartMatches("1700562153", "1700562153.abc"));
+  });
+  test("darwinAlive: same start, zombie, absent (ps exits 1), other start, ps failure is unknown", () => {
+    const run = syncRunner(STATE);
+    assert.equal(darwinAlive(612, "1700562153", run), true);
+    assert.equal(darwinAlive(612, "1700562153.123456", run), true);
+    assert.equal(darwinAlive(612, "1700562150", run), false);
+    assert.equal(darwinAlive(613, "1700562153", run), false);
+    assert.equal(darwinAlive(999, "1700562153", run), false);
+    assert.equal(darwinAlive(0, "1700562153", run), false);
+    const broken: SyncCommandRunner = () => {
+      throw Object.assign(new Error("spawn /bin/ps EACCES"), { code: "EACCES" });
+    };
+    assert.throws(() => darwinAlive(612, "1700562153", broken), (e: unknown) => e instanceof ProcIdError && e.code === "malformed");
+  });
   test("parsePsArgs: split on spaces, npm exec title kept whole, empty is null", () => {
     assert.deepEqual(parsePsArgs(ARGS[701]!), ["sh", "-c", "mcp-server-everything"]);
     assert.deepEqual(parsePsArgs(ARGS[700]!), ["npm exec @modelcontextprotocol/server-everything"]);

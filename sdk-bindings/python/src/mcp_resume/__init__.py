@@ -15,11 +15,15 @@ Three calls::
     else:
         session = broker.new_session()
     store.store(session.token)                     # always, after every start
+    ...
+    store.close()                                  # at exit (releases the token file's lock)
 
 The resume logic is the Wasm plugin shared with the Go and TypeScript hosts,
 run in Extism; this package implements its host functions
-(``hostfuncs/README.md``): the MCP host's identity from the process tree, a
-state directory, and logging through ``logging.getLogger("mcp_resume")``.
+(``hostfuncs/README.md``, ABI 2): the MCP host's identity from the process
+tree and which instance of the server this is, a state directory, a lock on
+the token file for the instance's lifetime, process liveness for pruning stale
+files, and logging through ``logging.getLogger("mcp_resume")``.
 Nothing is ever written to stdout, and no token is ever logged.
 """
 
@@ -27,10 +31,12 @@ from __future__ import annotations
 
 from ._errors import InvalidAppError, InvalidTokenError, PluginError, ResumeStoreError
 from ._hostfuncs import ABI_VERSION
-from ._store import STATE_DIR_ENV, ResumeTokenStore, TokenFile, default_state_dir
+from ._store import INSTANCE_ENV, NO_INSTANCE, STATE_DIR_ENV, ResumeTokenStore, TokenFile, default_state_dir
 
 __all__ = [
     "ABI_VERSION",
+    "INSTANCE_ENV",
+    "NO_INSTANCE",
     "STATE_DIR_ENV",
     "InvalidAppError",
     "InvalidTokenError",

@@ -1,14 +1,17 @@
-"""The seven host functions of the mcp-resume contract (``hostfuncs/README.md``, ABI 1).
+"""The nine host functions of the mcp-resume contract (``hostfuncs/README.md``, ABI 2).
 
 :class:`HostFunctions` serves one JSON request and returns one JSON response,
-exactly like the Go implementation ``hostfuncs/funcs.go``: the host's identity,
-a filesystem confined to one state directory, and logging. It **never raises**:
+exactly like the Go implementation ``hostfuncs/funcs.go``: the host's identity
+(and which instance of the server this is), a filesystem confined to one state
+directory, a lock that dies with the process, a liveness probe for the hosts
+named by other files, and logging. It **never raises**:
 every failure, a malformed request included, travels in the response as
 ``{"error": {"code": ..., "message": ...}}`` (Extism's Python SDK swallows
 exceptions raised in host functions, and the plugin could not tell a crash
 from an answer).
 
-Error codes: ``not_found``, ``invalid_request``, ``unsafe``, ``unavailable``, ``io``.
+Error codes: ``not_found``, ``invalid_request``, ``unsafe``, ``unavailable``,
+``busy``, ``io``.
 """
 
 from __future__ import annotations
@@ -22,21 +25,30 @@ import os
 import re
 import secrets
 import stat
+import threading
+import time
 from typing import Any
 from collections.abc import Callable
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: no flock, and resume is off anyway
+    fcntl = None  # type: ignore[assignment]
+
 __all__ = [
     "ABI_VERSION",
+    "AliveFunc",
     "FUNCTIONS",
     "HostFunctions",
     "IdentityFunc",
     "LEVELS",
+    "TEMP_MAX_AGE_S",
     "valid_name",
     "valid_start_time",
 ]
 
 #: The version of the plugin/host contract this host implements (wire.ABIVersion).
-ABI_VERSION = "1"
+ABI_VERSION = "2"
 
 #: Wasm import module of every host function (wire.Namespace).
 NAMESPACE = "extism:host/user"
@@ -48,15 +60,27 @@ FN_WRITE = "mcp_resume_write"
 FN_REMOVE = "mcp_resume_remove"
 FN_LIST = "mcp_resume_list"
 FN_LOG = "mcp_resume_log"
+FN_LOCK = "mcp_resume_lock"
+FN_PROBE = "mcp_resume_probe"
 
 #: Every host function name, in the order of the README.
-FUNCTIONS = (FN_IDENTITY, FN_PREPARE_DIR, FN_READ, FN_WRITE, FN_REMOVE, FN_LIST, FN_LOG)
+FUNCTIONS = (FN_IDENTITY, FN_PREPARE_DIR, FN_READ, FN_WRITE, FN_REMOVE, FN_LIST, FN_LOG, FN_LOCK, FN_PROBE)
 
 CODE_NOT_FOUND = "not_found"
 CODE_INVALID_REQUEST = "invalid_request"
 CODE_UNSAFE = "unsafe"
 CODE_UNAVAILABLE = "unavailable"
 CODE_IO = "io"
+CODE_BUSY = "busy"
+
+#: ``mcp_resume_probe`` answers: that process runs with that start time / it
+#: does not (absent, zombie, reused pid, another boot) / the host cannot tell.
+HOST_ALIVE, HOST_GONE, HOST_UNKNOWN = "alive", "gone", "unknown"
+
+#: How old (seconds, by modification time) a leftover temporary file
+#: ``.<name>.<random>.tmp`` must be before ``mcp_resume_prepare_dir`` deletes it
+#: (hostfuncs.TempMaxAge): a live writer holds one for microseconds.
+TEMP_MAX_AGE_S = 60
 
 #: Contract log levels -> Python logging levels (``mcp_resume_log``).
 LEVELS = {
@@ -71,6 +95,9 @@ MAX_READ_LIMIT = 1 << 20
 
 #: Returns the MCP host's ``(pid, start_time)`` or raises when it cannot be verified.
 IdentityFunc = Callable[[], "tuple[int, str]"]
+
+#: Whether ``(pid, start_time)`` names a running process; raises when it cannot tell.
+AliveFunc = Callable[[int, str], bool]
 
 _NAME = re.compile(r"[A-Za-z0-9._-]{1,255}")
 _START_TIME = re.compile(r"[0-9a-z.]{1,96}")
@@ -184,14 +211,66 @@ class HostFunctions:
     ``mcp_resume_prepare_dir``, never before), ``identity`` (a callable
     returning ``(pid, start_time)`` or raising when the host cannot be
     verified; ``None`` answers ``unavailable``), ``logger`` (receives the
-    plugin's log lines). Safe to share between plugin instances: it keeps no
-    per-call state.
+    plugin's log lines), ``instance`` (the instance key ``mcp_resume_identity``
+    reports; ``""`` for none), ``alive`` (a callable ``(pid, start_time) ->
+    bool`` that raises when it cannot tell, for ``mcp_resume_probe``; default
+    :func:`mcp_resume._procid.alive`).
+
+    Thread-safe. The only state it keeps is the locks taken through
+    ``mcp_resume_lock``, held until :meth:`close` (or the process exits, or
+    this object is garbage-collected). One instance is one lock holder: two
+    ``HostFunctions`` on the same directory exclude each other like two
+    processes do.
     """
 
-    def __init__(self, state_dir: str, identity: IdentityFunc | None, logger: logging.Logger) -> None:
+    def __init__(
+        self,
+        state_dir: str,
+        identity: IdentityFunc | None,
+        logger: logging.Logger,
+        *,
+        instance: str = "",
+        alive: AliveFunc | None = None,
+    ) -> None:
         self.state_dir = state_dir
         self.identity = identity
         self.logger = logger
+        self.instance = instance
+        if alive is None:
+            from ._procid import alive as _alive
+
+            alive = _alive
+        self.alive = alive
+        self._mu = threading.Lock()
+        self._locks: dict[str, int] = {}  # lock file name -> open descriptor holding the flock
+
+    def close(self) -> None:
+        """Release every lock taken through ``mcp_resume_lock`` (closing its descriptor).
+
+        The lock files stay (hostfuncs/README.md: never delete a lock file on
+        release). Safe to call more than once; raises nothing. A later
+        ``mcp_resume_lock`` takes the lock again.
+        """
+        with self._mu:
+            fds = list(self._locks.values())
+            self._locks.clear()
+        for fd in fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def __del__(self) -> None:
+        # Like Go's *os.File finalizer: an unreachable holder releases its locks.
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - never raise from a finalizer
+            pass
+
+    def held(self) -> list[str]:
+        """The names of the locks this object holds, sorted."""
+        with self._mu:
+            return sorted(self._locks)
 
     def call(self, fn: str, req: bytes) -> bytes:
         """Serve one host-function call; never raises.
@@ -221,6 +300,11 @@ class HostFunctions:
             elif fn == FN_LOG:
                 self._log(_request(req))
                 resp = {}
+            elif fn == FN_LOCK:
+                self._lock(_request(req))
+                resp = {}
+            elif fn == FN_PROBE:
+                resp = self._probe(_request(req))
             else:
                 return _error(CODE_INVALID_REQUEST, f"unknown host function {fn}")
             return _pad8(json.dumps(resp).encode())
@@ -231,7 +315,7 @@ class HostFunctions:
 
     # mcp_resume_identity
     def _identity(self) -> dict[str, Any]:
-        """``{"pid", "start_time"}`` of the MCP host, or ``unavailable`` with the reason."""
+        """``{"pid", "start_time", "instance"}`` of the MCP host and this server instance, or ``unavailable``."""
         if self.identity is None:
             raise _Fail(CODE_UNAVAILABLE, "no identity source configured")
         try:
@@ -240,7 +324,7 @@ class HostFunctions:
             raise _Fail(CODE_UNAVAILABLE, str(e) or type(e).__name__) from None
         if not isinstance(pid, int) or isinstance(pid, bool) or not isinstance(start, str):
             raise _Fail(CODE_UNAVAILABLE, f"identity source returned ({type(pid).__name__}, {type(start).__name__})")
-        return {"pid": pid, "start_time": start}
+        return {"pid": pid, "start_time": start, "instance": self.instance}
 
     # mcp_resume_prepare_dir
     def prepare_dir(self) -> None:
@@ -249,7 +333,8 @@ class HostFunctions:
         It must be an absolute path to a real directory (not a symlink), owned
         by the effective user, with no group or other permission bits.
         Raises ``_Fail`` (``unsafe`` with a fix-it message, or ``io``/``not_found``).
-        Spec 000, Security Considerations.
+        Spec 000, Security Considerations. Once it passes, leftover temporary
+        files are swept (:meth:`sweep_temporaries`).
         """
         d = self.state_dir
         if not os.path.isabs(d):
@@ -281,6 +366,32 @@ class HostFunctions:
                 CODE_UNSAFE,
                 f"state directory {d} has mode {perm:04o}, which lets other users in; run: chmod 700 {d}",
             )
+        self.sweep_temporaries()
+
+    def sweep_temporaries(self) -> None:
+        """Delete leftover temporary files: regular files named ``.*.tmp`` older than :data:`TEMP_MAX_AGE_S`.
+
+        They are what a writer killed between creating its temporary file and
+        renaming it leaves behind. Never follows a symlink, never removes a
+        directory. Best effort: every failure is ignored; raises nothing.
+        """
+        now = time.time()
+        try:
+            with os.scandir(self.state_dir) as it:
+                entries = list(it)
+        except OSError:
+            return
+        for e in entries:
+            n = e.name
+            if not n.startswith(".") or not n.endswith(".tmp"):
+                continue
+            try:
+                if not e.is_file(follow_symlinks=False):
+                    continue
+                if now - e.stat(follow_symlinks=False).st_mtime > TEMP_MAX_AGE_S:
+                    os.unlink(e.path)
+            except OSError:
+                pass
 
     def _path(self, name: object) -> str:
         if not valid_name(name):
@@ -392,6 +503,70 @@ class HostFunctions:
             raise _io_error("list state directory", e) from None
         names.sort(key=lambda n: n.encode())
         return names
+
+    # mcp_resume_lock
+    def _lock(self, doc: dict[str, Any]) -> None:
+        """Take an exclusive ``flock`` on the file ``name`` (created 0600 if missing) and hold it until :meth:`close`.
+
+        The kernel releases it when the process exits, however it exits. A
+        lock this object already holds succeeds again; another holder (another
+        process, or another ``HostFunctions`` in this one) answers ``busy``. A
+        symlink or a non-regular file answers ``unsafe``. The file is never
+        deleted here.
+        """
+        name = doc.get("name")
+        p = self._path(name)
+        if fcntl is None:  # pragma: no cover
+            raise _Fail(CODE_IO, f"lock {name}: this platform has no flock")
+        with self._mu:
+            if name in self._locks:
+                return
+            try:
+                # O_NONBLOCK: a FIFO planted at the name must not hang the open.
+                fd = os.open(p, os.O_RDONLY | os.O_CREAT | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC, 0o600)
+            except OSError as e:
+                raise _io_error(f"open lock {name}", e) from None
+            try:
+                try:
+                    st = os.fstat(fd)
+                except OSError as e:
+                    raise _io_error(f"inspect {name}", e) from None
+                if not stat.S_ISREG(st.st_mode):
+                    raise _Fail(CODE_UNSAFE, f"{name} is not a regular file (mode {stat.filemode(st.st_mode)})")
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError as e:
+                    if isinstance(e, BlockingIOError) or e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                        raise _Fail(CODE_BUSY, f"{name} is held by another server instance") from None
+                    raise _io_error(f"lock {name}", e) from None
+            except BaseException:
+                os.close(fd)
+                raise
+            assert isinstance(name, str)
+            self._locks[name] = fd
+
+    # mcp_resume_probe
+    def _probe(self, doc: dict[str, Any]) -> dict[str, Any]:
+        """``{"host": "alive"|"gone"|"unknown", "age_seconds"}`` for file ``name`` and the host ``(pid, start_time)``.
+
+        ``age_seconds`` is now minus the file's ``lstat`` modification time,
+        truncated to whole seconds. ``host`` comes from :attr:`alive`:
+        ``unknown`` when it raises. A vanished file answers ``not_found``.
+        """
+        name = doc.get("name")
+        p = self._path(name)
+        pid = _field(doc, "pid", int)
+        start = _field(doc, "start_time", str)
+        try:
+            st = os.lstat(p)
+        except OSError as e:
+            raise _io_error(f"inspect {name}", e) from None
+        age = int(time.time() - st.st_mtime)
+        try:
+            host = HOST_ALIVE if self.alive(pid, start) else HOST_GONE
+        except Exception:  # noqa: BLE001 - any failure means "cannot tell"
+            host = HOST_UNKNOWN
+        return {"host": host, "age_seconds": age}
 
     # mcp_resume_log
     def _log(self, doc: dict[str, Any]) -> None:

@@ -12,6 +12,10 @@ This module finds that host and its start time exactly as ``procid`` does
   offsets of ``procid/kinfo.go``; ``start_time = "<tv_sec>.<tv_usec, 6 digits>"``.
 * elsewhere: :class:`UnsupportedError`.
 
+:func:`alive` (Go ``procid.Alive``) tells whether a recorded ``(pid,
+start_time)`` still names a running process: how a stale token or lock file is
+recognised (spec 000, "PID Reuse").
+
 The walk skips **launchers** (``sh -c``, ``env``, ``uv``, ``npx``…), re-reads
 each child after reading its parent to detect a reused pid, and refuses pid
 0/1 and reapers such as ``dumb-init``. Every error means the same to a
@@ -46,6 +50,7 @@ __all__ = [
     "MalformedError",
     "LinuxSource",
     "DarwinSource",
+    "alive",
     "host",
     "host_of",
     "resolve",
@@ -56,6 +61,7 @@ __all__ = [
     "parse_boot_id",
     "decode_kinfo",
     "decode_procargs",
+    "start_time_matches",
 ]
 
 # --- constants, identical to procid/launcher.go and procid/procid.go ---------
@@ -455,6 +461,24 @@ class LinuxSource:
         args = self.args(pid)
         return Process(pid=st.pid, ppid=st.ppid, name=st.comm, args=args, start_time=f"{st.start}.{boot}")
 
+    def alive(self, pid: int, want: str) -> bool:
+        """Whether ``pid`` runs with start time ``want`` (procid's ``linuxReader.alive``).
+
+        False when the process is absent, a zombie (state ``Z``) or dead
+        (``X``/``x``), or its ``"<ticks>.<boot>"`` differs from ``want`` (pid
+        reused, another boot, or a malformed ``want``). Raises
+        :class:`NoBootIDError` (checked first) or :class:`ProcIdError` when it
+        cannot tell.
+        """
+        boot = self.boot_id()
+        try:
+            st = self.stat(pid)
+        except NotFoundError:
+            return False
+        if st.state in ("Z", "X", "x"):
+            return False
+        return f"{st.start}.{boot}" == want
+
 
 # --- macOS (procid/kinfo.go, procid/procid_darwin.go) --------------------------------
 
@@ -487,6 +511,24 @@ class Kinfo(NamedTuple):
     def process(self, args: tuple[str, ...] | None) -> Process:
         """This record as a :class:`Process` with ``args``."""
         return Process(pid=self.pid, ppid=self.ppid, name=self.comm, args=args, start_time=self.start_time)
+
+
+#: ``p_stat`` of a zombie (SZOMB in sys/proc.h).
+DARWIN_ZOMBIE = 5
+
+
+def start_time_matches(have: str, want: str) -> bool:
+    """Whether the macOS start time ``have`` (``"<tv_sec>.<tv_usec>"``) is the one recorded as ``want``.
+
+    Hosts that cannot read microseconds (the TypeScript host reads ``ps``'s
+    whole seconds) record ``"<tv_sec>"``, which matches on seconds alone
+    (procid's ``startTimeMatches``). Erring towards "alive" only ever keeps a
+    file that prune could have deleted, never resumes a session.
+    """
+    if have == want:
+        return True
+    sec, dot, _ = have.partition(".")
+    return bool(dot) and "." not in want and want == sec
 
 
 def decode_kinfo(b: bytes) -> Kinfo:
@@ -633,6 +675,20 @@ class DarwinSource:
             args = None
         return k.process(args)
 
+    def alive(self, pid: int, want: str) -> bool:
+        """Whether ``pid`` runs with start time ``want`` (procid's ``darwinSource.alive``).
+
+        False when absent, a zombie, or the start time differs (see
+        :func:`start_time_matches`). Raises :class:`ProcIdError` when it cannot tell.
+        """
+        try:
+            k = self.kinfo(pid)
+        except NotFoundError:
+            return False
+        if k.stat == DARWIN_ZOMBIE:
+            return False
+        return start_time_matches(k.start_time, want)
+
 
 # --- the walk (procid/procid.go) -------------------------------------------------
 
@@ -726,6 +782,26 @@ def host_of(pid: int, launchers: Iterable[str] | None = None) -> Identity:
     """
     src = new_source()
     return resolve(src, pid, launcher_set(launchers))
+
+
+def alive(pid: int, start_time: str) -> bool:
+    """Whether process ``pid`` is running and is the same instance as ``start_time`` (procid.Alive).
+
+    ``start_time`` is one recorded earlier (a token or lock file's name),
+    possibly by another process or before a reboot. Returns ``False`` when no
+    process ``pid`` exists, when it is a zombie, when its start time differs
+    (the pid was reused), when ``start_time`` comes from a previous boot, and
+    when it is malformed. On macOS a ``start_time`` of whole seconds matches on
+    ``tv_sec`` alone. Raises a :class:`ProcIdError` subclass when the answer is
+    unknown (:class:`UnsupportedError` on other systems,
+    :class:`NoBootIDError`, or the process exists but cannot be read); a
+    caller must then not treat the process as alive.
+    """
+    src = new_source()
+    try:
+        return bool(src.alive(pid, start_time))  # type: ignore[attr-defined]
+    except ProcIdError as e:
+        raise type(e)(f"procid: check whether pid {pid} is alive: {e}") from e
 
 
 def host(launchers: Iterable[str] | None = None) -> tuple[int, str]:

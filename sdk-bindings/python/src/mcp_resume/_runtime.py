@@ -5,7 +5,7 @@
   ``extism.extism.CompiledPlugin`` kept in a module-level cache; every
   :class:`mcp_resume.ResumeTokenStore` instantiates its own ``extism.Plugin``
   from it.
-* The seven host functions are registered **once** (``extism.host_fn`` keeps a
+* The nine host functions are registered **once** (``extism.host_fn`` keeps a
   process-global registry) and find the store they serve through Extism's
   per-call host context, so any number of stores share one compiled plugin.
 * Compilation cache: the Extism runtime (extism-sys) reads the environment

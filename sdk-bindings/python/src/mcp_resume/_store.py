@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import re
+import sys
 import threading
 from dataclasses import dataclass
 from typing import Union
@@ -19,10 +20,18 @@ from . import _procid, _runtime
 from ._errors import InvalidAppError, InvalidTokenError, PluginError
 from ._hostfuncs import ABI_VERSION, HostFunctions
 
-__all__ = ["STATE_DIR_ENV", "ResumeTokenStore", "TokenFile", "default_state_dir"]
+__all__ = ["INSTANCE_ENV", "NO_INSTANCE", "STATE_DIR_ENV", "ResumeTokenStore", "TokenFile", "default_state_dir", "resolve_instance"]
 
 #: Environment variable that overrides the state directory (an explicit ``state_dir`` wins over it).
 STATE_DIR_ENV = "MCP_RESUME_STATE_DIR"
+
+#: Environment variable that sets the instance key when ``instance`` is not given
+#: (an MCP host's server configuration can set it per server entry).
+INSTANCE_ENV = "MCP_RESUME_INSTANCE"
+
+#: As ``instance`` (or ``$MCP_RESUME_INSTANCE``): no instance key, like ``""``
+#: (Go ``host.NoInstance``). Every instance under one host is then the same one.
+NO_INSTANCE = "-"
 
 _APP = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
@@ -38,14 +47,17 @@ class _Closed(RuntimeError):
 class TokenFile:
     """One token file of the state directory, as ``list()`` reports it (never its token).
 
-    Attributes: ``name`` (``token-<pid>-<start_time>``), ``pid`` (the MCP host's
-    pid, int), ``start_time`` (its start time, opaque string; spec 000,
-    "Token File Naming Strategy").
+    Attributes: ``name`` (``token-<pid>-<start_time>[-<instance>]``), ``pid``
+    (the MCP host's pid, int), ``start_time`` (its start time, opaque string;
+    spec 000, "Token File Naming Strategy"), ``instance`` (the 16 hex digits of
+    ``sha256(instance key)`` that end the name of an instance's file, or ``""``
+    when the server did not tell instances apart).
     """
 
     name: str
     pid: int
     start_time: str
+    instance: str = ""
 
 
 def default_state_dir(app: str) -> str:
@@ -59,6 +71,19 @@ def default_state_dir(app: str) -> str:
     nothing; does not create the directory.
     """
     return os.path.join(platformdirs.user_state_dir("mcp-resume"), app)
+
+
+def resolve_instance(instance: str | None = None) -> str:
+    """The instance key a store reports to the plugin (hostfuncs/README.md, ``mcp_resume_identity``).
+
+    ``None``: ``$MCP_RESUME_INSTANCE`` if set and non-empty, else this
+    process's arguments after the script (``sys.argv[1:]``) joined with NUL.
+    ``""`` or ``"-"`` (:data:`NO_INSTANCE`), given or resolved: no instance,
+    ``""``. Any other string is used as is. Raises nothing.
+    """
+    if instance is None:
+        instance = os.environ.get(INSTANCE_ENV, "") or "\0".join(sys.argv[1:])
+    return "" if instance == NO_INSTANCE else instance
 
 
 class ResumeTokenStore:
@@ -84,17 +109,39 @@ class ResumeTokenStore:
       ``logging.getLogger("mcp_resume")``.
       ``launchers``: extra process names to skip when looking for the MCP host,
       added to the defaults and ``$MCP_RESUME_LAUNCHERS``.
+      ``instance``: tells this server instance apart from others the same
+      MCP host runs at the same time (hosts start one server several times,
+      e.g. with different profiles). Instances with different keys keep
+      separate token files and resume independently; instances with the same
+      key share one file, which only the first holds (it takes a lock on it
+      for its lifetime): the others log "Another server instance under this
+      host holds the token file, session resume disabled for this instance"
+      and run without resume. Default (``None``): ``$MCP_RESUME_INSTANCE`` if
+      set and non-empty, else the process's arguments after the script
+      (``sys.argv[1:]``) joined with NUL. ``""`` or ``"-"``: no instance (the
+      plain ``token-<pid>-<start_time>`` file). Declare it from your
+      configuration (a profile name, a hash of the config file) when copies
+      differ by more than their arguments. Only a SHA-256 digest of it
+      reaches a file name.
       ``identity``: a callable returning the MCP host's ``(pid, start_time)``
       or raising when it cannot be verified; default: the process tree
       (:func:`mcp_resume._procid.host`). Set it only when your process knows its
       host better than the process tree does (the conformance tests pin one).
+      ``alive``: a callable ``(pid, start_time) -> bool`` telling whether the
+      host a token or lock file names is still running, raising when it
+      cannot tell; default :func:`mcp_resume._procid.alive`. Like
+      ``identity``, a seam for tests and embedders: prune deletes the files of
+      hosts it reports gone.
 
     Raises :class:`InvalidAppError` for a bad app name and :class:`PluginError`
     when the plugin cannot be compiled or instantiated or its ABI version is
-    not ``"1"``; in both cases a server should carry on without resume.
-    Problems with the host identity or the state directory are not errors:
-    they switch resume off and are logged on the first call (spec 000,
+    not ``"2"``; in both cases a server should carry on without resume.
+    Problems with the host identity, the state directory or the lock are not
+    errors: they switch resume off and are logged on the first call (spec 000,
     "Parent Process Information Unavailable").
+
+    The first ``load``, ``store`` or ``reject`` also prunes: it deletes the
+    token and lock files of MCP hosts that are gone (see :meth:`prune`).
     """
 
     #: The Wasm module to run instead of the shipped plugin (tests only; ``None`` is the plugin).
@@ -108,6 +155,8 @@ class ResumeTokenStore:
         logger: Logger | None = None,
         launchers: Iterable[str] | None = None,
         identity: Callable[[], tuple[int, str]] | None = None,
+        instance: str | None = None,
+        alive: Callable[[int, str], bool] | None = None,
     ) -> None:
         if not isinstance(app, str) or not _APP.fullmatch(app):
             raise InvalidAppError(
@@ -121,7 +170,12 @@ class ResumeTokenStore:
         self._logger: Logger = logger if logger is not None else logging.getLogger("mcp_resume")
         if identity is None:
             identity = functools.partial(_procid.host, tuple(launchers) if launchers is not None else None)
-        self._funcs = HostFunctions(self._state_dir, identity, self._logger)  # type: ignore[arg-type]
+        if instance is not None and not isinstance(instance, str):
+            raise TypeError(f"instance must be a str or None, not {type(instance).__name__}")
+        self._instance = resolve_instance(instance)
+        self._funcs = HostFunctions(
+            self._state_dir, identity, self._logger, instance=self._instance, alive=alive  # type: ignore[arg-type]
+        )
         self._lock = threading.Lock()
         self._closed = False
         self._plugin = _runtime.new_plugin(self._wasm)
@@ -150,12 +204,18 @@ class ResumeTokenStore:
         """The absolute state directory this store uses."""
         return self._state_dir
 
+    @property
+    def instance(self) -> str:
+        """The instance key this store reports (``""``: none); see the ``instance`` argument."""
+        return self._instance
+
     def __repr__(self) -> str:
         return f"ResumeTokenStore(app={self._app!r}, state_dir={self._state_dir!r})"
 
     def _release(self) -> None:
         plugin, self._plugin = self._plugin, None
         self._closed = True
+        self._funcs.close()
         if plugin is not None:
             plugin.__exit__(None, None, None)
 
@@ -245,7 +305,7 @@ class ResumeTokenStore:
             self._failed("reject", e)
 
     def list(self) -> list[TokenFile]:
-        """Report the token files in the state directory (names, pids, start times; never tokens).
+        """Report the token files in the state directory (names, pids, start times, instances; never tokens).
 
         Needs no host identity. A missing state directory gives ``[]``.
         Raises :class:`PluginError` when the directory cannot be listed (the
@@ -257,14 +317,44 @@ class ResumeTokenStore:
             raise PluginError(f"mcp-resume list failed: {e}") from e
         try:
             doc = json.loads(out)
-            return [TokenFile(name=f["name"], pid=int(f["pid"]), start_time=f["start_time"]) for f in doc["files"]]
-        except (ValueError, KeyError, TypeError) as e:
+            return [
+                TokenFile(name=f["name"], pid=int(f["pid"]), start_time=f["start_time"], instance=f.get("instance") or "")
+                for f in doc["files"]
+            ]
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
             raise PluginError(f"mcp-resume plugin unusable: list returned malformed JSON: {e}") from e
 
+    def prune(self) -> list[str]:
+        """Delete the token and lock files of MCP hosts that are gone; return the names removed.
+
+        A host is gone when its pid is absent, a zombie, or names another
+        process or boot. A file whose host cannot be checked is removed only
+        once older than 30 days; a file whose host is alive is never removed,
+        and neither are this instance's own. Each removal logs "Removed stale
+        token file" (event ``stale_removed``). Needs no host identity. The
+        first ``load``/``store``/``reject`` already prunes once; call this for
+        housekeeping (like ``mcp-resume prune``). Failures on single files are
+        skipped. Raises :class:`PluginError` when the plugin fails or the
+        store is closed.
+        """
+        try:
+            out = self._call("prune", b"")
+        except (extism.Error, RuntimeError) as e:
+            raise PluginError(f"mcp-resume prune failed: {e}") from e
+        try:
+            removed = json.loads(out)["removed"]
+            if not isinstance(removed, list) or not all(isinstance(n, str) for n in removed):
+                raise TypeError("removed is not a list of names")
+            return removed
+        except (ValueError, KeyError, TypeError) as e:
+            raise PluginError(f"mcp-resume plugin unusable: prune returned malformed JSON: {e}") from e
+
     def close(self) -> None:
-        """Release the plugin instance. Safe to call more than once; afterwards
-        ``load`` returns ``None``, ``store`` and ``reject`` do nothing (a debug
-        line is logged) and ``list`` raises :class:`PluginError`."""
+        """Release the plugin instance and the lock on the token file (so another
+        instance under the same host may take it over; the process exiting
+        releases it too). Safe to call more than once; afterwards ``load``
+        returns ``None``, ``store`` and ``reject`` do nothing (a debug line is
+        logged) and ``list`` and ``prune`` raise :class:`PluginError`."""
         with self._lock:
             if not self._closed:
                 self._release()

@@ -25,13 +25,27 @@
  *
  * @packageDocumentation
  */
-import { execFile } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
 
 import { ProcIdError, type ProcessInfo, type ProcessSource } from "./types.js";
 import { isNpmExecTitle } from "./launcher.js";
 
 const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
 const DAYS = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
+
+/** Whole epoch seconds of a C-locale `lstart` in UTC, or undefined if it is not a real date. */
+function lstartSeconds(dow: string, mon: string, dd: string, hh: string, mi: string, ss: string, yyyy: string): number | undefined {
+  const month = MONTHS.indexOf(mon);
+  const ms = Date.UTC(Number(yyyy), month, Number(dd), Number(hh), Number(mi), Number(ss));
+  const d = new Date(ms);
+  if (
+    month < 0 || d.getUTCDate() !== Number(dd) || d.getUTCHours() !== Number(hh) || d.getUTCMinutes() !== Number(mi) ||
+    d.getUTCSeconds() !== Number(ss) || DAYS[d.getUTCDay()] !== dow || ms <= 0
+  ) {
+    return undefined;
+  }
+  return ms / 1000;
+}
 
 /** One line of `ps -o pid=,ppid=,lstart=,ucomm=`. */
 export interface PsStat {
@@ -64,22 +78,95 @@ export function parsePsStat(stdout: string): Map<number, PsStat> {
     const m = /^\s*(\d+)\s+(\d+)\s+([A-Z][a-z]{2})\s+([A-Z][a-z]{2})\s+(\d{1,2})\s+(\d{2}):(\d{2}):(\d{2})\s+(\d{4})\s(.*)$/.exec(line);
     if (!m) throw new ProcIdError("malformed", `cannot parse ps line ${JSON.stringify(line.slice(0, 96))}`);
     const [, pidS, ppidS, dow, mon, dd, hh, mi, ss, yyyy, comm] = m as unknown as string[];
-    const month = MONTHS.indexOf(mon!);
     const pid = Number(pidS);
     const ppid = Number(ppidS);
-    const ms = Date.UTC(Number(yyyy), month, Number(dd), Number(hh), Number(mi), Number(ss));
-    const d = new Date(ms);
+    const startSec = lstartSeconds(dow!, mon!, dd!, hh!, mi!, ss!, yyyy!);
     const name = comm!.trim();
-    if (
-      month < 0 || pid <= 0 || name === "" ||
-      d.getUTCDate() !== Number(dd) || d.getUTCHours() !== Number(hh) || d.getUTCMinutes() !== Number(mi) ||
-      d.getUTCSeconds() !== Number(ss) || DAYS[d.getUTCDay()] !== dow || ms <= 0
-    ) {
+    if (startSec === undefined || pid <= 0 || name === "") {
       throw new ProcIdError("malformed", `cannot parse ps line ${JSON.stringify(line.slice(0, 96))}`);
     }
-    out.set(pid, { pid, ppid, startSec: ms / 1000, name });
+    out.set(pid, { pid, ppid, startSec, name });
   }
   return out;
+}
+
+/** One line of `ps -o pid=,stat=,lstart=`. */
+export interface PsState {
+  /** Process ID. */
+  pid: number;
+  /** `stat`: the state letters; a zombie starts with `Z`. */
+  state: string;
+  /** Start time, whole seconds since the Unix epoch (UTC). */
+  startSec: number;
+}
+
+/**
+ * Parses the output of `LC_ALL=C TZ=UTC0 ps -o pid=,stat=,lstart= -p <pid>`
+ * (what {@link darwinAlive} runs).
+ *
+ * @throws {@link ProcIdError} `malformed` on any line that does not parse.
+ */
+export function parsePsState(stdout: string): Map<number, PsState> {
+  const out = new Map<number, PsState>();
+  for (const raw of stdout.split("\n")) {
+    const line = raw.replace(/\r$/, "");
+    if (line.trim() === "") continue;
+    const m = /^\s*(\d+)\s+(\S+)\s+([A-Z][a-z]{2})\s+([A-Z][a-z]{2})\s+(\d{1,2})\s+(\d{2}):(\d{2}):(\d{2})\s+(\d{4})\s*$/.exec(line);
+    const sec = m ? lstartSeconds(m[3]!, m[4]!, m[5]!, m[6]!, m[7]!, m[8]!, m[9]!) : undefined;
+    if (!m || sec === undefined || Number(m[1]) <= 0) {
+      throw new ProcIdError("malformed", `cannot parse ps line ${JSON.stringify(line.slice(0, 96))}`);
+    }
+    out.set(Number(m[1]), { pid: Number(m[1]), state: m[2]!, startSec: sec });
+  }
+  return out;
+}
+
+/**
+ * Whether the macOS start time `have` (whole seconds, as this package reads
+ * it) is the one recorded as `want`. A Go or Python host records
+ * `<tv_sec>.<tv_usec>`: that matches on the seconds alone (Go:
+ * `startTimeMatches`, the other way round). Erring towards "alive" only
+ * ever keeps a file prune could have deleted, never resumes a session.
+ */
+export function darwinStartMatches(have: string, want: string): boolean {
+  if (have === want) return true;
+  const m = /^(\d+)\.\d+$/.exec(want);
+  return m !== null && m[1] === have;
+}
+
+/** Runs a command synchronously and returns its stdout; throws with `status` set to the exit status. */
+export type SyncCommandRunner = (file: string, args: string[]) => string;
+
+/** Runs `/bin/ps` synchronously with the C locale and UTC, a 5 s timeout and no shell. */
+export const runPsSync: SyncCommandRunner = (file, args) =>
+  execFileSync(file, args, {
+    env: { LC_ALL: "C", TZ: "UTC0", PATH: "/usr/bin:/bin" },
+    timeout: 5000,
+    maxBuffer: 1 << 20,
+    encoding: "latin1",
+    stdio: ["ignore", "pipe", "ignore"],
+  });
+
+/**
+ * macOS liveness (Go: `darwinSource.alive`), synchronous because the
+ * `mcp_resume_probe` host function is: `ps -o pid=,stat=,lstart= -p <pid>`.
+ * False when no such process (ps exits 1), a zombie, or another start time.
+ *
+ * @throws {@link ProcIdError} `malformed` when ps fails otherwise (unknown).
+ */
+export function darwinAlive(pid: number, want: string, run: SyncCommandRunner = runPsSync): boolean {
+  if (!Number.isSafeInteger(pid) || pid <= 0) return false;
+  let out: string;
+  try {
+    out = run("/bin/ps", ["-o", "pid=,stat=,lstart=", "-p", String(pid)]);
+  } catch (err) {
+    if ((err as { status?: unknown }).status === 1) return false;
+    throw new ProcIdError("malformed", `ps -p ${pid}: ${(err as Error).message}`);
+  }
+  const st = parsePsState(out).get(pid);
+  if (!st) return false;
+  if (st.state.startsWith("Z")) return false;
+  return darwinStartMatches(String(st.startSec), want);
 }
 
 /**

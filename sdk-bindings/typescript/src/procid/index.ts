@@ -7,7 +7,7 @@
  *
  * @packageDocumentation
  */
-import { DarwinPsSource } from "./darwin.js";
+import { darwinAlive, DarwinPsSource } from "./darwin.js";
 import { isLauncher, isReaper, launcherSet, LAUNCHERS_ENV } from "./launcher.js";
 import { LinuxProcSource } from "./linux.js";
 import { ProcIdError, type ProcessInfo, type ProcessSource, type ResolvedHost } from "./types.js";
@@ -140,4 +140,33 @@ export async function resolveHost(options: ResolveHostOptions = {}): Promise<Res
   const src = options.source ?? platformSource();
   const env = options.env ?? process.env;
   return resolve(src, options.pid ?? process.pid, launcherSet(options.launchers ?? [], env[LAUNCHERS_ENV] ?? ""));
+}
+
+/**
+ * Reports whether process `pid` is running and is the instance `startTime`
+ * names: a start time recorded earlier, possibly by another process or
+ * before a reboot (Go: `procid.Alive`). It is how `mcp_resume_probe` tells a
+ * stale token or lock file (spec 000, "PID Reuse").
+ *
+ * False when no process `pid` exists, when it is a zombie, when its start
+ * time differs (the pid was reused), when `startTime` is from a previous
+ * boot, and when it is malformed. On macOS a whole-seconds `startTime` (this
+ * package's) is compared to `ps`'s whole seconds, and a Go-style
+ * `<sec>.<usec>` matches on its seconds.
+ *
+ * Synchronous: Linux reads `/proc`, macOS runs `/bin/ps` (up to 5 s).
+ *
+ * @param pid - the process ID recorded.
+ * @param startTime - its start time as recorded.
+ * @param platform - for tests.
+ * @returns true only when that very process runs.
+ * @throws {@link ProcIdError} when the answer is unknown (`unsupported`
+ *   elsewhere than Linux and macOS, `no_boot_id`, `malformed` when the
+ *   process exists but cannot be read). A caller must not treat the process
+ *   as alive then.
+ */
+export function alive(pid: number, startTime: string, platform: NodeJS.Platform = process.platform): boolean {
+  if (platform === "linux") return new LinuxProcSource("/proc").alive(pid, startTime);
+  if (platform === "darwin") return darwinAlive(pid, startTime);
+  throw new ProcIdError("unsupported", "process liveness is not supported on this operating system");
 }

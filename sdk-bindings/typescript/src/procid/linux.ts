@@ -170,6 +170,28 @@ export class LinuxProcSource implements ProcessSource {
     return args.length === 0 ? null : args;
   }
 
+  /**
+   * Whether `pid` runs and is the instance `want` names (Go:
+   * `linuxReader.alive`): false when the process is absent, a zombie (state
+   * `Z`) or dead (`X`/`x`), or has another start time (the pid was reused,
+   * or `want` is from another boot or malformed).
+   *
+   * @throws {@link ProcIdError} `no_boot_id` or `malformed` when the answer
+   *   is unknown: the process may exist but cannot be read.
+   */
+  alive(pid: number, want: string): boolean {
+    const boot = this.bootId();
+    let st: StatInfo;
+    try {
+      st = this.stat(pid);
+    } catch (err) {
+      if (err instanceof ProcIdError && err.code === "not_found") return false;
+      throw err;
+    }
+    if (st.state === "Z" || st.state === "X" || st.state === "x") return false;
+    return `${st.start}.${boot}` === want;
+  }
+
   /** {@inheritDoc ProcessSource.lookup} */
   async lookup(pid: number): Promise<ProcessInfo> {
     return this.lookupSync(pid);

@@ -6,22 +6,24 @@
 // get_log_level, which @extism/extism 1.0.3 does not provide; and its
 // exports misbehave on purpose:
 //
-//	mcp_resume_abi_version  logs a warning with pdk.Log, outputs abiVersion ("2" unless -ldflags -X main.abiVersion=1)
+//	mcp_resume_abi_version  logs a warning with pdk.Log, outputs abiVersion (set with -ldflags -X main.abiVersion=N)
 //	load                    traps (panics)
 //	store                   fails with a non-"invalid token" error
 //	reject                  succeeds
 //	list                    outputs text that is not JSON
+//	(no names, no prune)    a host must cope with their absence
 //
-// The tests build it with:
+// The tests build it twice, with the host's ABI version and with the
+// previous one:
 //
-//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o <tmp>.wasm ./sdk-bindings/typescript/test/testdata/testplugin
+//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -ldflags=-X=main.abiVersion=2 -o <tmp>.wasm ./sdk-bindings/typescript/test/testdata/testplugin
 //
 // It lives under testdata so `go build ./...` and `go vet ./...` skip it.
 package main
 
 import "github.com/extism/go-pdk"
 
-var abiVersion = "2"
+var abiVersion = "0"
 
 //go:wasmexport mcp_resume_abi_version
 func abi() int32 {
