@@ -20,7 +20,7 @@ else
 DEMO_LANG := go
 endif
 
-.PHONY: all build wasm check-wasm test test-go demo bench bench-go clean
+.PHONY: all build wasm check-wasm test test-go fuzz-smoke demo bench bench-go clean
 # `make` builds the Go binaries and prepares the Python and TypeScript
 # environments, so every example server runs from the repository root.
 all: build $(if $(wildcard sdk-bindings/python/python.mk),python-setup) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-setup)
@@ -48,7 +48,16 @@ test-go: check-wasm
 	$(GO) vet $(GO_PKGS)
 	$(GO) test -race -count=1 $(GO_PKGS)
 
-test: test-go $(if $(wildcard sdk-bindings/python/python.mk),python-test) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-test)
+# Each fuzz target for a short fixed budget (docs/RELIABILITY.md has longer
+# runs). -fuzz takes one target per package per invocation.
+FUZZTIME ?= 10s
+fuzz-smoke:
+	$(GO) test -run '^$$' -fuzz '^FuzzCall$$' -fuzztime $(FUZZTIME) ./hostfuncs/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseStat$$' -fuzztime $(FUZZTIME) ./procid/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseFileName$$' -fuzztime $(FUZZTIME) ./plugin/resume/
+	$(GO) test -run '^$$' -fuzz '^FuzzCheckToken$$' -fuzztime $(FUZZTIME) ./plugin/resume/
+
+test: test-go fuzz-smoke $(if $(wildcard sdk-bindings/python/python.mk),python-test) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-test)
 
 DEMO_SERVER_go := bin/go-server
 DEMO_SERVER_python = $(PYTHON_SERVER_CMD)

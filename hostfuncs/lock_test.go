@@ -120,7 +120,7 @@ func TestProbe(t *testing.T) {
 		want  string
 	}{
 		{me.PID, me.StartTime, wire.HostAlive},
-		{me.PID, me.StartTime + "1", wire.HostGone}, // same pid, another process
+		{me.PID, "1" + me.StartTime, wire.HostGone}, // same pid, another start tick: another process
 		{child.Process.Pid, me.StartTime, wire.HostGone},
 		{2147483646, "1.a", wire.HostGone},
 	} {

@@ -24,15 +24,29 @@
 //
 // On Linux StartTime is
 //
-//	<starttime>.<boot_id>
+//	<starttime>.<boot_id>.<pid_ns>
 //
 // where <starttime> is field 22 of /proc/<pid>/stat in decimal (clock ticks
-// since boot, see proc_pid_stat(5)) and <boot_id> is the contents of
-// /proc/sys/kernel/random/boot_id with the dashes removed: 32 lowercase hex
-// digits. For example, a process that started 98765 ticks after a boot whose
-// ID is 0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0 has StartTime
+// since boot, see proc_pid_stat(5)), <boot_id> is the contents of
+// /proc/sys/kernel/random/boot_id with the dashes removed (32 lowercase hex
+// digits), and <pid_ns> is the inode number of the PID namespace the pid
+// belongs to, from the link /proc/self/ns/pid ("pid:[4026531836]"). For
+// example, a process that started 98765 ticks after a boot whose ID is
+// 0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0, in the initial PID namespace, has
+// StartTime
 //
-//	98765.0f1e2d3c4b5a69788796a5b4c3d2e1f0
+//	98765.0f1e2d3c4b5a69788796a5b4c3d2e1f0.4026531836
+//
+// The namespace matters because two PID namespaces hand out the same pids and
+// share the boot ID and clock: two hosts, each pid 2 of its own namespace,
+// started in the same 10 ms tick would otherwise have the same identity. A
+// process visible in this process's /proc is in its PID namespace, so the
+// reader's own (always readable) link names it. Before reading anything the
+// package checks that /proc/self is this process, i.e. that /proc belongs to
+// its PID namespace (under `unshare -p` without --mount-proc it does not, and
+// /proc/<pid> names other processes): otherwise [ErrNamespace]. [Alive]
+// answers [ErrNamespace] (cannot tell) for a StartTime recorded in another
+// namespace rather than "gone", so a live host elsewhere is never pruned.
 //
 // The tick count tells apart two processes that held the same PID during one
 // boot; the boot ID tells apart processes from different boots, whose tick

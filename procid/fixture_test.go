@@ -16,6 +16,9 @@ const testBootUUID = "0f1e2d3c-4b5a-6978-8796-A5B4C3D2E1F0\n"
 // testBoot is testBootUUID as it appears in a Linux StartTime.
 const testBoot = "0f1e2d3c4b5a69788796a5b4c3d2e1f0"
 
+// testNS is the PID namespace inode of every fixture process (and of "self").
+const testNS = "4026531836"
+
 // fakeProc is one process in a fixture /proc tree.
 type fakeProc struct {
 	pid, ppid int
@@ -63,7 +66,7 @@ func (p fakeProc) want(args ...string) Process {
 		PPID:      p.ppid,
 		Name:      p.comm,
 		Args:      args,
-		StartTime: strconv.FormatUint(p.startTicks(), 10) + "." + testBoot,
+		StartTime: strconv.FormatUint(p.startTicks(), 10) + "." + testBoot + "." + testNS,
 	}
 }
 
@@ -80,6 +83,18 @@ func writeProc(t *testing.T, root string, p fakeProc) {
 	if err := os.WriteFile(filepath.Join(dir, "cmdline"), []byte(p.cmdline), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	writeNS(t, dir)
+}
+
+// writeNS links <dir>/ns/pid to the fixture PID namespace.
+func writeNS(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(dir, "ns"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("pid:["+testNS+"]", filepath.Join(dir, "ns", "pid")); err != nil && !os.IsExist(err) {
+		t.Fatal(err)
+	}
 }
 
 // writeTree writes a fixture /proc tree holding procs and, unless noBoot,
@@ -90,6 +105,7 @@ func writeTree(t *testing.T, noBoot bool, procs ...fakeProc) string {
 	for _, p := range procs {
 		writeProc(t, root, p)
 	}
+	writeNS(t, filepath.Join(root, "self"))
 	if !noBoot {
 		dir := filepath.Join(root, "sys", "kernel", "random")
 		if err := os.MkdirAll(dir, 0o755); err != nil {

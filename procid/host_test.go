@@ -223,7 +223,7 @@ func TestLookup(t *testing.T) {
 	if len(me.Args) == 0 || me.Args[0] != os.Args[0] {
 		t.Errorf("Lookup(os.Getpid()).Args = %q, want to start with %q", me.Args, os.Args[0])
 	}
-	format := regexp.MustCompile(`^[0-9]+\.[0-9a-f]{32}$`)
+	format := regexp.MustCompile(`^[0-9]+\.[0-9a-f]{32}\.[0-9]+$`)
 	if runtime.GOOS == "darwin" {
 		format = regexp.MustCompile(`^[0-9]+\.[0-9]{6}$`)
 	}

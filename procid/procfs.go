@@ -28,6 +28,47 @@ type linuxReader struct {
 	boot string
 }
 
+// pidNS returns the inode number of pid's PID namespace, from the link
+// <root>/<pid>/ns/pid ("pid:[4026531836]"); pid 0 means <root>/self. Two
+// PID namespaces hand out the same pids and share the boot ID and clock, so
+// this is what tells their processes apart. Errors wrap ErrNamespace (or
+// ErrNotFound for a vanished pid).
+func (r *linuxReader) pidNS(pid int) (string, error) {
+	who := "self"
+	if pid != 0 {
+		who = strconv.Itoa(pid)
+	}
+	name := filepath.Join(r.root, who, "ns", "pid")
+	link, err := os.Readlink(name)
+	if err != nil {
+		if pid != 0 && gone(err) {
+			return "", fmt.Errorf("read %s: %w", name, ErrNotFound)
+		}
+		return "", fmt.Errorf("read %s: %w: %w", name, ErrNamespace, err)
+	}
+	ino, ok := strings.CutPrefix(link, "pid:[")
+	ino, ok2 := strings.CutSuffix(ino, "]")
+	if _, err := strconv.ParseUint(ino, 10, 64); !ok || !ok2 || err != nil {
+		return "", fmt.Errorf("%s links to %q, not pid:[<inode>]: %w", name, link, ErrNamespace)
+	}
+	return ino, nil
+}
+
+// checkOwnProc verifies that <root> is the /proc of this process's PID
+// namespace: <root>/self must name os.Getpid(). Under `unshare -p` without
+// --mount-proc it names another pid, and /proc/<pid> other processes.
+func (r *linuxReader) checkOwnProc() error {
+	self, err := os.Readlink(filepath.Join(r.root, "self"))
+	if err != nil {
+		return fmt.Errorf("read %s/self: %w: %w", r.root, ErrNamespace, err)
+	}
+	if self != strconv.Itoa(os.Getpid()) {
+		return fmt.Errorf("%s/self is pid %s but this process is pid %d: %s belongs to another PID namespace (mount a /proc of this namespace, e.g. unshare --mount-proc): %w",
+			r.root, self, os.Getpid(), r.root, ErrNamespace)
+	}
+	return nil
+}
+
 // statInfo holds the fields of /proc/<pid>/stat this package uses.
 type statInfo struct {
 	pid   int
@@ -177,9 +218,9 @@ func (r *linuxReader) args(pid int) ([]string, error) {
 	return args, nil
 }
 
-// startTime formats the Linux StartTime: "<ticks>.<boot ID>".
-func startTime(ticks uint64, bootID string) string {
-	return strconv.FormatUint(ticks, 10) + "." + bootID
+// startTime formats the Linux StartTime: "<ticks>.<boot ID>.<pid namespace inode>".
+func startTime(ticks uint64, bootID, ns string) string {
+	return strconv.FormatUint(ticks, 10) + "." + bootID + "." + ns
 }
 
 // lookup implements source.
@@ -196,21 +237,36 @@ func (r *linuxReader) lookup(pid int) (Process, error) {
 	if err != nil {
 		return Process{}, err
 	}
+	// A process visible in this /proc (checked to be ours) is in this PID
+	// namespace, so ours names it; /proc/self/ns/pid is always readable,
+	// where another user's /proc/<pid>/ns/pid is not.
+	ns, err := r.pidNS(0)
+	if err != nil {
+		return Process{}, err
+	}
 	return Process{
 		PID:       st.pid,
 		PPID:      st.ppid,
 		Name:      st.comm,
 		Args:      args,
-		StartTime: startTime(st.start, boot),
+		StartTime: startTime(st.start, boot, ns),
 	}, nil
 }
 
 // alive implements source. A zombie (state Z) or dead (X) process is not
-// alive.
+// alive. A start time recorded in another PID namespace (its last field is
+// not this process's namespace) cannot be checked from here: ErrNamespace.
 func (r *linuxReader) alive(pid int, want string) (bool, error) {
 	boot, err := r.bootID()
 	if err != nil {
 		return false, err
+	}
+	self, err := r.pidNS(0)
+	if err != nil {
+		return false, err
+	}
+	if i := strings.LastIndexByte(want, '.'); strings.Count(want, ".") == 2 && want[i+1:] != self {
+		return false, fmt.Errorf("start time %q was recorded in PID namespace %s, this is %s: %w", want, want[i+1:], self, ErrNamespace)
 	}
 	st, err := r.stat(pid)
 	if err != nil {
@@ -222,5 +278,5 @@ func (r *linuxReader) alive(pid int, want string) (bool, error) {
 	if st.state == 'Z' || st.state == 'X' || st.state == 'x' {
 		return false, nil
 	}
-	return startTime(st.start, boot) == want, nil
+	return startTime(st.start, boot, self) == want, nil
 }

@@ -183,17 +183,20 @@ func TestLinuxReader_Alive(t *testing.T) {
 		want      bool
 		wantErr   error
 	}{
-		{name: "same instance", pid: 100, startTime: "98765." + testBoot, want: true},
-		{name: "pid reused", pid: 100, startTime: "98764." + testBoot},
+		{name: "same instance", pid: 100, startTime: "98765." + testBoot + "." + testNS, want: true},
+		{name: "pid reused", pid: 100, startTime: "98764." + testBoot + "." + testNS},
 		{name: "previous boot", pid: 100, startTime: "98765.00000000000000000000000000000000"},
 		{name: "malformed", pid: 100, startTime: "98765"},
 		{name: "empty", pid: 100, startTime: ""},
 		{name: "macOS format", pid: 100, startTime: "1700000000.000042"},
-		{name: "zombie", pid: 101, startTime: "5." + testBoot},
-		{name: "dead", pid: 102, startTime: "6." + testBoot},
-		{name: "absent", pid: 999, startTime: "98765." + testBoot},
-		{name: "pid zero", pid: 0, startTime: "98765." + testBoot},
-		{name: "no boot id", root: writeTree(t, true, live), pid: 100, startTime: "98765." + testBoot, wantErr: ErrNoBootID},
+		{name: "zombie", pid: 101, startTime: "5." + testBoot + "." + testNS},
+		{name: "dead", pid: 102, startTime: "6." + testBoot + "." + testNS},
+		{name: "absent", pid: 999, startTime: "98765." + testBoot + "." + testNS},
+		{name: "pid zero", pid: 0, startTime: "98765." + testBoot + "." + testNS},
+		{name: "no boot id", root: writeTree(t, true, live), pid: 100, startTime: "98765." + testBoot + "." + testNS, wantErr: ErrNoBootID},
+		// A pid recorded in another PID namespace names nothing here: unknown, never "gone".
+		{name: "another PID namespace", pid: 100, startTime: "98765." + testBoot + ".4026532000", wantErr: ErrNamespace},
+		{name: "another PID namespace, absent pid", pid: 999, startTime: "98765." + testBoot + ".4026532000", wantErr: ErrNamespace},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

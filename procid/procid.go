@@ -46,6 +46,13 @@ var (
 	// cannot be parsed (/proc/<pid>/stat on Linux, struct kinfo_proc on
 	// macOS), including an empty process name on macOS.
 	ErrMalformed = errors.New("malformed process information")
+
+	// ErrNamespace is returned on Linux when the PID namespace cannot be
+	// verified: /proc belongs to another PID namespace than this process
+	// (so /proc/<pid> would name other processes), or a process's
+	// /proc/<pid>/ns/pid cannot be read. It is also returned by Alive for a
+	// start time recorded in another PID namespace, which cannot be checked.
+	ErrNamespace = errors.New("cannot verify the PID namespace")
 )
 
 // MaxDepth is the most ancestors [HostOf] reads, the host included; a chain

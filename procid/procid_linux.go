@@ -2,7 +2,12 @@
 
 package procid
 
-// newSource returns the Linux process source, reading /proc.
+// newSource returns the Linux process source, reading /proc, once /proc is
+// verified to be this PID namespace's.
 func newSource() (source, error) {
-	return &linuxReader{root: "/proc"}, nil
+	r := &linuxReader{root: "/proc"}
+	if err := r.checkOwnProc(); err != nil {
+		return nil, err
+	}
+	return r, nil
 }

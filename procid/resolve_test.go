@@ -271,7 +271,7 @@ func TestResolve(t *testing.T) {
 				byPID[p.pid] = p
 			}
 			host := byPID[tt.wantChain[len(tt.wantChain)-1]]
-			want := Identity{PID: host.pid, StartTime: strconv.FormatUint(host.startTicks(), 10) + "." + testBoot}
+			want := Identity{PID: host.pid, StartTime: strconv.FormatUint(host.startTicks(), 10) + "." + testBoot + "." + testNS}
 			gotTrim := Identity{PID: got.PID, StartTime: got.StartTime}
 			if d := diff(want, gotTrim); d != "" {
 				t.Errorf("resolve(%d) identity mismatch %s", pid, d)

@@ -110,10 +110,12 @@ func FuzzParseFileName(f *testing.F) {
 	for _, s := range []string{"token-4242-7.ab", "token--", "token-1-", "token-99999999999999999999-1.a", "token-5-..", ""} {
 		f.Add(s)
 	}
+	f.Add("token-4242-7.ab-0123456789abcdef")
+	f.Add("token-4242-7.ab-")
 	f.Fuzz(func(t *testing.T, name string) {
-		pid, start, ok := resume.ParseFileName(name)
-		if ok && resume.FileName(pid, start, "") != name {
-			t.Fatalf("ParseFileName(%q) = %d, %q does not round-trip", name, pid, start)
+		n, ok := resume.ParseName(resume.FilePrefix, name)
+		if ok && resume.FileName(n.PID, n.StartTime, n.Instance) != name {
+			t.Fatalf("ParseName(%q) = %+v does not round-trip", name, n)
 		}
 	})
 }

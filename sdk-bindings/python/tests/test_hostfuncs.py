@@ -481,6 +481,17 @@ def test_probe_this_process_alive(state: Path) -> None:
     assert probe(f, os.getppid(), start_time_of(os.getppid()))["host"] == "alive"
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux PID namespaces")
+def test_probe_another_pid_namespace_unknown(state: Path) -> None:
+    """A start time recorded in another PID namespace cannot be checked here: "unknown", never "gone"."""
+    (state / TOKEN_NAME).write_text("x")
+    f = funcs(state)  # the real liveness check, _procid.alive
+    ticks, boot, ns = start_time_of(os.getpid()).split(".")
+    other = f"{ticks}.{boot}.{int(ns) + 1}"
+    assert probe(f, os.getpid(), other)["host"] == "unknown"
+    assert probe(f, 2**22 + 12345, other)["host"] == "unknown"  # even for a pid absent here
+
+
 @pytest.mark.skipif(sys.platform not in ("linux", "darwin"), reason="process liveness needs Linux or macOS")
 def test_probe_exited_child_gone(state: Path) -> None:
     (state / TOKEN_NAME).write_text("x")

@@ -1,6 +1,6 @@
 """Unit tests of the host-identity port (mcp_resume._procid), the Python twin of Go procid.
 
-Linux: fixture /proc trees on real files (stat, cmdline, boot_id), the same
+Linux: fixture /proc trees on real files (stat, cmdline, boot_id, ns/pid links), the same
 fixtures and cases as procid/*_test.go. macOS: struct kinfo_proc and
 kern.procargs2 decoded from fixture bytes built at procid's offsets. And the
 real /proc of this machine where there is one.
@@ -9,6 +9,7 @@ real /proc of this machine where there is one.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import struct
 import sys
@@ -22,6 +23,7 @@ from mcp_resume._procid import (
     DEFAULT_LAUNCHERS,
     LinuxSource,
     MalformedError,
+    NamespaceError,
     NoBootIDError,
     NotFoundError,
     Process,
@@ -33,6 +35,10 @@ from mcp_resume._procid import (
 
 TEST_BOOT_UUID = "0f1e2d3c-4b5a-6978-8796-A5B4C3D2E1F0\n"
 TEST_BOOT = "0f1e2d3c4b5a69788796a5b4c3d2e1f0"
+#: The PID namespace inode of every fixture process and of "self" (procid's testNS).
+TEST_NS = "4026531836"
+#: Another PID namespace's inode.
+OTHER_NS = "4026532000"
 
 #: Process names that trip naive /proc/<pid>/stat parsers (procid/procfs_test.go).
 ODD_COMMS = ["a b", "x) (y", ")", "(", "", "((", "))", "a) S 1 2 3", "tab\there", "new\nline", "npm exec ./tiny"]
@@ -63,7 +69,7 @@ class FakeProc:
         return f"{self.pid} ({self.comm}) {self.state} {self.ppid} {mid} {self.ticks} {tail}\n"
 
     def want(self, *args: str) -> Process:
-        return Process(self.pid, self.ppid, self.comm, tuple(args) or None, f"{self.ticks}.{TEST_BOOT}")
+        return Process(self.pid, self.ppid, self.comm, tuple(args) or None, f"{self.ticks}.{TEST_BOOT}.{TEST_NS}")
 
     def with_ppid(self, ppid: int) -> FakeProc:
         return replace(self, ppid=ppid)
@@ -74,12 +80,23 @@ def write_proc(root: Path, p: FakeProc) -> None:
     d.mkdir(parents=True, exist_ok=True)
     (d / "stat").write_bytes(p.stat_line().encode())
     (d / "cmdline").write_bytes(p.cmdline.encode())
+    write_ns(d)
+
+
+def write_ns(d: Path, ns: str = TEST_NS) -> None:
+    """Link ``<d>/ns/pid`` to PID namespace ``ns``, as the kernel does."""
+    (d / "ns").mkdir(parents=True, exist_ok=True)
+    link = d / "ns" / "pid"
+    if link.is_symlink():
+        link.unlink()
+    os.symlink(f"pid:[{ns}]", link)
 
 
 def write_tree(root: Path, *procs: FakeProc, boot: bool = True) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     for p in procs:
         write_proc(root, p)
+    write_ns(root / "self")
     if boot:
         d = root / "sys" / "kernel" / "random"
         d.mkdir(parents=True, exist_ok=True)
@@ -293,7 +310,7 @@ def test_resolve(tmp_path: Path, name: str, procs: list[FakeProc], extra: list[s
     got = procid.resolve(LinuxSource(str(root)), 300, procid.launcher_set(extra, env))
     by_pid = {p.pid: p for p in procs}
     host = by_pid[chain[-1]]
-    assert (got.pid, got.start_time) == (host.pid, f"{host.ticks}.{TEST_BOOT}")
+    assert (got.pid, got.start_time) == (host.pid, f"{host.ticks}.{TEST_BOOT}.{TEST_NS}")
     assert [p.pid for p in got.chain] == chain
     for p in got.chain:
         assert (p.name, p.ppid) == (by_pid[p.pid].comm, by_pid[p.pid].ppid)
@@ -556,7 +573,11 @@ def test_real_proc_lookup_matches_kernel() -> None:
     me = LinuxSource().lookup(os.getpid())
     assert me.pid == os.getpid() and me.ppid == os.getppid()
     boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip().replace("-", "")
-    assert me.start_time.endswith("." + boot)
+    ns = re.fullmatch(r"pid:\[([0-9]+)\]", os.readlink("/proc/self/ns/pid"))
+    assert ns, os.readlink("/proc/self/ns/pid")
+    assert re.fullmatch(r"[0-9]+\.[0-9a-f]{32}\.[0-9]+", me.start_time), me.start_time
+    assert me.start_time.endswith(f".{boot}.{ns.group(1)}")
+    procid.new_source().check_own_proc()  # type: ignore[attr-defined]  # this /proc is ours
     assert procid.LinuxSource().lookup(os.getppid()).pid == os.getppid()
 
 
@@ -572,18 +593,19 @@ def test_real_sysctl_lookup() -> None:  # pragma: no cover - runs on macOS only
 @pytest.mark.parametrize(
     "pid,start,want",
     [
-        (100, "98765." + TEST_BOOT, True),
-        (100, "98764." + TEST_BOOT, False),  # pid reused
+        (100, "98765." + TEST_BOOT + "." + TEST_NS, True),
+        (100, "98765." + TEST_BOOT, False),  # two-part start time from before the namespace field
+        (100, "98764." + TEST_BOOT + "." + TEST_NS, False),  # pid reused
         (100, "98765.00000000000000000000000000000000", False),  # previous boot
         (100, "98765", False),  # malformed
         (100, "", False),
         (100, "1700000000.000042", False),  # macOS format
-        (101, "5." + TEST_BOOT, False),  # zombie
-        (102, "6." + TEST_BOOT, False),  # dead
-        (999, "98765." + TEST_BOOT, False),  # absent
-        (0, "98765." + TEST_BOOT, False),
+        (101, "5." + TEST_BOOT + "." + TEST_NS, False),  # zombie
+        (102, "6." + TEST_BOOT + "." + TEST_NS, False),  # dead
+        (999, "98765." + TEST_BOOT + "." + TEST_NS, False),  # absent
+        (0, "98765." + TEST_BOOT + "." + TEST_NS, False),
     ],
-    ids=["same instance", "pid reused", "previous boot", "malformed", "empty", "macOS format", "zombie", "dead",
+    ids=["same instance", "two-part", "pid reused", "previous boot", "malformed", "empty", "macOS format", "zombie", "dead",
          "absent", "pid zero"],
 )
 def test_linux_alive(tmp_path: Path, pid: int, start: str, want: bool) -> None:
@@ -599,14 +621,115 @@ def test_linux_alive(tmp_path: Path, pid: int, start: str, want: bool) -> None:
 def test_linux_alive_no_boot_id(tmp_path: Path) -> None:
     root = write_tree(tmp_path / "proc", FakeProc(100, 1, "claude", start=98765), boot=False)
     with pytest.raises(NoBootIDError):
-        LinuxSource(str(root)).alive(100, "98765." + TEST_BOOT)
+        LinuxSource(str(root)).alive(100, "98765." + TEST_BOOT + "." + TEST_NS)
 
 
 def test_linux_alive_unreadable_is_unknown(tmp_path: Path) -> None:
     root = write_tree(tmp_path / "proc", FakeProc(100, 1, "claude", start=98765))
     (root / "100" / "stat").write_bytes(b"garbage")
     with pytest.raises(MalformedError):
-        LinuxSource(str(root)).alive(100, "98765." + TEST_BOOT)
+        LinuxSource(str(root)).alive(100, "98765." + TEST_BOOT + "." + TEST_NS)
+
+
+@pytest.mark.parametrize("pid", [100, 999], ids=["live pid", "absent pid"])
+def test_linux_alive_another_namespace_is_unknown(tmp_path: Path, pid: int) -> None:
+    """A pid recorded in another PID namespace names nothing here: unknown (an error), never "gone"."""
+    root = write_tree(tmp_path / "proc", FakeProc(100, 1, "claude", start=98765))
+    with pytest.raises(NamespaceError):
+        LinuxSource(str(root)).alive(pid, "98765." + TEST_BOOT + "." + OTHER_NS)
+
+
+def test_linux_alive_own_namespace_unreadable(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "proc", FakeProc(100, 1, "claude", start=98765))
+    (root / "self" / "ns" / "pid").unlink()
+    with pytest.raises(NamespaceError):
+        LinuxSource(str(root)).alive(100, "98765." + TEST_BOOT + "." + TEST_NS)
+
+
+@pytest.mark.parametrize(
+    "link,want",
+    [("pid:[4026531836]", "4026531836"), ("pid:[0]", "0"), ("pid:[18446744073709551615]", "18446744073709551615")],
+)
+def test_linux_pid_ns(tmp_path: Path, link: str, want: str) -> None:
+    root = write_tree(tmp_path / "proc", FakeProc(100, 1, "claude"))
+    os.unlink(root / "100" / "ns" / "pid")
+    os.symlink(link, root / "100" / "ns" / "pid")
+    assert LinuxSource(str(root)).pid_ns(100) == want
+    assert LinuxSource(str(root)).pid_ns(0) == TEST_NS
+
+
+@pytest.mark.parametrize(
+    "link",
+    ["", "pid:[]", "pid:[x]", "pid:[-1]", "pid:[+1]", "pid:[1_0]", "pid:4026531836", "net:[4026531836]",
+     "pid:[4026531836", "pid:[18446744073709551616]", "pid:[ 1]"],
+)
+def test_linux_pid_ns_malformed(tmp_path: Path, link: str) -> None:
+    """A malformed own ns/pid link (/proc/self/ns/pid): lookup fails (resume off), alive cannot tell."""
+    root = write_tree(tmp_path / "proc", FakeProc(100, 1, "claude", start=98765))
+    os.unlink(root / "self" / "ns" / "pid")
+    if link:
+        os.symlink(link, root / "self" / "ns" / "pid")
+    else:
+        (root / "self" / "ns" / "pid").write_text("not a link")
+    src = LinuxSource(str(root))
+    with pytest.raises(NamespaceError):
+        src.lookup(100)
+    with pytest.raises(NamespaceError):
+        src.alive(100, "98765." + TEST_BOOT + "." + TEST_NS)
+
+
+def test_linux_pid_ns_own_link_names_every_visible_process(tmp_path: Path) -> None:
+    """A process visible in our /proc is in our PID namespace: its start time
+    carries our own namespace inode, so another user's unreadable
+    /proc/<pid>/ns/pid does not matter (Go procid reads /proc/self/ns/pid too)."""
+    root = write_tree(tmp_path / "proc", FakeProc(100, 1, "claude", start=98765))
+    shutil.rmtree(root / "100" / "ns")
+    src = LinuxSource(str(root))
+    with pytest.raises(NotFoundError):
+        src.pid_ns(100)
+    assert src.lookup(100).start_time == "98765." + TEST_BOOT + "." + TEST_NS
+    assert src.alive(100, "98765." + TEST_BOOT + "." + TEST_NS) is True
+
+
+def own_proc_tree(root: Path, self_pid: str | None) -> Path:
+    """A fixture tree whose ``self`` is a symlink naming ``self_pid`` (None: no ``self`` at all)."""
+    write_tree(root, INIT, TERMINAL, CLAUDE, SERVER.with_ppid(100))
+    shutil.rmtree(root / "self")
+    if self_pid is not None:
+        os.symlink(self_pid, root / "self")
+        write_ns(root / self_pid)
+    return root
+
+
+def test_check_own_proc(tmp_path: Path) -> None:
+    root = own_proc_tree(tmp_path / "proc", str(os.getpid()))
+    LinuxSource(str(root)).check_own_proc()
+    assert isinstance(procid.new_source("linux", root=str(root)), LinuxSource)
+
+
+@pytest.mark.parametrize("self_pid", ["1", "other", None], ids=["another pid", "not a pid", "no self"])
+def test_check_own_proc_other_namespace(tmp_path: Path, self_pid: str | None) -> None:
+    """/proc of another PID namespace (unshare -p -f without --mount-proc): resume off, never another process."""
+    if self_pid == "1" and os.getpid() == 1:  # pragma: no cover - pid 1 in a container
+        self_pid = "2"
+    root = own_proc_tree(tmp_path / "proc", self_pid)
+    with pytest.raises(NamespaceError) as exc:
+        LinuxSource(str(root)).check_own_proc()
+    if self_pid is not None:
+        assert "mount a /proc of this namespace" in str(exc.value)
+    with pytest.raises(NamespaceError):
+        procid.new_source("linux", root=str(root))
+
+
+def test_host_and_alive_refuse_foreign_proc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """host() and alive() both go through the own-/proc check."""
+    root = own_proc_tree(tmp_path / "proc", "1" if os.getpid() != 1 else "2")
+    real = procid.new_source
+    monkeypatch.setattr(procid, "new_source", lambda platform=None: real("linux", root=str(root)))
+    with pytest.raises(NamespaceError, match="another PID namespace"):
+        procid.host()
+    with pytest.raises(NamespaceError, match="another PID namespace"):
+        procid.alive(100, f"1100.{TEST_BOOT}.{TEST_NS}")
 
 
 @pytest.mark.parametrize(
@@ -657,3 +780,15 @@ def test_real_alive() -> None:
     assert procid.alive(os.getpid(), me.start_time) is True
     assert procid.alive(os.getpid(), "9" + me.start_time) is False
     assert procid.alive(2**22 + 12345, me.start_time) is False  # above Linux's pid_max: absent
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux PID namespaces")
+def test_real_alive_another_namespace_unknown() -> None:
+    """A start time recorded in another PID namespace cannot be checked from here: an error, never False."""
+    me = procid.new_source().lookup(os.getpid())
+    ticks, boot, ns = me.start_time.split(".")
+    other = str(int(ns) + 1)
+    with pytest.raises(NamespaceError):
+        procid.alive(os.getpid(), f"{ticks}.{boot}.{other}")
+    with pytest.raises(NamespaceError):
+        procid.alive(2**22 + 12345, f"{ticks}.{boot}.{other}")

@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { copyFileSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
 
@@ -60,7 +60,9 @@ const tokenFiles = (stateDir: string): string[] => readdirSync(stateDir).filter(
 /** This process's own identity: the host every direct child should resolve to. */
 function myIdentity(): { pid: number; startTime: string } {
   const st = parseStat(readFileSync(`/proc/${process.pid}/stat`, "latin1"));
-  return { pid: process.pid, startTime: `${st.start}.${parseBootId(readFileSync("/proc/sys/kernel/random/boot_id", "latin1"))}` };
+  const boot = parseBootId(readFileSync("/proc/sys/kernel/random/boot_id", "latin1"));
+  const ns = /^pid:\[(\d+)\]$/.exec(readlinkSync("/proc/self/ns/pid"))![1]!;
+  return { pid: process.pid, startTime: `${st.start}.${boot}.${ns}` };
 }
 
 function remember(stateDir: string): void {

@@ -465,6 +465,10 @@ describe("mcp_resume_probe", () => {
     await exited;
     assert.equal(call("mcp_resume_probe", { name: "token-x", pid: child.pid, start_time: c.startTime }).host, "gone", "exited child");
     assert.equal(call("mcp_resume_probe", { name: "token-x", pid: 2147483646, start_time: "1.ab" }).host, "gone", "absent pid");
+    const [t, b, ns] = me.startTime.split(".");
+    const other = `${t}.${b}.${BigInt(ns!) + 1n}`;
+    assert.equal(call("mcp_resume_probe", { name: "token-x", pid: process.pid, start_time: other }).host, "unknown", "another PID namespace");
+    assert.equal(call("mcp_resume_probe", { name: "token-x", pid: 2147483646, start_time: other }).host, "unknown", "another PID namespace, absent pid");
     const old = new Date(Date.now() - 100_000);
     utimesSync(path.join(dir, "token-x"), old, old);
     const aged = call("mcp_resume_probe", { name: "token-x", pid: process.pid, start_time: me.startTime });

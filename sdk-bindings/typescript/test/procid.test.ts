@@ -2,8 +2,8 @@
 // Go's procid tests), the macOS ps parser on fixture output, and a real walk
 // on this machine.
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { mkdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { after, describe, test } from "node:test";
 
@@ -27,6 +27,8 @@ after(cleanupTemps);
 
 const BOOT_UUID = "0f1e2d3c-4b5a-6978-8796-A5B4C3D2E1F0\n";
 const BOOT = "0f1e2d3c4b5a69788796a5b4c3d2e1f0";
+/** The PID namespace inode of every fixture process (and of "self"). */
+const NS = "4026531836";
 
 interface FakeProc {
   pid: number;
@@ -52,11 +54,20 @@ function writeProc(root: string, p: FakeProc): void {
   mkdirSync(dir, { recursive: true });
   writeFileSync(path.join(dir, "stat"), Buffer.from(statLine(p), "latin1"));
   writeFileSync(path.join(dir, "cmdline"), Buffer.from(p.cmdline ?? "", "latin1"));
+  writeNs(dir);
+}
+
+/** Links <dir>/ns/pid to the fixture PID namespace (or to `link`). */
+function writeNs(dir: string, link = `pid:[${NS}]`): void {
+  mkdirSync(path.join(dir, "ns"), { recursive: true });
+  rmSync(path.join(dir, "ns", "pid"), { force: true });
+  symlinkSync(link, path.join(dir, "ns", "pid"));
 }
 
 function writeTree(procs: FakeProc[], noBoot = false): string {
   const root = tempDir("procfix-");
   for (const p of procs) writeProc(root, p);
+  writeNs(path.join(root, "self"));
   if (!noBoot) {
     mkdirSync(path.join(root, "sys", "kernel", "random"), { recursive: true });
     writeFileSync(path.join(root, "sys", "kernel", "random", "boot_id"), BOOT_UUID);
@@ -157,11 +168,39 @@ describe("LinuxProcSource on fixture /proc trees", () => {
       { pid: 12, ppid: 1, comm: "kworker" },
     ]);
     const src = new LinuxProcSource(root);
-    assert.deepEqual(await src.lookup(10), { pid: 10, ppid: 1, name: "a b", args: ["a b", "--x"], startTime: `1010.${BOOT}` });
-    assert.deepEqual(await src.lookup(11), { pid: 11, ppid: 10, name: "x) (y", args: ["/opt/x) (y"], startTime: `777.${BOOT}` });
+    assert.deepEqual(await src.lookup(10), { pid: 10, ppid: 1, name: "a b", args: ["a b", "--x"], startTime: `1010.${BOOT}.${NS}` });
+    assert.deepEqual(await src.lookup(11), { pid: 11, ppid: 10, name: "x) (y", args: ["/opt/x) (y"], startTime: `777.${BOOT}.${NS}` });
     assert.deepEqual((await src.lookup(150)).args, ["npm exec @modelcontextprotocol/server-everything"]);
     assert.equal((await src.lookup(12)).args, null);
     await assert.rejects(src.lookup(999), (e: unknown) => e instanceof ProcIdError && e.code === "not_found");
+  });
+  test("lookup: an unreadable or malformed own ns/pid link (/proc/self/ns/pid) is namespace", async () => {
+    for (const link of ["net:[4026531840]", "pid:[]", "pid:[12a]", "pid:4026531836", "pid:[18446744073709551616]"]) {
+      const root = writeTree([{ pid: 10, ppid: 1, comm: "x" }]);
+      writeNs(path.join(root, "self"), link);
+      await assert.rejects(new LinuxProcSource(root).lookup(10), (e: unknown) => e instanceof ProcIdError && e.code === "namespace", link);
+    }
+    const root = writeTree([{ pid: 10, ppid: 1, comm: "x" }]);
+    rmSync(path.join(root, "self", "ns"), { recursive: true });
+    mkdirSync(path.join(root, "self", "ns", "pid"), { recursive: true }); // a directory: EINVAL
+    await assert.rejects(new LinuxProcSource(root).lookup(10), (e: unknown) => e instanceof ProcIdError && e.code === "namespace");
+  });
+  test("lookup: a visible process is in our namespace, so our own link names it (its own ns/pid is not read)", async () => {
+    const root = writeTree([{ pid: 10, ppid: 1, comm: "x", start: 98765n }]);
+    rmSync(path.join(root, "10", "ns"), { recursive: true }); // another user's: unreadable
+    assert.equal((await new LinuxProcSource(root).lookup(10)).startTime, `98765.${BOOT}.${NS}`);
+  });
+  test("checkOwnProc: <root>/self must name this process", () => {
+    const root = writeTree([{ pid: 4242, ppid: 1, comm: "x" }]);
+    rmSync(path.join(root, "self"), { recursive: true });
+    symlinkSync("4242", path.join(root, "self"));
+    new LinuxProcSource(root).checkOwnProc(4242);
+    assert.throws(
+      () => new LinuxProcSource(root).checkOwnProc(4243),
+      (e: unknown) => e instanceof ProcIdError && e.code === "namespace" && /another PID namespace/.test(e.message) && /mount a \/proc of this namespace/.test(e.message),
+    );
+    rmSync(path.join(root, "self"));
+    assert.throws(() => new LinuxProcSource(root).checkOwnProc(4242), (e: unknown) => e instanceof ProcIdError && e.code === "namespace");
   });
   test("stat describing another pid is malformed", async () => {
     const root = writeTree([]);
@@ -176,16 +215,17 @@ describe("LinuxProcSource.alive (Go: TestLinuxReader_Alive vectors)", () => {
   const zombie: FakeProc = { pid: 101, ppid: 100, comm: "gone", state: "Z", start: 5n };
   const dead: FakeProc = { pid: 102, ppid: 100, comm: "gone", state: "X", start: 6n };
   const cases: Array<[string, number, string, boolean]> = [
-    ["same instance", 100, `98765.${BOOT}`, true],
-    ["pid reused", 100, `98764.${BOOT}`, false],
+    ["same instance", 100, `98765.${BOOT}.${NS}`, true],
+    ["pid reused", 100, `98764.${BOOT}.${NS}`, false],
     ["previous boot", 100, "98765.00000000000000000000000000000000", false],
     ["malformed", 100, "98765", false],
     ["empty", 100, "", false],
     ["macOS format", 100, "1700000000.000042", false],
-    ["zombie", 101, `5.${BOOT}`, false],
-    ["dead", 102, `6.${BOOT}`, false],
-    ["absent", 999, `98765.${BOOT}`, false],
-    ["pid zero", 0, `98765.${BOOT}`, false],
+    ["two-part start time (before PID namespaces were recorded)", 100, `98765.${BOOT}`, false],
+    ["zombie", 101, `5.${BOOT}.${NS}`, false],
+    ["dead", 102, `6.${BOOT}.${NS}`, false],
+    ["absent", 999, `98765.${BOOT}.${NS}`, false],
+    ["pid zero", 0, `98765.${BOOT}.${NS}`, false],
   ];
   for (const [name, pid, start, want] of cases) {
     test(name, () => {
@@ -195,12 +235,29 @@ describe("LinuxProcSource.alive (Go: TestLinuxReader_Alive vectors)", () => {
   }
   test("no boot id: unknown (throws no_boot_id)", () => {
     const root = writeTree([live], true);
-    assert.throws(() => new LinuxProcSource(root).alive(100, `98765.${BOOT}`), (e: unknown) => e instanceof ProcIdError && e.code === "no_boot_id");
+    assert.throws(() => new LinuxProcSource(root).alive(100, `98765.${BOOT}.${NS}`), (e: unknown) => e instanceof ProcIdError && e.code === "no_boot_id");
+  });
+  // A pid recorded in another PID namespace names nothing here: unknown, never "gone".
+  for (const [name, pid] of [["another PID namespace", 100], ["another PID namespace, absent pid", 999]] as const) {
+    test(`${name}: unknown (throws namespace)`, () => {
+      const root = writeTree([live, zombie, dead]);
+      assert.throws(() => new LinuxProcSource(root).alive(pid, `98765.${BOOT}.4026532000`), (e: unknown) => e instanceof ProcIdError && e.code === "namespace");
+    });
+  }
+  test("own namespace unreadable: unknown (throws namespace)", () => {
+    const root = writeTree([live]);
+    rmSync(path.join(root, "self"), { recursive: true });
+    assert.throws(() => new LinuxProcSource(root).alive(100, `98765.${BOOT}.${NS}`), (e: unknown) => e instanceof ProcIdError && e.code === "namespace");
+  });
+  test("a process's own ns/pid is not needed: our namespace names it", () => {
+    const root = writeTree([live]);
+    rmSync(path.join(root, "100", "ns"), { recursive: true });
+    assert.equal(new LinuxProcSource(root).alive(100, `98765.${BOOT}.${NS}`), true);
   });
   test("unreadable stat: unknown (throws malformed)", () => {
     const root = writeTree([]);
     mkdirSync(path.join(root, "5", "stat"), { recursive: true }); // a directory: EISDIR
-    assert.throws(() => new LinuxProcSource(root).alive(5, `1.${BOOT}`), (e: unknown) => e instanceof ProcIdError && e.code === "malformed");
+    assert.throws(() => new LinuxProcSource(root).alive(5, `1.${BOOT}.${NS}`), (e: unknown) => e instanceof ProcIdError && e.code === "malformed");
   });
 });
 
@@ -219,6 +276,19 @@ describe("alive on this machine (Go: TestAlive)", { skip: process.platform !== "
     child.stdin!.end();
     await exited;
     assert.equal(alive(child.pid!, c.startTime), false);
+  });
+  test("start time format <ticks>.<boot id>.<pid namespace inode>", () => {
+    const me = new LinuxProcSource("/proc").lookupSync(process.pid);
+    assert.match(me.startTime, /^[0-9]+\.[0-9a-f]{32}\.[0-9]+$/);
+    const ns = /^pid:\[(\d+)\]$/.exec(readlinkSync("/proc/self/ns/pid"))![1]!;
+    assert.ok(me.startTime.endsWith(`.${ns}`), me.startTime);
+  });
+  test("a start time from another PID namespace: unknown (throws namespace), never gone", () => {
+    const me = new LinuxProcSource("/proc").lookupSync(process.pid);
+    const [t, b, ns] = me.startTime.split(".");
+    const other = `${t}.${b}.${BigInt(ns!) + 1n}`;
+    assert.throws(() => alive(process.pid, other), (e: unknown) => e instanceof ProcIdError && e.code === "namespace");
+    assert.throws(() => alive(2147483646, other), (e: unknown) => e instanceof ProcIdError && e.code === "namespace");
   });
   test("other platforms: unknown (throws unsupported)", () => {
     assert.throws(() => alive(process.pid, "1", "win32"), (e: unknown) => e instanceof ProcIdError && e.code === "unsupported");
@@ -414,7 +484,7 @@ describe("resolve on fixture trees (Go procid vectors)", () => {
       const byPid = new Map(c.procs.map((p) => [p.pid, p]));
       const host = byPid.get(c.chain![c.chain!.length - 1]!)!;
       assert.equal(got.pid, host.pid);
-      assert.equal(got.startTime, `${ticks(host)}.${BOOT}`);
+      assert.equal(got.startTime, `${ticks(host)}.${BOOT}.${NS}`);
       assert.match(got.startTime, /^[0-9a-z.]{1,96}$/);
       assert.deepEqual(got.chain.map((p) => p.pid), c.chain);
       for (const p of got.chain) {
@@ -570,6 +640,7 @@ describe("real process tree (this Linux machine)", { skip: process.platform !== 
     const me = readFileSync(`/proc/${process.pid}/stat`, "latin1");
     const myStart = parseStat(me).start;
     const boot = parseBootId(readFileSync("/proc/sys/kernel/random/boot_id", "latin1"));
+    const ns = /^pid:\[(\d+)\]$/.exec(readlinkSync("/proc/self/ns/pid"))![1]!;
     const script =
       `import(${JSON.stringify(new URL("../src/procid/index.ts", import.meta.url).href)})` +
       `.then(m => m.resolveHost()).then(h => console.log(JSON.stringify(h)), e => console.log(JSON.stringify({error: e.code})))`;
@@ -589,11 +660,28 @@ describe("real process tree (this Linux machine)", { skip: process.platform !== 
     const node = [process.execPath, "--import", "tsx", "--input-type=module", "-e", script];
     const direct = await run(node[0]!, node.slice(1));
     assert.equal(direct.pid, process.pid);
-    assert.equal(direct.startTime, `${myStart}.${boot}`);
+    assert.equal(direct.startTime, `${myStart}.${boot}.${ns}`);
     const q = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
     const viaSh = await run("sh", ["-c", `${node.map(q).join(" ")}; exit $?`]);
     assert.equal(viaSh.pid, process.pid);
     assert.deepEqual(viaSh.chain.map((p) => p.name), ["sh", parseStat(me).comm]);
+  });
+  test("/proc of another PID namespace (unshare -p -f without --mount-proc): resolveHost and alive refuse (namespace)", async (t) => {
+    const probe = spawnSync("unshare", ["-Urpf", "true"], { stdio: "ignore" });
+    if (probe.error || probe.status !== 0) {
+      t.skip("unshare -Urpf is not available here");
+      return;
+    }
+    const script =
+      `const m = await import(${JSON.stringify(new URL("../src/procid/index.ts", import.meta.url).href)});` +
+      `const code = (f) => { try { f(); return "ok"; } catch (e) { return e.code + ": " + e.message; } };` +
+      `const host = await m.resolveHost().then(() => "ok", (e) => e.code + ": " + e.message);` +
+      `console.log(JSON.stringify({ pid: process.pid, host, alive: code(() => m.alive(process.pid, "1.${"0".repeat(32)}.1")) }));`;
+    const r = spawnSync("unshare", ["-Urpf", process.execPath, "--import", "tsx", "--input-type=module", "-e", script], { encoding: "utf8" });
+    const got = JSON.parse(r.stdout) as { pid: number; host: string; alive: string };
+    assert.equal(got.pid, 1, "the child is pid 1 of a new PID namespace");
+    assert.match(got.host, /^namespace: .*another PID namespace.*mount a \/proc of this namespace/);
+    assert.match(got.alive, /^namespace: /);
   });
   test("resolveHost never answers pid 0 or 1", async () => {
     try {

@@ -7,7 +7,11 @@ This module finds that host and its start time exactly as ``procid`` does
 
 * Linux: ``/proc/<pid>/stat`` parsed after the **last** ``)`` (a process name
   may hold spaces and parentheses), field 22 ``starttime`` in clock ticks;
-  ``start_time = "<ticks>.<boot_id without dashes>"``.
+  ``start_time = "<ticks>.<boot_id without dashes>.<pid namespace inode>"``,
+  the inode read from the link ``/proc/<pid>/ns/pid`` (``"pid:[4026531836]"``).
+  ``/proc`` is used only once ``/proc/self`` names this process: otherwise it
+  belongs to another PID namespace (``unshare -p`` without ``--mount-proc``)
+  and ``/proc/<pid>`` names other processes (:class:`NamespaceError`).
 * macOS: ``sysctl kern.proc.pid.<pid>`` (``struct kinfo_proc``) decoded at the
   offsets of ``procid/kinfo.go``; ``start_time = "<tv_sec>.<tv_usec, 6 digits>"``.
 * elsewhere: :class:`UnsupportedError`.
@@ -48,6 +52,7 @@ __all__ = [
     "NoBootIDError",
     "TooDeepError",
     "MalformedError",
+    "NamespaceError",
     "LinuxSource",
     "DarwinSource",
     "alive",
@@ -134,6 +139,16 @@ class TooDeepError(ProcIdError):
 
 class MalformedError(ProcIdError):
     """The kernel's description of a process cannot be parsed."""
+
+
+class NamespaceError(ProcIdError):
+    """Linux: the PID namespace cannot be verified (procid.ErrNamespace).
+
+    ``/proc`` belongs to another PID namespace than this process (so
+    ``/proc/<pid>`` would name other processes), or a process's
+    ``/proc/<pid>/ns/pid`` cannot be read. Also raised by :func:`alive` for a
+    start time recorded in another PID namespace, which cannot be checked.
+    """
 
 
 # --- data ---------------------------------------------------------------------
@@ -454,30 +469,87 @@ class LinuxSource:
             args.pop()
         return tuple(args) if args else None
 
+    def pid_ns(self, pid: int) -> str:
+        """Return the inode number of ``pid``'s PID namespace (decimal digits), from the
+        link ``<root>/<pid>/ns/pid`` (``"pid:[4026531836]"``); pid 0 means ``<root>/self``.
+
+        Two PID namespaces hand out the same pids and share the boot ID and
+        clock, so this is what tells their processes apart. Raises
+        :class:`NotFoundError` when process ``pid`` (not 0) has vanished,
+        :class:`NamespaceError` when the link is unreadable or malformed.
+        """
+        name = os.path.join(self.root, str(pid) if pid != 0 else "self", "ns", "pid")
+        try:
+            link = os.readlink(name)
+        except OSError as e:
+            if pid != 0 and _gone(e):
+                raise NotFoundError(f"read {name}: process not found") from e
+            raise NamespaceError(f"read {name}: cannot verify the PID namespace: {e}") from e
+        ino = link[len("pid:["):-1] if link.startswith("pid:[") and link.endswith("]") else ""
+        if _go_parse_uint64(ino.encode("utf-8", "surrogateescape")) is None:
+            raise NamespaceError(f"{name} links to {link!r}, not pid:[<inode>]: cannot verify the PID namespace")
+        return ino
+
+    def check_own_proc(self) -> None:
+        """Verify that ``root`` is the ``/proc`` of this process's PID namespace (procid's ``checkOwnProc``).
+
+        ``<root>/self`` must name ``os.getpid()``. Under ``unshare -p`` without
+        ``--mount-proc`` it names another pid, and ``<root>/<pid>`` other
+        processes. Raises :class:`NamespaceError` otherwise.
+        """
+        name = os.path.join(self.root, "self")
+        try:
+            self_pid = os.readlink(name)
+        except OSError as e:
+            raise NamespaceError(f"read {name}: cannot verify the PID namespace: {e}") from e
+        if self_pid != str(os.getpid()):
+            raise NamespaceError(
+                f"{name} is pid {self_pid} but this process is pid {os.getpid()}: {self.root} belongs to another "
+                f"PID namespace (mount a /proc of this namespace, e.g. unshare --mount-proc); session resume is off"
+            )
+
     def lookup(self, pid: int) -> Process:
-        """Describe ``pid``: boot ID, stat, cmdline. Errors as :meth:`stat` and :meth:`boot_id`."""
+        """Describe ``pid``: boot ID, stat, cmdline, PID namespace.
+
+        Errors as :meth:`stat`, :meth:`boot_id` and :meth:`pid_ns`.
+        """
         boot = self.boot_id()
         st = self.stat(pid)
         args = self.args(pid)
-        return Process(pid=st.pid, ppid=st.ppid, name=st.comm, args=args, start_time=f"{st.start}.{boot}")
+        # A process visible in this /proc (checked to be ours) is in our PID
+        # namespace, so our own link names it; it is always readable, where
+        # another user's /proc/<pid>/ns/pid is not (Go procid does the same).
+        ns = self.pid_ns(0)
+        return Process(pid=st.pid, ppid=st.ppid, name=st.comm, args=args, start_time=f"{st.start}.{boot}.{ns}")
 
     def alive(self, pid: int, want: str) -> bool:
         """Whether ``pid`` runs with start time ``want`` (procid's ``linuxReader.alive``).
 
         False when the process is absent, a zombie (state ``Z``) or dead
-        (``X``/``x``), or its ``"<ticks>.<boot>"`` differs from ``want`` (pid
-        reused, another boot, or a malformed ``want``). Raises
-        :class:`NoBootIDError` (checked first) or :class:`ProcIdError` when it
-        cannot tell.
+        (``X``/``x``), or its ``"<ticks>.<boot>.<ns>"`` differs from ``want``
+        (pid reused, another boot, or a malformed ``want``). Raises
+        :class:`NoBootIDError` (checked first), :class:`NamespaceError` when
+        ``want`` was recorded in another PID namespace (its last of three
+        fields is not this process's namespace: the pid cannot be checked from
+        here, so the answer is unknown, never "gone") or this process's
+        namespace cannot be read, or :class:`ProcIdError` when it cannot tell.
         """
         boot = self.boot_id()
+        own = self.pid_ns(0)
+        if want.count(".") == 2:
+            ns = want.rsplit(".", 1)[1]
+            if ns != own:
+                raise NamespaceError(
+                    f"start time {want!r} was recorded in PID namespace {ns}, this is {own}: "
+                    "cannot verify the PID namespace"
+                )
         try:
             st = self.stat(pid)
         except NotFoundError:
             return False
         if st.state in ("Z", "X", "x"):
             return False
-        return f"{st.start}.{boot}" == want
+        return f"{st.start}.{boot}.{own}" == want
 
 
 # --- macOS (procid/kinfo.go, procid/procid_darwin.go) --------------------------------
@@ -757,14 +829,22 @@ def resolve(src: Source, pid: int, names: frozenset[str]) -> Identity:
         child = parent
 
 
-def new_source(platform: str | None = None) -> Source:
+def new_source(platform: str | None = None, root: str = "/proc") -> Source:
     """Return the process source of this OS: :class:`LinuxSource` or :class:`DarwinSource`.
 
-    Raises :class:`UnsupportedError` on any other system (spec 000, "Platform Support").
+    On Linux the proc tree at ``root`` (tests pass a fixture) is used only once
+    :meth:`LinuxSource.check_own_proc` verifies it is this PID namespace's,
+    else :class:`NamespaceError`. Raises :class:`UnsupportedError` on any
+    other system (spec 000, "Platform Support").
     """
     platform = sys.platform if platform is None else platform
     if platform.startswith("linux"):
-        return LinuxSource("/proc")
+        src = LinuxSource(root)
+        try:
+            src.check_own_proc()
+        except NamespaceError as e:
+            raise NamespaceError(f"procid: {e}") from e
+        return src
     if platform == "darwin":
         return DarwinSource()
     raise UnsupportedError(
@@ -795,7 +875,10 @@ def alive(pid: int, start_time: str) -> bool:
     ``tv_sec`` alone. Raises a :class:`ProcIdError` subclass when the answer is
     unknown (:class:`UnsupportedError` on other systems,
     :class:`NoBootIDError`, or the process exists but cannot be read); a
-    caller must then not treat the process as alive.
+    caller must then not treat the process as alive. On Linux a
+    ``start_time`` recorded in another PID namespace raises
+    :class:`NamespaceError`, as does a ``/proc`` that is not this PID
+    namespace's.
     """
     src = new_source()
     try:

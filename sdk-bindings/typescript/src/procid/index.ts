@@ -48,7 +48,7 @@ function describe(p: ProcessInfo): string {
  * @returns the host and the chain walked.
  * @throws {@link ProcIdError} `not_found` (pid absent), `reaper` (walk
  *   reaches pid 0/1 or an init/reaper), `race` (tree changed), `too_deep`
- *   ({@link MAX_DEPTH} ancestors), `no_boot_id`, `malformed`.
+ *   ({@link MAX_DEPTH} ancestors), `no_boot_id`, `malformed`, `namespace`.
  */
 export async function resolve(src: ProcessSource, pid: number, set: ReadonlySet<string>): Promise<ResolvedHost> {
   const where = `procid: resolve MCP host of pid ${pid}`;
@@ -113,14 +113,29 @@ function wrap(err: unknown, where: string): ProcIdError {
 }
 
 /**
+ * The `/proc` reader, once `/proc` is verified to be this PID namespace's
+ * (Go: `newSource` on Linux).
+ *
+ * @throws {@link ProcIdError} `namespace` when `/proc/self` is not this
+ *   process: `/proc` was mounted by another PID namespace (`unshare -p -f`
+ *   without `--mount-proc`), so `/proc/<pid>` names other processes.
+ */
+function ownProc(): LinuxProcSource {
+  const src = new LinuxProcSource("/proc");
+  src.checkOwnProc();
+  return src;
+}
+
+/**
  * The process source for this platform: `/proc` on Linux, `/bin/ps` on
  * macOS.
  *
  * @throws {@link ProcIdError} `unsupported` elsewhere (spec 000, "Platform
- *   Support").
+ *   Support"); `namespace` on Linux when `/proc` is not this PID
+ *   namespace's.
  */
 export function platformSource(platform: NodeJS.Platform = process.platform): ProcessSource {
-  if (platform === "linux") return new LinuxProcSource("/proc");
+  if (platform === "linux") return ownProc();
   if (platform === "darwin") return new DarwinPsSource();
   throw new ProcIdError("unsupported", "process identity is not supported on this operating system");
 }
@@ -130,7 +145,8 @@ export function platformSource(platform: NodeJS.Platform = process.platform): Pr
  *
  * @param options - extra launchers, a starting pid or a source (tests).
  * @returns `{pid, startTime, chain}`; `startTime` is 1–96 bytes of
- *   `[0-9a-z.]`: Linux `<starttime ticks>.<boot_id without dashes>`, macOS
+ *   `[0-9a-z.]`: Linux `<starttime ticks>.<boot_id without dashes>.<pid
+ *   namespace inode>`, macOS
  *   `<epoch seconds>` (see `darwin.ts` for why seconds).
  * @throws {@link ProcIdError} whenever the host cannot be identified with
  *   certainty; the caller must turn resume off (spec 000, "Parent Process
@@ -150,7 +166,10 @@ export async function resolveHost(options: ResolveHostOptions = {}): Promise<Res
  *
  * False when no process `pid` exists, when it is a zombie, when its start
  * time differs (the pid was reused), when `startTime` is from a previous
- * boot, and when it is malformed. On macOS a whole-seconds `startTime` (this
+ * boot, and when it is malformed. On Linux a start time recorded in another
+ * PID namespace (its third field is not this process's namespace inode)
+ * cannot be checked: it throws `namespace`, so a probe answers `unknown`,
+ * never `gone`. On macOS a whole-seconds `startTime` (this
  * package's) is compared to `ps`'s whole seconds, and a Go-style
  * `<sec>.<usec>` matches on its seconds.
  *
@@ -162,11 +181,12 @@ export async function resolveHost(options: ResolveHostOptions = {}): Promise<Res
  * @returns true only when that very process runs.
  * @throws {@link ProcIdError} when the answer is unknown (`unsupported`
  *   elsewhere than Linux and macOS, `no_boot_id`, `malformed` when the
- *   process exists but cannot be read). A caller must not treat the process
+ *   process exists but cannot be read, `namespace` when `/proc` or the start
+ *   time belongs to another PID namespace). A caller must not treat the process
  *   as alive then.
  */
 export function alive(pid: number, startTime: string, platform: NodeJS.Platform = process.platform): boolean {
-  if (platform === "linux") return new LinuxProcSource("/proc").alive(pid, startTime);
+  if (platform === "linux") return ownProc().alive(pid, startTime);
   if (platform === "darwin") return darwinAlive(pid, startTime);
   throw new ProcIdError("unsupported", "process liveness is not supported on this operating system");
 }

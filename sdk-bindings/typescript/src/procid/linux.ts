@@ -2,9 +2,13 @@
  * Linux `/proc` reader, mirrored from Go's `procid/procfs.go`. Works on any
  * root directory so tests run against fixture trees.
  *
+ * The start time is `<starttime ticks>.<boot_id hex>.<pid namespace inode>`:
+ * two PID namespaces hand out the same pids, and share the boot ID and the
+ * clock, so the inode of `/proc/<pid>/ns/pid` tells their processes apart.
+ *
  * @packageDocumentation
  */
-import { readFileSync } from "node:fs";
+import { readFileSync, readlinkSync } from "node:fs";
 import * as path from "node:path";
 
 import { ProcIdError, type ProcessInfo, type ProcessSource } from "./types.js";
@@ -123,6 +127,56 @@ export class LinuxProcSource implements ProcessSource {
   }
 
   /**
+   * The inode number of `pid`'s PID namespace, from the link
+   * `<root>/<pid>/ns/pid` (`pid:[4026531836]`); pid 0 means `<root>/self`
+   * (Go: `linuxReader.pidNS`). Two PID namespaces hand out the same pids and
+   * share the boot ID and clock, so this is what tells their processes apart.
+   *
+   * @throws {@link ProcIdError} `not_found` when process `pid` (not self) is
+   *   gone, `namespace` when the link cannot be read or is malformed.
+   */
+  pidNs(pid: number): string {
+    const name = path.join(this.#root, pid === 0 ? "self" : String(pid), "ns", "pid");
+    let link: string;
+    try {
+      link = readlinkSync(name, "latin1");
+    } catch (err) {
+      if (pid !== 0 && gone(err)) throw new ProcIdError("not_found", `read ${name}: process not found`);
+      throw new ProcIdError("namespace", `read ${name}: cannot verify the PID namespace: ${(err as Error).message}`);
+    }
+    const m = /^pid:\[(\d+)\]$/.exec(link);
+    if (!m || BigInt(m[1]!) > MAX_U64) {
+      throw new ProcIdError("namespace", `${name} links to ${JSON.stringify(link)}, not pid:[<inode>]: cannot verify the PID namespace`);
+    }
+    return m[1]!;
+  }
+
+  /**
+   * Verifies that the root is the `/proc` of this process's PID namespace:
+   * `<root>/self` must name `process.pid` (Go: `linuxReader.checkOwnProc`).
+   * Under `unshare -p -f` without `--mount-proc` it names another pid, and
+   * `<root>/<pid>` other processes.
+   *
+   * @param pid - this process's pid (tests).
+   * @throws {@link ProcIdError} `namespace` otherwise.
+   */
+  checkOwnProc(pid: number = process.pid): void {
+    const name = path.join(this.#root, "self");
+    let self: string;
+    try {
+      self = readlinkSync(name, "latin1");
+    } catch (err) {
+      throw new ProcIdError("namespace", `read ${name}: cannot verify the PID namespace: ${(err as Error).message}`);
+    }
+    if (self !== String(pid)) {
+      throw new ProcIdError(
+        "namespace",
+        `${name} is pid ${self} but this process is pid ${pid}: ${this.#root} belongs to another PID namespace (mount a /proc of this namespace, e.g. unshare --mount-proc)`,
+      );
+    }
+  }
+
+  /**
    * Reads and parses `<root>/<pid>/stat`.
    *
    * @throws {@link ProcIdError} `not_found` when the process does not exist,
@@ -176,11 +230,21 @@ export class LinuxProcSource implements ProcessSource {
    * `Z`) or dead (`X`/`x`), or has another start time (the pid was reused,
    * or `want` is from another boot or malformed).
    *
-   * @throws {@link ProcIdError} `no_boot_id` or `malformed` when the answer
-   *   is unknown: the process may exist but cannot be read.
+   * @throws {@link ProcIdError} when the answer is unknown: `no_boot_id`,
+   *   `malformed` (the process may exist but cannot be read), `namespace`
+   *   (`want` was recorded in another PID namespace, whose pids name nothing
+   *   here, or a namespace link cannot be read).
    */
   alive(pid: number, want: string): boolean {
     const boot = this.bootId();
+    const self = this.pidNs(0);
+    const parts = want.split(".");
+    if (parts.length === 3 && parts[2] !== self) {
+      throw new ProcIdError(
+        "namespace",
+        `start time ${JSON.stringify(want)} was recorded in PID namespace ${parts[2]}, this is ${self}: cannot verify the PID namespace`,
+      );
+    }
     let st: StatInfo;
     try {
       st = this.stat(pid);
@@ -189,7 +253,7 @@ export class LinuxProcSource implements ProcessSource {
       throw err;
     }
     if (st.state === "Z" || st.state === "X" || st.state === "x") return false;
-    return `${st.start}.${boot}` === want;
+    return `${st.start}.${boot}.${self}` === want;
   }
 
   /** {@inheritDoc ProcessSource.lookup} */
@@ -202,6 +266,10 @@ export class LinuxProcSource implements ProcessSource {
     const boot = this.bootId();
     const st = this.stat(pid);
     const args = this.args(pid);
-    return { pid: st.pid, ppid: st.ppid, name: st.comm, args, startTime: `${st.start}.${boot}` };
+    // A process visible in this /proc (checked to be ours) is in our PID
+    // namespace, so our own link names it; it is always readable, where
+    // another user's /proc/<pid>/ns/pid is not (Go procid does the same).
+    const ns = this.pidNs(0);
+    return { pid: st.pid, ppid: st.ppid, name: st.comm, args, startTime: `${st.start}.${boot}.${ns}` };
   }
 }

@@ -25,7 +25,8 @@ export interface ProcessInfo {
   args: string[] | null;
   /**
    * Opaque start time naming this process instance among all that had
-   * `pid`: Linux `<starttime ticks>.<boot_id hex>`; macOS `<epoch seconds>`.
+   * `pid`: Linux `<starttime ticks>.<boot_id hex>.<pid namespace inode>`
+   * (the number in the link `/proc/<pid>/ns/pid`); macOS `<epoch seconds>`.
    */
   startTime: string;
 }
@@ -52,9 +53,17 @@ export type ProcIdErrorCode =
   | "race"
   | "no_boot_id"
   | "too_deep"
-  | "malformed";
+  | "malformed"
+  | "namespace";
 
-/** Error thrown by the identity functions; `code` tells the case. */
+/**
+ * Error thrown by the identity functions; `code` tells the case.
+ * `namespace` (Go: `procid.ErrNamespace`) is Linux only: `/proc` belongs to
+ * another PID namespace than this process (so `/proc/<pid>` would name
+ * other processes), a process's `/proc/<pid>/ns/pid` cannot be read, or
+ * (from {@link alive}) the start time was recorded in another PID namespace
+ * and cannot be checked.
+ */
 export class ProcIdError extends Error {
   /** Which case of {@link ProcIdErrorCode}. */
   readonly code: ProcIdErrorCode;
@@ -75,7 +84,7 @@ export interface ProcessSource {
    * Describes `pid`.
    *
    * @throws {@link ProcIdError} `not_found` when it does not exist,
-   *   `malformed`/`no_boot_id` when it cannot be read or parsed.
+   *   `malformed`/`no_boot_id`/`namespace` when it cannot be read or parsed.
    */
   lookup(pid: number): Promise<ProcessInfo>;
 }
