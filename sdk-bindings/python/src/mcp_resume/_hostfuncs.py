@@ -204,6 +204,30 @@ def _field(doc: dict[str, Any], key: str, kind: type) -> Any:
     return value
 
 
+def _open_regular(path: str, name: str, flags: int, op: str) -> int:
+    """Open ``path`` with ``flags`` plus O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC (mode 0600
+    if created) and return the descriptor of a regular file (Go ``checkRegular``).
+
+    O_NONBLOCK: a FIFO planted at the name must not hang the server. Raises
+    ``_Fail``: ``unsafe`` for a symlink or a non-regular file, else the
+    operating-system error mapped by ``_io_error`` (``op`` names the step).
+    The descriptor is closed on every failure.
+    """
+    try:
+        fd = os.open(path, flags | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC, 0o600)
+    except OSError as e:
+        raise _io_error(f"{op} {name}", e) from None
+    try:
+        st = os.fstat(fd)
+    except OSError as e:
+        os.close(fd)
+        raise _io_error(f"inspect {name}", e) from None
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise _Fail(CODE_UNSAFE, f"{name} is not a regular file (mode {stat.filemode(st.st_mode)})")
+    return fd
+
+
 class HostFunctions:
     """The host functions over one state directory (Go ``hostfuncs.Funcs``).
 
@@ -410,18 +434,8 @@ class HostFunctions:
         limit = _field(doc, "limit", int)
         if limit <= 0 or limit > MAX_READ_LIMIT:
             raise _Fail(CODE_INVALID_REQUEST, f"limit {limit} is outside 1..{MAX_READ_LIMIT}")
+        fd = _open_regular(p, name, os.O_RDONLY, "open")
         try:
-            # O_NONBLOCK: a FIFO planted at the name must not hang the server.
-            fd = os.open(p, os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC)
-        except OSError as e:
-            raise _io_error(f"open {name}", e) from None
-        try:
-            try:
-                st = os.fstat(fd)
-            except OSError as e:
-                raise _io_error(f"inspect {name}", e) from None
-            if not stat.S_ISREG(st.st_mode):
-                raise _Fail(CODE_UNSAFE, f"{name} is not a regular file (mode {stat.filemode(st.st_mode)})")
             chunks: list[bytes] = []
             left = limit
             while left > 0:
@@ -521,18 +535,8 @@ class HostFunctions:
         with self._mu:
             if name in self._locks:
                 return
+            fd = _open_regular(p, name, os.O_RDONLY | os.O_CREAT, "open lock")
             try:
-                # O_NONBLOCK: a FIFO planted at the name must not hang the open.
-                fd = os.open(p, os.O_RDONLY | os.O_CREAT | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC, 0o600)
-            except OSError as e:
-                raise _io_error(f"open lock {name}", e) from None
-            try:
-                try:
-                    st = os.fstat(fd)
-                except OSError as e:
-                    raise _io_error(f"inspect {name}", e) from None
-                if not stat.S_ISREG(st.st_mode):
-                    raise _Fail(CODE_UNSAFE, f"{name} is not a regular file (mode {stat.filemode(st.st_mode)})")
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except OSError as e:
