@@ -68,24 +68,13 @@ func init() {
 // Launching the real server with the official MCP client, stdout recorded.
 
 // stdoutLog records every byte a server writes to its stdout.
-type stdoutLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *stdoutLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
+type stdoutLog struct{ syncBuffer }
 
 // nonJSONRPC returns the stdout lines that are not JSON-RPC 2.0 messages,
 // an unterminated last line included.
 func (l *stdoutLog) nonJSONRPC() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	var bad []string
-	for _, line := range strings.SplitAfter(l.b.String(), "\n") {
+	for _, line := range strings.SplitAfter(l.String(), "\n") {
 		if line == "" {
 			continue
 		}
