@@ -433,12 +433,6 @@ func ParseName(prefix, name string) (Name, bool) {
 	return Name{PID: pid, StartTime: start, Instance: inst}, true
 }
 
-// ParseFileName is ParseName for token files, without the instance.
-func ParseFileName(name string) (pid int, startTime string, ok bool) {
-	n, ok := ParseName(FilePrefix, name)
-	return n.PID, n.StartTime, ok
-}
-
 func isHex16(s string) bool {
 	if len(s) != 16 {
 		return false

@@ -81,27 +81,29 @@ func TestCheckToken(t *testing.T) {
 	}
 }
 
-func TestParseFileName(t *testing.T) {
+func TestParseName(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		pid   int
-		start string
-		ok    bool
+		name string
+		want resume.Name
+		ok   bool
 	}{
-		{"token-4242-7.ab", 4242, "7.ab", true},
-		{resume.FileName(99, "123.0f1e", ""), 99, "123.0f1e", true},
-		{"token-1-7.ab", 0, "", false},   // pid 1 is never a host
-		{"token-007-7.ab", 0, "", false}, // not canonical
-		{"token-x-7.ab", 0, "", false},
-		{"token-42-", 0, "", false},
-		{"token-42-AB", 0, "", false},
-		{"token-42-a-b", 0, "", false},
-		{"tokens-42-a", 0, "", false},
-		{".token-42-a.tmp", 0, "", false},
+		{"token-4242-7.ab", resume.Name{PID: 4242, StartTime: "7.ab"}, true},
+		{resume.FileName(99, "123.0f1e", ""), resume.Name{PID: 99, StartTime: "123.0f1e"}, true},
+		{"token-4242-7.ab-0123456789abcdef", resume.Name{PID: 4242, StartTime: "7.ab", Instance: "0123456789abcdef"}, true},
+		{"token-1-7.ab", resume.Name{}, false},   // pid 1 is never a host
+		{"token-007-7.ab", resume.Name{}, false}, // not canonical
+		{"token-x-7.ab", resume.Name{}, false},
+		{"token-42-", resume.Name{}, false},
+		{"token-42-AB", resume.Name{}, false},
+		{"token-42-a-b", resume.Name{}, false},   // an instance is 16 hex digits
+		{"token-42-7.ab-", resume.Name{}, false}, // empty instance after a dash
+		{"token-42-7.ab-0123456789ABCDEF", resume.Name{}, false},
+		{"tokens-42-a", resume.Name{}, false},
+		{".token-42-a.tmp", resume.Name{}, false},
 	} {
-		pid, start, ok := resume.ParseFileName(tc.name)
-		if pid != tc.pid || start != tc.start || ok != tc.ok {
-			t.Errorf("ParseFileName(%q) = %d, %q, %v; want %d, %q, %v", tc.name, pid, start, ok, tc.pid, tc.start, tc.ok)
+		got, ok := resume.ParseName(resume.FilePrefix, tc.name)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("ParseName(%q) = %+v, %v; want %+v, %v", tc.name, got, ok, tc.want, tc.ok)
 		}
 	}
 }
