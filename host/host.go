@@ -167,8 +167,12 @@ func Open(ctx context.Context, app string, opts *Options) (*Store, error) {
 	}
 	if o.Identity == nil {
 		launchers := o.Launchers
+		logger := o.Logger
 		o.Identity = func() (int, string, error) {
 			id, err := procid.Host(&procid.Options{Launchers: launchers})
+			if err == nil {
+				logger.Debug("mcp-resume: MCP host identified", "pid", id.PID, "start_time", id.StartTime, "stdio", id.Stdio)
+			}
 			return id.PID, id.StartTime, err
 		}
 	}

@@ -141,6 +141,48 @@
 // As a consequence a server whose host runs as PID 1, such as a host that is
 // the entry point of a container, gets no session resume.
 //
+// # Stdio
+//
+// The walk alone cannot tell the process that launched the server from one
+// that adopted it. When a launcher exits before the server resolves its
+// host (a launcher that double-forks, or crashes), Linux re-parents the
+// server to the nearest subreaper (PR_SET_CHILD_SUBREAPER), and a subreaper
+// whose name is not on the reaper list would be taken for the host of every
+// server orphaned under it, so a second MCP host's server would resume the
+// first one's session (docs/RELIABILITY.md, fault 11c). The kernel does not
+// expose the subreaper flag. What it does expose is who holds the server's
+// stdio, and an MCP host always holds the other end of the pipes or socket
+// pair it speaks MCP through. So on Linux [Host] (not [HostOf], which can
+// describe any pid) checks the resolved host, the last element of the
+// chain, against this process's stdin, then stdout:
+//
+//   - An anonymous pipe ("pipe:[N]" in /proc/self/fd): the host must have
+//     the same pipe open at the other end, read against write, per the
+//     access mode in /proc/<pid>/fdinfo (proc_pid_fdinfo(5)). A forking
+//     launcher's copy of the server's own end does not count.
+//   - A socket: SO_PEERCRED (unix(7)) must name the host. For a socket pair,
+//     as Node and libuv hosts give their children, it is the process that
+//     created the pair.
+//   - Anything else (a terminal, /dev/null, a file, a named FIFO), a socket
+//     without peer credentials, or a host whose /proc/<pid>/fd cannot be
+//     listed (another user's process, or one made non-dumpable) cannot tell.
+//
+// One fd verified is enough: [Identity.Stdio] then reads "verified: ...".
+// When neither fd is verified and one is disproved, [Host] fails with
+// [ErrAdopted]. When neither can tell, the identity stands and Stdio reads
+// "not checked: ..." with the reasons, so a server started by hand in a
+// terminal still resolves its shell as the host.
+//
+// A consequence: a process the walk stops at that passes its own stdio
+// through to the server, rather than talking to it, is refused too. That is
+// what a launcher does; if such a process only launches servers, add it to
+// MCP_RESUME_LAUNCHERS. Every default launcher passes stdio through, which
+// is why only the host is examined.
+//
+// On macOS there are no subreapers: an orphan is adopted by launchd, pid 1,
+// which the walk refuses. [Host] does not check there, and Stdio reads "not
+// checked: no subreapers on this system".
+//
 // # Races
 //
 // The process tree can change while it is being read: a launcher exits, its

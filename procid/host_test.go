@@ -3,10 +3,11 @@
 package procid
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"regexp"
@@ -17,7 +18,8 @@ import (
 
 // These tests run real processes: the test binary re-runs itself as a child
 // (TestHelperProcess), possibly through launchers, and the child reports
-// what Host resolved.
+// what Host resolved on fd 3, leaving its stdin and stdout to the test (the
+// stdio check looks at them).
 
 const (
 	// helperEnv makes TestHelperProcess act as the child.
@@ -25,8 +27,8 @@ const (
 	// childEnv holds the shell command that starts the child, for shell
 	// command strings that nest it.
 	childEnv = "PROCID_TEST_CHILD"
-	// resultPrefix marks the child's result line on stdout.
-	resultPrefix = "procid-result: "
+	// resultFD is the child's fd the test reads its helperResult from.
+	resultFD = 3
 )
 
 // helperResult is what the child reports.
@@ -34,25 +36,29 @@ type helperResult struct {
 	PID       int
 	StartTime string
 	Chain     []string // names
+	Stdio     string
 	Err       string
 }
 
 // TestHelperProcess is not a test: run by the tests below as a child process
-// with helperEnv=1, it prints Host(nil) as a resultPrefix line and exits.
+// with helperEnv=1, it writes Host(nil) as JSON to fd resultFD and exits.
 func TestHelperProcess(t *testing.T) {
 	if os.Getenv(helperEnv) != "1" {
 		return
 	}
 	id, err := Host(nil)
-	res := helperResult{PID: id.PID, StartTime: id.StartTime}
+	res := helperResult{PID: id.PID, StartTime: id.StartTime, Stdio: id.Stdio}
 	for _, p := range id.Chain {
 		res.Chain = append(res.Chain, p.Name)
 	}
 	if err != nil {
 		res.Err = err.Error()
 	}
-	b, _ := json.Marshal(res)
-	os.Stdout.Write(append([]byte(resultPrefix), append(b, '\n')...))
+	out := os.NewFile(resultFD, "result")
+	if err := json.NewEncoder(out).Encode(res); err != nil {
+		fmt.Fprintln(os.Stderr, "write result:", err)
+		os.Exit(1)
+	}
 	os.Exit(0)
 }
 
@@ -61,10 +67,9 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// runChild runs the child through cmd (whose Path and Args are set), with
-// extra environment, and returns what it reported and the pid of the process
-// the test started.
-func runChild(t *testing.T, cmd *exec.Cmd, extraEnv ...string) (helperResult, int) {
+// childEnviron is the environment that makes a process TestHelperProcess,
+// started directly or through childEnv, with extra variables.
+func childEnviron(t *testing.T, extraEnv ...string) []string {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -76,24 +81,41 @@ func runChild(t *testing.T, cmd *exec.Cmd, extraEnv ...string) (helperResult, in
 			env = append(env, kv)
 		}
 	}
-	cmd.Env = append(env, extraEnv...)
+	return append(env, extraEnv...)
+}
+
+// runChild runs the child through cmd (whose Path and Args are set, and
+// whose Stdin and Stdout the test may have set; a nil Stdout becomes a pipe
+// read by the test), with extra environment, and returns what it reported
+// and the pid of the process the test started.
+func runChild(t *testing.T, cmd *exec.Cmd, extraEnv ...string) (helperResult, int) {
+	t.Helper()
+	cmd.Env = childEnviron(t, extraEnv...)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	cmd.ExtraFiles = append([]*os.File{w}, cmd.ExtraFiles...)
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	if cmd.Stdout == nil {
+		cmd.Stdout = &stdout
+	}
+	cmd.Stderr = &stderr
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(r)
+	if err := cmd.Wait(); err != nil {
 		t.Fatalf("%v: %v\nstdout:\n%s\nstderr:\n%s", cmd.Args, err, stdout.String(), stderr.String())
 	}
-	sc := bufio.NewScanner(&stdout)
-	for sc.Scan() {
-		if line, ok := strings.CutPrefix(sc.Text(), resultPrefix); ok {
-			var res helperResult
-			if err := json.Unmarshal([]byte(line), &res); err != nil {
-				t.Fatal(err)
-			}
-			return res, cmd.Process.Pid
-		}
+	var res helperResult
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatalf("%v reported %q: %v\nstderr:\n%s", cmd.Args, data, err, stderr.String())
 	}
-	t.Fatalf("%v printed no result\nstdout:\n%s\nstderr:\n%s", cmd.Args, stdout.String(), stderr.String())
-	return helperResult{}, 0
+	return res, cmd.Process.Pid
 }
 
 // self returns the test process as Lookup sees it.
@@ -105,6 +127,10 @@ func self(t *testing.T) Process {
 	}
 	return p
 }
+
+// verifiedPipe is the Stdio of a child whose stdout is a pipe the test
+// process, its host, reads (Linux).
+var verifiedPipe = regexp.MustCompile(`^verified: stdout pipe:\[[0-9]+\] is held by the host as fd [0-9]+$`)
 
 func TestHost(t *testing.T) {
 	exe, err := os.Executable()
@@ -126,6 +152,9 @@ func TestHost(t *testing.T) {
 		wantChain []string
 		// wantStarted means the host is the process the test started.
 		wantStarted bool
+		// wantLinuxErr, when set, is the error Host returns on Linux, where
+		// the stdio check runs.
+		wantLinuxErr error
 	}{
 		{
 			name:      "direct child",
@@ -154,14 +183,18 @@ func TestHost(t *testing.T) {
 			wantChain: []string{"sh", "timeout", "sh", me.Name},
 		},
 		{
-			name: "sh reading stdin is the host",
+			// The walk stops at a shell reading its script from stdin: it is
+			// the host. But it passes its own stdio through to the child, so
+			// it holds neither pipe's other end, and the stdio check refuses.
+			name: "sh reading stdin passes its stdio through",
 			cmd: func() *exec.Cmd {
 				c := exec.Command("sh", "-s")
 				c.Stdin = strings.NewReader(`eval "$` + childEnv + `"; exit $?` + "\n")
 				return c
 			},
-			wantChain:   []string{"sh"},
-			wantStarted: true,
+			wantChain:    []string{"sh"},
+			wantStarted:  true,
+			wantLinuxErr: ErrAdopted,
 		},
 	}
 	for _, tt := range tests {
@@ -170,7 +203,13 @@ func TestHost(t *testing.T) {
 				t.Skip("needs timeout(1)")
 			}
 			got, started := runChild(t, tt.cmd(), tt.env...)
-			want := helperResult{PID: me.PID, StartTime: me.StartTime, Chain: tt.wantChain}
+			if runtime.GOOS == "linux" && tt.wantLinuxErr != nil {
+				if !strings.HasSuffix(got.Err, tt.wantLinuxErr.Error()) || got.PID != 0 {
+					t.Errorf("Host() in child = %+v, want error %q", got, tt.wantLinuxErr)
+				}
+				return
+			}
+			want := helperResult{PID: me.PID, StartTime: me.StartTime, Chain: tt.wantChain, Stdio: got.Stdio}
 			if tt.wantStarted {
 				if got.StartTime == "" {
 					t.Errorf("Host() in child has an empty StartTime")
@@ -180,12 +219,18 @@ func TestHost(t *testing.T) {
 			if d := diff(want, got); d != "" {
 				t.Errorf("Host() in child mismatch %s", d)
 			}
+			if runtime.GOOS == "linux" && !verifiedPipe.MatchString(got.Stdio) {
+				t.Errorf("Host() in child: Stdio = %q, want to match %v", got.Stdio, verifiedPipe)
+			}
 		})
 	}
 }
 
 // TestHost_LaunchersEnv checks that LaunchersEnv naming the test process
-// makes the child resolve past it, to the test process's own host.
+// makes the child resolve past it, to the test process's own host. The
+// child gets the test process's own stdin and stdout, as a launcher passes
+// them through, so its stdio check has the same outcome as the test
+// process's.
 func TestHost_LaunchersEnv(t *testing.T) {
 	t.Setenv(LaunchersEnv, "")
 	exe, err := os.Executable()
@@ -200,13 +245,31 @@ func TestHost_LaunchersEnv(t *testing.T) {
 	if err != nil {
 		t.Skipf("the test process itself has no resolvable host: %v", err)
 	}
+	var wantErr string
+	if checked, err := Host(nil); err != nil {
+		wantErr = err.Error()
+		t.Logf("Host() in the test process: %v", err)
+	} else {
+		wantID = checked
+		t.Logf("Host() in the test process: pid %d, stdio %s", checked.PID, checked.Stdio)
+	}
 	var wantChain []string
 	wantChain = append(wantChain, me.Name)
 	for _, p := range wantID.Chain {
 		wantChain = append(wantChain, p.Name)
 	}
-	got, _ := runChild(t, exec.Command(exe, "-test.run=^TestHelperProcess$"), LaunchersEnv+"=unrelated, "+me.Name)
-	want := helperResult{PID: wantID.PID, StartTime: wantID.StartTime, Chain: wantChain}
+	cmd := exec.Command(exe, "-test.run=^TestHelperProcess$")
+	cmd.Stdin, cmd.Stdout = os.Stdin, os.Stdout
+	got, _ := runChild(t, cmd, LaunchersEnv+"=unrelated, "+me.Name)
+	if wantErr != "" {
+		// Same failure, seen from the child's pid.
+		ofPID := regexp.MustCompile(`^procid: resolve MCP host of pid [0-9]+: `)
+		if ofPID.ReplaceAllString(got.Err, "") != ofPID.ReplaceAllString(wantErr, "") {
+			t.Errorf("Host() in child with %s=%s = %+v, want the test process's error %q", LaunchersEnv, me.Name, got, wantErr)
+		}
+		return
+	}
+	want := helperResult{PID: wantID.PID, StartTime: wantID.StartTime, Chain: wantChain, Stdio: wantID.Stdio}
 	if d := diff(want, got); d != "" {
 		t.Errorf("Host() in child with %s=%s mismatch %s", LaunchersEnv, me.Name, d)
 	}

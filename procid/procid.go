@@ -53,6 +53,13 @@ var (
 	// /proc/<pid>/ns/pid cannot be read. It is also returned by Alive for a
 	// start time recorded in another PID namespace, which cannot be checked.
 	ErrNamespace = errors.New("cannot verify the PID namespace")
+
+	// ErrAdopted is returned by [Host] on Linux when the resolved host
+	// provably does not hold the other end of the server's stdin or stdout:
+	// the server was orphaned and adopted by a subreaper that is not on the
+	// reaper list, or the host passed its own stdio through to the server
+	// like a launcher (docs/RELIABILITY.md, fault 11c).
+	ErrAdopted = errors.New("the resolved MCP host does not hold the server's stdio")
 )
 
 // MaxDepth is the most ancestors [HostOf] reads, the host included; a chain
@@ -99,6 +106,12 @@ type Identity struct {
 	// Chain holds the ancestors walked, nearest first: the launchers, then
 	// the host itself as the last element. It is never empty.
 	Chain []Process
+	// Stdio says how [Host] checked that the host holds the other end of
+	// the server's stdin or stdout, for logs: "verified: stdin pipe:[123]
+	// is held by the host as fd 7", or "not checked: ..." with the reason
+	// (a tty, /dev/null, another user's host, another system). Empty from
+	// [HostOf], which does not check.
+	Stdio string
 }
 
 // Options adjusts how [Host] and [HostOf] resolve the host. A nil *Options
@@ -120,13 +133,21 @@ type source interface {
 }
 
 // Host resolves the MCP host of the current process: [HostOf] for
-// [os.Getpid]. opts may be nil.
+// [os.Getpid], then, on Linux, a check that the host holds the other end of
+// this process's stdin or stdout (see the package documentation, "Stdio").
+// opts may be nil.
 //
-// It returns the host's PID and start time, and the ancestors walked. Any
-// error means session resume must be off (spec 000, "Parent Process
-// Information Unavailable"); see [HostOf] for the cases.
+// It returns the host's PID and start time, the ancestors walked and, in
+// Identity.Stdio, how the check went. Any error means session resume must
+// be off (spec 000, "Parent Process Information Unavailable"): those of
+// [HostOf], [ErrAdopted] when the host provably does not hold the server's
+// stdio, and [ErrRace] when it exits during the check.
 func Host(opts *Options) (Identity, error) {
-	return HostOf(os.Getpid(), opts)
+	id, err := HostOf(os.Getpid(), opts)
+	if err != nil {
+		return Identity{}, err
+	}
+	return verifyStdio(id)
 }
 
 // HostOf resolves the MCP host of the process pid: the nearest ancestor of

@@ -85,6 +85,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 type whoamiOutput struct {
 	PID       int       `json:"pid,omitempty"`
 	StartTime string    `json:"start_time,omitempty"`
+	Stdio     string    `json:"stdio,omitempty"`
 	TokenFile string    `json:"token_file,omitempty"`
 	StateDir  string    `json:"state_dir,omitempty"`
 	Chain     []process `json:"chain"`
@@ -100,7 +101,7 @@ func whoami(w io.Writer, asJSON bool, app string) error {
 	if err != nil {
 		out.Error = err.Error()
 	} else {
-		out.PID, out.StartTime = id.PID, id.StartTime
+		out.PID, out.StartTime, out.Stdio = id.PID, id.StartTime, id.Stdio
 		out.TokenFile = resume.FileName(id.PID, id.StartTime, "")
 	}
 	if app != "" {
@@ -123,7 +124,7 @@ func whoami(w io.Writer, asJSON bool, app string) error {
 		fmt.Fprintf(w, "\nresume would be OFF: %v\n", err)
 		return nil
 	}
-	fmt.Fprintf(w, "\nhost: pid %d, start time %s\ntoken file: %s\n", out.PID, out.StartTime, out.TokenFile)
+	fmt.Fprintf(w, "\nhost: pid %d, start time %s\nstdio: %s\ntoken file: %s\n", out.PID, out.StartTime, out.Stdio, out.TokenFile)
 	if out.StateDir != "" {
 		fmt.Fprintf(w, "state directory: %s\n", out.StateDir)
 	}
