@@ -169,7 +169,7 @@ func newFx(t *testing.T) *fx {
 // JSON-RPC to stdout.
 func (f *fx) launch(argv, extra []string, note string) launchResult {
 	f.t.Helper()
-	r := launchOnce(context.Background(), argv, append(f.vars(), extra...), f.stderr, note)
+	r := launchOnce(context.Background(), argv, append(f.vars(), extra...), f.stderr, note, false)
 	f.record(r)
 	return r
 }
@@ -1349,50 +1349,6 @@ func faultOrphaned(t *testing.T) {
 			"with its own /proc: parent pid 0, refused; without: /proc/self is not the server's pid, so /proc belongs to another PID namespace: refused (see 11d); resume off, fresh session, state dir untouched",
 			[]string{id}, wrongIf(wrong, "resumed"))
 	})
-	t.Run("subreaper", func(t *testing.T) {
-		f := newFx(t)
-		cmd := exec.Command(helperBin(t))
-		argv, _ := json.Marshal([]string{"sh", "-c", orphanScript})
-		cmd.Env = append(append(os.Environ(), f.vars()...), "FAULTS_HELPER=subreaper", "FAULTS_ARGV="+string(argv), "FAULTS_SERVER="+bin.server)
-		cmd.Stderr = f.stderr
-		var out bytes.Buffer
-		cmd.Stdout = &out
-		done := make(chan error, 1)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("subreaper helper: %v\n%s", err, f.stderr)
-			}
-		case <-time.After(90 * time.Second):
-			cmd.Process.Kill()
-			t.Fatal("subreaper helper timed out")
-		}
-		var rep subreaperReport
-		if err := json.Unmarshal(out.Bytes(), &rep); err != nil || len(rep.Runs) != 2 {
-			t.Fatalf("subreaper helper printed %q: %v", out.String(), err)
-		}
-		f.record(rep.Runs[0])
-		f.record(rep.Runs[1])
-		files, _ := filepath.Glob(filepath.Join(f.stateDir, fmt.Sprintf("token-%d-*", rep.Self.PID)))
-		wrong := rep.Runs[1].Resumed && rep.Runs[1].SessionID == rep.Runs[0].SessionID
-		var outcome string
-		var logs []string
-		if wrong {
-			t.Logf("KNOWN WRONG RESUME (docs/RELIABILITY.md): host %d resumed host %d's session under subreaper %d (token files %v)", rep.Hosts[1], rep.Hosts[0], rep.Self.PID, files)
-			outcome = "both orphaned servers were re-parented to the subreaper, which is not on procid's reaper list, so both resolved it as their host: the second host's server resumed the first host's session"
-			logs = []string{f.mustLog(lineResumed)}
-		} else {
-			outcome = "the second host's server did not resume the first host's session"
-			logs = []string{f.mustLog(lineIdentity)}
-		}
-		f.row("11c", "Servers orphaned under a subreaper",
-			"a process with PR_SET_CHILD_SUBREAPER runs two MCP hosts one after the other; each launches the server through a shell that exits at once",
-			outcome, logs, wrongIf(wrong, "known issue, see below"))
-	})
 	t.Run("foreign_proc", func(t *testing.T) {
 		f := newFx(t)
 		mine := f.launch([]string{bin.server}, nil, "") // this host's session and token
@@ -1423,6 +1379,57 @@ func faultOrphaned(t *testing.T) {
 			"a second MCP host launches the server via `unshare -p -f` without `--mount-proc`, with `ns_last_pid` set so the server's pid equals the second host's pid outside; the first host (the test) holds a token",
 			outcome, logs, wrongIf(wrong, "known issue, see below"))
 	})
+	for _, tc := range []struct{ id, name, stdio, fault, channel string }{
+		{"11c", "subreaper", "pipes", "Servers orphaned under a subreaper", "pipes"},
+		{"11e", "subreaper_socketpair", "socketpair", "Servers orphaned under a subreaper, socket-pair stdio", "socket pair (SO_PEERCRED names the host that launched it)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFx(t)
+			cmd := exec.Command(helperBin(t))
+			argv, _ := json.Marshal([]string{"sh", "-c", orphanScript})
+			cmd.Env = append(append(os.Environ(), f.vars()...), "FAULTS_HELPER=subreaper", "FAULTS_ARGV="+string(argv), "FAULTS_SERVER="+bin.server, "FAULTS_STDIO="+tc.stdio)
+			cmd.Stderr = f.stderr
+			var out bytes.Buffer
+			cmd.Stdout = &out
+			done := make(chan error, 1)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			go func() { done <- cmd.Wait() }()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("subreaper helper: %v\n%s", err, f.stderr)
+				}
+			case <-time.After(90 * time.Second):
+				cmd.Process.Kill()
+				t.Fatal("subreaper helper timed out")
+			}
+			var rep subreaperReport
+			if err := json.Unmarshal(out.Bytes(), &rep); err != nil || len(rep.Runs) != 2 {
+				t.Fatalf("subreaper helper printed %q: %v", out.String(), err)
+			}
+			f.record(rep.Runs[0])
+			f.record(rep.Runs[1])
+			wrong := rep.Runs[1].Resumed && rep.Runs[1].SessionID == rep.Runs[0].SessionID
+			var outcome string
+			var logs []string
+			if wrong {
+				t.Errorf("WRONG RESUME: host %d resumed host %d's session under subreaper %d", rep.Hosts[1], rep.Hosts[0], rep.Self.PID)
+				outcome = "both orphaned servers resolved the subreaper as their host: the second host's server resumed the first host's session"
+				logs = []string{f.mustLog(lineResumed)}
+			} else {
+				if rep.Runs[0].Resumed || rep.Runs[1].Resumed {
+					t.Errorf("an adopted server resumed: %+v", rep.Runs)
+				}
+				outcome = "both orphaned servers were re-parented to the subreaper, which is not on procid's reaper list; the walk took it for the host, but it does not hold the other end of the server's " + tc.channel + ", so resume is off for both: fresh sessions"
+				logs = []string{f.mustLog(lineIdentity, "does not hold the other end of the server's stdio")}
+			}
+			f.row(tc.id, tc.fault,
+				"a process with PR_SET_CHILD_SUBREAPER runs two MCP hosts one after the other; each launches the server through a shell that exits at once",
+				outcome, logs, wrongIf(wrong, "the second host resumed the first host's session"))
+		})
+	}
 }
 
 // 12. /proc hides the host from the server.

@@ -105,22 +105,41 @@ type running struct {
 
 // startServer runs argv in its own process group, with env added to this
 // process's environment and stderr to stderr, and completes the MCP
-// handshake over its stdin/stdout, recording stdout.
-func startServer(ctx context.Context, argv, env []string, stderr io.Writer) (*running, error) {
+// handshake over its stdin/stdout, recording stdout. Its stdin and stdout
+// are two pipes, as Go and Python hosts give, or with socketPair one socket
+// pair, as Node (libuv) hosts give.
+func startServer(ctx context.Context, argv, env []string, stderr io.Writer, socketPair bool) (*running, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = 2 * time.Second
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
+	var in io.WriteCloser
+	var out io.ReadCloser
+	var serverEnd *os.File
+	if socketPair {
+		fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return nil, err
+		}
+		hostEnd := os.NewFile(uintptr(fds[0]), "host end")
+		serverEnd = os.NewFile(uintptr(fds[1]), "server end")
+		cmd.Stdin, cmd.Stdout = serverEnd, serverEnd
+		in, out = hostEnd, hostEnd
+	} else {
+		var err error
+		if in, err = cmd.StdinPipe(); err != nil {
+			return nil, err
+		}
+		if out, err = cmd.StdoutPipe(); err != nil {
+			return nil, err
+		}
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
+	err := cmd.Start()
+	if serverEnd != nil {
+		serverEnd.Close()
 	}
-	if err := cmd.Start(); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	r := &running{cmd: cmd, stdout: &stdoutLog{}}
@@ -184,11 +203,12 @@ type launchResult struct {
 	Err     string   `json:"err,omitempty"`
 }
 
-// launchOnce launches argv as an MCP host would, asks session_info, keeps
-// note (if any), recalls, asks session_info again, then kills the server.
-func launchOnce(ctx context.Context, argv, env []string, stderr io.Writer, note string) launchResult {
+// launchOnce launches argv as an MCP host would (see startServer for
+// socketPair), asks session_info, keeps note (if any), recalls, asks
+// session_info again, then kills the server.
+func launchOnce(ctx context.Context, argv, env []string, stderr io.Writer, note string, socketPair bool) launchResult {
 	var res launchResult
-	srv, err := startServer(ctx, argv, env, stderr)
+	srv, err := startServer(ctx, argv, env, stderr, socketPair)
 	if err != nil {
 		res.Err = err.Error()
 		return res
@@ -412,6 +432,7 @@ func (w *inotifyWatch) events() []string {
 // Helper: an MCP host in another process (in a namespace, under a
 // subreaper). It prints {"self": ...} with its own pid and start time as its
 // /proc shows them, then launches FAULTS_ARGV once per "launch" line on stdin
+// (through a socket pair with FAULTS_STDIO=socketpair, else pipes)
 // and prints {"result": ...}; it exits at EOF.
 
 type selfID struct {
@@ -442,7 +463,7 @@ func helperMCPHost() int {
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
 		if sc.Text() == "launch" {
-			r := launchOnce(context.Background(), argv, []string{"FAULTS_HOST_PID=" + strconv.Itoa(os.Getpid())}, os.Stderr, os.Getenv("FAULTS_NOTE"))
+			r := launchOnce(context.Background(), argv, []string{"FAULTS_HOST_PID=" + strconv.Itoa(os.Getpid())}, os.Stderr, os.Getenv("FAULTS_NOTE"), os.Getenv("FAULTS_STDIO") == "socketpair")
 			out.Encode(hostMsg{Result: &r})
 		}
 	}
