@@ -3,8 +3,9 @@
 #
 #   make python-setup   .venv at the repository root with the binding (editable,
 #                       with its test extras), mcp, pytest and uv, from PyPI
-#   make python-test    the binding's pytest suite: unit, conformance, end to end
-#                       (needs Go on PATH to build the broker)
+#   make python-test    mypy --strict on the package, then the binding's pytest
+#                       suite: unit, conformance, end to end (needs Go on PATH
+#                       to build the broker)
 #   make python-bench   startup cost of resume in the example server
 
 PYTHON ?= python3
@@ -31,6 +32,7 @@ $(PY_STAMP): $(PY_STAMP_DEPS)
 	@touch $@
 
 python-test: python-setup
+	cd $(PY_SRC) && $(PY) -m mypy
 	cd $(ROOT) && $(PY) -m pytest -p no:cacheprovider sdk-bindings/python/tests
 
 python-bench: python-setup

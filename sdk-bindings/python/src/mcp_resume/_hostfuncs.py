@@ -434,7 +434,7 @@ class HostFunctions:
         limit = _field(doc, "limit", int)
         if limit <= 0 or limit > MAX_READ_LIMIT:
             raise _Fail(CODE_INVALID_REQUEST, f"limit {limit} is outside 1..{MAX_READ_LIMIT}")
-        fd = _open_regular(p, name, os.O_RDONLY, "open")
+        fd = _open_regular(p, str(name), os.O_RDONLY, "open")  # _path checked name is a str
         try:
             chunks: list[bytes] = []
             left = limit
@@ -535,7 +535,7 @@ class HostFunctions:
         with self._mu:
             if name in self._locks:
                 return
-            fd = _open_regular(p, name, os.O_RDONLY | os.O_CREAT, "open lock")
+            fd = _open_regular(p, str(name), os.O_RDONLY | os.O_CREAT, "open lock")
             try:
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -25,17 +25,31 @@ each child after reading its parent to detect a reused pid, and refuses pid
 0/1 and reapers such as ``dumb-init``. Every error means the same to a
 caller: the host cannot be identified with certainty, so session resume is off
 (spec 000, "Parent Process Information Unavailable").
+
+**Stdio check** (Linux; ``docs/RELIABILITY.md`` fault 11c, Go
+``procid/stdio.go``): when the host of the *current* process is resolved
+(:func:`host_identity`, :func:`host`), the host must also hold the other end
+of this process's stdin or stdout. An MCP host always does: it created the
+pipes or socket pair it speaks MCP through. A subreaper that adopted an
+orphaned server does not, and :class:`AdoptedError` turns resume off.
+:func:`host_of` stays a pure walk.
 """
 
 from __future__ import annotations
 
 import errno
+import json
+import logging
 import os
 import re
+import socket
+import stat
 import struct
 import sys
 from typing import NamedTuple, Protocol
 from collections.abc import Callable, Iterable, Sequence
+
+_log = logging.getLogger("mcp_resume")
 
 __all__ = [
     "DEFAULT_LAUNCHERS",
@@ -53,11 +67,21 @@ __all__ = [
     "TooDeepError",
     "MalformedError",
     "NamespaceError",
+    "AdoptedError",
+    "FdInfo",
+    "StdioProbe",
+    "FD_OTHER",
+    "FD_CLOSED",
+    "FD_PIPE",
+    "FD_SOCKET",
+    "NO_SUBREAPERS",
     "LinuxSource",
     "DarwinSource",
     "alive",
     "host",
+    "host_identity",
     "host_of",
+    "check_stdio",
     "resolve",
     "launcher_set",
     "is_launcher",
@@ -151,6 +175,20 @@ class NamespaceError(ProcIdError):
     """
 
 
+class AdoptedError(ProcIdError):
+    """Linux: the resolved host provably does not hold the other end of the server's stdio (procid.ErrAdopted).
+
+    Raised by :func:`host_identity`, :func:`host` and :func:`check_stdio`
+    when neither stdin nor stdout is verified and at least one is disproved:
+    a pipe the host does not hold, or a socket whose peer is another process.
+    The server was probably orphaned and adopted by a subreaper that is not
+    on the reaper list, or a launcher passed its stdio through. Source:
+    ``docs/RELIABILITY.md`` fault 11c; like every :class:`ProcIdError` it
+    means session resume is off (spec 000, "Parent Process Information
+    Unavailable").
+    """
+
+
 # --- data ---------------------------------------------------------------------
 
 
@@ -171,12 +209,20 @@ class Process(NamedTuple):
 
 
 class Identity(NamedTuple):
-    """The resolved MCP host (procid.Identity): ``pid``, ``start_time`` and the
-    ``chain`` of processes walked, nearest first, the host last (never empty)."""
+    """The resolved MCP host (procid.Identity).
+
+    Attributes: ``pid`` (int) and ``start_time`` (str) of the host; ``chain``,
+    the processes walked, nearest first, the host last (never empty);
+    ``stdio`` (str), how the stdio check went, for logs: ``"verified: ..."``
+    or ``"not checked: ..."`` from :func:`host_identity` /
+    :func:`check_stdio`, ``""`` from :func:`host_of`, which does not check
+    (``docs/RELIABILITY.md`` fault 11c).
+    """
 
     pid: int
     start_time: str
     chain: tuple[Process, ...]
+    stdio: str = ""
 
 
 class Source(Protocol):
@@ -864,6 +910,276 @@ def host_of(pid: int, launchers: Iterable[str] | None = None) -> Identity:
     return resolve(src, pid, launcher_set(launchers))
 
 
+# --- the stdio check (procid/stdio.go; docs/RELIABILITY.md fault 11c) -----------------
+
+#: :attr:`FdInfo.kind` of a tty, ``/dev/null``, a regular file, a directory...
+FD_OTHER = "other"
+#: :attr:`FdInfo.kind` of an fd that is not open (``fstat`` failed).
+FD_CLOSED = "closed"
+#: :attr:`FdInfo.kind` of ``S_IFIFO``: an anonymous pipe or a named FIFO.
+FD_PIPE = "pipe"
+#: :attr:`FdInfo.kind` of ``S_IFSOCK``.
+FD_SOCKET = "socket"
+
+_VERIFIED = "verified"
+_DISPROVED = "disproved"
+_NOT_CHECKED = "not checked"
+
+_STDIO_NAMES = ("stdin", "stdout")
+
+#: ``Identity.stdio`` on systems without subreapers (macOS: orphans go to launchd, pid 1).
+NO_SUBREAPERS = "not checked: no subreapers on this system"
+
+_ANON_PIPE = re.compile(r"pipe:\[[0-9]+\]")
+
+
+class FdInfo(NamedTuple):
+    """What one of the server's stdio fds is (procid's ``fdInfo``; spec 000, ``docs/RELIABILITY.md`` fault 11c).
+
+    Attributes: ``kind``, one of :data:`FD_OTHER`, :data:`FD_CLOSED`,
+    :data:`FD_PIPE`, :data:`FD_SOCKET`; ``peer_pid`` (int), for a socket the
+    pid ``SO_PEERCRED`` reports (the process that created the socket pair or
+    connected the socket, in this PID namespace), ``0`` when unknown (not a
+    Unix socket, a peer outside this PID namespace, ``getsockopt`` failed).
+    """
+
+    kind: str
+    peer_pid: int = 0
+
+
+class StdioProbe:
+    """The system calls of the stdio check that a fixture ``/proc`` tree cannot stand in for.
+
+    :func:`check_stdio` asks the probe what the server's fds are
+    (:meth:`fd_info`: ``fstat`` and ``SO_PEERCRED`` on the real fd) and lists
+    the host's fd directory through it (:meth:`listdir`). Tests subclass it to
+    describe fixture fds or to raise ``PermissionError`` as root, where
+    ``chmod 000`` does not deny anything. Production uses this class as is.
+    Spec 000 / ``docs/RELIABILITY.md`` fault 11c.
+    """
+
+    def fd_info(self, fd: int) -> FdInfo:
+        """Describe this process's ``fd`` (an int): ``fstat`` for the kind, ``SO_PEERCRED`` for a socket's peer.
+
+        Output: :class:`FdInfo`; ``FD_CLOSED`` when ``fstat`` fails. Raises nothing.
+        """
+        try:
+            mode = os.fstat(fd).st_mode
+        except OSError:
+            return FdInfo(FD_CLOSED)
+        if stat.S_ISFIFO(mode):
+            return FdInfo(FD_PIPE)
+        if stat.S_ISSOCK(mode):
+            return FdInfo(FD_SOCKET, _peer_pid(fd))
+        return FdInfo(FD_OTHER)
+
+    def listdir(self, path: str) -> list[str]:
+        """List directory ``path`` (a str) like :func:`os.listdir`; raises ``OSError`` like it."""
+        return os.listdir(path)
+
+
+def _peer_pid(fd: int) -> int:
+    """The pid ``getsockopt(fd, SOL_SOCKET, SO_PEERCRED)`` reports, 0 when it fails or is unknown.
+
+    ``socket.fromfd`` works on a duplicate of ``fd``, closed here; ``fd``
+    itself is left open.
+    """
+    opt = getattr(socket, "SO_PEERCRED", None)
+    if opt is None:
+        return 0
+    try:
+        sock = socket.fromfd(fd, socket.AF_UNIX, socket.SOCK_STREAM)
+    except OSError:
+        return 0
+    try:
+        raw = sock.getsockopt(socket.SOL_SOCKET, opt, struct.calcsize("3i"))
+    except OSError:
+        return 0
+    finally:
+        sock.close()
+    if len(raw) < struct.calcsize("3i"):
+        return 0
+    pid: int = struct.unpack_from("3i", raw)[0]
+    return max(pid, 0)
+
+
+def _go_quote(s: str) -> str:
+    """A double-quoted string like Go's ``%q`` for the printable names the messages quote."""
+    return json.dumps(s, ensure_ascii=False)
+
+
+def _access_mode(root: str, who: str, fd: str) -> int:
+    """``O_RDONLY``/``O_WRONLY``/``O_RDWR`` (0/1/2) of ``fd`` of ``who`` ("self" or a pid),
+    from the octal ``flags:`` line of ``<root>/<who>/fdinfo/<fd>`` (proc_pid_fdinfo(5)).
+
+    Raises ``OSError`` when the file cannot be read, :class:`MalformedError`
+    when it has no octal ``flags:`` line.
+    """
+    name = os.path.join(root, who, "fdinfo", fd)
+    with open(name, "rb") as f:
+        data = f.read()
+    for line in data.decode("utf-8", "replace").splitlines():
+        if line.startswith("flags:"):
+            v = line[len("flags:"):].strip()
+            if re.fullmatch(r"[0-7]+", v):
+                return int(v, 8) & os.O_ACCMODE
+            break
+    raise MalformedError(f"no octal flags: line in {name}")
+
+
+def _other_end(mine: int, theirs: int) -> bool:
+    """Whether a pipe fd opened ``theirs`` can be the other end of ours opened ``mine``.
+
+    A reader's peer writes and a writer's peer reads; ``O_RDWR`` matches
+    anything. A forking launcher's inherited copy of the server's own end is
+    not the other end.
+    """
+    if mine == os.O_RDWR or theirs == os.O_RDWR:
+        return True
+    return mine != theirs
+
+
+def _check_pipe(root: str, fd: int, name: str, link: str, host: Process, probe: StdioProbe) -> tuple[str, str]:
+    """Look for the other end of anonymous pipe ``link`` (this process's ``fd``) among the host's fds.
+
+    Output: ``(verdict, reason)``. Raises :class:`RaceError` (without the
+    ``procid: resolve ...`` prefix) when the host's fd directory is gone.
+    """
+    try:
+        mine = _access_mode(root, "self", str(fd))
+    except (OSError, MalformedError) as e:
+        return _NOT_CHECKED, f"{name} {link}: {_strerror(e)}"
+    fd_dir = os.path.join(root, str(host.pid), "fd")
+    try:
+        entries = probe.listdir(fd_dir)
+    except OSError as e:
+        if _gone(e):
+            raise RaceError(f"the host {_describe(host)} exited during the stdio check; retry") from e
+        return _NOT_CHECKED, f"{name} {link}: cannot list the host's fds: {_strerror(e)}"
+    for entry in sorted(entries, key=lambda e: (len(e), e)):
+        try:
+            if os.readlink(os.path.join(fd_dir, entry)) != link:
+                continue
+            theirs = _access_mode(root, str(host.pid), entry)
+        except (OSError, MalformedError):
+            continue  # closed since the listing, or unreadable: not evidence either way
+        if _other_end(mine, theirs):
+            return _VERIFIED, f"{name} {link} is held by the host as fd {entry}"
+    return _DISPROVED, f"{name} {link} is not held by the host"
+
+
+def _strerror(e: BaseException) -> str:
+    """An error's text without the path of an ``OSError`` (long messages need not repeat /proc paths)."""
+    if isinstance(e, OSError) and e.strerror:
+        return e.strerror.lower()
+    return str(e)
+
+
+def _check_fd(root: str, fd: int, host: Process, info: FdInfo, probe: StdioProbe) -> tuple[str, str]:
+    """The verdict on one stdio fd: ``(verdict, reason)``. Raises :class:`RaceError` when the host exited."""
+    name = _STDIO_NAMES[fd] if 0 <= fd < len(_STDIO_NAMES) else f"fd {fd}"
+    if info.kind == FD_CLOSED:
+        return _NOT_CHECKED, f"{name} is closed"
+    try:
+        link = os.readlink(os.path.join(root, "self", "fd", str(fd)))
+    except OSError:
+        link = ""
+    if info.kind == FD_SOCKET:
+        what = f"{name} {link}" if link else name
+        if info.peer_pid <= 0:
+            return _NOT_CHECKED, f"{what} is a socket without peer credentials"
+        if info.peer_pid == host.pid:
+            return _VERIFIED, f"{what} peer is the host"
+        return _DISPROVED, f"{what} peer is pid {info.peer_pid}, not the host"
+    if info.kind == FD_PIPE:
+        if not _ANON_PIPE.fullmatch(link):
+            return _NOT_CHECKED, f"{name} is a named FIFO"
+        return _check_pipe(root, fd, name, link, host, probe)
+    return _NOT_CHECKED, f"{name} is not a pipe or socket"
+
+
+def check_stdio(
+    ident: Identity,
+    self_pid: int | None = None,
+    *,
+    root: str = "/proc",
+    probe: StdioProbe | None = None,
+    fds: Sequence[int] = (0, 1),
+) -> Identity:
+    """Verify that the resolved host holds the other end of this process's stdin or stdout (Linux).
+
+    Inputs: ``ident``, the :class:`Identity` :func:`host_of` resolved for
+    this process (the host is ``ident.chain[-1]``); ``self_pid``, this
+    process's pid for messages (default :func:`os.getpid`); ``root``, the proc
+    tree (``"/proc"``; tests pass a fixture with ``self/fd/<n>`` links,
+    ``self/fdinfo/<n>`` files and the host's ``<pid>/fd`` and
+    ``<pid>/fdinfo``); ``probe``, the system calls on the real fds (default
+    :class:`StdioProbe`); ``fds``, the fds checked (stdin then stdout).
+
+    Per fd: a closed fd, a named FIFO, a socket without peer credentials and
+    anything that is not a pipe or socket are *not checked*, as is a pipe
+    when the host's ``/proc/<host>/fd`` cannot be read (another user). An
+    anonymous pipe is *verified* when the host holds it with the other access
+    mode (a forking launcher's copy of the server's own end does not count),
+    else *disproved*; a socket is *verified* when its ``SO_PEERCRED`` peer is
+    the host, else *disproved*.
+
+    Output: ``ident`` with ``stdio`` set to ``"verified: <reason>"`` when an
+    fd is verified, else ``"not checked: <reasons joined by "; ">"``.
+    Raises :class:`AdoptedError` when no fd is verified and one is disproved,
+    :class:`RaceError` when the host exits during the check. Source: spec 000
+    ("Parent Process Information Unavailable") and ``docs/RELIABILITY.md``
+    fault 11c; the Go twin is ``procid/stdio.go``.
+    """
+    self_pid = os.getpid() if self_pid is None else self_pid
+    probe = StdioProbe() if probe is None else probe
+    host = ident.chain[-1] if ident.chain else Process(ident.pid, 0, "", None, ident.start_time)
+    verified = ""
+    disproved: list[str] = []
+    unchecked: list[str] = []
+    for fd in fds:
+        try:
+            verdict, why = _check_fd(root, fd, host, probe.fd_info(fd), probe)
+        except RaceError as e:
+            raise RaceError(f"procid: resolve MCP host of pid {self_pid}: {e}") from e
+        if verdict == _VERIFIED:
+            verified = verified or why
+        elif verdict == _DISPROVED:
+            disproved.append(why)
+        else:
+            unchecked.append(why)
+    if verified:
+        return ident._replace(stdio=f"verified: {verified}")
+    if disproved:
+        raise AdoptedError(
+            f"procid: resolve MCP host of pid {self_pid}: the host pid {host.pid} ({_go_quote(host.name)}) does not "
+            f"hold the other end of the server's stdio ({'; '.join(disproved)}): the server was probably "
+            f"orphaned and adopted by a subreaper, or {_go_quote(host.name)} passes its own stdio through (if it only "
+            f"launches servers, add it to {LAUNCHERS_ENV}); session resume is off"
+        )
+    return ident._replace(stdio=f"not checked: {'; '.join(unchecked)}")
+
+
+def host_identity(launchers: Iterable[str] | None = None) -> Identity:
+    """Resolve the MCP host of the current process and run the stdio check (procid.Host).
+
+    Input: ``launchers``, extra launcher names (see :func:`host_of`). Output:
+    :class:`Identity` with ``stdio`` filled: on Linux by :func:`check_stdio`
+    (``"verified: ..."`` or ``"not checked: ..."``), elsewhere
+    :data:`NO_SUBREAPERS` (macOS has no subreapers: orphans go to launchd,
+    pid 1, which the walk refuses). Raises the errors of :func:`host_of`,
+    :class:`AdoptedError` when the host provably does not hold the other end
+    of this process's stdin or stdout, and :class:`RaceError` when the host
+    exits during the check; each means session resume is off (spec 000,
+    "Parent Process Information Unavailable"; ``docs/RELIABILITY.md`` fault 11c).
+    """
+    pid = os.getpid()
+    ident = host_of(pid, launchers)
+    if not sys.platform.startswith("linux"):
+        return ident._replace(stdio=NO_SUBREAPERS)
+    return check_stdio(ident, pid)
+
+
 def alive(pid: int, start_time: str) -> bool:
     """Whether process ``pid`` is running and is the same instance as ``start_time`` (procid.Alive).
 
@@ -890,9 +1206,21 @@ def alive(pid: int, start_time: str) -> bool:
 def host(launchers: Iterable[str] | None = None) -> tuple[int, str]:
     """Resolve the MCP host of the current process: ``(pid, start_time)``.
 
-    The default identity of :class:`mcp_resume.ResumeTokenStore`. Raises a
+    The default identity of :class:`mcp_resume.ResumeTokenStore`: the walk
+    and, on Linux, the stdio check of :func:`host_identity`, whose result
+    (``Identity.stdio``) is logged at DEBUG on ``logging.getLogger("mcp_resume")``
+    (event ``host_stdio``). Input: ``launchers``, extra launcher names.
+    Output: ``(pid, start_time)``, an int and a str. Raises a
     :class:`ProcIdError` subclass when the host cannot be verified (spec 000,
-    "Parent Process Information Unavailable").
+    "Parent Process Information Unavailable"), :class:`AdoptedError` among
+    them when it provably does not hold this process's stdio
+    (``docs/RELIABILITY.md`` fault 11c).
     """
-    ident = host_of(os.getpid(), launchers)
+    ident = host_identity(launchers)
+    _log.debug(
+        "mcp-resume: MCP host pid %d, stdio %s",
+        ident.pid,
+        ident.stdio,
+        extra={"event": "host_stdio", "detail": ident.stdio},
+    )
     return ident.pid, ident.start_time

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import functools
 import json
 import logging
@@ -324,7 +325,7 @@ class ResumeTokenStore:
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             raise PluginError(f"mcp-resume plugin unusable: list returned malformed JSON: {e}") from e
 
-    def prune(self) -> list[str]:
+    def prune(self) -> builtins.list[str]:  # `list` is the method above
         """Delete the token and lock files of MCP hosts that are gone; return the names removed.
 
         A host is gone when its pid is absent, a zombie, or names another
