@@ -260,6 +260,9 @@ export class ResumeTokenStore {
       options.identity ??
       (async (): Promise<HostIdentity> => {
         const host = await resolveHost({ launchers });
+        // How the stdio check went (docs/RELIABILITY.md fault 11c): for
+        // diagnosing resume across hosts; never on stdout.
+        safeLog(logger, "debug", "MCP host identified", { event: "host_identified", pid: host.pid, detail: host.stdio });
         return { pid: host.pid, startTime: host.startTime };
       });
 

@@ -3,18 +3,23 @@
  * that is not a launcher, as the pair (pid, start time) the token file is
  * named after (spec 000, "Token File Naming Strategy"). A TypeScript mirror
  * of Go's `procid` package: same launcher and reaper lists, same walk, same
- * race check, same depth cap. See `procid/doc.go` for the rules.
+ * race check, same depth cap, and on Linux the same stdio check for the
+ * current process (`stdio.ts`; docs/RELIABILITY.md fault 11c). See
+ * `procid/doc.go` for the rules.
  *
  * @packageDocumentation
  */
 import { darwinAlive, DarwinPsSource } from "./darwin.js";
 import { isLauncher, isReaper, launcherSet, LAUNCHERS_ENV } from "./launcher.js";
 import { LinuxProcSource } from "./linux.js";
+import { checkStdio, NO_SUBREAPERS, type StdioCheckOptions } from "./stdio.js";
 import { ProcIdError, type ProcessInfo, type ProcessSource, type ResolvedHost } from "./types.js";
 
 export { ProcIdError } from "./types.js";
 export type { ProcessInfo, ProcessSource, ResolvedHost, ProcIdErrorCode } from "./types.js";
 export { DEFAULT_LAUNCHERS, LAUNCHERS_ENV, REAPERS } from "./launcher.js";
+export { checkFd, checkStdio, NO_SUBREAPERS, probeFd } from "./stdio.js";
+export type { DirLister, FdCheck, FdKind, FdProbe, StdioCheckOptions, StdioVerdict } from "./stdio.js";
 
 /** Most ancestors read, the host included (Go: `procid.MaxDepth`). */
 export const MAX_DEPTH = 16;
@@ -29,6 +34,17 @@ export interface ResolveHostOptions {
   source?: ProcessSource;
   /** Environment to read `MCP_RESUME_LAUNCHERS` from (default `process.env`). */
   env?: NodeJS.ProcessEnv;
+  /**
+   * The operating system (tests); default `process.platform`. Picks the
+   * default source and whether the stdio check runs (Linux only).
+   */
+  platform?: NodeJS.Platform;
+  /**
+   * Seams of the stdio check (tests): proc root (default `/proc`), fd-kind
+   * probe (default the real `fstat`), directory lister. Production passes
+   * none.
+   */
+  stdioCheck?: StdioCheckOptions;
 }
 
 /** `pid 42 ("sh")`, for messages. */
@@ -40,7 +56,8 @@ function describe(p: ProcessInfo): string {
  * Walks from `pid`'s parent to the nearest ancestor that is not a launcher
  * in `set` (Go: `procid.resolve`). Each step reads the child's parent, then
  * re-reads the child and fails unless it still has the same parent and
- * start time.
+ * start time. A pure walk: no stdio check (that is {@link resolveHost}'s,
+ * for the current process only), so the result has no `stdio`.
  *
  * @param src - the process source.
  * @param pid - the server's pid.
@@ -141,21 +158,43 @@ export function platformSource(platform: NodeJS.Platform = process.platform): Pr
 }
 
 /**
- * Resolves the MCP host of this process (Go: `procid.Host`).
+ * Resolves the MCP host of this process (Go: `procid.Host`; spec 000,
+ * "Token File Naming Strategy"): the walk of {@link resolve}, then, when
+ * resolving the current process (`options.pid` absent or `process.pid`),
+ * the stdio check of docs/RELIABILITY.md fault 11c: on Linux the host (the
+ * last element of the chain) must hold the other end of this process's
+ * stdin or stdout (see {@link checkStdio} in `stdio.ts`). A socket (what
+ * Node/libuv hosts give their children) cannot be checked from Node, so a
+ * server under a Node host passes as "not checked"; pipes (Go and Python
+ * hosts) are checked. `resolveHost({ pid })` for another process is the
+ * walk alone.
  *
- * @param options - extra launchers, a starting pid or a source (tests).
- * @returns `{pid, startTime, chain}`; `startTime` is 1–96 bytes of
+ * @param options - extra launchers, a starting pid, a source, the platform
+ *   and stdio-check seams (tests).
+ * @returns `{pid, startTime, chain, stdio?}`; `startTime` is 1–96 bytes of
  *   `[0-9a-z.]`: Linux `<starttime ticks>.<boot_id without dashes>.<pid
  *   namespace inode>`, macOS
- *   `<epoch seconds>` (see `darwin.ts` for why seconds).
+ *   `<epoch seconds>` (see `darwin.ts` for why seconds). `stdio` is set
+ *   when the current process is resolved: `verified: …` or `not checked:
+ *   …` on Linux, `not checked: no subreapers on this system` on macOS.
  * @throws {@link ProcIdError} whenever the host cannot be identified with
  *   certainty; the caller must turn resume off (spec 000, "Parent Process
- *   Information Unavailable").
+ *   Information Unavailable"). The walk's codes (see {@link resolve}), plus
+ *   for the current process on Linux: `adopted` when the host provably does
+ *   not hold the server's stdio (an orphan adopted by a subreaper, or a
+ *   process that passes its own stdio through like a launcher), and `race` when the
+ *   host exits during the check.
  */
 export async function resolveHost(options: ResolveHostOptions = {}): Promise<ResolvedHost> {
-  const src = options.source ?? platformSource();
+  const platform = options.platform ?? process.platform;
+  const src = options.source ?? platformSource(platform);
   const env = options.env ?? process.env;
-  return resolve(src, options.pid ?? process.pid, launcherSet(options.launchers ?? [], env[LAUNCHERS_ENV] ?? ""));
+  const self = process.pid;
+  const pid = options.pid ?? self;
+  const host = await resolve(src, pid, launcherSet(options.launchers ?? [], env[LAUNCHERS_ENV] ?? ""));
+  if (pid !== self) return host;
+  if (platform !== "linux") return { ...host, stdio: NO_SUBREAPERS };
+  return { ...host, stdio: checkStdio(self, host.chain[host.chain.length - 1]!, options.stdioCheck) };
 }
 
 /**

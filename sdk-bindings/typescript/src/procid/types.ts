@@ -39,12 +39,40 @@ export interface ResolvedHost {
   startTime: string;
   /** Ancestors walked, nearest first; the last is the host. Never empty. */
   chain: ProcessInfo[];
+  /**
+   * How the stdio check went (Go: `Identity.Stdio`; docs/RELIABILITY.md
+   * fault 11c), one line for logs: `verified: stdin pipe:[123] is held by
+   * the host as fd 7`, or `not checked: <reasons>` (a socket, which Node
+   * cannot ask for its peer; a tty or `/dev/null`; another user's host;
+   * `no subreapers on this system` on macOS). Set by `resolveHost` when it
+   * resolves the current process; absent from `resolve` and from
+   * `resolveHost({ pid })` for another process, which do not check.
+   */
+  stdio?: string;
 }
 
 /**
  * Why the host could not be identified; each means session resume is off
  * (spec 000, "Parent Process Information Unavailable"). Same cases as Go's
- * sentinel errors `procid.Err*`.
+ * sentinel errors `procid.Err*`:
+ *
+ * - `unsupported`: not Linux or macOS (`ErrUnsupported`);
+ * - `not_found`: the starting pid does not exist (`ErrNotFound`);
+ * - `reaper`: the walk reaches pid 0/1 or an init/supervisor/subreaper
+ *   known by name (`ErrReaper`);
+ * - `race`: the process tree changed during the walk, or the host exited
+ *   during the stdio check; retry (`ErrRace`);
+ * - `no_boot_id`: the kernel boot ID cannot be read (`ErrNoBootID`);
+ * - `too_deep`: too many launchers in a row (`ErrTooDeep`);
+ * - `malformed`: the kernel's description cannot be parsed (`ErrMalformed`);
+ * - `namespace`: Linux, `/proc` or a start time belongs to another PID
+ *   namespace (`ErrNamespace`);
+ * - `adopted`: Linux, the resolved host provably does not hold the other
+ *   end of the server's stdin or stdout: the server was orphaned and
+ *   adopted by a subreaper that is not on the reaper list, or the host
+ *   passes its own stdio through like a launcher (`ErrAdopted`;
+ *   docs/RELIABILITY.md fault 11c). Only `resolveHost` for the current
+ *   process checks this.
  */
 export type ProcIdErrorCode =
   | "unsupported"
@@ -54,7 +82,8 @@ export type ProcIdErrorCode =
   | "no_boot_id"
   | "too_deep"
   | "malformed"
-  | "namespace";
+  | "namespace"
+  | "adopted";
 
 /**
  * Error thrown by the identity functions; `code` tells the case.
@@ -62,7 +91,12 @@ export type ProcIdErrorCode =
  * another PID namespace than this process (so `/proc/<pid>` would name
  * other processes), a process's `/proc/<pid>/ns/pid` cannot be read, or
  * (from {@link alive}) the start time was recorded in another PID namespace
- * and cannot be checked.
+ * and cannot be checked. `adopted` (Go: `procid.ErrAdopted`) is Linux only
+ * too, from `resolveHost` for the current process: the host found by the
+ * walk holds neither the other end of the server's stdin nor of its stdout
+ * while one of them provably is a pipe it does not hold (docs/RELIABILITY.md
+ * fault 11c, the stdio check); its message lists the fds and ends with
+ * `session resume is off`.
  */
 export class ProcIdError extends Error {
   /** Which case of {@link ProcIdErrorCode}. */
