@@ -26,6 +26,11 @@ type linuxReader struct {
 	// boot caches the boot ID after its first successful read, so that one
 	// walk uses one boot ID throughout.
 	boot string
+	// hidden, when set, reports whether a pid whose /proc entry is missing
+	// exists all the same, hidden by a /proc mounted hidepid=1/2 (Linux:
+	// kill(pid, 0) answers EPERM). Fixture trees leave it nil: their pids
+	// are not this machine's.
+	hidden func(pid int) bool
 }
 
 // pidNS returns the inode number of pid's PID namespace, from the link
@@ -172,6 +177,10 @@ func (r *linuxReader) stat(pid int) (statInfo, error) {
 	data, err := os.ReadFile(name)
 	if err != nil {
 		if gone(err) {
+			if r.hidden != nil && r.hidden(pid) {
+				return statInfo{}, fmt.Errorf("read %s: pid %d exists but %s hides it (mounted hidepid=1 or 2) and it belongs to another user: %w",
+					name, pid, r.root, fs.ErrPermission)
+			}
 			return statInfo{}, fmt.Errorf("read %s: %w", name, ErrNotFound)
 		}
 		return statInfo{}, err

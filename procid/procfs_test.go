@@ -2,8 +2,10 @@ package procid
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -197,10 +199,12 @@ func TestLinuxReader_Alive(t *testing.T) {
 		// A pid recorded in another PID namespace names nothing here: unknown, never "gone".
 		{name: "another PID namespace", pid: 100, startTime: "98765." + testBoot + ".4026532000", wantErr: ErrNamespace},
 		{name: "another PID namespace, absent pid", pid: 999, startTime: "98765." + testBoot + ".4026532000", wantErr: ErrNamespace},
+		// /proc mounted hidepid hides pid 998, which exists: unknown, never "gone".
+		{name: "hidden by hidepid", pid: 998, startTime: "98765." + testBoot + "." + testNS, wantErr: fs.ErrPermission},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := &linuxReader{root: root}
+			r := &linuxReader{root: root, hidden: func(pid int) bool { return pid == 998 }}
 			if tt.root != "" {
 				r.root = tt.root
 			}
@@ -212,5 +216,25 @@ func TestLinuxReader_Alive(t *testing.T) {
 				t.Errorf("alive(%d, %q) = %v, want %v", tt.pid, tt.startTime, got, tt.want)
 			}
 		})
+	}
+}
+
+// TestLinuxReader_Hidden checks that a pid /proc hides (hidepid) but which
+// exists is told apart from one that is gone: resolving through it fails
+// with a permission error naming hidepid, not "exited during the walk".
+func TestLinuxReader_Hidden(t *testing.T) {
+	server := fakeProc{pid: 300, ppid: 200, comm: "server"}
+	root := writeTree(t, false, server) // the host, pid 200, is not in the tree
+	r := &linuxReader{root: root, hidden: func(pid int) bool { return pid == 200 }}
+	_, err := resolve(r, 300, newLauncherSet(nil, ""))
+	if !errors.Is(err, fs.ErrPermission) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrRace) {
+		t.Fatalf("resolve() error = %v, want a permission error", err)
+	}
+	if want := "pid 200 exists but " + root + " hides it (mounted hidepid=1 or 2)"; !strings.Contains(err.Error(), want) {
+		t.Errorf("resolve() error = %q, want it to contain %q", err, want)
+	}
+	r.hidden = func(int) bool { return false }
+	if _, err := resolve(r, 300, newLauncherSet(nil, "")); !errors.Is(err, ErrRace) {
+		t.Errorf("resolve() with the host gone: error = %v, want %v", err, ErrRace)
 	}
 }

@@ -1462,13 +1462,13 @@ func faultProcHidden(t *testing.T) {
 		if wrong || a.SessionID == b.SessionID {
 			t.Errorf("resumed without a verifiable host: %+v %+v", a, b)
 		}
-		id := f.mustLog(lineIdentity)
+		id := f.mustLog(lineIdentity, "hides it (mounted hidepid=1 or 2)")
 		if ev := w.events(); len(ev) > 0 {
 			t.Errorf("the server touched the state directory: %v", ev)
 		}
 		f.row("12", "/proc of the host unreadable",
 			"new mount+PID namespace with /proc mounted `hidepid=2`; a root helper host launches the server as uid 65534 (the same setup without hidepid resumes)",
-			"the host's /proc entry is invisible: identity unavailable, resume off, fresh session each launch, state dir untouched",
+			"the host's /proc entry is invisible, but kill(pid, 0) answers EPERM, so procid reports it hidden rather than gone: identity unavailable, resume off, fresh session each launch, state dir untouched",
 			[]string{id}, wrongIf(wrong, "resumed"))
 	})
 }
