@@ -74,6 +74,7 @@ demo: build $(DEMO_SETUP_$(DEMO_LANG))
 
 bench-go: build
 	$(GO) test -run '^$$' -bench . -benchtime 2000x -count 1 ./host/
+	$(GO) test -run '^$$' -bench CheckPipe -benchtime 2000x -count 1 ./procid/
 	$(GO) run ./host/internal/startbench -server bin/go-server
 
 bench: bench-go $(if $(wildcard sdk-bindings/python/python.mk),python-bench) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-bench)

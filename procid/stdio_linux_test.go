@@ -127,3 +127,39 @@ func TestHost_Stdio(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkCheckPipe measures the pipe half of the stdio check: finding
+// the other end of a pipe among a host's open fds, here this process's,
+// with some hundred extra fds open, as a large host (an editor) has. The
+// pipe is opened last, so the scan visits every fd.
+func BenchmarkCheckPipe(b *testing.B) {
+	for _, extra := range []int{0, 100, 500} {
+		b.Run(fmt.Sprintf("host_fds=+%d", extra), func(b *testing.B) {
+			for range extra {
+				f, err := os.Open(os.DevNull)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer f.Close()
+			}
+			r, w, err := os.Pipe()
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer r.Close()
+			defer w.Close()
+			reader := &linuxReader{root: "/proc"}
+			fd := int(r.Fd())
+			link, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd))
+			if err != nil {
+				b.Fatal(err)
+			}
+			self := Process{PID: os.Getpid(), Name: "bench"}
+			for b.Loop() {
+				if v, why, err := reader.checkPipe(fd, "stdin", link, self); v != verified || err != nil {
+					b.Fatalf("checkPipe = %v %q %v", v, why, err)
+				}
+			}
+		})
+	}
+}
