@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import struct
+import subprocess
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -376,6 +377,20 @@ def test_resolve_race(tmp_path: Path, name: str, at_pid: int, change) -> None:
     assert done, "the tree was never changed"
 
 
+def test_resolve_hidden_host(tmp_path: Path) -> None:
+    """A host /proc hides (hidepid) but which exists is told apart from one that is gone
+    (procid's TestLinuxReader_Hidden; docs/RELIABILITY.md fault 12): a permission-style
+    error naming hidepid, not "exited during the walk"."""
+    root = write_tree(tmp_path / "proc", SERVER)  # the host, pid 200, is not in the tree
+    with pytest.raises(procid.ProcIdError) as exc:
+        procid.resolve(LinuxSource(str(root), hidden=lambda pid: pid == 200), 300, procid.launcher_set(None, ""))
+    assert not isinstance(exc.value, (NotFoundError, RaceError)), repr(exc.value)
+    assert f"pid 200 exists but {root} hides it (mounted hidepid=1 or 2)" in str(exc.value)
+    assert str(exc.value).endswith("and it belongs to another user: permission denied"), str(exc.value)
+    with pytest.raises(RaceError, match="exited during the walk"):
+        procid.resolve(LinuxSource(str(root), hidden=lambda pid: False), 300, procid.launcher_set(None, ""))
+
+
 # --- launcher and reaper rules (procid/launcher_test.go) ----------------------------------
 
 LAUNCHER_CASES = [
@@ -581,6 +596,32 @@ def test_real_proc_lookup_matches_kernel() -> None:
     assert procid.LinuxSource().lookup(os.getppid()).pid == os.getppid()
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX kill(pid, 0)")
+def test_real_hidden_pid() -> None:
+    """The production hidden check (procid's hiddenPID), on this machine's processes."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()  # exited and reaped: kill(pid, 0) answers ESRCH
+    assert procid.hidden_pid(child.pid) is False
+    assert procid.hidden_pid(os.getpid()) is False  # ours: kill(pid, 0) succeeds
+    assert procid.hidden_pid(0) is False and procid.hidden_pid(-1) is False  # never a process group
+    assert procid.hidden_pid(2**22 + 12345) is False  # above Linux's pid_max: absent
+    if sys.platform.startswith("linux"):
+        assert procid.new_source().hidden is procid.hidden_pid  # type: ignore[attr-defined]
+    if os.geteuid() == 0:
+        return  # root may signal anything: kill(1, 0) succeeds, pid 1 is never hidden from it
+    try:
+        kill_cap = int(next(line.split()[1] for line in Path("/proc/self/status").read_text().splitlines()
+                            if line.startswith("CapEff:")), 16) & (1 << 5)
+        uids = next(line.split()[1:] for line in Path("/proc/1/status").read_text().splitlines()
+                    if line.startswith("Uid:"))
+    except (OSError, StopIteration):
+        pytest.skip("cannot tell who owns pid 1 or whether this process has CAP_KILL")
+    if kill_cap or {int(uids[0]), int(uids[2])} & {os.getuid(), os.geteuid()}:
+        pytest.skip("this process may signal pid 1")
+    # Another user's pid 1 and no CAP_KILL: kill(1, 0) answers EPERM, so pid 1 counts as hidden.
+    assert procid.hidden_pid(1) is True
+
+
 @pytest.mark.skipif(sys.platform != "darwin", reason="macOS sysctl")
 def test_real_sysctl_lookup() -> None:  # pragma: no cover - runs on macOS only
     me = procid.DarwinSource().lookup(os.getpid())
@@ -637,6 +678,18 @@ def test_linux_alive_another_namespace_is_unknown(tmp_path: Path, pid: int) -> N
     root = write_tree(tmp_path / "proc", FakeProc(100, 1, "claude", start=98765))
     with pytest.raises(NamespaceError):
         LinuxSource(str(root)).alive(pid, "98765." + TEST_BOOT + "." + OTHER_NS)
+
+
+def test_linux_alive_hidden_is_unknown(tmp_path: Path) -> None:
+    """/proc mounted hidepid hides pid 998, which exists: unknown (an error), never "gone"
+    (procid's "hidden by hidepid" case; docs/RELIABILITY.md fault 12)."""
+    root = write_tree(tmp_path / "proc", FakeProc(100, 1, "claude", start=98765))
+    src = LinuxSource(str(root), hidden=lambda pid: pid == 998)
+    with pytest.raises(procid.ProcIdError, match=r"pid 998 exists but .* hides it \(mounted hidepid=1 or 2\)") as exc:
+        src.alive(998, "98765." + TEST_BOOT + "." + TEST_NS)
+    assert not isinstance(exc.value, NotFoundError)
+    assert src.alive(999, "98765." + TEST_BOOT + "." + TEST_NS) is False  # absent and not hidden: gone
+    assert src.alive(100, "98765." + TEST_BOOT + "." + TEST_NS) is True  # visible: hidden is not asked
 
 
 def test_linux_alive_own_namespace_unreadable(tmp_path: Path) -> None:

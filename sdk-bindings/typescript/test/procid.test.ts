@@ -19,7 +19,7 @@ import {
 } from "../src/procid/darwin.js";
 import { alive, DEFAULT_LAUNCHERS, MAX_DEPTH, ProcIdError, resolve, resolveHost } from "../src/procid/index.js";
 import { isLauncher, isReaper, launcherSet } from "../src/procid/launcher.js";
-import { LinuxProcSource, parseBootId, parseStat } from "../src/procid/linux.js";
+import { hiddenPid, LinuxProcSource, parseBootId, parseStat } from "../src/procid/linux.js";
 import type { ProcessInfo } from "../src/procid/types.js";
 import { cleanupTemps, tempDir } from "./helpers.js";
 
@@ -253,6 +253,17 @@ describe("LinuxProcSource.alive (Go: TestLinuxReader_Alive vectors)", () => {
     const root = writeTree([live]);
     rmSync(path.join(root, "100", "ns"), { recursive: true });
     assert.equal(new LinuxProcSource(root).alive(100, `98765.${BOOT}.${NS}`), true);
+  });
+  // /proc mounted hidepid hides pid 998, which exists: unknown, never "gone" (docs/RELIABILITY.md fault 12).
+  test("hidden by hidepid: unknown (throws malformed), never gone", () => {
+    const root = writeTree([live, zombie, dead]);
+    const src = new LinuxProcSource(root, undefined, (pid) => pid === 998);
+    assert.throws(
+      () => src.alive(998, `98765.${BOOT}.${NS}`),
+      (e: unknown) => e instanceof ProcIdError && e.code === "malformed" && e.message.includes(`pid 998 exists but ${root} hides it (mounted hidepid=1 or 2)`),
+    );
+    assert.equal(src.alive(999, `98765.${BOOT}.${NS}`), false); // absent and not hidden: gone
+    assert.equal(src.alive(100, `98765.${BOOT}.${NS}`), true); // visible: hidden is not asked
   });
   test("unreadable stat: unknown (throws malformed)", () => {
     const root = writeTree([]);
@@ -517,6 +528,58 @@ describe("resolve: the tree changes mid-walk (child re-read)", () => {
       assert.ok(done, "the tree was changed");
     });
   }
+});
+
+// Go: TestLinuxReader_Hidden (docs/RELIABILITY.md fault 12).
+describe("resolve: a host /proc hides (hidepid) is not taken for one that exited", () => {
+  test("hidden host: permission-style error naming hidepid, not race", async () => {
+    const root = writeTree([serverNode]); // the host, pid 200, is not in the tree
+    await assert.rejects(
+      resolve(new LinuxProcSource(root, undefined, (pid) => pid === 200), 300, launcherSet()),
+      (e: unknown) =>
+        e instanceof ProcIdError &&
+        e.code === "malformed" &&
+        e.message.includes(`pid 200 exists but ${root} hides it (mounted hidepid=1 or 2)`) &&
+        e.message.endsWith("and it belongs to another user: permission denied"),
+    );
+  });
+  test("host gone (hidden says no): race as before", async () => {
+    const root = writeTree([serverNode]);
+    await assert.rejects(
+      resolve(new LinuxProcSource(root, undefined, () => false), 300, launcherSet()),
+      (e: unknown) => e instanceof ProcIdError && e.code === "race" && /exited during the walk/.test(e.message),
+    );
+  });
+});
+
+describe("hiddenPid on this machine (Go: hiddenPID)", { skip: process.platform === "win32" }, () => {
+  test("an exited and reaped child, this process, pid 0 and out-of-range pids are not hidden", async () => {
+    const child = spawn(process.execPath, ["-e", ""], { stdio: "ignore" });
+    await new Promise((r) => child.once("exit", r)); // Node has reaped it
+    assert.equal(hiddenPid(child.pid!), false);
+    assert.equal(hiddenPid(process.pid), false);
+    assert.equal(hiddenPid(0), false);
+    assert.equal(hiddenPid(-1), false);
+    assert.equal(hiddenPid(2 ** 22 + 12345), false); // above Linux's pid_max: absent
+    assert.equal(hiddenPid(2 ** 40), false); // not a valid pid
+  });
+  test("as non-root without CAP_KILL, another user's pid 1 is hidden (kill answers EPERM)", (t) => {
+    if (process.platform !== "linux") return t.skip("reads /proc");
+    if (process.geteuid?.() === 0) return t.skip("root may signal anything: kill(1, 0) succeeds");
+    let capEff: bigint;
+    let uids: number[];
+    try {
+      capEff = BigInt("0x" + /^CapEff:\s*([0-9a-f]+)$/m.exec(readFileSync("/proc/self/status", "latin1"))![1]!);
+      uids = /^Uid:\s*(.*)$/m.exec(readFileSync("/proc/1/status", "latin1"))![1]!.trim().split(/\s+/).map(Number);
+    } catch {
+      return t.skip("cannot tell who owns pid 1 or whether this process has CAP_KILL");
+    }
+    const mine = [process.getuid!(), process.geteuid!()];
+    if ((capEff & (1n << 5n)) !== 0n || mine.includes(uids[0]!) || mine.includes(uids[2]!)) {
+      return t.skip("this process may signal pid 1");
+    }
+    assert.equal(hiddenPid(1), true);
+  });
 });
 
 describe("macOS: ps output parser and walk on fixtures", () => {

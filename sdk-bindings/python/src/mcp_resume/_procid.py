@@ -76,6 +76,7 @@ __all__ = [
     "FD_SOCKET",
     "NO_SUBREAPERS",
     "LinuxSource",
+    "hidden_pid",
     "DarwinSource",
     "alive",
     "host",
@@ -439,6 +440,28 @@ def _gone(err: OSError) -> bool:
     return isinstance(err, FileNotFoundError) or err.errno in (errno.ENOENT, errno.ESRCH)
 
 
+def hidden_pid(pid: int) -> bool:
+    """Whether process ``pid`` exists although its ``/proc`` entry is missing (procid's ``hiddenPID``).
+
+    Input: ``pid`` (an int). Output: ``True`` only when ``os.kill(pid, 0)``
+    raises ``PermissionError`` (``EPERM``): the process exists and belongs
+    to another user, which a ``/proc`` mounted ``hidepid=1`` or ``2`` does
+    not show. ``False`` for a pid that does not exist (``ESRCH``), one this
+    process may signal, a pid that is not positive (``kill`` would address
+    a process group) or out of range. Sends no signal; raises nothing.
+    Source: ``docs/RELIABILITY.md`` fault 12.
+    """
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except PermissionError:
+        return True
+    except (OSError, OverflowError, ValueError):
+        return False
+    return False
+
+
 class LinuxSource:
     """Reads processes from a ``/proc`` tree rooted at ``root`` (a fixture tree in tests).
 
@@ -446,11 +469,22 @@ class LinuxSource:
     ID is read once per instance, so one walk uses one boot ID throughout.
     """
 
-    def __init__(self, root: str = "/proc", after_stat: Callable[[int], None] | None = None) -> None:
+    def __init__(
+        self,
+        root: str = "/proc",
+        after_stat: Callable[[int], None] | None = None,
+        hidden: Callable[[int], bool] | None = None,
+    ) -> None:
         """Inputs: ``root`` (path of the proc tree); ``after_stat`` (called with the pid after
-        each successful stat read; tests use it to change the tree mid-walk)."""
+        each successful stat read; tests use it to change the tree mid-walk); ``hidden``
+        (procid's ``linuxReader.hidden``: asked with a pid whose ``<root>/<pid>/stat`` is
+        missing, returns whether the process exists all the same, hidden by a ``/proc``
+        mounted ``hidepid=1``/``2``). Production (:func:`new_source` on ``/proc``) passes
+        :func:`hidden_pid`; fixture trees leave it ``None``: their pids are not this
+        machine's. Source: ``docs/RELIABILITY.md`` fault 12."""
         self.root = root
         self.after_stat = after_stat
+        self.hidden = hidden
         self._boot: str | None = None
 
     def boot_id(self) -> str:
@@ -472,9 +506,17 @@ class LinuxSource:
     def stat(self, pid: int) -> StatInfo:
         """Read and parse ``<root>/<pid>/stat``.
 
-        Raises :class:`NotFoundError` when the process does not exist,
+        Input: ``pid`` (an int). Output: :class:`StatInfo`. Raises
+        :class:`NotFoundError` when the process does not exist (the file is
+        missing and ``hidden``, when set, does not claim the pid),
         :class:`MalformedError` when the file does not parse or describes
-        another pid, :class:`ProcIdError` for other read errors.
+        another pid, :class:`ProcIdError` for other read errors, and for a
+        missing file whose pid ``hidden`` says exists (``/proc`` mounted
+        ``hidepid=1``/``2`` hides another user's process): ``read <name>: pid
+        <pid> exists but <root> hides it (mounted hidepid=1 or 2) and it
+        belongs to another user: permission denied``, so that :func:`resolve`
+        does not report a race and :meth:`alive` cannot tell instead of
+        answering "gone" (``docs/RELIABILITY.md`` fault 12).
         """
         if pid <= 0:
             raise NotFoundError(f"pid {pid} is not positive")
@@ -484,6 +526,11 @@ class LinuxSource:
                 data = f.read()
         except OSError as e:
             if _gone(e):
+                if self.hidden is not None and self.hidden(pid):
+                    raise ProcIdError(
+                        f"read {name}: pid {pid} exists but {self.root} hides it (mounted hidepid=1 or 2) "
+                        "and it belongs to another user: permission denied"
+                    ) from e
                 raise NotFoundError(f"read {name}: process not found") from e
             raise ProcIdError(f"read {name}: {e}") from e
         try:
@@ -578,7 +625,10 @@ class LinuxSource:
         ``want`` was recorded in another PID namespace (its last of three
         fields is not this process's namespace: the pid cannot be checked from
         here, so the answer is unknown, never "gone") or this process's
-        namespace cannot be read, or :class:`ProcIdError` when it cannot tell.
+        namespace cannot be read, or :class:`ProcIdError` when it cannot tell:
+        among them a pid whose entry ``/proc`` hides (``hidepid``, see
+        :meth:`stat`), so a prune never deletes a live hidden host's file
+        (``docs/RELIABILITY.md`` fault 12).
         """
         boot = self.boot_id()
         own = self.pid_ns(0)
@@ -880,12 +930,16 @@ def new_source(platform: str | None = None, root: str = "/proc") -> Source:
 
     On Linux the proc tree at ``root`` (tests pass a fixture) is used only once
     :meth:`LinuxSource.check_own_proc` verifies it is this PID namespace's,
-    else :class:`NamespaceError`. Raises :class:`UnsupportedError` on any
-    other system (spec 000, "Platform Support").
+    else :class:`NamespaceError`. The real ``"/proc"`` gets :func:`hidden_pid`
+    (a missing entry of a process that exists is reported as hidden by
+    ``hidepid``, not as gone: ``docs/RELIABILITY.md`` fault 12); a fixture
+    ``root`` does not, its pids are not this machine's. Raises
+    :class:`UnsupportedError` on any other system (spec 000, "Platform
+    Support").
     """
     platform = sys.platform if platform is None else platform
     if platform.startswith("linux"):
-        src = LinuxSource(root)
+        src = LinuxSource(root, hidden=hidden_pid if root == "/proc" else None)
         try:
             src.check_own_proc()
         except NamespaceError as e:
@@ -1190,7 +1244,9 @@ def alive(pid: int, start_time: str) -> bool:
     when it is malformed. On macOS a ``start_time`` of whole seconds matches on
     ``tv_sec`` alone. Raises a :class:`ProcIdError` subclass when the answer is
     unknown (:class:`UnsupportedError` on other systems,
-    :class:`NoBootIDError`, or the process exists but cannot be read); a
+    :class:`NoBootIDError`, or the process exists but cannot be read,
+    including on Linux a process that exists but whose entry a ``/proc``
+    mounted ``hidepid=1``/``2`` hides, ``docs/RELIABILITY.md`` fault 12); a
     caller must then not treat the process as alive. On Linux a
     ``start_time`` recorded in another PID namespace raises
     :class:`NamespaceError`, as does a ``/proc`` that is not this PID

@@ -11,7 +11,7 @@
  */
 import { darwinAlive, DarwinPsSource } from "./darwin.js";
 import { isLauncher, isReaper, launcherSet, LAUNCHERS_ENV } from "./launcher.js";
-import { LinuxProcSource } from "./linux.js";
+import { hiddenPid, LinuxProcSource } from "./linux.js";
 import { checkStdio, NO_SUBREAPERS, type StdioCheckOptions } from "./stdio.js";
 import { ProcIdError, type ProcessInfo, type ProcessSource, type ResolvedHost } from "./types.js";
 
@@ -131,14 +131,17 @@ function wrap(err: unknown, where: string): ProcIdError {
 
 /**
  * The `/proc` reader, once `/proc` is verified to be this PID namespace's
- * (Go: `newSource` on Linux).
+ * (Go: `newSource` on Linux). It checks a missing `/proc/<pid>` with
+ * {@link hiddenPid}, so a process that exists but that a `/proc` mounted
+ * `hidepid=1`/`2` hides is reported as such (`malformed`), not as gone
+ * (docs/RELIABILITY.md fault 12).
  *
  * @throws {@link ProcIdError} `namespace` when `/proc/self` is not this
  *   process: `/proc` was mounted by another PID namespace (`unshare -p -f`
  *   without `--mount-proc`), so `/proc/<pid>` names other processes.
  */
 function ownProc(): LinuxProcSource {
-  const src = new LinuxProcSource("/proc");
+  const src = new LinuxProcSource("/proc", undefined, hiddenPid);
   src.checkOwnProc();
   return src;
 }
@@ -220,7 +223,8 @@ export async function resolveHost(options: ResolveHostOptions = {}): Promise<Res
  * @returns true only when that very process runs.
  * @throws {@link ProcIdError} when the answer is unknown (`unsupported`
  *   elsewhere than Linux and macOS, `no_boot_id`, `malformed` when the
- *   process exists but cannot be read, `namespace` when `/proc` or the start
+ *   process exists but cannot be read, or exists but a `/proc` mounted
+ *   `hidepid=1`/`2` hides it (docs/RELIABILITY.md fault 12), `namespace` when `/proc` or the start
  *   time belongs to another PID namespace). A caller must not treat the process
  *   as alive then.
  */

@@ -90,6 +90,28 @@ function gone(err: unknown): boolean {
 }
 
 /**
+ * Whether process `pid` exists although its `/proc` entry is missing (Go:
+ * `hiddenPID`; docs/RELIABILITY.md fault 12): `process.kill(pid, 0)` throws
+ * `EPERM` only for a process that exists and belongs to another user, which
+ * a `/proc` mounted `hidepid=1` or `2` does not show.
+ *
+ * @param pid - the process ID.
+ * @returns true only on `EPERM`; false for a pid that does not exist
+ *   (`ESRCH`), one this process may signal, a pid that is not positive
+ *   (`kill` would address a process group) or not a valid pid. Sends no
+ *   signal; never throws.
+ */
+export function hiddenPid(pid: number): boolean {
+  if (!Number.isSafeInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    return (err as NodeJS.ErrnoException | null)?.code === "EPERM";
+  }
+  return false;
+}
+
+/**
  * Reads processes from a `/proc` tree rooted at `root` (`/proc` in
  * production). One reader serves one walk: it caches the boot ID after its
  * first read, so a walk uses one boot ID throughout.
@@ -97,15 +119,23 @@ function gone(err: unknown): boolean {
 export class LinuxProcSource implements ProcessSource {
   readonly #root: string;
   readonly #afterStat: ((pid: number) => void) | undefined;
+  readonly #hidden: ((pid: number) => boolean) | undefined;
   #boot = "";
 
   /**
    * @param root - the proc root, default `/proc`.
    * @param afterStat - test hook called after each successful stat read.
+   * @param hidden - asked with a pid whose `<root>/<pid>/stat` is missing:
+   *   whether the process exists all the same, hidden by a `/proc` mounted
+   *   `hidepid=1`/`2` (Go: `linuxReader.hidden`; docs/RELIABILITY.md fault
+   *   12). Production (`platformSource`/`alive` in `index.ts`) passes
+   *   {@link hiddenPid}; fixture trees leave it undefined: their pids are
+   *   not this machine's.
    */
-  constructor(root = "/proc", afterStat?: (pid: number) => void) {
+  constructor(root = "/proc", afterStat?: (pid: number) => void, hidden?: (pid: number) => boolean) {
     this.#root = root;
     this.#afterStat = afterStat;
+    this.#hidden = hidden;
   }
 
   /**
@@ -179,8 +209,18 @@ export class LinuxProcSource implements ProcessSource {
   /**
    * Reads and parses `<root>/<pid>/stat`.
    *
-   * @throws {@link ProcIdError} `not_found` when the process does not exist,
-   *   `malformed` when the file cannot be parsed or describes another pid.
+   * @param pid - the process ID.
+   * @returns the parsed stat fields.
+   * @throws {@link ProcIdError} `not_found` when the process does not exist
+   *   (the file is missing and the `hidden` check, when set, does not claim
+   *   the pid); `malformed` when the file cannot be read for another reason,
+   *   cannot be parsed or describes another pid, and when it is missing but
+   *   `hidden` says the process exists (`/proc` mounted `hidepid=1`/`2` hides
+   *   another user's process): `read <name>: pid <pid> exists but <root>
+   *   hides it (mounted hidepid=1 or 2) and it belongs to another user:
+   *   permission denied`, so that `resolve` does not report a race and
+   *   {@link LinuxProcSource.alive} throws (unknown) instead of answering
+   *   "gone" (docs/RELIABILITY.md fault 12).
    */
   stat(pid: number): StatInfo {
     if (pid <= 0) throw new ProcIdError("not_found", `pid ${pid} is not positive`);
@@ -189,7 +229,15 @@ export class LinuxProcSource implements ProcessSource {
     try {
       data = readFileSync(name, "latin1");
     } catch (err) {
-      if (gone(err)) throw new ProcIdError("not_found", `read ${name}: process not found`);
+      if (gone(err)) {
+        if (this.#hidden?.(pid)) {
+          throw new ProcIdError(
+            "malformed",
+            `read ${name}: pid ${pid} exists but ${this.#root} hides it (mounted hidepid=1 or 2) and it belongs to another user: permission denied`,
+          );
+        }
+        throw new ProcIdError("not_found", `read ${name}: process not found`);
+      }
       throw new ProcIdError("malformed", `read ${name}: ${(err as Error).message}`);
     }
     let st: StatInfo;
@@ -231,7 +279,10 @@ export class LinuxProcSource implements ProcessSource {
    * or `want` is from another boot or malformed).
    *
    * @throws {@link ProcIdError} when the answer is unknown: `no_boot_id`,
-   *   `malformed` (the process may exist but cannot be read), `namespace`
+   *   `malformed` (the process may exist but cannot be read, among them a
+   *   process whose entry a `/proc` mounted `hidepid` hides, see
+   *   {@link LinuxProcSource.stat}: a prune never deletes a live hidden
+   *   host's file; docs/RELIABILITY.md fault 12), `namespace`
    *   (`want` was recorded in another PID namespace, whose pids name nothing
    *   here, or a namespace link cannot be read).
    */

@@ -64,7 +64,11 @@ export interface ResolvedHost {
  *   during the stdio check; retry (`ErrRace`);
  * - `no_boot_id`: the kernel boot ID cannot be read (`ErrNoBootID`);
  * - `too_deep`: too many launchers in a row (`ErrTooDeep`);
- * - `malformed`: the kernel's description cannot be parsed (`ErrMalformed`);
+ * - `malformed`: the kernel's description cannot be parsed (`ErrMalformed`),
+ *   or cannot be read although the process may exist: an unreadable
+ *   `/proc/<pid>/stat`, or a missing one whose process exists but a `/proc`
+ *   mounted `hidepid=1`/`2` hides (Go wraps the OS error there,
+ *   `fs.ErrPermission` for hidepid; docs/RELIABILITY.md fault 12);
  * - `namespace`: Linux, `/proc` or a start time belongs to another PID
  *   namespace (`ErrNamespace`);
  * - `adopted`: Linux, the resolved host provably does not hold the other
