@@ -1,4 +1,4 @@
-// The stdio check (docs/RELIABILITY.md fault 11c; notes/stdio-check-spec.md):
+// The stdio check (docs/RELIABILITY.md fault 11c; rules in procid/doc.go, "Stdio"):
 // the verdict rules on fixture /proc trees, then real child processes whose
 // stdin/stdout are real anonymous pipes, socket pairs, /dev/null and a named
 // FIFO, including a relay whose resolved host does not hold the pipe.

@@ -1,7 +1,7 @@
 /**
  * The stdio check (Linux): the resolved MCP host must hold the other end of
  * the server's stdin or stdout. Mirrors Go's `procid/stdio.go`; the rules
- * are those of `notes/stdio-check-spec.md`, the fix for fault 11c of
+ * are those of `procid/doc.go` ("Stdio"), the fix for fault 11c of
  * `docs/RELIABILITY.md`.
  *
  * Why: when a server's launcher exits before the server resolves its
