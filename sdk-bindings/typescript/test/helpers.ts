@@ -91,3 +91,40 @@ export function startBroker(bin: string, addr = "127.0.0.1:0"): Promise<Broker> 
     });
   });
 }
+
+/** A running `test/fixtures/holder.mjs` and the signal it will exit with. */
+export interface Holder {
+  child: ChildProcess;
+  exited: Promise<NodeJS.Signals | null>;
+}
+
+/**
+ * Starts `test/fixtures/holder.mjs` with `args` (a mode, `lock` or `store`,
+ * and its operands) in a real child process and waits until it prints
+ * `held`: it then holds the lock until it is killed.
+ *
+ * @param args - the holder's arguments.
+ * @returns the child and a promise of its exit signal.
+ * @throws when the holder prints anything else or exits first.
+ */
+export async function startHolder(...args: string[]): Promise<Holder> {
+  const child = spawn(process.execPath, [path.join(PKG, "test", "fixtures", "holder.mjs"), ...args], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const exited = new Promise<NodeJS.Signals | null>((r) => child.once("exit", (_c, sig) => r(sig)));
+  try {
+    await new Promise<void>((resolve, reject) => {
+      let out = "";
+      child.stdout!.on("data", (d: Buffer) => {
+        out += d;
+        if (out.includes("held\n")) resolve();
+        else if (out.includes("\n")) reject(new Error(`holder: ${out}`));
+      });
+      child.once("exit", (code) => reject(new Error(`holder exited ${code}`)));
+    });
+  } catch (err) {
+    child.kill("SIGKILL");
+    throw err;
+  }
+  return { child, exited };
+}

@@ -24,7 +24,7 @@ import { ABI_VERSION, FUNCTIONS, HostFunctions, pad8, TEMP_MAX_AGE_MS, validName
 import { lockSocketName } from "../src/lock.js";
 import type { LogFields, Logger } from "../src/logger.js";
 import { LinuxProcSource } from "../src/procid/linux.js";
-import { cleanupTemps, PKG, tempDir } from "./helpers.js";
+import { cleanupTemps, startHolder, tempDir } from "./helpers.js";
 
 after(cleanupTemps);
 
@@ -423,20 +423,8 @@ describe("mcp_resume_lock", () => {
   });
   test("released when the holding process is killed with SIGKILL (a real child process)", async () => {
     const { dir } = setup();
-    const child = spawn(process.execPath, [path.join(PKG, "test", "fixtures", "holder.mjs"), "lock", dir, LOCK], {
-      stdio: ["ignore", "pipe", "inherit"],
-    });
-    const exited = new Promise<NodeJS.Signals | null>((r) => child.once("exit", (_c, sig) => r(sig)));
+    const { child, exited } = await startHolder("lock", dir, LOCK);
     try {
-      await new Promise<void>((resolve, reject) => {
-        let out = "";
-        child.stdout!.on("data", (d: Buffer) => {
-          out += d;
-          if (out.includes("held\n")) resolve();
-          else if (out.includes("\n")) reject(new Error(`holder: ${out}`));
-        });
-        child.once("exit", (code) => reject(new Error(`holder exited ${code}`)));
-      });
       const mine = new HostFunctions({ dir, logger: quiet });
       assert.equal((await mine.acquireLock(LOCK))?.code, "busy", "the child holds it");
       child.kill("SIGKILL");

@@ -22,7 +22,7 @@ import { ABI_VERSION, FUNCTIONS, NAMESPACE } from "../src/hostfuncs.js";
 import { HostFunctions } from "../src/hostfuncs.js";
 import { LinuxProcSource } from "../src/procid/linux.js";
 import { callExport, ENV_INSTANCE, NO_INSTANCE, openStore, PLUGIN_WASM_URL, resolveInstance } from "../src/store.js";
-import { cleanupTemps, goBuild, PKG, ROOT, tempDir } from "./helpers.js";
+import { cleanupTemps, goBuild, PKG, ROOT, startHolder, tempDir } from "./helpers.js";
 
 after(cleanupTemps);
 
@@ -312,20 +312,8 @@ describe("lock", () => {
   });
   test("released when the process holding it is killed with SIGKILL (a real child process)", async () => {
     const dir = path.join(tempDir(), "state");
-    const child = spawn(process.execPath, [path.join(PKG, "test", "fixtures", "holder.mjs"), "store", dir, String(ID.pid), ID.startTime], {
-      stdio: ["ignore", "pipe", "inherit"],
-    });
-    const exited = new Promise<NodeJS.Signals | null>((r) => child.once("exit", (_c, sig) => r(sig)));
+    const { child, exited } = await startHolder("store", dir, String(ID.pid), ID.startTime);
     try {
-      await new Promise<void>((resolve, reject) => {
-        let out = "";
-        child.stdout!.on("data", (d: Buffer) => {
-          out += d;
-          if (out.includes("held\n")) resolve();
-          else if (out.includes("\n")) reject(new Error(`holder: ${out}`));
-        });
-        child.once("exit", (code) => reject(new Error(`holder exited ${code}`)));
-      });
       writeFileSync(path.join(dir, FILE), "tok-child");
       const { store: busy, lines } = await openOn(dir);
       assert.equal(await busy.load(), undefined);

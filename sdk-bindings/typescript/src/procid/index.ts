@@ -13,7 +13,7 @@ import { darwinAlive, DarwinPsSource } from "./darwin.js";
 import { isLauncher, isReaper, launcherSet, LAUNCHERS_ENV } from "./launcher.js";
 import { hiddenPid, LinuxProcSource } from "./linux.js";
 import { checkStdio, NO_SUBREAPERS, type StdioCheckOptions } from "./stdio.js";
-import { ProcIdError, type ProcessInfo, type ProcessSource, type ResolvedHost } from "./types.js";
+import { describe, ProcIdError, type ProcessInfo, type ProcessSource, type ResolvedHost } from "./types.js";
 
 export { ProcIdError } from "./types.js";
 export type { ProcessInfo, ProcessSource, ResolvedHost, ProcIdErrorCode } from "./types.js";
@@ -45,11 +45,6 @@ export interface ResolveHostOptions {
    * none.
    */
   stdioCheck?: StdioCheckOptions;
-}
-
-/** `pid 42 ("sh")`, for messages. */
-function describe(p: ProcessInfo): string {
-  return `pid ${p.pid} (${JSON.stringify(p.name)})`;
 }
 
 /**

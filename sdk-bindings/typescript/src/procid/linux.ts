@@ -83,8 +83,14 @@ export function parseBootId(data: string): string {
   return id;
 }
 
-/** Whether a Node fs error means the process does not exist (any more). */
-function gone(err: unknown): boolean {
+/**
+ * Whether a Node fs error from reading `/proc/<pid>/...` means the process
+ * does not exist (any more): `ENOENT` or `ESRCH`.
+ *
+ * @param err - the error thrown by a `node:fs` call.
+ * @returns true for a vanished process; false for any other error.
+ */
+export function gone(err: unknown): boolean {
   const code = (err as NodeJS.ErrnoException | null)?.code;
   return code === "ENOENT" || code === "ESRCH";
 }

@@ -40,7 +40,8 @@ import { fstatSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
 import * as path from "node:path";
 
 import { LAUNCHERS_ENV } from "./launcher.js";
-import { ProcIdError, type ProcessInfo } from "./types.js";
+import { gone } from "./linux.js";
+import { describe, ProcIdError, type ProcessInfo } from "./types.js";
 
 /**
  * What `fstat` says one of the server's stdio fds is:
@@ -172,11 +173,6 @@ function errText(err: unknown): string {
   return code ?? ((err as Error)?.message ?? String(err));
 }
 
-/** `pid 42 ("sh")`, for messages (as in the walk's messages). */
-function describe(p: ProcessInfo): string {
-  return `pid ${p.pid} (${JSON.stringify(p.name)})`;
-}
-
 /** Reads the access mode of `<root>/<who>/fdinfo/<fd>`. Throws fs errors and `malformed`. */
 function accessMode(root: string, who: string, fd: string): number {
   return parseAccessMode(readFileSync(path.join(root, who, "fdinfo", fd), "latin1"));
@@ -233,8 +229,7 @@ export function checkFd(fd: number, host: ProcessInfo, options: StdioCheckOption
   try {
     entries = list(dir);
   } catch (err) {
-    const code = errCode(err);
-    if (code === "ENOENT" || code === "ESRCH") {
+    if (gone(err)) {
       throw new ProcIdError("race", `the host ${describe(host)} exited during the stdio check; retry`);
     }
     return notChecked(`${name} ${link}: cannot list the host's fds: ${errText(err)}`);

@@ -126,3 +126,13 @@ export interface ProcessSource {
    */
   lookup(pid: number): Promise<ProcessInfo>;
 }
+
+/**
+ * Names a process in error messages, as Go's `procid` does: `pid 42 ("sh")`.
+ *
+ * @param p - the process.
+ * @returns the pid and the JSON-quoted name.
+ */
+export function describe(p: ProcessInfo): string {
+  return `pid ${p.pid} (${JSON.stringify(p.name)})`;
+}
