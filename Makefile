@@ -54,10 +54,10 @@ test-go: check-wasm
 # input when a worker is slow on a loaded machine. -fuzz takes one target per
 # package per invocation.
 fuzz-smoke:
-	$(GO) test -run '^$$' -fuzz '^FuzzCall$$' -fuzztime 20000x ./hostfuncs/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseStat$$' -fuzztime 300000x ./procid/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseFileName$$' -fuzztime 150000x ./plugin/resume/
-	$(GO) test -run '^$$' -fuzz '^FuzzCheckToken$$' -fuzztime 150000x ./plugin/resume/
+	$(GO) test -run '^$$' -fuzz '^FuzzCall$$' -fuzztime 20000x ./internal/hostfuncs/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseStat$$' -fuzztime 300000x ./internal/procid/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseFileName$$' -fuzztime 150000x ./internal/resume/
+	$(GO) test -run '^$$' -fuzz '^FuzzCheckToken$$' -fuzztime 150000x ./internal/resume/
 
 test: test-go fuzz-smoke $(if $(wildcard sdk-bindings/python/python.mk),python-test) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-test)
 
@@ -74,7 +74,7 @@ demo: build $(DEMO_SETUP_$(DEMO_LANG))
 
 bench-go: build
 	$(GO) test -run '^$$' -bench . -benchtime 2000x -count 1 ./host/
-	$(GO) test -run '^$$' -bench CheckPipe -benchtime 2000x -count 1 ./procid/
+	$(GO) test -run '^$$' -bench CheckPipe -benchtime 2000x -count 1 ./internal/procid/
 	$(GO) run ./host/internal/startbench -server bin/go-server
 
 bench: bench-go $(if $(wildcard sdk-bindings/python/python.mk),python-bench) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-bench)

@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/mcp-resume/mcp-resume/hostfuncs"
-	"github.com/mcp-resume/mcp-resume/plugin/resume"
+	"github.com/mcp-resume/mcp-resume/internal/hostfuncs"
+	"github.com/mcp-resume/mcp-resume/internal/resume"
 )
 
 // Warm per-call cost of the plugin through the Go host, against the same

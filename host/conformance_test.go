@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/host"
-	"github.com/mcp-resume/mcp-resume/hostfuncs"
-	"github.com/mcp-resume/mcp-resume/hostfuncs/wire"
+	"github.com/mcp-resume/mcp-resume/internal/hostfuncs"
+	"github.com/mcp-resume/mcp-resume/internal/wire"
 )
 
 // The shared cases of hostfuncs/conformance, run against the real plugin in

@@ -35,7 +35,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-resume/mcp-resume/procid"
+	"github.com/mcp-resume/mcp-resume/internal/procid"
 )
 
 var (

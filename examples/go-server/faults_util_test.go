@@ -37,7 +37,7 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/examples/mcphost"
 	"github.com/mcp-resume/mcp-resume/host"
-	"github.com/mcp-resume/mcp-resume/procid"
+	"github.com/mcp-resume/mcp-resume/internal/procid"
 )
 
 func init() {

@@ -25,8 +25,8 @@ import (
 
 	"github.com/extism/go-pdk"
 
-	"github.com/mcp-resume/mcp-resume/hostfuncs/wire"
-	"github.com/mcp-resume/mcp-resume/plugin/resume"
+	"github.com/mcp-resume/mcp-resume/internal/wire"
+	"github.com/mcp-resume/mcp-resume/internal/resume"
 )
 
 // Host function imports; see wire.Fn* for the names and hostfuncs/README.md

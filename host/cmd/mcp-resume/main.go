@@ -24,8 +24,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/mcp-resume/mcp-resume/host"
-	"github.com/mcp-resume/mcp-resume/plugin/resume"
-	"github.com/mcp-resume/mcp-resume/procid"
+	"github.com/mcp-resume/mcp-resume/internal/resume"
+	"github.com/mcp-resume/mcp-resume/internal/procid"
 )
 
 func main() {

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcp-resume/mcp-resume/plugin/resume"
-	"github.com/mcp-resume/mcp-resume/procid"
+	"github.com/mcp-resume/mcp-resume/internal/resume"
+	"github.com/mcp-resume/mcp-resume/internal/procid"
 )
 
 func TestWhoami_JSON(t *testing.T) {

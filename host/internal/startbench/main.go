@@ -25,10 +25,10 @@ import (
 	"sort"
 	"time"
 
-	"github.com/mcp-resume/mcp-resume/hostfuncs"
+	"github.com/mcp-resume/mcp-resume/internal/hostfuncs"
 	"github.com/mcp-resume/mcp-resume/plugin"
-	"github.com/mcp-resume/mcp-resume/plugin/resume"
-	"github.com/mcp-resume/mcp-resume/procid"
+	"github.com/mcp-resume/mcp-resume/internal/resume"
+	"github.com/mcp-resume/mcp-resume/internal/procid"
 )
 
 func main() {

@@ -7,7 +7,7 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/mcp-resume/mcp-resume/hostfuncs/wire"
+	"github.com/mcp-resume/mcp-resume/internal/wire"
 )
 
 // checkDir refuses a state directory that another user could read or plant

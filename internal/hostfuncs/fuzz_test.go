@@ -31,15 +31,15 @@ import (
 	"testing/cryptotest"
 	"unsafe"
 
-	"github.com/mcp-resume/mcp-resume/hostfuncs"
-	"github.com/mcp-resume/mcp-resume/hostfuncs/wire"
+	"github.com/mcp-resume/mcp-resume/internal/hostfuncs"
+	"github.com/mcp-resume/mcp-resume/internal/wire"
 )
 
 // contractCodes reads the error codes from the table under "### Error codes"
 // in README.md, the contract every host implements.
 func contractCodes(tb testing.TB) map[string]bool {
 	tb.Helper()
-	f, err := os.Open("README.md")
+	f, err := os.Open("../../hostfuncs/README.md")
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -26,8 +26,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mcp-resume/mcp-resume/hostfuncs/wire"
-	"github.com/mcp-resume/mcp-resume/procid"
+	"github.com/mcp-resume/mcp-resume/internal/wire"
+	"github.com/mcp-resume/mcp-resume/internal/procid"
 )
 
 // IdentityFunc returns the MCP host's pid and start time, or an error when

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcp-resume/mcp-resume/hostfuncs"
-	"github.com/mcp-resume/mcp-resume/hostfuncs/wire"
-	"github.com/mcp-resume/mcp-resume/plugin/resume"
+	"github.com/mcp-resume/mcp-resume/internal/hostfuncs"
+	"github.com/mcp-resume/mcp-resume/internal/wire"
+	"github.com/mcp-resume/mcp-resume/internal/resume"
 )
 
 // The logic runs natively here against the real Go host functions on real

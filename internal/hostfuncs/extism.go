@@ -5,7 +5,7 @@ import (
 
 	extism "github.com/extism/go-sdk"
 
-	"github.com/mcp-resume/mcp-resume/hostfuncs/wire"
+	"github.com/mcp-resume/mcp-resume/internal/wire"
 )
 
 // Extism returns the host functions as Extism host functions in namespace

@@ -20,7 +20,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/mcp-resume/mcp-resume/hostfuncs/wire"
+	"github.com/mcp-resume/mcp-resume/internal/wire"
 )
 
 // MaxTokenBytes is the largest token the store accepts, in bytes.

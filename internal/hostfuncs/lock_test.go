@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-resume/mcp-resume/hostfuncs"
-	"github.com/mcp-resume/mcp-resume/hostfuncs/wire"
-	"github.com/mcp-resume/mcp-resume/procid"
+	"github.com/mcp-resume/mcp-resume/internal/hostfuncs"
+	"github.com/mcp-resume/mcp-resume/internal/wire"
+	"github.com/mcp-resume/mcp-resume/internal/procid"
 )
 
 // TestMain lets this test binary act as another process that holds a lock.
