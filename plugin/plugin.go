@@ -1,8 +1,9 @@
 // Package plugin carries the compiled mcp-resume plugin, so Go hosts need no
 // build step and no file on disk.
 //
-// The module is built from ./guest (go-pdk glue) and ./resume (the logic)
-// with standard Go, reproducibly, by `make wasm`:
+// The module is built from ./guest (go-pdk glue), internal/resume (the
+// token store) and internal/policy (every rule about processes, liveness and
+// defaults) with standard Go, reproducibly, by `make wasm`:
 //
 //	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath -ldflags="-buildid= -s -w" -o plugin/plugin.wasm ./plugin/guest
 //
@@ -13,8 +14,10 @@ package plugin
 
 import _ "embed"
 
-// Wasm is the plugin module (plugin.wasm), exporting load, store, reject,
-// list and mcp_resume_abi_version as described in hostfuncs/README.md.
+// Wasm is the plugin module (plugin.wasm), ABI version 3: it imports the
+// nine host functions and exports mcp_resume_abi_version, open, load,
+// store, reject, names, list, prune and whoami, as described in
+// hostfuncs/README.md.
 //
 //go:embed plugin.wasm
 var Wasm []byte

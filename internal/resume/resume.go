@@ -1,11 +1,14 @@
 // Package resume is the resume-token store of spec 000 ("MCP Server Session
 // Resume Specification v1"), written against the host-function contract of
-// hostfuncs/README.md so that one implementation serves every host.
+// hostfuncs/README.md (ABI version 3) so that one implementation serves
+// every host.
 //
-// It is plain Go: the plugin (package main next door) compiles it to Wasm and
-// forwards its exports here; tests run it natively against the Go host
-// functions. It never touches the operating system itself: identity, files
-// and logging all go through a Caller.
+// It is plain Go: the plugin (plugin/guest) compiles it to Wasm and forwards
+// its exports here; tests run it natively against a Caller. It never touches
+// the operating system itself: facts, process inspection, files and logging
+// all go through a Caller, and every policy decision about processes (who
+// the MCP host is, whether a file's host is alive, the defaults of open)
+// comes from internal/policy.
 //
 // A Store is not safe for concurrent use; hosts serialise calls into the
 // plugin instance that owns it.
@@ -20,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mcp-resume/mcp-resume/internal/policy"
 	"github.com/mcp-resume/mcp-resume/internal/wire"
 )
 
@@ -35,10 +39,16 @@ const FilePrefix = "token-"
 // token file holds for its lifetime: lock-<parent_pid>-<parent_start_time>[-<instance>].
 const LockPrefix = "lock-"
 
-// MaxAge is how old (by modification time) a token or lock file may grow
-// when its host's liveness cannot be checked, before Prune removes it. A file
-// whose host is alive is never removed, whatever its age.
+// MaxAge is how old (by modification time) a token file may grow when its
+// host's liveness cannot be checked, before Prune removes it. A file whose
+// host is alive is never removed, whatever its age; a lock file is removed
+// only when its host is gone.
 const MaxAge = 30 * 24 * 60 * 60 // seconds
+
+// SweepSeconds is how old a leftover temporary file of the host must be
+// before mcp_resume_prepare_dir deletes it (a writer killed between creating
+// and renaming it holds one for microseconds).
+const SweepSeconds = 60
 
 // The spec's log lines, verbatim (spec 000, Logging Strategy), and ours.
 const (
@@ -60,6 +70,10 @@ const (
 	MsgLockFailed = "Could not lock the token file, session resume disabled for this instance"
 	// Ours: a file of a host that is gone (or too old to check) was removed.
 	MsgStaleRemoved = "Removed stale token file"
+	// Ours: MCP_RESUME=off.
+	MsgResumeOff = "Session resume turned off by MCP_RESUME=off"
+	// Ours, debug: the MCP host was identified.
+	MsgHostIdentified = "MCP host identified"
 )
 
 // Stable event names sent with each log line (wire.LogRequest.Event).
@@ -76,54 +90,109 @@ const (
 	EventInstanceBusy        = "instance_busy"
 	EventLockFailed          = "lock_failed"
 	EventStaleRemoved        = "stale_removed"
+	EventResumeOff           = "resume_off"
+	EventHostIdentified      = "host_identified"
 )
 
-// ErrInvalidToken is returned by Store.Store when the token is not 1–4096
-// bytes of visible ASCII (0x21–0x7E). Nothing is written.
+// ErrInvalidToken is the sentinel of a wire.CodeInvalidToken failure of
+// Store.Store (a token that is not 1–4096 bytes of visible ASCII, 0x21–0x7E).
 var ErrInvalidToken = errors.New("invalid token")
 
 // Caller invokes one host function: fn is a wire.Fn* name, req its JSON
 // request; it returns the JSON response. In Wasm it is the imported function;
-// natively it is hostfuncs.Funcs.Call.
+// natively it is a host's dispatcher (tests serve fixture answers).
 type Caller func(fn string, req []byte) []byte
 
 // Store is one server instance's view of its token file.
 type Store struct {
 	call Caller
 
-	initDone bool
-	enabled  bool   // identity verified, state directory usable, lock held
-	file     string // token-<pid>-<start_time>[-<instance>]
-	lock     string // lock-<pid>-<start_time>[-<instance>]
+	opened  bool
+	cfg     policy.Config
+	facts   wire.Facts
+	factsOK bool
 
-	namesDone bool   // resolveNames ran
-	idProblem string // why the identity is unusable, if it is
+	initDone bool
+	enabled  bool // identity verified, state directory usable, lock held
+	listDir  bool // the state directory is fixed for list and prune
+	file     string
+	lock     string
+
+	namesDone bool
+	id        policy.Identity
+	idErr     error
 
 	current string // token last loaded or stored; what reject compares against
 	offered bool   // load returned a token that has not been rejected yet
 	resumed bool   // "Session resumed successfully" already logged
 }
 
-// New returns a Store that reaches its host through call.
+// New returns a Store that reaches its host through call. Every export but
+// Open fails with wire.CodeNotOpen until Open succeeds.
 func New(call Caller) *Store { return &Store{call: call} }
 
+// notOpen is the error of an export called before a successful Open.
+func notOpen() *wire.Error {
+	return &wire.Error{Code: wire.CodeNotOpen, Message: "call open before any other export"}
+}
+
+// Open is the open export: input is the JSON wire.OpenInput the server
+// declared. It asks the host for its facts (mcp_resume_facts, once) and
+// settles the app name, state directory, instance key, launchers and the
+// MCP_RESUME switch with policy.Configure; with MCP_RESUME=off it logs
+// resume_off. It inspects no process and touches no file.
+//
+// Errors: wire.CodeInvalidApp for a bad app name; wire.CodeInvalidOption for
+// input that is not the JSON of wire.OpenInput, a relative state directory,
+// or a second Open.
+func (s *Store) Open(input []byte) (wire.OpenOutput, *wire.Error) {
+	if s.opened {
+		return wire.OpenOutput{}, &wire.Error{Code: wire.CodeInvalidOption, Message: "open was already called for this plugin instance"}
+	}
+	var in wire.OpenInput
+	if err := json.Unmarshal(input, &in); err != nil {
+		return wire.OpenOutput{}, &wire.Error{Code: wire.CodeInvalidOption, Message: "open input is not the JSON object {\"app\", \"state_dir\"?, \"instance\"?, \"launchers\"?}: " + err.Error()}
+	}
+	var f wire.Facts
+	out := s.call(wire.FnFacts, wire.Pad8([]byte("{}")))
+	factsOK := json.Unmarshal(out, &f) == nil && f.Error == nil && f.PID > 0
+	cfg, werr := policy.Configure(in, f, factsOK)
+	if werr != nil {
+		return wire.OpenOutput{}, werr
+	}
+	s.opened, s.cfg, s.facts, s.factsOK = true, cfg, f, factsOK
+	if cfg.Off {
+		s.log(wire.LevelInfo, EventResumeOff, MsgResumeOff, "")
+	}
+	return wire.OpenOutput{StateDir: cfg.StateDir, StateRoot: cfg.StateRoot, Resume: cfg.Resume()}, nil
+}
+
 // init resolves the host identity and prepares the state directory once per
-// instance (spec 000, MCP Server Startup steps 1–2). If either fails resume
-// is off: nothing is read or written for the rest of the instance's life.
+// instance (spec 000, MCP Server Startup steps 1–2), takes the lock and
+// prunes. If anything before the prune fails resume is off: nothing is read
+// or written for the rest of the instance's life.
 func (s *Store) init() {
 	if s.initDone {
 		return
 	}
 	s.initDone = true
+	if s.cfg.Off {
+		return
+	}
 	if !s.resolveNames() {
-		s.log(wire.LevelWarn, EventIdentityUnavailable, MsgIdentityUnavailable, s.idProblem)
+		s.log(wire.LevelWarn, EventIdentityUnavailable, MsgIdentityUnavailable, s.idProblem())
+		return
+	}
+	if s.cfg.StateDir == "" {
+		s.log(wire.LevelWarn, EventDirUnusable, MsgDirUnusable, s.cfg.Problem)
 		return
 	}
 	var prep wire.Empty
-	if err := s.invoke(wire.FnPrepareDir, struct{}{}, &prep, &prep.Error); err != nil {
+	if err := s.invoke(wire.FnPrepareDir, wire.PrepareDirRequest{Path: s.cfg.StateDir, SweepSeconds: SweepSeconds}, &prep, &prep.Error); err != nil {
 		s.log(wire.LevelWarn, EventDirUnusable, MsgDirUnusable, err.Error())
 		return
 	}
+	s.listDir = true
 	// Instances that cannot be told apart share one name: the first owns
 	// it for its lifetime, the others run without resume (issue: several
 	// server instances under one host; spec 000's Known Limitation).
@@ -137,50 +206,95 @@ func (s *Store) init() {
 		return
 	}
 	s.enabled = true
-	s.Prune()
+	s.prune()
 }
 
-// resolveNames asks the host for its identity once and derives the token and
-// lock file names from it. It touches no file. It reports false, with
-// s.idProblem set, when the identity is unavailable or unusable.
+// idProblem says why the identity is unavailable.
+func (s *Store) idProblem() string {
+	if s.idErr != nil {
+		return s.idErr.Error()
+	}
+	return s.cfg.Problem
+}
+
+// inspectOp is wire.InspectOp as sent: "fd" is present exactly for fstat
+// and peer (wire.InspectOp's omitempty tag would drop fd 0).
+type inspectOp struct {
+	Op      string   `json:"op"`
+	Path    string   `json:"path,omitempty"`
+	PID     string   `json:"pid,omitempty"`
+	FD      *int     `json:"fd,omitempty"`
+	Targets []string `json:"targets,omitempty"`
+}
+
+// inspect is the policy.Inspector over mcp_resume_inspect.
+func (s *Store) inspect(ops []wire.InspectOp) ([]wire.InspectResult, error) {
+	req := struct {
+		Ops []inspectOp `json:"ops"`
+	}{Ops: make([]inspectOp, len(ops))}
+	for i, op := range ops {
+		req.Ops[i] = inspectOp{Op: op.Op, Path: op.Path, PID: op.PID, Targets: op.Targets}
+		if op.Op == wire.OpFstat || op.Op == wire.OpPeer {
+			fd := op.FD
+			req.Ops[i].FD = &fd
+		}
+	}
+	var r wire.InspectResponse
+	if err := s.invoke(wire.FnInspect, req, &r, &r.Error); err != nil {
+		return nil, err
+	}
+	return r.Results, nil
+}
+
+// resolveNames identifies the MCP host once (policy.Resolve) and derives the
+// token and lock file names from it. It touches no file. It reports false
+// when resume is off or the identity is unavailable (s.idProblem says why).
 func (s *Store) resolveNames() bool {
 	if s.namesDone {
 		return s.file != ""
 	}
 	s.namesDone = true
-	var id wire.IdentityResponse
-	if err := s.invoke(wire.FnIdentity, struct{}{}, &id, &id.Error); err != nil {
-		s.idProblem = err.Error()
+	if s.cfg.Off || !s.factsOK || s.cfg.Problem != "" && s.cfg.StateDir != "" {
 		return false
 	}
-	if id.PID <= 1 || !wire.ValidStartTime(id.StartTime) || len(id.Instance) > 1<<16 {
-		s.idProblem = fmt.Sprintf("host returned an unusable identity (pid %d, start time %q)", id.PID, id.StartTime)
+	s.id, s.idErr = policy.Resolve(s.facts, s.cfg.Launchers, s.inspect)
+	if s.idErr != nil {
 		return false
 	}
-	suffix := InstanceSuffix(id.Instance)
-	s.file = FileName(id.PID, id.StartTime, suffix)
-	s.lock = lockName(id.PID, id.StartTime, suffix)
+	suffix := InstanceSuffix(s.cfg.InstanceKey)
+	s.file = FileName(s.id.PID, s.id.StartTime, suffix)
+	s.lock = lockName(s.id.PID, s.id.StartTime, suffix)
+	s.log(wire.LevelDebug, EventHostIdentified, MsgHostIdentified,
+		"pid "+strconv.Itoa(s.id.PID)+", start time "+s.id.StartTime+", stdio: "+s.id.Stdio)
 	return true
 }
 
-// Names returns the token and lock file names of this instance, from the
-// host's identity, without touching any file; both "" when the identity is
-// unavailable. Hosts whose lock cannot be taken inside a synchronous host
-// function (Node) take it ahead of the first load, store or reject.
-func (s *Store) Names() wire.NamesOutput {
-	if !s.resolveNames() {
-		return wire.NamesOutput{}
+// Names is the names export: the token and lock file names of this
+// instance, from the identity alone, without touching any file; both ""
+// (an empty object) when resume is off or the identity is unavailable. Hosts
+// whose lock cannot be taken inside a synchronous host function (Node) take
+// it ahead of the first load, store or reject. Error: wire.CodeNotOpen.
+func (s *Store) Names() (wire.NamesOutput, *wire.Error) {
+	if !s.opened {
+		return wire.NamesOutput{}, notOpen()
 	}
-	return wire.NamesOutput{Token: s.file, Lock: s.lock}
+	if !s.resolveNames() {
+		return wire.NamesOutput{}, nil
+	}
+	return wire.NamesOutput{Token: s.file, Lock: s.lock}, nil
 }
 
-// Load returns the stored token and true, or "" and false when there is none
-// to offer: no file, resume off, or a corrupt file (which it deletes).
-// Spec 000, MCP Server Startup steps 3–5, and Token File Corrupted.
-func (s *Store) Load() (string, bool) {
+// Load is the load export: the stored token and true, or "" and false when
+// there is none to offer: no file, resume off, or a corrupt file (which it
+// deletes). Spec 000, MCP Server Startup steps 3–5, and Token File
+// Corrupted. Error: wire.CodeNotOpen.
+func (s *Store) Load() (string, bool, *wire.Error) {
+	if !s.opened {
+		return "", false, notOpen()
+	}
 	s.init()
 	if !s.enabled {
-		return "", false
+		return "", false, nil
 	}
 	var r wire.ReadResponse
 	err := s.invoke(wire.FnRead, wire.ReadRequest{Name: s.file, Limit: MaxTokenBytes + 1}, &r, &r.Error)
@@ -188,31 +302,36 @@ func (s *Store) Load() (string, bool) {
 	switch {
 	case errors.As(err, &werr) && werr.Code == wire.CodeNotFound:
 		s.log(wire.LevelInfo, EventNotFound, MsgNotFound, "")
-		return "", false
+		return "", false, nil
 	case err != nil:
 		s.log(wire.LevelWarn, EventCorrupted, MsgCorrupted, "read failed: "+err.Error())
 		s.remove()
-		return "", false
+		return "", false, nil
 	}
 	if problem := CheckToken(r.Data); problem != "" {
 		s.log(wire.LevelWarn, EventCorrupted, MsgCorrupted, problem)
 		s.remove()
-		return "", false
+		return "", false, nil
 	}
 	s.current = string(r.Data)
 	s.offered = true
-	return s.current, true
+	return s.current, true, nil
 }
 
-// Store persists token, the one the broker just issued (spec 000, Token
-// Persistence). It returns ErrInvalidToken (wrapped, saying what is wrong)
-// for a token that is not 1–4096 bytes of visible ASCII; every other failure
-// is logged as "Failed to write token file: <error>" and not returned, since
-// a lost token only costs the next resume. If the previous Load offered a
-// token that was not rejected, it logs "Session resumed successfully".
-func (s *Store) Store(token string) error {
+// Store is the store export: it persists token, the one the broker just
+// issued (spec 000, Token Persistence). A token that is not 1–4096 bytes of
+// visible ASCII fails with wire.CodeInvalidToken (even when resume is off, so
+// a server cannot tell the difference), its message saying what is wrong;
+// every other failure is logged as "Failed to write token file: <error>"
+// and not returned, since a lost token only costs the next resume. If the
+// previous Load offered a token that was not rejected, it logs "Session
+// resumed successfully" once. Errors: wire.CodeNotOpen, wire.CodeInvalidToken.
+func (s *Store) Store(token string) *wire.Error {
+	if !s.opened {
+		return notOpen()
+	}
 	if problem := CheckToken([]byte(token)); problem != "" {
-		return fmt.Errorf("%w: %s; pass the token exactly as the broker issued it", ErrInvalidToken, problem)
+		return &wire.Error{Code: wire.CodeInvalidToken, Message: ErrInvalidToken.Error() + ": " + problem + "; pass the token exactly as the broker issued it"}
 	}
 	s.init()
 	if !s.enabled {
@@ -232,16 +351,19 @@ func (s *Store) Store(token string) error {
 	return nil
 }
 
-// Reject records that the broker refused the token last loaded or stored:
-// it logs "Broker rejected resume token, starting fresh session" and deletes
-// the token file, but only if the file still holds that token, so a newer
-// token written meanwhile by another instance survives (spec 000, Broker
-// Rejects Token; seed 004, reconnection race). Without a current token it
-// does nothing.
-func (s *Store) Reject() {
+// Reject is the reject export: it records that the broker refused the
+// token last loaded or stored. It logs "Broker rejected resume token,
+// starting fresh session" and deletes the token file, but only if the file
+// still holds that token, so a newer token written meanwhile by another
+// instance survives (spec 000, Broker Rejects Token; seed 004, reconnection
+// race). Without a current token it does nothing. Error: wire.CodeNotOpen.
+func (s *Store) Reject() *wire.Error {
+	if !s.opened {
+		return notOpen()
+	}
 	s.init()
 	if !s.enabled || s.current == "" {
-		return
+		return nil
 	}
 	s.log(wire.LevelInfo, EventRejected, MsgRejected, "")
 	rejected := s.current
@@ -251,74 +373,205 @@ func (s *Store) Reject() {
 	var werr *wire.Error
 	switch {
 	case errors.As(err, &werr) && werr.Code == wire.CodeNotFound:
-		return
+		return nil
 	case err == nil && string(r.Data) != rejected && CheckToken(r.Data) == "":
 		s.log(wire.LevelInfo, EventRejectKeptNewer, MsgRejectKeptNewer, "")
-		return
+		return nil
 	}
 	s.remove()
+	return nil
 }
 
-// List reports every token file in the state directory whose name parses as
-// token-<pid>-<start_time>. It needs no identity and never reads a token.
-func (s *Store) List() (wire.ListOutput, error) {
-	var r wire.ListResponse
-	out := wire.ListOutput{Files: []wire.ListedFile{}}
-	err := s.invoke(wire.FnList, wire.ListRequest{Prefix: FilePrefix}, &r, &r.Error)
+// fixListDir makes sure the state directory is fixed for list and prune
+// without creating it (mcp_resume_prepare_dir with create false). It
+// reports false when there is nothing to list: resume off, no state
+// directory, or a directory that does not exist; and an error when the
+// directory is unusable.
+func (s *Store) fixListDir() (bool, *wire.Error) {
+	if s.listDir {
+		return true, nil
+	}
+	if s.cfg.Off || s.cfg.StateDir == "" {
+		return false, nil
+	}
+	no := false
+	var prep wire.Empty
+	err := s.invoke(wire.FnPrepareDir, wire.PrepareDirRequest{Path: s.cfg.StateDir, SweepSeconds: SweepSeconds, Create: &no}, &prep, &prep.Error)
 	var werr *wire.Error
-	if errors.As(err, &werr) && werr.Code == wire.CodeNotFound {
-		return out, nil
+	switch {
+	case errors.As(err, &werr) && werr.Code == wire.CodeNotFound:
+		return false, nil
+	case err != nil:
+		return false, &wire.Error{Code: wire.CodeIO, Message: "state directory " + s.cfg.StateDir + ": " + err.Error()}
 	}
-	if err != nil {
-		return out, err
+	s.listDir = true
+	return true, nil
+}
+
+// listed is one token or lock file found in the state directory.
+type listed struct {
+	prefix string
+	name   string
+	parsed Name
+	age    int64
+}
+
+// scan lists the files of the state directory whose names parse with one
+// of prefixes (mcp_resume_list, one call).
+func (s *Store) scan(prefixes ...string) ([]listed, error) {
+	var r wire.ListResponse
+	prefix := ""
+	if len(prefixes) == 1 {
+		prefix = prefixes[0]
 	}
-	for _, name := range r.Names {
-		if n, ok := ParseName(FilePrefix, name); ok {
-			out.Files = append(out.Files, wire.ListedFile{Name: name, PID: n.PID, StartTime: n.StartTime, Instance: n.Instance})
+	if err := s.invoke(wire.FnList, wire.ListRequest{Prefix: prefix}, &r, &r.Error); err != nil {
+		return nil, err
+	}
+	var out []listed
+	for _, p := range prefixes {
+		for _, e := range r.Files {
+			if n, ok := ParseName(p, e.Name); ok {
+				out = append(out, listed{prefix: p, name: e.Name, parsed: n, age: e.AgeSeconds})
+			}
 		}
 	}
 	return out, nil
 }
 
-// Prune removes the token and lock files of hosts that are gone: the pid is
-// absent, or names another process, or belongs to another boot. A token file
-// whose host cannot be checked is removed only once older than MaxAge (a lock
-// file never is); a file whose host is alive is never removed, and neither
-// are this instance's own.
-// It needs no identity, so `mcp-resume prune` can run it for any state
-// directory. Failures are skipped: when unsure, keep.
-func (s *Store) Prune() wire.PruneOutput {
-	out := wire.PruneOutput{Removed: []string{}}
-	for _, prefix := range []string{FilePrefix, LockPrefix} {
-		var r wire.ListResponse
-		if err := s.invoke(wire.FnList, wire.ListRequest{Prefix: prefix}, &r, &r.Error); err != nil {
-			continue
+// hosts answers liveness for files with policy.Liveness (one inspect call
+// for up to 30 files on Linux).
+func (s *Store) hosts(files []listed) []string {
+	refs := make([]policy.HostRef, len(files))
+	for i, f := range files {
+		refs[i] = policy.HostRef{PID: f.parsed.PID, StartTime: f.parsed.StartTime}
+	}
+	if !s.factsOK || len(refs) == 0 {
+		states := make([]string, len(refs))
+		for i := range states {
+			states[i] = wire.HostUnknown
 		}
-		for _, name := range r.Names {
-			n, ok := ParseName(prefix, name)
-			if !ok || name == s.file || name == s.lock {
-				continue
-			}
-			var p wire.ProbeResponse
-			if err := s.invoke(wire.FnProbe, wire.ProbeRequest{Name: name, PID: n.PID, StartTime: n.StartTime}, &p, &p.Error); err != nil {
-				continue
-			}
-			// Lock files go only with a host that is provably gone: their
-			// modification time never moves, so age says nothing about
-			// whether an instance still holds one, and deleting a held lock
-			// file would let a third instance lock a fresh one. A gone host's
-			// names can never be computed again, so its lock is dead for sure.
-			aged := p.Host == wire.HostUnknown && p.AgeSeconds > MaxAge && prefix == FilePrefix
-			if p.Host == wire.HostGone || aged {
-				var e wire.Empty
-				if err := s.invoke(wire.FnRemove, wire.NameRequest{Name: name}, &e, &e.Error); err == nil {
-					out.Removed = append(out.Removed, name)
-					s.log(wire.LevelInfo, EventStaleRemoved, MsgStaleRemoved, name+": host "+p.Host)
-				}
-			}
+		return states
+	}
+	return policy.Liveness(s.facts, s.inspect, refs)
+}
+
+// List is the list export: every token file in the state directory whose
+// name parses as token-<pid>-<start_time>[-<instance>], with whether its host
+// is alive, gone or unknown (policy.Liveness) and its age in seconds. It
+// needs no identity, never reads a token, and never creates the state
+// directory (a missing one lists nothing). With MCP_RESUME=off it lists
+// nothing. Errors: wire.CodeNotOpen; wire.CodeIO when the directory cannot
+// be listed.
+func (s *Store) List() (wire.ListOutput, *wire.Error) {
+	out := wire.ListOutput{Files: []wire.ListedFile{}}
+	if !s.opened {
+		return out, notOpen()
+	}
+	ok, werr := s.fixListDir()
+	if !ok {
+		return out, werr
+	}
+	files, err := s.scan(FilePrefix)
+	var herr *wire.Error
+	if errors.As(err, &herr) && herr.Code == wire.CodeNotFound {
+		return out, nil
+	}
+	if err != nil {
+		return out, &wire.Error{Code: wire.CodeIO, Message: "list state directory: " + err.Error()}
+	}
+	states := s.hosts(files)
+	for i, f := range files {
+		out.Files = append(out.Files, wire.ListedFile{Name: f.name, PID: f.parsed.PID, StartTime: f.parsed.StartTime,
+			Instance: f.parsed.Instance, Host: states[i], AgeSeconds: f.age})
+	}
+	return out, nil
+}
+
+// Prune is the prune export: it removes the token and lock files of hosts
+// that are gone (the pid is absent, a zombie, or names another process or
+// boot) and the token files whose host cannot be checked once older than
+// MaxAge (never lock files: their modification time never moves, so age
+// says nothing about whether an instance still holds one). It never removes
+// a live host's files, nor this instance's own. It needs no identity, so
+// `mcp-resume prune` can run it for any state directory, and never creates
+// the directory. Failures are skipped: when unsure, keep. Error:
+// wire.CodeNotOpen.
+func (s *Store) Prune() (wire.PruneOutput, *wire.Error) {
+	if !s.opened {
+		return wire.PruneOutput{Removed: []wire.PrunedFile{}}, notOpen()
+	}
+	if ok, _ := s.fixListDir(); !ok {
+		return wire.PruneOutput{Removed: []wire.PrunedFile{}}, nil
+	}
+	return s.prune(), nil
+}
+
+// prune implements Prune once the state directory is fixed.
+func (s *Store) prune() wire.PruneOutput {
+	out := wire.PruneOutput{Removed: []wire.PrunedFile{}}
+	all, err := s.scan(FilePrefix, LockPrefix)
+	if err != nil {
+		return out
+	}
+	var files []listed
+	for _, f := range all {
+		if f.name != s.file && f.name != s.lock {
+			files = append(files, f)
 		}
 	}
+	states := s.hosts(files)
+	for i, f := range files {
+		reason := ""
+		switch {
+		case states[i] == wire.HostGone:
+			// A gone host's names can never be computed again, so its
+			// lock is dead for sure.
+			reason = wire.ReasonHostGone
+		case states[i] == wire.HostUnknown && f.age > MaxAge && f.prefix == FilePrefix:
+			reason = wire.ReasonAged
+		default:
+			continue
+		}
+		var e wire.Empty
+		if err := s.invoke(wire.FnRemove, wire.NameRequest{Name: f.name}, &e, &e.Error); err != nil {
+			continue
+		}
+		out.Removed = append(out.Removed, wire.PrunedFile{Name: f.name, Reason: reason, Host: states[i]})
+		detail := f.name + ": host " + states[i]
+		if reason == wire.ReasonAged {
+			detail += ", older than 30 days"
+		}
+		s.log(wire.LevelInfo, EventStaleRemoved, MsgStaleRemoved, detail)
+	}
 	return out
+}
+
+// Whoami is the whoami export: the MCP host this process resolves
+// (policy.Resolve), the chain of processes walked with their roles, how the
+// stdio check went, the instance suffix, the file names it would use and the
+// state directory. It touches no file. When the identity is unavailable,
+// Error says why and the chain holds what was read. Error: wire.CodeNotOpen.
+func (s *Store) Whoami() (wire.WhoamiOutput, *wire.Error) {
+	out := wire.WhoamiOutput{Chain: []wire.Process{}}
+	if !s.opened {
+		return out, notOpen()
+	}
+	out.StateDir = s.cfg.StateDir
+	out.InstanceSuffix = InstanceSuffix(s.cfg.InstanceKey)
+	ok := s.resolveNames()
+	out.Chain = s.id.WireChain(ok)
+	if !ok {
+		switch {
+		case s.cfg.Off:
+			out.Error = MsgResumeOff
+		default:
+			out.Error = s.idProblem()
+		}
+		return out, nil
+	}
+	out.PID, out.StartTime, out.Stdio = s.id.PID, s.id.StartTime, s.id.Stdio
+	out.TokenFile, out.LockFile = s.file, s.lock
+	return out, nil
 }
 
 // remove deletes the token file, logging (not returning) a failure.
@@ -339,8 +592,9 @@ func (s *Store) log(level, event, msg, detail string) {
 
 // invoke calls fn with req encoded as JSON and decodes the response into
 // resp. It returns the host's *wire.Error if the response carries one (read
-// through errField, which points into resp), or an error for a response that
-// is not JSON.
+// through errField, which points into resp), or a wire.CodeIO error for a
+// response that is not JSON (a host function that failed without
+// answering: "cannot tell").
 func (s *Store) invoke(fn string, req any, resp any, errField **wire.Error) error {
 	b, err := json.Marshal(req)
 	if err != nil {
@@ -423,7 +677,7 @@ func ParseName(prefix, name string) (Name, bool) {
 		return Name{}, false
 	}
 	start, inst, _ := strings.Cut(rest, "-")
-	if !wire.ValidStartTime(start) || (inst != "" || strings.HasSuffix(rest, "-")) && !isHex16(inst) {
+	if !validStartTime(start) || (inst != "" || strings.HasSuffix(rest, "-")) && !isHex16(inst) {
 		return Name{}, false
 	}
 	pid, err := strconv.Atoi(p)
@@ -439,6 +693,22 @@ func isHex16(s string) bool {
 	}
 	for i := 0; i < len(s); i++ {
 		if !(s[i] >= '0' && s[i] <= '9' || s[i] >= 'a' && s[i] <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// validStartTime reports whether s may be the start time in a file name:
+// 1-96 bytes of [a-z0-9.] (the forms of policy's start times, and those
+// written before ABI 3).
+func validStartTime(s string) bool {
+	if len(s) == 0 || len(s) > 96 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.') {
 			return false
 		}
 	}

@@ -1,59 +1,511 @@
 package resume_test
 
 import (
-	"errors"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
-	"github.com/mcp-resume/mcp-resume/internal/hostfuncs"
-	"github.com/mcp-resume/mcp-resume/internal/wire"
 	"github.com/mcp-resume/mcp-resume/internal/resume"
+	"github.com/mcp-resume/mcp-resume/internal/wire"
 )
 
-// The logic runs natively here against the real Go host functions on real
-// files; the conformance suite runs the same behaviour through the Wasm build.
+// The store runs natively here against testHost (host_test.go): real files
+// in a temporary state directory, fixture answers for facts and processes.
+// The conformance suites run the same behaviour through the Wasm build in
+// every host.
 
-func newStore(t *testing.T) (*resume.Store, string) {
+func openInput(dir string) string {
+	b, _ := json.Marshal(wire.OpenInput{App: "conformance", StateDir: dir})
+	return string(b)
+}
+
+func mustLoad(t *testing.T, s *resume.Store) (string, bool) {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "state")
-	funcs := hostfuncs.New(hostfuncs.Config{Dir: dir, Identity: func() (int, string, error) { return 4242, "7.ab", nil }})
-	t.Cleanup(func() { funcs.Close() })
-	return resume.New(funcs.Call), dir
+	tok, ok, werr := s.Load()
+	if werr != nil {
+		t.Fatalf("Load: %v", werr)
+	}
+	return tok, ok
+}
+
+func mustStore(t *testing.T, s *resume.Store, tok string) {
+	t.Helper()
+	if werr := s.Store(tok); werr != nil {
+		t.Fatalf("Store(%q): %v", tok, werr)
+	}
 }
 
 func TestStore_RoundTrip(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "state")
-	newInstance := func() (*resume.Store, *hostfuncs.Funcs) {
-		f := hostfuncs.New(hostfuncs.Config{Dir: dir, Identity: func() (int, string, error) { return 4242, "7.ab", nil }})
-		return resume.New(f.Call), f
-	}
-	s, first := newInstance()
-	if tok, ok := s.Load(); ok {
+	h, dir := newHost(t)
+	s := h.open(openInput(dir))
+	if tok, ok := mustLoad(t, s); ok {
 		t.Fatalf("Load on empty dir = %q, true", tok)
 	}
-	if err := s.Store("tok-1"); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "token-4242-7.ab"))
+	mustStore(t, s, "tok-1")
+	b, err := os.ReadFile(filepath.Join(dir, tokenFile))
 	if err != nil || string(b) != "tok-1" {
 		t.Fatalf("file = %q, %v", b, err)
 	}
+	if info, err := os.Stat(dir); err != nil || info.Mode().Perm() != 0o700 {
+		t.Errorf("state directory: %v, %v", info, err)
+	}
 	// While this instance lives, a sibling launched the same way is locked
-	// out; once it is gone (its host functions closed, as at exit), the next
+	// out; once it is gone (its locks released, as at exit), the next
 	// server instance under the same host finds the token.
-	sibling, sf := newInstance()
-	if tok, ok := sibling.Load(); ok {
+	sib := h.sibling()
+	sibling := sib.open(openInput(dir))
+	if tok, ok := mustLoad(t, sibling); ok {
 		t.Fatalf("sibling Load = %q while the first instance holds the lock", tok)
 	}
-	sf.Close()
-	first.Close()
-	next, nf := newInstance()
-	defer nf.Close()
-	if tok, ok := next.Load(); !ok || tok != "tok-1" {
+	if got := sib.events(); !slices.Equal(got, []string{resume.EventInstanceBusy}) {
+		t.Errorf("sibling logged %v", got)
+	}
+	h.release()
+	nh := h.sibling()
+	next := nh.open(openInput(dir))
+	if tok, ok := mustLoad(t, next); !ok || tok != "tok-1" {
 		t.Fatalf("next instance Load = %q, %v; want tok-1", tok, ok)
 	}
+	mustStore(t, next, "tok-2")
+	mustStore(t, next, "tok-3")
+	if werr := next.Reject(); werr != nil {
+		t.Fatal(werr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, tokenFile)); !os.IsNotExist(err) {
+		t.Errorf("token file after reject: %v", err)
+	}
+	want := []string{resume.EventResumed, resume.EventRejected}
+	if got := nh.events(); !slices.Equal(got, want) {
+		t.Errorf("next instance logged %v, want %v", got, want)
+	}
+	// The identity was logged at debug level, with the stdio verdict.
+	var dbg []string
+	for _, l := range nh.logs {
+		if l.Level == wire.LevelDebug {
+			dbg = append(dbg, l.Event+": "+l.Detail)
+		}
+	}
+	if len(dbg) != 1 || !strings.Contains(dbg[0], "pid 4242, start time "+hostStart+", stdio: not checked: stdin is not a pipe or socket") {
+		t.Errorf("debug lines %q", dbg)
+	}
+}
+
+// TestStore_StartCalls pins what a start costs: the host calls of open and
+// the first load for a server launched directly by its host, with a
+// terminal for stdio (no stdio call) and an empty state directory.
+func TestStore_StartCalls(t *testing.T) {
+	h, dir := newHost(t)
+	s := h.open(openInput(dir))
+	mustLoad(t, s)
+	want := map[string]int{
+		wire.FnFacts: 1, wire.FnInspect: 2, wire.FnPrepareDir: 1, wire.FnLock: 1,
+		wire.FnList: 1, wire.FnRead: 1, wire.FnLog: 2, // host_identified (debug), token_not_found
+	}
+	if d := diffMap(want, h.calls); d != "" {
+		t.Errorf("host calls %s\n%s", d, strings.Join(h.reqs, "\n"))
+	}
+}
+
+func diffMap(want, got map[string]int) string {
+	var out []string
+	for k := range want {
+		if want[k] != got[k] {
+			out = append(out, k)
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	b1, _ := json.Marshal(want)
+	b2, _ := json.Marshal(got)
+	return "want " + string(b1) + ", got " + string(b2)
+}
+
+func TestStore_NotOpen(t *testing.T) {
+	h, _ := newHost(t)
+	s := resume.New(h.call)
+	check := func(name string, werr *wire.Error) {
+		if werr == nil || werr.Code != wire.CodeNotOpen {
+			t.Errorf("%s before open: %v, want %s", name, werr, wire.CodeNotOpen)
+		}
+	}
+	_, _, werr := s.Load()
+	check("load", werr)
+	check("store", s.Store("tok"))
+	check("reject", s.Reject())
+	_, werr = s.Names()
+	check("names", werr)
+	_, werr = s.List()
+	check("list", werr)
+	_, werr = s.Prune()
+	check("prune", werr)
+	_, werr = s.Whoami()
+	check("whoami", werr)
+	if len(h.reqs) != 0 {
+		t.Errorf("host called before open: %v", h.reqs)
+	}
+}
+
+func TestStore_OpenErrors(t *testing.T) {
+	for _, tc := range []struct{ input, code string }{
+		{`{"app": "../x"}`, wire.CodeInvalidApp},
+		{`{"app": ""}`, wire.CodeInvalidApp},
+		{`{}`, wire.CodeInvalidApp},
+		{`{"app": "a", "state_dir": "relative"}`, wire.CodeInvalidOption},
+		{`not json`, wire.CodeInvalidOption},
+		{``, wire.CodeInvalidOption},
+		{`{"app": "a", "launchers": "sh"}`, wire.CodeInvalidOption},
+	} {
+		h, _ := newHost(t)
+		s := resume.New(h.call)
+		if _, werr := s.Open([]byte(tc.input)); werr == nil || werr.Code != tc.code {
+			t.Errorf("Open(%s) = %v, want code %s", tc.input, werr, tc.code)
+		}
+		// A failed open leaves the store unopened.
+		if _, _, werr := s.Load(); werr == nil || werr.Code != wire.CodeNotOpen {
+			t.Errorf("Load after failed Open(%s) = %v", tc.input, werr)
+		}
+	}
+	h, dir := newHost(t)
+	s := h.open(openInput(dir))
+	if _, werr := s.Open([]byte(openInput(dir))); werr == nil || werr.Code != wire.CodeInvalidOption {
+		t.Errorf("second Open = %v, want %s", werr, wire.CodeInvalidOption)
+	}
+}
+
+func TestStore_OpenOutput(t *testing.T) {
+	h, dir := newHost(t)
+	s := resume.New(h.call)
+	out, werr := s.Open([]byte(`{"app":"my-app"}`))
+	if werr != nil {
+		t.Fatal(werr)
+	}
+	root := filepath.Join(h.facts.Home, ".local", "state", "mcp-resume")
+	want := wire.OpenOutput{StateDir: filepath.Join(root, "my-app"), StateRoot: root, Resume: true}
+	if out != want {
+		t.Errorf("Open = %+v, want %+v", out, want)
+	}
+	// open touches nothing: facts only.
+	if d := diffMap(map[string]int{wire.FnFacts: 1}, h.calls); d != "" {
+		t.Errorf("open calls %s", d)
+	}
+	_ = dir
+}
+
+// TestStore_Off: MCP_RESUME=off logs resume_off once, at open, and nothing
+// is inspected, read or written; store still validates.
+func TestStore_Off(t *testing.T) {
+	h, dir := newHost(t)
+	h.facts.Env["MCP_RESUME"] = "off"
+	s := resume.New(h.call)
+	out, werr := s.Open([]byte(openInput(dir)))
+	if werr != nil || out.Resume {
+		t.Fatalf("Open = %+v, %v", out, werr)
+	}
+	mustLoad(t, s)
+	mustStore(t, s, "tok")
+	if werr := s.Store("bad tok"); werr == nil || werr.Code != wire.CodeInvalidToken {
+		t.Errorf("Store(bad) = %v", werr)
+	}
+	s.Reject()
+	if n, _ := s.Names(); n != (wire.NamesOutput{}) {
+		t.Errorf("Names = %+v", n)
+	}
+	if l, _ := s.List(); len(l.Files) != 0 {
+		t.Errorf("List = %+v", l)
+	}
+	if p, _ := s.Prune(); len(p.Removed) != 0 {
+		t.Errorf("Prune = %+v", p)
+	}
+	if w, _ := s.Whoami(); w.Error != resume.MsgResumeOff || w.TokenFile != "" {
+		t.Errorf("Whoami = %+v", w)
+	}
+	if d := diffMap(map[string]int{wire.FnFacts: 1, wire.FnLog: 1}, h.calls); d != "" {
+		t.Errorf("host calls %s", d)
+	}
+	if got := h.events(); !slices.Equal(got, []string{resume.EventResumeOff}) {
+		t.Errorf("logged %v", got)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("state directory exists: %v", err)
+	}
+}
+
+// TestStore_IdentityUnavailable: a /proc of another PID namespace (faults
+// 10b/11d), a hidden host (fault 12), an unsupported system, or facts the
+// host cannot give: resume off, one identity_unavailable line, no file
+// touched, not even the state directory created.
+func TestStore_IdentityUnavailable(t *testing.T) {
+	for name, change := range map[string]func(h *testHost){
+		"foreign /proc": func(h *testHost) { h.proc["readlink /proc/self"] = link("1") },
+		"hidden host": func(h *testHost) {
+			delete(h.proc, "read /proc/4242/stat")
+			h.proc["kill0 4242"] = fail(wire.CodePermission)
+		},
+		"orphaned": func(h *testHost) {
+			h.proc["read /proc/100/stat"] = data(strings.Replace(serverStat, " 4242 ", " 1 ", 1))
+		},
+		"unsupported OS":    func(h *testHost) { h.facts.OS = "win32" },
+		"facts not json":    func(h *testHost) { h.broken[wire.FnFacts] = true },
+		"inspect not json":  func(h *testHost) { h.broken[wire.FnInspect] = true },
+		"facts without pid": func(h *testHost) { h.facts.PID = 0 },
+	} {
+		t.Run(name, func(t *testing.T) {
+			h, dir := newHost(t)
+			change(h)
+			s := h.open(openInput(dir))
+			if tok, ok := mustLoad(t, s); ok {
+				t.Errorf("Load = %q", tok)
+			}
+			mustStore(t, s, "tok-B")
+			s.Reject()
+			if werr := s.Store("bad token"); werr == nil || werr.Code != wire.CodeInvalidToken || !strings.HasPrefix(werr.Message, "invalid token: ") {
+				t.Errorf("Store(bad) = %v", werr)
+			}
+			if got := h.events(); !slices.Equal(got, []string{resume.EventIdentityUnavailable}) {
+				t.Errorf("logged %v", got)
+			}
+			if _, err := os.Stat(dir); !os.IsNotExist(err) {
+				t.Errorf("state directory exists: %v", err)
+			}
+			for _, fn := range []string{wire.FnPrepareDir, wire.FnRead, wire.FnWrite, wire.FnRemove, wire.FnLock, wire.FnList} {
+				if h.calls[fn] != 0 {
+					t.Errorf("%s called %d times", fn, h.calls[fn])
+				}
+			}
+			w, werr := s.Whoami()
+			if werr != nil || w.Error == "" || w.TokenFile != "" || w.Chain == nil {
+				t.Errorf("Whoami = %+v, %v", w, werr)
+			}
+			if n, _ := s.Names(); n != (wire.NamesOutput{}) {
+				t.Errorf("Names = %+v", n)
+			}
+		})
+	}
+}
+
+// TestStore_Adopted: fault 11c. The server's stdout is a pipe the resolved
+// host does not hold (a subreaper adopted the server): resume off.
+func TestStore_Adopted(t *testing.T) {
+	h, dir := newHost(t)
+	h.proc["fstat 1"] = wire.InspectResult{Type: wire.FileTypeFIFO}
+	h.proc["readlink /proc/self/fd/1"] = link("pipe:[11]")
+	h.proc["fds self"] = wire.InspectResult{FDs: []wire.FD{{FD: 1, Target: "pipe:[11]", Flags: 1}}}
+	h.proc["fds 4242"] = wire.InspectResult{FDs: []wire.FD{{FD: 3, Target: "pipe:[99]", Flags: 0}}}
+	s := h.open(openInput(dir))
+	mustLoad(t, s)
+	if got := h.events(); !slices.Equal(got, []string{resume.EventIdentityUnavailable}) || !strings.Contains(h.logs[0].Detail, "does not hold the other end") {
+		t.Errorf("logged %+v", h.logs)
+	}
+	// The same host holding the read end verifies.
+	h2, dir2 := newHost(t)
+	for k, v := range h.proc {
+		h2.proc[k] = v
+	}
+	h2.proc["fds 4242"] = wire.InspectResult{FDs: []wire.FD{{FD: 3, Target: "pipe:[11]", Flags: 0}}}
+	s2 := h2.open(openInput(dir2))
+	mustLoad(t, s2)
+	w, _ := s2.Whoami()
+	if w.Stdio != "verified: stdout pipe:[11] is held by the host as fd 3" {
+		t.Errorf("Stdio = %q", w.Stdio)
+	}
+	if h2.calls[wire.FnInspect] != 3 {
+		t.Errorf("%d inspect calls, want 3", h2.calls[wire.FnInspect])
+	}
+}
+
+func TestStore_Whoami(t *testing.T) {
+	h, dir := newHost(t)
+	h.facts.Args = []string{"--profile", "work"}
+	h.proc["read /proc/100/stat"] = data(strings.Replace(serverStat, " 4242 ", " 200 ", 1))
+	h.proc["read /proc/200/stat"] = data("200 (sh) S 4242 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 777 0 0\n")
+	h.proc["read /proc/200/cmdline"] = data("sh\x00-c\x00server\x00")
+	s := h.open(openInput(dir))
+	w, werr := s.Whoami()
+	if werr != nil {
+		t.Fatal(werr)
+	}
+	suffix := resume.InstanceSuffix("--profile\x00work")
+	want := wire.WhoamiOutput{
+		PID: 4242, StartTime: hostStart, Stdio: "not checked: stdin is not a pipe or socket; stdout is not a pipe or socket",
+		InstanceSuffix: suffix, TokenFile: tokenFile + "-" + suffix, LockFile: lockFile + "-" + suffix, StateDir: dir,
+		Chain: []wire.Process{
+			{PID: 200, PPID: 4242, Name: "sh", Args: []string{"sh", "-c", "server"}, StartTime: "777.0f1e2d3c4b5a69788796a5b4c3d2e1f0.4026531836", Role: "launcher"},
+			{PID: 4242, PPID: 50, Name: "claude", Args: []string{"claude"}, StartTime: hostStart, Role: "host"},
+		},
+	}
+	gb, _ := json.Marshal(w)
+	wb, _ := json.Marshal(want)
+	if string(gb) != string(wb) {
+		t.Errorf("Whoami =\n%s\nwant\n%s", gb, wb)
+	}
+	n, _ := s.Names()
+	if n.Token != want.TokenFile || n.Lock != want.LockFile {
+		t.Errorf("Names = %+v", n)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("whoami/names created the state directory: %v", err)
+	}
+}
+
+// TestStore_ListAndPrune covers list (hosts and ages, never contents) and
+// prune's reasons: a gone host's token and lock go (host_gone); a token
+// whose host cannot be checked goes once older than 30 days (aged), its
+// lock stays; live hosts' files and this instance's own stay.
+func TestStore_ListAndPrune(t *testing.T) {
+	h, dir := newHost(t)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	other := "5151-12345.0f1e2d3c4b5a69788796a5b4c3d2e1f0.4026532000" // another PID namespace: unknown
+	files := map[string]int{                                          // name -> age in days
+		tokenFile:         0,
+		"token-7777-2.cd": 1,  // pid 7777 absent: gone
+		"lock-7777-2.cd":  40, // gone: goes too
+		"token-" + other:  40, // unknown, old: aged
+		"lock-" + other:   40, // unknown lock: kept
+		"token-8888-3.ef": 29, // hidden (kill0 permission): unknown, young: kept
+		"token-x-1.a":     50, // not a token name: ignored
+		"notes.txt":       50,
+	}
+	for name, days := range files {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("t"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		mt := time.Now().Add(-time.Duration(days) * 24 * time.Hour)
+		if err := os.Chtimes(p, mt, mt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.proc["kill0 8888"] = fail(wire.CodePermission)
+	s := h.open(openInput(dir))
+	l, werr := s.List()
+	if werr != nil {
+		t.Fatal(werr)
+	}
+	got := map[string]string{}
+	for _, f := range l.Files {
+		got[f.Name] = f.Host
+		if f.Name == "token-"+other && (f.AgeSeconds < 40*86400-5 || f.PID != 5151) {
+			t.Errorf("listed %+v", f)
+		}
+	}
+	want := map[string]string{tokenFile: wire.HostAlive, "token-7777-2.cd": wire.HostGone, "token-" + other: wire.HostUnknown, "token-8888-3.ef": wire.HostUnknown}
+	if d := diff(want, got); d != "" {
+		t.Errorf("List %s", d)
+	}
+	p, werr := s.Prune()
+	if werr != nil {
+		t.Fatal(werr)
+	}
+	wantRemoved := []wire.PrunedFile{
+		{Name: "token-" + other, Reason: wire.ReasonAged, Host: wire.HostUnknown},
+		{Name: "token-7777-2.cd", Reason: wire.ReasonHostGone, Host: wire.HostGone},
+		{Name: "lock-7777-2.cd", Reason: wire.ReasonHostGone, Host: wire.HostGone},
+	}
+	if d := diff(wantRemoved, p.Removed); d != "" {
+		t.Errorf("Prune %s", d)
+	}
+	entries, _ := os.ReadDir(dir)
+	var left []string
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	wantLeft := []string{"lock-" + other, "notes.txt", tokenFile, "token-8888-3.ef", "token-x-1.a"}
+	slices.Sort(wantLeft)
+	if !slices.Equal(left, wantLeft) {
+		t.Errorf("left %v, want %v", left, wantLeft)
+	}
+	if n := len(h.events()); n != 3 {
+		t.Errorf("logged %v", h.events())
+	}
+	// A live host's files are never pruned, whatever their age.
+	old := time.Now().Add(-400 * 24 * time.Hour)
+	os.Chtimes(filepath.Join(dir, tokenFile), old, old)
+	if p, _ := s.Prune(); len(p.Removed) != 0 {
+		t.Errorf("second Prune removed %+v", p.Removed)
+	}
+}
+
+// TestStore_ListMissingDir: list and prune of a state directory that does
+// not exist answer empty and create nothing (prepare_dir with create false).
+func TestStore_ListMissingDir(t *testing.T) {
+	h, dir := newHost(t)
+	s := h.open(openInput(dir))
+	if l, werr := s.List(); werr != nil || len(l.Files) != 0 || l.Files == nil {
+		t.Errorf("List = %+v, %v", l, werr)
+	}
+	if p, werr := s.Prune(); werr != nil || len(p.Removed) != 0 || p.Removed == nil {
+		t.Errorf("Prune = %+v, %v", p, werr)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("state directory exists: %v", err)
+	}
+	if !slices.ContainsFunc(h.reqs, func(r string) bool { return strings.Contains(r, `"create":false`) }) {
+		t.Errorf("no prepare_dir with create false: %v", h.reqs)
+	}
+	// An unsafe directory is an io error for list.
+	if err := os.Mkdir(dir, 0o770); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o770)
+	if _, werr := s.List(); werr == nil || werr.Code != wire.CodeIO {
+		t.Errorf("List of a group-writable directory = %v", werr)
+	}
+}
+
+// TestStore_CorruptAndReject: corrupt files are removed (spec 000, Token File
+// Corrupted); reject keeps a newer token (seed 004).
+func TestStore_CorruptAndReject(t *testing.T) {
+	for name, content := range map[string]string{"empty": "", "space": "a b", "newline": "tok\n", "huge": strings.Repeat("x", 4097)} {
+		h, dir := newHost(t)
+		os.MkdirAll(dir, 0o700)
+		os.WriteFile(filepath.Join(dir, tokenFile), []byte(content), 0o600)
+		s := h.open(openInput(dir))
+		if tok, ok := mustLoad(t, s); ok {
+			t.Errorf("%s: Load = %q", name, tok)
+		}
+		if _, err := os.Stat(filepath.Join(dir, tokenFile)); !os.IsNotExist(err) {
+			t.Errorf("%s: corrupt file kept", name)
+		}
+		if got := h.events(); !slices.Equal(got, []string{resume.EventCorrupted}) {
+			t.Errorf("%s: logged %v", name, got)
+		}
+	}
+	h, dir := newHost(t)
+	os.MkdirAll(dir, 0o700)
+	os.WriteFile(filepath.Join(dir, tokenFile), []byte("old"), 0o600)
+	s := h.open(openInput(dir))
+	if tok, _ := mustLoad(t, s); tok != "old" {
+		t.Fatalf("Load = %q", tok)
+	}
+	os.WriteFile(filepath.Join(dir, tokenFile), []byte("newer"), 0o600)
+	s.Reject()
+	if b, _ := os.ReadFile(filepath.Join(dir, tokenFile)); string(b) != "newer" {
+		t.Errorf("file = %q after reject", b)
+	}
+	if got := h.events(); !slices.Equal(got, []string{resume.EventRejected, resume.EventRejectKeptNewer}) {
+		t.Errorf("logged %v", got)
+	}
+}
+
+func diff(want, got any) string {
+	wb, _ := json.Marshal(want)
+	gb, _ := json.Marshal(got)
+	if string(wb) == string(gb) {
+		return ""
+	}
+	return "want " + string(wb) + "\ngot  " + string(gb)
 }
 
 func TestCheckToken(t *testing.T) {
@@ -137,33 +589,21 @@ func FuzzCheckToken(f *testing.F) {
 	})
 }
 
-// A host whose responses are not JSON (a broken binding) must not crash the
-// plugin: load offers nothing, store still succeeds, the failure is logged.
+// A host whose responses are not JSON (a broken binding, or the Python SDK
+// swallowing an exception) must not crash the plugin: load offers nothing,
+// store still succeeds, the failure is logged.
 func TestStore_MalformedHostResponses(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "state")
-	real := hostfuncs.New(hostfuncs.Config{Dir: dir, Identity: func() (int, string, error) { return 4242, "7.ab", nil }})
-	var logged []string
-	for _, broken := range []string{wire.FnIdentity, wire.FnPrepareDir, wire.FnRead, wire.FnWrite} {
+	for _, broken := range []string{wire.FnFacts, wire.FnInspect, wire.FnPrepareDir, wire.FnLock, wire.FnRead, wire.FnWrite} {
 		t.Run(broken, func(t *testing.T) {
-			logged = nil
-			s := resume.New(func(fn string, req []byte) []byte {
-				if fn == wire.FnLog {
-					logged = append(logged, string(req))
-					return []byte("{}")
-				}
-				if fn == broken {
-					return []byte("\x00not json")
-				}
-				return real.Call(fn, req)
-			})
-			if tok, ok := s.Load(); ok {
+			h, dir := newHost(t)
+			h.broken[broken] = true
+			s := h.open(openInput(dir))
+			if tok, ok := mustLoad(t, s); ok {
 				t.Errorf("Load = %q with a broken %s", tok, broken)
 			}
-			if err := s.Store("tok-1"); err != nil {
-				t.Errorf("Store: %v", err)
-			}
+			mustStore(t, s, "tok-1")
 			s.Reject()
-			if len(logged) == 0 {
+			if len(h.events()) == 0 {
 				t.Errorf("nothing logged with a broken %s", broken)
 			}
 		})
@@ -171,9 +611,10 @@ func TestStore_MalformedHostResponses(t *testing.T) {
 }
 
 func TestStore_InvalidTokenError(t *testing.T) {
-	s, _ := newStore(t)
-	err := s.Store("has space")
-	if !errors.Is(err, resume.ErrInvalidToken) || !strings.HasPrefix(err.Error(), "invalid token: ") {
-		t.Fatalf("Store(bad) = %v", err)
+	h, dir := newHost(t)
+	s := h.open(openInput(dir))
+	werr := s.Store("has space")
+	if werr == nil || werr.Code != wire.CodeInvalidToken || !strings.HasPrefix(werr.Message, "invalid token: ") || strings.Contains(werr.Message, "has space") {
+		t.Fatalf("Store(bad) = %v", werr)
 	}
 }

@@ -1,19 +1,17 @@
 // Package wire holds the payloads that cross the boundary between the
-// mcp-resume plugin and a host: the names of the host functions the plugin
-// imports, the JSON documents they take and return, and the rules every host
-// enforces on file names.
+// mcp-resume plugin and a host (ABI version 3): the names of the host
+// functions the plugin imports, the JSON documents they take and return, the
+// plugin's exports and their JSON, and the name rule every host enforces.
 //
 // It is the Go statement of hostfuncs/README.md, imported by the plugin (built
 // for wasip1) and by the Go host alike, so it depends on the standard library
-// only.
+// only and uses no reflection-based encoding itself.
 package wire
-
-import "encoding/json"
 
 // ABIVersion is the version of the contract between plugin and host. The
 // plugin returns it from its ExportABIVersion export; a host refuses a plugin
 // whose version differs from the one it implements.
-const ABIVersion = "2"
+const ABIVersion = "3"
 
 // Namespace is the Wasm import module of every host function. It is the
 // Extism default for user host functions.
@@ -21,52 +19,79 @@ const Namespace = "extism:host/user"
 
 // Host functions the plugin imports. Each takes one Extism memory offset
 // holding a JSON request and returns one offset holding a JSON response
-// (see hostfuncs/README.md, "Calling convention").
+// (see hostfuncs/README.md, "Calling convention"). None of them holds policy:
+// they report facts about the process and the OS, and act on files in the
+// state directory.
 const (
-	FnIdentity   = "mcp_resume_identity"
+	FnFacts      = "mcp_resume_facts"
+	FnInspect    = "mcp_resume_inspect"
 	FnPrepareDir = "mcp_resume_prepare_dir"
 	FnRead       = "mcp_resume_read"
 	FnWrite      = "mcp_resume_write"
 	FnRemove     = "mcp_resume_remove"
 	FnList       = "mcp_resume_list"
-	FnLog        = "mcp_resume_log"
 	FnLock       = "mcp_resume_lock"
-	FnProbe      = "mcp_resume_probe"
+	FnLog        = "mcp_resume_log"
 )
 
 // Functions lists every host function name, in the order of the README.
-var Functions = []string{FnIdentity, FnPrepareDir, FnRead, FnWrite, FnRemove, FnList, FnLog, FnLock, FnProbe}
+func Functions() []string {
+	return []string{FnFacts, FnInspect, FnPrepareDir, FnRead, FnWrite, FnRemove, FnList, FnLock, FnLog}
+}
 
 // Exports of the plugin.
 const (
 	ExportABIVersion = "mcp_resume_abi_version"
+	ExportOpen       = "open"
 	ExportLoad       = "load"
 	ExportStore      = "store"
 	ExportReject     = "reject"
+	ExportNames      = "names"
 	ExportList       = "list"
 	ExportPrune      = "prune"
-	ExportNames      = "names"
+	ExportWhoami     = "whoami"
 )
 
 // Error codes a host function may return in Error.Code.
 const (
-	// CodeNotFound: the file (or the state directory, for list) does not exist.
+	// CodeNotFound: the file, directory or process does not exist (ENOENT,
+	// ESRCH, an empty sysctl answer, a closed fd for "fstat").
 	CodeNotFound = "not_found"
-	// CodeInvalidRequest: the request was not valid JSON, or a name broke NameRule.
+	// CodePermission: the OS refused (EACCES, EPERM): another user's
+	// process, a /proc mounted hidepid, a non-dumpable process.
+	CodePermission = "permission"
+	// CodeUnsupported: this host cannot answer this operation on this
+	// system or runtime (Node has no SO_PEERCRED and no sysctl).
+	CodeUnsupported = "unsupported"
+	// CodeInvalidRequest: malformed JSON, a missing field, a path outside
+	// the inspect allowlist, or a name that breaks the name rule.
 	CodeInvalidRequest = "invalid_request"
-	// CodeUnsafe: the path is a symlink, not a regular file, or the state
-	// directory has the wrong owner or mode.
+	// CodeUnsafe: a symlink, a non-regular file, or a state directory with
+	// the wrong owner or mode.
 	CodeUnsafe = "unsafe"
-	// CodeUnavailable: the host's identity could not be verified.
-	CodeUnavailable = "unavailable"
-	// CodeIO: any other operating-system error (no space, read-only, permission).
-	CodeIO = "io"
 	// CodeBusy: another process holds the lock (FnLock).
 	CodeBusy = "busy"
+	// CodeIO: any other operating-system error (no space, read-only...).
+	CodeIO = "io"
 )
 
-// Error is the failure half of every response. A host function never fails
-// by trapping or raising: it returns {"error": {...}} (the Python SDK swallows
+// Error codes of the plugin's exports (ExportError.Code).
+const (
+	// CodeInvalidToken: store was given a token that is not 1-4096 bytes of
+	// visible ASCII (spec 000, Token File Corrupted, applied to input).
+	CodeInvalidToken = "invalid_token"
+	// CodeInvalidApp: open was given an app name that breaks the app rule.
+	CodeInvalidApp = "invalid_app"
+	// CodeInvalidOption: open was given an option it cannot use (a relative
+	// state_dir, a malformed request).
+	CodeInvalidOption = "invalid_option"
+	// CodeNotOpen: an export other than open ran before a successful open.
+	CodeNotOpen = "not_open"
+)
+
+// Error is the failure half of every host-function response, and the JSON
+// an export sets as its Extism error string. A host function never fails by
+// trapping or raising: it returns {"error": {...}} (the Python SDK swallows
 // exceptions raised in host functions, so errors travel in payloads).
 type Error struct {
 	Code    string `json:"code"`
@@ -76,24 +101,135 @@ type Error struct {
 // Error implements error.
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
-// IdentityResponse answers FnIdentity: the MCP host process this server runs
-// under, and which instance of the server this is. StartTime is opaque to
-// the plugin but must pass ValidStartTime. Instance tells apart server
-// instances the host launches differently (their arguments, or the
-// configuration they declare); "" when there is nothing to tell.
-type IdentityResponse struct {
-	PID       int    `json:"pid,omitempty"`
-	StartTime string `json:"start_time,omitempty"`
-	Instance  string `json:"instance,omitempty"`
-	Error     *Error `json:"error,omitempty"`
+// Facts answers FnFacts: what the host knows about its own process. The
+// plugin derives every default from them (state directory, instance key,
+// launchers, the MCP_RESUME switch).
+type Facts struct {
+	// OS is "linux", "darwin", or another system name (resume is then off).
+	OS string `json:"os"`
+	// PID is this server process's pid.
+	PID int `json:"pid"`
+	// EUID is the effective user id; -1 where the system has none.
+	EUID int `json:"euid"`
+	// Home is $HOME (or the runtime's home directory), "" when unknown.
+	Home string `json:"home"`
+	// XDGStateHome is $XDG_STATE_HOME as set, "" when unset.
+	XDGStateHome string `json:"xdg_state_home"`
+	// Args are the server's arguments after the program (and, for Python and
+	// Node, after the script): os.Args[1:], sys.argv[1:], process.argv.slice(2).
+	Args []string `json:"args"`
+	// Env holds every environment variable whose name starts with
+	// "MCP_RESUME_" or is exactly "MCP_RESUME", and no other.
+	Env map[string]string `json:"env"`
+	// Runtime names the host for logs, e.g. "go-sdk", "python", "node".
+	Runtime string `json:"runtime"`
+	Error   *Error `json:"error,omitempty"`
 }
 
-// Empty answers FnPrepareDir, FnWrite, FnRemove and FnLog on success.
+// Inspect operations (InspectOp.Op).
+const (
+	OpRead     = "read"     // Path: bytes of an allowlisted /proc file
+	OpReadlink = "readlink" // Path: target of an allowlisted /proc link
+	OpFDs      = "fds"      // PID: the open fds of a process, with targets and flags
+	OpKill0    = "kill0"    // PID: kill(pid, 0)
+	OpFstat    = "fstat"    // FD: the file type of this process's fd 0 or 1
+	OpPeer     = "peer"     // FD: SO_PEERCRED pid of this process's socket fd
+	OpSysctl   = "sysctl"   // PID: raw struct kinfo_proc (macOS)
+	OpProcargs = "procargs" // PID: raw kern.procargs2 (macOS)
+	OpPs       = "ps"       // PID: ps output where sysctl is impossible (macOS, Node)
+)
+
+// InspectRequest asks FnInspect for up to MaxInspectOps operations at once,
+// so a start makes few host calls.
+type InspectRequest struct {
+	Ops []InspectOp `json:"ops"`
+}
+
+// MaxInspectOps is the most operations one FnInspect request may carry.
+const MaxInspectOps = 64
+
+// InspectOp is one read-only question about the OS. Which fields are used
+// depends on Op; see hostfuncs/README.md, "mcp_resume_inspect".
+type InspectOp struct {
+	Op string `json:"op"`
+	// Path, for read and readlink: an absolute path on the allowlist.
+	Path string `json:"path,omitempty"`
+	// PID, for fds ("self" or decimal digits, as a string) and for kill0,
+	// sysctl, procargs and ps (decimal digits).
+	PID string `json:"pid,omitempty"`
+	// FD, for fstat and peer: 0 (stdin) or 1 (stdout). Beware: the
+	// omitempty tag drops fd 0, so an encoder must write "fd" itself for
+	// fstat and peer (internal/resume does; the field stays an int so that
+	// literals read naturally).
+	FD int `json:"fd,omitempty"`
+	// Targets, for fds: report only fds whose link target is one of these
+	// (nil reports every fd).
+	Targets []string `json:"targets,omitempty"`
+}
+
+// InspectResponse answers FnInspect: one result per operation, in order.
+// Error is set only when the request as a whole was unusable.
+type InspectResponse struct {
+	Results []InspectResult `json:"results"`
+	Error   *Error          `json:"error,omitempty"`
+}
+
+// InspectResult is the answer to one InspectOp: exactly one of the success
+// fields for its Op, or Error.
+type InspectResult struct {
+	// Data: read (the file's first 65536 bytes), sysctl, procargs (raw
+	// bytes), ps (the stat line). Base64 in JSON.
+	Data []byte `json:"data,omitempty"`
+	// Args: ps only, the output of `ps -ww -o args=` (base64 in JSON).
+	Args []byte `json:"args,omitempty"`
+	// Target: readlink.
+	Target string `json:"target,omitempty"`
+	// FDs: fds.
+	FDs []FD `json:"fds,omitempty"`
+	// Type: fstat, one of the FileType* values.
+	Type string `json:"type,omitempty"`
+	// PeerPID: peer; 0 when the peer is outside this PID namespace.
+	PeerPID *int   `json:"peer_pid,omitempty"`
+	Error   *Error `json:"error,omitempty"`
+}
+
+// FD is one open file descriptor of a process (OpFDs).
+type FD struct {
+	FD     int    `json:"fd"`
+	Target string `json:"target"`
+	// Flags is the octal "flags:" value of /proc/<pid>/fdinfo/<fd> as a
+	// number; -1 when fdinfo could not be read.
+	Flags int `json:"flags"`
+}
+
+// File types of InspectResult.Type (OpFstat).
+const (
+	FileTypeFIFO   = "fifo"
+	FileTypeSocket = "socket"
+	FileTypeChar   = "char"
+	FileTypeFile   = "file"
+	FileTypeDir    = "dir"
+	FileTypeOther  = "other"
+)
+
+// PrepareDirRequest asks FnPrepareDir to fix the state directory at Path,
+// create it (0700) and check it, then delete the host's temporary files
+// older than SweepSeconds.
+type PrepareDirRequest struct {
+	Path         string `json:"path"`
+	SweepSeconds int    `json:"sweep_seconds"`
+	// Create false (the list and prune exports of a store that has not
+	// loaded or stored yet) creates nothing: a missing directory answers
+	// CodeNotFound and fixes nothing. Absent (nil) or true: create it.
+	Create *bool `json:"create,omitempty"`
+}
+
+// Empty answers FnPrepareDir, FnWrite, FnRemove, FnLock and FnLog on success.
 type Empty struct {
 	Error *Error `json:"error,omitempty"`
 }
 
-// NameRequest asks FnRemove to delete one file of the state directory.
+// NameRequest names one file of the state directory (FnRemove, FnLock).
 type NameRequest struct {
 	Name string `json:"name"`
 }
@@ -107,7 +243,7 @@ type ReadRequest struct {
 // ReadResponse answers FnRead. Data holds the first min(size, Limit) bytes
 // (base64 in JSON).
 type ReadResponse struct {
-	Data  []byte `json:"data,omitempty"`
+	Data  []byte `json:"data"`
 	Error *Error `json:"error,omitempty"`
 }
 
@@ -118,38 +254,23 @@ type WriteRequest struct {
 	Data []byte `json:"data"`
 }
 
-// ProbeRequest asks FnProbe about file Name, whose name says it belongs to
-// the host process PID started at StartTime.
-type ProbeRequest struct {
-	Name      string `json:"name"`
-	PID       int    `json:"pid"`
-	StartTime string `json:"start_time"`
-}
-
-// Host states of ProbeResponse.Host.
-const (
-	HostAlive   = "alive"   // that process is running with that start time
-	HostGone    = "gone"    // no such process, or the pid now names another process or boot
-	HostUnknown = "unknown" // the host cannot tell (permissions, platform)
-)
-
-// ProbeResponse answers FnProbe: whether the file's host is alive and how
-// long ago (seconds, from its modification time) the file was written.
-type ProbeResponse struct {
-	Host       string `json:"host,omitempty"`
-	AgeSeconds int64  `json:"age_seconds"`
-	Error      *Error `json:"error,omitempty"`
-}
-
 // ListRequest asks FnList for the regular files whose names start with Prefix.
 type ListRequest struct {
 	Prefix string `json:"prefix"`
 }
 
-// ListResponse answers FnList, names sorted ascending.
+// ListResponse answers FnList, sorted by name.
 type ListResponse struct {
-	Names []string `json:"names"`
-	Error *Error   `json:"error,omitempty"`
+	Files []ListEntry `json:"files"`
+	Error *Error      `json:"error,omitempty"`
+}
+
+// ListEntry is one file of FnList: its name and its age in whole seconds
+// (now minus its modification time, from lstat; may be negative when the
+// clock moved back).
+type ListEntry struct {
+	Name       string `json:"name"`
+	AgeSeconds int64  `json:"age_seconds"`
 }
 
 // Log levels of LogRequest.Level.
@@ -162,7 +283,8 @@ const (
 
 // LogRequest asks FnLog to emit one line through the host's logger. Message
 // is the human text (the spec's lines verbatim), Event a stable machine name
-// for it, Detail optional context. None of them ever holds a token.
+// for it, Detail optional context. None of them ever holds a token. Level,
+// Event and Message are required in every host.
 type LogRequest struct {
 	Level   string `json:"level"`
 	Event   string `json:"event"`
@@ -170,31 +292,108 @@ type LogRequest struct {
 	Detail  string `json:"detail,omitempty"`
 }
 
-// ListedFile is one token file reported by the plugin's ExportList export.
-// Instance is the 16-hex-digit instance suffix of the name, if any.
-type ListedFile struct {
-	Name      string `json:"name"`
-	PID       int    `json:"pid"`
-	StartTime string `json:"start_time"`
-	Instance  string `json:"instance,omitempty"`
+// OpenInput is the input of ExportOpen: what the server declared through
+// its host API. Every field but App is optional; the plugin fills the
+// defaults from Facts.
+type OpenInput struct {
+	// App is the server application name (1-64 of [A-Za-z0-9._-], starting
+	// with a letter or digit).
+	App string `json:"app"`
+	// StateDir overrides the state directory (absolute path). Empty: the
+	// environment's MCP_RESUME_STATE_DIR, else the per-app default.
+	StateDir string `json:"state_dir,omitempty"`
+	// Instance is the declared instance key; nil means "not declared" (the
+	// default applies), "" or "-" means "no instance".
+	Instance *string `json:"instance,omitempty"`
+	// Launchers are extra launcher names, added to the defaults and to
+	// MCP_RESUME_LAUNCHERS.
+	Launchers []string `json:"launchers,omitempty"`
 }
 
-// NamesOutput is the output of the plugin's ExportNames export: this
-// instance's token and lock file names, both "" when identity is unavailable.
+// OpenOutput is the output of ExportOpen.
+type OpenOutput struct {
+	// StateDir is the absolute state directory this store uses.
+	StateDir string `json:"state_dir"`
+	// StateRoot is the directory that holds every app's default state
+	// directory (the default StateDir without its last element).
+	StateRoot string `json:"state_root"`
+	// Resume is false when resume is already known to be off (the
+	// MCP_RESUME=off switch, an unsupported OS); true otherwise.
+	Resume bool `json:"resume"`
+}
+
+// NamesOutput is the output of ExportNames: this instance's token and lock
+// file names, both "" when the identity is unavailable.
 type NamesOutput struct {
 	Token string `json:"token,omitempty"`
 	Lock  string `json:"lock,omitempty"`
 }
 
-// PruneOutput is the output of the plugin's ExportPrune export: the token
-// and lock files it removed.
-type PruneOutput struct {
-	Removed []string `json:"removed"`
+// Host states of ListedFile.Host and PrunedFile.Host.
+const (
+	HostAlive   = "alive"   // that process is running with that start time
+	HostGone    = "gone"    // no such process, or the pid now names another process or boot
+	HostUnknown = "unknown" // cannot tell (permissions, another PID namespace, platform)
+)
+
+// ListedFile is one token file reported by ExportList. Instance is the
+// 16-hex-digit instance suffix of the name, if any.
+type ListedFile struct {
+	Name       string `json:"name"`
+	PID        int    `json:"pid"`
+	StartTime  string `json:"start_time"`
+	Instance   string `json:"instance,omitempty"`
+	Host       string `json:"host"`
+	AgeSeconds int64  `json:"age_seconds"`
 }
 
-// ListOutput is the output of the plugin's ExportList export.
+// ListOutput is the output of ExportList.
 type ListOutput struct {
 	Files []ListedFile `json:"files"`
+}
+
+// Reasons of PrunedFile.Reason.
+const (
+	ReasonHostGone = "host_gone" // its host process is gone
+	ReasonAged     = "aged"      // its host cannot be checked and it is older than 30 days
+)
+
+// PrunedFile is one file ExportPrune removed, and why.
+type PrunedFile struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+	Host   string `json:"host"`
+}
+
+// PruneOutput is the output of ExportPrune.
+type PruneOutput struct {
+	Removed []PrunedFile `json:"removed"`
+}
+
+// Process is one process of the ancestor chain ExportWhoami reports.
+type Process struct {
+	PID       int      `json:"pid"`
+	PPID      int      `json:"ppid"`
+	Name      string   `json:"name"`
+	Args      []string `json:"args"`
+	StartTime string   `json:"start_time"`
+	// Role is "launcher" or "host".
+	Role string `json:"role"`
+}
+
+// WhoamiOutput is the output of ExportWhoami: the MCP host this process
+// resolves, how, and the names it would use. Error says why the identity is
+// unavailable (then PID, StartTime and the names are empty).
+type WhoamiOutput struct {
+	PID            int       `json:"pid,omitempty"`
+	StartTime      string    `json:"start_time,omitempty"`
+	Stdio          string    `json:"stdio,omitempty"`
+	InstanceSuffix string    `json:"instance_suffix,omitempty"`
+	TokenFile      string    `json:"token_file,omitempty"`
+	LockFile       string    `json:"lock_file,omitempty"`
+	StateDir       string    `json:"state_dir"`
+	Chain          []Process `json:"chain"`
+	Error          string    `json:"error,omitempty"`
 }
 
 // ValidName reports whether name may name a file in the state directory:
@@ -214,22 +413,6 @@ func ValidName(name string) bool {
 	return true
 }
 
-// ValidStartTime reports whether s is an acceptable IdentityResponse.StartTime:
-// 1–96 bytes of [0-9a-z.], so it can be embedded in a file name and parsed back.
-// (The plugin avoids package regexp to keep the module small.)
-func ValidStartTime(s string) bool {
-	if len(s) == 0 || len(s) > 96 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.') {
-			return false
-		}
-	}
-	return true
-}
-
 // Pad8 appends spaces to the JSON document b until its length is a multiple
 // of 8. go-pdk moves Extism memory 8 bytes per host call and the remainder one
 // byte per call, so padding saves up to 7 calls per payload. JSON ignores
@@ -239,10 +422,4 @@ func Pad8(b []byte) []byte {
 		b = append(b, ' ')
 	}
 	return b
-}
-
-// ErrorResponse returns the JSON document {"error": {"code": code, "message": msg}}.
-func ErrorResponse(code, msg string) []byte {
-	b, _ := json.Marshal(Empty{Error: &Error{Code: code, Message: msg}})
-	return Pad8(b)
 }

@@ -1,23 +1,27 @@
 //go:build wasip1
 
-// Command guest is the mcp-resume plugin: the resume logic of package
-// resume, compiled to one Wasm module that every host (Go, Python,
-// TypeScript) loads through Extism. Build it with `make wasm`:
+// Command guest is the mcp-resume plugin: the resume store of
+// internal/resume and the policy of internal/policy, compiled to one Wasm
+// module that every host (Go, Python, TypeScript) loads through Extism.
+// Build it with `make wasm`:
 //
 //	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath -ldflags="-buildid= -s -w" -o plugin/plugin.wasm ./plugin/guest
 //
-// Exports (hostfuncs/README.md, "Plugin exports"):
+// Exports (hostfuncs/README.md, "Plugin exports"; ABI version 3):
 //
-//	mcp_resume_abi_version  () -> "2"
+//	mcp_resume_abi_version  () -> "3"
+//	open                    (JSON {"app","state_dir"?,"instance"?,"launchers"?}) -> JSON {"state_dir","state_root","resume"}
 //	load                    () -> token bytes, or empty output when there is none
-//	store                   (token bytes) -> empty; error "invalid token: ..." for a malformed token
+//	store                   (token bytes) -> empty
 //	reject                  () -> empty
-//	list                    () -> JSON {"files":[{"name","pid","start_time","instance"?}]}
-//	prune                   () -> JSON {"removed":[names]}: token and lock files of hosts that are gone
-//	names                   () -> JSON {"token","lock"}: this instance's file names (identity only, no file access)
+//	names                   () -> JSON {"token","lock"}: this instance's file names ({} when resume is off)
+//	list                    () -> JSON {"files":[{"name","pid","start_time","instance"?,"host","age_seconds"}]}
+//	prune                   () -> JSON {"removed":[{"name","reason","host"}]}
+//	whoami                  () -> JSON {"pid","start_time","stdio","instance_suffix","token_file","lock_file","state_dir","chain","error"?}
 //
-// Each returns 0 on success and 1 on failure, with the message set as the
-// Extism error. This file is thin glue; the logic lives in plugin/resume.
+// Each returns 0 on success and 1 on failure, with the Extism error string
+// set to the JSON {"code","message"} (codes in internal/wire). This file is
+// thin glue; the logic lives in internal/resume and internal/policy.
 package main
 
 import (
@@ -25,15 +29,18 @@ import (
 
 	"github.com/extism/go-pdk"
 
-	"github.com/mcp-resume/mcp-resume/internal/wire"
 	"github.com/mcp-resume/mcp-resume/internal/resume"
+	"github.com/mcp-resume/mcp-resume/internal/wire"
 )
 
 // Host function imports; see wire.Fn* for the names and hostfuncs/README.md
 // for the payloads. Each takes and returns an Extism memory offset.
 
-//go:wasmimport extism:host/user mcp_resume_identity
-func hostIdentity(uint64) uint64
+//go:wasmimport extism:host/user mcp_resume_facts
+func hostFacts(uint64) uint64
+
+//go:wasmimport extism:host/user mcp_resume_inspect
+func hostInspect(uint64) uint64
 
 //go:wasmimport extism:host/user mcp_resume_prepare_dir
 func hostPrepareDir(uint64) uint64
@@ -50,26 +57,27 @@ func hostRemove(uint64) uint64
 //go:wasmimport extism:host/user mcp_resume_list
 func hostList(uint64) uint64
 
-//go:wasmimport extism:host/user mcp_resume_log
-func hostLog(uint64) uint64
-
 //go:wasmimport extism:host/user mcp_resume_lock
 func hostLock(uint64) uint64
 
-//go:wasmimport extism:host/user mcp_resume_probe
-func hostProbe(uint64) uint64
+//go:wasmimport extism:host/user mcp_resume_log
+func hostLog(uint64) uint64
 
 var imports = map[string]func(uint64) uint64{
-	wire.FnIdentity:   hostIdentity,
+	wire.FnFacts:      hostFacts,
+	wire.FnInspect:    hostInspect,
 	wire.FnPrepareDir: hostPrepareDir,
 	wire.FnRead:       hostRead,
 	wire.FnWrite:      hostWrite,
 	wire.FnRemove:     hostRemove,
 	wire.FnList:       hostList,
-	wire.FnLog:        hostLog,
 	wire.FnLock:       hostLock,
-	wire.FnProbe:      hostProbe,
+	wire.FnLog:        hostLog,
 }
+
+// noResponse stands for the response of a host function that returned no
+// memory block: not JSON, so the store reads it as "cannot tell".
+var noResponse = []byte("no response")
 
 // call moves req into Extism memory, invokes the host function and copies its
 // response out, freeing both blocks so memory stays flat across calls.
@@ -78,7 +86,7 @@ func call(fn string, req []byte) []byte {
 	defer in.Free()
 	offset := imports[fn](in.Offset())
 	if offset == 0 {
-		return wire.ErrorResponse(wire.CodeIO, "host function "+fn+" returned no response")
+		return noResponse
 	}
 	out := pdk.FindMemory(offset)
 	defer out.Free()
@@ -89,15 +97,45 @@ func call(fn string, req []byte) []byte {
 // server instance's session with its token file.
 var store = resume.New(call)
 
+// fail sets the Extism error string to the JSON of werr and returns 1.
+func fail(werr *wire.Error) int32 {
+	b, _ := json.Marshal(werr)
+	pdk.SetErrorString(string(b))
+	return 1
+}
+
+// outputJSON writes v as the export's output, or fails with werr.
+func outputJSON(v any, werr *wire.Error) int32 {
+	if werr != nil {
+		return fail(werr)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fail(&wire.Error{Code: wire.CodeIO, Message: err.Error()})
+	}
+	pdk.Output(b)
+	return 0
+}
+
 //go:wasmexport mcp_resume_abi_version
 func abiVersion() int32 {
 	pdk.OutputString(wire.ABIVersion)
 	return 0
 }
 
+//go:wasmexport open
+func open() int32 {
+	out, werr := store.Open(pdk.Input())
+	return outputJSON(out, werr)
+}
+
 //go:wasmexport load
 func load() int32 {
-	if token, ok := store.Load(); ok {
+	token, ok, werr := store.Load()
+	if werr != nil {
+		return fail(werr)
+	}
+	if ok {
 		pdk.OutputString(token)
 	}
 	return 0
@@ -105,43 +143,42 @@ func load() int32 {
 
 //go:wasmexport store
 func storeToken() int32 {
-	if err := store.Store(string(pdk.Input())); err != nil {
-		pdk.SetError(err)
-		return 1
+	if werr := store.Store(string(pdk.Input())); werr != nil {
+		return fail(werr)
 	}
 	return 0
 }
 
 //go:wasmexport reject
 func reject() int32 {
-	store.Reject()
-	return 0
-}
-
-//go:wasmexport list
-func list() int32 {
-	out, err := store.List()
-	if err != nil {
-		pdk.SetError(err)
-		return 1
+	if werr := store.Reject(); werr != nil {
+		return fail(werr)
 	}
-	b, _ := json.Marshal(out)
-	pdk.Output(b)
 	return 0
 }
 
 //go:wasmexport names
 func names() int32 {
-	b, _ := json.Marshal(store.Names())
-	pdk.Output(b)
-	return 0
+	out, werr := store.Names()
+	return outputJSON(out, werr)
+}
+
+//go:wasmexport list
+func list() int32 {
+	out, werr := store.List()
+	return outputJSON(out, werr)
 }
 
 //go:wasmexport prune
 func prune() int32 {
-	b, _ := json.Marshal(store.Prune())
-	pdk.Output(b)
-	return 0
+	out, werr := store.Prune()
+	return outputJSON(out, werr)
+}
+
+//go:wasmexport whoami
+func whoami() int32 {
+	out, werr := store.Whoami()
+	return outputJSON(out, werr)
 }
 
 func main() {}

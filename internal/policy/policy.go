@@ -1,0 +1,292 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/mcp-resume/mcp-resume/internal/wire"
+)
+
+// Sentinel errors. Every error of [Resolve] wraps one or more of them, so
+// callers can test with [errors.Is]. Any error from Resolve means the same
+// thing to a caller: the host cannot be identified with certainty, so
+// session resume is off for this instance (spec 000, "Parent Process
+// Information Unavailable").
+var (
+	// ErrUnsupported: the operating system is neither Linux nor macOS
+	// (spec 000, "Platform Support"), or the host cannot answer an
+	// operation the rule needs there.
+	ErrUnsupported = errors.New("process identity is not supported on this operating system")
+
+	// ErrNotFound: no process with the requested pid exists.
+	ErrNotFound = errors.New("process not found")
+
+	// ErrReaper: the host would be pid 0 or 1 or an init or reaper
+	// process: the server or a launcher was orphaned, or the real host is
+	// outside this PID namespace. Such processes are shared by unrelated
+	// clients, so resuming under them could resume someone else's session.
+	ErrReaper = errors.New("the MCP host would be an init or reaper process")
+
+	// ErrRace: a process's parent pid or start time changed while the
+	// ancestor chain was being read, or a process in the chain exited
+	// during the walk or the stdio check.
+	ErrRace = errors.New("the process tree changed while it was being read")
+
+	// ErrNoBootID: on Linux /proc/sys/kernel/random/boot_id is missing,
+	// unreadable or not a UUID; without it a start time cannot be told
+	// apart from one of a previous boot.
+	ErrNoBootID = errors.New("cannot read the kernel boot ID (is /proc mounted?)")
+
+	// ErrTooDeep: more than [MaxDepth] ancestors would have to be walked
+	// to get past the launchers.
+	ErrTooDeep = errors.New("too many launcher processes above the server")
+
+	// ErrMalformed: the kernel's description of a process
+	// (/proc/<pid>/stat, struct kinfo_proc, ps output) cannot be parsed.
+	ErrMalformed = errors.New("malformed process information")
+
+	// ErrNamespace: on Linux the PID namespace cannot be verified: /proc
+	// belongs to another PID namespace than this process (readlink
+	// /proc/self is not facts.pid, so /proc/<pid> would name other
+	// processes), or /proc/self/ns/pid cannot be read.
+	ErrNamespace = errors.New("cannot verify the PID namespace")
+
+	// ErrAdopted: on Linux the resolved host provably does not hold the
+	// other end of the server's stdin or stdout: the server was orphaned
+	// and adopted by a subreaper that is not on the reaper list, or the
+	// host passed its own stdio through to the server like a launcher
+	// (docs/RELIABILITY.md, fault 11c).
+	ErrAdopted = errors.New("the resolved MCP host does not hold the server's stdio")
+
+	// ErrHidden: a process exists but /proc does not show it (mounted
+	// hidepid=1 or 2 and it belongs to another user): its stat is
+	// not_found while kill(pid, 0) answers permission (fault 12).
+	ErrHidden = errors.New("the process exists but /proc hides it")
+
+	// ErrPermission: the host answered "permission" for an operation the
+	// rule needs.
+	ErrPermission = errors.New("permission denied")
+
+	// ErrNoAnswer: a host function failed without a usable answer (the
+	// response is not JSON, has the wrong number of results, lacks a field,
+	// or is an error as a whole). It means "cannot tell", never "gone".
+	ErrNoAnswer = errors.New("the host gave no usable answer")
+)
+
+// MaxDepth is the most ancestors the walk reads, the host included; a chain
+// of more than MaxDepth-1 launchers fails with [ErrTooDeep].
+const MaxDepth = 16
+
+// EnvLaunchers is the environment variable (reported in facts.env) that
+// adds launcher names: a comma-separated list such as "my-wrapper,direnv".
+const EnvLaunchers = "MCP_RESUME_LAUNCHERS"
+
+// Roles of [wire.Process.Role] in a chain.
+const (
+	RoleLauncher = "launcher"
+	RoleHost     = "host"
+)
+
+// Process is one process as the kernel describes it, seen while walking
+// ancestors.
+type Process struct {
+	// PID is the process ID.
+	PID int
+	// PPID is the parent's process ID; 0 when the parent is outside this PID
+	// namespace or for PID 1.
+	PPID int
+	// Name is the kernel's short name for the process. Linux: comm from
+	// /proc/<pid>/stat, at most 15 bytes, which may hold spaces and
+	// parentheses. macOS: p_comm from struct kinfo_proc (or ucomm from ps),
+	// at most 16 bytes.
+	Name string
+	// Args is the argument vector. Linux: /proc/<pid>/cmdline split on NUL
+	// with trailing empty strings dropped; nil when unreadable or empty.
+	// macOS: argv from kern.procargs2 (or ps's args), nil when the kernel
+	// refuses it (another user's process) or it cannot be decoded.
+	Args []string
+	// StartTime names this process instance among all that ever had PID;
+	// see the package documentation for its format on each system.
+	StartTime string
+	// zombie is set for a process that exited and was not reaped yet.
+	zombie bool
+}
+
+// Identity is the resolved MCP host: the pair the token file is named after
+// (spec 000, "Token File Naming Strategy").
+type Identity struct {
+	// PID is the host's process ID.
+	PID int
+	// StartTime is the host's [Process.StartTime].
+	StartTime string
+	// Chain holds the ancestors walked, nearest first: the launchers, then
+	// the host itself as the last element. It may be partial (and then is
+	// all launchers) when Resolve fails.
+	Chain []Process
+	// Stdio says how the host was checked against the server's stdin and
+	// stdout, for logs: "verified: stdin pipe:[123] is held by the host as
+	// fd 7", or "not checked: ..." with the reasons.
+	Stdio string
+}
+
+// WireChain returns the chain as [wire.Process] values with roles: every
+// element is a launcher except the last of a resolved identity (ok true),
+// which is the host.
+func (id Identity) WireChain(ok bool) []wire.Process {
+	out := make([]wire.Process, 0, len(id.Chain))
+	for i, p := range id.Chain {
+		role := RoleLauncher
+		if ok && i == len(id.Chain)-1 {
+			role = RoleHost
+		}
+		args := p.Args
+		if args == nil {
+			args = []string{}
+		}
+		out = append(out, wire.Process{PID: p.PID, PPID: p.PPID, Name: p.Name, Args: args, StartTime: p.StartTime, Role: role})
+	}
+	return out
+}
+
+// Inspector asks the host function mcp_resume_inspect for the answers to
+// ops, in order. It returns an error (for the caller to wrap) when the host
+// gave no usable response at all: not JSON, a top-level error. The policy
+// itself checks the number of results.
+type Inspector func(ops []wire.InspectOp) ([]wire.InspectResult, error)
+
+// inspect runs ops through in and checks that one result came back per
+// operation; any other answer is ErrNoAnswer.
+func inspect(in Inspector, ops []wire.InspectOp) ([]wire.InspectResult, error) {
+	res, err := in(ops)
+	if err != nil {
+		return nil, fmt.Errorf("mcp_resume_inspect: %w: %v", ErrNoAnswer, err)
+	}
+	if len(res) != len(ops) {
+		return nil, fmt.Errorf("mcp_resume_inspect answered %d results for %d operations: %w", len(res), len(ops), ErrNoAnswer)
+	}
+	return res, nil
+}
+
+// codeErr maps the error code of a host answer to this package's sentinels.
+func codeErr(code string) error {
+	switch code {
+	case wire.CodeNotFound:
+		return ErrNotFound
+	case wire.CodePermission:
+		return ErrPermission
+	case wire.CodeUnsupported:
+		return ErrUnsupported
+	default:
+		return ErrNoAnswer
+	}
+}
+
+// resultErr returns nil when r succeeded, else an error naming what (an
+// operation) and wrapping the sentinel for its code.
+func resultErr(what string, r wire.InspectResult) error {
+	if r.Error == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %s (%s): %w", what, r.Error.Code, r.Error.Message, codeErr(r.Error.Code))
+}
+
+// code returns r's error code, "" when it succeeded.
+func code(r wire.InspectResult) string {
+	if r.Error == nil {
+		return ""
+	}
+	return r.Error.Code
+}
+
+// Op constructors, so the batches below read like the contract's table.
+func opRead(path string) wire.InspectOp     { return wire.InspectOp{Op: wire.OpRead, Path: path} }
+func opReadlink(path string) wire.InspectOp { return wire.InspectOp{Op: wire.OpReadlink, Path: path} }
+func opPID(op string, pid int) wire.InspectOp {
+	return wire.InspectOp{Op: op, PID: strconv.Itoa(pid)}
+}
+
+// describe names p in error messages: pid 42 ("sh").
+func describe(p Process) string {
+	return fmt.Sprintf("pid %d (%q)", p.PID, p.Name)
+}
+
+// walker reads processes from one kernel interface for the walk.
+type walker interface {
+	// step reads child's parent and then child again, in that order (one
+	// host call): the parent read in between is the child's real parent
+	// when the child is unchanged. perr and aerr wrap ErrNotFound when that
+	// process is gone. err is set when the host gave no usable answer.
+	step(child Process) (parent Process, perr error, again Process, aerr error, err error)
+}
+
+// walk goes from self's parent up to the nearest ancestor that is not a
+// launcher in set. The error messages are those of the reference
+// implementation (the former procid package) where they still apply.
+func walk(w walker, self Process, set LauncherSet) (Identity, error) {
+	pid := self.PID
+	child := self
+	var chain []Process
+	fail := func(format string, args ...any) (Identity, error) {
+		return Identity{Chain: chain}, fmt.Errorf("resolve MCP host of pid %d: "+format, append([]any{pid}, args...)...)
+	}
+	for {
+		if len(chain) == MaxDepth {
+			return fail("the %d nearest ancestors (%q to %q) are all launchers; session resume is off: %w",
+				MaxDepth, chain[0].Name, chain[len(chain)-1].Name, ErrTooDeep)
+		}
+		if child.PPID <= 1 {
+			return fail("%s has parent pid %d: it was orphaned (restart the MCP host) or the host is outside this PID namespace; session resume is off: %w",
+				describe(child), child.PPID, ErrReaper)
+		}
+		parent, perr, again, aerr, err := w.step(child)
+		switch {
+		case err != nil:
+			return fail("read parent of %s: %w", describe(child), err)
+		case perr != nil && errors.Is(perr, ErrNotFound):
+			return fail("parent of %s exited during the walk; retry: %w: %w", describe(child), ErrRace, perr)
+		case perr != nil:
+			return fail("read parent of %s: %w", describe(child), perr)
+		case aerr != nil && errors.Is(aerr, ErrNotFound):
+			return fail("%s exited during the walk; retry: %w: %w", describe(child), ErrRace, aerr)
+		case aerr != nil:
+			return fail("re-read %s: %w", describe(child), aerr)
+		case again.PPID != child.PPID || again.StartTime != child.StartTime:
+			return fail("%s changed from parent %d start %s to parent %d start %s while its parent was read; retry: %w",
+				describe(child), child.PPID, child.StartTime, again.PPID, again.StartTime, ErrRace)
+		}
+		chain = append(chain, parent)
+		if isReaper(parent) {
+			return fail("the host would be %s, which serves unrelated processes; session resume is off: %w", describe(parent), ErrReaper)
+		}
+		if !set.isLauncher(parent) {
+			return Identity{PID: parent.PID, StartTime: parent.StartTime, Chain: chain}, nil
+		}
+		child = parent
+	}
+}
+
+// Resolve identifies the MCP host of this server process from the host's
+// facts, reading processes through in: the nearest ancestor that is not a
+// launcher in set, then (Linux) the check that it holds the other end of the
+// server's stdin or stdout. See the package documentation for every rule.
+//
+// It returns the host's pid and start time, the ancestors walked, and how
+// the stdio check went. On failure the Identity holds the chain read so far
+// (for whoami) and the error wraps one of the sentinels: [ErrUnsupported] on
+// other systems; [ErrNamespace] for a /proc of another PID namespace;
+// [ErrNoBootID]; [ErrReaper]; [ErrRace]; [ErrTooDeep]; [ErrMalformed];
+// [ErrHidden] for a host hidden by hidepid; [ErrAdopted] for a host that
+// does not hold the server's stdio; [ErrNoAnswer] when a host function gave
+// no usable answer. Each means session resume is off (spec 000, "Parent
+// Process Information Unavailable").
+func Resolve(f wire.Facts, set LauncherSet, in Inspector) (Identity, error) {
+	switch f.OS {
+	case "linux":
+		return resolveLinux(f, set, in)
+	case "darwin":
+		return resolveDarwin(f, set, in)
+	default:
+		return Identity{}, fmt.Errorf("resolve MCP host of pid %d on %q: %w", f.PID, f.OS, ErrUnsupported)
+	}
+}

@@ -1,0 +1,286 @@
+package policy
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/mcp-resume/mcp-resume/internal/wire"
+)
+
+// fakeFD is one open fd: what its link names and the flags its fdinfo
+// shows (-1: fdinfo unreadable).
+type fakeFD struct {
+	link  string
+	flags int
+}
+
+func fdList(m map[int]fakeFD) []wire.FD {
+	out := []wire.FD{}
+	for n := 0; n < 64; n++ {
+		if fd, ok := m[n]; ok {
+			out = append(out, wire.FD{FD: n, Target: fd.link, Flags: fd.flags})
+		}
+	}
+	return out
+}
+
+func ptr(n int) *int { return &n }
+
+// TestCheckStdio runs the stdio verdicts of fault 11c through Resolve: the
+// server (pid 1234) is a direct child of the host (pid 42).
+func TestCheckStdio(t *testing.T) {
+	const hostPID = 42
+	host := fakeProc{pid: hostPID, ppid: 10, comm: "mcp-host", cmdline: argv("mcp-host")}
+	server := fakeProc{pid: 1234, ppid: hostPID, comm: "server", cmdline: argv("server")}
+	// The server's own fds: stdin reads pipe 10, stdout writes pipe 11.
+	pipes := map[int]fakeFD{0: {"pipe:[10]", 0o0}, 1: {"pipe:[11]", 0o1}}
+	fifo := wire.InspectResult{Type: wire.FileTypeFIFO}
+	sock := wire.InspectResult{Type: wire.FileTypeSocket}
+	other := wire.InspectResult{Type: wire.FileTypeChar}
+	tests := []struct {
+		name     string
+		self     map[int]fakeFD
+		host     map[int]fakeFD // nil: the host's fds are not_found (it exited)
+		types    [2]wire.InspectResult
+		answers  map[string]wire.InspectResult
+		want     string // Stdio, when no error
+		wantErr  error
+		wantIn   []string
+		wantCall int // inspect calls; 0 means 3
+	}{
+		{
+			name:  "host holds the write end of stdin and the read end of stdout",
+			self:  pipes,
+			host:  map[int]fakeFD{0: {"/dev/null", 0o100000}, 7: {"pipe:[10]", 0o100001}, 9: {"pipe:[11]", 0o100000}},
+			types: [2]wire.InspectResult{fifo, fifo},
+			want:  "verified: stdin pipe:[10] is held by the host as fd 7",
+		},
+		{
+			name:  "only stdout verified",
+			self:  pipes,
+			host:  map[int]fakeFD{9: {"pipe:[11]", 0o2000000}},
+			types: [2]wire.InspectResult{fifo, fifo},
+			want:  "verified: stdout pipe:[11] is held by the host as fd 9",
+		},
+		{
+			name:  "host fd opened read-write counts as the other end",
+			self:  pipes,
+			host:  map[int]fakeFD{3: {"pipe:[10]", 0o2}},
+			types: [2]wire.InspectResult{fifo, fifo},
+			want:  "verified: stdin pipe:[10] is held by the host as fd 3",
+		},
+		{
+			name:    "host holds only the server's own ends, as a forking launcher does",
+			self:    pipes,
+			host:    map[int]fakeFD{0: {"pipe:[10]", 0o0}, 1: {"pipe:[11]", 0o1}},
+			types:   [2]wire.InspectResult{fifo, fifo},
+			wantErr: ErrAdopted,
+			wantIn:  []string{`the host pid 42 ("mcp-host") does not hold the other end of the server's stdio (stdin pipe:[10] is not held by the host; stdout pipe:[11] is not held by the host)`, "subreaper", EnvLaunchers},
+		},
+		{
+			// Fault 11c: a subreaper adopted the server; the pipes belong to
+			// the MCP host that started it, not to the subreaper.
+			name:    "host holds neither pipe (adopted by a subreaper)",
+			self:    pipes,
+			host:    map[int]fakeFD{0: {"/dev/null", 0o0}, 1: {"pipe:[99]", 0o1}},
+			types:   [2]wire.InspectResult{fifo, fifo},
+			wantErr: ErrAdopted,
+			wantIn:  []string{"stdin pipe:[10] is not held by the host; stdout pipe:[11] is not held by the host"},
+		},
+		{
+			// The Go host's encoder omits an empty "fds" list: {} is none.
+			name:    "host fds answer without the fds field",
+			self:    pipes,
+			types:   [2]wire.InspectResult{fifo, fifo},
+			answers: map[string]wire.InspectResult{"fds 42": {}},
+			wantErr: ErrAdopted,
+		},
+		{
+			name:    "host fd without fdinfo does not count",
+			self:    pipes,
+			host:    map[int]fakeFD{7: {"pipe:[10]", -1}},
+			types:   [2]wire.InspectResult{fifo, other},
+			wantErr: ErrAdopted,
+		},
+		{
+			name:    "disproved beats not checked",
+			self:    map[int]fakeFD{0: {"/dev/pts/3", 0o2}, 1: {"pipe:[11]", 0o1}},
+			host:    map[int]fakeFD{1: {"pipe:[11]", 0o1}},
+			types:   [2]wire.InspectResult{other, fifo},
+			wantErr: ErrAdopted,
+			wantIn:  []string{"(stdout pipe:[11] is not held by the host)"},
+		},
+		{
+			name:    "host gone",
+			self:    pipes,
+			types:   [2]wire.InspectResult{fifo, fifo},
+			wantErr: ErrRace,
+			wantIn:  []string{`the host pid 42 ("mcp-host") exited during the stdio check`},
+		},
+		{
+			name:    "host fds cannot be listed",
+			self:    pipes,
+			types:   [2]wire.InspectResult{fifo, fifo},
+			answers: map[string]wire.InspectResult{"fds 42": errResult(wire.CodePermission)},
+			want:    "not checked: stdin pipe:[10]: cannot list the host's fds: permission; stdout pipe:[11]: cannot list the host's fds: permission",
+		},
+		{
+			name:  "own fdinfo unreadable",
+			self:  map[int]fakeFD{0: {"pipe:[10]", -1}},
+			host:  map[int]fakeFD{7: {"pipe:[10]", 0o1}},
+			types: [2]wire.InspectResult{fifo, fifo},
+			want:  "not checked: stdin pipe:[10]: cannot read its fdinfo flags; stdout pipe:[11]: cannot read its fdinfo flags",
+		},
+		{
+			name:     "named FIFOs",
+			self:     map[int]fakeFD{0: {"/tmp/in.fifo", 0o0}, 1: {"/tmp/out.fifo", 0o1}},
+			host:     map[int]fakeFD{7: {"/tmp/in.fifo", 0o1}},
+			types:    [2]wire.InspectResult{fifo, fifo},
+			want:     "not checked: stdin is a named FIFO; stdout is a named FIFO",
+			wantCall: 2,
+		},
+		{
+			name:     "tty and /dev/null",
+			self:     map[int]fakeFD{0: {"/dev/pts/3", 0o2}, 1: {"/dev/null", 0o1}},
+			types:    [2]wire.InspectResult{other, {Type: wire.FileTypeFile}},
+			want:     "not checked: stdin is not a pipe or socket; stdout is not a pipe or socket",
+			wantCall: 2,
+		},
+		{
+			name:     "closed",
+			types:    [2]wire.InspectResult{errResult(wire.CodeNotFound), errResult(wire.CodeNotFound)},
+			want:     "not checked: stdin is closed; stdout is closed",
+			wantCall: 2,
+		},
+		{
+			name:     "fstat unsupported",
+			types:    [2]wire.InspectResult{errResult(wire.CodeUnsupported), other},
+			want:     "not checked: stdin: cannot tell what it is (fstat: unsupported); stdout is not a pipe or socket",
+			wantCall: 2,
+		},
+		{
+			name:    "socket pair created by the host",
+			self:    map[int]fakeFD{0: {"socket:[20]", 0o2}, 1: {"socket:[21]", 0o2}},
+			types:   [2]wire.InspectResult{sock, sock},
+			answers: map[string]wire.InspectResult{"peer 0": {PeerPID: ptr(hostPID)}, "peer 1": {PeerPID: ptr(hostPID)}},
+			want:    "verified: stdin socket:[20] peer is the host",
+		},
+		{
+			name:    "socket pair created by another process",
+			self:    map[int]fakeFD{0: {"socket:[20]", 0o2}, 1: {"socket:[21]", 0o2}},
+			types:   [2]wire.InspectResult{sock, sock},
+			answers: map[string]wire.InspectResult{"peer 0": {PeerPID: ptr(7)}, "peer 1": {PeerPID: ptr(8)}},
+			wantErr: ErrAdopted,
+			wantIn:  []string{"(stdin socket:[20] peer is pid 7, not the host; stdout socket:[21] peer is pid 8, not the host)"},
+		},
+		{
+			name:    "socket peer outside this PID namespace",
+			self:    map[int]fakeFD{0: {"socket:[20]", 0o2}, 1: {"socket:[21]", 0o2}},
+			types:   [2]wire.InspectResult{sock, sock},
+			answers: map[string]wire.InspectResult{"peer 0": {PeerPID: ptr(0)}, "peer 1": {PeerPID: ptr(0)}},
+			want:    "not checked: stdin socket:[20] is a socket without peer credentials; stdout socket:[21] is a socket without peer credentials",
+		},
+		{
+			// Node has no SO_PEERCRED: peer answers unsupported, which
+			// cannot tell.
+			name:  "socket peer unsupported",
+			self:  map[int]fakeFD{0: {"socket:[20]", 0o2}, 1: {"socket:[21]", 0o2}},
+			types: [2]wire.InspectResult{sock, sock},
+			want:  "not checked: stdin socket:[20] is a socket without peer credentials; stdout socket:[21] is a socket without peer credentials",
+		},
+		{
+			name:    "socket peer answer without peer_pid",
+			self:    map[int]fakeFD{0: {"socket:[20]", 0o2}},
+			types:   [2]wire.InspectResult{sock, other},
+			answers: map[string]wire.InspectResult{"peer 0": {}},
+			want:    "not checked: stdin socket:[20] is a socket without peer credentials; stdout is not a pipe or socket",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sys := newSystem(server.pid).put(host, server)
+			for n, fd := range tt.self {
+				sys.links[procSelfFD(n)] = fd.link
+			}
+			// Pipes whose /proc link the test leaves out still get one.
+			for n, l := range map[int]string{0: "pipe:[10]", 1: "pipe:[11]"} {
+				if _, ok := sys.links[procSelfFD(n)]; !ok && tt.types[n].Type == wire.FileTypeFIFO {
+					sys.links[procSelfFD(n)] = l
+				}
+			}
+			sys.fds["self"] = fdList(tt.self)
+			if tt.host != nil {
+				sys.fds["42"] = fdList(tt.host)
+			}
+			sys.answers["fstat 0"], sys.answers["fstat 1"] = tt.types[0], tt.types[1]
+			for k, v := range tt.answers {
+				sys.answers[k] = v
+			}
+			id, err := Resolve(linuxFacts(server.pid), NewLauncherSet(nil, ""), sys.inspect)
+			wantCall := tt.wantCall
+			if wantCall == 0 {
+				wantCall = 3
+			}
+			if sys.calls != wantCall {
+				t.Errorf("Resolve made %d inspect calls, want %d", sys.calls, wantCall)
+			}
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("Resolve() = %q, %v; want error %v", id.Stdio, err, tt.wantErr)
+				}
+				if !strings.HasPrefix(err.Error(), "resolve MCP host of pid 1234: ") {
+					t.Errorf("error %q does not name the server pid", err)
+				}
+				for _, s := range tt.wantIn {
+					if !strings.Contains(err.Error(), s) {
+						t.Errorf("error %q does not contain %q", err, s)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Resolve() error: %v", err)
+			}
+			if id.Stdio != tt.want {
+				t.Errorf("Stdio = %q, want %q", id.Stdio, tt.want)
+			}
+		})
+	}
+}
+
+func TestIsAnonPipe(t *testing.T) {
+	for link, want := range map[string]bool{
+		"pipe:[1]": true, "pipe:[4026532000]": true,
+		"pipe:[]": false, "pipe:[x]": false, "pipe:1": false, "socket:[1]": false,
+		"/tmp/pipe:[1]": false, "pipe:[1] ": false, "": false,
+	} {
+		if got := isAnonPipe(link); got != want {
+			t.Errorf("isAnonPipe(%q) = %v, want %v", link, got, want)
+		}
+	}
+}
+
+// TestCheckStdio_Batch checks what the stdio call asks: the flags of this
+// process's fds and the host's fds, filtered by the pipes, in one call.
+func TestCheckStdio_Batch(t *testing.T) {
+	host := fakeProc{pid: 42, ppid: 10, comm: "mcp-host"}
+	server := fakeProc{pid: 1234, ppid: 42, comm: "server"}
+	sys := newSystem(server.pid).put(host, server)
+	sys.links[procSelfFD(0)], sys.links[procSelfFD(1)] = "pipe:[10]", "pipe:[11]"
+	sys.answers["fstat 0"] = wire.InspectResult{Type: wire.FileTypeFIFO}
+	sys.answers["fstat 1"] = wire.InspectResult{Type: wire.FileTypeFIFO}
+	sys.fds["self"] = []wire.FD{{FD: 0, Target: "pipe:[10]", Flags: 0}, {FD: 1, Target: "pipe:[11]", Flags: 1}}
+	sys.fds["42"] = []wire.FD{{FD: 5, Target: "pipe:[11]", Flags: 0}}
+	if _, err := Resolve(linuxFacts(1234), NewLauncherSet(nil, ""), sys.inspect); err != nil {
+		t.Fatal(err)
+	}
+	last := sys.ops[len(sys.ops)-2:]
+	want := []wire.InspectOp{
+		{Op: wire.OpFDs, PID: "self", Targets: []string{"pipe:[10]", "pipe:[11]"}},
+		{Op: wire.OpFDs, PID: "42", Targets: []string{"pipe:[10]", "pipe:[11]"}},
+	}
+	if d := diff(want, last); d != "" {
+		t.Errorf("stdio call %s", d)
+	}
+}
