@@ -7,7 +7,6 @@ go 1.26.0
 toolchain go1.26.8
 
 require (
-	github.com/adrg/xdg v0.5.3
 	github.com/extism/go-pdk v1.1.3
 	github.com/extism/go-sdk v1.7.1
 	github.com/modelcontextprotocol/go-sdk v1.8.0

@@ -3,20 +3,23 @@
 // the broker returns, Reject a token the broker refused.
 //
 //	store, err := host.Open(ctx, "my-server", nil)
-//	if err != nil { ... } // only for a bad app name or a broken plugin
-//	defer store.Close(ctx)
+//	if err != nil { ... } // a bad app name or a broken plugin: serve without resume
+//	defer store.Close(ctx) // a nil *Store is "resume off": every method is safe
 //	if token, ok := store.Load(ctx); ok {
 //		sess, err := broker.Resume(ctx, token)
 //		if err != nil { store.Reject(ctx) } // then start a fresh session
 //	}
 //	store.Store(ctx, sess.Token)
 //
-// The resume logic is the plugin (package plugin), the same Wasm module the
-// Python and TypeScript packages run; this package supplies the host
-// functions (package hostfuncs) and runs it on Extism's Go SDK over wazero.
-// It implements spec 000 ("MCP Server Session Resume Specification v1"):
-// failures are logged through log/slog, never returned as a reason to stop
-// the server, and nothing is ever written to stdout.
+// All of the resume policy is the plugin (plugin.wasm, built from
+// internal/policy and internal/resume), the same Wasm module the Python and
+// TypeScript packages run: which process is the MCP host, the state
+// directory, the instance key, the app-name and token rules. This package
+// supplies the host functions of hostfuncs/README.md (OS primitives, no
+// policy) and runs the plugin on Extism's Go SDK over wazero. It implements
+// spec 000 ("MCP Server Session Resume Specification v1"): failures are
+// logged through log/slog, never returned as a reason to stop the server, and
+// nothing is ever written to stdout.
 package host
 
 import (
@@ -29,29 +32,23 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
-	"runtime"
-	"strings"
 	"sync"
 
-	"github.com/adrg/xdg"
 	extism "github.com/extism/go-sdk"
 	"github.com/tetratelabs/wazero"
 
 	"github.com/mcp-resume/mcp-resume/internal/hostfuncs"
 	"github.com/mcp-resume/mcp-resume/internal/wire"
 	"github.com/mcp-resume/mcp-resume/plugin"
-	"github.com/mcp-resume/mcp-resume/internal/procid"
 )
 
-// EnvStateDir names the environment variable that overrides the state
-// directory. MCP hosts pass servers few variables, so the default below
-// depends on HOME only.
+// EnvStateDir names the environment variable the plugin reads for the state
+// directory when Options.StateDir is empty.
 const EnvStateDir = "MCP_RESUME_STATE_DIR"
 
-// EnvInstance names the environment variable that sets the instance key
-// when Options.Instance is empty; an MCP host's server configuration can set
-// it per server entry.
+// EnvInstance names the environment variable the plugin reads for the
+// instance key when Options.Instance is empty; an MCP host's server
+// configuration can set it per server entry.
 const EnvInstance = "MCP_RESUME_INSTANCE"
 
 // NoInstance, as Options.Instance, treats every instance under one host as
@@ -59,33 +56,35 @@ const EnvInstance = "MCP_RESUME_INSTANCE"
 // only one instance at a time resumes.
 const NoInstance = "-"
 
-// Errors returned by Open.
+// Errors returned by Open. In every case the server should carry on without
+// resume (a nil *Store does exactly that).
 var (
-	// ErrInvalidApp is returned when the app name is not 1–64 of [A-Za-z0-9._-]
-	// starting with a letter or digit.
+	// ErrInvalidApp: the plugin refused the app name (code invalid_app):
+	// it must be 1–64 of [A-Za-z0-9._-] starting with a letter or digit.
 	ErrInvalidApp = errors.New("invalid app name")
-	// ErrPlugin is returned when the plugin cannot be compiled or instantiated,
-	// or speaks another ABI version than this host.
+	// ErrInvalidOption: the plugin refused an option (code invalid_option).
+	ErrInvalidOption = errors.New("invalid option")
+	// ErrPlugin: the plugin cannot be compiled or instantiated, speaks
+	// another ABI version than this host, or failed without an answer.
 	ErrPlugin = errors.New("mcp-resume plugin unusable")
 )
 
 // ErrInvalidToken is returned by Store.Store for a token that is not 1–4096
-// bytes of visible ASCII (0x21–0x7E). Nothing is written.
+// bytes of visible ASCII (0x21–0x7E): the plugin's invalid_token code.
+// Nothing is written.
 var ErrInvalidToken = errors.New("invalid token")
-
-var appRule = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // Options configures Open. A nil *Options uses every default.
 type Options struct {
-	// StateDir is where token files live. Defaults to $MCP_RESUME_STATE_DIR,
-	// else StateDir(app): per user and per app, so two MCP servers under one
-	// host never share a token.
+	// StateDir is where token files live, made absolute against the
+	// working directory. Empty: the plugin's default, $MCP_RESUME_STATE_DIR,
+	// else per user and per app (hostfuncs/README.md, "Plugin exports").
 	StateDir string
 	// Logger receives the plugin's log lines (spec 000, Logging Strategy).
 	// Defaults to slog.Default(), whose output is stderr unless you change it.
 	Logger *slog.Logger
 	// Launchers are extra process names to skip when looking for the MCP
-	// host, added to procid.DefaultLaunchers and $MCP_RESUME_LAUNCHERS.
+	// host, added to the plugin's defaults and to $MCP_RESUME_LAUNCHERS.
 	Launchers []string
 	// CacheDir holds wazero's compilation cache, so a relaunched server does
 	// not compile the plugin again. Defaults to <user cache dir>/mcp-resume/wazero;
@@ -97,104 +96,131 @@ type Options struct {
 	// key share one, which only the first holds (the others run without
 	// resume). Declare it from your configuration (for example a hash of the
 	// config file, or a profile name) when copies differ by more than their
-	// arguments. Defaults to $MCP_RESUME_INSTANCE, else the process's
-	// arguments (os.Args[1:]); NoInstance names no instance. Only a SHA-256
-	// digest reaches the file name.
+	// arguments. Empty: the plugin's default, $MCP_RESUME_INSTANCE, else the
+	// process's arguments (os.Args[1:]); NoInstance names no instance. Only a
+	// SHA-256 digest reaches the file name.
 	Instance string
-	// Alive overrides how Prune decides whether a token file's host is still
-	// running. Defaults to procid.Alive; an error means "cannot tell".
-	Alive func(pid int, startTime string) (bool, error)
-	// Identity overrides how the MCP host is identified. Defaults to
-	// procid.Host with Launchers. Set it only when your process knows its
-	// host better than the process tree does (tests use it to pin one).
-	Identity hostfuncs.IdentityFunc
 }
 
 // Store is one MCP server instance's resume-token store. Its methods are
-// safe for concurrent use; calls are serialised into one plugin instance.
+// safe for concurrent use; calls are serialised into one plugin instance. A
+// nil *Store (from a failed Open) is a store with resume off: Load finds
+// nothing, and Store, Reject and Close do nothing.
 type Store struct {
-	mu       sync.Mutex
-	closed   bool
-	plugin   *extism.Plugin
-	compiled *extism.CompiledPlugin
-	logger   *slog.Logger
-	funcs    *hostfuncs.Funcs
+	mu        sync.Mutex
+	closed    bool
+	plugin    *extism.Plugin
+	logger    *slog.Logger
+	funcs     *hostfuncs.Funcs
+	stateDir  string
+	stateRoot string
 }
 
-// StateDir returns the default state directory for app:
-// $XDG_STATE_HOME/mcp-resume/<app> (an absolute XDG_STATE_HOME; else
-// ~/.local/state/mcp-resume/<app>) on Linux, and always
-// ~/Library/Application Support/mcp-resume/<app> on macOS, where an MCP host
-// started from the Dock passes no XDG variables (hostfuncs/README.md, "The
-// state directory"). It does not create the directory.
-func StateDir(app string) string {
-	base := xdg.StateHome
-	if runtime.GOOS == "darwin" {
-		if home, err := os.UserHomeDir(); err == nil {
-			base = filepath.Join(home, "Library", "Application Support")
-		}
+// compiled holds the plugin compiled once per process and cache directory
+// (hostfuncs/README.md, "Loading the plugin"); its host functions serve the
+// Funcs of the calling Store (hostfuncs.Shared).
+var compiled struct {
+	sync.Mutex
+	byCache map[compileKey]*extism.CompiledPlugin
+}
+
+type compileKey struct {
+	cacheDir string
+	wasm     *byte // the module's first byte: tests load other modules
+}
+
+// wasmModule is the plugin this package runs; tests swap in others.
+var wasmModule = plugin.Wasm
+
+// compile returns the process's compiled plugin for cacheDir.
+func compile(ctx context.Context, cacheDir string) (*extism.CompiledPlugin, error) {
+	compiled.Lock()
+	defer compiled.Unlock()
+	wasm := wasmModule
+	if len(wasm) == 0 {
+		return nil, errors.New("empty module")
 	}
-	return filepath.Join(base, "mcp-resume", app)
+	key := compileKey{cacheDir, &wasm[0]}
+	if c := compiled.byCache[key]; c != nil {
+		return c, nil
+	}
+	rc := wazero.NewRuntimeConfig()
+	if cache := compilationCache(cacheDir); cache != nil {
+		rc = rc.WithCompilationCache(cache)
+	}
+	c, err := extism.NewCompiledPlugin(context.WithoutCancel(ctx),
+		extism.Manifest{Wasm: []extism.Wasm{extism.WasmData{Data: wasm}}},
+		extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true},
+		hostfuncs.Shared())
+	if err != nil {
+		return nil, err
+	}
+	if compiled.byCache == nil {
+		compiled.byCache = map[compileKey]*extism.CompiledPlugin{}
+	}
+	compiled.byCache[key] = c
+	return c, nil
 }
 
-// Open compiles (or fetches from the cache) the plugin and returns the Store
-// for app, an MCP server application name such as "github-server".
+// Open loads the plugin (compiled once per process, cached on disk across
+// processes) and returns the Store for app, an MCP server application name
+// such as "github-server", calling the plugin's open export with app and
+// the options.
 //
-// It returns ErrInvalidApp for a bad name and ErrPlugin when the plugin cannot
-// run; in both cases the server should carry on without resume. Problems with
+// It returns ErrInvalidApp or ErrInvalidOption when the plugin refuses them,
+// and ErrPlugin when the plugin cannot run; in every case the server should
+// carry on without resume, which the nil *Store returned does. Problems with
 // the host identity or the state directory are not errors: they switch
 // resume off and are logged on the first Load or Store (spec 000, Parent
 // Process Information Unavailable).
 func Open(ctx context.Context, app string, opts *Options) (*Store, error) {
-	if !appRule.MatchString(app) {
-		return nil, fmt.Errorf("%w %q: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit", ErrInvalidApp, app)
-	}
+	return openWith(ctx, app, opts, nil)
+}
+
+// openWith is Open over funcs (nil: the real host functions with opts' logger).
+func openWith(ctx context.Context, app string, opts *Options, funcs *hostfuncs.Funcs) (*Store, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
 	}
-	if o.StateDir == "" {
-		o.StateDir = os.Getenv(EnvStateDir)
-		if o.StateDir == "" {
-			o.StateDir = StateDir(app)
+	in := wire.OpenInput{App: app, Launchers: o.Launchers}
+	if o.StateDir != "" {
+		abs, err := filepath.Abs(o.StateDir)
+		if err != nil {
+			return nil, fmt.Errorf("%w: state directory %q: %v", ErrInvalidOption, o.StateDir, err)
 		}
+		in.StateDir = abs
 	}
-	if abs, err := filepath.Abs(o.StateDir); err == nil {
-		o.StateDir = abs
+	if o.Instance != "" {
+		in.Instance = &o.Instance
+	}
+	input, err := json.Marshal(in)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrPlugin, err)
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if o.Identity == nil {
-		launchers := o.Launchers
-		logger := o.Logger
-		o.Identity = func() (int, string, error) {
-			id, err := procid.Host(&procid.Options{Launchers: launchers})
-			if err == nil {
-				logger.Debug("mcp-resume: MCP host identified", "pid", id.PID, "start_time", id.StartTime, "stdio", id.Stdio)
-			}
-			return id.PID, id.StartTime, err
-		}
+	if funcs == nil {
+		funcs = hostfuncs.New(hostfuncs.Config{Logger: o.Logger})
 	}
-	if o.Instance == "" {
-		o.Instance = os.Getenv(EnvInstance)
-		if o.Instance == "" {
-			o.Instance = strings.Join(os.Args[1:], "\x00")
-		}
+	s, err := load(ctx, o.CacheDir, funcs, o.Logger)
+	if err != nil {
+		return nil, err
 	}
-	if o.Instance == NoInstance {
-		o.Instance = ""
+	if err := s.open(ctx, input); err != nil {
+		s.Close(ctx)
+		return nil, err
 	}
-	funcs := hostfuncs.New(hostfuncs.Config{Dir: o.StateDir, Identity: o.Identity, Logger: o.Logger, Instance: o.Instance, Alive: o.Alive})
+	return s, nil
+}
 
-	rc := wazero.NewRuntimeConfig()
-	if cache := compilationCache(o.CacheDir); cache != nil {
-		rc = rc.WithCompilationCache(cache)
+// load instantiates the plugin over funcs and checks its ABI version.
+func load(ctx context.Context, cacheDir string, funcs *hostfuncs.Funcs, logger *slog.Logger) (*Store, error) {
+	if logger == nil {
+		logger = slog.Default()
 	}
-	compiled, err := extism.NewCompiledPlugin(ctx,
-		extism.Manifest{Wasm: []extism.Wasm{extism.WasmData{Data: plugin.Wasm}}},
-		extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true},
-		funcs.Extism())
+	c, err := compile(ctx, cacheDir)
 	if err != nil {
 		return nil, fmt.Errorf("%w: compiling: %v", ErrPlugin, err)
 	}
@@ -204,18 +230,39 @@ func Open(ctx context.Context, app string, opts *Options) (*Store, error) {
 	mc := wazero.NewModuleConfig().
 		WithSysWalltime().WithSysNanotime().WithRandSource(rand.Reader).
 		WithStdout(io.Discard).WithStderr(os.Stderr)
-	p, err := compiled.Instance(ctx, extism.PluginInstanceConfig{ModuleConfig: mc})
+	p, err := c.Instance(context.WithoutCancel(ctx), extism.PluginInstanceConfig{ModuleConfig: mc})
 	if err != nil {
-		compiled.Close(ctx)
 		return nil, fmt.Errorf("%w: instantiating: %v", ErrPlugin, err)
 	}
-	s := &Store{plugin: p, compiled: compiled, logger: o.Logger, funcs: funcs}
-	_, out, err := p.CallWithContext(context.WithoutCancel(ctx), wire.ExportABIVersion, nil)
-	if err != nil || string(out) != wire.ABIVersion {
+	s := &Store{plugin: p, logger: logger, funcs: funcs}
+	out, callErr, err := s.call(ctx, wire.ExportABIVersion, nil)
+	if err != nil || callErr != nil || string(out) != wire.ABIVersion {
 		s.Close(ctx)
-		return nil, fmt.Errorf("%w: plugin ABI version %q (err %v), this host implements %q; rebuild with `make wasm` or upgrade the host", ErrPlugin, out, err, wire.ABIVersion)
+		return nil, fmt.Errorf("%w: plugin ABI version %q, this host implements %q; rebuild the plugin with `make wasm` or upgrade the host", ErrPlugin, out, wire.ABIVersion)
 	}
 	return s, nil
+}
+
+// open calls the plugin's open export with input (wire.OpenInput JSON) and
+// keeps its answer.
+func (s *Store) open(ctx context.Context, input []byte) error {
+	out, callErr, err := s.call(ctx, wire.ExportOpen, input)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: open: %v", ErrPlugin, err)
+	case callErr != nil && callErr.Code == wire.CodeInvalidApp:
+		return fmt.Errorf("%w: %s", ErrInvalidApp, callErr.Message)
+	case callErr != nil && callErr.Code == wire.CodeInvalidOption:
+		return fmt.Errorf("%w: %s", ErrInvalidOption, callErr.Message)
+	case callErr != nil:
+		return fmt.Errorf("%w: open: %s", ErrPlugin, callErr.Error())
+	}
+	var o wire.OpenOutput
+	if err := json.Unmarshal(out, &o); err != nil {
+		return fmt.Errorf("%w: open returned malformed JSON: %v", ErrPlugin, err)
+	}
+	s.stateDir, s.stateRoot = o.StateDir, o.StateRoot
+	return nil
 }
 
 // compilationCache returns wazero's on-disk compilation cache in dir, or nil
@@ -238,74 +285,184 @@ func compilationCache(dir string) wazero.CompilationCache {
 	return cache
 }
 
-// StateDirectory returns the absolute state directory this Store uses.
-func (s *Store) StateDirectory() string { return s.funcs.Dir() }
+// StateDirectory returns the absolute state directory this Store uses, as
+// the plugin decided it; "" for a nil Store.
+func (s *Store) StateDirectory() string {
+	if s == nil {
+		return ""
+	}
+	return s.stateDir
+}
+
+// StateRoot returns the directory that holds every app's default state
+// directory (for example ~/.local/state/mcp-resume), as the plugin computes
+// it; "" for a nil Store.
+func (s *Store) StateRoot() string {
+	if s == nil {
+		return ""
+	}
+	return s.stateRoot
+}
 
 // Load returns the token saved by the previous server instance under the same
 // MCP host, and true; or "" and false when there is none to offer (first run,
-// resume off, corrupt file deleted). Spec 000, MCP Server Startup.
+// resume off, corrupt file deleted, nil Store). Spec 000, MCP Server Startup.
 func (s *Store) Load(ctx context.Context) (string, bool) {
-	out, err := s.call(ctx, wire.ExportLoad, nil)
-	if err != nil || len(out) == 0 {
+	if s == nil {
+		return "", false
+	}
+	out, callErr, err := s.call(ctx, wire.ExportLoad, nil)
+	if err != nil || callErr != nil || len(out) == 0 {
 		return "", false
 	}
 	return string(out), true
 }
 
 // Store persists token, which the broker just issued, for the next server
-// instance (spec 000, Token Persistence). It returns ErrInvalidToken (wrapped)
-// for a token that is not 1–4096 bytes of visible ASCII; a failed write is
-// logged as "Failed to write token file: <error>" and returns nil.
+// instance (spec 000, Token Persistence). It returns ErrInvalidToken (wrapped,
+// with the plugin's reason, never the token) for a token that is not 1–4096
+// bytes of visible ASCII; a failed write is logged as "Failed to write token
+// file: <error>" and returns nil. A nil Store does nothing and returns nil.
 func (s *Store) Store(ctx context.Context, token string) error {
-	_, err := s.call(ctx, wire.ExportStore, []byte(token))
-	var callErr *pluginError
-	if errors.As(err, &callErr) && strings.HasPrefix(callErr.msg, "invalid token") {
-		return fmt.Errorf("%w%s", ErrInvalidToken, strings.TrimPrefix(callErr.msg, "invalid token"))
+	if s == nil {
+		return nil
+	}
+	_, callErr, _ := s.call(ctx, wire.ExportStore, []byte(token))
+	if callErr != nil && callErr.Code == wire.CodeInvalidToken {
+		return fmt.Errorf("%w: %s", ErrInvalidToken, callErr.Message)
 	}
 	return nil
 }
 
 // Reject tells the store the broker refused the token Load returned: the
 // token file is deleted unless it already holds a newer token (spec 000,
-// Broker Rejects Token; seed 004, reconnection race).
+// Broker Rejects Token; seed 004, reconnection race). A nil Store does
+// nothing.
 func (s *Store) Reject(ctx context.Context) {
-	_, _ = s.call(ctx, wire.ExportReject, nil)
+	if s == nil {
+		return
+	}
+	_, _, _ = s.call(ctx, wire.ExportReject, nil)
 }
 
-// List reports the token files in the state directory (never their tokens).
-func (s *Store) List(ctx context.Context) ([]wire.ListedFile, error) {
-	out, err := s.call(ctx, wire.ExportList, nil)
-	if err != nil {
+// HostState says whether the MCP host a token file names is still running.
+type HostState string
+
+// Host states, as the plugin's liveness policy decides them.
+const (
+	HostAlive   HostState = wire.HostAlive   // that process runs with that start time
+	HostGone    HostState = wire.HostGone    // no such process, or the pid names another process or boot
+	HostUnknown HostState = wire.HostUnknown // cannot tell (permissions, another PID namespace, platform)
+)
+
+// TokenFile is one token file of the state directory (never its token).
+type TokenFile struct {
+	// Name is the file name, token-<pid>-<start_time>[-<instance>].
+	Name string `json:"name"`
+	// PID and StartTime identify the MCP host the file belongs to.
+	PID       int    `json:"pid"`
+	StartTime string `json:"start_time"`
+	// Instance is the 16-hex-digit instance suffix, "" for none.
+	Instance string `json:"instance,omitempty"`
+	// Host says whether that host is still running.
+	Host HostState `json:"host"`
+	// AgeSeconds is the time since the file was last written, in whole seconds.
+	AgeSeconds int64 `json:"age_seconds"`
+}
+
+// List reports the token files in the state directory and whether their
+// hosts are alive, through the plugin's list export (the same answer in
+// every language). It fails when the plugin does (for example a missing
+// state directory) and for a nil Store.
+func (s *Store) List(ctx context.Context) ([]TokenFile, error) {
+	var out struct {
+		Files []TokenFile `json:"files"`
+	}
+	if err := s.callJSON(ctx, wire.ExportList, &out); err != nil {
 		return nil, err
 	}
-	var list wire.ListOutput
-	if err := json.Unmarshal(out, &list); err != nil {
-		return nil, fmt.Errorf("%w: list returned malformed JSON: %v", ErrPlugin, err)
-	}
-	return list.Files, nil
+	return out.Files, nil
 }
 
-// Prune removes the token and lock files of MCP hosts that are gone (and
-// files older than 30 days whose host cannot be checked), never those of a
-// live host; it returns the names removed. Open already prunes once, at the
-// first Load, Store or Reject while resume is on; `mcp-resume prune` calls
-// this on any state directory.
-func (s *Store) Prune(ctx context.Context) ([]string, error) {
-	out, err := s.call(ctx, wire.ExportPrune, nil)
-	if err != nil {
+// PruneReason says why Prune removed a file.
+type PruneReason string
+
+// Prune reasons.
+const (
+	// ReasonHostGone: the file's host process is gone.
+	ReasonHostGone PruneReason = wire.ReasonHostGone
+	// ReasonAged: the file's host cannot be checked and the token file is
+	// older than 30 days.
+	ReasonAged PruneReason = wire.ReasonAged
+)
+
+// PrunedFile is one file Prune removed, and why.
+type PrunedFile struct {
+	Name   string      `json:"name"`
+	Reason PruneReason `json:"reason"`
+	Host   HostState   `json:"host"`
+}
+
+// Prune removes the token and lock files of MCP hosts that are gone, and
+// token files older than 30 days whose host cannot be checked, never those
+// of a live host nor this instance's own (the plugin's prune export). The
+// first Load, Store or Reject already prunes once while resume is on;
+// `mcp-resume prune` calls this on any state directory.
+func (s *Store) Prune(ctx context.Context) ([]PrunedFile, error) {
+	var out struct {
+		Removed []PrunedFile `json:"removed"`
+	}
+	if err := s.callJSON(ctx, wire.ExportPrune, &out); err != nil {
 		return nil, err
 	}
-	var p wire.PruneOutput
-	if err := json.Unmarshal(out, &p); err != nil {
-		return nil, fmt.Errorf("%w: prune returned malformed JSON: %v", ErrPlugin, err)
-	}
-	return p.Removed, nil
+	return out.Removed, nil
 }
 
-// Close releases the plugin and the lock on the token file, so another
-// instance under the same host may take it over. It is safe to call more
-// than once; later calls to other methods do nothing.
+// Process is one process of the ancestor chain Whoami reports.
+type Process struct {
+	PID       int      `json:"pid"`
+	PPID      int      `json:"ppid"`
+	Name      string   `json:"name"`
+	Args      []string `json:"args"`
+	StartTime string   `json:"start_time"`
+	// Role is "launcher" (skipped) or "host" (the MCP host).
+	Role string `json:"role"`
+}
+
+// Identity is the MCP host this process resolves and the names it would use
+// (the plugin's whoami export).
+type Identity struct {
+	PID       int    `json:"pid,omitempty"`
+	StartTime string `json:"start_time,omitempty"`
+	// Stdio says how the host's hold on this process's stdin/stdout was checked.
+	Stdio string `json:"stdio,omitempty"`
+	// InstanceSuffix is the 16-hex-digit instance part of the names, "" for none.
+	InstanceSuffix string    `json:"instance_suffix,omitempty"`
+	TokenFile      string    `json:"token_file,omitempty"`
+	LockFile       string    `json:"lock_file,omitempty"`
+	StateDir       string    `json:"state_dir"`
+	Chain          []Process `json:"chain"`
+	// Error says why the identity is unavailable (resume is then off), "" when it is.
+	Error string `json:"error,omitempty"`
+}
+
+// Whoami reports the MCP host this process resolves, the ancestor chain the
+// plugin walked, and the file names it would use. An unavailable identity is
+// not an error: it is in Identity.Error. It fails when the plugin does and
+// for a nil Store.
+func (s *Store) Whoami(ctx context.Context) (Identity, error) {
+	var id Identity
+	err := s.callJSON(ctx, wire.ExportWhoami, &id)
+	return id, err
+}
+
+// Close releases the plugin instance and the lock on the token file, so
+// another instance under the same host may take it over. It is safe to call
+// more than once, and on a nil Store; later calls to other methods do nothing.
 func (s *Store) Close(ctx context.Context) error {
+	if s == nil {
+		return nil
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -313,26 +470,37 @@ func (s *Store) Close(ctx context.Context) error {
 	}
 	s.closed = true
 	s.funcs.Close()
-	err := s.plugin.Close(context.WithoutCancel(ctx))
-	if cerr := s.compiled.Close(context.WithoutCancel(ctx)); err == nil {
-		err = cerr
-	}
-	return err
+	return s.plugin.Close(context.WithoutCancel(ctx))
 }
 
-// pluginError is an error the plugin reported through Extism's error channel.
-type pluginError struct{ msg string }
+// callJSON runs export and decodes its JSON output into v.
+func (s *Store) callJSON(ctx context.Context, export string, v any) error {
+	if s == nil {
+		return fmt.Errorf("%w: no store (Open failed)", ErrPlugin)
+	}
+	out, callErr, err := s.call(ctx, export, nil)
+	if err != nil {
+		return err
+	}
+	if callErr != nil {
+		return fmt.Errorf("mcp-resume %s: %w", export, callErr)
+	}
+	if err := json.Unmarshal(out, v); err != nil {
+		return fmt.Errorf("%w: %s returned malformed JSON: %v", ErrPlugin, export, err)
+	}
+	return nil
+}
 
-func (e *pluginError) Error() string { return e.msg }
-
-// call runs one export under the lock. A trap or runtime failure is logged
-// and returned; it never panics and never runs on a closed plugin (go-sdk
-// prints to stdout if it does).
-func (s *Store) call(ctx context.Context, export string, input []byte) (out []byte, err error) {
+// call runs one export under the lock. An export that fails with an answer
+// (hostfuncs/README.md, "Plugin exports": the error string is the JSON
+// {"code", "message"}) returns it as callErr; a trap or runtime failure is
+// logged and returned as err. It never panics and never runs on a closed
+// plugin (go-sdk prints to stdout if it does).
+func (s *Store) call(ctx context.Context, export string, input []byte) (out []byte, callErr *wire.Error, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil, errors.New("mcp-resume: store is closed")
+		return nil, nil, errors.New("mcp-resume: store is closed")
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -340,13 +508,17 @@ func (s *Store) call(ctx context.Context, export string, input []byte) (out []by
 			s.logger.Error("mcp-resume plugin failed; session resume skipped for this call", "export", export, "error", err)
 		}
 	}()
-	rc, out, err := s.plugin.CallWithContext(context.WithoutCancel(ctx), export, input)
-	if err != nil && rc == 1 && export == wire.ExportStore {
-		return nil, &pluginError{msg: err.Error()}
+	cctx := hostfuncs.NewContext(context.WithoutCancel(ctx), s.funcs)
+	rc, out, err := s.plugin.CallWithContext(cctx, export, input)
+	if err != nil && rc == 1 {
+		var e wire.Error
+		if json.Unmarshal([]byte(err.Error()), &e) == nil && e.Code != "" {
+			return nil, &e, nil
+		}
 	}
 	if err != nil {
 		s.logger.Error("mcp-resume plugin failed; session resume skipped for this call", "export", export, "error", err)
-		return nil, err
+		return nil, nil, err
 	}
-	return out, nil
+	return out, nil, nil
 }

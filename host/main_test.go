@@ -10,6 +10,12 @@ import (
 var sharedCacheDir string
 
 func TestMain(m *testing.M) {
+	if name := os.Getenv(benchChildEnv); name != "" {
+		// A benchmark child (bench_test.go): this process is the MCP server,
+		// its parent the MCP host.
+		sharedCacheDir = os.Getenv(benchCacheEnv)
+		os.Exit(benchChild(name))
+	}
 	dir, err := os.MkdirTemp("", "mcp-resume-cache-")
 	if err != nil {
 		panic(err)

@@ -206,7 +206,7 @@ func TestResume_BrokerRejects(t *testing.T) {
 
 func TestResume_IdentityUnavailable(t *testing.T) {
 	// A host that looks like a reaper (init, tini, dumb-init…) cannot be told
-	// apart from other processes sharing it: procid refuses it. A copy of sh
+	// apart from other processes sharing it: the plugin refuses it. A copy of sh
 	// named dumb-init is such a host, and it is not a launcher to skip.
 	reaper := filepath.Join(t.TempDir(), "dumb-init")
 	sh, err := exec.LookPath("sh")

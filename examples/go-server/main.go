@@ -58,16 +58,14 @@ func run(ctx context.Context, logger *slog.Logger) error {
 	}
 	store, err := host.Open(ctx, App, &host.Options{Logger: logger})
 	if err != nil {
-		// Resume is an optimisation: serve without it.
+		// Resume is an optimisation: serve without it. The nil store Open
+		// returned is a store with resume off, so the code below runs as is.
 		logger.Warn("session resume unavailable", "error", err)
-	} else {
-		defer store.Close(ctx)
 	}
+	defer store.Close(ctx)
 	if bench == "load" {
 		// The measured point is the load answer: exit there, skipping teardown.
-		if store != nil {
-			store.Load(ctx)
-		}
+		store.Load(ctx)
 		os.Exit(0)
 	}
 
@@ -89,23 +87,22 @@ func newServer() *mcp.Server {
 }
 
 // establish gets a broker session: the stored one if the broker still honours
-// its token, else a fresh one; and stores the token the broker returns.
+// its token, else a fresh one; and stores the token the broker returns. A nil
+// store (resume unavailable) finds no token and stores nothing.
 func establish(ctx context.Context, store *host.Store, broker *brokerclient.Client, logger *slog.Logger) (brokerclient.Session, error) {
 	var sess brokerclient.Session
 	var err error
 	resumed := false
-	if store != nil {
-		if token, ok := store.Load(ctx); ok {
-			sess, err = broker.Resume(ctx, token)
-			switch {
-			case err == nil:
-				resumed = true
-			case errors.Is(err, brokerclient.ErrRejected):
-				store.Reject(ctx)
-			default:
-				// The broker is unreachable, not refusing: keep the file.
-				logger.Warn("could not offer the stored token to the broker", "error", err)
-			}
+	if token, ok := store.Load(ctx); ok {
+		sess, err = broker.Resume(ctx, token)
+		switch {
+		case err == nil:
+			resumed = true
+		case errors.Is(err, brokerclient.ErrRejected):
+			store.Reject(ctx)
+		default:
+			// The broker is unreachable, not refusing: keep the file.
+			logger.Warn("could not offer the stored token to the broker", "error", err)
 		}
 	}
 	if !resumed {
@@ -113,10 +110,8 @@ func establish(ctx context.Context, store *host.Store, broker *brokerclient.Clie
 			return sess, err
 		}
 	}
-	if store != nil {
-		if err := store.Store(ctx, sess.Token); err != nil {
-			logger.Warn("broker issued a token the resume store cannot hold", "error", err)
-		}
+	if err := store.Store(ctx, sess.Token); err != nil {
+		logger.Warn("broker issued a token the resume store cannot hold", "error", err)
 	}
 	return sess, nil
 }

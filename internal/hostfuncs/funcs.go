@@ -1,85 +1,107 @@
-// Package hostfuncs is the Go implementation of the host functions the
-// mcp-resume plugin imports: the host's identity, a filesystem confined to
-// one state directory, and logging. hostfuncs/README.md is the contract every
-// host (Go, Python, TypeScript, or yours) implements; hostfuncs/wire holds its
-// payload types and hostfuncs/conformance the cases every host must pass.
+// Package hostfuncs is the Go implementation of the nine host functions the
+// mcp-resume plugin imports (ABI version 3, hostfuncs/README.md): facts about
+// this process, read-only process inspection (/proc, kill(pid, 0), fstat,
+// SO_PEERCRED, sysctl), a filesystem confined to one state directory, an
+// advisory lock, and logging. They are OS primitives and hold no policy: which
+// process is the MCP host, whether a host is alive, where the state directory
+// is and what a valid token is are decided by the plugin (internal/policy).
 //
-// Funcs.Call serves one request natively (used by tests and by the Extism
-// adapter); Funcs.Extism wraps the same code as Extism host functions.
+// Funcs.Call serves one request natively (used by tests); Funcs.Extism wraps
+// the same code as Extism host functions for the plugin.
 package hostfuncs
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"os"
-	"path/filepath"
-	"sort"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/internal/wire"
-	"github.com/mcp-resume/mcp-resume/internal/procid"
 )
 
-// IdentityFunc returns the MCP host's pid and start time, or an error when
-// they cannot be verified (then resume is off, spec 000, Parent Process
-// Information Unavailable). procid.Host wrapped by host.Open is the real one.
-type IdentityFunc func() (pid int, startTime string, err error)
-
-// Config configures Funcs. Dir is required; a nil Logger discards.
+// Config configures Funcs. The zero value is the production configuration
+// with logs discarded.
 type Config struct {
-	// Dir is the state directory: an absolute path, created 0700 on first use.
-	Dir string
-	// Identity resolves the MCP host; it is called once per plugin instance.
-	Identity IdentityFunc
-	// Logger receives the plugin's log lines; nil discards them.
+	// Logger receives the plugin's log lines (mcp_resume_log); nil discards them.
 	Logger *slog.Logger
-	// Instance tells apart server instances the MCP host launches
-	// differently (hostfuncs/README.md, mcp_resume_identity); "" for none.
-	Instance string
-	// Alive reports whether pid runs with startTime; nil uses procid.Alive.
-	// mcp_resume_probe answers "unknown" when it returns an error.
-	Alive func(pid int, startTime string) (bool, error)
+	// Fixture pins the system the functions report. FOR THE CONFORMANCE
+	// TESTS ONLY (hostfuncs/conformance/README.md); production code leaves it
+	// nil, and then every answer comes from the real operating system.
+	Fixture *Fixture
+	// Trace, when set, is called after every host function call with the
+	// function's name, its request and how long it took. For benchmarks and
+	// debugging (host's BenchmarkOpenLoad counts the primitives a start
+	// costs); it must not change anything.
+	Trace func(fn string, req []byte, took time.Duration)
 }
 
-// Funcs implements the host functions over one state directory. It is safe
-// for concurrent use by several plugin instances.
+// Fixture is the test-only seam of the shared conformance cases
+// (hostfuncs/conformance/README.md, "Running a case", step 2). With it,
+// mcp_resume_facts answers Facts as is, the /proc operations of
+// mcp_resume_inspect run their real code under ProcRoot instead of /proc,
+// and the operations that have no file to read answer from Answers, never
+// from the real system. Nothing else changes: the file functions, the lock
+// and the log act on real files.
+type Fixture struct {
+	// Facts is the JSON object mcp_resume_facts answers, as is. Its "os"
+	// field decides whether the /proc operations are supported ("linux").
+	Facts json.RawMessage
+	// ProcRoot is the directory that stands in for /proc.
+	ProcRoot string
+	// Answers holds results of kill0, fstat, peer, sysctl, procargs and ps,
+	// keyed "<op> <pid or fd>" (for example "kill0 4242", "fstat 0"). An
+	// operation without an entry gets the conformance default: kill0
+	// not_found, fstat {"type":"char"}, the others unsupported.
+	Answers map[string]json.RawMessage
+	// NoAnswer names host functions whose response is replaced by the 8
+	// bytes "not json", as when an SDK swallows a host function's exception.
+	NoAnswer []string
+}
+
+// Funcs implements the host functions for one store. The state directory
+// is fixed by the first successful mcp_resume_prepare_dir (the confinement
+// rule); the file functions answer invalid_request before that. It is safe
+// for concurrent use.
 type Funcs struct {
-	dir      string
-	identity IdentityFunc
-	instance string
-	alive    func(int, string) (bool, error)
-	logger   *slog.Logger
+	logger  *slog.Logger
+	fixture *Fixture
+	trace   func(string, []byte, time.Duration)
+	procOK  bool   // the /proc operations are supported here
+	proc    string // the directory read for /proc
 
 	mu    sync.Mutex
+	dir   string              // the confined state directory; "" until prepare_dir succeeds
 	locks map[string]*os.File // held until Close
 }
 
-// New returns Funcs for cfg. It does not touch the filesystem; the plugin's
-// call to mcp_resume_prepare_dir does, and only once identity is verified.
+// New returns Funcs for cfg. It touches nothing: the plugin's calls do.
 func New(cfg Config) *Funcs {
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	alive := cfg.Alive
-	if alive == nil {
-		alive = procid.Alive
+	f := &Funcs{logger: logger, fixture: cfg.Fixture, trace: cfg.Trace, procOK: runtime.GOOS == "linux", proc: "/proc", locks: map[string]*os.File{}}
+	if fx := cfg.Fixture; fx != nil {
+		var facts struct {
+			OS string `json:"os"`
+		}
+		_ = json.Unmarshal(fx.Facts, &facts)
+		f.procOK, f.proc = facts.OS == "linux", fx.ProcRoot
 	}
-	return &Funcs{dir: cfg.Dir, identity: cfg.Identity, instance: cfg.Instance, alive: alive, logger: logger, locks: map[string]*os.File{}}
+	return f
 }
 
-// Close releases every lock taken through mcp_resume_lock. The process
-// exiting releases them too. Safe to call more than once.
+// Close releases every lock taken through mcp_resume_lock (the process
+// exiting releases them too). It does not delete the lock files. Safe to
+// call more than once.
 func (f *Funcs) Close() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -90,316 +112,216 @@ func (f *Funcs) Close() error {
 	return nil
 }
 
-// Dir returns the state directory.
-func (f *Funcs) Dir() string { return f.dir }
+// Dir returns the state directory fixed by the first successful
+// mcp_resume_prepare_dir, or "" before one.
+func (f *Funcs) Dir() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.dir
+}
 
 // Call serves one host function call: fn is a wire.Fn* name and req its JSON
-// request; it returns the JSON response. It never panics on bad input: an
-// unknown function or malformed request gets an invalid_request error.
+// request; it returns the JSON response, padded to a multiple of 8 bytes
+// (wire.Pad8). It never panics and never fails without an answer: an unknown
+// function or a malformed request gets an invalid_request error, every OS
+// failure one of the contract's codes (hostfuncs/README.md, "Error codes").
 func (f *Funcs) Call(fn string, req []byte) []byte {
+	if f.trace != nil {
+		start := time.Now()
+		defer func() { f.trace(fn, req, time.Since(start)) }()
+	}
+	if f.fixture != nil && slices.Contains(f.fixture.NoAnswer, fn) {
+		return []byte("not json")
+	}
 	var resp any
 	switch fn {
-	case wire.FnIdentity:
-		resp = f.identityFn()
-	case wire.FnPrepareDir:
-		resp = wire.Empty{Error: f.PrepareDir()}
-	case wire.FnRead:
-		var r wire.ReadRequest
+	case wire.FnFacts:
+		var r struct{}
 		if err := decode(req, &r); err != nil {
 			return err
 		}
-		resp = f.read(r)
+		if f.fixture != nil {
+			return wire.Pad8(append([]byte(nil), f.fixture.Facts...))
+		}
+		resp = facts()
+	case wire.FnInspect:
+		resp = f.inspect(req)
+	case wire.FnPrepareDir:
+		var r struct {
+			Path         *string `json:"path"`
+			SweepSeconds *int64  `json:"sweep_seconds"`
+			Create       *bool   `json:"create"`
+		}
+		if err := decode(req, &r); err != nil {
+			return err
+		}
+		if r.Path == nil || r.SweepSeconds == nil {
+			return missing(fn, `"path" and "sweep_seconds"`)
+		}
+		resp = empty(f.prepareDir(*r.Path, *r.SweepSeconds, r.Create == nil || *r.Create))
+	case wire.FnRead:
+		var r struct {
+			Name  string `json:"name"`
+			Limit *int   `json:"limit"`
+		}
+		if err := decode(req, &r); err != nil {
+			return err
+		}
+		if r.Limit == nil {
+			return missing(fn, `"limit"`)
+		}
+		data, werr := f.read(r.Name, *r.Limit)
+		if werr != nil {
+			resp = empty(werr)
+		} else {
+			resp = wire.ReadResponse{Data: data}
+		}
 	case wire.FnWrite:
 		var r wire.WriteRequest
 		if err := decode(req, &r); err != nil {
 			return err
 		}
 		if r.Data == nil { // absent or null; "" decodes to an empty, non-nil slice
-			return missing(fn, "data")
+			return missing(fn, `"data"`)
 		}
-		resp = wire.Empty{Error: f.write(r)}
+		resp = empty(f.write(r.Name, r.Data))
 	case wire.FnRemove:
 		var r wire.NameRequest
 		if err := decode(req, &r); err != nil {
 			return err
 		}
-		resp = wire.Empty{Error: f.remove(r)}
+		resp = empty(f.remove(r.Name))
 	case wire.FnList:
-		var r struct{ Prefix *string }
+		var r struct {
+			Prefix *string `json:"prefix"`
+		}
 		if err := decode(req, &r); err != nil {
 			return err
 		}
 		if r.Prefix == nil {
-			return missing(fn, "prefix")
+			return missing(fn, `"prefix"`)
 		}
-		resp = f.list(wire.ListRequest{Prefix: *r.Prefix})
+		files, werr := f.list(*r.Prefix)
+		if werr != nil {
+			resp = empty(werr)
+		} else {
+			resp = wire.ListResponse{Files: files}
+		}
 	case wire.FnLock:
 		var r wire.NameRequest
 		if err := decode(req, &r); err != nil {
 			return err
 		}
-		resp = wire.Empty{Error: f.lock(r.Name)}
-	case wire.FnProbe:
-		var r wire.ProbeRequest
-		if err := decode(req, &r); err != nil {
-			return err
-		}
-		resp = f.probe(r)
+		resp = empty(f.lock(r.Name))
 	case wire.FnLog:
 		var r wire.LogRequest
 		if err := decode(req, &r); err != nil {
 			return err
 		}
-		if r.Level == "" || r.Message == "" {
-			return missing(fn, "level and message")
-		}
-		f.log(r)
-		resp = wire.Empty{}
+		resp = empty(f.log(r))
 	default:
-		return wire.ErrorResponse(wire.CodeInvalidRequest, "unknown host function "+fn)
+		return errorResponse(wire.CodeInvalidRequest, "unknown host function "+fn)
 	}
 	b, err := json.Marshal(resp)
 	if err != nil {
-		return wire.ErrorResponse(wire.CodeIO, err.Error())
+		return errorResponse(wire.CodeIO, err.Error())
 	}
 	return wire.Pad8(b)
 }
 
+// errorResponse is the JSON {"error": {"code", "message"}}.
+func errorResponse(code, message string) []byte {
+	b, _ := json.Marshal(wire.Empty{Error: &wire.Error{Code: code, Message: message}})
+	return wire.Pad8(b)
+}
+
+func empty(werr *wire.Error) wire.Empty { return wire.Empty{Error: werr} }
+
 func missing(fn, field string) []byte {
-	return wire.ErrorResponse(wire.CodeInvalidRequest, fn+": request lacks "+field)
+	return errorResponse(wire.CodeInvalidRequest, fn+": request lacks "+field)
 }
 
 func decode(req []byte, v any) []byte {
 	if err := json.Unmarshal(req, v); err != nil {
-		return wire.ErrorResponse(wire.CodeInvalidRequest, "request is not the JSON document the contract defines: "+err.Error())
+		return errorResponse(wire.CodeInvalidRequest, "request is not the JSON document the contract defines: "+err.Error())
 	}
 	return nil
 }
 
-func (f *Funcs) identityFn() wire.IdentityResponse {
-	if f.identity == nil {
-		return wire.IdentityResponse{Error: &wire.Error{Code: wire.CodeUnavailable, Message: "no identity source configured"}}
-	}
-	pid, start, err := f.identity()
-	if err != nil {
-		return wire.IdentityResponse{Error: &wire.Error{Code: wire.CodeUnavailable, Message: err.Error()}}
-	}
-	return wire.IdentityResponse{PID: pid, StartTime: start, Instance: f.instance}
+func invalid(format string) *wire.Error {
+	return &wire.Error{Code: wire.CodeInvalidRequest, Message: format}
 }
 
-// PrepareDir creates the state directory (and missing parents) with mode 0700
-// and checks it is safe to keep tokens in: a real directory (not a symlink)
-// owned by this user, with no group or other permissions. It returns nil, or
-// a *wire.Error whose message says what is wrong and how to fix it.
-func (f *Funcs) PrepareDir() *wire.Error {
-	if !filepath.IsAbs(f.dir) {
-		return &wire.Error{Code: wire.CodeUnsafe, Message: fmt.Sprintf("state directory %q is not an absolute path", f.dir)}
+// facts answers mcp_resume_facts from this process (hostfuncs/README.md,
+// "mcp_resume_facts"): the plugin derives the state directory, the instance
+// key, the launchers and the MCP_RESUME switch from them.
+func facts() wire.Facts {
+	home := os.Getenv("HOME")
+	if home == "" {
+		home, _ = os.UserHomeDir()
 	}
-	if err := os.MkdirAll(f.dir, 0o700); err != nil {
-		return ioError("create state directory", err)
-	}
-	if werr := checkDir(f.dir); werr != nil {
-		return werr
-	}
-	f.sweepTemporaries()
-	return nil
-}
-
-// TempMaxAge is how old a leftover temporary file (".<name>.<random>.tmp",
-// from a writer killed between create and rename) must be before
-// PrepareDir deletes it. A live writer holds one for microseconds.
-const TempMaxAge = time.Minute
-
-// sweepTemporaries deletes this host's leftover temporary files; best effort.
-func (f *Funcs) sweepTemporaries() {
-	entries, err := os.ReadDir(f.dir)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		n := e.Name()
-		if !strings.HasPrefix(n, ".") || !strings.HasSuffix(n, ".tmp") || !e.Type().IsRegular() {
-			continue
-		}
-		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > TempMaxAge {
-			_ = syscall.Unlink(filepath.Join(f.dir, n))
+	env := map[string]string{}
+	for _, kv := range os.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		if k == "MCP_RESUME" || strings.HasPrefix(k, "MCP_RESUME_") {
+			env[k] = v
 		}
 	}
+	args := []string{}
+	if len(os.Args) > 1 {
+		args = append(args, os.Args[1:]...)
+	}
+	return wire.Facts{
+		OS: runtime.GOOS, PID: os.Getpid(), EUID: os.Geteuid(), Home: home,
+		XDGStateHome: os.Getenv("XDG_STATE_HOME"), Args: args, Env: env, Runtime: "go",
+	}
 }
 
-// path returns the full path of name, or an error if name breaks wire.ValidName.
-func (f *Funcs) path(name string) (string, *wire.Error) {
-	if !wire.ValidName(name) {
-		return "", &wire.Error{Code: wire.CodeInvalidRequest, Message: fmt.Sprintf("file name %q is not allowed: names are 1-255 of [A-Za-z0-9._-], not starting with a dot", name)}
+// log emits one plugin log line through the slog.Logger at its level, with
+// event and detail as attributes (hostfuncs/README.md, "mcp_resume_log").
+func (f *Funcs) log(r wire.LogRequest) *wire.Error {
+	if r.Level == "" || r.Event == "" || r.Message == "" {
+		return invalid(`mcp_resume_log: request lacks "level", "event" or "message"`)
 	}
-	return filepath.Join(f.dir, name), nil
-}
-
-func (f *Funcs) read(r wire.ReadRequest) wire.ReadResponse {
-	p, werr := f.path(r.Name)
-	if werr != nil {
-		return wire.ReadResponse{Error: werr}
-	}
-	if r.Limit <= 0 || r.Limit > 1<<20 {
-		return wire.ReadResponse{Error: &wire.Error{Code: wire.CodeInvalidRequest, Message: fmt.Sprintf("limit %d is outside 1..1048576", r.Limit)}}
-	}
-	// O_NONBLOCK: a FIFO planted at the path must not block the server.
-	file, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return wire.ReadResponse{Error: ioError("open "+r.Name, err)}
-	}
-	defer file.Close()
-	if werr := checkRegular(file, r.Name); werr != nil {
-		return wire.ReadResponse{Error: werr}
-	}
-	data, err := io.ReadAll(io.LimitReader(file, int64(r.Limit)))
-	if err != nil {
-		return wire.ReadResponse{Error: ioError("read "+r.Name, err)}
-	}
-	return wire.ReadResponse{Data: data}
-}
-
-// write replaces the file atomically: a 0600 temporary file created with
-// O_EXCL next to it, written, then renamed over the name. A reader
-// sees the old token or the new one, never a torn write, and a symlink
-// planted at the name is replaced, not followed.
-func (f *Funcs) write(r wire.WriteRequest) *wire.Error {
-	p, werr := f.path(r.Name)
-	if werr != nil {
-		return werr
-	}
-	var rnd [8]byte
-	_, _ = rand.Read(rnd[:])
-	tmp := filepath.Join(f.dir, "."+r.Name+"."+hex.EncodeToString(rnd[:])+".tmp")
-	file, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
-	if err != nil {
-		return ioError("create temporary file for "+r.Name, err)
-	}
-	// No fsync: rename already makes the replace atomic for readers and
-	// process crashes; after a power loss the file may be empty, which load
-	// treats as corrupt (spec 000, Token File Corrupted). fsync would cost
-	// milliseconds on every store.
-	_, err = file.Write(r.Data)
-	if cerr := file.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, p)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return ioError("write "+r.Name, err)
-	}
-	return nil
-}
-
-func (f *Funcs) remove(r wire.NameRequest) *wire.Error {
-	p, werr := f.path(r.Name)
-	if werr != nil {
-		return werr
-	}
-	// unlink, not os.Remove: os.Remove falls back to rmdir, and the contract
-	// (like Python's os.remove and Node's unlink) removes files only.
-	if err := syscall.Unlink(p); err != nil {
-		return ioError("remove "+r.Name, &os.PathError{Op: "unlink", Path: r.Name, Err: err})
-	}
-	return nil
-}
-
-// lock takes an exclusive advisory lock (flock) on the file name, created
-// 0600 if missing, and holds it until Close or process exit: the lock dies
-// with its process. Another holder answers busy. Taking a lock this Funcs
-// already holds succeeds.
-func (f *Funcs) lock(name string) *wire.Error {
-	p, werr := f.path(name)
-	if werr != nil {
-		return werr
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if _, held := f.locks[name]; held {
-		return nil
-	}
-	file, err := os.OpenFile(p, os.O_RDONLY|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
-	if err != nil {
-		return ioError("open lock "+name, err)
-	}
-	if werr := checkRegular(file, name); werr != nil {
-		file.Close()
-		return werr
-	}
-	if err := flock(file); err != nil {
-		file.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return &wire.Error{Code: wire.CodeBusy, Message: name + " is held by another server instance"}
-		}
-		return ioError("lock "+name, err)
-	}
-	f.locks[name] = file
-	return nil
-}
-
-// probe reports whether the host named by a file is alive and the file's age.
-func (f *Funcs) probe(r wire.ProbeRequest) wire.ProbeResponse {
-	p, werr := f.path(r.Name)
-	if werr != nil {
-		return wire.ProbeResponse{Error: werr}
-	}
-	info, err := os.Lstat(p)
-	if err != nil {
-		return wire.ProbeResponse{Error: ioError("inspect "+r.Name, err)}
-	}
-	resp := wire.ProbeResponse{Host: wire.HostUnknown, AgeSeconds: int64(time.Since(info.ModTime()).Seconds())}
-	if alive, err := f.alive(r.PID, r.StartTime); err == nil {
-		resp.Host = wire.HostGone
-		if alive {
-			resp.Host = wire.HostAlive
-		}
-	}
-	return resp
-}
-
-func (f *Funcs) list(r wire.ListRequest) wire.ListResponse {
-	entries, err := os.ReadDir(f.dir)
-	if err != nil {
-		return wire.ListResponse{Names: []string{}, Error: ioError("list state directory", err)}
-	}
-	names := []string{}
-	for _, e := range entries {
-		if e.Type().IsRegular() && wire.ValidName(e.Name()) && strings.HasPrefix(e.Name(), r.Prefix) {
-			names = append(names, e.Name())
-		}
-	}
-	sort.Strings(names)
-	return wire.ListResponse{Names: names}
-}
-
-func (f *Funcs) log(r wire.LogRequest) {
-	level := slog.LevelInfo
+	var level slog.Level
 	switch r.Level {
 	case wire.LevelDebug:
 		level = slog.LevelDebug
+	case wire.LevelInfo:
+		level = slog.LevelInfo
 	case wire.LevelWarn:
 		level = slog.LevelWarn
 	case wire.LevelError:
 		level = slog.LevelError
+	default:
+		return invalid("mcp_resume_log: unknown level " + r.Level + ": use debug, info, warn or error")
 	}
 	attrs := []slog.Attr{slog.String("event", r.Event)}
 	if r.Detail != "" {
 		attrs = append(attrs, slog.String("detail", r.Detail))
 	}
 	f.logger.LogAttrs(context.Background(), level, r.Message, attrs...)
+	return nil
 }
 
-// ioError maps an operating-system error to the contract's codes.
-func ioError(op string, err error) *wire.Error {
+// osError maps an operating-system error to the contract's codes
+// (hostfuncs/README.md, "Error codes"): not_found for ENOENT and ESRCH,
+// permission for EACCES and EPERM, io for the rest. Where a state-directory
+// file is opened (fileOpen), a symbolic link refused by O_NOFOLLOW (ELOOP)
+// and a directory (EISDIR) are unsafe.
+func osError(op string, err error, fileOpen bool) *wire.Error {
 	code := wire.CodeIO
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ESRCH):
 		code = wire.CodeNotFound
-	case errors.Is(err, syscall.ELOOP):
+	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
+		code = wire.CodePermission
+	case fileOpen && errors.Is(err, syscall.ELOOP):
 		code = wire.CodeUnsafe
 		err = errors.New("it is a symbolic link, which is never followed")
+	case fileOpen && errors.Is(err, syscall.EISDIR):
+		code = wire.CodeUnsafe
+		err = errors.New("it is a directory, not a regular file")
 	}
 	return &wire.Error{Code: code, Message: op + ": " + err.Error()}
 }

@@ -1,10 +1,16 @@
 package hostfuncs_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/mcp-resume/mcp-resume/internal/hostfuncs"
 	"github.com/mcp-resume/mcp-resume/internal/wire"
@@ -12,22 +18,14 @@ import (
 
 func TestFuncs_RefusesNames(t *testing.T) {
 	root := t.TempDir()
-	dir := filepath.Join(root, "state")
-	f := hostfuncs.New(hostfuncs.Config{Dir: dir})
-	if e := f.PrepareDir(); e != nil {
-		t.Fatal(e)
-	}
+	f := prepare(t, filepath.Join(root, "state"))
 	secret := filepath.Join(root, "secret")
 	os.WriteFile(secret, []byte("x"), 0o600)
 	for _, name := range []string{"", secret, "../secret", "..", ".", ".hidden", "a/b", "a\x00b", "sp ace", string(make([]byte, 256))} {
-		for _, fn := range []string{wire.FnRead, wire.FnWrite, wire.FnRemove} {
+		for _, fn := range []string{wire.FnRead, wire.FnWrite, wire.FnRemove, wire.FnLock} {
 			req, _ := json.Marshal(map[string]any{"name": name, "limit": 10, "data": []byte("tok")})
-			var resp wire.Empty
-			if err := json.Unmarshal(f.Call(fn, req), &resp); err != nil {
-				t.Fatalf("%s(%q): response not JSON: %v", fn, name, err)
-			}
-			if resp.Error == nil || resp.Error.Code != wire.CodeInvalidRequest {
-				t.Errorf("%s(%q) = %+v, want invalid_request", fn, name, resp.Error)
+			if r := call[wire.Empty](t, f, fn, req); r.Error == nil || r.Error.Code != wire.CodeInvalidRequest {
+				t.Errorf("%s(%q) = %+v, want invalid_request", fn, name, r.Error)
 			}
 		}
 	}
@@ -37,20 +35,15 @@ func TestFuncs_RefusesNames(t *testing.T) {
 }
 
 func TestFuncs_MalformedRequests(t *testing.T) {
-	f := hostfuncs.New(hostfuncs.Config{Dir: t.TempDir()})
-	for _, fn := range append(wire.Functions, "no_such_function") {
+	f := prepare(t, stateDir(t))
+	for _, fn := range append(wire.Functions(), "no_such_function") {
 		var resp wire.Empty
 		out := f.Call(fn, []byte("{not json"))
 		if err := json.Unmarshal(out, &resp); err != nil {
 			t.Fatalf("%s: response %q not JSON", fn, out)
 		}
-		switch fn {
-		case wire.FnIdentity, wire.FnPrepareDir:
-			// These take no request fields and ignore the body.
-		default:
-			if resp.Error == nil || resp.Error.Code != wire.CodeInvalidRequest {
-				t.Errorf("%s(garbage) = %s, want invalid_request", fn, out)
-			}
+		if resp.Error == nil || resp.Error.Code != wire.CodeInvalidRequest {
+			t.Errorf("%s(garbage) = %s, want invalid_request", fn, out)
 		}
 	}
 }
@@ -58,17 +51,242 @@ func TestFuncs_MalformedRequests(t *testing.T) {
 // Required fields are required: a request without them is refused rather
 // than guessed at (an empty token file, a list of everything, an empty log line).
 func TestFuncs_MissingFields(t *testing.T) {
-	f := hostfuncs.New(hostfuncs.Config{Dir: t.TempDir()})
+	f := prepare(t, stateDir(t))
 	for fn, req := range map[string]string{
-		wire.FnWrite:  `{"name":"token-5-1.a"}`,
-		wire.FnList:   `{}`,
-		wire.FnLog:    `{"event":"x"}`,
-		wire.FnRead:   `{"name":"token-5-1.a"}`, // limit 0 is outside 1..1048576
-		wire.FnRemove: `{}`,
+		wire.FnWrite:      `{"name":"token-5-1.a"}`,
+		wire.FnList:       `{}`,
+		wire.FnLog:        `{"level":"info","message":"m"}`,
+		wire.FnRead:       `{"name":"token-5-1.a"}`,
+		wire.FnRemove:     `{}`,
+		wire.FnPrepareDir: `{"sweep_seconds":60}`,
+		wire.FnInspect:    `{}`,
 	} {
-		var resp wire.Empty
-		if err := json.Unmarshal(f.Call(fn, []byte(req)), &resp); err != nil || resp.Error == nil || resp.Error.Code != wire.CodeInvalidRequest {
-			t.Errorf("%s(%s) = %+v, %v; want invalid_request", fn, req, resp.Error, err)
+		if r := call[wire.Empty](t, f, fn, []byte(req)); r.Error == nil || r.Error.Code != wire.CodeInvalidRequest {
+			t.Errorf("%s(%s) = %+v; want invalid_request", fn, req, r.Error)
 		}
+	}
+}
+
+// The confinement rule (hostfuncs/README.md, mcp_resume_prepare_dir): no file
+// function before a successful prepare_dir; the first success fixes the
+// directory; the path must be absolute and clean.
+func TestPrepareDir_Confinement(t *testing.T) {
+	root := t.TempDir()
+	f := hostfuncs.New(hostfuncs.Config{})
+	for fn, req := range map[string]string{
+		wire.FnRead:   `{"name":"token-1-1","limit":10}`,
+		wire.FnWrite:  `{"name":"token-1-1","data":"dG9r"}`,
+		wire.FnRemove: `{"name":"token-1-1"}`,
+		wire.FnList:   `{"prefix":""}`,
+		wire.FnLock:   `{"name":"lock-1-1"}`,
+	} {
+		if r := call[wire.Empty](t, f, fn, []byte(req)); r.Error == nil || r.Error.Code != wire.CodeInvalidRequest {
+			t.Errorf("%s before prepare_dir = %+v, want invalid_request", fn, r.Error)
+		}
+	}
+	for _, p := range []string{"relative/state", root + "/a/../state", root + "/state/", root + "/./state", ""} {
+		if r := call[wire.Empty](t, f, wire.FnPrepareDir, wire.PrepareDirRequest{Path: p, SweepSeconds: 60}); r.Error == nil || r.Error.Code != wire.CodeInvalidRequest {
+			t.Errorf("prepare_dir(%q) = %+v, want invalid_request", p, r.Error)
+		}
+	}
+	// A failure does not fix the directory.
+	bad := filepath.Join(root, "open")
+	os.Mkdir(bad, 0o755)
+	if r := call[wire.Empty](t, f, wire.FnPrepareDir, wire.PrepareDirRequest{Path: bad, SweepSeconds: 60}); r.Error == nil || r.Error.Code != wire.CodeUnsafe || !strings.Contains(r.Error.Message, "chmod 700") {
+		t.Errorf("prepare_dir(0755 dir) = %+v, want unsafe with the fix", r.Error)
+	}
+	dir := filepath.Join(root, "deep", "state")
+	// create false: a missing directory is not_found, created by nothing, and fixes nothing.
+	if r := call[wire.Empty](t, f, wire.FnPrepareDir, []byte(`{"path":"`+dir+`","sweep_seconds":60,"create":false}`)); r.Error == nil || r.Error.Code != wire.CodeNotFound || f.Dir() != "" {
+		t.Errorf("prepare_dir(missing, create false) = %+v, Dir %q; want not_found", r.Error, f.Dir())
+	}
+	if _, err := os.Stat(filepath.Join(root, "deep")); !os.IsNotExist(err) {
+		t.Errorf("create false created something: %v", err)
+	}
+	if r := call[wire.Empty](t, f, wire.FnPrepareDir, wire.PrepareDirRequest{Path: dir, SweepSeconds: 60}); r.Error != nil {
+		t.Fatalf("prepare_dir: %v", r.Error)
+	}
+	if info, err := os.Stat(dir); err != nil || info.Mode().Perm() != 0o700 || f.Dir() != dir {
+		t.Fatalf("state directory %v %v, Dir %q", info, err, f.Dir())
+	}
+	if r := call[wire.Empty](t, f, wire.FnPrepareDir, []byte(`{"path":"`+dir+`","sweep_seconds":60,"create":false}`)); r.Error != nil {
+		t.Errorf("prepare_dir again, same path, create false: %v", r.Error)
+	}
+	other := filepath.Join(root, "other")
+	if r := call[wire.Empty](t, f, wire.FnPrepareDir, wire.PrepareDirRequest{Path: other, SweepSeconds: 60}); r.Error == nil || r.Error.Code != wire.CodeInvalidRequest {
+		t.Errorf("prepare_dir(another path) = %+v, want invalid_request", r.Error)
+	}
+	if _, err := os.Stat(other); !os.IsNotExist(err) {
+		t.Errorf("a refused prepare_dir created %s", other)
+	}
+	// Same path, now group-writable: checked again.
+	os.Chmod(dir, 0o770)
+	if r := call[wire.Empty](t, f, wire.FnPrepareDir, wire.PrepareDirRequest{Path: dir, SweepSeconds: 60}); r.Error == nil || r.Error.Code != wire.CodeUnsafe {
+		t.Errorf("prepare_dir(now 0770) = %+v, want unsafe", r.Error)
+	}
+	// A symlink is not a state directory.
+	link := filepath.Join(root, "link")
+	os.Symlink(dir, link)
+	g := hostfuncs.New(hostfuncs.Config{})
+	if r := call[wire.Empty](t, g, wire.FnPrepareDir, wire.PrepareDirRequest{Path: link, SweepSeconds: 60}); r.Error == nil || r.Error.Code != wire.CodeUnsafe {
+		t.Errorf("prepare_dir(symlink) = %+v, want unsafe", r.Error)
+	}
+}
+
+// prepare_dir deletes leftover temporary files older than sweep_seconds,
+// and only those: regular files named .<...>.tmp.
+func TestPrepareDir_Sweep(t *testing.T) {
+	dir := stateDir(t)
+	old := time.Now().Add(-2 * time.Hour)
+	for _, n := range []string{".token-1.aaaa.tmp", ".token-2.bbbb.tmp", "token-1.tmp", ".keep"} {
+		os.WriteFile(filepath.Join(dir, n), nil, 0o600)
+	}
+	os.Symlink("nowhere", filepath.Join(dir, ".link.tmp"))
+	for _, n := range []string{".token-1.aaaa.tmp", "token-1.tmp", ".keep"} {
+		os.Chtimes(filepath.Join(dir, n), old, old)
+	}
+	f := hostfuncs.New(hostfuncs.Config{})
+	if r := call[wire.Empty](t, f, wire.FnPrepareDir, wire.PrepareDirRequest{Path: dir, SweepSeconds: 3600}); r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	entries, _ := os.ReadDir(dir)
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Name())
+	}
+	if want := []string{".keep", ".link.tmp", ".token-2.bbbb.tmp", "token-1.tmp"}; !slices.Equal(got, want) {
+		t.Errorf("after the sweep: %v, want %v", got, want)
+	}
+}
+
+func TestReadWriteRemove(t *testing.T) {
+	dir := stateDir(t)
+	f := prepare(t, dir)
+	if r := call[wire.Empty](t, f, wire.FnWrite, wire.WriteRequest{Name: "token-1-1", Data: []byte("tok-A")}); r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	if info, err := os.Lstat(filepath.Join(dir, "token-1-1")); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("written file: %v %v, want mode 0600", info, err)
+	}
+	if r := call[wire.ReadResponse](t, f, wire.FnRead, wire.ReadRequest{Name: "token-1-1", Limit: 3}); r.Error != nil || string(r.Data) != "tok" {
+		t.Errorf("read limit 3 = %q %v", r.Data, r.Error)
+	}
+	if r := call[wire.ReadResponse](t, f, wire.FnRead, wire.ReadRequest{Name: "token-1-1", Limit: hostfuncs.MaxReadLimit + 1}); r.Error == nil || r.Error.Code != wire.CodeInvalidRequest {
+		t.Errorf("read over the limit = %+v", r.Error)
+	}
+	// A symlink at a name is replaced by write, never followed by read.
+	os.WriteFile(filepath.Join(filepath.Dir(dir), "target"), []byte("outside"), 0o600)
+	os.Symlink("../target", filepath.Join(dir, "token-2-2"))
+	if r := call[wire.ReadResponse](t, f, wire.FnRead, wire.ReadRequest{Name: "token-2-2", Limit: 100}); r.Error == nil || r.Error.Code != wire.CodeUnsafe {
+		t.Errorf("read of a symlink = %+v, want unsafe", r.Error)
+	}
+	syscall.Mkfifo(filepath.Join(dir, "token-fifo"), 0o600)
+	os.Mkdir(filepath.Join(dir, "token-dir"), 0o700)
+	for _, n := range []string{"token-fifo", "token-dir"} {
+		if r := call[wire.ReadResponse](t, f, wire.FnRead, wire.ReadRequest{Name: n, Limit: 100}); r.Error == nil || r.Error.Code != wire.CodeUnsafe {
+			t.Errorf("read of %s = %+v, want unsafe", n, r.Error)
+		}
+	}
+	if r := call[wire.Empty](t, f, wire.FnWrite, wire.WriteRequest{Name: "token-2-2", Data: []byte("new")}); r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	if b, _ := os.ReadFile(filepath.Join(filepath.Dir(dir), "target")); string(b) != "outside" {
+		t.Errorf("write followed the symlink: target holds %q", b)
+	}
+	if r := call[wire.Empty](t, f, wire.FnRemove, wire.NameRequest{Name: "token-dir"}); r.Error == nil {
+		t.Error("remove deleted a directory")
+	}
+	if r := call[wire.Empty](t, f, wire.FnRemove, wire.NameRequest{Name: "token-1-1"}); r.Error != nil {
+		t.Error(r.Error)
+	}
+	if r := call[wire.Empty](t, f, wire.FnRemove, wire.NameRequest{Name: "token-1-1"}); r.Error == nil || r.Error.Code != wire.CodeNotFound {
+		t.Errorf("remove of a missing file = %+v, want not_found", r.Error)
+	}
+	if r := call[wire.ReadResponse](t, f, wire.FnRead, wire.ReadRequest{Name: "token-1-1", Limit: 100}); r.Error == nil || r.Error.Code != wire.CodeNotFound {
+		t.Errorf("read of a missing file = %+v, want not_found", r.Error)
+	}
+}
+
+func TestList(t *testing.T) {
+	dir := stateDir(t)
+	f := prepare(t, dir)
+	for _, n := range []string{"token-b", "token-a", "lock-a", ".token-a.x.tmp", "token with space"} {
+		os.WriteFile(filepath.Join(dir, n), []byte("secret"), 0o600)
+	}
+	old := time.Now().Add(-90*time.Second - 500*time.Millisecond)
+	os.Chtimes(filepath.Join(dir, "token-b"), old, old)
+	os.Symlink("token-a", filepath.Join(dir, "token-link"))
+	os.Mkdir(filepath.Join(dir, "token-dir"), 0o700)
+	r := call[wire.ListResponse](t, f, wire.FnList, wire.ListRequest{Prefix: "token-"})
+	if r.Error != nil || len(r.Files) != 2 || r.Files[0].Name != "token-a" || r.Files[1].Name != "token-b" {
+		t.Fatalf("list = %+v", r)
+	}
+	if a, b := r.Files[0].AgeSeconds, r.Files[1].AgeSeconds; a < 0 || a > 5 || b != 90 {
+		t.Errorf("ages = %d, %d; want ~0 and 90 (rounded down)", a, b)
+	}
+	if all := call[wire.ListResponse](t, f, wire.FnList, wire.ListRequest{Prefix: ""}); len(all.Files) != 3 {
+		t.Errorf("list all = %+v", all.Files)
+	}
+	os.RemoveAll(dir)
+	if r := call[wire.ListResponse](t, f, wire.FnList, wire.ListRequest{Prefix: ""}); r.Error == nil || r.Error.Code != wire.CodeNotFound {
+		t.Errorf("list of a missing directory = %+v, want not_found", r.Error)
+	}
+}
+
+func TestFacts(t *testing.T) {
+	t.Setenv("MCP_RESUME_INSTANCE", "work")
+	t.Setenv("MCP_RESUME", "on")
+	t.Setenv("MCP_RESUMEX", "no")
+	t.Setenv("XDG_STATE_HOME", "~/x")
+	f := hostfuncs.New(hostfuncs.Config{})
+	var facts wire.Facts
+	if err := json.Unmarshal(f.Call(wire.FnFacts, []byte(`{}`)), &facts); err != nil {
+		t.Fatal(err)
+	}
+	wantEnv := map[string]string{}
+	for _, kv := range os.Environ() {
+		if name, val, _ := strings.Cut(kv, "="); name == "MCP_RESUME" || strings.HasPrefix(name, "MCP_RESUME_") {
+			wantEnv[name] = val
+		}
+	}
+	if wantEnv["MCP_RESUME_INSTANCE"] != "work" || wantEnv["MCP_RESUME"] != "on" || len(wantEnv) < 2 {
+		t.Fatalf("environment not set up: %v", wantEnv)
+	}
+	if facts.PID != os.Getpid() || facts.EUID != os.Geteuid() || facts.OS != "linux" && facts.OS != "darwin" ||
+		facts.Runtime != "go" || facts.XDGStateHome != "~/x" || !slices.Equal(facts.Args, os.Args[1:]) || len(facts.Env) != len(wantEnv) {
+		t.Errorf("facts = %+v", facts)
+	}
+	for k, v := range wantEnv {
+		if facts.Env[k] != v {
+			t.Errorf("env[%s] = %q, want %q", k, facts.Env[k], v)
+		}
+	}
+}
+
+func TestLog(t *testing.T) {
+	var buf bytes.Buffer
+	f := hostfuncs.New(hostfuncs.Config{Logger: slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	for _, lvl := range []string{"debug", "info", "warn", "error"} {
+		if r := call[wire.Empty](t, f, wire.FnLog, wire.LogRequest{Level: lvl, Event: "e_" + lvl, Message: "m", Detail: "d"}); r.Error != nil {
+			t.Fatal(r.Error)
+		}
+	}
+	if r := call[wire.Empty](t, f, wire.FnLog, wire.LogRequest{Level: "loud", Event: "e", Message: "m"}); r.Error == nil || r.Error.Code != wire.CodeInvalidRequest {
+		t.Errorf("unknown level = %+v", r.Error)
+	}
+	var lines []map[string]any
+	for _, l := range bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n")) {
+		var m map[string]any
+		json.Unmarshal(l, &m)
+		lines = append(lines, m)
+	}
+	want := []string{"DEBUG", "INFO", "WARN", "ERROR"}
+	for i, m := range lines {
+		if m["level"] != want[i] || m["msg"] != "m" || m["event"] != "e_"+strings.ToLower(want[i]) || m["detail"] != "d" {
+			t.Errorf("line %d = %v", i, m)
+		}
+	}
+	if len(lines) != 4 {
+		t.Errorf("%d lines", len(lines))
 	}
 }

@@ -9,7 +9,7 @@ package hostfuncs_test
 // nothing outside the state directory is read, written or created (inotify
 // watches the parent directory and an outside directory).
 //
-//	go test -run '^$' -fuzz '^FuzzCall$' -fuzztime 10s ./hostfuncs/
+//	go test -run '^$' -fuzz '^FuzzCall$' -fuzztime 10s ./internal/hostfuncs/
 
 import (
 	"bufio"
@@ -240,17 +240,21 @@ func closeFuncs(f *hostfuncs.Funcs) {
 	}
 }
 
-func newFuncs(dir string) *hostfuncs.Funcs {
-	return hostfuncs.New(hostfuncs.Config{
-		Dir:      dir,
-		Identity: func() (int, string, error) { return 5, "1.a", nil },
-		Logger:   slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug})),
+// newFuncs returns Funcs confined to dir by a successful prepare_dir.
+func newFuncs(t *testing.T, dir string) *hostfuncs.Funcs {
+	f := hostfuncs.New(hostfuncs.Config{
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
+	req, _ := json.Marshal(wire.PrepareDirRequest{Path: dir, SweepSeconds: 60})
+	if out := f.Call(wire.FnPrepareDir, req); strings.Contains(string(out), `"error"`) {
+		t.Fatalf("prepare_dir: %s", out)
+	}
+	return f
 }
 
 func FuzzCall(f *testing.F) {
 	codes := contractCodes(f)
-	fns := append(append([]string{}, wire.Functions...), "no_such_function")
+	fns := append(wire.Functions(), "no_such_function")
 	index := func(fn string) uint8 {
 		for i, n := range fns {
 			if n == fn {
@@ -271,21 +275,35 @@ func FuzzCall(f *testing.F) {
 		f.Add(index(wire.FnWrite), []byte(fmt.Sprintf(`{"name":%s,"data":"dG9r"}`, n)))
 		f.Add(index(wire.FnRemove), []byte(fmt.Sprintf(`{"name":%s}`, n)))
 		f.Add(index(wire.FnList), []byte(fmt.Sprintf(`{"prefix":%s}`, n)))
-		for _, fn := range fns {
-			if fn == "mcp_resume_lock" {
-				f.Add(index(fn), []byte(fmt.Sprintf(`{"name":%s}`, n)))
-			}
-			if fn == "mcp_resume_probe" {
-				f.Add(index(fn), []byte(fmt.Sprintf(`{"name":%s,"pid":5,"start_time":"1.a"}`, n)))
-			}
-		}
+		f.Add(index(wire.FnLock), []byte(fmt.Sprintf(`{"name":%s}`, n)))
+		f.Add(index(wire.FnPrepareDir), []byte(fmt.Sprintf(`{"path":%s,"sweep_seconds":0}`, n)))
 	}
+	// Inspect: allowlisted paths, escapes from it, every operation.
+	for _, p := range []string{
+		"/proc/self", "/proc/self/stat", "/proc/1/stat", "/proc/self/cmdline", "/proc/sys/kernel/random/boot_id",
+		"/proc/self/ns/pid", "/proc/self/fd/0", "/proc/self/environ", "/proc/self/../self/stat", "/proc//stat",
+		"/proc/self/root/etc/passwd", "/etc/passwd", "/proc/self/fd/../stat", "proc/self/stat", "/proc/-1/stat",
+		"/proc/self/cwd", "/proc/self/fd/", "/proc/99999999999999999999/stat",
+	} {
+		ps, _ := json.Marshal(p)
+		f.Add(index(wire.FnInspect), []byte(fmt.Sprintf(`{"ops":[{"op":"read","path":%s},{"op":"readlink","path":%s}]}`, ps, ps)))
+	}
+	for _, op := range []string{
+		`{"op":"fds","pid":"self"}`, `{"op":"fds","pid":"self","targets":["pipe:[1]"]}`, `{"op":"fds","pid":"1"}`,
+		`{"op":"fds","pid":"../self"}`, `{"op":"kill0","pid":"1"}`, `{"op":"kill0","pid":"0"}`, `{"op":"kill0","pid":"-1"}`,
+		`{"op":"kill0","pid":"01"}`, `{"op":"kill0","pid":"4294967297"}`, `{"op":"kill0","pid":7}`, `{"op":"fstat","fd":0}`,
+		`{"op":"fstat","fd":2}`, `{"op":"peer","fd":1}`, `{"op":"sysctl","pid":"1"}`, `{"op":"procargs","pid":"1"}`,
+		`{"op":"ps","pid":"1"}`, `{"op":"nope"}`, `{}`, `null`, `7`,
+	} {
+		f.Add(index(wire.FnInspect), []byte(`{"ops":[`+op+`]}`))
+	}
+	f.Add(index(wire.FnFacts), []byte(`{}`))
 	malformed := []string{
 		"", "{", "null", "[]", `"x"`, "1", `{"name":1}`, `{"name":"x","limit":-1}`, `{"name":"x","limit":1e309}`,
 		`{"name":"x","limit":1048577}`, `{"name":"token-9-1.a","limit":1048576}`, `{"name":"x","data":"!!not base64"}`,
 		`{"name":"x","data":null}`, `{"NAME":"../sentinel","data":"dG9r"}`, `{"name":"ok","name":"../sentinel","data":"dG9r"}`,
 		`{"prefix":null}`, `{"prefix":"../"}`, `{"level":"x","message":"m"}`, `{"level":"error","event":"e","message":"m","detail":"\u0000"}`,
-		`{"name":"token-5-1.a","pid":-1,"start_time":"../../x"}`, `{"name":"token-5-1.a","pid":1e30}`, "\xff\xfe", `{"name":"\ud800"}`,
+		`{"ops":[]}`, `{"ops":null}`, `{"path":"/tmp","sweep_seconds":-1}`, "\xff\xfe", `{"name":"\ud800"}`,
 	}
 	for _, m := range malformed {
 		for _, fn := range fns {
@@ -294,7 +312,7 @@ func FuzzCall(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, which uint8, req []byte) {
 		tr := newTrap(t)
-		funcs := newFuncs(tr.state)
+		funcs := newFuncs(t, tr.state)
 		defer closeFuncs(funcs)
 		fn := fns[int(which)%len(fns)]
 		checkResponse(t, fn, funcs.Call(fn, req), codes)
@@ -309,7 +327,7 @@ func FuzzCall(f *testing.F) {
 // EEXIST, so the write fails with an io error and nothing outside changes.
 func TestWrite_TempNameCollision(t *testing.T) {
 	tr := newTrap(t)
-	funcs := newFuncs(tr.state)
+	funcs := newFuncs(t, tr.state)
 	defer closeFuncs(funcs)
 	codes := contractCodes(t)
 	for _, target := range []string{"../sentinel", "../ghost"} {

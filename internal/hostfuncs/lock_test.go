@@ -12,23 +12,48 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/internal/hostfuncs"
 	"github.com/mcp-resume/mcp-resume/internal/wire"
-	"github.com/mcp-resume/mcp-resume/internal/procid"
 )
 
-// TestMain lets this test binary act as another process that holds a lock.
+// TestMain lets this test binary act as another process: one that holds a
+// lock (HOSTFUNCS_HOLD_LOCK_DIR), or one that answers an inspect request
+// about its own stdio on stderr (HOSTFUNCS_INSPECT, see inspect_test.go).
 func TestMain(m *testing.M) {
 	if dir := os.Getenv("HOSTFUNCS_HOLD_LOCK_DIR"); dir != "" {
-		f := hostfuncs.New(hostfuncs.Config{Dir: dir})
+		f := prepare(nil, dir)
 		fmt.Println(string(f.Call(wire.FnLock, []byte(`{"name":"lock-5-1.a"}`))))
 		time.Sleep(time.Minute) // until killed
+		os.Exit(0)
+	}
+	if req := os.Getenv("HOSTFUNCS_INSPECT"); req != "" {
+		if os.Getenv("HOSTFUNCS_CLOSE_STDIN") != "" {
+			os.Stdin.Close()
+		}
+		fmt.Fprintln(os.Stderr, string(hostfuncs.New(hostfuncs.Config{}).Call(wire.FnInspect, []byte(req))))
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }
 
+// prepare returns Funcs confined to dir by a successful prepare_dir.
+func prepare(t testing.TB, dir string) *hostfuncs.Funcs {
+	f := hostfuncs.New(hostfuncs.Config{})
+	req, _ := json.Marshal(wire.PrepareDirRequest{Path: dir, SweepSeconds: 60})
+	var resp wire.Empty
+	if err := json.Unmarshal(f.Call(wire.FnPrepareDir, req), &resp); err != nil || resp.Error != nil {
+		if t == nil {
+			panic(fmt.Sprint(resp.Error, err))
+		}
+		t.Fatalf("prepare_dir(%s): %v %v", dir, resp.Error, err)
+	}
+	return f
+}
+
 func call[T any](t *testing.T, f *hostfuncs.Funcs, fn string, req any) T {
 	t.Helper()
-	b, _ := json.Marshal(req)
+	b, ok := req.([]byte)
+	if !ok {
+		b, _ = json.Marshal(req)
+	}
 	var out T
 	if err := json.Unmarshal(f.Call(fn, b), &out); err != nil {
 		t.Fatal(err)
@@ -46,7 +71,7 @@ func stateDir(t *testing.T) string {
 
 func TestLock_ExclusiveUntilClose(t *testing.T) {
 	dir := stateDir(t)
-	a, b := hostfuncs.New(hostfuncs.Config{Dir: dir}), hostfuncs.New(hostfuncs.Config{Dir: dir})
+	a, b := prepare(t, dir), prepare(t, dir)
 	req := wire.NameRequest{Name: "lock-5-1.a"}
 	if r := call[wire.Empty](t, a, wire.FnLock, req); r.Error != nil {
 		t.Fatalf("first lock: %v", r.Error)
@@ -62,8 +87,24 @@ func TestLock_ExclusiveUntilClose(t *testing.T) {
 		t.Fatalf("after Close: %v", r.Error)
 	}
 	b.Close()
-	if _, err := os.Stat(filepath.Join(dir, "lock-5-1.a")); err != nil {
-		t.Errorf("the lock file must stay: %v", err)
+	if info, err := os.Stat(filepath.Join(dir, "lock-5-1.a")); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("the lock file must stay, mode 0600: %v %v", info, err)
+	}
+}
+
+func TestLock_RefusesSymlinkAndFIFO(t *testing.T) {
+	dir := stateDir(t)
+	f := prepare(t, dir)
+	defer f.Close()
+	os.Symlink("elsewhere", filepath.Join(dir, "lock-link"))
+	os.Mkdir(filepath.Join(dir, "lock-dir"), 0o700)
+	for _, name := range []string{"lock-link", "lock-dir"} {
+		if r := call[wire.Empty](t, f, wire.FnLock, wire.NameRequest{Name: name}); r.Error == nil || r.Error.Code != wire.CodeUnsafe {
+			t.Errorf("lock(%s) = %+v, want unsafe", name, r.Error)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "elsewhere")); !os.IsNotExist(err) {
+		t.Errorf("lock followed the symlink: %v", err)
 	}
 }
 
@@ -84,7 +125,7 @@ func TestLock_ReleasedByKill9(t *testing.T) {
 	if err := json.Unmarshal([]byte(line), &held); err != nil || held.Error != nil {
 		t.Fatalf("child could not take the lock: %q", line)
 	}
-	f := hostfuncs.New(hostfuncs.Config{Dir: dir})
+	f := prepare(t, dir)
 	defer f.Close()
 	req := wire.NameRequest{Name: "lock-5-1.a"}
 	if r := call[wire.Empty](t, f, wire.FnLock, req); r.Error == nil || r.Error.Code != wire.CodeBusy {
@@ -94,42 +135,5 @@ func TestLock_ReleasedByKill9(t *testing.T) {
 	cmd.Wait()
 	if r := call[wire.Empty](t, f, wire.FnLock, req); r.Error != nil {
 		t.Fatalf("after kill -9: %v", r.Error)
-	}
-}
-
-func TestProbe(t *testing.T) {
-	dir := stateDir(t)
-	f := hostfuncs.New(hostfuncs.Config{Dir: dir})
-	me, err := procid.Lookup(os.Getpid())
-	if err != nil {
-		t.Skip("no process identity here:", err)
-	}
-	child := exec.Command("true")
-	if err := child.Run(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := procid.Lookup(child.Process.Pid); err == nil {
-		t.Skipf("pid %d was reused already", child.Process.Pid)
-	}
-	os.WriteFile(filepath.Join(dir, "token-x"), nil, 0o600)
-	old := time.Now().Add(-50 * time.Hour)
-	os.Chtimes(filepath.Join(dir, "token-x"), old, old)
-	for _, tc := range []struct {
-		pid   int
-		start string
-		want  string
-	}{
-		{me.PID, me.StartTime, wire.HostAlive},
-		{me.PID, "1" + me.StartTime, wire.HostGone}, // same pid, another start tick: another process
-		{child.Process.Pid, me.StartTime, wire.HostGone},
-		{2147483646, "1.a", wire.HostGone},
-	} {
-		r := call[wire.ProbeResponse](t, f, wire.FnProbe, wire.ProbeRequest{Name: "token-x", PID: tc.pid, StartTime: tc.start})
-		if r.Error != nil || r.Host != tc.want || r.AgeSeconds < 50*3600 || r.AgeSeconds > 50*3600+60 {
-			t.Errorf("probe(%d, %q) = %+v, want %s aged 50h", tc.pid, tc.start, r, tc.want)
-		}
-	}
-	if r := call[wire.ProbeResponse](t, f, wire.FnProbe, wire.ProbeRequest{Name: "absent", PID: 5, StartTime: "1.a"}); r.Error == nil || r.Error.Code != wire.CodeNotFound {
-		t.Errorf("probe of a missing file = %+v, want not_found", r)
 	}
 }

@@ -16,7 +16,7 @@ import (
 func checkDir(dir string) *wire.Error {
 	info, err := os.Lstat(dir)
 	if err != nil {
-		return ioError("inspect state directory", err)
+		return osError("inspect state directory", err, false)
 	}
 	if info.Mode()&os.ModeSymlink != 0 || !info.IsDir() {
 		return &wire.Error{Code: wire.CodeUnsafe, Message: fmt.Sprintf("state directory %s is not a directory (or is a symbolic link); point MCP_RESUME_STATE_DIR at a real directory", dir)}
@@ -36,7 +36,7 @@ func checkDir(dir string) *wire.Error {
 func checkRegular(f *os.File, name string) *wire.Error {
 	info, err := f.Stat()
 	if err != nil {
-		return ioError("inspect "+name, err)
+		return osError("inspect "+name, err, false)
 	}
 	if !info.Mode().IsRegular() {
 		return &wire.Error{Code: wire.CodeUnsafe, Message: fmt.Sprintf("%s is not a regular file (mode %s)", name, info.Mode())}

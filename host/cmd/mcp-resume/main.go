@@ -1,13 +1,16 @@
-// Command mcp-resume inspects and tidies mcp-resume state.
+// Command mcp-resume inspects and tidies mcp-resume state. Every answer is
+// the plugin's (its whoami, list and prune exports), so it is the same as
+// the Python and TypeScript hosts would give.
 //
-//	mcp-resume whoami [--json] [--app NAME]   the MCP host this process would resolve, and the chain walked
-//	mcp-resume list   [--json] [--app NAME] [--state-dir DIR]   token files per app: host alive or gone
-//	mcp-resume prune  [--json] [--app NAME] [--state-dir DIR]   delete token files whose host is gone (the plugin's prune policy)
+//	mcp-resume whoami [--json] [--app NAME] [--instance KEY]   the MCP host this process resolves, and the chain walked
+//	mcp-resume list   [--json] [--app NAME] [--state-dir DIR]  token files per app: host alive, gone or unknown
+//	mcp-resume prune  [--json] [--app NAME] [--state-dir DIR]  delete the files of hosts that are gone, and old unknown ones
 //
-// Without --app, list and prune cover every app under the default state root
-// ($XDG_STATE_HOME/mcp-resume or ~/.local/state/mcp-resume on Linux,
-// ~/Library/Application Support/mcp-resume on macOS). They never print a token.
-// Exit status: 0 on success, 1 on a runtime failure, 2 on bad usage.
+// Without --app or --state-dir, list and prune cover every app under the
+// plugin's default state root (for example ~/.local/state/mcp-resume on
+// Linux, ~/Library/Application Support/mcp-resume on macOS). They never
+// print a token. Exit status: 0 on success, 1 on a runtime failure, 2 on
+// bad usage.
 package main
 
 import (
@@ -24,8 +27,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/mcp-resume/mcp-resume/host"
-	"github.com/mcp-resume/mcp-resume/internal/resume"
-	"github.com/mcp-resume/mcp-resume/internal/procid"
 )
 
 func main() {
@@ -37,13 +38,19 @@ const usage = `usage: mcp-resume <command> [flags]
 commands:
   whoami   show the MCP host identity this process resolves and the ancestor chain walked
   list     list token files per app, with whether their host is alive (never the token)
-  prune    delete token files whose host process is gone
+  prune    delete token and lock files whose host is gone, and token files older
+           than 30 days whose host cannot be checked
 
-flags (all commands):
+flags:
   --json            print JSON instead of a table
   --app NAME        one server app (default: every app under the state root)
   --state-dir DIR   one state directory (list, prune; default: $MCP_RESUME_STATE_DIR or the app's default)
+  --instance KEY    the instance key whose file names whoami shows (default: $MCP_RESUME_INSTANCE, else none)
 `
+
+// cliApp is the app name the CLI opens stores with when it is given a
+// directory rather than an app: the name only picks a default directory.
+const cliApp = "mcp-resume"
 
 // run is main without the exit, for tests.
 func run(args []string, stdout, stderr io.Writer) int {
@@ -60,6 +67,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print JSON")
 	app := fs.String("app", "", "server app name")
 	stateDir := fs.String("state-dir", "", "state directory")
+	instance := fs.String("instance", "", "instance key")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
@@ -67,9 +75,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var err error
 	switch cmd {
 	case "whoami":
-		err = whoami(stdout, *asJSON, *app)
-	case "list", "prune":
-		err = listOrPrune(ctx, stdout, *asJSON, cmd == "prune", *app, *stateDir)
+		err = whoami(ctx, stdout, *asJSON, *app, *instance)
+	case "list":
+		err = list(ctx, stdout, *asJSON, *app, *stateDir)
+	case "prune":
+		err = prune(ctx, stdout, *asJSON, *app, *stateDir)
 	default:
 		fmt.Fprintf(stderr, "mcp-resume: unknown command %q\n\n%s", cmd, usage)
 		return 2
@@ -81,121 +91,78 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// whoamiOutput is the JSON form of whoami.
-type whoamiOutput struct {
-	PID       int       `json:"pid,omitempty"`
-	StartTime string    `json:"start_time,omitempty"`
-	Stdio     string    `json:"stdio,omitempty"`
-	TokenFile string    `json:"token_file,omitempty"`
-	StateDir  string    `json:"state_dir,omitempty"`
-	Chain     []process `json:"chain"`
-	Error     string    `json:"error,omitempty"`
+// openStore opens a store quietly. The instance key is the declared one,
+// else $MCP_RESUME_INSTANCE (read by the plugin), else none: the CLI's own
+// arguments are not a server's.
+func openStore(ctx context.Context, app, dir, instance string) (*host.Store, error) {
+	if instance == "" && os.Getenv(host.EnvInstance) == "" {
+		instance = host.NoInstance
+	}
+	return host.Open(ctx, app, &host.Options{StateDir: dir, Instance: instance, Logger: slog.New(slog.DiscardHandler)})
 }
 
-func whoami(w io.Writer, asJSON bool, app string) error {
-	id, err := procid.Host(nil)
-	out := whoamiOutput{Chain: []process{}}
-	for _, p := range id.Chain {
-		out.Chain = append(out.Chain, process{PID: p.PID, PPID: p.PPID, Name: p.Name, Args: p.Args, StartTime: p.StartTime})
+func whoami(ctx context.Context, w io.Writer, asJSON bool, app, instance string) error {
+	name := app
+	if name == "" {
+		name = cliApp
 	}
+	store, err := openStore(ctx, name, "", instance)
 	if err != nil {
-		out.Error = err.Error()
-	} else {
-		out.PID, out.StartTime, out.Stdio = id.PID, id.StartTime, id.Stdio
-		out.TokenFile = resume.FileName(id.PID, id.StartTime, "")
+		return err
 	}
-	if app != "" {
-		out.StateDir = stateDirFor(app)
+	defer store.Close(ctx)
+	id, err := store.Whoami(ctx)
+	if err != nil {
+		return err
+	}
+	if app == "" {
+		id.StateDir = "" // no app, no state directory to speak of
 	}
 	if asJSON {
-		return writeJSON(w, out)
+		return writeJSON(w, id)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ROLE\tPID\tNAME\tSTART TIME")
-	for i, p := range out.Chain {
-		role := "launcher"
-		if i == len(out.Chain)-1 && err == nil {
-			role = "host"
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", role, p.PID, p.Name, p.StartTime)
+	for _, p := range id.Chain {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", p.Role, p.PID, p.Name, p.StartTime)
 	}
 	tw.Flush()
-	if err != nil {
-		fmt.Fprintf(w, "\nresume would be OFF: %v\n", err)
+	if id.Error != "" {
+		fmt.Fprintf(w, "\nresume would be OFF: %s\n", id.Error)
 		return nil
 	}
-	fmt.Fprintf(w, "\nhost: pid %d, start time %s\nstdio: %s\ntoken file: %s\n", out.PID, out.StartTime, out.Stdio, out.TokenFile)
-	if out.StateDir != "" {
-		fmt.Fprintf(w, "state directory: %s\n", out.StateDir)
+	suffix := id.InstanceSuffix
+	if suffix == "" {
+		suffix = "(none)"
+	}
+	fmt.Fprintf(w, "\nhost: pid %d, start time %s\nstdio: %s\ninstance suffix: %s\ntoken file: %s\nlock file: %s\n",
+		id.PID, id.StartTime, id.Stdio, suffix, id.TokenFile, id.LockFile)
+	if id.StateDir != "" {
+		fmt.Fprintf(w, "state directory: %s\n", id.StateDir)
 	}
 	return nil
 }
 
-// process is one ancestor in whoami output.
-type process struct {
-	PID       int      `json:"pid"`
-	PPID      int      `json:"ppid"`
-	Name      string   `json:"name"`
-	Args      []string `json:"args,omitempty"`
-	StartTime string   `json:"start_time"`
+// listed is one token file in list output.
+type listed struct {
+	App      string `json:"app"`
+	StateDir string `json:"state_dir"`
+	host.TokenFile
 }
 
-// fileStatus is one token file in list and prune output.
-type fileStatus struct {
-	App       string `json:"app"`
-	StateDir  string `json:"state_dir"`
-	File      string `json:"file"`
-	PID       int    `json:"pid"`
-	StartTime string `json:"start_time"`
-	Instance  string `json:"instance,omitempty"`
-	// Host is "alive", "gone" or "unknown" (could not tell; prune keeps it).
-	Host    string `json:"host"`
-	Pruned  bool   `json:"pruned,omitempty"`
-	Problem string `json:"problem,omitempty"`
-}
-
-func listOrPrune(ctx context.Context, w io.Writer, asJSON, prune bool, app, stateDir string) error {
-	dirs, err := stateDirs(app, stateDir)
+func list(ctx context.Context, w io.Writer, asJSON bool, app, stateDir string) error {
+	dirs, err := stateDirs(ctx, app, stateDir)
 	if err != nil {
 		return err
 	}
-	quiet := slog.New(slog.DiscardHandler)
-	results := []fileStatus{}
+	results := []listed{}
 	for _, d := range dirs {
-		// The app name only picks a default directory; the directory is given.
-		store, err := host.Open(ctx, "mcp-resume-cli", &host.Options{StateDir: d.dir, Logger: quiet})
+		files, err := eachStore(ctx, d, func(s *host.Store) ([]host.TokenFile, error) { return s.List(ctx) })
 		if err != nil {
 			return err
 		}
-		var removed []string
-		if prune {
-			removed, err = store.Prune(ctx)
-		}
-		files, lerr := store.List(ctx)
-		store.Close(ctx)
-		if err == nil {
-			err = lerr
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", d.dir, err)
-		}
-		for _, name := range removed {
-			if n, ok := resume.ParseName(resume.FilePrefix, name); ok {
-				results = append(results, fileStatus{App: d.app, StateDir: d.dir, File: name, PID: n.PID, StartTime: n.StartTime, Instance: n.Instance, Host: "gone", Pruned: true})
-			}
-		}
 		for _, f := range files {
-			st := fileStatus{App: d.app, StateDir: d.dir, File: f.Name, PID: f.PID, StartTime: f.StartTime, Instance: f.Instance, Host: "unknown"}
-			alive, err := procid.Alive(f.PID, f.StartTime)
-			switch {
-			case err != nil:
-				st.Problem = err.Error()
-			case alive:
-				st.Host = "alive"
-			default:
-				st.Host = "gone"
-			}
-			results = append(results, st)
+			results = append(results, listed{d.app, d.dir, f})
 		}
 	}
 	if asJSON {
@@ -206,41 +173,122 @@ func listOrPrune(ctx context.Context, w io.Writer, asJSON, prune bool, app, stat
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "APP\tPID\tSTART TIME\tHOST\tACTION\tFILE")
+	fmt.Fprintln(tw, "APP\tPID\tSTART TIME\tINSTANCE\tHOST\tAGE\tFILE")
 	for _, r := range results {
-		action := "-"
-		if r.Pruned {
-			action = "pruned"
-		} else if r.Problem != "" {
-			action = r.Problem
+		inst := r.Instance
+		if inst == "" {
+			inst = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", r.App, r.PID, r.StartTime, r.Host, action, filepath.Join(r.StateDir, r.File))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.App, r.PID, r.StartTime, inst, r.Host, age(r.AgeSeconds), filepath.Join(r.StateDir, r.Name))
 	}
 	return tw.Flush()
 }
 
+// pruned is one removed file in prune output.
+type pruned struct {
+	App      string `json:"app"`
+	StateDir string `json:"state_dir"`
+	host.PrunedFile
+}
+
+func prune(ctx context.Context, w io.Writer, asJSON bool, app, stateDir string) error {
+	dirs, err := stateDirs(ctx, app, stateDir)
+	if err != nil {
+		return err
+	}
+	results := []pruned{}
+	for _, d := range dirs {
+		removed, err := eachStore(ctx, d, func(s *host.Store) ([]host.PrunedFile, error) { return s.Prune(ctx) })
+		if err != nil {
+			return err
+		}
+		for _, f := range removed {
+			results = append(results, pruned{d.app, d.dir, f})
+		}
+	}
+	if asJSON {
+		return writeJSON(w, results)
+	}
+	if len(results) == 0 {
+		fmt.Fprintln(w, "nothing to prune")
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "APP\tREMOVED BECAUSE\tFILE")
+	for _, r := range results {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.App, reason(r.PrunedFile), filepath.Join(r.StateDir, r.Name))
+	}
+	return tw.Flush()
+}
+
+// reason says why prune removed a file, age-based removals as such.
+func reason(f host.PrunedFile) string {
+	switch f.Reason {
+	case host.ReasonHostGone:
+		return "host gone"
+	case host.ReasonAged:
+		return "aged: older than 30 days, host " + string(f.Host)
+	}
+	return string(f.Reason)
+}
+
+func age(s int64) string {
+	switch {
+	case s < 120:
+		return fmt.Sprintf("%ds", s)
+	case s < 2*3600:
+		return fmt.Sprintf("%dm", s/60)
+	case s < 2*86400:
+		return fmt.Sprintf("%dh", s/3600)
+	}
+	return fmt.Sprintf("%dd", s/86400)
+}
+
 type appDir struct{ app, dir string }
 
-func stateDirFor(app string) string {
-	if d := os.Getenv(host.EnvStateDir); d != "" {
-		return d
+// eachStore opens a store on d and runs fn; a missing directory has no files.
+func eachStore[T any](ctx context.Context, d appDir, fn func(*host.Store) ([]T, error)) ([]T, error) {
+	if _, err := os.Lstat(d.dir); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
 	}
-	return host.StateDir(app)
+	store, err := openStore(ctx, cliApp, d.dir, "")
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close(ctx)
+	out, err := fn(store)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", d.dir, err)
+	}
+	return out, nil
 }
 
 // stateDirs returns the state directories to inspect: one when app or dir is
-// given, else every app directory under the default state root.
-func stateDirs(app, dir string) ([]appDir, error) {
-	switch {
-	case dir != "":
-		if app == "" {
-			app = filepath.Base(dir)
+// given, else every app directory under the plugin's default state root.
+func stateDirs(ctx context.Context, app, dir string) ([]appDir, error) {
+	if dir != "" {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return nil, err
 		}
-		return []appDir{{app, dir}}, nil
-	case app != "":
-		return []appDir{{app, stateDirFor(app)}}, nil
+		if app == "" {
+			app = filepath.Base(abs)
+		}
+		return []appDir{{app, abs}}, nil
 	}
-	root := filepath.Dir(host.StateDir("x"))
+	name := app
+	if name == "" {
+		name = cliApp
+	}
+	store, err := openStore(ctx, name, "", "")
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close(ctx)
+	if app != "" {
+		return []appDir{{app, store.StateDirectory()}}, nil
+	}
+	root := store.StateRoot()
 	entries, err := os.ReadDir(root)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil

@@ -3,54 +3,69 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/mcp-resume/mcp-resume/internal/resume"
-	"github.com/mcp-resume/mcp-resume/internal/procid"
+	"github.com/mcp-resume/mcp-resume/host"
 )
 
-func TestWhoami_JSON(t *testing.T) {
+// whoamiJSON runs `whoami --json` in this process.
+func whoamiJSON(t *testing.T, args ...string) host.Identity {
+	t.Helper()
 	var out, errOut bytes.Buffer
-	if code := run([]string{"whoami", "--json"}, &out, &errOut); code != 0 {
+	if code := run(append([]string{"whoami", "--json"}, args...), &out, &errOut); code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
-	var got whoamiOutput
+	var got host.Identity
 	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
 		t.Fatalf("%v: %s", err, out.String())
 	}
-	if got.Error == "" && (got.PID == 0 || got.Stdio == "" || got.TokenFile != resume.FileName(got.PID, got.StartTime, "")) {
+	return got
+}
+
+func TestWhoami(t *testing.T) {
+	t.Setenv(host.EnvInstance, "")
+	got := whoamiJSON(t)
+	if len(got.Chain) == 0 {
+		t.Fatalf("no chain in %+v", got)
+	}
+	if got.Error != "" {
+		t.Skip("no identity here:", got.Error)
+	}
+	if got.PID == 0 || got.Stdio == "" || got.InstanceSuffix != "" || !strings.HasPrefix(got.TokenFile, fmt.Sprintf("token-%d-%s", got.PID, got.StartTime)) || got.StateDir != "" {
 		t.Errorf("whoami = %+v", got)
 	}
-	if len(got.Chain) == 0 {
-		t.Errorf("no chain in %s", out.String())
+	inst := whoamiJSON(t, "--instance", "work", "--app", "some-app")
+	if len(inst.InstanceSuffix) != 16 || !strings.HasSuffix(inst.TokenFile, "-"+inst.InstanceSuffix) || filepath.Base(inst.StateDir) != "some-app" {
+		t.Errorf("whoami --instance work --app some-app = %+v", inst)
+	}
+	var out, errOut bytes.Buffer
+	if code := run([]string{"whoami", "--instance", "work"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "instance suffix: "+inst.InstanceSuffix) {
+		t.Errorf("whoami table (exit %d):\n%s", code, out.String())
 	}
 }
 
-// prune deletes the file of a host that is gone and keeps the live one's.
+// list tells the live host's file from a gone one's; prune deletes the gone
+// one's, labelled, and keeps the live one's.
 func TestListPrune(t *testing.T) {
+	me := whoamiJSON(t)
+	if me.Error != "" {
+		t.Skip("no identity here:", me.Error)
+	}
 	dir := filepath.Join(t.TempDir(), "app")
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	me, err := procid.Lookup(os.Getpid())
-	if err != nil {
-		t.Skip("no process identity on this system:", err)
-	}
-	// A process that has exited: its pid and start time are gone.
 	child := exec.Command("true")
-	if err := child.Start(); err != nil {
+	if err := child.Run(); err != nil {
 		t.Fatal(err)
 	}
-	dead, err := procid.Lookup(child.Process.Pid)
-	child.Wait()
-	if err != nil {
-		dead = procid.Process{PID: child.Process.Pid, StartTime: me.StartTime + "0"}
-	}
-	live, gone := resume.FileName(me.PID, me.StartTime, ""), resume.FileName(dead.PID, dead.StartTime, "")
+	live := fmt.Sprintf("token-%d-%s", me.PID, me.StartTime)
+	gone := fmt.Sprintf("token-%d-%s", child.Process.Pid, me.StartTime)
 	for _, n := range []string{live, gone} {
 		if err := os.WriteFile(filepath.Join(dir, n), []byte("secret-token"), 0o600); err != nil {
 			t.Fatal(err)
@@ -64,15 +79,15 @@ func TestListPrune(t *testing.T) {
 	if strings.Contains(out.String(), "secret-token") {
 		t.Fatal("list printed a token")
 	}
-	var listed []fileStatus
+	var listed []listed
 	if err := json.Unmarshal(out.Bytes(), &listed); err != nil || len(listed) != 2 {
 		t.Fatalf("list = %s (%v)", out.String(), err)
 	}
-	status := map[string]string{}
+	status := map[string]host.HostState{}
 	for _, f := range listed {
-		status[f.File] = f.Host
+		status[f.Name] = f.Host
 	}
-	if status[live] != "alive" || status[gone] != "gone" {
+	if status[live] != host.HostAlive || status[gone] != host.HostGone {
 		t.Fatalf("list statuses = %v", status)
 	}
 
@@ -80,11 +95,23 @@ func TestListPrune(t *testing.T) {
 	if code := run([]string{"prune", "--state-dir", dir}, &out, &errOut); code != 0 {
 		t.Fatalf("prune exit %d: %s", code, errOut.String())
 	}
+	if !strings.Contains(out.String(), "host gone") || !strings.Contains(out.String(), gone) {
+		t.Errorf("prune output:\n%s", out.String())
+	}
 	if _, err := os.Stat(filepath.Join(dir, gone)); !os.IsNotExist(err) {
 		t.Errorf("prune kept the dead host's file (%v)", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, live)); err != nil {
 		t.Errorf("prune removed the live host's file: %v", err)
+	}
+}
+
+func TestReason(t *testing.T) {
+	if got := reason(host.PrunedFile{Reason: host.ReasonAged, Host: host.HostUnknown}); got != "aged: older than 30 days, host unknown" {
+		t.Errorf("aged label = %q", got)
+	}
+	if got := reason(host.PrunedFile{Reason: host.ReasonHostGone, Host: host.HostGone}); got != "host gone" {
+		t.Errorf("gone label = %q", got)
 	}
 }
 

@@ -1,22 +1,22 @@
 // Command startbench measures how long a Go MCP server takes from process
 // start to its first Load answer, the cost mcp-resume adds to every launch.
 //
-//	go run ./host/internal/startbench -server bin/go-server [-n 20]
+//	go run ./host/internal/startbench -server bin/go-server -cli bin/mcp-resume [-n 20]
 //
 // It launches the example server with MCP_RESUME_BENCH set (the server exits
-// right after the measured point) and times spawn to exit, in four modes:
+// right after the measured point) and times spawn to exit, in three modes:
 //
 //	baseline  the same server startup without mcp-resume
 //	cold      Open + Load with an empty compilation cache (a fresh cache dir per run)
 //	warm      Open + Load with the compilation cache filled by an earlier run
-//	native    this program re-run as a child that loads natively (package
-//	          resume on the Go host functions, no Wasm): the floor Wasm is paid against
 //
-// A token file for this process's identity is written first, so Load finds
+// A token file for this process's identity (as `mcp-resume whoami`, run as
+// a child, reports it) is written first, so Load resolves the host, finds
 // and validates a token as on a real relaunch. It prints a Markdown table.
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -25,39 +25,21 @@ import (
 	"sort"
 	"time"
 
-	"github.com/mcp-resume/mcp-resume/internal/hostfuncs"
 	"github.com/mcp-resume/mcp-resume/plugin"
-	"github.com/mcp-resume/mcp-resume/internal/resume"
-	"github.com/mcp-resume/mcp-resume/internal/procid"
 )
 
 func main() {
 	server := flag.String("server", "bin/go-server", "example server binary")
+	cli := flag.String("cli", "bin/mcp-resume", "mcp-resume command binary")
 	n := flag.Int("n", 20, "runs per mode")
 	flag.Parse()
-	if os.Getenv("STARTBENCH_NATIVE") != "" {
-		nativeLoad()
-		return
-	}
-	if err := run(*server, *n); err != nil {
+	if err := run(*server, *cli, *n); err != nil {
 		fmt.Fprintln(os.Stderr, "startbench:", err)
 		os.Exit(1)
 	}
 }
 
-// nativeLoad is the child of the native mode: resolve the host and load,
-// exactly what the plugin does, without Wasm.
-func nativeLoad() {
-	funcs := hostfuncs.New(hostfuncs.Config{Dir: os.Getenv("MCP_RESUME_STATE_DIR"), Identity: func() (int, string, error) {
-		id, err := procid.Host(nil)
-		return id.PID, id.StartTime, err
-	}})
-	if _, ok := resume.New(funcs.Call).Load(); !ok {
-		os.Exit(3)
-	}
-}
-
-func run(server string, n int) error {
+func run(server, cli string, n int) error {
 	tmp, err := os.MkdirTemp("", "startbench-")
 	if err != nil {
 		return err
@@ -67,15 +49,19 @@ func run(server string, n int) error {
 	if err := os.Mkdir(stateDir, 0o700); err != nil {
 		return err
 	}
-	me, err := procid.Lookup(os.Getpid())
+	// A child's MCP host is this process: ask one for the token file name.
+	out, err := exec.Command(cli, "whoami", "--json").Output()
 	if err != nil {
-		return err
+		return fmt.Errorf("%s whoami: %w", cli, err)
 	}
-	if err := os.WriteFile(filepath.Join(stateDir, resume.FileName(me.PID, me.StartTime, "")), []byte("tok-startbench"), 0o600); err != nil {
-		return err
+	var id struct {
+		TokenFile string `json:"token_file"`
+		Error     string `json:"error"`
 	}
-	self, err := os.Executable()
-	if err != nil {
+	if err := json.Unmarshal(out, &id); err != nil || id.TokenFile == "" {
+		return fmt.Errorf("%s whoami: no token file (%v %s)", cli, err, id.Error)
+	}
+	if err := os.WriteFile(filepath.Join(stateDir, id.TokenFile), []byte("tok-startbench"), 0o600); err != nil {
 		return err
 	}
 	warmCache := filepath.Join(tmp, "warm-cache")
@@ -86,7 +72,6 @@ func run(server string, n int) error {
 		env  func(i int) []string
 	}{
 		{"baseline (no resume)", []string{server}, func(int) []string { return []string{"MCP_RESUME_BENCH=baseline"} }},
-		{"native Go, no Wasm", []string{self}, func(int) []string { return []string{"STARTBENCH_NATIVE=1"} }},
 		{"plugin, cold compile cache", []string{server}, func(i int) []string {
 			return []string{"MCP_RESUME_BENCH=load", "XDG_CACHE_HOME=" + filepath.Join(tmp, fmt.Sprintf("cold-%d", i))}
 		}},

@@ -1,0 +1,35 @@
+//go:build linux
+
+package hostfuncs
+
+import (
+	"errors"
+	"fmt"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/mcp-resume/mcp-resume/internal/wire"
+)
+
+// peer reports SO_PEERCRED (unix(7)) of this process's socket fd: the pid of
+// the process that called socketpair or connect, 0 when it is outside this
+// PID namespace. Not a socket answers io, a closed fd not_found.
+func peer(fd int) result {
+	cred, err := unix.GetsockoptUcred(fd, unix.SOL_SOCKET, unix.SO_PEERCRED)
+	switch {
+	case errors.Is(err, unix.EBADF):
+		return failed(&wire.Error{Code: wire.CodeNotFound, Message: fmt.Sprintf("fd %d is closed", fd)})
+	case err != nil:
+		return failed(osError(fmt.Sprintf("getsockopt(%d, SO_PEERCRED)", fd), err, false))
+	}
+	pid := int(cred.Pid)
+	return result{"peer_pid": pid}
+}
+
+// sysctlProc answers "sysctl": macOS only.
+func sysctlProc(int) result { return failed(unsupported("sysctl kern.proc.pid exists on macOS only")) }
+
+// sysctlProcargs answers "procargs": macOS only.
+func sysctlProcargs(int) result {
+	return failed(unsupported("sysctl kern.procargs2 exists on macOS only"))
+}

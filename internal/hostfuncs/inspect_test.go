@@ -1,0 +1,403 @@
+//go:build linux
+
+package hostfuncs_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/mcp-resume/mcp-resume/internal/hostfuncs"
+	"github.com/mcp-resume/mcp-resume/internal/wire"
+)
+
+// inspect sends ops to mcp_resume_inspect and returns the results, failing
+// unless there is exactly one per operation.
+func inspect(t *testing.T, f *hostfuncs.Funcs, ops ...wire.InspectOp) []wire.InspectResult {
+	t.Helper()
+	r := call[wire.InspectResponse](t, f, wire.FnInspect, rawOps(ops...))
+	if r.Error != nil || len(r.Results) != len(ops) {
+		t.Fatalf("inspect(%+v) = %+v", ops, r)
+	}
+	return r.Results
+}
+
+// rawOps encodes ops keeping fd 0 (wire.InspectOp omits a zero FD).
+func rawOps(ops ...wire.InspectOp) []byte {
+	var parts []string
+	for _, op := range ops {
+		m := map[string]any{"op": op.Op}
+		if op.Path != "" {
+			m["path"] = op.Path
+		}
+		if op.PID != "" {
+			m["pid"] = op.PID
+		}
+		if op.Op == wire.OpFstat || op.Op == wire.OpPeer {
+			m["fd"] = op.FD
+		}
+		if op.Targets != nil {
+			m["targets"] = op.Targets
+		}
+		b, _ := json.Marshal(m)
+		parts = append(parts, string(b))
+	}
+	return []byte(`{"ops":[` + strings.Join(parts, ",") + `]}`)
+}
+
+func code(r wire.InspectResult) string {
+	if r.Error == nil {
+		return ""
+	}
+	return r.Error.Code
+}
+
+// fixture writes files under a fresh proc root and returns Funcs reading it.
+func fixture(t *testing.T, os_ string, files map[string]string, answers map[string]string) *hostfuncs.Funcs {
+	root := t.TempDir()
+	for p, content := range files {
+		full := filepath.Join(root, p)
+		os.MkdirAll(filepath.Dir(full), 0o755)
+		if target, ok := strings.CutPrefix(content, "->"); ok {
+			if err := os.Symlink(target, full); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := map[string]json.RawMessage{}
+	for k, v := range answers {
+		a[k] = json.RawMessage(v)
+	}
+	return hostfuncs.New(hostfuncs.Config{Fixture: &hostfuncs.Fixture{
+		Facts: json.RawMessage(`{"os":"` + os_ + `","pid":100}`), ProcRoot: root, Answers: a,
+	}})
+}
+
+// The allowlist is checked before any system call: a path off it is refused
+// even when the (fixture) /proc holds a file there.
+func TestInspect_Allowlist(t *testing.T) {
+	f := fixture(t, "linux", map[string]string{
+		"100/environ": "SECRET=1", "100/stat": "100 (x) S 1", "1/root/etc/passwd": "root", "100/cwd": "->/",
+		"100/fd/3": "->pipe:[7]", "sys/kernel/random/boot_id": "id\n", "100/ns/pid": "->pid:[1]", "self": "->100",
+	}, nil)
+	for _, tc := range []struct{ op, path string }{
+		{"read", "/proc/self/environ"}, {"read", "/proc/1/root/etc/passwd"}, {"read", "/proc/self/../self/stat"},
+		{"read", "/proc/self/fd/3"}, {"read", "/etc/passwd"}, {"read", "proc/self/stat"}, {"read", "/proc/self"},
+		{"readlink", "/proc/self/cwd"}, {"readlink", "/proc/self/stat"}, {"readlink", "/proc/x1/ns/pid"},
+		{"readlink", "/proc/self/fd/3/"}, {"readlink", "/proc/self/fd/-3"}, {"read", "/proc/self/stat/"}, {"read", "/proc//stat"},
+	} {
+		if r := inspect(t, f, wire.InspectOp{Op: tc.op, Path: tc.path})[0]; code(r) != wire.CodeInvalidRequest {
+			t.Errorf("%s %s = %+v, want invalid_request", tc.op, tc.path, r)
+		}
+	}
+	rs := inspect(t, f,
+		wire.InspectOp{Op: "read", Path: "/proc/self/stat"},
+		wire.InspectOp{Op: "readlink", Path: "/proc/self/fd/3"},
+		wire.InspectOp{Op: "read", Path: "/proc/sys/kernel/random/boot_id"},
+		wire.InspectOp{Op: "readlink", Path: "/proc/100/ns/pid"},
+		wire.InspectOp{Op: "readlink", Path: "/proc/self"},
+		wire.InspectOp{Op: "read", Path: "/proc/4242/stat"},
+	)
+	if string(rs[0].Data) != "100 (x) S 1" || rs[1].Target != "pipe:[7]" || string(rs[2].Data) != "id\n" ||
+		rs[3].Target != "pid:[1]" || rs[4].Target != "100" || code(rs[5]) != wire.CodeNotFound {
+		t.Errorf("allowed reads = %+v", rs)
+	}
+}
+
+// read returns at most 65536 bytes and never follows a symlink at the last
+// element; without /proc (another os) the /proc operations are unsupported.
+func TestInspect_ReadCapNoFollow(t *testing.T) {
+	f := fixture(t, "linux", map[string]string{"100/cmdline": strings.Repeat("a", 70000), "100/stat": "->../200/stat", "200/stat": "200 (y) S 1"}, nil)
+	rs := inspect(t, f, wire.InspectOp{Op: "read", Path: "/proc/100/cmdline"}, wire.InspectOp{Op: "read", Path: "/proc/100/stat"})
+	if len(rs[0].Data) != hostfuncs.MaxProcRead || rs[1].Error == nil || rs[1].Data != nil {
+		t.Errorf("cmdline %d bytes, stat through a symlink %+v", len(rs[0].Data), rs[1])
+	}
+	d := fixture(t, "darwin", map[string]string{"100/stat": "x"}, nil)
+	for _, op := range []wire.InspectOp{{Op: "read", Path: "/proc/100/stat"}, {Op: "readlink", Path: "/proc/self"}, {Op: "fds", PID: "self"}} {
+		if r := inspect(t, d, op)[0]; code(r) != wire.CodeUnsupported {
+			t.Errorf("%+v without /proc = %+v, want unsupported", op, r)
+		}
+	}
+}
+
+// The real /proc of this process.
+func TestInspect_RealProc(t *testing.T) {
+	f := hostfuncs.New(hostfuncs.Config{})
+	rs := inspect(t, f,
+		wire.InspectOp{Op: "readlink", Path: "/proc/self"},
+		wire.InspectOp{Op: "read", Path: "/proc/self/stat"},
+		wire.InspectOp{Op: "read", Path: "/proc/sys/kernel/random/boot_id"},
+		wire.InspectOp{Op: "readlink", Path: "/proc/self/ns/pid"},
+		wire.InspectOp{Op: "read", Path: "/proc/" + strconv.Itoa(os.Getppid()) + "/cmdline"},
+		wire.InspectOp{Op: "read", Path: "/proc/2147483646/stat"},
+		wire.InspectOp{Op: "sysctl", PID: "1"},
+		wire.InspectOp{Op: "ps", PID: "1"},
+	)
+	me := strconv.Itoa(os.Getpid())
+	if rs[0].Target != me || !strings.HasPrefix(string(rs[1].Data), me+" (") || len(bytes.TrimSpace(rs[2].Data)) != 36 ||
+		!strings.HasPrefix(rs[3].Target, "pid:[") || len(rs[4].Data) == 0 || code(rs[5]) != wire.CodeNotFound ||
+		code(rs[6]) != wire.CodeUnsupported || code(rs[7]) != wire.CodeUnsupported {
+		t.Errorf("real /proc answers: %+v", rs)
+	}
+}
+
+// kill(pid, 0) on a real child: alive, then reaped (not_found); another
+// user's process answers permission.
+func TestInspect_Kill0(t *testing.T) {
+	f := hostfuncs.New(hostfuncs.Config{})
+	child := exec.Command("sleep", "30")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := strconv.Itoa(child.Process.Pid)
+	if r := inspect(t, f, wire.InspectOp{Op: "kill0", PID: pid})[0]; r.Error != nil {
+		t.Errorf("kill0 of a live child = %+v", r.Error)
+	}
+	child.Process.Kill()
+	child.Wait()
+	if r := inspect(t, f, wire.InspectOp{Op: "kill0", PID: pid})[0]; code(r) != wire.CodeNotFound {
+		t.Errorf("kill0 of a reaped child = %+v, want not_found", r)
+	}
+	for _, bad := range []string{"0", "-1", "01", "2147483648", "self", ""} {
+		if r := inspect(t, f, wire.InspectOp{Op: "kill0", PID: bad})[0]; code(r) != wire.CodeInvalidRequest {
+			t.Errorf("kill0 %q = %+v, want invalid_request", bad, r)
+		}
+	}
+	// permission: kill(1, 0) from an unprivileged process.
+	out, err := inspectAs(t, 65534, rawOps(wire.InspectOp{Op: "kill0", PID: "1"}))
+	if err != nil {
+		t.Skip("cannot run a process as another user here:", err)
+	}
+	if len(out) != 1 || code(out[0]) != wire.CodePermission {
+		t.Errorf("kill0 of another user's process = %+v, want permission", out)
+	}
+}
+
+// inspectAs runs req in a child of this test binary: as uid when we are
+// root, else as ourselves.
+func inspectAs(t *testing.T, uid int, req []byte) ([]wire.InspectResult, error) {
+	bin := os.Args[0]
+	if os.Geteuid() == 0 {
+		// A copy the other user can execute: the build directory is private.
+		dir, err := os.MkdirTemp("", "hostfuncs-as-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		os.Chmod(dir, 0o755)
+		b, err := os.ReadFile(os.Args[0])
+		if err != nil {
+			return nil, err
+		}
+		bin = filepath.Join(dir, "hostfuncs.test")
+		if err := os.WriteFile(bin, b, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	cmd := exec.Command(bin, "-test.run=^$")
+	cmd.Dir = "/"
+	cmd.Env = append(os.Environ(), "HOSTFUNCS_INSPECT="+string(req))
+	if os.Geteuid() == 0 {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%v: %s", err, stderr.String())
+	}
+	var r wire.InspectResponse
+	if err := json.Unmarshal(stderr.Bytes(), &r); err != nil {
+		return nil, fmt.Errorf("%v: %s", err, stderr.String())
+	}
+	return r.Results, nil
+}
+
+// fds of a real child whose stdin and stdout are the ends of a real pipe:
+// the targets filter finds them and fdinfo gives their access modes.
+func TestInspect_FDsOfPipeChild(t *testing.T) {
+	f := hostfuncs.New(hostfuncs.Config{})
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	child := exec.Command("sleep", "30")
+	child.Stdin, child.Stdout = r, w
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { child.Process.Kill(); child.Wait() }()
+	self := inspect(t, f, wire.InspectOp{Op: "readlink", Path: fmt.Sprintf("/proc/self/fd/%d", r.Fd())})[0]
+	if !strings.HasPrefix(self.Target, "pipe:[") {
+		t.Fatalf("readlink of our pipe end = %+v", self)
+	}
+	pid := strconv.Itoa(child.Process.Pid)
+	rs := inspect(t, f,
+		wire.InspectOp{Op: "fds", PID: pid, Targets: []string{self.Target}},
+		wire.InspectOp{Op: "fds", PID: pid},
+		wire.InspectOp{Op: "fds", PID: "self", Targets: []string{self.Target}},
+		wire.InspectOp{Op: "fds", PID: "2147483646"},
+	)
+	got := rs[0].FDs
+	if len(got) != 2 || got[0].FD != 0 || got[1].FD != 1 || got[0].Target != self.Target ||
+		got[0].Flags&syscall.O_ACCMODE != syscall.O_RDONLY || got[1].Flags&syscall.O_ACCMODE != syscall.O_WRONLY {
+		t.Errorf("fds of the child, filtered = %+v", rs[0])
+	}
+	all := rs[1].FDs
+	if len(all) < 3 || all[0].FD != 0 || all[2].FD != 2 {
+		t.Errorf("fds of the child = %+v", rs[1])
+	}
+	for i := 1; i < len(all); i++ {
+		if all[i].FD <= all[i-1].FD || all[i].Flags < 0 {
+			t.Errorf("fds not sorted or flags missing: %+v", all)
+		}
+	}
+	if len(rs[2].FDs) != 2 || code(rs[3]) != wire.CodeNotFound {
+		t.Errorf("fds of self (our two ends) = %+v; of a missing pid = %+v", rs[2], rs[3])
+	}
+}
+
+// fstat and peer of real fds: a child of this test binary reports its own
+// stdin and stdout.
+func TestInspect_StdioOfChild(t *testing.T) {
+	ops := rawOps(wire.InspectOp{Op: "fstat", FD: 0}, wire.InspectOp{Op: "fstat", FD: 1},
+		wire.InspectOp{Op: "peer", FD: 0}, wire.InspectOp{Op: "peer", FD: 1})
+	run := func(stdin, stdout *os.File, env ...string) []wire.InspectResult {
+		t.Helper()
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(append(os.Environ(), "HOSTFUNCS_INSPECT="+string(ops)), env...)
+		cmd.Stdin, cmd.Stdout = stdin, stdout
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("%v: %s", err, stderr.String())
+		}
+		var r wire.InspectResponse
+		if err := json.Unmarshal(stderr.Bytes(), &r); err != nil || len(r.Results) != 4 {
+			t.Fatalf("%v: %s", err, stderr.String())
+		}
+		return r.Results
+	}
+	// stdin a pipe, stdout a socket pair whose other end this process made.
+	pr, pw, _ := os.Pipe()
+	defer pr.Close()
+	defer pw.Close()
+	sp, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s0, s1 := os.NewFile(uintptr(sp[0]), "s0"), os.NewFile(uintptr(sp[1]), "s1")
+	defer s0.Close()
+	defer s1.Close()
+	rs := run(pr, s1)
+	if rs[0].Type != wire.FileTypeFIFO || rs[1].Type != wire.FileTypeSocket || code(rs[2]) != wire.CodeIO ||
+		rs[3].PeerPID == nil || *rs[3].PeerPID != os.Getpid() {
+		t.Errorf("pipe and socket: %+v", rs)
+	}
+	// stdin /dev/null, stdout a regular file.
+	null, _ := os.Open(os.DevNull)
+	defer null.Close()
+	file, _ := os.Create(filepath.Join(t.TempDir(), "out"))
+	defer file.Close()
+	rs = run(null, file)
+	if rs[0].Type != wire.FileTypeChar || rs[1].Type != wire.FileTypeFile {
+		t.Errorf("/dev/null and a file: %+v", rs)
+	}
+	// stdin closed.
+	rs = run(null, file, "HOSTFUNCS_CLOSE_STDIN=1")
+	if code(rs[0]) != wire.CodeNotFound || code(rs[2]) != wire.CodeNotFound {
+		t.Errorf("closed stdin: %+v", rs)
+	}
+}
+
+// A request unusable as a whole gets a top-level error; a bad operation
+// among good ones gets its own.
+func TestInspect_Batch(t *testing.T) {
+	f := hostfuncs.New(hostfuncs.Config{})
+	many := make([]wire.InspectOp, wire.MaxInspectOps+1)
+	for i := range many {
+		many[i] = wire.InspectOp{Op: "readlink", Path: "/proc/self"}
+	}
+	for _, req := range [][]byte{rawOps(many...), []byte(`{"ops":[]}`), []byte(`{}`), []byte(`[]`)} {
+		if r := call[wire.InspectResponse](t, f, wire.FnInspect, req); r.Error == nil || r.Error.Code != wire.CodeInvalidRequest {
+			t.Errorf("inspect(%.40s) = %+v, want invalid_request", req, r)
+		}
+	}
+	r := call[wire.InspectResponse](t, f, wire.FnInspect, []byte(`{"ops":[{"op":"readlink","path":"/proc/self"},7,{"op":"nope"},{"op":"fstat"},{"op":"fstat","fd":2}]}`))
+	if len(r.Results) != 5 || r.Results[0].Target == "" {
+		t.Fatalf("mixed batch = %+v", r)
+	}
+	for _, x := range r.Results[1:] {
+		if code(x) != wire.CodeInvalidRequest {
+			t.Errorf("bad op answered %+v, want invalid_request", x)
+		}
+	}
+}
+
+// The conformance seam: pinned answers, the defaults for the rest (never the
+// real system), pinned facts, and functions that answer "not json".
+func TestFixture(t *testing.T) {
+	f := fixture(t, "linux", nil, map[string]string{"kill0 4242": `{}`, "fstat 0": `{"type":"fifo"}`, "peer 1": `{"peer_pid":4242}`})
+	rs := inspect(t, f,
+		wire.InspectOp{Op: "kill0", PID: "4242"}, wire.InspectOp{Op: "kill0", PID: "1"},
+		wire.InspectOp{Op: "fstat", FD: 0}, wire.InspectOp{Op: "fstat", FD: 1},
+		wire.InspectOp{Op: "peer", FD: 1}, wire.InspectOp{Op: "peer", FD: 0},
+		wire.InspectOp{Op: "sysctl", PID: "1"}, wire.InspectOp{Op: "procargs", PID: "1"}, wire.InspectOp{Op: "ps", PID: "1"},
+	)
+	if rs[0].Error != nil || code(rs[1]) != wire.CodeNotFound || rs[2].Type != "fifo" || rs[3].Type != "char" ||
+		*rs[4].PeerPID != 4242 || code(rs[5]) != wire.CodeUnsupported || code(rs[6]) != wire.CodeUnsupported ||
+		code(rs[7]) != wire.CodeUnsupported || code(rs[8]) != wire.CodeUnsupported {
+		t.Errorf("fixture answers = %+v", rs)
+	}
+	if out := string(f.Call(wire.FnFacts, []byte(`{}`))); strings.TrimSpace(out) != `{"os":"linux","pid":100}` {
+		t.Errorf("facts = %s", out)
+	}
+	g := hostfuncs.New(hostfuncs.Config{Fixture: &hostfuncs.Fixture{Facts: json.RawMessage(`{}`), NoAnswer: []string{wire.FnInspect}}})
+	if out := g.Call(wire.FnInspect, rawOps(wire.InspectOp{Op: "readlink", Path: "/proc/self"})); string(out) != "not json" {
+		t.Errorf("no_answer = %q", out)
+	}
+}
+
+// BenchmarkInspectStart replays, natively, the inspect batches the plugin
+// sends at a start whose host is its parent (three calls, 15 operations):
+// the cost of the ABI 3 primitives alone, without Wasm.
+func BenchmarkInspectStart(b *testing.B) {
+	f := hostfuncs.New(hostfuncs.Config{})
+	me, parent := strconv.Itoa(os.Getpid()), strconv.Itoa(os.Getppid())
+	first := rawOps(
+		wire.InspectOp{Op: "readlink", Path: "/proc/self"},
+		wire.InspectOp{Op: "read", Path: "/proc/sys/kernel/random/boot_id"},
+		wire.InspectOp{Op: "readlink", Path: "/proc/self/ns/pid"},
+		wire.InspectOp{Op: "read", Path: "/proc/" + me + "/stat"},
+		wire.InspectOp{Op: "read", Path: "/proc/" + me + "/cmdline"},
+		wire.InspectOp{Op: "fstat", FD: 0},
+		wire.InspectOp{Op: "fstat", FD: 1},
+		wire.InspectOp{Op: "readlink", Path: "/proc/self/fd/1"},
+		wire.InspectOp{Op: "readlink", Path: "/proc/self/fd/0"},
+	)
+	walk := rawOps(
+		wire.InspectOp{Op: "read", Path: "/proc/" + parent + "/stat"},
+		wire.InspectOp{Op: "read", Path: "/proc/" + parent + "/cmdline"},
+		wire.InspectOp{Op: "read", Path: "/proc/" + me + "/stat"},
+		wire.InspectOp{Op: "kill0", PID: parent},
+	)
+	target, _ := os.Readlink("/proc/self/fd/1")
+	fds := rawOps(wire.InspectOp{Op: "fds", PID: "self", Targets: []string{target}}, wire.InspectOp{Op: "fds", PID: parent, Targets: []string{target}})
+	for i := 0; i < b.N; i++ {
+		for _, req := range [][]byte{first, walk, fds} {
+			f.Call(wire.FnInspect, req)
+		}
+	}
+}
