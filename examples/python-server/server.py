@@ -6,7 +6,8 @@ Run it (after ``make python-setup``) from the repository root::
     MCP_RESUME_BROKER_URL=http://127.0.0.1:PORT .venv/bin/python examples/python-server/server.py
 
 Arguments: any (for example ``--profile work``); the server itself ignores
-them. ``mcp_resume`` takes them as the instance key, so an MCP host that runs
+them. The resume plugin takes them as the instance key (its default, from the
+arguments ``mcp_resume`` reports), so an MCP host that runs
 ``server.py --profile a`` and ``server.py --profile b`` at the same time keeps
 one resumable session for each. Two instances launched identically under one
 host share one token file: the first holds it, the second logs "Another server
@@ -186,7 +187,7 @@ def open_store() -> Any:
     try:
         from mcp_resume import ResumeTokenStore
 
-        # The instance key defaults to $MCP_RESUME_INSTANCE, else sys.argv[1:]:
+        # The plugin's instance-key default is $MCP_RESUME_INSTANCE, else sys.argv[1:]:
         # instances the host launches with different arguments resume separately.
         return ResumeTokenStore(APP)
     except Exception as e:  # noqa: BLE001 - never let resume stop the server

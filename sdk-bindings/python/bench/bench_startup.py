@@ -5,7 +5,8 @@ Times, from process start to exit, the example server (examples/python-server/se
 * ``MCP_RESUME_BENCH=baseline``: imports, MCPServer construction, no store;
 * ``MCP_RESUME_BENCH=load``, **warm** compile cache: plus importing mcp_resume,
   opening the store (the plugin compiled module comes from wasmtime's cache)
-  and the first ``load`` answer (a token file is present, the resume path);
+  and the first ``load`` answer (a token file is present, the resume path:
+  identity, state directory, lock, prune, read);
 * ``MCP_RESUME_BENCH=load``, **cold** compile cache: the same with a fresh
   user cache directory, so wasmtime compiles the 3 MB plugin with Cranelift.
 
@@ -59,22 +60,14 @@ def main() -> int:
     if args.runs < 10:
         ap.error("--runs must be at least 10")
 
-    sys.path.insert(0, str(REPO_ROOT / "sdk-bindings" / "python" / "src"))
-    from mcp_resume import _procid  # this process is the server's MCP host
-
     work = Path(tempfile.mkdtemp(prefix="mcp-resume-bench-"))
     try:
         state = work / "state"
         state.mkdir(mode=0o700)
-        try:
-            me = _procid.new_source().lookup(os.getpid())
-            (state / f"token-{me.pid}-{me.start_time}").write_text("bench-token-0123456789")
-        except _procid.ProcIdError as e:
-            print(f"note: cannot identify this process ({e}); load runs the first-run path", file=sys.stderr)
 
         # PYTHONDONTWRITEBYTECODE would recompile every changed module on every
         # run; a deployed server has its .pyc files, so the benchmark does too.
-        drop = ("MCP_RESUME_", "EXTISM_", "XDG_CACHE_HOME", "PYTHONDONTWRITEBYTECODE")
+        drop = ("MCP_RESUME", "EXTISM_", "XDG_CACHE_HOME", "PYTHONDONTWRITEBYTECODE")
         base = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
         base["MCP_RESUME_STATE_DIR"] = str(state)
         warm_home = work / "warm-home"
@@ -83,6 +76,13 @@ def main() -> int:
         warm_env = {**base, "MCP_RESUME_BENCH": "load", "HOME": str(warm_home)}
 
         run_once(args.python, warm_env)  # fills the warm cache and the .pyc files; not measured
+        # This process is the server's MCP host: the warm-up run's lock file names it, so the
+        # token file next to it makes every measured `load` take the resume path.
+        locks = [n for n in os.listdir(state) if n.startswith("lock-")]
+        if len(locks) == 1:
+            (state / ("token-" + locks[0][len("lock-"):])).write_text("bench-token-0123456789")
+        else:
+            print(f"note: no host identity ({locks}); load runs the resume-off path", file=sys.stderr)
         times: dict[str, list[float]] = {"baseline": [], "warm": [], "cold": []}
         for i in range(args.runs):
             times["baseline"].append(run_once(args.python, baseline_env))

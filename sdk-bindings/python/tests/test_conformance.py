@@ -1,128 +1,91 @@
 """The shared conformance cases of hostfuncs/conformance, run against the real plugin.
 
-Each file in ``hostfuncs/conformance/cases/`` runs exactly as
-``hostfuncs/conformance/README.md`` says: a fresh temporary root, the state
-directory ``root/state``, the files before (``age_days`` backdates one), a
-store on it with the case's pinned identity and instance and its pinned host
-liveness (``hosts_alive``, ``liveness_unknown``), the calls (straight into the
-plugin exports, so the bytes and errors are compared, not the API's translation
-of them; ``hold_lock`` takes a lock through a second, independent
-``HostFunctions`` standing in for another instance), then the files, the state
-directory and every log line after. Real ``plugin.wasm``, real Extism
-runtime, real files; the same cases the Go and TypeScript hosts run.
+Each ``cases/*.json`` runs exactly as ``hostfuncs/conformance/README.md``
+says: a fresh root, the case's system (facts, a fixture ``/proc`` tree under
+``root/proc`` read by the real ``mcp_resume_inspect``, pinned answers for the
+other operations), the state directory and files before, ``open`` with the
+case's object, the calls straight into the plugin exports (bytes and error
+codes, not the API's translation of them), then the files, the state
+directory and every log line above debug. Real ``plugin.wasm``, real Extism
+runtime, real host functions on real files; the same cases the Go and
+TypeScript hosts run.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
 import os
 import stat
-import time
 from pathlib import Path
 from typing import Any
 
 import extism
 import pytest
 
-from mcp_resume import ResumeTokenStore
-from mcp_resume._hostfuncs import FN_LOCK, HostFunctions
+from mcp_resume import ResumeStoreError, ResumeTokenStore
+from mcp_resume._hostfuncs import HostFunctions
 
-from conftest import REPO_ROOT
+from system import CONFORMANCE, check_files, content_bytes, load_system, make_files, substitute
 
-CASES_DIR = REPO_ROOT / "hostfuncs" / "conformance" / "cases"
-CASES = sorted(CASES_DIR.glob("*.json"))
-
-_LEVEL_NAMES = {logging.DEBUG: "debug", logging.INFO: "info", logging.WARNING: "warn", logging.ERROR: "error"}
+CASES = sorted((CONFORMANCE / "cases").glob("*.json"))
+_LEVELS = {logging.INFO: "info", logging.WARNING: "warn", logging.ERROR: "error"}
 
 
 def test_cases_present() -> None:
     """The suite must not pass vacuously: the shared cases are there."""
-    assert len(CASES) >= 33, f"expected the shared conformance cases in {CASES_DIR}, found {len(CASES)}"
-
-
-def content_bytes(c: Any) -> bytes:
-    """Bytes of a content form: plain string, {"text"}, {"base64"}, {"repeat", "count"}."""
-    if isinstance(c, str):
-        return c.encode()
-    if "text" in c:
-        return c["text"].encode()
-    if "base64" in c:
-        return base64.b64decode(c["base64"])
-    if c.get("count", 0) > 0:
-        return (c["repeat"] * c["count"]).encode()
-    return b""
-
-
-def make_files(directory: Path, files: dict[str, Any]) -> None:
-    for name, c in files.items():
-        p = directory / name
-        if c.get("dir"):
-            os.mkdir(p, 0o700)
-        elif "symlink" in c:
-            os.symlink(c["symlink"], p)
-        elif c.get("fifo"):
-            os.mkfifo(p, 0o600)
-        else:
-            fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "wb") as f:
-                f.write(content_bytes(c))
-            if c.get("age_days", 0) > 0:
-                old = time.time() - c["age_days"] * 24 * 3600
-                os.utime(p, (old, old))
-
-
-def check_files(directory: Path, want: dict[str, Any], exact: bool) -> list[str]:
-    """Compare ``directory`` with ``want``; ``exact`` also forbids any other entry (temp files included)."""
-    errors: list[str] = []
-    got = sorted(os.listdir(directory)) if directory.is_dir() else []
-    if exact and got != sorted(want):
-        errors.append(f"files in {directory.name} = {got}, want {sorted(want)}")
-    for name, c in sorted(want.items()):
-        p = directory / name
-        try:
-            st = os.lstat(p)
-        except OSError as e:
-            errors.append(f"{name}: {e}")
-            continue
-        if c.get("dir"):
-            if not stat.S_ISDIR(st.st_mode):
-                errors.append(f"{name} is not a directory")
-        elif "symlink" in c:
-            if not stat.S_ISLNK(st.st_mode) or os.readlink(p) != c["symlink"]:
-                errors.append(f"{name}: not a symlink to {c['symlink']!r}")
-        else:
-            if not stat.S_ISREG(st.st_mode):
-                errors.append(f"{name} is not a regular file")
-                continue
-            data = p.read_bytes()
-            if data != content_bytes(c):
-                errors.append(f"{name} holds {data[:40]!r} ({len(data)} bytes), want {content_bytes(c)[:40]!r}")
-            if "mode" in c and stat.S_IMODE(st.st_mode) != int(c["mode"], 8):
-                errors.append(f"{name} mode = {stat.S_IMODE(st.st_mode):04o}, want {c['mode']}")
-    return errors
+    assert len(CASES) >= 33, f"expected the shared conformance cases in {CONFORMANCE / 'cases'}, found {len(CASES)}"
 
 
 class Capture(logging.Handler):
-    """Records every log line, all levels, as conformance log entries."""
+    """Records every log line above debug as a conformance log entry."""
 
     def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
+        super().__init__(logging.INFO)
         self.lines: list[dict[str, str]] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(
-            {
-                "level": _LEVEL_NAMES.get(record.levelno, record.levelname.lower()),
-                "event": getattr(record, "event", ""),
-                "message": record.getMessage(),
-            }
-        )
+        self.lines.append({"level": _LEVELS.get(record.levelno, record.levelname.lower()),
+                           "event": getattr(record, "event", ""), "message": record.getMessage()})
+
+
+def subset(got: Any, want: Any) -> bool:
+    """``output_json_subset``: every key of ``want`` in ``got`` with an equal value (recursively for objects)."""
+    if isinstance(want, dict):
+        return isinstance(got, dict) and all(k in got and subset(got[k], v) for k, v in want.items())
+    return bool(got == want)
+
+
+def check(where: str, want: dict[str, Any], out: bytes, err: str | None) -> list[str]:
+    """Compare one export's result (output bytes, error string or ``None``) with a ``want``."""
+    if "error_code" in want:
+        try:
+            code = json.loads(err or "")["code"]
+        except (ValueError, KeyError, TypeError):
+            code = None
+        return [] if code == want["error_code"] else [f"{where}: error {err!r}, want code {want['error_code']!r}"]
+    if err is not None:
+        return [f"{where}: unexpected error {err!r}"]
+    if "output_json" in want or "output_json_subset" in want:
+        try:
+            doc = json.loads(out)
+        except ValueError:
+            return [f"{where}: output {out[:80]!r} is not JSON"]
+        if "output_json" in want:
+            if isinstance(doc, dict) and isinstance(doc.get("files"), list):
+                for f in doc["files"]:
+                    if isinstance(f, dict):
+                        f.pop("age_seconds", None)
+            ok = doc == want["output_json"]
+        else:
+            ok = subset(doc, want["output_json_subset"])
+        return [] if ok else [f"{where}: output {out.decode(errors='replace')}, want {json.dumps(want)}"]
+    expect = b"" if want.get("output") is None else content_bytes(want["output"])
+    return [] if out == expect else [f"{where}: output {out[:60]!r}, want {expect[:60]!r}"]
 
 
 def call_export(store: ResumeTokenStore, export: str, data: bytes) -> tuple[bytes, str | None]:
-    """Call a plugin export directly: (output bytes, error message or None)."""
+    """Call a plugin export directly: (output bytes, error string or None)."""
     try:
         return store._call(export, data), None
     except extism.Error as e:
@@ -131,74 +94,70 @@ def call_export(store: ResumeTokenStore, export: str, data: bytes) -> tuple[byte
 
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
 def test_conformance(path: Path, tmp_path: Path) -> None:
-    case = json.loads(path.read_text())
-    root = tmp_path / "root"
-    root.mkdir()
+    root = tmp_path.resolve()
+    case = substitute(json.loads(path.read_text()), root)
+    system = load_system(case.get("system"), root)
     state = root / "state"
     sd = case.get("state_dir", {})
     if sd.get("create", True):
         mode = int(sd.get("mode", "0700"), 8)
         os.mkdir(state, mode)
-        os.chmod(state, mode)  # the umask cannot change it
+        os.chmod(state, mode)
     make_files(root, case.get("outside_before", {}))
     make_files(state, case.get("files_before", {}))
 
-    ident = case["identity"]
-
-    def identity() -> tuple[int, str]:
-        if "error" in ident:
-            raise RuntimeError(ident["error"])
-        return ident["pid"], ident["start_time"]
-
-    hosts_alive = {(h["pid"], h["start_time"]) for h in case.get("hosts_alive", [])}
-
-    def alive(pid: int, start_time: str) -> bool:
-        if case.get("liveness_unknown"):
-            raise RuntimeError("liveness pinned unknown")
-        return (pid, start_time) in hosts_alive
-
     capture = Capture()
-    logger = logging.getLogger(f"mcp_resume.conformance.{case['name']}")
+    logger = logging.getLogger(f"mcp_resume.conformance.{path.stem}")
     logger.handlers[:] = [capture]
     logger.setLevel(logging.DEBUG)
     logger.propagate = False
 
-    store = ResumeTokenStore(
-        "conformance", state, logger=logger, identity=identity, instance=ident.get("instance", ""), alive=alive
-    )
-    others: list[HostFunctions] = []  # other instances holding locks until the case ends
+    open_req = case.get("open", {"app": "conformance", "state_dir": f"{root}/state"})
+    opened: list[tuple[bytes, str | None]] = []
+
+    class Store(ResumeTokenStore):
+        """The binding's store on the pinned system, whose ``open`` sends the case's object as is."""
+
+        _system = system
+
+        def _export(self, export: str, data: bytes = b"") -> bytes:
+            if export != "open":
+                return super()._export(export, data)
+            opened.append(call_export(self, "open", json.dumps(open_req).encode()))
+            if opened[0][1] is not None:
+                raise ResumeStoreError(f"open: {opened[0][1]}")
+            return opened[0][0]
+
     errors: list[str] = []
+    others: list[HostFunctions] = []  # other instances holding locks until the case ends
+    store: ResumeTokenStore | None = None
     try:
-        for i, call in enumerate(case["calls"]):
+        try:
+            store = Store("conformance", logger=logger)
+        except ResumeStoreError as e:
+            if not opened or opened[0][1] is None:
+                errors.append(f"open: {e}")
+        assert opened, "open was never called"
+        if "open_want" in case:
+            errors += check("open", case["open_want"], *opened[0])
+        elif opened[0][1] is not None:
+            errors.append(f"open failed: {opened[0][1]}")
+        for i, call in enumerate(case.get("calls", []) if store is not None else []):
             if call.get("action") == "put_file":
                 (state / call["name"]).write_bytes(content_bytes(call["content"]))
-                continue
-            if call.get("action") == "hold_lock":
-                other = HostFunctions(str(state), None, logging.getLogger("mcp_resume.conformance.other"))
+            elif call.get("action") == "hold_lock":
+                other = HostFunctions(logging.getLogger("mcp_resume.conformance.other"))
                 others.append(other)
-                resp = json.loads(other.call(FN_LOCK, json.dumps({"name": call["name"]}).encode()))
-                assert "error" not in resp, f"hold_lock {call['name']}: {resp}"
-                continue
-            export = call["export"]
-            data = content_bytes(call["input"]) if "input" in call else b""
-            out, err = call_export(store, export, data)
-            want = call["want"]
-            where = f"call {i} {export}"
-            if want.get("error_prefix"):
-                if err is None or not err.startswith(want["error_prefix"]):
-                    errors.append(f"{where}: error = {err!r}, want prefix {want['error_prefix']!r}")
-            elif err is not None:
-                errors.append(f"{where}: unexpected error {err!r}")
-            elif "output_json" in want:
-                if json.loads(out) != want["output_json"]:
-                    errors.append(f"{where}: output {out!r}, want {json.dumps(want['output_json'])}")
-            elif want.get("output") is None:
-                if out:
-                    errors.append(f"{where}: output {len(out)} bytes, want none")
-            elif out != content_bytes(want["output"]):
-                errors.append(f"{where}: output {out[:40]!r}, want {content_bytes(want['output'])[:40]!r}")
+                for fn, req in (("mcp_resume_prepare_dir", {"path": str(state), "sweep_seconds": 60}),
+                                ("mcp_resume_lock", {"name": call["name"]})):
+                    resp = json.loads(other.call(fn, json.dumps(req).encode()))
+                    assert not resp.get("error"), f"hold_lock {call['name']}: {fn}: {resp}"
+            else:
+                data = content_bytes(call["input"]) if "input" in call else b""
+                errors += check(f"call {i} {call['export']}", call["want"], *call_export(store, call["export"], data))
     finally:
-        store.close()
+        if store is not None:
+            store.close()
         for other in others:
             other.close()
 
@@ -207,22 +166,17 @@ def test_conformance(path: Path, tmp_path: Path) -> None:
     after = case.get("state_dir_after")
     if after is not None:
         exists = state.exists()
-        if exists != after["exists"]:
+        if "exists" in after and exists != after["exists"]:
             errors.append(f"state directory exists = {exists}, want {after['exists']}")
         if exists and "mode" in after and stat.S_IMODE(os.stat(state).st_mode) != int(after["mode"], 8):
             errors.append(f"state directory mode = {stat.S_IMODE(os.stat(state).st_mode):04o}, want {after['mode']}")
 
-    want_logs = case.get("logs", [])
-    got = capture.lines
+    want_logs, got = case.get("logs", []), capture.lines
     if len(got) != len(want_logs):
         errors.append(f"logs: got {len(got)} lines {got}, want {len(want_logs)} lines {want_logs}")
     else:
         for i, (g, w) in enumerate(zip(got, want_logs)):
-            ok = g["level"] == w["level"] and g["event"] == w["event"]
-            if "message_prefix" in w:
-                ok = ok and g["message"].startswith(w["message_prefix"])
-            else:
-                ok = ok and g["message"] == w.get("message", "")
-            if not ok:
+            msg_ok = g["message"].startswith(w["message_prefix"]) if "message_prefix" in w else g["message"] == w.get("message")
+            if not (g["level"] == w["level"] and g["event"] == w["event"] and msg_ok):
                 errors.append(f"log line {i} = {g}, want {w}")
     assert not errors, f"{path.name} ({case.get('spec', '')}):\n  " + "\n  ".join(errors)

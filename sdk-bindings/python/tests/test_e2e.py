@@ -377,7 +377,7 @@ def test_broker_down_keeps_token(tmp_path: Path, env: dict[str, str], hosts: Any
 
 def test_identity_unavailable_under_reaper(tmp_path: Path, env: dict[str, str], hosts: Any) -> None:
     """Spec 000, Parent Process Information Unavailable: a host named like a reaper (dumb-init is in
-    procid's reaper list) cannot be verified -> resume off, no token file, the server still works."""
+    the plugin's reaper list) cannot be verified -> resume off, no token file, the server still works."""
     state = tmp_path / "state"
     fake = tmp_path / "bin" / "dumb-init"
     fake.parent.mkdir()

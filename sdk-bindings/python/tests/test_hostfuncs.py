@@ -1,12 +1,15 @@
-"""The host functions on real files: every refusal of hostfuncs/README.md, errors only in payloads.
+"""The host functions (hostfuncs/README.md, ABI 3) on the real system: real files, real /proc, real processes.
 
-Symlinks are never followed, a FIFO never blocks, names are names (no absolute
-paths, ``/``, ``..``, NUL or hidden names), writes are atomic and 0600, remove
-is unlink, the state directory must be a 0700 real directory of this user and
-loses its stale temporary files, a lock excludes every other holder and dies
-with its process (real child processes, ``kill -9`` included), the probe tells
-live hosts from gone ones (real processes) and ages files by mtime. No call
-ever raises: every answer is a JSON object, padded to 8 bytes.
+File functions: names are names (no paths, ``..``, NUL or hidden names),
+symlinks are never followed, a FIFO never blocks, writes are atomic and 0600,
+remove is unlink, list reports ages, the state directory is confined, 0700,
+ours, and loses stale temporaries; the lock excludes every other holder and
+dies with its process. Primitives: facts of this process, the /proc allowlist
+checked before any system call, ``read``/``readlink``/``fds`` on the real
+``/proc`` (real pipes and child processes), ``kill0`` on real children,
+``fstat`` and ``peer`` on real pipes and socket pairs (in child processes whose
+stdio they are). No call ever raises: every answer is a JSON object padded to
+8 bytes.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import logging
 import os
 import random
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -26,11 +30,12 @@ from typing import Any
 
 import pytest
 
-from mcp_resume import _procid
-from mcp_resume._hostfuncs import FUNCTIONS, TEMP_MAX_AGE_S, HostFunctions, valid_name
+from mcp_resume._hostfuncs import FUNCTIONS, HostFunctions
 
-TOKEN_NAME = "token-4242-98765.0f1e2d3c4b5a69788796a5b4c3d2e1f0"
-LOCK_NAME = "lock-4242-98765.0f1e2d3c4b5a69788796a5b4c3d2e1f0"
+TOKEN_NAME = "token-4242-98765.0f1e2d3c4b5a69788796a5b4c3d2e1f0.4026531836"
+LOCK_NAME = "lock-4242-98765.0f1e2d3c4b5a69788796a5b4c3d2e1f0.4026531836"
+TEMP_MAX_AGE_S = 60
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs Linux /proc")
 
 
 class Lines(logging.Handler):
@@ -55,12 +60,20 @@ def state(tmp_path: Path) -> Path:
     return d
 
 
-def funcs(state: Path, logs: Lines | None = None, identity: Any = lambda: (4242, "98765.abc"), **kw: Any) -> HostFunctions:
-    logger = logging.getLogger(f"mcp_resume.test.{id(state)}")
+def bare(logs: Lines | None = None) -> HostFunctions:
+    """HostFunctions with no state directory yet."""
+    logger = logging.getLogger(f"mcp_resume.test.{random.random()}")
     logger.handlers[:] = [logs] if logs else []
     logger.setLevel(logging.DEBUG)
     logger.propagate = False
-    return HostFunctions(str(state), identity, logger, **kw)
+    return HostFunctions(logger)
+
+
+def funcs(state: Path, logs: Lines | None = None) -> HostFunctions:
+    """HostFunctions confined to ``state`` (prepared, so the directory must be usable)."""
+    f = bare(logs)
+    assert call(f, "mcp_resume_prepare_dir", {"path": str(state), "sweep_seconds": TEMP_MAX_AGE_S}) == {}
+    return f
 
 
 def call(f: HostFunctions, fn: str, req: Any) -> dict[str, Any]:
@@ -76,6 +89,10 @@ def code(doc: dict[str, Any]) -> str | None:
     return err["code"] if err else None
 
 
+def prepare(f: HostFunctions, path: Path | str, sweep: int = TEMP_MAX_AGE_S) -> dict[str, Any]:
+    return call(f, "mcp_resume_prepare_dir", {"path": str(path), "sweep_seconds": sweep})
+
+
 # --- names ----------------------------------------------------------------------------
 
 
@@ -85,19 +102,14 @@ def code(doc: dict[str, Any]) -> str | None:
     ids=["absolute", "dotdot path", "dotdot", "dot", "slash", "NUL", "hidden", "empty", "too long", "space",
          "non-ascii", "backslash", "trailing newline"],
 )
-@pytest.mark.parametrize("fn", ["mcp_resume_read", "mcp_resume_write", "mcp_resume_remove", "mcp_resume_lock", "mcp_resume_probe"])
+@pytest.mark.parametrize("fn", ["mcp_resume_read", "mcp_resume_write", "mcp_resume_remove", "mcp_resume_lock"])
 def test_bad_names_refused(state: Path, tmp_path: Path, fn: str, name: str) -> None:
     (tmp_path / "outside").write_text("victim")
-    req: dict[str, Any] = {"name": name, "limit": 10, "data": base64.b64encode(b"x").decode(), "pid": 2, "start_time": "1.a"}
+    req: dict[str, Any] = {"name": name, "limit": 10, "data": base64.b64encode(b"x").decode()}
     doc = call(funcs(state), fn, req)
     assert code(doc) == "invalid_request", doc
     assert (tmp_path / "outside").read_text() == "victim"
     assert os.listdir(state) == []
-
-
-def test_name_rule() -> None:
-    assert valid_name("token-1-2.a") and valid_name("a" * 255) and valid_name("A_b-c.d")
-    assert not valid_name(5) and not valid_name(None) and not valid_name("a" * 256)
 
 
 # --- read ------------------------------------------------------------------------------
@@ -163,9 +175,24 @@ def test_write_failure_removes_temp(state: Path) -> None:
     assert os.listdir(state) == [TOKEN_NAME]
 
 
-def test_write_missing_dir(tmp_path: Path) -> None:
-    doc = call(funcs(tmp_path / "absent"), "mcp_resume_write", {"name": TOKEN_NAME, "data": "dG9r"})
-    assert code(doc) == "not_found"
+def test_write_after_dir_removed(state: Path) -> None:
+    f = funcs(state)
+    os.rmdir(state)
+    assert code(call(f, "mcp_resume_write", {"name": TOKEN_NAME, "data": "dG9r"})) == "not_found"
+
+
+@pytest.mark.parametrize("fn", ["mcp_resume_read", "mcp_resume_write", "mcp_resume_remove", "mcp_resume_lock", "mcp_resume_list"])
+def test_file_functions_confined_before_prepare(state: Path, fn: str) -> None:
+    """The confinement rule: no file function acts before a prepare_dir has succeeded."""
+    (state / TOKEN_NAME).write_text("x")
+    req = {"name": TOKEN_NAME, "limit": 10, "data": "dG9r", "prefix": ""}
+    f = bare()
+    assert code(call(f, fn, req)) == "invalid_request"
+    (state.parent / "loose").mkdir(mode=0o777)
+    os.chmod(state.parent / "loose", 0o777)
+    assert code(prepare(f, state.parent / "loose")) == "unsafe"
+    assert code(call(f, fn, req)) == "invalid_request", "a failed prepare_dir confines nothing"
+    assert (state / TOKEN_NAME).read_text() == "x" and f.dir is None
 
 
 @pytest.mark.parametrize("data", [None, 5, "not base64!", "dG9r\n"], ids=["missing", "number", "garbage", "newline"])
@@ -203,11 +230,21 @@ def test_list(state: Path, tmp_path: Path) -> None:
     os.symlink("token-2-b", state / "token-link")
     os.mkfifo(state / "token-fifo")
     (state / ".token-hidden").write_text("x")
+    old = time.time() - 3 * 86400 - 0.5
+    os.utime(state / "token-10-a", (old, old))
+    future = time.time() + 100
+    os.utime(state / "token-1-c", (future, future))
     f = funcs(state)
-    assert call(f, "mcp_resume_list", {"prefix": "token-"}) == {"names": ["token-1-c", "token-10-a", "token-2-b"]}
-    assert call(f, "mcp_resume_list", {"prefix": ""})["names"] == ["other", "token-1-c", "token-10-a", "token-2-b"]
-    assert code(call(funcs(tmp_path / "absent"), "mcp_resume_list", {"prefix": "token-"})) == "not_found"
+    files = call(f, "mcp_resume_list", {"prefix": "token-"})["files"]
+    assert [x["name"] for x in files] == ["token-1-c", "token-10-a", "token-2-b"]
+    ages = {x["name"]: x["age_seconds"] for x in files}
+    assert ages["token-10-a"] == 3 * 86400 and ages["token-2-b"] in (0, 1)
+    assert -101 <= ages["token-1-c"] <= -99, "a future mtime gives a negative age, rounded down"
+    names = [x["name"] for x in call(f, "mcp_resume_list", {"prefix": ""})["files"]]
+    assert names == ["other", "token-1-c", "token-10-a", "token-2-b"]
     assert code(call(f, "mcp_resume_list", {})) == "invalid_request"
+    os.rename(state, tmp_path / "moved")
+    assert code(call(f, "mcp_resume_list", {"prefix": "token-"})) == "not_found"
 
 
 # --- prepare_dir ------------------------------------------------------------------------------
@@ -215,28 +252,48 @@ def test_list(state: Path, tmp_path: Path) -> None:
 
 def test_prepare_dir_creates_parents_0700(tmp_path: Path) -> None:
     d = tmp_path / "a" / "b" / "state"
-    assert call(funcs(d), "mcp_resume_prepare_dir", {}) == {}
+    f = bare()
+    assert prepare(f, d) == {}
     for p in (tmp_path / "a", tmp_path / "a" / "b", d):
         assert stat.S_IMODE(os.stat(p).st_mode) == 0o700, p
-    assert call(funcs(d), "mcp_resume_prepare_dir", {}) == {}  # idempotent
+    assert prepare(f, d) == {}, "the same path again is checked again"
+    assert f.dir == str(d)
+
+
+def test_prepare_dir_confinement(tmp_path: Path) -> None:
+    """The first success fixes the directory: another path is refused, the same one re-checked."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    f = bare()
+    assert prepare(f, a) == {}
+    assert code(prepare(f, b)) == "invalid_request" and not b.exists()
+    os.chmod(a, 0o755)
+    assert code(prepare(f, a)) == "unsafe"
+    os.chmod(a, 0o700)
+    assert prepare(f, a) == {}
+
+
+@pytest.mark.parametrize("path", ["relative/state", "/tmp/../x", "/tmp/./x", "/tmp/x/", "//tmp/x", "", 5, None])
+def test_prepare_dir_path_must_be_absolute_and_clean(path: Any) -> None:
+    assert code(call(bare(), "mcp_resume_prepare_dir", {"path": path, "sweep_seconds": 60})) == "invalid_request"
+    assert not os.path.exists("relative")
 
 
 def test_prepare_dir_refusals(tmp_path: Path) -> None:
     real = tmp_path / "real"
     real.mkdir(mode=0o700)
     os.symlink("real", tmp_path / "link")
-    assert code(call(funcs(tmp_path / "link"), "mcp_resume_prepare_dir", {})) == "unsafe"
+    assert code(prepare(bare(), tmp_path / "link")) == "unsafe"
 
     loose = tmp_path / "loose"
     loose.mkdir()
     os.chmod(loose, 0o770)
-    doc = call(funcs(loose), "mcp_resume_prepare_dir", {})
+    doc = prepare(bare(), loose)
     assert code(doc) == "unsafe" and f"run: chmod 700 {loose}" in doc["error"]["message"]
 
-    assert code(call(funcs(Path("relative/state")), "mcp_resume_prepare_dir", {})) == "unsafe"
-
     (tmp_path / "file").write_text("x")
-    assert code(call(funcs(tmp_path / "file"), "mcp_resume_prepare_dir", {})) == "io"
+    assert code(prepare(bare(), tmp_path / "file")) == "unsafe"
+    assert code(prepare(bare(), tmp_path / "file" / "sub")) == "io"
+    assert code(call(bare(), "mcp_resume_prepare_dir", {"path": str(real)})) == "invalid_request"
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a directory to another user")
@@ -244,26 +301,8 @@ def test_prepare_dir_foreign_owner(tmp_path: Path) -> None:
     d = tmp_path / "foreign"
     d.mkdir(mode=0o700)
     os.chown(d, 12345, -1)
-    doc = call(funcs(d), "mcp_resume_prepare_dir", {})
+    doc = prepare(bare(), d)
     assert code(doc) == "unsafe" and "owned by uid 12345" in doc["error"]["message"]
-
-
-# --- identity ----------------------------------------------------------------------------------
-
-
-def test_identity(state: Path) -> None:
-    assert call(funcs(state), "mcp_resume_identity", {}) == {"pid": 4242, "start_time": "98765.abc", "instance": ""}
-    doc = call(funcs(state, instance="--profile\x00work"), "mcp_resume_identity", {})
-    assert doc == {"pid": 4242, "start_time": "98765.abc", "instance": "--profile\x00work"}
-
-    def boom() -> tuple[int, str]:
-        raise RuntimeError("parent exited")
-
-    doc = call(funcs(state, identity=boom), "mcp_resume_identity", {})
-    assert doc["error"] == {"code": "unavailable", "message": "parent exited"}
-    assert code(call(funcs(state, identity=None), "mcp_resume_identity", {})) == "unavailable"
-    assert code(call(funcs(state, identity=lambda: ("4242", "x")), "mcp_resume_identity", {})) == "unavailable"
-    assert code(call(funcs(state, identity=lambda: None), "mcp_resume_identity", {})) == "unavailable"
 
 
 # --- log -----------------------------------------------------------------------------------------
@@ -272,14 +311,16 @@ def test_identity(state: Path) -> None:
 def test_log_levels_and_fields(state: Path, logs: Lines, capsys: pytest.CaptureFixture[str]) -> None:
     f = funcs(state, logs)
     for level, want in (("debug", logging.DEBUG), ("info", logging.INFO), ("warn", logging.WARNING),
-                        ("error", logging.ERROR), ("bogus", logging.INFO)):
+                        ("error", logging.ERROR)):
         req = {"level": level, "event": "ev", "message": "100% done %s", "detail": "why"}
         assert call(f, "mcp_resume_log", req) == {}
         r = logs.records[-1]
         assert (r.levelno, r.getMessage(), r.event, r.detail) == (want, "100% done %s", "ev", "why")  # type: ignore[attr-defined]
     call(f, "mcp_resume_log", {"level": "info", "event": "ev", "message": "m"})
     assert logs.records[-1].detail == ""  # type: ignore[attr-defined]
-    assert code(call(f, "mcp_resume_log", {"level": "info", "message": "m"})) == "invalid_request"
+    for req in ({"level": "info", "message": "m"}, {"event": "e", "message": "m"}, {"level": "info", "event": "e"},
+                {"level": "bogus", "event": "e", "message": "m"}, {"level": "info", "event": 5, "message": "m"}):
+        assert code(call(f, "mcp_resume_log", req)) == "invalid_request", req
     assert capsys.readouterr().out == ""
 
 
@@ -301,16 +342,19 @@ def test_log_broken_handler(state: Path) -> None:
 
 def test_malformed_requests_answered(state: Path) -> None:
     f = funcs(state)
-    for fn in FUNCTIONS[2:]:
+    for fn in FUNCTIONS:
         for req in (b"", b"{", b"[]", b"null", b"\xff\xfe", b'"x"', b"{} trailing"):
             assert code(call(f, fn, req)) == "invalid_request", (fn, req)
+    for req in (b"{}", b'{"ops": []}', b'{"ops": {}}', json.dumps({"ops": [{"op": "kill0", "pid": "1"}] * 65}).encode()):
+        assert code(call(f, "mcp_resume_inspect", req)) == "invalid_request", req
     assert code(call(f, "mcp_resume_nope", {})) == "invalid_request"
 
 
 def test_fuzz_never_raises(state: Path) -> None:
-    f = funcs(state, alive=lambda pid, start: False)
+    f = funcs(state)
     rng = random.Random(0)
-    pieces = [b"{", b"}", b'"name"', b":", b",", b'"limit"', b"5", b'"data"', b'"prefix"', b'"..\\u0000"', b"[", b"]", b"null"]
+    pieces = [b"{", b"}", b'"name"', b":", b",", b'"limit"', b"5", b'"data"', b'"prefix"', b'"..\\u0000"', b"[", b"]",
+              b"null", b'"ops"', b'"op"', b'"read"', b'"fds"', b'"pid"', b'"path"', b'"/proc/self/stat"', b'"fd"', b"0"]
     for _ in range(2000):
         req = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 8)))
         for fn in FUNCTIONS:
@@ -340,7 +384,7 @@ def test_prepare_dir_sweeps_stale_temporaries(state: Path, tmp_path: Path) -> No
     for keep in ("token-x.tmp", ".hidden", TOKEN_NAME):
         (state / keep).write_text("x")
         _age(state / keep, stale)
-    assert call(funcs(state), "mcp_resume_prepare_dir", {}) == {}
+    assert prepare(bare(), state) == {}
     assert sorted(os.listdir(state)) == sorted(
         [f".{TOKEN_NAME}.ffeeddccbbaa9988.tmp", ".adir.tmp", ".link.tmp", "token-x.tmp", ".hidden", TOKEN_NAME]
     )
@@ -353,7 +397,7 @@ def test_prepare_dir_unsafe_sweeps_nothing(tmp_path: Path) -> None:
     os.chmod(loose, 0o770)
     (loose / ".t.tmp").write_text("x")
     _age(loose / ".t.tmp", 3600)
-    assert code(call(funcs(loose), "mcp_resume_prepare_dir", {})) == "unsafe"
+    assert code(prepare(bare(), loose)) == "unsafe"
     assert os.listdir(loose) == [".t.tmp"]
 
 
@@ -370,7 +414,7 @@ def test_lock_busy_idempotent_released_by_close(state: Path) -> None:
     assert lock(a) == {}, "taking a lock this HostFunctions holds must succeed"
     doc = lock(b)
     assert code(doc) == "busy" and LOCK_NAME in doc["error"]["message"]
-    assert a.held() == [LOCK_NAME] and b.held() == []
+    assert list(a._locks) == [LOCK_NAME] and list(b._locks) == []
     st = os.stat(state / LOCK_NAME)
     assert stat.S_IMODE(st.st_mode) == 0o600 and st.st_size == 0
     assert lock(b, LOCK_NAME + "-0123456789abcdef") == {}, "another name is another lock"
@@ -404,16 +448,16 @@ def test_lock_refusals(state: Path, tmp_path: Path) -> None:
     assert time.monotonic() - t0 < 2
     os.unlink(state / LOCK_NAME)
     (state / LOCK_NAME).mkdir()
-    assert code(lock(f)) == "io"
-    assert code(lock(funcs(tmp_path / "absent"))) == "not_found"
+    assert code(lock(f)) == "unsafe"
     assert code(call(f, "mcp_resume_lock", {})) == "invalid_request"
-    assert f.held() == []
+    assert f._locks == {}
 
 
 LOCK_CHILD = r"""
 import json, logging, sys
 from mcp_resume._hostfuncs import HostFunctions
-f = HostFunctions(sys.argv[1], None, logging.getLogger("child"))
+f = HostFunctions(logging.getLogger("child"))
+f.call("mcp_resume_prepare_dir", json.dumps({"path": sys.argv[1], "sweep_seconds": 60}).encode())
 print(f.call("mcp_resume_lock", json.dumps({"name": sys.argv[2]}).encode()).decode().strip(), flush=True)
 sys.stdin.read()
 """
@@ -459,92 +503,281 @@ def test_lock_not_inherited_by_children(state: Path) -> None:
         child.wait(30)
 
 
-# --- probe -----------------------------------------------------------------------------------------
 
 
-def probe(f: HostFunctions, pid: int, start: str, name: str = TOKEN_NAME) -> dict[str, Any]:
-    return call(f, "mcp_resume_probe", {"name": name, "pid": pid, "start_time": start})
+# --- mcp_resume_facts ---------------------------------------------------------------------------------
 
 
-def start_time_of(pid: int) -> str:
-    return _procid.new_source().lookup(pid).start_time
+def test_facts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MCP_RESUME", "off")
+    monkeypatch.setenv("MCP_RESUME_INSTANCE", "work")
+    monkeypatch.setenv("MCP_RESUMEX", "not ours")
+    monkeypatch.setenv("XMCP_RESUME_A", "not ours")
+    monkeypatch.setenv("HOME", "/home/ada")
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
+    monkeypatch.setattr(sys, "argv", ["server.py", "--profile", "work"])
+    facts = call(bare(), "mcp_resume_facts", {})
+    env = {k: v for k, v in os.environ.items() if k == "MCP_RESUME" or k.startswith("MCP_RESUME_")}
+    assert facts == {"os": "linux" if sys.platform.startswith("linux") else sys.platform, "pid": os.getpid(),
+                     "euid": os.geteuid(), "home": "/home/ada", "xdg_state_home": "",
+                     "args": ["--profile", "work"], "env": env, "runtime": "python"}
+    assert env["MCP_RESUME"] == "off" and env["MCP_RESUME_INSTANCE"] == "work"
+    monkeypatch.setenv("XDG_STATE_HOME", "~/x")
+    monkeypatch.delenv("HOME")
+    facts = call(bare(), "mcp_resume_facts", {})
+    assert facts["xdg_state_home"] == "~/x", "reported exactly as set: the plugin judges it"
+    assert facts["home"] == os.path.expanduser("~") != "~", "no $HOME: the runtime's idea of it"
 
 
-@pytest.mark.skipif(sys.platform not in ("linux", "darwin"), reason="process liveness needs Linux or macOS")
-def test_probe_this_process_alive(state: Path) -> None:
-    (state / TOKEN_NAME).write_text("x")
-    f = funcs(state)  # the real liveness check, _procid.alive
-    me = start_time_of(os.getpid())
-    doc = probe(f, os.getpid(), me)
-    assert doc["host"] == "alive" and 0 <= doc["age_seconds"] <= 2
-    assert probe(f, os.getpid(), "1" + me)["host"] == "gone"  # the pid names another process
-    assert probe(f, os.getppid(), start_time_of(os.getppid()))["host"] == "alive"
+# --- mcp_resume_inspect on the real /proc ---------------------------------------------------------------
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux PID namespaces")
-def test_probe_another_pid_namespace_unknown(state: Path) -> None:
-    """A start time recorded in another PID namespace cannot be checked here: "unknown", never "gone"."""
-    (state / TOKEN_NAME).write_text("x")
-    f = funcs(state)  # the real liveness check, _procid.alive
-    ticks, boot, ns = start_time_of(os.getpid()).split(".")
-    other = f"{ticks}.{boot}.{int(ns) + 1}"
-    assert probe(f, os.getpid(), other)["host"] == "unknown"
-    assert probe(f, 2**22 + 12345, other)["host"] == "unknown"  # even for a pid absent here
+def inspect(f: HostFunctions, *ops: dict[str, Any]) -> list[dict[str, Any]]:
+    doc = call(f, "mcp_resume_inspect", {"ops": list(ops)})
+    assert "error" not in doc and len(doc["results"]) == len(ops), doc
+    return list(doc["results"])
 
 
-@pytest.mark.skipif(sys.platform not in ("linux", "darwin"), reason="process liveness needs Linux or macOS")
-def test_probe_exited_child_gone(state: Path) -> None:
-    (state / TOKEN_NAME).write_text("x")
-    f = funcs(state)
-    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+def dead_pid() -> int:
+    """The pid of a child process that has exited and been reaped."""
+    p = subprocess.Popen(["true"])
+    p.wait(30)
+    return p.pid
+
+
+@pytest.mark.parametrize("op,path", [
+    ("read", "/etc/passwd"), ("read", "/proc/self/environ"), ("read", "/proc/self/status"), ("read", "/proc/self"),
+    ("read", "/proc/1/../self/stat"), ("read", "/proc/01/stat"), ("read", "/proc/self/stat/"), ("read", "/proc//stat"),
+    ("read", "/proc/sys/kernel/random/uuid"), ("read", "/proc/self/fd/0"), ("read", "proc/self/stat"),
+    ("readlink", "/proc/self/exe"), ("readlink", "/proc/self/cwd"), ("readlink", "/proc/self/root"),
+    ("readlink", "/proc/self/fd"), ("readlink", "/proc/self/fd/x"), ("readlink", "/proc/self/ns/net"),
+    ("readlink", "/proc/self/stat"), ("readlink", "/tmp"), ("read", 5), ("readlink", None),
+])
+def test_inspect_allowlist(op: str, path: Any) -> None:
+    """Anything off the allowlist is invalid_request, though most of these exist and are readable."""
+    (res,) = inspect(bare(), {"op": op, "path": path})
+    assert code(res) == "invalid_request", res
+
+
+@linux_only
+def test_inspect_read_and_readlink_self() -> None:
+    f = bare()
+    me = os.getpid()
+    stat_, cmdline, boot, self_, ns, fd0 = inspect(
+        f, {"op": "read", "path": "/proc/self/stat"}, {"op": "read", "path": f"/proc/{me}/cmdline"},
+        {"op": "read", "path": "/proc/sys/kernel/random/boot_id"}, {"op": "readlink", "path": "/proc/self"},
+        {"op": "readlink", "path": f"/proc/{me}/ns/pid"}, {"op": "readlink", "path": "/proc/self/fd/0"},
+    )
+    assert base64.b64decode(stat_["data"]).startswith(f"{me} (".encode())
+    assert base64.b64decode(cmdline["data"]) == Path(f"/proc/{me}/cmdline").read_bytes()
+    assert base64.b64decode(boot["data"]) == Path("/proc/sys/kernel/random/boot_id").read_bytes()
+    assert self_ == {"target": str(me)}
+    assert ns == {"target": os.readlink("/proc/self/ns/pid")} and ns["target"].startswith("pid:[")
+    assert fd0 == {"target": os.readlink("/proc/self/fd/0")}
+
+
+@linux_only
+def test_inspect_read_capped_at_64k() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import sys; print('up', flush=True); sys.stdin.read()", "x" * 100_000],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     try:
-        start = start_time_of(child.pid)
-        assert probe(f, child.pid, start)["host"] == "alive"
-        assert child.stdin is not None
-        child.stdin.close()
-        if hasattr(os, "waitid"):
-            # Exited but not reaped: a zombie is not alive.
-            os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)
-            assert probe(f, child.pid, start)["host"] == "gone"
-        child.wait(30)
-        assert probe(f, child.pid, start)["host"] == "gone"
+        assert child.stdout is not None and child.stdout.readline() == b"up\n"  # exec has completed
+        (res,) = inspect(bare(), {"op": "read", "path": f"/proc/{child.pid}/cmdline"})
+        data = base64.b64decode(res["data"])
+        assert len(data) == 65536 and data.endswith(b"x" * 1000)
     finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait(30)
+        child.communicate(timeout=30)
 
 
-def test_probe_age_and_unknown(state: Path) -> None:
-    (state / TOKEN_NAME).write_text("x")
-    _age(state / TOKEN_NAME, 1000)
-    seen: list[tuple[int, str]] = []
-
-    def alive(pid: int, start: str) -> bool:
-        seen.append((pid, start))
-        return pid == 7777
-
-    f = funcs(state, alive=alive)
-    doc = probe(f, 7777, "2.cd")
-    assert doc["host"] == "alive" and 1000 <= doc["age_seconds"] <= 1002
-    assert probe(f, 8888, "3.ef")["host"] == "gone"
-    assert seen == [(7777, "2.cd"), (8888, "3.ef")]
-
-    def cannot_tell(pid: int, start: str) -> bool:
-        raise PermissionError("not allowed")
-
-    doc = probe(funcs(state, alive=cannot_tell), 7777, "2.cd")
-    assert doc["host"] == "unknown" and doc["age_seconds"] >= 1000
-
-    os.symlink("nowhere", state / "token-9-1.a")  # lstat: the link's own age, never its target's
-    _age(state / "token-9-1.a", 50)
-    doc = probe(f, 9, "1.a", name="token-9-1.a")
-    assert doc["host"] == "gone" and 50 <= doc["age_seconds"] <= 52
+@linux_only
+def test_inspect_gone_process_not_found() -> None:
+    pid = dead_pid()
+    res = inspect(bare(), {"op": "read", "path": f"/proc/{pid}/stat"}, {"op": "readlink", "path": f"/proc/{pid}/ns/pid"},
+                  {"op": "fds", "pid": str(pid)}, {"op": "kill0", "pid": str(pid)},
+                  {"op": "readlink", "path": f"/proc/self/fd/{10**6}"})
+    assert [code(r) for r in res] == ["not_found"] * 5, res
 
 
-def test_probe_refusals(state: Path) -> None:
-    f = funcs(state, alive=lambda pid, start: True)
-    assert code(probe(f, 7777, "2.cd")) == "not_found"
-    (state / TOKEN_NAME).write_text("x")
-    for req in ({"name": TOKEN_NAME, "start_time": "2.cd"}, {"name": TOKEN_NAME, "pid": "7777", "start_time": "2.cd"},
-                {"name": TOKEN_NAME, "pid": 7777}, {"name": TOKEN_NAME, "pid": True, "start_time": "x"}):
-        assert code(call(f, "mcp_resume_probe", req)) == "invalid_request", req
+@linux_only
+def test_inspect_fds_of_real_pipes() -> None:
+    """fds of this process (targets filter, access modes) and of a child holding the other end of a pipe."""
+    r, w = os.pipe()
+    child = subprocess.Popen([sys.executable, "-c", "import sys; print('up', flush=True); sys.stdin.read()"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert child.stdout is not None and child.stdout.readline() == b"up\n"
+        target = os.readlink(f"/proc/self/fd/{r}")
+        (mine,) = inspect(bare(), {"op": "fds", "pid": "self", "targets": [target, "pipe:[1]"]})
+        assert [(d["fd"], d["target"]) for d in mine["fds"]] == [(r, target), (w, target)]
+        flags = {d["fd"]: d["flags"] for d in mine["fds"]}
+        assert flags[r] & 0o3 == os.O_RDONLY and flags[w] & 0o3 == os.O_WRONLY
+        assert flags[r] & os.O_CLOEXEC, "os.pipe() fds are close-on-exec"
+
+        assert child.stdin is not None
+        ours = os.readlink(f"/proc/self/fd/{child.stdin.fileno()}")
+        (all_fds,) = inspect(bare(), {"op": "fds", "pid": str(child.pid)})
+        fds = [d["fd"] for d in all_fds["fds"]]
+        assert fds == sorted(fds) and {0, 1, 2} <= set(fds)
+        assert all_fds["fds"][0]["target"] == ours and all_fds["fds"][0]["flags"] & 0o3 == os.O_RDONLY
+        (only,) = inspect(bare(), {"op": "fds", "pid": str(child.pid), "targets": [ours]})
+        assert [d["fd"] for d in only["fds"]] == [0]
+        (none,) = inspect(bare(), {"op": "fds", "pid": str(child.pid), "targets": []})
+        assert none == {"fds": []}
+    finally:
+        os.close(r)
+        os.close(w)
+        child.communicate(timeout=30)
+    for bad in ({"op": "fds"}, {"op": "fds", "pid": "01"}, {"op": "fds", "pid": 5}, {"op": "fds", "pid": "../1"},
+                {"op": "fds", "pid": "self", "targets": "pipe:[1]"}, {"op": "fds", "pid": "self", "targets": [1]}):
+        assert code(inspect(bare(), bad)[0]) == "invalid_request", bad
+
+
+@linux_only
+def test_inspect_kill0() -> None:
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        res = inspect(bare(), {"op": "kill0", "pid": str(os.getpid())}, {"op": "kill0", "pid": str(child.pid)},
+                      {"op": "kill0", "pid": str(dead_pid())}, {"op": "kill0", "pid": "9" * 30})
+        assert [code(r) for r in res] == [None, None, "not_found", "not_found"], res
+        assert res[0] == {} and res[1] == {}
+    finally:
+        child.kill()
+        child.wait(30)
+    for pid in ("0", "-1", "01", "self", "", 5, None):
+        assert code(inspect(bare(), {"op": "kill0", "pid": pid})[0]) == "invalid_request", pid
+
+
+OTHER_USER = r"""
+import base64, json, logging, os, sys
+from mcp_resume._hostfuncs import HostFunctions  # imported first: nobody may not read the interpreter's files
+HostFunctions(logging.getLogger("x")).call("mcp_resume_inspect", b'{"ops": [{"op": "kill0", "pid": "1"}]}')
+os.setgid(65534); os.setuid(65534)
+ops = [{"op": "kill0", "pid": "1"}, {"op": "readlink", "path": "/proc/1/fd/0"}, {"op": "fds", "pid": "1"}]
+print(HostFunctions(logging.getLogger("x")).call("mcp_resume_inspect", json.dumps({"ops": ops}).encode()).decode())
+"""
+
+
+@linux_only
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to start a process as another user")
+def test_inspect_another_users_process_permission() -> None:
+    """Run as nobody: pid 1 (root's) answers permission for kill0, its fd links and its fd list."""
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    p = subprocess.run([sys.executable, "-c", OTHER_USER], capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "PYTHONPATH": src}, cwd="/")
+    assert p.returncode == 0, p.stderr
+    assert [code(r) for r in json.loads(p.stdout)["results"]] == ["permission"] * 3
+
+
+STDIO_CHILD = r"""
+import json, logging, os, sys
+from mcp_resume._hostfuncs import HostFunctions
+if sys.argv[2] == "close":
+    os.close(0)
+ops = [{"op": "fstat", "fd": 0}, {"op": "fstat", "fd": 1}, {"op": "peer", "fd": 0}, {"op": "peer", "fd": 1}]
+resp = HostFunctions(logging.getLogger("x")).call("mcp_resume_inspect", json.dumps({"ops": ops}).encode())
+with open(sys.argv[1], "wb") as f:
+    f.write(resp)
+os.fstat(1)  # still open: peer never closes the fd
+if sys.argv[2] == "socket":
+    os.write(1, b"still open")
+"""
+
+
+def stdio_child(tmp_path: Path, how: str, stdin: Any, stdout: Any) -> list[dict[str, Any]]:
+    out = tmp_path / "answer.json"
+    p = subprocess.run([sys.executable, "-c", STDIO_CHILD, str(out), how], stdin=stdin, stdout=stdout,
+                       stderr=subprocess.PIPE, timeout=60)
+    assert p.returncode == 0, p.stderr.decode()
+    return list(json.loads(out.read_bytes())["results"])
+
+
+def test_inspect_stdio_pipes(tmp_path: Path) -> None:
+    res = stdio_child(tmp_path, "pipe", subprocess.PIPE, subprocess.PIPE)
+    assert res[:2] == [{"type": "fifo"}, {"type": "fifo"}]
+    if hasattr(socket, "SO_PEERCRED"):
+        assert [code(r) for r in res[2:]] == ["io", "io"], "a pipe is not a socket"
+
+
+@pytest.mark.skipif(not hasattr(socket, "SO_PEERCRED"), reason="no SO_PEERCRED here")
+def test_inspect_stdio_socketpair_peer(tmp_path: Path) -> None:
+    """The server's stdio is a socket pair whose other end this process holds: peer is this pid."""
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        res = stdio_child(tmp_path, "socket", theirs.fileno(), theirs.fileno())
+        theirs.close()
+        assert res == [{"type": "socket"}, {"type": "socket"}, {"peer_pid": os.getpid()}, {"peer_pid": os.getpid()}]
+        assert ours.recv(100) == b"still open"
+
+
+def test_inspect_stdio_devnull_file_and_closed(tmp_path: Path) -> None:
+    (tmp_path / "in").write_text("x")
+    with open(tmp_path / "in", "rb") as f:
+        res = stdio_child(tmp_path, "file", f, subprocess.DEVNULL)
+    assert res[:2] == [{"type": "file"}, {"type": "char"}]
+    res = stdio_child(tmp_path, "close", subprocess.DEVNULL, subprocess.DEVNULL)
+    assert code(res[0]) == "not_found" and res[1] == {"type": "char"}
+    if hasattr(socket, "SO_PEERCRED"):
+        assert code(res[2]) == "not_found" and code(res[3]) == "io"
+
+
+def test_inspect_unsupported_and_bad_ops() -> None:
+    res = inspect(bare(), {"op": "sysctl", "pid": "1"}, {"op": "procargs", "pid": "1"}, {"op": "ps", "pid": "1"},
+                  {"op": "nope"}, {}, "read", {"op": "fstat", "fd": 2}, {"op": "peer", "fd": True},
+                  {"op": "fstat", "fd": "0"})
+    want_sysctl = "unsupported" if sys.platform != "darwin" else None
+    assert [code(r) for r in res] == [want_sysctl, want_sysctl, "unsupported"] + ["invalid_request"] * 6, res
+
+
+def test_pinned_system(tmp_path: Path) -> None:
+    """The conformance seam: facts and answers as pinned, /proc mapped, the allowlist still first."""
+    from mcp_resume._hostfuncs import System
+
+    (tmp_path / "proc" / "100").mkdir(parents=True)
+    (tmp_path / "proc" / "100" / "stat").write_text("100 (x) S 4242")
+    (tmp_path / "proc" / "100" / "environ").write_text("SECRET=1")
+    facts = {"os": "linux", "pid": 100}
+    sysm = System(facts=facts, proc=str(tmp_path / "proc"),
+                  answers={"kill0 4242": {}, "fstat 1": {"type": "fifo"}, "sysctl 7": {"error": {"code": "not_found", "message": "x"}}},
+                  no_answer=frozenset({"mcp_resume_log"}))
+    f = HostFunctions(logging.getLogger("pinned"), sysm)
+    assert call(f, "mcp_resume_facts", {}) == facts
+    res = inspect(f, {"op": "read", "path": "/proc/100/stat"}, {"op": "read", "path": "/proc/100/environ"},
+                  {"op": "kill0", "pid": "4242"}, {"op": "kill0", "pid": str(os.getpid())}, {"op": "fstat", "fd": 0},
+                  {"op": "fstat", "fd": 1}, {"op": "peer", "fd": 0}, {"op": "sysctl", "pid": "7"}, {"op": "ps", "pid": "7"})
+    assert base64.b64decode(res[0]["data"]) == b"100 (x) S 4242"
+    assert [code(r) for r in res[1:]] == ["invalid_request", None, "not_found", None, None, "unsupported", "not_found", "unsupported"]
+    assert res[4] == {"type": "char"} and res[5] == {"type": "fifo"}
+    assert f.call("mcp_resume_log", b'{"level":"info","event":"e","message":"m"}') == b"not json"
+    darwin = HostFunctions(logging.getLogger("pinned"), System(facts={"os": "darwin"}, proc=str(tmp_path / "proc")))
+    assert code(inspect(darwin, {"op": "read", "path": "/proc/100/stat"})[0]) == "unsupported"
+
+
+def test_prepare_dir_create_false(tmp_path: Path) -> None:
+    """``"create": false`` (list/prune before first use): a missing directory is not_found, creates and fixes nothing."""
+    d = tmp_path / "a" / "state"
+    f = bare()
+    assert code(call(f, "mcp_resume_prepare_dir", {"path": str(d), "sweep_seconds": 60, "create": False})) == "not_found"
+    assert not (tmp_path / "a").exists() and f.dir is None
+    assert code(call(f, "mcp_resume_prepare_dir", {"path": str(d), "sweep_seconds": 60, "create": "no"})) == "invalid_request"
+    assert prepare(f, d) == {}
+    assert call(f, "mcp_resume_prepare_dir", {"path": str(d), "sweep_seconds": 60, "create": False}) == {}
+
+
+def test_inspect_fds_unreadable_link_is_an_answer(tmp_path: Path) -> None:
+    """An fd whose link cannot be read is reported as an error, never skipped as if closed.
+
+    Skipping it would let the plugin conclude the host does not hold the
+    server's pipe (a lost session where Go and TypeScript say "cannot tell";
+    found by the fault suite, fault 3a with CAP_DAC_READ_SEARCH). Only an fd
+    that vanished during the listing (ENOENT) is skipped.
+    """
+    from mcp_resume._hostfuncs import System
+
+    fd = tmp_path / "proc" / "4242" / "fd"
+    fd.mkdir(parents=True)
+    os.symlink("pipe:[7]", fd / "3")
+    (fd / "4").mkdir()  # readlink fails with EINVAL, not ENOENT
+    f = HostFunctions(logging.getLogger("pinned"), System(facts={"os": "linux", "pid": 100}, proc=str(tmp_path / "proc")))
+    assert code(inspect(f, {"op": "fds", "pid": "4242"})[0]) == "io"
+    os.rmdir(fd / "4")
+    assert inspect(f, {"op": "fds", "pid": "4242"})[0]["fds"][0]["target"] == "pipe:[7]"

@@ -1,9 +1,14 @@
 """The public API of mcp_resume on the real plugin in the real Extism runtime.
 
-Shipped bytes, state-directory rules, app names, the ABI check (with real Wasm
-modules), token validation, thread safety, never crashing the server, logging
-never on stdout, and the wasmtime compilation cache (in fresh processes, since
-the plugin is compiled once per process).
+The shipped bytes, the ABI check (with real Wasm modules), the plugin's
+``open`` answers and error codes (app names, state directory from the real
+process facts), the three calls, token validation, thread safety, never
+crashing the server, logging never on stdout, instances and their lock,
+``list``/``prune``/``whoami``, and the wasmtime compilation cache (in fresh
+processes, since the plugin is compiled once per process). Calls that need a
+host identity run on the default conformance system (hostfuncs/conformance/
+systems/default.json: host pid 4242), materialised under the test's
+temporary directory; everything else is the real system.
 """
 
 from __future__ import annotations
@@ -17,27 +22,20 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import mcp_resume
-from mcp_resume import InvalidAppError, InvalidTokenError, PluginError, ResumeTokenStore, TokenFile, default_state_dir
-from mcp_resume._store import resolve_instance
+from mcp_resume import (InvalidAppError, InvalidTokenError, PluginError, ResumeStoreError, ResumeTokenStore,
+                        TokenFile)
 
 from conftest import REPO_ROOT
+from system import load_system
 
-PID, START = 4242, "98765.0f1e2d3c4b5a69788796a5b4c3d2e1f0"
+PID, START = 4242, "98765.0f1e2d3c4b5a69788796a5b4c3d2e1f0.4026531836"
 TOKEN_NAME = f"token-{PID}-{START}"
 LOCK_NAME = f"lock-{PID}-{START}"
-
-
-def pinned() -> tuple[int, str]:
-    return PID, START
-
-
-def pinned_alive(pid: int, start_time: str) -> bool:
-    """Liveness to go with ``pinned``: its (made-up) host runs, nothing else does."""
-    return (pid, start_time) == (PID, START)
 
 
 class Capture(logging.Handler):
@@ -49,14 +47,7 @@ class Capture(logging.Handler):
         self.records.append(record)
 
     def events(self) -> list[str]:
-        return [getattr(r, "event", "") for r in self.records]
-
-
-@pytest.fixture(autouse=True)
-def no_instance(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Pin "no instance": otherwise pytest's own arguments (sys.argv[1:]) would be the
-    instance key and suffix every file name. Child processes inherit it too."""
-    monkeypatch.setenv("MCP_RESUME_INSTANCE", "-")
+        return [getattr(r, "event", "") for r in self.records if r.levelno > logging.DEBUG]
 
 
 @pytest.fixture
@@ -72,6 +63,17 @@ def logger_for(capture: Capture, name: str) -> logging.Logger:
     return lg
 
 
+@pytest.fixture
+def Pinned(tmp_path_factory: pytest.TempPathFactory) -> type[ResumeTokenStore]:
+    """ResumeTokenStore on the default conformance system: the MCP host is pid 4242, nothing else runs."""
+    root = tmp_path_factory.mktemp("system")
+
+    class Store(ResumeTokenStore):
+        _system = load_system("default", root)
+
+    return Store
+
+
 # --- the shipped plugin ------------------------------------------------------------------
 
 
@@ -83,67 +85,65 @@ def test_shipped_wasm_is_the_repository_plugin() -> None:
 
 
 def test_public_api() -> None:
-    assert mcp_resume.ABI_VERSION == "2"
-    assert mcp_resume.INSTANCE_ENV == "MCP_RESUME_INSTANCE" and mcp_resume.NO_INSTANCE == "-"
-    assert mcp_resume.STATE_DIR_ENV == "MCP_RESUME_STATE_DIR"
-    assert issubclass(InvalidTokenError, ValueError) and issubclass(InvalidAppError, ValueError)
-    assert issubclass(PluginError, mcp_resume.ResumeStoreError)
+    assert mcp_resume.ABI_VERSION == "3" and mcp_resume.NO_INSTANCE == "-"
+    for e in (InvalidTokenError, InvalidAppError, mcp_resume.InvalidOptionError):
+        assert issubclass(e, ValueError) and issubclass(e, ResumeStoreError)
+    assert issubclass(PluginError, ResumeStoreError)
+    assert not hasattr(mcp_resume, "default_state_dir"), "the state-directory rule lives in the plugin"
 
 
-# --- state directory ------------------------------------------------------------------------
+# --- open: the plugin's defaults and rules, from the real process facts ------------------------
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux XDG layout")
-def test_default_state_dir_linux(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_state_dir_defaults_from_real_facts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Nothing touches disk here: open only computes the directory."""
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
-    assert default_state_dir("my-app") == str(tmp_path / "xdg" / "mcp-resume" / "my-app")
-    monkeypatch.delenv("XDG_STATE_HOME")
-    assert default_state_dir("my-app") == str(tmp_path / "home" / ".local" / "state" / "mcp-resume" / "my-app")
-
-
-@pytest.mark.skipif(sys.platform != "darwin", reason="macOS layout")
-def test_default_state_dir_macos(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:  # pragma: no cover
-    monkeypatch.setenv("HOME", str(tmp_path))
-    assert default_state_dir("my-app") == str(tmp_path / "Library" / "Application Support" / "mcp-resume" / "my-app")
-
-
-def test_state_dir_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
     monkeypatch.delenv("MCP_RESUME_STATE_DIR", raising=False)
-    with ResumeTokenStore("app1", identity=pinned) as s:
-        assert s.state_dir == default_state_dir("app1")
+    macos = sys.platform == "darwin"
+    with ResumeTokenStore("app1") as s:
+        want = tmp_path / "home/Library/Application Support/mcp-resume/app1" if macos else tmp_path / "xdg/mcp-resume/app1"
+        assert s.state_dir == str(want)
+    if not macos:
+        monkeypatch.setenv("XDG_STATE_HOME", "relative/x")  # not absolute: ignored (the drift case of issue 9)
+        with ResumeTokenStore("app1") as s:
+            assert s.state_dir == str(tmp_path / "home/.local/state/mcp-resume/app1")
     monkeypatch.setenv("MCP_RESUME_STATE_DIR", str(tmp_path / "env"))
-    with ResumeTokenStore("app1", identity=pinned) as s:
+    with ResumeTokenStore("app1") as s:
         assert s.state_dir == str(tmp_path / "env")
-    with ResumeTokenStore("app1", tmp_path / "explicit", identity=pinned) as s:
+    with ResumeTokenStore("app1", tmp_path / "explicit") as s:
         assert s.state_dir == str(tmp_path / "explicit")
     monkeypatch.chdir(tmp_path)
-    with ResumeTokenStore("app1", "rel", identity=pinned) as s:
-        assert s.state_dir == str(tmp_path / "rel")
-        s.store("tok-1")
-    assert (tmp_path / "rel" / TOKEN_NAME).read_text() == "tok-1"
-    assert not (tmp_path / "env").exists() and not (tmp_path / "xdg").exists()
+    with ResumeTokenStore("app1", "rel") as s:
+        assert s.state_dir == str(tmp_path / "rel"), "a declared state_dir is made absolute by the host"
+    for d in ("xdg", "env", "explicit", "rel"):
+        assert not (tmp_path / d).exists(), f"open created {d}"
 
 
-def test_store_does_not_touch_disk_until_used(tmp_path: Path) -> None:
-    with ResumeTokenStore("app", tmp_path / "state", identity=pinned):
-        pass
-    assert not (tmp_path / "state").exists()
+def test_resume_off_switch(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capture: Capture) -> None:
+    monkeypatch.setenv("MCP_RESUME", "off")
+    with ResumeTokenStore("app", tmp_path / "state", logger=logger_for(capture, "off")) as s:
+        assert s.resume is False
+        assert s.load() is None
+        s.store("tok")
+    assert capture.events() == ["resume_off"] and not (tmp_path / "state").exists()
 
 
-# --- app names --------------------------------------------------------------------------------
+@pytest.mark.parametrize("app", ["", ".hidden", "-x", "a/b", "a b", "x" * 65, "é", "a\n"])
+def test_invalid_app(app: str, tmp_path: Path) -> None:
+    with pytest.raises(InvalidAppError):
+        ResumeTokenStore(app, tmp_path)
 
 
-@pytest.mark.parametrize("app", ["", ".hidden", "-x", "a/b", "a b", "x" * 65, "é", "a\n", 5, None])
-def test_invalid_app(app: object, tmp_path: Path) -> None:
-    with pytest.raises(InvalidAppError, match="^invalid app name"):
-        ResumeTokenStore(app, tmp_path)  # type: ignore[arg-type]
+@pytest.mark.parametrize("app", [5, None])
+def test_app_not_a_string(app: Any, tmp_path: Path) -> None:
+    with pytest.raises(ValueError):
+        ResumeTokenStore(app, tmp_path)
 
 
 @pytest.mark.parametrize("app", ["a", "x" * 64, "github-server", "A.b_c-9"])
 def test_valid_app(app: str, tmp_path: Path) -> None:
-    ResumeTokenStore(app, tmp_path, identity=pinned).close()
+    ResumeTokenStore(app, tmp_path).close()
 
 
 # --- ABI check, with real Wasm modules ----------------------------------------------------------
@@ -189,30 +189,22 @@ def abi_module(version: str | None) -> bytes:
     return header + _section(1, types) + _section(2, imports) + _section(3, funcs) + _section(7, exports) + _section(10, codesec)
 
 
-def test_abi_module_speaks_two() -> None:
-    """The hand-made module really runs: with "2" it is accepted."""
-
-    class Store(ResumeTokenStore):
-        _wasm = abi_module("2")
-
-    Store("app", "/nonexistent", identity=pinned).close()
-
-
 def test_abi_mismatch_refused() -> None:
-    class Store(ResumeTokenStore):
-        _wasm = abi_module("1")
+    for version in ("2", "1"):
+        class Store(ResumeTokenStore):
+            _wasm = abi_module(version)
 
-    with pytest.raises(PluginError) as e:
-        Store("app", "/nonexistent", identity=pinned)
-    assert 'plugin ABI version "1", this host implements "2"' in str(e.value)
+        with pytest.raises(PluginError) as e:
+            Store("app", "/nonexistent")
+        assert f'plugin ABI version "{version}", this host implements "3"' in str(e.value)
 
 
 def test_abi_export_missing() -> None:
     class Store(ResumeTokenStore):
         _wasm = abi_module(None)
 
-    with pytest.raises(PluginError, match='ABI version unknown.*this host implements "2"'):
-        Store("app", "/nonexistent", identity=pinned)
+    with pytest.raises(PluginError, match='ABI version "unknown.*this host implements "3"'):
+        Store("app", "/nonexistent")
 
 
 def test_not_wasm_refused() -> None:
@@ -220,22 +212,23 @@ def test_not_wasm_refused() -> None:
         _wasm = b"not wasm at all"
 
     with pytest.raises(PluginError, match="^mcp-resume plugin unusable: compiling"):
-        Store("app", "/nonexistent", identity=pinned)
+        Store("app", "/nonexistent")
 
 
 # --- the three calls ---------------------------------------------------------------------------
 
 
-def test_flow(tmp_path: Path, capture: Capture) -> None:
+def test_flow(tmp_path: Path, capture: Capture, Pinned: type[ResumeTokenStore]) -> None:
     lg = logger_for(capture, "flow")
-    with ResumeTokenStore("app", tmp_path, logger=lg, identity=pinned) as s:
+    with Pinned("app", tmp_path, logger=lg) as s:
         assert s.load() is None
         s.store("tok-A")
-        assert s.list() == [TokenFile(TOKEN_NAME, PID, START)]
-    with ResumeTokenStore("app", tmp_path, logger=lg, identity=pinned) as s:
+        (f,) = s.list()
+        assert f == TokenFile(TOKEN_NAME, PID, START, "", "alive", f.age_seconds)
+    with Pinned("app", tmp_path, logger=lg) as s:
         assert s.load() == "tok-A"
         s.store("tok-B")
-    with ResumeTokenStore("app", tmp_path, logger=lg, identity=pinned) as s:
+    with Pinned("app", tmp_path, logger=lg) as s:
         assert s.load() == "tok-B"
         s.reject()
         assert s.load() is None
@@ -247,85 +240,75 @@ def test_flow(tmp_path: Path, capture: Capture) -> None:
 
 
 @pytest.mark.parametrize(
-    "token", ["", "tok A", "tok\n", "té", "x" * 4097, "\udcff"], ids=["empty", "space", "newline", "non-ascii", "too long", "surrogate"]
+    "token", ["", "tok A", "tok\n", "té", "x" * 4097, "\udcff", b"tok"],
+    ids=["empty", "space", "newline", "non-ascii", "too long", "surrogate", "bytes"],
 )
-def test_invalid_token(tmp_path: Path, token: str) -> None:
-    with ResumeTokenStore("app", tmp_path, identity=pinned) as s:
+def test_invalid_token(tmp_path: Path, token: Any, Pinned: type[ResumeTokenStore]) -> None:
+    with Pinned("app", tmp_path) as s:
         with pytest.raises(InvalidTokenError) as e:
             s.store(token)
-    assert str(e.value).startswith("invalid token")
-    if len(token) > 3:
+    assert "invalid token" in str(e.value)
+    if isinstance(token, str) and len(token) > 3:
         assert token not in str(e.value)
     assert os.listdir(tmp_path) == []
 
 
-def test_invalid_token_type(tmp_path: Path) -> None:
-    with ResumeTokenStore("app", tmp_path, identity=pinned) as s:
-        with pytest.raises(InvalidTokenError, match="^invalid token"):
-            s.store(b"tok")  # type: ignore[arg-type]
-
-
-def test_invalid_token_rejected_even_when_resume_is_off(tmp_path: Path) -> None:
-    def unavailable() -> tuple[int, str]:
-        raise RuntimeError("no parent")
-
-    with ResumeTokenStore("app", tmp_path, identity=unavailable) as s:
+def test_invalid_token_rejected_even_when_resume_is_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MCP_RESUME", "off")
+    with ResumeTokenStore("app", tmp_path) as s:
         s.store("fine")
         with pytest.raises(InvalidTokenError):
             s.store("not fine")
 
 
-def test_never_crashes(tmp_path: Path, capture: Capture) -> None:
+def test_never_crashes(tmp_path: Path, capture: Capture, Pinned: type[ResumeTokenStore]) -> None:
     """A state directory that is a file turns resume off; nothing raises."""
     (tmp_path / "file").write_text("x")
-    with ResumeTokenStore("app", tmp_path / "file", logger=logger_for(capture, "crash"), identity=pinned) as s:
+    with Pinned("app", tmp_path / "file", logger=logger_for(capture, "crash")) as s:
         assert s.load() is None
         s.store("tok")
         s.reject()
     assert capture.events() == ["state_dir_unusable"]
 
 
-def test_missing_host_context_does_not_crash(tmp_path: Path) -> None:
+def test_missing_host_context_does_not_crash(tmp_path: Path, Pinned: type[ResumeTokenStore]) -> None:
     """Host functions answer an io error (never raise) when the call carries no context."""
-    with ResumeTokenStore("app", tmp_path, identity=pinned) as s:
+    with Pinned("app", tmp_path) as s:
         assert s._plugin is not None
         assert bytes(s._plugin.call("load", b"", host_context=None)) == b""
     assert os.listdir(tmp_path) == []
 
 
-def test_closed(tmp_path: Path, capture: Capture) -> None:
-    s = ResumeTokenStore("app", tmp_path, logger=logger_for(capture, "closed"), identity=pinned)
+def test_closed(tmp_path: Path, capture: Capture, Pinned: type[ResumeTokenStore]) -> None:
+    s = Pinned("app", tmp_path, logger=logger_for(capture, "closed"))
     s.close()
     s.close()
     assert s.load() is None
     s.store("tok")
     s.reject()
-    with pytest.raises(PluginError):
-        s.list()
-    assert set(capture.events()) == {"store_closed"}
+    for method in (s.list, s.prune, s.whoami):
+        with pytest.raises(PluginError):
+            method()
+    assert {getattr(r, "event", "") for r in capture.records} == {"store_closed"}
     assert all(r.levelno == logging.DEBUG for r in capture.records)
 
 
-def test_list_errors(tmp_path: Path) -> None:
-    (tmp_path / "file").write_text("x")
-    with ResumeTokenStore("app", tmp_path / "file", identity=pinned) as s:
-        with pytest.raises(PluginError):
-            s.list()
-    with ResumeTokenStore("app", tmp_path / "missing", identity=pinned) as s:
-        assert s.list() == []
+def test_list_and_prune_before_use(tmp_path: Path, Pinned: type[ResumeTokenStore]) -> None:
+    with Pinned("app", tmp_path / "missing") as s:
+        assert s.list() == [] and s.prune() == []
+    assert not (tmp_path / "missing").exists(), "listing created the state directory"
 
 
-def test_thread_safe(tmp_path: Path) -> None:
+def test_thread_safe(tmp_path: Path, Pinned: type[ResumeTokenStore]) -> None:
     errors: list[BaseException] = []
     tokens = [f"tok-{i}" for i in range(8)]
-    with ResumeTokenStore("app", tmp_path, identity=pinned) as s:
+    with Pinned("app", tmp_path) as s:
 
         def work(tok: str) -> None:
             try:
                 for _ in range(40):
                     s.store(tok)
-                    got = s.load()
-                    assert got in tokens
+                    assert s.load() in tokens
                     s.list()
             except BaseException as e:  # noqa: BLE001
                 errors.append(e)
@@ -340,151 +323,121 @@ def test_thread_safe(tmp_path: Path) -> None:
     assert sorted(os.listdir(tmp_path)) == [LOCK_NAME, TOKEN_NAME]
 
 
-def test_many_stores_share_one_compiled_plugin(tmp_path: Path) -> None:
+def test_many_stores_share_one_compiled_plugin(tmp_path: Path, Pinned: type[ResumeTokenStore]) -> None:
     from mcp_resume import _runtime
 
-    a = ResumeTokenStore("a", tmp_path / "a", identity=pinned)
+    a = Pinned("a", tmp_path / "a")
     compiled = _runtime.compiled_plugin()
-    b = ResumeTokenStore("b", tmp_path / "b", identity=lambda: (77, "1.a"))
+    b = Pinned("b", tmp_path / "b")
     assert _runtime.compiled_plugin() is compiled
     a.store("tok-a")
     b.store("tok-b")
     assert (tmp_path / "a" / TOKEN_NAME).read_text() == "tok-a"
-    assert (tmp_path / "b" / "token-77-1.a").read_text() == "tok-b"
+    assert (tmp_path / "b" / TOKEN_NAME).read_text() == "tok-b"
     a.close()
     b.close()
 
 
-def test_default_logger_and_no_stdout(tmp_path: Path, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.DEBUG, logger="mcp_resume")
+def test_default_logger_and_no_stdout(tmp_path: Path, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture,
+                                      Pinned: type[ResumeTokenStore]) -> None:
+    caplog.set_level(logging.INFO, logger="mcp_resume")
     (tmp_path / TOKEN_NAME).write_bytes(b"\x00garbage")
-    with ResumeTokenStore("app", tmp_path, identity=pinned) as s:
+    with Pinned("app", tmp_path) as s:
         assert s.load() is None
         s.store("tok-N")
     assert [(r.name, r.getMessage()) for r in caplog.records] == [("mcp_resume", "Token file corrupted, treating as stale")]
     assert capfd.readouterr().out == ""
 
 
-# --- instances, the lock, prune ------------------------------------------------------------------------
+# --- instances, the lock, list, prune, whoami ---------------------------------------------------------
 
 
 def suffix(instance: str) -> str:
     return hashlib.sha256(instance.encode()).hexdigest()[:16]
 
 
-def test_resolve_instance(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("MCP_RESUME_INSTANCE")
-    monkeypatch.setattr(sys, "argv", ["server.py", "--profile", "work"])
-    assert resolve_instance() == "--profile\0work"
-    assert resolve_instance("") == "" and resolve_instance("-") == ""
-    assert resolve_instance("config-hash") == "config-hash"
-    monkeypatch.setenv("MCP_RESUME_INSTANCE", "")
-    assert resolve_instance() == "--profile\0work", "an empty variable counts as unset"
-    monkeypatch.setenv("MCP_RESUME_INSTANCE", "from-env")
-    assert resolve_instance() == "from-env"
-    assert resolve_instance("explicit") == "explicit" and resolve_instance("") == ""
-    monkeypatch.setenv("MCP_RESUME_INSTANCE", "-")
-    assert resolve_instance() == ""
-    monkeypatch.delenv("MCP_RESUME_INSTANCE")
-    monkeypatch.setattr(sys, "argv", ["server.py"])
-    assert resolve_instance() == ""
-
-
-def test_instance_names_the_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("MCP_RESUME_INSTANCE")
-    monkeypatch.setattr(sys, "argv", ["server.py", "--profile", "work"])
-    with ResumeTokenStore("app", tmp_path, identity=pinned) as s:
-        assert s.instance == "--profile\0work"
+def test_instance_names_the_files(tmp_path: Path, Pinned: type[ResumeTokenStore]) -> None:
+    with Pinned("app", tmp_path, instance="--profile\0work") as s:
         s.store("tok-W")
         sfx = suffix("--profile\0work")
-        assert sfx == "b24b083fc1a60d91"  # the conformance case instance_suffix
-        assert s.list() == [TokenFile(f"{TOKEN_NAME}-{sfx}", PID, START, sfx)]
+        assert [(f.name, f.instance) for f in s.list()] == [(f"{TOKEN_NAME}-{sfx}", sfx)]
+        assert s.whoami()["instance_suffix"] == sfx
     assert sorted(os.listdir(tmp_path)) == [f"{LOCK_NAME}-{sfx}", f"{TOKEN_NAME}-{sfx}"]
+    for none in ("", "-"):
+        with Pinned("app", tmp_path / none.replace("-", "dash") if none else tmp_path / "empty", instance=none) as s:
+            s.store("tok")
+            assert [f.name for f in s.list()] == [TOKEN_NAME]
     with pytest.raises(TypeError):
-        ResumeTokenStore("app", tmp_path, identity=pinned, instance=5)  # type: ignore[arg-type]
+        Pinned("app", tmp_path, instance=5)  # type: ignore[arg-type]
 
 
-def test_instances_resume_independently(tmp_path: Path, capture: Capture) -> None:
+def test_instances_resume_independently(tmp_path: Path, capture: Capture, Pinned: type[ResumeTokenStore]) -> None:
     """Two stores under one host at once: different keys never meet, each resumes its own token."""
     lg = logger_for(capture, "independent")
-    kw = {"logger": lg, "identity": pinned, "alive": pinned_alive}
-    a = ResumeTokenStore("app", tmp_path, instance="a", **kw)  # type: ignore[arg-type]
-    b = ResumeTokenStore("app", tmp_path, instance="b", **kw)  # type: ignore[arg-type]
+    a, b = Pinned("app", tmp_path, instance="a", logger=lg), Pinned("app", tmp_path, instance="b", logger=lg)
     assert a.load() is None and b.load() is None
     a.store("tok-a")
     b.store("tok-b")
     a.close()
     b.close()
-    a = ResumeTokenStore("app", tmp_path, instance="a", **kw)  # type: ignore[arg-type]
-    b = ResumeTokenStore("app", tmp_path, instance="b", **kw)  # type: ignore[arg-type]
+    a, b = Pinned("app", tmp_path, instance="a", logger=lg), Pinned("app", tmp_path, instance="b", logger=lg)
     assert b.load() == "tok-b" and a.load() == "tok-a"
     a.close()
     b.close()
     assert capture.events() == ["token_not_found", "token_not_found"], "no instance_busy, nothing pruned"
     assert sorted(os.listdir(tmp_path)) == sorted(f"{kind}-{PID}-{START}-{suffix(i)}" for kind in ("lock", "token") for i in "ab")
-    assert sorted(f.instance for f in ResumeTokenStore("app", tmp_path, identity=pinned).list()) == sorted([suffix("a"), suffix("b")])
 
 
-def test_same_instance_busy_until_closed(tmp_path: Path, capture: Capture) -> None:
+def test_same_instance_busy_until_closed(tmp_path: Path, capture: Capture, Pinned: type[ResumeTokenStore]) -> None:
     """Two stores launched the same way under one host: the first holds the file, the second runs without resume."""
-    first = ResumeTokenStore("app", tmp_path, logger=logger_for(capture, "first"), identity=pinned)
+    first = Pinned("app", tmp_path, logger=logger_for(capture, "first"))
     assert first.load() is None
     first.store("tok-1")
     second_logs = Capture()
-    second = ResumeTokenStore("app", tmp_path, logger=logger_for(second_logs, "second"), identity=pinned)
+    second = Pinned("app", tmp_path, logger=logger_for(second_logs, "second"))
     assert second.load() is None
     second.store("tok-2")
     second.reject()
     assert second.load() is None
     assert second_logs.events() == ["instance_busy"]
-    r = second_logs.records[0]
-    assert r.levelno == logging.WARNING
-    assert r.getMessage() == "Another server instance under this host holds the token file, session resume disabled for this instance"
     assert (tmp_path / TOKEN_NAME).read_text() == "tok-1"
     second.close()
     first.close()
-    third = ResumeTokenStore("app", tmp_path, identity=pinned)
+    third = Pinned("app", tmp_path)
     assert third.load() == "tok-1", "close released the lock"
     third.close()
     assert sorted(os.listdir(tmp_path)) == [LOCK_NAME, TOKEN_NAME]
 
 
-def test_lock_failed_turns_resume_off(tmp_path: Path, capture: Capture) -> None:
+def test_lock_failed_turns_resume_off(tmp_path: Path, capture: Capture, Pinned: type[ResumeTokenStore]) -> None:
     (tmp_path / LOCK_NAME).mkdir()
     (tmp_path / TOKEN_NAME).write_text("tok-1")
-    with ResumeTokenStore("app", tmp_path, logger=logger_for(capture, "lockfail"), identity=pinned) as s:
+    with Pinned("app", tmp_path, logger=logger_for(capture, "lockfail")) as s:
         assert s.load() is None
         s.store("tok-2")
     assert capture.events() == ["lock_failed"]
-    assert capture.records[0].getMessage() == "Could not lock the token file, session resume disabled for this instance"
     assert (tmp_path / TOKEN_NAME).read_text() == "tok-1"
 
 
-def test_prune(tmp_path: Path, capture: Capture) -> None:
-    old = {"token-7777-2.cd": "gone", "lock-7777-2.cd": "", "token-8888-3.ef": "live", "lock-8888-3.ef": "",
-           f"token-9999-4.ab-{suffix('x')}": "gone too", "token-nonsense": "not ours", "other": "x"}
+def test_prune_and_whoami(tmp_path: Path, capture: Capture, Pinned: type[ResumeTokenStore]) -> None:
+    """On the pinned system only pid 4242 runs: the files of other hosts are gone; ours stay."""
+    other = f"2.{START.split('.', 1)[1]}"  # another start time on this boot, in this PID namespace
+    old = {f"token-7777-{other}": "gone", f"lock-7777-{other}": "", f"token-9999-{other}-{suffix('x')}": "gone too",
+           "token-nonsense": "not ours", "other": "x", TOKEN_NAME: "ours"}
     for n, text in old.items():
         (tmp_path / n).write_text(text)
-    lg = logger_for(capture, "prune")
-    with ResumeTokenStore("app", tmp_path, logger=lg, identity=pinned, alive=lambda pid, start: pid == 8888) as s:
+    with Pinned("app", tmp_path, logger=logger_for(capture, "prune")) as s:
         removed = s.prune()
-        assert sorted(removed) == sorted(["token-7777-2.cd", "lock-7777-2.cd", f"token-9999-4.ab-{suffix('x')}"])
+        assert sorted(r["name"] for r in removed) == sorted([f"token-7777-{other}", f"lock-7777-{other}",
+                                                              f"token-9999-{other}-{suffix('x')}"])
+        assert {r["reason"] for r in removed} == {"host_gone"} and {r["host"] for r in removed} == {"gone"}
         assert s.prune() == []
-    assert sorted(os.listdir(tmp_path)) == ["lock-8888-3.ef", "other", "token-8888-3.ef", "token-nonsense"]
+        who = s.whoami()
+        assert (who["pid"], who["start_time"], who["token_file"], who["lock_file"]) == (PID, START, TOKEN_NAME, LOCK_NAME)
+        assert who["state_dir"] == str(tmp_path) and who["chain"][-1]["pid"] == PID and "error" not in who
+        assert s.load() == "ours"
+    assert sorted(os.listdir(tmp_path)) == sorted([LOCK_NAME, "other", TOKEN_NAME, "token-nonsense"])
     assert capture.events() == ["stale_removed"] * 3
-    closed = ResumeTokenStore("app", tmp_path, identity=pinned)
-    closed.close()
-    with pytest.raises(PluginError):
-        closed.prune()
-
-
-def test_first_call_prunes_but_never_own_files(tmp_path: Path) -> None:
-    """Load prunes once; this instance's own files stay even when its host looks gone."""
-    (tmp_path / TOKEN_NAME).write_text("tok-own")
-    (tmp_path / "token-7777-2.cd").write_text("stale")
-    with ResumeTokenStore("app", tmp_path, identity=pinned, alive=lambda pid, start: False) as s:
-        assert s.load() == "tok-own"
-    assert sorted(os.listdir(tmp_path)) == [LOCK_NAME, TOKEN_NAME]
 
 
 # --- compilation cache and environment, in fresh processes -----------------------------------------
@@ -493,7 +446,7 @@ CHILD = r"""
 import json, os, sys, time
 t0 = time.perf_counter()
 from mcp_resume import ResumeTokenStore
-s = ResumeTokenStore("app", sys.argv[1], identity=lambda: (4242, "1.a"))
+s = ResumeTokenStore("app", sys.argv[1])
 t1 = time.perf_counter()
 s.load(); s.store("tok"); s.close()
 print(json.dumps({"open_s": t1 - t0, "cache_env": os.environ.get("EXTISM_CACHE_CONFIG"),
@@ -501,7 +454,7 @@ print(json.dumps({"open_s": t1 - t0, "cache_env": os.environ.get("EXTISM_CACHE_C
 """
 
 
-def run_child(tmp_path: Path, env: dict[str, str]) -> tuple[dict, str]:
+def run_child(tmp_path: Path, env: dict[str, str]) -> tuple[dict[str, Any], str]:
     full = {k: v for k, v in os.environ.items() if not k.startswith("EXTISM_")}
     full.update(env)
     p = subprocess.run([sys.executable, "-c", CHILD, str(tmp_path / "state")], env=full, capture_output=True, text=True, timeout=120)
@@ -537,7 +490,8 @@ def test_broken_user_cache_config_falls_back(tmp_path: Path) -> None:
     out, err = run_child(tmp_path, {"EXTISM_CACHE_CONFIG": str(user)})
     assert out["cache_env"] == str(user)
     assert "compiling without it" in err
-    assert (tmp_path / "state" / "token-4242-1.a").read_text() == "tok"
+    tokens = [n for n in os.listdir(tmp_path / "state") if n.startswith(f"token-{os.getpid()}-")]
+    assert len(tokens) == 1 and (tmp_path / "state" / tokens[0]).read_text() == "tok", "this test process is the host"
 
 
 def test_wasi_output_env_hidden_and_restored(tmp_path: Path) -> None:

@@ -1,8 +1,8 @@
-"""Exceptions of :mod:`mcp_resume`. All derive from :class:`ResumeStoreError`."""
+"""Exceptions of :mod:`mcp_resume`, all :class:`ResumeStoreError`; the plugin's export error codes map to them."""
 
 from __future__ import annotations
 
-__all__ = ["InvalidAppError", "InvalidTokenError", "PluginError", "ResumeStoreError"]
+__all__ = ["InvalidAppError", "InvalidOptionError", "InvalidTokenError", "PluginError", "ResumeStoreError", "from_code"]
 
 
 class ResumeStoreError(Exception):
@@ -10,25 +10,27 @@ class ResumeStoreError(Exception):
 
 
 class InvalidAppError(ResumeStoreError, ValueError):
-    """The app name is not 1-64 of ``[A-Za-z0-9._-]`` starting with a letter or digit.
+    """``open`` refused the app name (code ``invalid_app``): the plugin's rule is 1-64 of
+    ``[A-Za-z0-9._-]`` starting with a letter or digit."""
 
-    Raised by :class:`mcp_resume.ResumeTokenStore`; the message starts with
-    ``"invalid app name"`` (the Go host's ``ErrInvalidApp``).
-    """
+
+class InvalidOptionError(ResumeStoreError, ValueError):
+    """``open`` refused an option (code ``invalid_option``)."""
 
 
 class InvalidTokenError(ResumeStoreError, ValueError):
-    """The token passed to ``store`` is not 1-4096 bytes of visible ASCII (0x21-0x7E).
-
-    The message starts with ``"invalid token"`` and says what is wrong without
-    quoting the token. Nothing was written (hostfuncs/README.md, "Plugin exports").
-    """
+    """``store`` refused the token (code ``invalid_token``): not a ``str`` of 1-4096 bytes of visible
+    ASCII (0x21-0x7E). Nothing was written; the message never quotes the token."""
 
 
 class PluginError(ResumeStoreError, RuntimeError):
-    """The plugin cannot be loaded, compiled or instantiated, speaks another ABI
-    version than this host (message names both), or failed a ``list`` call.
+    """The plugin cannot be loaded or instantiated (message ``"mcp-resume plugin unusable: ..."``), speaks
+    another ABI version (the message names both), trapped, or failed ``list``/``prune``/``whoami``.
+    A server should carry on without resume."""
 
-    The message starts with ``"mcp-resume plugin unusable"`` for load failures
-    (the Go host's ``ErrPlugin``); a server should carry on without resume.
-    """
+
+def from_code(code: str, message: str) -> ResumeStoreError:
+    """The exception for an export's error ``{"code", "message"}`` (hostfuncs/README.md, "Plugin exports");
+    codes other than ``invalid_app``/``invalid_option``/``invalid_token`` give :class:`PluginError`."""
+    return {"invalid_app": InvalidAppError, "invalid_option": InvalidOptionError,
+            "invalid_token": InvalidTokenError}.get(code, PluginError)(message)

@@ -1,32 +1,34 @@
-"""The nine host functions of the mcp-resume contract (``hostfuncs/README.md``, ABI 2).
+"""The nine host functions of the mcp-resume contract (``hostfuncs/README.md``, ABI 3).
 
-:class:`HostFunctions` serves one JSON request and returns one JSON response,
-exactly like the Go implementation ``hostfuncs/funcs.go``: the host's identity
-(and which instance of the server this is), a filesystem confined to one state
-directory, a lock that dies with the process, a liveness probe for the hosts
-named by other files, and logging. It **never raises**:
-every failure, a malformed request included, travels in the response as
-``{"error": {"code": ..., "message": ...}}`` (Extism's Python SDK swallows
-exceptions raised in host functions, and the plugin could not tell a crash
-from an answer).
-
-Error codes: ``not_found``, ``invalid_request``, ``unsafe``, ``unavailable``,
-``busy``, ``io``.
+OS primitives with no policy (the plugin decides what the answers mean):
+process facts, read-only process questions (``/proc``, ``kill(pid, 0)``,
+``fstat``, ``SO_PEERCRED``, macOS ``sysctl``), files confined to one state
+directory, a lock that dies with the process, logging. Nothing here raises:
+every failure is ``{"error": {"code", "message"}}`` (Extism's Python SDK
+swallows exceptions raised in host functions).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
+import ctypes
 import errno
+import functools
 import json
 import logging
+import math
 import os
 import re
 import secrets
+import socket
 import stat
+import struct
+import sys
 import threading
 import time
+from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Callable
 
@@ -35,553 +37,490 @@ try:
 except ImportError:  # pragma: no cover - not POSIX: no flock, and resume is off anyway
     fcntl = None  # type: ignore[assignment]
 
-__all__ = [
-    "ABI_VERSION",
-    "AliveFunc",
-    "FUNCTIONS",
-    "HostFunctions",
-    "IdentityFunc",
-    "LEVELS",
-    "TEMP_MAX_AGE_S",
-    "valid_name",
-    "valid_start_time",
-]
+__all__ = ["ABI_VERSION", "FUNCTIONS", "NAMESPACE", "HostFunctions", "System"]
 
 #: The version of the plugin/host contract this host implements (wire.ABIVersion).
-ABI_VERSION = "2"
-
+ABI_VERSION = "3"
 #: Wasm import module of every host function (wire.Namespace).
 NAMESPACE = "extism:host/user"
-
-FN_IDENTITY = "mcp_resume_identity"
-FN_PREPARE_DIR = "mcp_resume_prepare_dir"
-FN_READ = "mcp_resume_read"
-FN_WRITE = "mcp_resume_write"
-FN_REMOVE = "mcp_resume_remove"
-FN_LIST = "mcp_resume_list"
-FN_LOG = "mcp_resume_log"
-FN_LOCK = "mcp_resume_lock"
-FN_PROBE = "mcp_resume_probe"
-
 #: Every host function name, in the order of the README.
-FUNCTIONS = (FN_IDENTITY, FN_PREPARE_DIR, FN_READ, FN_WRITE, FN_REMOVE, FN_LIST, FN_LOG, FN_LOCK, FN_PROBE)
+FUNCTIONS = (
+    "mcp_resume_facts", "mcp_resume_inspect", "mcp_resume_prepare_dir", "mcp_resume_read", "mcp_resume_write",
+    "mcp_resume_remove", "mcp_resume_list", "mcp_resume_lock", "mcp_resume_log",
+)
 
-CODE_NOT_FOUND = "not_found"
-CODE_INVALID_REQUEST = "invalid_request"
-CODE_UNSAFE = "unsafe"
-CODE_UNAVAILABLE = "unavailable"
-CODE_IO = "io"
-CODE_BUSY = "busy"
-
-#: ``mcp_resume_probe`` answers: that process runs with that start time / it
-#: does not (absent, zombie, reused pid, another boot) / the host cannot tell.
-HOST_ALIVE, HOST_GONE, HOST_UNKNOWN = "alive", "gone", "unknown"
-
-#: How old (seconds, by modification time) a leftover temporary file
-#: ``.<name>.<random>.tmp`` must be before ``mcp_resume_prepare_dir`` deletes it
-#: (hostfuncs.TempMaxAge): a live writer holds one for microseconds.
-TEMP_MAX_AGE_S = 60
-
-#: Contract log levels -> Python logging levels (``mcp_resume_log``).
-LEVELS = {
-    "debug": logging.DEBUG,
-    "info": logging.INFO,
-    "warn": logging.WARNING,
-    "error": logging.ERROR,
-}
-
-#: Largest ``limit`` a read may ask for (1 MiB).
-MAX_READ_LIMIT = 1 << 20
-
-#: Returns the MCP host's ``(pid, start_time)`` or raises when it cannot be verified.
-IdentityFunc = Callable[[], "tuple[int, str]"]
-
-#: Whether ``(pid, start_time)`` names a running process; raises when it cannot tell.
-AliveFunc = Callable[[int, str], bool]
-
+_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING, "error": logging.ERROR}
 _NAME = re.compile(r"[A-Za-z0-9._-]{1,255}")
-_START_TIME = re.compile(r"[0-9a-z.]{1,96}")
+_PID = r"(?:self|[1-9][0-9]*)"
+#: The /proc allowlist per inspect op (hostfuncs/README.md, "The allowlist").
+_ALLOW = {
+    "read": re.compile(rf"/proc/sys/kernel/random/boot_id|/proc/{_PID}/(?:stat|cmdline)"),
+    "readlink": re.compile(rf"/proc/self|/proc/{_PID}/ns/pid|/proc/{_PID}/fd/[0-9]+"),
+}
+_DIGITS = re.compile(r"[1-9][0-9]*")
+_MAX_INSPECT_OPS = 64
+_PROC_READ_CAP = 65536
+_MAX_READ_LIMIT = 1 << 20
+_O_FLAGS = os.O_NOFOLLOW | os.O_CLOEXEC
 
-# O_NOFOLLOW and O_NONBLOCK exist on every POSIX system; O_CLOEXEC keeps the
-# descriptor out of child processes.
-_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
-_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
-
-def valid_name(name: object) -> bool:
-    """The name rule (wire.ValidName): 1-255 bytes of ``[A-Za-z0-9._-]``, not starting with ``.``.
-
-    So no path separators, no NUL, no ``..`` and no hidden names (the host keeps
-    dot-names for its temporary files). Input: anything; output: bool.
+@dataclass
+class System:
+    """A pinned system, for tests only (hostfuncs/conformance/README.md, "System"): ``facts`` answered
+    as is; ``proc``, the directory read for ``/proc`` (after the allowlist); ``answers`` of ``kill0``,
+    ``fstat``, ``peer``, ``sysctl``, ``procargs``, ``ps`` keyed ``"<op> <pid or fd>"`` (missing: kill0
+    ``not_found``, fstat ``char``, the others ``unsupported``); ``no_answer``, functions answering ``not json``.
     """
-    return isinstance(name, str) and not name.startswith(".") and _NAME.fullmatch(name) is not None
 
-
-def valid_start_time(s: object) -> bool:
-    """The start-time rule (wire.ValidStartTime): 1-96 bytes of ``[0-9a-z.]``."""
-    return isinstance(s, str) and _START_TIME.fullmatch(s) is not None
+    facts: dict[str, Any]
+    proc: str
+    answers: dict[str, Any] = field(default_factory=dict)
+    no_answer: frozenset[str] = frozenset()
 
 
 class _Fail(Exception):
-    """A contract error to put in the response: ``code`` and a human ``message`` (never a token)."""
+    """A contract error to answer: ``code`` and a human ``message`` (never a token)."""
 
     def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
+        super().__init__(code, message)
+        self.error = {"error": {"code": code, "message": message}}
 
 
-def _pad8(b: bytes) -> bytes:
-    """Pad a JSON response with spaces to a multiple of 8 bytes (wire.Pad8).
-
-    Optional in the contract: go-pdk copies Extism memory 8 bytes per kernel
-    call and the rest one byte per call, so padding saves up to 7 calls.
-    """
-    return b + b" " * (-len(b) % 8)
+def _err(code: str, message: str) -> dict[str, Any]:
+    return _Fail(code, message).error
 
 
-def _error(code: str, message: str) -> bytes:
-    return _pad8(json.dumps({"error": {"code": code, "message": message}}).encode())
-
-
-def _io_error(op: str, err: OSError) -> _Fail:
-    """Map an OS error to the contract's codes (hostfuncs/funcs.go ioError)."""
-    if err.errno == errno.ENOENT:
-        return _Fail(CODE_NOT_FOUND, f"{op}: {err.strerror or err}")
-    if err.errno == errno.ELOOP:
-        return _Fail(CODE_UNSAFE, f"{op}: it is a symbolic link, which is never followed")
-    return _Fail(CODE_IO, f"{op}: {err.strerror or err}")
-
-
-def _mkdir_all(path: str, mode: int) -> None:
-    """Go's os.MkdirAll: create ``path`` and missing parents, **each** with ``mode``.
-
-    (Python's ``os.makedirs`` gives parents the default mode; the contract says
-    "missing parents with mode 0700".) Raises ``OSError``.
-    """
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        pass
-    else:
-        if stat.S_ISDIR(st.st_mode):
-            return
-        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), path)
-    parent = os.path.dirname(path.rstrip(os.sep))
-    if parent and parent != path:
-        _mkdir_all(parent, mode)
-    try:
-        os.mkdir(path, mode)
-    except OSError:
-        try:
-            if stat.S_ISDIR(os.lstat(path).st_mode):
-                return
-        except OSError:
-            pass
-        raise
-
-
-def _request(req: bytes) -> dict[str, Any]:
-    try:
-        doc = json.loads(req)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise _Fail(CODE_INVALID_REQUEST, f"request is not the JSON document the contract defines: {e}") from None
-    if not isinstance(doc, dict):
-        raise _Fail(CODE_INVALID_REQUEST, "request is not the JSON document the contract defines: not an object")
-    return doc
+def _os_fail(what: str, e: OSError) -> _Fail:
+    """Map an OS error to a contract code: ENOENT/ESRCH not_found, EACCES/EPERM permission, ELOOP unsafe, else io."""
+    code = {errno.ENOENT: "not_found", errno.ESRCH: "not_found", errno.EACCES: "permission",
+            errno.EPERM: "permission", errno.ELOOP: "unsafe"}.get(e.errno or 0, "io")
+    return _Fail(code, f"{what}: {e.strerror or e}")
 
 
 def _field(doc: dict[str, Any], key: str, kind: type) -> Any:
-    value = doc.get(key)
-    if kind is int:
-        ok = isinstance(value, int) and not isinstance(value, bool)
-    else:
-        ok = isinstance(value, kind)
-    if not ok:
-        what = "missing" if key not in doc else f"not a {'string' if kind is str else 'integer'}"
-        raise _Fail(CODE_INVALID_REQUEST, f"request field {key!r} is {what}")
-    return value
+    """``doc[key]`` if it has type ``kind`` (bool is not an int), else ``invalid_request``."""
+    v = doc.get(key)
+    if not isinstance(v, kind) or (kind is int and isinstance(v, bool)):
+        raise _Fail("invalid_request", f"request field {key!r} is missing or not a {kind.__name__}")
+    return v
 
 
-def _open_regular(path: str, name: str, flags: int, op: str) -> int:
-    """Open ``path`` with ``flags`` plus O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC (mode 0600
-    if created) and return the descriptor of a regular file (Go ``checkRegular``).
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
 
-    O_NONBLOCK: a FIFO planted at the name must not hang the server. Raises
-    ``_Fail``: ``unsafe`` for a symlink or a non-regular file, else the
-    operating-system error mapped by ``_io_error`` (``op`` names the step).
-    The descriptor is closed on every failure.
+
+def _read_fd(fd: int, cap: int) -> bytes:
+    """Read up to ``cap`` bytes from ``fd`` (until EOF). Raises ``OSError``."""
+    data = b""
+    while len(data) < cap and (chunk := os.read(fd, cap - len(data))):
+        data += chunk
+    return data
+
+
+def _libc_sysctl(mib: list[int], size: int) -> bytes:
+    """macOS ``sysctl(mib)`` through ctypes into a ``size``-byte buffer: the bytes it wrote. Raises ``OSError``.
+
+    Never run by the Linux test suite (the ops answer ``unsupported`` there): kept minimal.
     """
+    libc = ctypes.CDLL(None, use_errno=True)
+    buf, n = ctypes.create_string_buffer(size), ctypes.c_size_t(size)
+    if libc.sysctl((ctypes.c_int * len(mib))(*mib), len(mib), buf, ctypes.byref(n), None, 0) != 0:
+        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+    return buf.raw[: n.value]
+
+
+def _mkdir_all(path: str) -> None:
+    """Create ``path`` and its missing parents, each mode 0700 (Go ``os.MkdirAll``). Raises ``OSError``."""
+    missing: list[str] = []
+    p = path
+    while not os.path.lexists(p):
+        missing, p = [p, *missing], os.path.dirname(p)
+    for d in missing:
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(d, 0o700)
+
+
+def _proc_read(path: str) -> bytes:
+    """The first 65536 bytes of a /proc file, opened ``O_RDONLY|O_NOFOLLOW``. Raises ``OSError``."""
+    fd = os.open(path, os.O_RDONLY | _O_FLAGS)
     try:
-        fd = os.open(path, flags | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC, 0o600)
-    except OSError as e:
-        raise _io_error(f"{op} {name}", e) from None
+        return _read_fd(fd, _PROC_READ_CAP)
+    finally:
+        os.close(fd)
+
+
+def _kill0(pid: str) -> dict[str, Any]:
+    """``kill(pid, 0)``: ``{}``, ``not_found`` (ESRCH) or ``permission`` (EPERM)."""
     try:
-        st = os.fstat(fd)
+        os.kill(int(pid), 0)
+    except OverflowError:
+        raise _Fail("not_found", f"kill0 {pid}: no such process") from None
     except OSError as e:
-        os.close(fd)
-        raise _io_error(f"inspect {name}", e) from None
-    if not stat.S_ISREG(st.st_mode):
-        os.close(fd)
-        raise _Fail(CODE_UNSAFE, f"{name} is not a regular file (mode {stat.filemode(st.st_mode)})")
-    return fd
+        raise _os_fail(f"kill0 {pid}", e) from None
+    return {}
+
+
+def _fstat(fd: int) -> dict[str, Any]:
+    """The file type of this process's fd 0 or 1; ``not_found`` when it is closed."""
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError as e:
+        raise _Fail("not_found" if e.errno == errno.EBADF else "io", f"fstat {fd}: {e.strerror or e}") from None
+    kinds = ((stat.S_ISFIFO, "fifo"), (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "char"),
+             (stat.S_ISREG, "file"), (stat.S_ISDIR, "dir"))
+    return {"type": next((k for test, k in kinds if test(mode)), "other")}
+
+
+def _peer(fd: int) -> dict[str, Any]:
+    """``SO_PEERCRED`` pid of this process's socket fd 0 or 1, which stays open (``detach``)."""
+    opt = getattr(socket, "SO_PEERCRED", None)
+    if opt is None:
+        raise _Fail("unsupported", "peer: this system has no SO_PEERCRED")
+    try:
+        s = socket.socket(fileno=fd)
+    except OSError as e:
+        raise _Fail("not_found" if e.errno == errno.EBADF else "io", f"peer {fd}: {e.strerror or e}") from None
+    try:
+        pid = struct.unpack("3i", s.getsockopt(socket.SOL_SOCKET, opt, struct.calcsize("3i")))[0]
+    except OSError as e:
+        raise _Fail("io", f"peer {fd}: {e.strerror or e}") from None
+    finally:
+        s.detach()
+    return {"peer_pid": pid}
+
+
+def _macos(op: str, pid: str) -> dict[str, Any]:
+    """macOS ``sysctl`` (raw ``struct kinfo_proc`` of ``kern.proc.pid.<pid>``) and ``procargs`` (raw
+    ``kern.procargs2.<pid>``; EINVAL/EPERM: ``permission``); ``ps`` is never offered (the contract allows it)."""
+    if sys.platform != "darwin" or op == "ps":
+        raise _Fail("unsupported", f"{op}: not offered on this system (this host answers sysctl on macOS)")
+    try:
+        if op == "sysctl":
+            data = _libc_sysctl([1, 14, 1, int(pid)], 4096)  # CTL_KERN, KERN_PROC, KERN_PROC_PID (kinfo_proc: 648)
+        else:
+            argmax = struct.unpack("i", _libc_sysctl([1, 8], 4))[0]  # CTL_KERN, KERN_ARGMAX
+            data = _libc_sysctl([1, 49, int(pid)], argmax)  # KERN_PROCARGS2
+    except OSError as e:
+        code = "permission" if e.errno in (errno.EINVAL, errno.EPERM) and op == "procargs" else ""
+        raise (_Fail(code, f"{op} {pid}: {e.strerror}") if code else _os_fail(f"{op} {pid}", e)) from None
+    if not data:
+        raise _Fail("not_found", f"{op} {pid}: no such process")
+    return {"data": _b64(data)}
+
+
+_REAL_OPS: dict[str, Callable[[Any], dict[str, Any]]] = {
+    "kill0": _kill0, "fstat": _fstat, "peer": _peer,
+    **{op: functools.partial(_macos, op) for op in ("sysctl", "procargs", "ps")},
+}
 
 
 class HostFunctions:
-    """The host functions over one state directory (Go ``hostfuncs.Funcs``).
+    """The host functions of one store (Go ``hostfuncs.Funcs``); thread-safe.
 
-    Inputs: ``state_dir`` (absolute path; created 0700 on the plugin's first
-    ``mcp_resume_prepare_dir``, never before), ``identity`` (a callable
-    returning ``(pid, start_time)`` or raising when the host cannot be
-    verified; ``None`` answers ``unavailable``), ``logger`` (receives the
-    plugin's log lines), ``instance`` (the instance key ``mcp_resume_identity``
-    reports; ``""`` for none), ``alive`` (a callable ``(pid, start_time) ->
-    bool`` that raises when it cannot tell, for ``mcp_resume_probe``; default
-    :func:`mcp_resume._procid.alive`).
-
-    Thread-safe. The only state it keeps is the locks taken through
-    ``mcp_resume_lock``, held until :meth:`close` (or the process exits, or
-    this object is garbage-collected). One instance is one lock holder: two
-    ``HostFunctions`` on the same directory exclude each other like two
-    processes do.
+    Inputs: ``logger`` (for ``mcp_resume_log``), ``system`` (a pinned :class:`System`; ``None``: the real
+    one). State: ``dir``, fixed by the first successful ``mcp_resume_prepare_dir`` (the confinement rule),
+    and the locks of ``mcp_resume_lock``, held until :meth:`close` (one instance is one lock holder).
     """
 
-    def __init__(
-        self,
-        state_dir: str,
-        identity: IdentityFunc | None,
-        logger: logging.Logger,
-        *,
-        instance: str = "",
-        alive: AliveFunc | None = None,
-    ) -> None:
-        self.state_dir = state_dir
-        self.identity = identity
+    def __init__(self, logger: logging.Logger | logging.LoggerAdapter[Any], system: System | None = None) -> None:
         self.logger = logger
-        self.instance = instance
-        if alive is None:
-            from ._procid import alive as _alive
-
-            alive = _alive
-        self.alive = alive
+        self.system = system
+        self.dir: str | None = None
         self._mu = threading.Lock()
-        self._locks: dict[str, int] = {}  # lock file name -> open descriptor holding the flock
+        self._locks: dict[str, int] = {}
 
     def close(self) -> None:
-        """Release every lock taken through ``mcp_resume_lock`` (closing its descriptor).
-
-        The lock files stay (hostfuncs/README.md: never delete a lock file on
-        release). Safe to call more than once; raises nothing. A later
-        ``mcp_resume_lock`` takes the lock again.
-        """
+        """Release every lock (close its descriptor; the files stay). Idempotent; raises nothing."""
         with self._mu:
-            fds = list(self._locks.values())
-            self._locks.clear()
+            fds, self._locks = list(self._locks.values()), {}
         for fd in fds:
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
 
     def __del__(self) -> None:
-        # Like Go's *os.File finalizer: an unreachable holder releases its locks.
-        try:
+        with contextlib.suppress(Exception):
             self.close()
-        except Exception:  # noqa: BLE001 - never raise from a finalizer
-            pass
-
-    def held(self) -> list[str]:
-        """The names of the locks this object holds, sorted."""
-        with self._mu:
-            return sorted(self._locks)
 
     def call(self, fn: str, req: bytes) -> bytes:
-        """Serve one host-function call; never raises.
-
-        Inputs: ``fn`` (one of :data:`FUNCTIONS`), ``req`` (the UTF-8 JSON
-        request). Output: the UTF-8 JSON response, padded with spaces to a
-        multiple of 8 bytes (wire.Pad8); an unknown function or a
-        malformed request gets ``invalid_request`` (hostfuncs/README.md,
-        "Calling convention").
-        """
+        """Serve ``fn`` (a name of :data:`FUNCTIONS`) with ``req`` (UTF-8 JSON): the JSON response, padded
+        to a multiple of 8 bytes (wire.Pad8). Never raises: a malformed request or an unknown function
+        answers ``invalid_request``, an unexpected failure ``io``."""
+        if self.system is not None and fn in self.system.no_answer:
+            return b"not json"
         try:
-            if fn == FN_IDENTITY:
-                resp: dict[str, Any] = self._identity()
-            elif fn == FN_PREPARE_DIR:
-                self.prepare_dir()
-                resp = {}
-            elif fn == FN_READ:
-                resp = {"data": base64.b64encode(self._read(_request(req))).decode("ascii")}
-            elif fn == FN_WRITE:
-                self._write(_request(req))
-                resp = {}
-            elif fn == FN_REMOVE:
-                self._remove(_request(req))
-                resp = {}
-            elif fn == FN_LIST:
-                resp = {"names": self._list(_request(req))}
-            elif fn == FN_LOG:
-                self._log(_request(req))
-                resp = {}
-            elif fn == FN_LOCK:
-                self._lock(_request(req))
-                resp = {}
-            elif fn == FN_PROBE:
-                resp = self._probe(_request(req))
-            else:
-                return _error(CODE_INVALID_REQUEST, f"unknown host function {fn}")
-            return _pad8(json.dumps(resp).encode())
+            try:
+                doc = json.loads(req)
+            except (ValueError, UnicodeDecodeError) as e:
+                raise _Fail("invalid_request", f"{fn}: request is not JSON: {e}") from None
+            if not isinstance(doc, dict):
+                raise _Fail("invalid_request", f"{fn}: request is not a JSON object")
+            handler = getattr(self, "_" + fn.removeprefix("mcp_resume_"), None) if fn in FUNCTIONS else None
+            if handler is None:
+                raise _Fail("invalid_request", f"unknown host function {fn}")
+            resp: dict[str, Any] = handler(doc)
         except _Fail as f:
-            return _error(f.code, f.message)
+            resp = f.error
         except Exception as e:  # noqa: BLE001 - the contract forbids raising
-            return _error(CODE_IO, f"{fn}: unexpected {type(e).__name__}: {e}")
+            resp = _err("io", f"{fn}: unexpected {type(e).__name__}: {e}")
+        out = json.dumps(resp, separators=(",", ":")).encode()
+        return out + b" " * (-len(out) % 8)
 
-    # mcp_resume_identity
-    def _identity(self) -> dict[str, Any]:
-        """``{"pid", "start_time", "instance"}`` of the MCP host and this server instance, or ``unavailable``."""
-        if self.identity is None:
-            raise _Fail(CODE_UNAVAILABLE, "no identity source configured")
+    def _facts(self, _doc: dict[str, Any]) -> dict[str, Any]:
+        """This process's facts: os, pid, euid, home, xdg_state_home, args, the MCP_RESUME* env, runtime."""
+        if self.system is not None:
+            return self.system.facts
+        home = os.environ.get("HOME") or os.path.expanduser("~")
+        env = {k: v for k, v in os.environ.items() if k == "MCP_RESUME" or k.startswith("MCP_RESUME_")}
+        return {"os": self._os(), "pid": os.getpid(), "euid": os.geteuid() if hasattr(os, "geteuid") else -1,
+                "home": "" if home == "~" else home, "xdg_state_home": os.environ.get("XDG_STATE_HOME", ""),
+                "args": sys.argv[1:], "env": env, "runtime": "python"}
+
+    def _os(self) -> str:
+        """``facts.os``: ``linux``, ``darwin`` or ``sys.platform`` as is (pinned: the system's)."""
+        if self.system is not None:
+            return str(self.system.facts.get("os", ""))
+        return "linux" if sys.platform.startswith("linux") else sys.platform
+
+    def _inspect(self, doc: dict[str, Any]) -> dict[str, Any]:
+        """Answer 1-64 ``ops`` in order, one result (or per-op error) each."""
+        ops = doc.get("ops")
+        if not isinstance(ops, list) or not 1 <= len(ops) <= _MAX_INSPECT_OPS:
+            raise _Fail("invalid_request", f"ops must be a list of 1-{_MAX_INSPECT_OPS} operations")
+        linux = self._os() == "linux"
+        results = []
+        for op in ops:
+            try:
+                results.append(self._op(op, linux))
+            except _Fail as f:
+                results.append(f.error)
+            except Exception as e:  # noqa: BLE001
+                results.append(_err("io", f"inspect: unexpected {type(e).__name__}: {e}"))
+        return {"results": results}
+
+    def _proc(self, op: str, path: str, linux: bool) -> str:
+        """``path`` under the proc root (``/proc``, or the pinned system's); ``unsupported`` off Linux."""
+        if not linux:
+            raise _Fail("unsupported", f"{op}: no /proc on this system")
+        root = self.system.proc if self.system is not None else "/proc"
+        return root + path[len("/proc"):]
+
+    def _op(self, op: Any, linux: bool) -> dict[str, Any]:
+        """One inspect operation (hostfuncs/README.md, the op table). Raises ``_Fail``."""
+        if not isinstance(op, dict) or not isinstance(op.get("op"), str):
+            raise _Fail("invalid_request", "an operation is not an object with a string 'op'")
+        name = op["op"]
+        if name in _ALLOW:  # read, readlink: the allowlist is checked before any system call
+            path = op.get("path")
+            if not isinstance(path, str) or not _ALLOW[name].fullmatch(path):
+                raise _Fail("invalid_request", f"{name} {path!r}: not on the /proc allowlist")
+            p = self._proc(name, path, linux)
+            try:
+                return {"data": _b64(_proc_read(p))} if name == "read" else {"target": os.readlink(p)}
+            except OSError as e:
+                raise _os_fail(f"{name} {path}", e) from None
+        if name == "fds":
+            return self._fds(op, linux)
+        if name in ("kill0", "sysctl", "procargs", "ps"):
+            key = op.get("pid")
+            if not isinstance(key, str) or not _DIGITS.fullmatch(key):
+                raise _Fail("invalid_request", f"{name}: pid must be decimal digits")
+        elif name in ("fstat", "peer"):
+            key = op.get("fd")
+            if type(key) is not int or key not in (0, 1):
+                raise _Fail("invalid_request", f"{name}: fd must be 0 or 1")
+        else:
+            raise _Fail("invalid_request", f"unknown inspect operation {name!r}")
+        if self.system is None:
+            return _REAL_OPS[name](key)
+        default = {"kill0": _err("not_found", "kill0: no such process (pinned)"), "fstat": {"type": "char"}}
+        pinned = self.system.answers.get(f"{name} {key}")
+        return dict(pinned if pinned is not None else default.get(name, _err("unsupported", f"{name}: not pinned")))
+
+    def _fds(self, op: dict[str, Any], linux: bool) -> dict[str, Any]:
+        """The fds of ``/proc/<pid>/fd`` sorted, each with its link target and fdinfo ``flags`` (-1 if unreadable)."""
+        pid, targets = op.get("pid"), op.get("targets")
+        if not isinstance(pid, str) or not re.fullmatch(_PID, pid):
+            raise _Fail("invalid_request", "fds: pid must be 'self' or decimal digits")
+        if targets is not None and not (isinstance(targets, list) and all(isinstance(t, str) for t in targets)):
+            raise _Fail("invalid_request", "fds: targets must be a list of strings")
+        base = self._proc("fds", f"/proc/{pid}", linux)
         try:
-            pid, start = self.identity()
-        except Exception as e:  # noqa: BLE001 - any failure means "cannot verify"
-            raise _Fail(CODE_UNAVAILABLE, str(e) or type(e).__name__) from None
-        if not isinstance(pid, int) or isinstance(pid, bool) or not isinstance(start, str):
-            raise _Fail(CODE_UNAVAILABLE, f"identity source returned ({type(pid).__name__}, {type(start).__name__})")
-        return {"pid": pid, "start_time": start, "instance": self.instance}
-
-    # mcp_resume_prepare_dir
-    def prepare_dir(self) -> None:
-        """Create the state directory (and missing parents) 0700 and check it is safe.
-
-        It must be an absolute path to a real directory (not a symlink), owned
-        by the effective user, with no group or other permission bits.
-        Raises ``_Fail`` (``unsafe`` with a fix-it message, or ``io``/``not_found``).
-        Spec 000, Security Considerations. Once it passes, leftover temporary
-        files are swept (:meth:`sweep_temporaries`).
-        """
-        d = self.state_dir
-        if not os.path.isabs(d):
-            raise _Fail(CODE_UNSAFE, f"state directory {d!r} is not an absolute path")
-        try:
-            _mkdir_all(d, 0o700)
+            names = os.listdir(base + "/fd")
         except OSError as e:
-            raise _io_error("create state directory", e) from None
-        try:
-            st = os.lstat(d)
-        except OSError as e:
-            raise _io_error("inspect state directory", e) from None
-        if not stat.S_ISDIR(st.st_mode):
-            raise _Fail(
-                CODE_UNSAFE,
-                f"state directory {d} is not a directory (or is a symbolic link); "
-                "point MCP_RESUME_STATE_DIR at a real directory",
-            )
-        euid = os.geteuid()
-        if st.st_uid != euid:
-            raise _Fail(
-                CODE_UNSAFE,
-                f"state directory {d} is owned by uid {st.st_uid}, not by this user (uid {euid}); "
-                "remove it or choose another with MCP_RESUME_STATE_DIR",
-            )
-        perm = stat.S_IMODE(st.st_mode) & 0o777
-        if perm & 0o077:
-            raise _Fail(
-                CODE_UNSAFE,
-                f"state directory {d} has mode {perm:04o}, which lets other users in; run: chmod 700 {d}",
-            )
-        self.sweep_temporaries()
-
-    def sweep_temporaries(self) -> None:
-        """Delete leftover temporary files: regular files named ``.*.tmp`` older than :data:`TEMP_MAX_AGE_S`.
-
-        They are what a writer killed between creating its temporary file and
-        renaming it leaves behind. Never follows a symlink, never removes a
-        directory. Best effort: every failure is ignored; raises nothing.
-        """
-        now = time.time()
-        try:
-            with os.scandir(self.state_dir) as it:
-                entries = list(it)
-        except OSError:
-            return
-        for e in entries:
-            n = e.name
-            if not n.startswith(".") or not n.endswith(".tmp"):
+            raise _os_fail(f"fds /proc/{pid}/fd", e) from None
+        out = []
+        for n in sorted(int(n) for n in names if n.isdigit()):
+            try:
+                target = os.readlink(f"{base}/fd/{n}")
+            except OSError as e:
+                if e.errno in (errno.ENOENT, errno.ESRCH):
+                    continue  # closed during the listing
+                raise _os_fail(f"fds /proc/{pid}/fd/{n}", e) from None
+            if targets is not None and target not in targets:
                 continue
             try:
-                if not e.is_file(follow_symlinks=False):
-                    continue
-                if now - e.stat(follow_symlinks=False).st_mtime > TEMP_MAX_AGE_S:
-                    os.unlink(e.path)
+                m = re.search(rb"^flags:\s*([0-7]+)", _proc_read(f"{base}/fdinfo/{n}"), re.M)
             except OSError:
-                pass
+                m = None
+            out.append({"fd": n, "target": target, "flags": int(m.group(1), 8) if m else -1})
+        return {"fds": out}
 
-    def _path(self, name: object) -> str:
-        if not valid_name(name):
-            raise _Fail(
-                CODE_INVALID_REQUEST,
-                f"file name {name!r} is not allowed: names are 1-255 of [A-Za-z0-9._-], not starting with a dot",
-            )
-        assert isinstance(name, str)
-        return os.path.join(self.state_dir, name)
-
-    # mcp_resume_read
-    def _read(self, doc: dict[str, Any]) -> bytes:
-        """The first ``min(size, limit)`` bytes of a regular file; never follows a symlink, never blocks."""
-        name = doc.get("name")
-        p = self._path(name)
-        limit = _field(doc, "limit", int)
-        if limit <= 0 or limit > MAX_READ_LIMIT:
-            raise _Fail(CODE_INVALID_REQUEST, f"limit {limit} is outside 1..{MAX_READ_LIMIT}")
-        fd = _open_regular(p, str(name), os.O_RDONLY, "open")  # _path checked name is a str
+    def _prepare_dir(self, doc: dict[str, Any]) -> dict[str, Any]:
+        """Create (unless ``create`` is false: then a missing directory is ``not_found``) 0700 and check the
+        state directory, fix it (the confinement rule), then sweep old temporaries."""
+        path, sweep, create = _field(doc, "path", str), _field(doc, "sweep_seconds", int), doc.get("create", True)
+        if not isinstance(create, bool):
+            raise _Fail("invalid_request", "request field 'create' is not a bool")
+        if not path.startswith("/") or path.startswith("//") or os.path.normpath(path) != path:
+            raise _Fail("invalid_request", f"state directory {path!r} is not an absolute, clean path")
+        if self.dir is not None and self.dir != path:
+            raise _Fail("invalid_request", f"the state directory is already {self.dir}, not {path}")
         try:
-            chunks: list[bytes] = []
-            left = limit
-            while left > 0:
-                try:
-                    chunk = os.read(fd, min(left, 65536))
-                except OSError as e:
-                    raise _io_error(f"read {name}", e) from None
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                left -= len(chunk)
-            return b"".join(chunks)
+            if create:
+                _mkdir_all(path)
+            st = os.lstat(path)
+        except OSError as e:
+            raise _os_fail(f"create state directory {path}", e) from None
+        if not stat.S_ISDIR(st.st_mode):
+            raise _Fail("unsafe", f"state directory {path} is not a directory (or is a symbolic link); "
+                                  "point MCP_RESUME_STATE_DIR at a real directory")
+        if st.st_uid != os.geteuid():
+            raise _Fail("unsafe", f"state directory {path} is owned by uid {st.st_uid}, not by this user "
+                                  f"(uid {os.geteuid()}); remove it or choose another with MCP_RESUME_STATE_DIR")
+        if st.st_mode & 0o077:
+            raise _Fail("unsafe", f"state directory {path} has mode {stat.S_IMODE(st.st_mode):04o}, "
+                                  f"which lets other users in; run: chmod 700 {path}")
+        self.dir = path
+        now = time.time()
+        with contextlib.suppress(OSError), os.scandir(path) as it:  # best effort
+            for ent in it:
+                with contextlib.suppress(OSError):
+                    if (ent.name.startswith(".") and ent.name.endswith(".tmp") and ent.is_file(follow_symlinks=False)
+                            and now - ent.stat(follow_symlinks=False).st_mtime > sweep):
+                        os.unlink(ent.path)
+        return {}
+
+    def _path(self, doc: dict[str, Any]) -> tuple[str, str]:
+        """``(name, path)`` of the request's file; ``invalid_request`` for a bad name or no state directory yet."""
+        name = doc.get("name")
+        if not isinstance(name, str) or name.startswith(".") or not _NAME.fullmatch(name):
+            raise _Fail("invalid_request", f"file name {name!r} is not allowed: "
+                                           "1-255 of [A-Za-z0-9._-], not starting with a dot")
+        if self.dir is None:
+            raise _Fail("invalid_request", "no state directory: mcp_resume_prepare_dir has not succeeded")
+        return name, os.path.join(self.dir, name)
+
+    @staticmethod
+    def _open_regular(name: str, path: str, flags: int) -> int:
+        """Open without following a symlink or blocking on a FIFO; ``unsafe`` unless a regular file."""
+        try:
+            fd = os.open(path, flags | _O_FLAGS | os.O_NONBLOCK, 0o600)
+        except IsADirectoryError:
+            raise _Fail("unsafe", f"{name} is a directory, not a regular file") from None
+        except OSError as e:
+            raise _os_fail(f"open {name}", e) from None
+        try:
+            mode = os.fstat(fd).st_mode
+        except OSError as e:
+            os.close(fd)
+            raise _os_fail(f"inspect {name}", e) from None
+        if not stat.S_ISREG(mode):
+            os.close(fd)
+            raise _Fail("unsafe", f"{name} is not a regular file (mode {stat.filemode(mode)})")
+        return fd
+
+    def _read(self, doc: dict[str, Any]) -> dict[str, Any]:
+        """The first ``min(size, limit)`` bytes of a regular file, ``limit`` in 1..1048576."""
+        name, path = self._path(doc)
+        limit = _field(doc, "limit", int)
+        if not 1 <= limit <= _MAX_READ_LIMIT:
+            raise _Fail("invalid_request", f"limit {limit} is outside 1..{_MAX_READ_LIMIT}")
+        fd = self._open_regular(name, path, os.O_RDONLY)
+        try:
+            return {"data": _b64(_read_fd(fd, limit))}
+        except OSError as e:
+            raise _os_fail(f"read {name}", e) from None
         finally:
             os.close(fd)
 
-    # mcp_resume_write
-    def _write(self, doc: dict[str, Any]) -> None:
-        """Replace the file atomically: 0600 ``.<name>.<16 hex>.tmp`` with O_EXCL|O_NOFOLLOW, write, close, rename.
-
-        The temporary file is removed on any failure. No fsync (a power loss
-        may leave an empty file, which ``load`` treats as corrupt: spec 000,
-        Token File Corrupted).
-        """
-        name = doc.get("name")
-        p = self._path(name)
-        encoded = _field(doc, "data", str)
+    def _write(self, doc: dict[str, Any]) -> dict[str, Any]:
+        """Replace the file atomically: 0600 ``.<name>.<16 hex>.tmp`` (O_EXCL|O_NOFOLLOW), write, rename. No fsync."""
+        name, path = self._path(doc)
         try:
-            data = base64.b64decode(encoded, validate=True)
+            data = base64.b64decode(_field(doc, "data", str), validate=True)
         except (binascii.Error, ValueError) as e:
-            raise _Fail(CODE_INVALID_REQUEST, f"request field 'data' is not standard base64: {e}") from None
-        tmp = os.path.join(self.state_dir, f".{name}.{secrets.token_hex(8)}.tmp")
+            raise _Fail("invalid_request", f"request field 'data' is not standard base64: {e}") from None
+        tmp = os.path.join(os.path.dirname(path), f".{name}.{secrets.token_hex(8)}.tmp")
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, 0o600)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_FLAGS, 0o600)
         except OSError as e:
-            raise _io_error(f"create temporary file for {name}", e) from None
+            raise _os_fail(f"create temporary file for {name}", e) from None
         try:
-            try:
-                view = memoryview(data)
-                while view:
-                    n = os.write(fd, view)
-                    view = view[n:]
-            finally:
-                os.close(fd)
-            os.rename(tmp, p)
-        except OSError as e:
-            try:
+            with os.fdopen(fd, "wb") as f:  # closes fd
+                f.write(data)
+            os.rename(tmp, path)
+        except BaseException as e:
+            with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            except OSError:
-                pass
-            raise _io_error(f"write {name}", e) from None
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+            if isinstance(e, OSError):
+                raise _os_fail(f"write {name}", e) from None
             raise
+        return {}
 
-    # mcp_resume_remove
-    def _remove(self, doc: dict[str, Any]) -> None:
-        """``unlink`` the file: never follows a symlink and never removes a directory."""
-        name = doc.get("name")
-        p = self._path(name)
+    def _remove(self, doc: dict[str, Any]) -> dict[str, Any]:
+        """``unlink`` the file (never follows a symlink, never removes a directory)."""
+        name, path = self._path(doc)
         try:
-            os.unlink(p)
+            os.unlink(path)
         except OSError as e:
-            raise _io_error(f"remove {name}", e) from None
+            raise _os_fail(f"remove {name}", e) from None
+        return {}
 
-    # mcp_resume_list
-    def _list(self, doc: dict[str, Any]) -> list[str]:
-        """Regular files directly in the state directory obeying the name rule and starting with ``prefix``, sorted."""
+    def _list(self, doc: dict[str, Any]) -> dict[str, Any]:
+        """Regular files obeying the name rule and starting with ``prefix``, sorted, with whole-second ages."""
         prefix = _field(doc, "prefix", str)
-        names: list[str] = []
+        if self.dir is None:
+            raise _Fail("invalid_request", "no state directory: mcp_resume_prepare_dir has not succeeded")
+        now, files = time.time(), []
         try:
-            with os.scandir(self.state_dir) as it:
+            with os.scandir(self.dir) as it:
                 for e in it:
-                    if valid_name(e.name) and e.name.startswith(prefix) and e.is_file(follow_symlinks=False):
-                        names.append(e.name)
+                    n = e.name
+                    if n.startswith(prefix) and not n.startswith(".") and _NAME.fullmatch(n):
+                        with contextlib.suppress(OSError):
+                            st = e.stat(follow_symlinks=False)
+                            if stat.S_ISREG(st.st_mode):
+                                files.append({"name": n, "age_seconds": math.floor(now - st.st_mtime)})
         except OSError as e:
-            raise _io_error("list state directory", e) from None
-        names.sort(key=lambda n: n.encode())
-        return names
+            raise _os_fail("list state directory", e) from None
+        files.sort(key=lambda f: str(f["name"]).encode())
+        return {"files": files}
 
-    # mcp_resume_lock
-    def _lock(self, doc: dict[str, Any]) -> None:
-        """Take an exclusive ``flock`` on the file ``name`` (created 0600 if missing) and hold it until :meth:`close`.
-
-        The kernel releases it when the process exits, however it exits. A
-        lock this object already holds succeeds again; another holder (another
-        process, or another ``HostFunctions`` in this one) answers ``busy``. A
-        symlink or a non-regular file answers ``unsafe``. The file is never
-        deleted here.
-        """
-        name = doc.get("name")
-        p = self._path(name)
+    def _lock(self, doc: dict[str, Any]) -> dict[str, Any]:
+        """Exclusive ``flock`` on the file (created 0600, never deleted) until :meth:`close`; ``busy`` if held elsewhere."""
+        name, path = self._path(doc)
         if fcntl is None:  # pragma: no cover
-            raise _Fail(CODE_IO, f"lock {name}: this platform has no flock")
+            raise _Fail("unsupported", "lock: this platform has no flock")
         with self._mu:
             if name in self._locks:
-                return
-            fd = _open_regular(p, str(name), os.O_RDONLY | os.O_CREAT, "open lock")
+                return {}
+            fd = self._open_regular(name, path, os.O_RDONLY | os.O_CREAT)
             try:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except OSError as e:
-                    if isinstance(e, BlockingIOError) or e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
-                        raise _Fail(CODE_BUSY, f"{name} is held by another server instance") from None
-                    raise _io_error(f"lock {name}", e) from None
-            except BaseException:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as e:
                 os.close(fd)
-                raise
-            assert isinstance(name, str)
+                if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                    raise _Fail("busy", f"{name} is held by another server instance") from None
+                raise _os_fail(f"lock {name}", e) from None
             self._locks[name] = fd
+        return {}
 
-    # mcp_resume_probe
-    def _probe(self, doc: dict[str, Any]) -> dict[str, Any]:
-        """``{"host": "alive"|"gone"|"unknown", "age_seconds"}`` for file ``name`` and the host ``(pid, start_time)``.
-
-        ``age_seconds`` is now minus the file's ``lstat`` modification time,
-        truncated to whole seconds. ``host`` comes from :attr:`alive`:
-        ``unknown`` when it raises. A vanished file answers ``not_found``.
-        """
-        name = doc.get("name")
-        p = self._path(name)
-        pid = _field(doc, "pid", int)
-        start = _field(doc, "start_time", str)
-        try:
-            st = os.lstat(p)
-        except OSError as e:
-            raise _io_error(f"inspect {name}", e) from None
-        age = int(time.time() - st.st_mtime)
-        try:
-            host = HOST_ALIVE if self.alive(pid, start) else HOST_GONE
-        except Exception:  # noqa: BLE001 - any failure means "cannot tell"
-            host = HOST_UNKNOWN
-        return {"host": host, "age_seconds": age}
-
-    # mcp_resume_log
-    def _log(self, doc: dict[str, Any]) -> None:
-        """Emit ``message`` at ``level`` with ``extra={"event", "detail"}``; never to stdout, never a token."""
-        level = _field(doc, "level", str)
-        event = _field(doc, "event", str)
-        message = _field(doc, "message", str)
-        detail = doc.get("detail")
-        if not isinstance(detail, str):
-            detail = ""
-        try:
-            self.logger.log(LEVELS.get(level, logging.INFO), message, extra={"event": event, "detail": detail})
-        except Exception:  # noqa: BLE001 - a broken handler must not break the plugin
-            pass
+    def _log(self, doc: dict[str, Any]) -> dict[str, Any]:
+        """Emit ``message`` at ``level`` with ``extra={"event", "detail"}``; all three required. Never stdout."""
+        level, event, message = (_field(doc, k, str) for k in ("level", "event", "message"))
+        if level not in _LEVELS:
+            raise _Fail("invalid_request", f"unknown log level {level!r}")
+        detail = doc.get("detail") if isinstance(doc.get("detail"), str) else ""
+        with contextlib.suppress(Exception):  # a broken handler must not break the plugin
+            self.logger.log(_LEVELS[level], message, extra={"event": event, "detail": detail})
+        return {}
