@@ -19,7 +19,7 @@
 //
 // Prints Markdown tables on stdout.
 import { spawn } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -41,13 +41,21 @@ const stateDir = path.join(work, "state");
 mkdirSync(stateDir, { mode: 0o700 });
 chmodSync(stateDir, 0o700);
 
-// This process is the server's MCP host: file a token under its identity.
-const { LinuxProcSource } = await import(new URL("../dist/procid/linux.js", import.meta.url).href);
-const { DarwinPsSource } = await import(new URL("../dist/procid/darwin.js", import.meta.url).href);
-const me = process.platform === "darwin" ? await new DarwinPsSource().lookup(process.pid) : new LinuxProcSource().lookupSync(process.pid);
-const tokenFile = path.join(stateDir, `token-${process.pid}-${me.startTime}`);
+// This process is the server's MCP host: file a token under its identity, as
+// a server it launched would (a child node process storing through the
+// binding: the plugin names the file).
 const TOKEN = "bench-token-" + "x".repeat(31);
-writeFileSync(tokenFile, TOKEN, { mode: 0o600 });
+const tokenFile = await new Promise((resolve, reject) => {
+  const code = `import { ResumeTokenStore } from ${JSON.stringify(new URL("../dist/index.js", import.meta.url).href)};
+    const s = await ResumeTokenStore.open({ app: "bench", stateDir: process.env.MCP_RESUME_STATE_DIR });
+    await s.store(${JSON.stringify(TOKEN)});
+    process.stdout.write((await s.whoami()).tokenFile ?? "");
+    await s.close();`;
+  const p = spawn(process.execPath, ["--input-type=module", "-e", code], { cwd: ROOT, env: { ...process.env, MCP_RESUME_STATE_DIR: stateDir }, stdio: ["ignore", "pipe", "inherit"] });
+  let out = "";
+  p.stdout.on("data", (d) => (out += d));
+  p.on("exit", (c) => (c === 0 && out ? resolve(path.join(stateDir, out)) : reject(new Error(`could not file the bench token (exit ${c})`))));
+});
 
 function once(mode) {
   return new Promise((resolve, reject) => {

@@ -1,649 +1,510 @@
 /**
- * The nine host functions of the mcp-resume plugin, implemented exactly as
- * hostfuncs/README.md ("The nine host functions") states them, mirroring
- * the Go implementation (`hostfuncs/funcs.go`, `hostfuncs/perm_unix.go`).
- * The one deliberate difference is `mcp_resume_lock`: see `lock.ts` and
- * {@link HostFunctions.acquireLock}.
- *
- * Every function takes a UTF-8 JSON request and returns a JSON response.
- * **A host function never throws**: every failure, a malformed request
- * included, travels in the response as
- * `{"error": {"code": "<code>", "message": "<text>"}}`
- * (hostfuncs/README.md, "Calling convention").
+ * The nine host functions of the plugin (hostfuncs/README.md, ABI version 3)
+ * for Node: operating-system primitives with **no policy** (the plugin
+ * decides). None ever throws: every failure, a malformed request included,
+ * is the response `{"error": {"code", "message"}}`. Node specifics: `peer`,
+ * `sysctl` and `procargs` answer `unsupported`; on macOS `ps` runs `/bin/ps`;
+ * the lock is an abstract Unix socket on Linux, taken ahead of the plugin's
+ * call by {@link HostFunctions.lockAhead}, and `O_EXLOCK` on macOS.
  *
  * @packageDocumentation
  */
-import { randomBytes } from "node:crypto";
-import {
-  closeSync,
-  constants as fsc,
-  fstatSync,
-  lstatSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readSync,
-  renameSync,
-  unlinkSync,
-  writeSync,
-} from "node:fs";
+import { spawnSync } from "node:child_process";
+import { createHash, randomBytes } from "node:crypto";
+import * as fs from "node:fs";
+import { createServer, type Server } from "node:net";
+import { homedir } from "node:os";
 import * as path from "node:path";
 
-import { acquireLock, acquireLockSync, LockFailure, type LockHandle } from "./lock.js";
 import { safeLog, type LogLevel, type Logger } from "./logger.js";
-import { alive as procAlive } from "./procid/index.js";
 
 /** Version of the plugin/host contract this host implements. */
-export const ABI_VERSION = "2";
-
-/**
- * How old (by modification time) a leftover temporary file must be before
- * `mcp_resume_prepare_dir` deletes it, in milliseconds (Go:
- * `hostfuncs.TempMaxAge`). A live writer holds one for microseconds.
- */
-export const TEMP_MAX_AGE_MS = 60_000;
+export const ABI_VERSION = "3";
 
 /** Wasm import module of every host function (Extism's default for user functions). */
 export const NAMESPACE = "extism:host/user";
 
 /** Host function names, in the order of hostfuncs/README.md. */
 export const FUNCTIONS = [
-  "mcp_resume_identity",
-  "mcp_resume_prepare_dir",
-  "mcp_resume_read",
-  "mcp_resume_write",
-  "mcp_resume_remove",
-  "mcp_resume_list",
-  "mcp_resume_log",
-  "mcp_resume_lock",
-  "mcp_resume_probe",
+  ...["mcp_resume_facts", "mcp_resume_inspect", "mcp_resume_prepare_dir", "mcp_resume_read", "mcp_resume_write"],
+  ...["mcp_resume_remove", "mcp_resume_list", "mcp_resume_lock", "mcp_resume_log"],
 ] as const;
 
-/** One host function name. */
-export type HostFunctionName = (typeof FUNCTIONS)[number];
-
 /** Error codes of the contract (hostfuncs/README.md, "Error codes"). */
-export type ErrorCode = "not_found" | "invalid_request" | "unsafe" | "unavailable" | "busy" | "io";
+export type ErrorCode = "not_found" | "permission" | "unsupported" | "invalid_request" | "unsafe" | "busy" | "io";
 
-/** The failure half of every response. */
-export interface WireError {
-  /** One of {@link ErrorCode}. */
-  code: ErrorCode;
-  /** What failed and what to do, for humans and logs; never a token. */
-  message: string;
+/** A JSON object: a request, a response, an inspect operation or its result. */
+export type Json = Record<string, unknown>;
+
+/** A failure answered as `{"error": {code, message}}`; thrown inside, caught by {@link HostFunctions.call}. */
+export class HostError extends Error {
+  /** @param code - the contract's error code. @param message - what failed and what to do; never a token. */
+  constructor(readonly code: ErrorCode, message: string) {
+    super(message);
+  }
 }
 
-/**
- * The MCP host this server runs under: the pair the token file is named
- * after (spec 000, "Token File Naming Strategy").
- */
-export interface HostIdentity {
-  /** The host's process ID, a positive integer. */
-  pid: number;
-  /** Opaque start time: 1–96 bytes of `[0-9a-z.]` (the plugin checks it). */
-  startTime: string;
+const bad = (message: string): HostError => new HostError("invalid_request", message);
+
+/** Maps a Node system error to the contract's codes; `ELOOP` (a refused symlink) is `unsafe` where files are concerned. */
+function osError(op: string, e: unknown, symlinkUnsafe = false): HostError {
+  const code = (e as NodeJS.ErrnoException | null)?.code;
+  const msg = `${op}: ${(e as Error | null)?.message ?? String(e)}`;
+  if (code === "ENOENT" || code === "ESRCH" || code === "EBADF") return new HostError("not_found", msg);
+  if (code === "EACCES" || code === "EPERM") return new HostError("permission", msg);
+  if (symlinkUnsafe && code === "ELOOP") return new HostError("unsafe", `${op}: it is a symbolic link, which is never followed`);
+  return new HostError("io", msg);
 }
 
-/** Configuration of {@link HostFunctions}. */
-export interface HostFunctionsConfig {
-  /** The state directory: an absolute path, created 0700 on first use. */
-  dir: string;
-  /**
-   * Returns the MCP host's identity or throws when it cannot be verified
-   * (then `mcp_resume_identity` answers `unavailable` with the error's
-   * message). Called each time the plugin asks, which is once per instance.
-   */
-  identity?: () => HostIdentity;
-  /**
-   * Which instance of the server this is, returned as `instance` by
-   * `mcp_resume_identity` (hostfuncs/README.md); `""` (the default) for none.
-   * The plugin hashes it into the file names.
-   */
-  instance?: string;
-  /**
-   * Reports whether process `pid` runs with `startTime`, for
-   * `mcp_resume_probe`; throws when it cannot tell (then the probe answers
-   * `unknown`). Defaults to the process-table check {@link procAlive}
-   * (`alive` of `procid`). A seam for tests and embedders, like `identity`.
-   * Must be synchronous: host functions are.
-   */
-  alive?: (pid: number, startTime: string) => boolean;
-  /** Receives `mcp_resume_log` lines. */
-  logger: Logger;
+/** Runs `fn`; a system error becomes {@link osError}`(what, …)`, a {@link HostError} passes through. */
+function sys<T>(what: string, fn: () => T, symlinkUnsafe = false): T {
+  try {
+    return fn();
+  } catch (e) {
+    throw e instanceof HostError ? e : osError(what, e, symlinkUnsafe);
+  }
 }
 
-const encoder = new TextEncoder();
-const decoder = new TextDecoder("utf-8");
+/** The request's field `key`, which must be a string (`int`: an integer), else `invalid_request`. */
+function str(req: Json, key: string): string {
+  if (typeof req[key] !== "string") throw bad(`request lacks the string ${JSON.stringify(key)}`);
+  return req[key] as string;
+}
+function int(req: Json, key: string): number {
+  if (!Number.isSafeInteger(req[key])) throw bad(`request lacks the integer ${JSON.stringify(key)}`);
+  return req[key] as number;
+}
 
-/**
- * The name rule: 1–255 bytes of `[A-Za-z0-9._-]`, not starting with `.`
- * (hostfuncs/README.md, "Names"). No separators, no NUL, no `..`, no hidden
- * names (dot-names are this host's temporary files).
- */
+/** The name rule (hostfuncs/README.md, "Names"): 1–255 of `[A-Za-z0-9._-]`, not starting with `.`. */
 export function validName(name: unknown): name is string {
   return typeof name === "string" && /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,254}$/.test(name);
 }
 
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+const PID = "(?:self|[1-9][0-9]*)";
+/** The `/proc` allowlist (hostfuncs/README.md, "The allowlist"), checked before any system call. */
+const ALLOWED = {
+  read: new RegExp(`^/proc/(?:sys/kernel/random/boot_id|${PID}/(?:stat|cmdline))$`),
+  readlink: new RegExp(`^/proc/(?:self|${PID}/ns/pid|${PID}/fd/[0-9]+)$`),
+};
+const DIGITS = /^[1-9][0-9]*$/;
+const PROC_READ_MAX = 65536; // most bytes an inspect "read" returns
+
+/** Reads at most `max` bytes of `file`, opened `O_RDONLY|O_NOFOLLOW` (plus `flags`); `fstatOk` may refuse the open file. */
+function readFile(file: string, max: number, flags = 0, fstatOk?: (st: fs.Stats) => void): Buffer {
+  const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | flags);
+  try {
+    fstatOk?.(fs.fstatSync(fd));
+    const buf = Buffer.allocUnsafe(max);
+    let n = 0;
+    for (let r = 1; n < max && r > 0; n += r) r = fs.readSync(fd, buf, n, max - n, null);
+    return buf.subarray(0, n);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
 
 /**
- * Appends spaces (JSON whitespace) until the length is a multiple of 8:
- * go-pdk copies Extism memory 8 bytes per kernel call and the remainder one
- * byte per call (hostfuncs/README.md, "Calling convention"; optional, and
- * what the Go host does). `JSON.stringify` output is ASCII-escaped only for
- * control characters, so the UTF-8 length may differ from `s.length`; pad on
- * the encoded length.
+ * Configuration of {@link HostFunctions}: the `logger` of `mcp_resume_log`;
+ * only the conformance runner sets `procRoot` (the directory read for
+ * `/proc`, default `"/proc"`) and `os` (the system `/proc` and `ps` assume,
+ * default `process.platform`; the lock always uses the real one).
  */
-export function pad8(s: string): string {
-  const len = Buffer.byteLength(s, "utf8");
-  return len % 8 === 0 ? s : s + " ".repeat(8 - (len % 8));
-}
-
-function err(code: ErrorCode, message: string): { error: WireError } {
-  return { error: { code, message } };
-}
-
-/** Maps a Node fs error to the contract's codes (Go: `ioError`). */
-function ioError(op: string, e: unknown): WireError {
-  const code = (e as NodeJS.ErrnoException | null)?.code;
-  const msg = (e as Error | null)?.message ?? String(e);
-  if (code === "ENOENT") return { code: "not_found", message: `${op}: ${msg}` };
-  if (code === "ELOOP") return { code: "unsafe", message: `${op}: it is a symbolic link, which is never followed` };
-  return { code: "io", message: `${op}: ${msg}` };
-}
-
-class RequestError extends Error {}
-
-/** Reads an optional string field; a non-string is a malformed request. */
-function str(req: Record<string, unknown>, key: string): string {
-  const v = req[key];
-  if (v === undefined || v === null) return "";
-  if (typeof v !== "string") throw new RequestError(`field ${JSON.stringify(key)} must be a string`);
-  return v;
+export interface HostConfig {
+  logger: Logger;
+  procRoot?: string;
+  os?: string;
 }
 
 /**
- * Throws {@link RequestError} (answered as `invalid_request`) unless the
- * request has a non-null `key`: a request missing a required field is refused
- * rather than guessed at (hostfuncs/README.md, "Calling convention").
- */
-function need(req: Record<string, unknown>, key: string): void {
-  if (req[key] === undefined || req[key] === null) throw new RequestError(`request lacks ${JSON.stringify(key)}`);
-}
-
-/** Reads an optional integer field. */
-function int(req: Record<string, unknown>, key: string): number {
-  const v = req[key];
-  if (v === undefined || v === null) return 0;
-  if (typeof v !== "number" || !Number.isInteger(v)) throw new RequestError(`field ${JSON.stringify(key)} must be an integer`);
-  return v;
-}
-
-/** Reads an optional base64 field as bytes. */
-function bytes(req: Record<string, unknown>, key: string): Buffer {
-  const v = str(req, key);
-  if (!BASE64.test(v)) throw new RequestError(`field ${JSON.stringify(key)} is not standard base64`);
-  return Buffer.from(v, "base64");
-}
-
-function modeString(mode: number): string {
-  return (mode & 0o7777).toString(8).padStart(4, "0");
-}
-
-/**
- * The host functions over one state directory. Stateless apart from its
- * configuration and the locks it holds (released by {@link close}); one
- * instance is one lock holder, so two instances exclude each other.
+ * The host functions of one store. The state directory is fixed by the first
+ * successful `mcp_resume_prepare_dir` (the confinement rule); the file
+ * functions answer `invalid_request` before that. One instance is one lock
+ * holder: two instances exclude each other, in one process or two.
  */
 export class HostFunctions {
-  readonly #dir: string;
-  readonly #identity: (() => HostIdentity) | undefined;
-  readonly #instance: string;
-  readonly #alive: (pid: number, startTime: string) => boolean;
   readonly #logger: Logger;
-  /** Locks held, by name, until close(). */
-  readonly #locks = new Map<string, LockHandle>();
-  /** Failed attempts of acquireLock, by name: what mcp_resume_lock answers for them. */
-  readonly #lockFailures = new Map<string, WireError>();
-  /** acquireLock calls under way, by name. */
-  readonly #acquiring = new Map<string, Promise<WireError | undefined>>();
+  readonly #proc: string;
+  readonly #os: string;
+  #dir: string | undefined;
+  /** Locks held until close(): abstract socket servers (Linux) or O_EXLOCK descriptors (macOS), by key. */
+  readonly #held = new Map<string, Server | number>();
+  /** What lockAhead() found for keys it could not take. */
+  readonly #failed = new Map<string, HostError>();
+  readonly #pending = new Set<Promise<void>>();
   #closed = false;
 
-  /** @param config - state directory, identity source, instance, liveness check and logger. */
-  constructor(config: HostFunctionsConfig) {
-    this.#dir = config.dir;
-    this.#identity = config.identity;
-    this.#instance = config.instance ?? "";
-    this.#alive = config.alive ?? ((pid, startTime) => procAlive(pid, startTime));
+  /** @param config - logger, and the conformance runner's `/proc` mapping. */
+  constructor(config: HostConfig) {
     this.#logger = config.logger;
-  }
-
-  /** The state directory. */
-  get dir(): string {
-    return this.#dir;
+    this.#proc = config.procRoot ?? "/proc";
+    this.#os = config.os ?? process.platform;
   }
 
   /**
-   * Serves one host function call natively.
+   * Serves one host function call. Never throws.
    *
-   * @param fn - a host function name (anything else answers `invalid_request`).
-   * @param request - the UTF-8 JSON request bytes.
-   * @returns the UTF-8 JSON response bytes. Never throws.
+   * @param fn - a name of {@link FUNCTIONS} (anything else answers `invalid_request`).
+   * @param request - the UTF-8 JSON request.
+   * @returns the UTF-8 JSON response, padded with spaces to a multiple of 8 bytes (hostfuncs/README.md, "Calling convention").
    */
   call(fn: string, request: Uint8Array): Uint8Array {
     let resp: unknown;
     try {
-      resp = this.#dispatch(fn, request);
+      let req: unknown;
+      try {
+        req = JSON.parse(Buffer.from(request).toString("utf8"));
+      } catch {} // not JSON
+      if (req === null || typeof req !== "object" || Array.isArray(req)) throw bad("the request is not a JSON object");
+      resp = this.#dispatch(fn, req as Json);
     } catch (e) {
-      if (e instanceof RequestError) {
-        resp = err("invalid_request", `request is not the JSON document the contract defines: ${e.message}`);
-      } else {
-        resp = err("io", `host function ${fn} failed: ${(e as Error)?.message ?? String(e)}`);
-      }
+      resp = { error: toWire(e, fn) };
     }
-    return encoder.encode(pad8(JSON.stringify(resp)));
+    let out = JSON.stringify(resp);
+    out += " ".repeat((8 - (Buffer.byteLength(out) % 8)) % 8);
+    return Buffer.from(out, "utf8");
   }
 
-  #dispatch(fn: string, request: Uint8Array): unknown {
-    if (!(FUNCTIONS as readonly string[]).includes(fn)) {
-      return err("invalid_request", `unknown host function ${fn}`);
-    }
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(decoder.decode(request));
-    } catch (e) {
-      throw new RequestError((e as Error).message);
-    }
-    if (parsed === null) parsed = {};
-    if (typeof parsed !== "object" || Array.isArray(parsed)) throw new RequestError("the request must be a JSON object");
-    const req = parsed as Record<string, unknown>;
-    switch (fn as HostFunctionName) {
-      case "mcp_resume_identity":
-        return this.#identityFn();
-      case "mcp_resume_prepare_dir": {
-        const e = this.prepareDir();
-        return e ? { error: e } : {};
+  #dispatch(fn: string, req: Json): Json {
+    switch (fn) {
+      case "mcp_resume_facts":
+        return this.facts();
+      case "mcp_resume_inspect": {
+        const ops = req["ops"];
+        if (!Array.isArray(ops) || ops.length < 1 || ops.length > 64) throw bad('"ops" must hold 1 to 64 operations');
+        return {
+          results: ops.map((op: unknown) => {
+            try {
+              if (op === null || typeof op !== "object" || Array.isArray(op)) throw bad("an operation must be a JSON object");
+              return this.inspect(op as Json);
+            } catch (e) {
+              return { error: toWire(e, String((op as Json | null)?.["op"])) };
+            }
+          }),
+        };
       }
+      case "mcp_resume_prepare_dir":
+        return this.#prepareDir(str(req, "path"), int(req, "sweep_seconds"), req["create"] !== false);
       case "mcp_resume_read":
-        return this.#read(str(req, "name"), int(req, "limit"));
+        return this.#read(this.#file(req), int(req, "limit"));
       case "mcp_resume_write": {
-        const name = str(req, "name");
-        need(req, "data");
-        const e = this.#write(name, bytes(req, "data"));
-        return e ? { error: e } : {};
+        const data = str(req, "data");
+        if (!BASE64.test(data)) throw bad('"data" is not standard base64');
+        return this.#write(this.#file(req), Buffer.from(data, "base64"));
       }
-      case "mcp_resume_remove": {
-        const e = this.#remove(str(req, "name"));
-        return e ? { error: e } : {};
-      }
-      case "mcp_resume_list":
-        need(req, "prefix");
-        return this.#list(str(req, "prefix"));
-      case "mcp_resume_log":
-        if (str(req, "level") === "" || str(req, "message") === "") throw new RequestError("request lacks level and message");
-        this.#log(str(req, "level"), str(req, "event"), str(req, "message"), str(req, "detail"));
+      case "mcp_resume_remove":
+        sys(`remove ${String(req["name"])}`, () => fs.unlinkSync(this.#file(req)));
         return {};
-      case "mcp_resume_lock": {
-        const e = this.#lock(str(req, "name"));
-        return e ? { error: e } : {};
+      case "mcp_resume_list":
+        return this.#list(str(req, "prefix"));
+      case "mcp_resume_lock":
+        this.#lock(this.#file(req));
+        return {};
+      case "mcp_resume_log": {
+        const level = str(req, "level");
+        if (!["debug", "info", "warn", "error"].includes(level)) throw bad(`unknown level ${JSON.stringify(level)}: use debug, info, warn or error`);
+        const [event, message] = [str(req, "event"), str(req, "message")];
+        if (event === "" || message === "") throw bad('"event" and "message" must not be empty');
+        const detail = typeof req["detail"] === "string" && req["detail"] !== "" ? { detail: req["detail"] } : {};
+        safeLog(this.#logger, level as LogLevel, message, { event, ...detail });
+        return {};
       }
-      case "mcp_resume_probe":
-        return this.#probe(str(req, "name"), int(req, "pid"), str(req, "start_time"));
+      default:
+        throw bad(`unknown host function ${fn}`);
     }
   }
 
-  #identityFn(): unknown {
-    if (!this.#identity) return err("unavailable", "no identity source configured");
-    let id: HostIdentity;
+  /** `mcp_resume_facts` of this process (hostfuncs/README.md: `args` are `process.argv.slice(2)`, `env` only `MCP_RESUME*`). The conformance runner overrides it. */
+  facts(): Json {
+    let home = process.env["HOME"] ?? "";
     try {
-      id = this.#identity();
-    } catch (e) {
-      return err("unavailable", (e as Error)?.message ?? String(e));
-    }
-    if (!id || !Number.isSafeInteger(id.pid) || id.pid <= 0 || typeof id.startTime !== "string") {
-      return err("unavailable", "the identity source returned no valid {pid, startTime}");
-    }
-    // Go's wire.IdentityResponse omits an empty instance.
-    return this.#instance === "" ? { pid: id.pid, start_time: id.startTime } : { pid: id.pid, start_time: id.startTime, instance: this.#instance };
+      home ||= homedir();
+    } catch {} // no home directory: ""
+    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => k === "MCP_RESUME" || k.startsWith("MCP_RESUME_")));
+    const [euid, xdg] = [process.geteuid?.() ?? -1, process.env["XDG_STATE_HOME"] ?? ""];
+    return { os: process.platform, pid: process.pid, euid, home, xdg_state_home: xdg, args: process.argv.slice(2), env, runtime: "node" };
   }
 
   /**
-   * `mcp_resume_prepare_dir`: creates the state directory and missing
-   * parents with mode 0700, then checks it is a real directory (not a
-   * symlink), owned by the effective user, with no group or other bits.
-   * Once it passes, deletes this host's leftover temporary files
-   * (`.*.tmp`, regular, modified more than {@link TEMP_MAX_AGE_MS} ago;
-   * best effort).
+   * One `mcp_resume_inspect` operation (hostfuncs/README.md, table of ops);
+   * the conformance runner overrides those without a file to read.
    *
-   * @returns undefined when usable, else the error to answer (`unsafe` with
-   *   a fix-it message, `io`, or `not_found`). Never throws.
+   * @param op - `{"op", "path" | "pid" | "fd" | "targets"}`.
+   * @returns the success object of that op.
+   * @throws {@link HostError}, answered as that result's `error`.
    */
-  prepareDir(): WireError | undefined {
-    const e = this.checkDir();
-    if (e) return e;
-    this.#sweepTemporaries();
-    return undefined;
+  inspect(op: Json): Json {
+    switch (op["op"]) {
+      case "read": {
+        const p = this.#procPath(op, ALLOWED.read);
+        return { data: sys(`read ${String(op["path"])}`, () => readFile(p, PROC_READ_MAX)).toString("base64") };
+      }
+      case "readlink": {
+        const p = this.#procPath(op, ALLOWED.readlink);
+        return { target: sys(`readlink ${String(op["path"])}`, () => fs.readlinkSync(p)) };
+      }
+      case "fds":
+        return { fds: this.#fds(op) };
+      case "kill0": {
+        const pid = this.#pid(op);
+        sys(`kill(${pid}, 0)`, () => process.kill(pid, 0));
+        return {};
+      }
+      case "fstat": {
+        const fd = op["fd"] ?? 0;
+        if (fd !== 0 && fd !== 1) throw bad('"fd" must be 0 or 1');
+        const st = sys(`fstat ${fd}`, () => fs.fstatSync(fd)); // EBADF (closed) is not_found
+        const type = st.isFIFO() ? "fifo" : st.isSocket() ? "socket" : st.isCharacterDevice() ? "char" : st.isFile() ? "file" : st.isDirectory() ? "dir" : "other";
+        return { type };
+      }
+      case "peer":
+        throw new HostError("unsupported", "Node cannot read SO_PEERCRED");
+      case "sysctl":
+      case "procargs":
+        throw new HostError("unsupported", "Node cannot call sysctl");
+      case "ps":
+        return this.#ps(this.#pid(op));
+      default:
+        throw bad(`unknown operation ${JSON.stringify(op["op"])}`);
+    }
+  }
+
+  /** Checks `op.path` against `allowed`, then maps it under the `/proc` root. */
+  #procPath(op: Json, allowed: RegExp): string {
+    const p = op["path"];
+    if (typeof p !== "string" || !allowed.test(p)) throw bad(`path ${JSON.stringify(p)} is not on the /proc allowlist`);
+    if (this.#os !== "linux") throw new HostError("unsupported", `no /proc on ${this.#os}`);
+    return this.#proc + p.slice("/proc".length);
+  }
+
+  #pid(op: Json): number {
+    const pid = op["pid"];
+    if (typeof pid !== "string" || !DIGITS.test(pid) || Number(pid) > 0x7fffffff) throw bad(`pid ${JSON.stringify(pid)} is not a process ID`);
+    return Number(pid);
+  }
+
+  /** `fds`: `/proc/<pid>/fd`, sorted by fd, each with its target and fdinfo flags (-1 when unreadable). */
+  #fds(op: Json): Json[] {
+    const pid = op["pid"];
+    if (pid !== "self" && (typeof pid !== "string" || !DIGITS.test(pid))) throw bad(`pid ${JSON.stringify(pid)} is not a process ID or "self"`);
+    const targets = op["targets"];
+    if (targets !== undefined && (!Array.isArray(targets) || targets.some((t) => typeof t !== "string"))) throw bad('"targets" must be a list of strings');
+    if (this.#os !== "linux") throw new HostError("unsupported", `no /proc on ${this.#os}`);
+    const dir = `${this.#proc}/${pid}/fd`;
+    const out: Json[] = [];
+    for (const n of sys(`list /proc/${pid}/fd`, () => fs.readdirSync(dir)).filter((x) => /^[0-9]+$/.test(x))) {
+      let target: string;
+      try {
+        target = fs.readlinkSync(`${dir}/${n}`);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === "ENOENT") continue; // closed during the listing
+        throw osError(`readlink /proc/${pid}/fd/${n}`, e);
+      }
+      if (targets && !(targets as string[]).includes(target)) continue;
+      let flags = -1;
+      try {
+        const m = /^flags:\s*([0-7]+)\s*$/m.exec(readFile(`${this.#proc}/${pid}/fdinfo/${n}`, 4096).toString("latin1"));
+        if (m) flags = parseInt(m[1]!, 8);
+      } catch {} // -1: fdinfo cannot be read
+      out.push({ fd: Number(n), target, flags });
+    }
+    return out.sort((a, b) => (a["fd"] as number) - (b["fd"] as number));
+  }
+
+  /** `ps` (macOS): the raw output of `/bin/ps`, which the plugin parses. */
+  #ps(pid: number): Json {
+    if (this.#os !== "darwin") throw new HostError("unsupported", `ps is only asked on macOS, not ${this.#os}`);
+    const run = (args: string[]): Buffer => {
+      const r = spawnSync("/bin/ps", [...args, "-p", String(pid)], { env: { ...process.env, LC_ALL: "C", TZ: "UTC0" }, stdio: ["ignore", "pipe", "ignore"] });
+      if (r.error || (r.status !== 0 && r.status !== 1)) throw new HostError("io", `run /bin/ps: ${r.error?.message ?? `exit ${r.status}`}`);
+      return r.stdout; // ps exits 1 when no process matched
+    };
+    const data = run(["-o", "pid=,ppid=,stat=,lstart=,ucomm="]);
+    if (data.toString("latin1").trim() === "") throw new HostError("not_found", `ps printed nothing for pid ${pid}`);
+    return { data: data.toString("base64"), args: run(["-ww", "-o", "args="]).toString("base64") };
+  }
+
+  /** `mcp_resume_prepare_dir`: the confinement rule, create (0700, unless `create` is false) and check the directory, sweep old `.*.tmp` files. */
+  #prepareDir(dir: string, sweepSeconds: number, create: boolean): Json {
+    if (!path.posix.isAbsolute(dir) || path.posix.normalize(dir) !== dir || (dir !== "/" && dir.endsWith("/"))) {
+      throw bad(`state directory ${JSON.stringify(dir)} is not an absolute, clean path`);
+    }
+    if (this.#dir !== undefined && this.#dir !== dir) throw bad(`this store's state directory is ${this.#dir}, not ${dir}`);
+    if (create) sys(`create state directory ${dir}`, () => fs.mkdirSync(dir, { recursive: true, mode: 0o700 }));
+    const st = sys(`inspect state directory ${dir}`, () => fs.lstatSync(dir));
+    if (!st.isDirectory()) throw new HostError("unsafe", `state directory ${dir} is not a directory (or is a symbolic link); point MCP_RESUME_STATE_DIR at a real directory`);
+    const euid = process.geteuid?.() ?? st.uid;
+    if (st.uid !== euid) throw new HostError("unsafe", `state directory ${dir} is owned by uid ${st.uid}, not by this user (uid ${euid}); remove it or choose another with MCP_RESUME_STATE_DIR`);
+    if ((st.mode & 0o077) !== 0) throw new HostError("unsafe", `state directory ${dir} has mode ${(st.mode & 0o777).toString(8).padStart(4, "0")}, which lets other users in; run: chmod 700 ${dir}`);
+    this.#dir = dir;
+    try {
+      for (const n of fs.readdirSync(dir)) {
+        if (!n.startsWith(".") || !n.endsWith(".tmp")) continue;
+        const p = path.join(dir, n);
+        const t = fs.lstatSync(p, { throwIfNoEntry: false });
+        if (t?.isFile() && Date.now() - t.mtimeMs > sweepSeconds * 1000) fs.rmSync(p, { force: true });
+      }
+    } catch {} // best effort
+    return {};
+  }
+
+  /** The state directory (the confinement rule); with a request, the path of its `name` there (the name rule). */
+  #file(req?: Json): string {
+    const name = req?.["name"];
+    if (this.#dir === undefined) throw bad("no state directory: mcp_resume_prepare_dir has not succeeded");
+    if (req && !validName(name)) throw bad(`file name ${JSON.stringify(name)} is not allowed: names are 1-255 of [A-Za-z0-9._-], not starting with a dot`);
+    return req ? path.join(this.#dir, name as string) : this.#dir;
+  }
+
+  /** `mcp_resume_read`: `O_NOFOLLOW|O_NONBLOCK`, regular files only, at most `limit` bytes. */
+  #read(file: string, limit: number): Json {
+    if (limit < 1 || limit > 1 << 20) throw bad(`limit ${limit} is outside 1..1048576`);
+    const name = path.basename(file);
+    const regular = (st: fs.Stats): void => {
+      if (!st.isFile()) throw new HostError("unsafe", `${name} is not a regular file`);
+    };
+    return { data: sys(`read ${name}`, () => readFile(file, limit, fs.constants.O_NONBLOCK, regular), true).toString("base64") };
   }
 
   /**
-   * {@link prepareDir} without the sweep: creates the state directory if
-   * missing and checks it. The store runs it before taking the lock ahead of
-   * the plugin.
-   *
-   * @returns undefined when usable, else the error. Never throws.
+   * `mcp_resume_write`: atomic replace through `.<name>.<16 hex>.tmp`
+   * (`O_CREAT|O_EXCL|O_NOFOLLOW`, 0600) renamed over the name; a symlink at
+   * the name is replaced, not followed. No fsync (see the README).
    */
-  checkDir(): WireError | undefined {
-    const dir = this.#dir;
-    if (!path.isAbsolute(dir)) {
-      return { code: "unsafe", message: `state directory ${JSON.stringify(dir)} is not an absolute path` };
-    }
+  #write(file: string, data: Buffer): Json {
+    const name = path.basename(file);
+    const tmp = path.join(path.dirname(file), `.${name}.${randomBytes(8).toString("hex")}.tmp`);
+    const flags = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW;
+    const fd = sys(`create a temporary file for ${name}`, () => fs.openSync(tmp, flags, 0o600));
     try {
-      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      try {
+        for (let off = 0; off < data.length; ) off += fs.writeSync(fd, data, off, data.length - off);
+      } finally {
+        fs.closeSync(fd);
+      }
+      fs.renameSync(tmp, file);
+      return {};
     } catch (e) {
-      return ioError("create state directory", e);
+      fs.rmSync(tmp, { force: true });
+      throw osError(`write ${name}`, e);
     }
-    let st;
-    try {
-      st = lstatSync(dir);
-    } catch (e) {
-      return ioError("inspect state directory", e);
-    }
-    if (st.isSymbolicLink() || !st.isDirectory()) {
-      return {
-        code: "unsafe",
-        message: `state directory ${dir} is not a directory (or is a symbolic link); point MCP_RESUME_STATE_DIR at a real directory`,
-      };
-    }
-    const euid = typeof process.geteuid === "function" ? process.geteuid() : st.uid;
-    if (st.uid !== euid) {
-      return {
-        code: "unsafe",
-        message: `state directory ${dir} is owned by uid ${st.uid}, not by this user (uid ${euid}); remove it or choose another with MCP_RESUME_STATE_DIR`,
-      };
-    }
-    if ((st.mode & 0o077) !== 0) {
-      return {
-        code: "unsafe",
-        message: `state directory ${dir} has mode ${modeString(st.mode & 0o777)}, which lets other users in; run: chmod 700 ${dir}`,
-      };
-    }
-    return undefined;
   }
 
-  /** Deletes `.*.tmp` regular files older than TEMP_MAX_AGE_MS; ignores every failure. */
-  #sweepTemporaries(): void {
-    let entries;
+  /** `mcp_resume_list`: regular files with valid names and the prefix, sorted, with their age (lstat). */
+  #list(prefix: string): Json {
+    const dir = this.#file();
+    const files: Json[] = [];
+    for (const name of sys("list the state directory", () => fs.readdirSync(dir)).filter((n) => validName(n) && n.startsWith(prefix)).sort()) {
+      const st = fs.lstatSync(path.join(dir, name), { throwIfNoEntry: false });
+      if (st?.isFile()) files.push({ name, age_seconds: Math.floor((Date.now() - Math.floor(st.mtimeMs)) / 1000) });
+    }
+    return { files };
+  }
+
+  /**
+   * Linux: takes the lock `name` in `dir` ahead of the synchronous
+   * `mcp_resume_lock`, which then answers from the outcome, by binding the
+   * abstract socket {@link socketName}(real path of the lock file); the
+   * kernel frees it when the process exits, however it exits. Touches no
+   * file. Elsewhere it does nothing. Never rejects.
+   *
+   * @param dir - the absolute state directory (it may not exist yet).
+   * @param name - the lock file name (the plugin's `names` export).
+   */
+  async lockAhead(dir: string, name: string): Promise<void> {
+    if (process.platform !== "linux" || this.#closed || !validName(name)) return;
+    const key = socketName(path.join(realDir(dir), name));
+    if (this.#held.has(key)) return;
+    const attempt = new Promise<Server>((resolve, reject) => {
+      const server = createServer((conn) => conn.destroy());
+      server.once("error", reject);
+      // exclusive: a cluster worker binds itself instead of asking the primary.
+      server.listen({ path: "\0" + key, exclusive: true }, () => resolve(server.off("error", reject).on("error", () => undefined)));
+    }).then(
+      (server) => {
+        server.unref(); // the lock never keeps the process alive
+        if (this.#closed) server.close();
+        else this.#held.set(key, server);
+        this.#failed.delete(key);
+      },
+      (e: NodeJS.ErrnoException) => {
+        const busy = e?.code === "EADDRINUSE";
+        this.#failed.set(key, busy ? new HostError("busy", `${name} is held by another server instance`) : osError(`lock ${name}: bind abstract socket`, e));
+      },
+    );
+    this.#pending.add(attempt);
+    await attempt;
+    this.#pending.delete(attempt);
+  }
+
+  /**
+   * `mcp_resume_lock`: creates the lock file (0600, `O_NOFOLLOW`, regular
+   * only, never deleted), then on Linux answers what {@link lockAhead}
+   * found, and on macOS opens it with `O_EXLOCK|O_NONBLOCK` and keeps it open.
+   */
+  #lock(file: string): void {
+    const name = path.basename(file);
+    const darwin = process.platform === "darwin";
+    if (process.platform !== "linux" && !darwin) throw new HostError("unsupported", `no lock on ${process.platform}`);
+    const key = darwin ? file : socketName(path.join(realDir(path.dirname(file)), name));
+    if (darwin && this.#held.has(key)) return; // a second O_EXLOCK open would conflict with our own
+    if (this.#closed) throw new HostError("io", `lock ${name}: the store is closed`);
+    let fd: number;
     try {
-      entries = readdirSync(this.#dir, { withFileTypes: true });
-    } catch {
+      fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_CREAT | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK | (darwin ? O_EXLOCK_DARWIN : 0), 0o600);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (darwin && (code === "EWOULDBLOCK" || code === "EAGAIN")) throw new HostError("busy", `${name} is held by another server instance`);
+      if (code === "EISDIR") throw new HostError("unsafe", `${name} is a directory, not a regular file`);
+      throw osError(`open lock ${name}`, e, true);
+    }
+    try {
+      if (!sys(`inspect lock ${name}`, () => fs.fstatSync(fd)).isFile()) throw new HostError("unsafe", `${name} is not a regular file`);
+    } catch (e) {
+      fs.closeSync(fd);
+      throw e;
+    }
+    if (darwin) {
+      this.#held.set(key, fd);
       return;
     }
-    const now = Date.now();
-    for (const d of entries) {
-      if (!d.name.startsWith(".") || !d.name.endsWith(".tmp") || !d.isFile()) continue;
-      const p = path.join(this.#dir, d.name);
-      try {
-        const st = lstatSync(p);
-        if (st.isFile() && now - st.mtimeMs > TEMP_MAX_AGE_MS) unlinkSync(p);
-      } catch {
-        // best effort
-      }
-    }
+    fs.closeSync(fd);
+    if (this.#held.has(key)) return;
+    throw (
+      this.#failed.get(key) ??
+      new HostError("io", `lock ${name} was not taken ahead: Node binds sockets asynchronously, so the store takes the lock named by the plugin's names export before the first load, store or reject`)
+    );
   }
 
-  /**
-   * Takes the lock `name` (`mcp_resume_lock`) asynchronously and remembers
-   * the outcome, which the synchronous `mcp_resume_lock` then answers for
-   * that name. Node cannot take the lock inside a host function on Linux
-   * (binding a socket is asynchronous; see `lock.ts`), so the store calls
-   * this before the first `load`/`store`/`reject` with the name the plugin's
-   * `names` export returns. Idempotent for a held name; a failed attempt is
-   * retried by the next call.
-   *
-   * @param name - the lock file name (the name rule applies).
-   * @returns undefined when held, else the error the host function will
-   *   answer (`busy`, `unsafe`, `not_found`, `io`, `invalid_request`). Never
-   *   rejects.
-   */
-  acquireLock(name: string): Promise<WireError | undefined> {
-    const [, e] = this.#path(name);
-    if (e) return Promise.resolve(e);
-    if (this.#locks.has(name)) return Promise.resolve(undefined);
-    const pending = this.#acquiring.get(name);
-    if (pending) return pending;
-    const attempt = (async (): Promise<WireError | undefined> => {
-      if (this.#closed) return { code: "io" as const, message: `lock ${name}: the store is closed` };
-      try {
-        const handle = await acquireLock(this.#dir, name);
-        if (this.#closed) {
-          await handle.release();
-          return { code: "io" as const, message: `lock ${name}: the store is closed` };
-        }
-        this.#locks.set(name, handle);
-        this.#lockFailures.delete(name);
-        return undefined;
-      } catch (e2) {
-        const err = lockError(name, e2);
-        this.#lockFailures.set(name, err);
-        return err;
-      } finally {
-        this.#acquiring.delete(name);
-      }
-    })();
-    this.#acquiring.set(name, attempt);
-    return attempt;
-  }
-
-  /** Whether this instance holds the lock `name`. */
-  holdsLock(name: string): boolean {
-    return this.#locks.has(name);
-  }
-
-  /**
-   * Releases every lock taken through {@link acquireLock} or
-   * `mcp_resume_lock`; later attempts fail with `io`. The process exiting
-   * releases them too. Safe to call more than once. Never rejects.
-   */
+  /** Releases every lock this instance holds (the lock files stay); later locks fail with `io`. Idempotent; never rejects. */
   async close(): Promise<void> {
     this.#closed = true;
-    await Promise.all([...this.#acquiring.values()]);
-    const held = [...this.#locks.values()];
-    this.#locks.clear();
-    this.#lockFailures.clear();
-    await Promise.all(held.map((h) => h.release().catch(() => undefined)));
-  }
-
-  /**
-   * `mcp_resume_lock`: answers from what {@link acquireLock} found for this
-   * name; for a name it was not asked about, takes the lock synchronously
-   * where the platform can (macOS) and answers `io` otherwise.
-   */
-  #lock(name: string): WireError | undefined {
-    const [, e] = this.#path(name);
-    if (e) return e;
-    if (this.#locks.has(name)) return undefined;
-    const failed = this.#lockFailures.get(name);
-    if (failed) return failed;
-    if (this.#closed) return { code: "io", message: `lock ${name}: the store is closed` };
-    try {
-      this.#locks.set(name, acquireLockSync(this.#dir, name));
-      return undefined;
-    } catch (e2) {
-      return lockError(name, e2);
-    }
-  }
-
-  /**
-   * `mcp_resume_probe`: whether the host named by file `name` is alive, and
-   * the file's age in whole seconds from its modification time (`lstat`).
-   */
-  #probe(name: string, pid: number, startTime: string): unknown {
-    const [p, e] = this.#path(name);
-    if (e) return { error: e };
-    let st;
-    try {
-      st = lstatSync(p);
-    } catch (e2) {
-      return { error: ioError(`inspect ${name}`, e2) };
-    }
-    const age = Math.floor((Date.now() - st.mtimeMs) / 1000);
-    let host: "alive" | "gone" | "unknown";
-    try {
-      host = this.#alive(pid, startTime) ? "alive" : "gone";
-    } catch {
-      host = "unknown";
-    }
-    return { host, age_seconds: age };
-  }
-
-  #path(name: string): [string, WireError | undefined] {
-    if (!validName(name)) {
-      return [
-        "",
-        {
-          code: "invalid_request",
-          message: `file name ${JSON.stringify(name)} is not allowed: names are 1-255 of [A-Za-z0-9._-], not starting with a dot`,
-        },
-      ];
-    }
-    return [path.join(this.#dir, name), undefined];
-  }
-
-  #read(name: string, limit: number): unknown {
-    const [p, e] = this.#path(name);
-    if (e) return { error: e };
-    if (limit <= 0 || limit > 1 << 20) return err("invalid_request", `limit ${limit} is outside 1..1048576`);
-    let fd: number;
-    try {
-      // O_NOFOLLOW: a symlink answers ELOOP. O_NONBLOCK: a FIFO planted at
-      // the path must not block the server.
-      fd = openSync(p, fsc.O_RDONLY | fsc.O_NOFOLLOW | fsc.O_NONBLOCK);
-    } catch (e2) {
-      return { error: ioError(`open ${name}`, e2) };
-    }
-    try {
-      let st;
-      try {
-        st = fstatSync(fd);
-      } catch (e2) {
-        return { error: ioError(`inspect ${name}`, e2) };
-      }
-      if (!st.isFile()) {
-        return err("unsafe", `${name} is not a regular file (mode ${modeString(st.mode)}, type ${fileType(st)})`);
-      }
-      const buf = Buffer.allocUnsafe(limit);
-      let n = 0;
-      try {
-        while (n < buf.length) {
-          const r = readSync(fd, buf, n, buf.length - n, null);
-          if (r === 0) break;
-          n += r;
-        }
-      } catch (e2) {
-        return { error: ioError(`read ${name}`, e2) };
-      }
-      return n === 0 ? {} : { data: buf.subarray(0, n).toString("base64") };
-    } finally {
-      try {
-        closeSync(fd);
-      } catch {
-        // nothing to do
-      }
-    }
-  }
-
-  /**
-   * Atomic replace: a 0600 temporary file `.<name>.<16 hex>.tmp` created
-   * with O_CREAT|O_EXCL|O_NOFOLLOW next to it, written, closed and renamed
-   * over the name. A reader sees the old token or the new one; a symlink at
-   * the name is replaced, not followed. No fsync (see hostfuncs/README.md).
-   */
-  #write(name: string, data: Buffer): WireError | undefined {
-    const [p, e] = this.#path(name);
-    if (e) return e;
-    const tmp = path.join(this.#dir, `.${name}.${randomBytes(8).toString("hex")}.tmp`);
-    let fd: number;
-    try {
-      fd = openSync(tmp, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL | fsc.O_NOFOLLOW, 0o600);
-    } catch (e2) {
-      return ioError(`create temporary file for ${name}`, e2);
-    }
-    let failure: unknown;
-    try {
-      let off = 0;
-      while (off < data.length) off += writeSync(fd, data, off, data.length - off);
-    } catch (e2) {
-      failure = e2;
-    }
-    try {
-      closeSync(fd);
-    } catch (e2) {
-      failure ??= e2;
-    }
-    if (failure === undefined) {
-      try {
-        renameSync(tmp, p);
-      } catch (e2) {
-        failure = e2;
-      }
-    }
-    if (failure !== undefined) {
-      try {
-        unlinkSync(tmp);
-      } catch {
-        // already gone
-      }
-      return ioError(`write ${name}`, failure);
-    }
-    return undefined;
-  }
-
-  /** unlink(2), never rmdir: a directory at the name answers `io`. */
-  #remove(name: string): WireError | undefined {
-    const [p, e] = this.#path(name);
-    if (e) return e;
-    try {
-      unlinkSync(p);
-    } catch (e2) {
-      return ioError(`remove ${name}`, e2);
-    }
-    return undefined;
-  }
-
-  #list(prefix: string): unknown {
-    let entries;
-    try {
-      entries = readdirSync(this.#dir, { withFileTypes: true });
-    } catch (e) {
-      return { names: [], error: ioError("list state directory", e) };
-    }
-    const names = entries
-      .filter((d) => d.isFile() && validName(d.name) && d.name.startsWith(prefix))
-      .map((d) => d.name)
-      .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-    return { names };
-  }
-
-  #log(level: string, event: string, message: string, detail: string): void {
-    const lv: LogLevel = level === "debug" || level === "warn" || level === "error" ? level : "info";
-    const fields: { event: string; detail?: string } = { event };
-    if (detail !== "") fields.detail = detail;
-    safeLog(this.#logger, lv, message, fields);
+    await Promise.all(this.#pending);
+    for (const h of this.#held.values()) typeof h === "number" ? fs.closeSync(h) : h.close();
+    this.#held.clear();
   }
 }
 
-/** A LockFailure (or anything else thrown while locking) as the wire error. */
-function lockError(name: string, e: unknown): WireError {
-  if (e instanceof LockFailure) return { code: e.code, message: e.message };
-  return { code: "io", message: `lock ${name}: ${(e as Error)?.message ?? String(e)}` };
+/** `O_EXLOCK` on macOS (`<sys/fcntl.h>`); Node's `fs.constants` lacks it. */
+const O_EXLOCK_DARWIN = 0x20;
+
+/** The abstract socket name (without the leading NUL) of a lock file path. */
+export function socketName(lockFile: string): string {
+  return "mcp-resume-lock-" + createHash("sha256").update(lockFile).digest("hex").slice(0, 40);
 }
 
-function fileType(st: import("node:fs").Stats): string {
-  if (st.isDirectory()) return "directory";
-  if (st.isFIFO()) return "fifo";
-  if (st.isSymbolicLink()) return "symlink";
-  if (st.isSocket()) return "socket";
-  if (st.isCharacterDevice()) return "char device";
-  if (st.isBlockDevice()) return "block device";
-  return "unknown";
+/** `dir` with symbolic links resolved, as far as it exists (so two spellings of one directory name one lock). */
+function realDir(dir: string): string {
+  try {
+    return fs.realpathSync(dir);
+  } catch {
+    const parent = path.dirname(dir);
+    return parent === dir ? dir : path.join(realDir(parent), path.basename(dir));
+  }
+}
+
+/** Any error as the wire's `{code, message}`: {@link HostError} as is, anything else `io`. */
+function toWire(e: unknown, what: string): { code: ErrorCode; message: string } {
+  if (e instanceof HostError) return { code: e.code, message: e.message };
+  return { code: "io", message: `${what} failed: ${(e as Error | null)?.message ?? String(e)}` };
 }

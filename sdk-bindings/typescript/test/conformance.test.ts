@@ -1,193 +1,210 @@
-// The shared cases of hostfuncs/conformance, run against the real plugin
-// (the shipped plugin.wasm) in Extism's JS SDK with this package's real host
-// functions on real files, exactly as hostfuncs/conformance/README.md says.
-// Only the host identity (and instance) and the liveness of other hosts are
-// pinned by each case. hold_lock takes the lock through a second, independent
-// HostFunctions (another lock holder, as another server instance would be).
+// The shared cases of hostfuncs/conformance, run exactly as
+// hostfuncs/conformance/README.md says: the real plugin.wasm in Extism's JS
+// SDK with this package's real host functions on real files. Only what the
+// case pins is pinned: mcp_resume_facts answers the system's facts, /proc is
+// mapped to the case's fixture tree (read by the real inspect code), and the
+// operations without a file (kill0, fstat, peer, sysctl, procargs, ps) answer
+// the system's answers or the README's defaults. hold_lock takes the lock
+// through a second, independent HostFunctions (another server instance).
+// CONF_DEBUG=1 prints every host call and its answer on stderr.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
+import * as fs from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { after, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
-import { HostFunctions } from "../src/hostfuncs.js";
-import { callExport, ResumeTokenStore } from "../src/store.js";
+import { HostError, HostFunctions, type ErrorCode, type Json } from "../src/hostfuncs.js";
 import type { LogFields, Logger } from "../src/logger.js";
+import { callExport, loadStore, type ExportResult } from "../src/store.js";
 
-const CASES_DIR = fileURLToPath(new URL("../../../hostfuncs/conformance/cases/", import.meta.url));
+const CONF = fileURLToPath(new URL("../../../hostfuncs/conformance/", import.meta.url));
 
-type Content =
-  | string
-  | {
-      text?: string;
-      base64?: string;
-      repeat?: string;
-      count?: number;
-      dir?: boolean;
-      symlink?: string;
-      fifo?: boolean;
-      mode?: string;
-      age_days?: number;
-    };
-
-interface Call {
-  export?: "load" | "store" | "reject" | "list" | "prune";
-  action?: "put_file" | "hold_lock";
-  name?: string;
-  content?: Content;
-  input?: Content;
-  want?: { output?: Content | null; output_json?: unknown; error_prefix?: string };
+type Content = string | { text?: string; base64?: string; repeat?: string; count?: number; dir?: boolean; symlink?: string; fifo?: boolean; mode?: string; age_days?: number };
+type Files = Record<string, Content>;
+interface Want {
+  output?: Content | null;
+  output_json?: unknown;
+  output_json_subset?: unknown;
+  error_code?: string;
 }
-
+interface System {
+  facts: Json;
+  proc?: Files;
+  answers?: Record<string, Json>;
+  no_answer?: string[];
+}
 interface Case {
   name: string;
   spec: string;
-  identity: { pid?: number; start_time?: string; instance?: string; error?: string };
-  hosts_alive?: Array<{ pid: number; start_time: string }>;
-  liveness_unknown?: boolean;
+  system?: string | System;
   state_dir?: { create?: boolean; mode?: string };
-  state_dir_after?: { exists: boolean; mode?: string };
-  files_before?: Record<string, Content>;
-  files_after?: Record<string, Content>;
-  outside_before?: Record<string, Content>;
-  outside_after?: Record<string, Content>;
-  calls: Call[];
+  state_dir_after?: { exists?: boolean; mode?: string };
+  files_before?: Files;
+  files_after?: Files;
+  outside_before?: Files;
+  outside_after?: Files;
+  open?: Json;
+  open_want?: Want;
+  calls?: Array<{ export?: string; action?: "put_file" | "hold_lock"; name?: string; content?: Content; input?: Content; want?: Want }>;
   logs: Array<{ level: string; event: string; message?: string; message_prefix?: string }>;
 }
 
-function norm(c: Content): Exclude<Content, string> {
-  return typeof c === "string" ? { text: c } : c;
-}
+const norm = (c: Content): Exclude<Content, string> => (typeof c === "string" ? { text: c } : c);
 
 function bytesOf(c: Content): Buffer {
   const n = norm(c);
   if (n.text !== undefined) return Buffer.from(n.text, "utf8");
   if (n.base64 !== undefined) return Buffer.from(n.base64, "base64");
-  if (n.count !== undefined && n.count > 0) return Buffer.from((n.repeat ?? "").repeat(n.count), "utf8");
-  return Buffer.alloc(0);
+  return Buffer.from((n.repeat ?? "").repeat(n.count ?? 0), "utf8");
 }
 
-function parseMode(s: string | undefined, def: number): number {
-  return s ? parseInt(s, 8) : def;
-}
-
-function makeFiles(dir: string, files: Record<string, Content> | undefined): void {
+function makeFiles(dir: string, files: Files | undefined): void {
   for (const [name, c0] of Object.entries(files ?? {})) {
     const c = norm(c0);
     const p = path.join(dir, name);
-    if (c.dir) mkdirSync(p, { mode: 0o700 });
-    else if (c.symlink !== undefined) symlinkSync(c.symlink, p);
+    fs.mkdirSync(path.dirname(p), { recursive: true, mode: 0o700 });
+    if (c.dir) fs.mkdirSync(p, { mode: 0o700 });
+    else if (c.symlink !== undefined) fs.symlinkSync(c.symlink, p);
     else if (c.fifo) execFileSync("mkfifo", ["-m", "600", p]);
-    else writeFileSync(p, bytesOf(c), { mode: 0o600 });
-    if (c.age_days !== undefined && c.age_days > 0) {
-      const old = new Date(Date.now() - c.age_days * 24 * 3600 * 1000);
-      utimesSync(p, old, old);
+    else fs.writeFileSync(p, bytesOf(c), { mode: 0o600 });
+    if (c.mode) fs.chmodSync(p, parseInt(c.mode, 8));
+    if (c.age_days) {
+      const old = new Date(Date.now() - c.age_days * 86400_000);
+      fs.lutimesSync(p, old, old);
     }
   }
 }
 
-/** dir holds exactly `want` (when exact; only the listed names otherwise). */
-function checkFiles(dir: string, want: Record<string, Content> | undefined, exact: boolean): void {
+/** `dir` holds exactly `want` (when `exact`; else at least the listed names), with their content and mode. */
+function checkFiles(dir: string, want: Files | undefined, exact: boolean): void {
   const w = want ?? {};
-  if (exact) {
-    const got = readdirSync(dir).sort();
-    assert.deepEqual(got, Object.keys(w).sort(), `files in ${path.basename(dir)} (no temporary files allowed)`);
-  }
+  if (exact) assert.deepEqual(fs.readdirSync(dir).sort(), Object.keys(w).sort(), `files in ${path.basename(dir)} (no temporary files allowed)`);
   for (const [name, c0] of Object.entries(w)) {
     const c = norm(c0);
     const p = path.join(dir, name);
-    const st = lstatSync(p);
-    if (c.dir) {
-      assert.ok(st.isDirectory(), `${name} is a directory`);
-    } else if (c.symlink !== undefined) {
-      assert.equal(readlinkSync(p), c.symlink, `${name} symlink target`);
-    } else {
+    const st = fs.lstatSync(p);
+    if (c.dir) assert.ok(st.isDirectory(), `${name} is a directory`);
+    else if (c.symlink !== undefined) assert.equal(fs.readlinkSync(p), c.symlink, `${name} symlink target`);
+    else if (c.fifo) assert.ok(st.isFIFO(), `${name} is a FIFO`);
+    else {
       assert.ok(st.isFile(), `${name} is a regular file`);
-      assert.ok(readFileSync(p).equals(bytesOf(c)), `${name} content`);
-      if (c.mode) assert.equal(st.mode & 0o777, parseMode(c.mode, 0), `${name} mode`);
+      assert.ok(fs.readFileSync(p).equals(bytesOf(c)), `${name} content: ${fs.readFileSync(p).subarray(0, 60).toString()}`);
     }
+    if (c.mode) assert.equal((st.mode & 0o777).toString(8), parseInt(c.mode, 8).toString(8), `${name} mode`);
   }
 }
 
-function captureLogger(lines: Array<{ level: string; event: string; message: string }>): Logger {
-  const add = (level: string) => (message: string, fields?: LogFields) =>
-    lines.push({ level, event: String(fields?.event ?? ""), message });
-  return { debug: add("debug"), info: add("info"), warn: add("warn"), error: add("error") };
+/** Every key of `want` is in `got` with an equal value, recursively for objects; arrays exactly. */
+function assertSubset(got: unknown, want: unknown, where: string): void {
+  if (want === null || typeof want !== "object" || Array.isArray(want)) return assert.deepEqual(got, want, where);
+  assert.ok(got !== null && typeof got === "object" && !Array.isArray(got), `${where}: want an object, got ${JSON.stringify(got)}`);
+  for (const [k, v] of Object.entries(want)) assertSubset((got as Json)[k], v, `${where}.${k}`);
 }
 
-const files = readdirSync(CASES_DIR).filter((f) => f.endsWith(".json")).sort();
-const tmpRoots: string[] = [];
-after(() => {
-  for (const r of tmpRoots) rmSync(r, { recursive: true, force: true });
-});
+function checkWant(r: ExportResult, w: Want, what: string, exportName: string): void {
+  if (w.error_code !== undefined) {
+    assert.ok(!r.ok, `${what}: want error ${w.error_code}, got success`);
+    assert.equal(r.code, w.error_code, `${what}: error ${r.message}`);
+    return;
+  }
+  assert.ok(r.ok, `${what}: unexpected error ${r.ok ? "" : `${r.code}: ${r.message}`}`);
+  const text = Buffer.from(r.output).toString("utf8");
+  if (w.output_json !== undefined || w.output_json_subset !== undefined) {
+    const got = JSON.parse(text) as Json;
+    if (exportName === "list" && Array.isArray(got["files"])) for (const f of got["files"] as Json[]) delete f["age_seconds"];
+    if (w.output_json !== undefined) assert.deepEqual(got, w.output_json, `${what}: output_json`);
+    else assertSubset(got, w.output_json_subset, `${what}: output`);
+  } else if (w.output === null || w.output === undefined) {
+    assert.equal(r.output.length, 0, `${what}: want empty output, got ${JSON.stringify(text.slice(0, 80))}`);
+  } else {
+    assert.ok(Buffer.from(r.output).equals(bytesOf(w.output)), `${what}: output ${JSON.stringify(text.slice(0, 80))}`);
+  }
+}
+
+/** The host functions with the case's system pinned (the README's step 2). */
+class FixtureHost extends HostFunctions {
+  constructor(
+    private readonly system: System,
+    root: string,
+    logger: Logger,
+  ) {
+    super({ logger, procRoot: path.join(root, "proc"), os: String(system.facts["os"]) });
+  }
+  override call(fn: string, request: Uint8Array): Uint8Array {
+    const out = this.system.no_answer?.includes(fn) ? Buffer.from("not json") : super.call(fn, request);
+    if (process.env["CONF_DEBUG"]) process.stderr.write(`${fn} ${Buffer.from(request).toString()} -> ${Buffer.from(out).toString()}\n`);
+    return out;
+  }
+  override facts(): Json {
+    return this.system.facts;
+  }
+  override inspect(op: Json): Json {
+    const o = String(op["op"]);
+    if (!["kill0", "fstat", "peer", "sysctl", "procargs", "ps"].includes(o)) return super.inspect(op);
+    const answer = this.system.answers?.[`${o} ${o === "fstat" || o === "peer" ? (op["fd"] ?? 0) : op["pid"]}`];
+    if (answer) {
+      const e = answer["error"] as { code: ErrorCode; message: string } | undefined;
+      if (e) throw new HostError(e.code, e.message);
+      return answer;
+    }
+    if (o === "kill0") throw new HostError("not_found", "no such process (conformance default)");
+    if (o === "fstat") return { type: "char" };
+    throw new HostError("unsupported", `${o} is not answered (conformance default)`);
+  }
+}
+
+const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+const roots: string[] = [];
+after(() => roots.forEach((r) => fs.rmSync(r, { recursive: true, force: true })));
+
+const caseFiles = fs.readdirSync(path.join(CONF, "cases")).filter((f) => f.endsWith(".json")).sort();
 
 describe("conformance", () => {
-  test("all 33 shared cases are present", () => {
-    assert.equal(files.length, 33, `cases found: ${files.join(", ")}`);
-  });
+  test("the shared cases are present", () => assert.ok(caseFiles.length >= 33, caseFiles.join(", ")));
 
-  for (const file of files) {
-    const c = JSON.parse(readFileSync(path.join(CASES_DIR, file), "utf8")) as Case;
-    test(`${c.name} (${c.spec})`, async () => {
-      const root = mkdtempSync(path.join(tmpdir(), "mcp-resume-conf-"));
-      tmpRoots.push(root);
+  for (const file of caseFiles) {
+    const raw = fs.readFileSync(path.join(CONF, "cases", file), "utf8");
+    const title = (JSON.parse(raw) as Case).name;
+    test(title, async () => {
+      const root = fs.mkdtempSync(path.join(tmpdir(), "mcp-resume-conf-"));
+      roots.push(root);
+      const subst = (text: string): string => text.replaceAll('"$EUID"', String(process.geteuid?.() ?? -1)).replaceAll("$ROOT", root);
+      const c = JSON.parse(subst(raw)) as Case;
+      const sys: System =
+        typeof c.system === "object" ? c.system : (JSON.parse(subst(fs.readFileSync(path.join(CONF, "systems", `${c.system ?? "default"}.json`), "utf8"))) as System);
+      makeFiles(path.join(root, "proc"), sys.proc);
       const dir = path.join(root, "state");
       if (c.state_dir?.create !== false) {
-        const mode = parseMode(c.state_dir?.mode, 0o700);
-        mkdirSync(dir, { mode });
-        chmodSync(dir, mode);
+        fs.mkdirSync(dir);
+        fs.chmodSync(dir, parseInt(c.state_dir?.mode ?? "0700", 8));
       }
       makeFiles(root, c.outside_before);
       makeFiles(dir, c.files_before);
 
       const logs: Array<{ level: string; event: string; message: string }> = [];
-      const store = await ResumeTokenStore.open({
-        app: "conformance",
-        stateDir: dir,
-        logger: captureLogger(logs),
-        instance: c.identity.instance ?? "",
-        identity: () => {
-          if (c.identity.error !== undefined) throw new Error(c.identity.error);
-          return { pid: c.identity.pid!, startTime: c.identity.start_time! };
-        },
-        alive: (pid, startTime) => {
-          if (c.liveness_unknown) throw new Error("liveness pinned unknown");
-          return (c.hosts_alive ?? []).some((h) => h.pid === pid && h.start_time === startTime);
-        },
-      });
+      const add = (level: string) => (message: string, fields?: LogFields) => level !== "debug" && logs.push({ level, event: String(fields?.event ?? ""), message });
+      const logger: Logger = { debug: add("debug"), info: add("info"), warn: add("warn"), error: add("error") };
+      const store = await loadStore(logger, undefined, new FixtureHost(sys, root, logger));
       const others: HostFunctions[] = [];
       try {
-        for (const [i, cl] of c.calls.entries()) {
+        const opened = await callExport(store, "open", Buffer.from(JSON.stringify(c.open ?? { app: "conformance", state_dir: dir })));
+        if (c.open_want) checkWant(opened, c.open_want, "open", "open");
+        else assert.ok(opened.ok, `open: ${opened.ok ? "" : `${opened.code}: ${opened.message}`}`);
+        for (const [i, cl] of (c.open_want?.error_code ? [] : (c.calls ?? [])).entries()) {
           if (cl.action === "put_file") {
-            writeFileSync(path.join(dir, cl.name!), bytesOf(cl.content!), { mode: 0o600 });
-            continue;
-          }
-          if (cl.action === "hold_lock") {
-            // A second, independent lock holder: another server instance.
-            const other = new HostFunctions({ dir, logger: captureLogger([]) });
+            fs.writeFileSync(path.join(dir, cl.name!), bytesOf(cl.content!), { mode: 0o600 });
+          } else if (cl.action === "hold_lock") {
+            const other = new HostFunctions({ logger: quiet });
             others.push(other);
-            const e = await other.acquireLock(cl.name!);
-            assert.equal(e, undefined, `hold_lock ${cl.name}: ${JSON.stringify(e)}`);
-            continue;
-          }
-          const input = cl.input === undefined ? undefined : bytesOf(cl.input);
-          const r = await callExport(store, cl.export!, input);
-          const w = cl.want ?? {};
-          const what = `call ${i} ${cl.export}`;
-          if (w.error_prefix !== undefined) {
-            assert.ok(!r.ok, `${what}: want error with prefix ${JSON.stringify(w.error_prefix)}, got success`);
-            assert.ok(r.error.startsWith(w.error_prefix), `${what}: error ${JSON.stringify(r.error)} lacks prefix ${JSON.stringify(w.error_prefix)}`);
-            continue;
-          }
-          assert.ok(r.ok, `${what}: unexpected error ${r.ok ? "" : r.error}`);
-          if (w.output_json !== undefined) {
-            assert.deepEqual(JSON.parse(Buffer.from(r.output).toString("utf8")), w.output_json, `${what}: output_json`);
-          } else if (w.output === null || w.output === undefined) {
-            assert.equal(r.output.length, 0, `${what}: want empty output, got ${r.output.length} bytes`);
+            const call = (fn: string, req: Json): Json => JSON.parse(Buffer.from(other.call(fn, Buffer.from(JSON.stringify(req)))).toString()) as Json;
+            assert.deepEqual(call("mcp_resume_prepare_dir", { path: dir, sweep_seconds: 1e9 }), {});
+            await other.lockAhead(dir, cl.name!);
+            assert.deepEqual(call("mcp_resume_lock", { name: cl.name }), {}, `hold_lock ${cl.name}`);
           } else {
-            assert.ok(Buffer.from(r.output).equals(bytesOf(w.output)), `${what}: output ${Buffer.from(r.output).subarray(0, 40).toString()}`);
+            const r = await callExport(store, cl.export!, cl.input === undefined ? undefined : bytesOf(cl.input));
+            checkWant(r, cl.want ?? {}, `call ${i} ${cl.export}`, cl.export!);
           }
         }
       } finally {
@@ -195,29 +212,16 @@ describe("conformance", () => {
         for (const o of others) await o.close();
       }
 
-      if (c.state_dir_after?.exists === false) {
-        assert.throws(() => statSync(dir), { code: "ENOENT" }, "state directory must not exist");
-      } else {
-        checkFiles(dir, c.files_after, true);
-      }
-      if (c.state_dir_after?.exists) {
-        const st = statSync(dir);
-        assert.ok(st.isDirectory());
-        if (c.state_dir_after.mode) assert.equal(st.mode & 0o777, parseMode(c.state_dir_after.mode, 0), "state directory mode");
-      }
+      if (c.state_dir_after?.exists === false) assert.equal(fs.existsSync(dir), false, "the state directory must not exist");
+      else checkFiles(dir, c.files_after, true);
+      if (c.state_dir_after?.mode) assert.equal((fs.statSync(dir).mode & 0o777).toString(8), parseInt(c.state_dir_after.mode, 8).toString(8), "state directory mode");
       checkFiles(root, c.outside_after, false);
-
-      assert.equal(logs.length, c.logs.length, `log lines:\n got ${JSON.stringify(logs)}\nwant ${JSON.stringify(c.logs)}`);
-      for (const [i, want] of c.logs.entries()) {
-        const got = logs[i]!;
-        assert.equal(got.level, want.level, `log line ${i} level (${JSON.stringify(got)})`);
-        assert.equal(got.event, want.event, `log line ${i} event (${JSON.stringify(got)})`);
-        if (want.message_prefix !== undefined) {
-          assert.ok(got.message.startsWith(want.message_prefix), `log line ${i} message ${JSON.stringify(got.message)}`);
-        } else {
-          assert.equal(got.message, want.message, `log line ${i} message`);
-        }
-      }
+      const got = logs.map((l, i) => {
+        const w = c.logs[i];
+        return w?.message_prefix !== undefined && l.message.startsWith(w.message_prefix) ? { ...l, message: w.message_prefix } : l;
+      });
+      const want = c.logs.map((w) => ({ level: w.level, event: w.event, message: w.message ?? w.message_prefix }));
+      assert.deepEqual(got, want, "log lines");
     });
   }
 });

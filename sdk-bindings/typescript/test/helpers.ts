@@ -1,7 +1,7 @@
 // Shared helpers of the TypeScript binding's tests: paths, temporary
 // directories, the real Go broker, the real Go-built test plugin.
 import { execFile, spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, readlinkSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { createInterface } from "node:readline";
@@ -127,4 +127,17 @@ export async function startHolder(...args: string[]): Promise<Holder> {
     throw err;
   }
   return { child, exited };
+}
+
+/**
+ * The identity start time of process `pid` as spec 000 names it on Linux
+ * (`<starttime>.<boot_id>.<pid namespace>`), read from the real /proc: the
+ * test oracle for the file names the plugin computes.
+ */
+export function startTimeOf(pid: number): string {
+  const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+  const ticks = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]!;
+  const boot = readFileSync("/proc/sys/kernel/random/boot_id", "latin1").trim().replaceAll("-", "");
+  const ns = /^pid:\[(\d+)\]$/.exec(readlinkSync("/proc/self/ns/pid"))![1]!;
+  return `${ticks}.${boot}.${ns}`;
 }

@@ -7,11 +7,12 @@
 // exports misbehave on purpose:
 //
 //	mcp_resume_abi_version  logs a warning with pdk.Log, outputs abiVersion (set with -ldflags -X main.abiVersion=N)
+//	open                    succeeds, state directory /nonexistent
 //	load                    traps (panics)
-//	store                   fails with a non-"invalid token" error
+//	store                   fails with an error string that is not the contract's JSON
 //	reject                  succeeds
 //	list                    outputs text that is not JSON
-//	(no names, no prune)    a host must cope with their absence
+//	(no names, prune, whoami) a host must cope with their absence
 //
 // The tests build it twice, with the host's ABI version and with the
 // previous one:
@@ -29,6 +30,12 @@ var abiVersion = "0"
 func abi() int32 {
 	pdk.Log(pdk.LogWarn, "testplugin: ABI version asked")
 	pdk.OutputString(abiVersion)
+	return 0
+}
+
+//go:wasmexport open
+func open() int32 {
+	pdk.OutputString(`{"state_dir":"/nonexistent","state_root":"/","resume":true}`)
 	return 0
 }
 
