@@ -20,7 +20,7 @@ else
 DEMO_LANG := go
 endif
 
-.PHONY: all build wasm check-wasm test test-go fuzz-smoke demo bench bench-go clean
+.PHONY: all build wasm check-wasm test test-go test-faults fuzz-smoke demo bench bench-go clean
 # `make` builds the Go binaries and prepares the Python and TypeScript
 # environments, so every example server runs from the repository root.
 all: build $(if $(wildcard sdk-bindings/python/python.mk),python-setup) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-setup)
@@ -44,8 +44,11 @@ check-wasm:
 # Go packages, minus any Go files an npm package might ship under node_modules.
 GO_PKGS = $(shell $(GO) list ./... | grep -v /node_modules/)
 
+# `GOOS=darwin go vet` type-checks the macOS files (sysctl, kinfo) on every
+# run, though no macOS machine runs the tests here.
 test-go: check-wasm
 	$(GO) vet $(GO_PKGS)
+	GOOS=darwin $(GO) vet $(GO_PKGS)
 	$(GO) test -race -count=1 $(GO_PKGS)
 
 # Each fuzz target for a short fixed budget (docs/RELIABILITY.md has longer
@@ -55,11 +58,26 @@ test-go: check-wasm
 # package per invocation.
 fuzz-smoke:
 	$(GO) test -run '^$$' -fuzz '^FuzzCall$$' -fuzztime 20000x ./internal/hostfuncs/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseStat$$' -fuzztime 300000x ./internal/procid/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseStat$$' -fuzztime 300000x ./internal/policy/
+	$(GO) test -run '^$$' -fuzz '^FuzzParsePsStat$$' -fuzztime 150000x ./internal/policy/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeKinfo$$' -fuzztime 150000x ./internal/policy/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseFileName$$' -fuzztime 150000x ./internal/resume/
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckToken$$' -fuzztime 150000x ./internal/resume/
 
-test: test-go fuzz-smoke $(if $(wildcard sdk-bindings/python/python.mk),python-test) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-test)
+# The fault-injection suite (docs/RELIABILITY.md) against the Go, Python and
+# TypeScript example servers (about 3-5 minutes); it fails when the run's
+# fault table differs from the one in docs/RELIABILITY.md, or when any fault
+# could not run. Behind the build tag "faults", so test-go's `go test ./...`
+# does not run it too. Needs root (mount and PID namespaces, setpriv; CI runs
+# as root): as another user it says so and is skipped.
+# After an intended change: make test-faults FAULTS_FLAGS=-update-fault-table
+test-faults: build python-setup typescript-setup
+	$(GO) vet -tags faults ./examples/go-server/
+	@if [ "$$(id -u)" != 0 ]; then echo "test-faults: SKIPPED, the fault suite needs root (CI runs it as root)"; else \
+	echo "$(GO) test -tags faults -count=1 -timeout 20m -run '^TestFaults$$' ./examples/go-server/ -args -faults.require $(FAULTS_FLAGS)"; \
+	$(GO) test -tags faults -count=1 -timeout 20m -run '^TestFaults$$' ./examples/go-server/ -args -faults.require $(FAULTS_FLAGS); fi
+
+test: test-go fuzz-smoke $(if $(wildcard sdk-bindings/python/python.mk),python-test) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-test) test-faults
 
 DEMO_SERVER_go := bin/go-server
 DEMO_SERVER_python = $(PYTHON_SERVER_CMD)
@@ -73,9 +91,10 @@ demo: build $(DEMO_SETUP_$(DEMO_LANG))
 	LANG=C.UTF-8 bin/demo -broker bin/broker -server "$(DEMO_SERVER_$(DEMO_LANG))"
 
 bench-go: build
-	$(GO) test -run '^$$' -bench . -benchtime 2000x -count 1 ./host/
-	$(GO) test -run '^$$' -bench CheckPipe -benchtime 2000x -count 1 ./internal/procid/
-	$(GO) run ./host/internal/startbench -server bin/go-server
+	$(GO) test -run '^$$' -bench Wasm -benchtime 2000x -count 1 ./host/
+	$(GO) test -run '^$$' -bench OpenLoad -benchtime 200x -count 1 ./host/
+	$(GO) test -run '^$$' -bench InspectStart -benchtime 2000x -count 1 ./internal/hostfuncs/
+	$(GO) run ./host/internal/startbench -server bin/go-server -cli bin/mcp-resume
 
 bench: bench-go $(if $(wildcard sdk-bindings/python/python.mk),python-bench) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-bench)
 

@@ -1,19 +1,37 @@
-//go:build linux
+//go:build linux && faults
 
 package main_test
 
-// Fault injection against the real go-server binary: the real plugin in the
-// real Go host, real files, real processes, the official MCP client as the
-// host. For every fault the suite checks that the server keeps answering MCP
-// tool calls, that nothing but JSON-RPC reaches its stdout, that no wrong
-// session is resumed (only this host's own session, and only when it should
-// be), that stderr carries the line saying what happened, and that no token
-// ever appears in stderr.
+// Fault injection against the three real example servers: go-server
+// (the real plugin in the Go host), examples/python-server (the Python
+// host) and examples/typescript-server (the TypeScript host), with real
+// files, real processes and the official MCP Go SDK client as the MCP host.
+// Every fault runs once per server. For every fault the suite checks that
+// the server keeps answering MCP tool calls, that nothing but JSON-RPC
+// reaches its stdout, that no wrong session is resumed (only this host's
+// own session, and only when it should be), that stderr carries the line
+// saying what happened, and that no token ever appears in stderr.
 //
-// Each fault adds rows to a table; at the end TestFaults compares it with
-// the table between the fault-table markers in docs/RELIABILITY.md (run with
-// -update-fault-table to rewrite it). Faults that need root, mount or PID
-// namespaces skip without them; CI runs as root, where they all run.
+// Each fault adds one row per server to a table; at the end TestFaults
+// merges them (one row per fault, one column per language) and compares the
+// result with the table between the fault-table markers in
+// docs/RELIABILITY.md (run with -update-fault-table to rewrite it). Faults
+// that need root, mount or PID namespaces skip without them; CI runs as
+// root, where they all run.
+//
+// The suite is behind the build tag "faults" so that the plain `go test
+// ./...` of `make test-go` does not run it; `make test-faults` does:
+//
+//	go test -tags faults -count=1 -run '^TestFaults$' ./examples/go-server/ -faults.require
+//
+// Servers: the Go server is built by TestMain; the Python server runs as
+// <repo>/.venv/bin/python examples/python-server/server.py (`make
+// python-setup`), the TypeScript server as node
+// examples/typescript-server/dist/server.js (`make typescript-setup`). A
+// language whose server is not built is skipped with a message saying
+// which make target builds it, unless -faults.require is given, when it
+// fails, as it does when any fault skips, so that the table is always
+// compared. -faults.langs picks languages (default go,python,typescript).
 
 import (
 	"bufio"
@@ -34,13 +52,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/mcp-resume/mcp-resume/internal/procid"
 )
 
 var (
 	updateFaultTable = flag.Bool("update-fault-table", false, "rewrite the fault table in docs/RELIABILITY.md from this run")
-	faultKills       = flag.Int("faults.kills", 200, "fault 8: how many store loops to SIGKILL")
+	faultLangs       = flag.String("faults.langs", "go,python,typescript", "comma-separated languages whose example servers the faults run against")
+	faultRequire     = flag.Bool("faults.require", false, "fail, rather than skip, when a language's server is not built or any fault skips (make test-faults, which runs only as root)")
+	faultKills       = flag.Int("faults.kills", 200, "fault 8: how many store loops to SIGKILL (Go)")
+	faultKillsSlow   = flag.Int("faults.kills-slow", 100, "fault 8: how many store loops to SIGKILL (Python, TypeScript: each loop starts a runtime and compiles the plugin)")
 	faultHammerOps   = flag.Int("faults.hammer-ops", 20, "fault 9: load/store operations per round per instance (5 rounds)")
 )
 
@@ -68,20 +87,36 @@ const (
 // ---------------------------------------------------------------------------
 // The fault table.
 
+// langResult is what one fault did under one language's server.
+type langResult struct {
+	Outcome, Log, Alive, Clean, Wrong string
+}
+
+// faultRow is one fault: what was injected, and what each language did.
 type faultRow struct {
-	ID, Fault, Injection, Outcome, Log, Alive, Clean, Wrong string
+	ID, Fault, Injection string
+	ByLang               map[string]langResult
 }
 
 var table struct {
 	mu         sync.Mutex
-	rows       []faultRow
+	rows       []*faultRow // in the order first seen
 	incomplete []string
 }
 
-func addRow(r faultRow) {
+func addRow(lang, id, fault, injection string, r langResult) {
 	table.mu.Lock()
 	defer table.mu.Unlock()
-	table.rows = append(table.rows, r)
+	for _, row := range table.rows {
+		if row.ID == id {
+			if row.Fault != fault || row.Injection != injection {
+				r.Outcome = "(injected differently: " + injection + ") " + r.Outcome
+			}
+			row.ByLang[lang] = r
+			return
+		}
+	}
+	table.rows = append(table.rows, &faultRow{ID: id, Fault: fault, Injection: injection, ByLang: map[string]langResult{lang: r}})
 }
 
 // skipFault skips a fault that cannot run here; the table is then not
@@ -94,22 +129,68 @@ func skipFault(t *testing.T, why string) {
 	t.Skip(why)
 }
 
-func renderTable(rows []faultRow) string {
+// renderTable writes one row per fault. The Outcome and Log columns are the
+// Go server's (or, without it, the first language's); each language column
+// is "✓" when that language's server did exactly that (same outcome, same
+// log lines), stayed alive, kept stdout clean and resumed no wrong session,
+// and otherwise spells out what differed.
+func renderTable(rows []*faultRow) string {
 	cell := func(s string) string {
 		return strings.ReplaceAll(strings.ReplaceAll(s, "|", `\|`), "\n", " ")
 	}
 	var b strings.Builder
-	b.WriteString("| # | Fault | Injected by | Outcome | Log line seen | Server alive | Stdout clean | Wrong resume |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| # | Fault | Injected by | Outcome | Log line seen |")
+	for _, l := range allLangs {
+		b.WriteString(" " + l.title + " |")
+	}
+	b.WriteString("\n|---|---|---|---|---|")
+	for range allLangs {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n",
-			cell(r.ID), cell(r.Fault), cell(r.Injection), cell(r.Outcome), cell(r.Log), cell(r.Alive), cell(r.Clean), cell(r.Wrong))
+		var ref langResult
+		for _, l := range allLangs {
+			if lr, ok := r.ByLang[l.name]; ok {
+				ref = lr
+				break
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |", cell(r.ID), cell(r.Fault), cell(r.Injection), cell(ref.Outcome), cell(ref.Log))
+		for _, l := range allLangs {
+			lr, ok := r.ByLang[l.name]
+			if !ok {
+				b.WriteString(" not run |")
+				continue
+			}
+			var parts []string
+			if lr.Outcome != ref.Outcome {
+				parts = append(parts, lr.Outcome)
+			}
+			if lr.Log != ref.Log {
+				parts = append(parts, "log: "+lr.Log)
+			}
+			if lr.Alive != "yes" {
+				parts = append(parts, "server alive: "+lr.Alive)
+			}
+			if lr.Clean != "yes" {
+				parts = append(parts, "stdout clean: "+lr.Clean)
+			}
+			if lr.Wrong != "no" {
+				parts = append(parts, "wrong resume: "+lr.Wrong)
+			}
+			if len(parts) == 0 {
+				parts = []string{"✓"}
+			}
+			b.WriteString(" " + cell(strings.Join(parts, "; ")) + " |")
+		}
+		b.WriteString("\n")
 	}
 	return b.String()
 }
 
 // checkFaultTable compares (or, with -update-fault-table, rewrites) the
-// table in docs/RELIABILITY.md, when every fault ran.
+// table in docs/RELIABILITY.md, when every fault ran in every language.
 func checkFaultTable(t *testing.T, complete bool) {
 	table.mu.Lock()
 	rows, incomplete := table.rows, table.incomplete
@@ -118,7 +199,10 @@ func checkFaultTable(t *testing.T, complete bool) {
 		complete = false
 	}
 	if !complete || len(incomplete) > 0 || t.Failed() {
-		t.Logf("fault table not compared: not every fault ran and passed %v", incomplete)
+		if *faultRequire && !t.Failed() {
+			t.Fatalf("-faults.require: every fault must run in every language, but the fault table could not be compared: %v", incomplete)
+		}
+		t.Logf("fault table not compared: not every fault ran and passed in every language %v", incomplete)
 		return
 	}
 	got := renderTable(rows)
@@ -140,7 +224,7 @@ func checkFaultTable(t *testing.T, complete bool) {
 	}
 	if want != got {
 		t.Errorf("the fault table in %s differs from this run; if the new behaviour is intended, rerun with\n"+
-			"  go test ./examples/go-server/ -run '^TestFaults$' -update-fault-table\n--- this run:\n%s--- document:\n%s", reliabilityDoc, got, want)
+			"  make test-faults FAULTS_FLAGS=-update-fault-table\n--- this run:\n%s--- document:\n%s", reliabilityDoc, got, want)
 	}
 }
 
@@ -150,6 +234,7 @@ func checkFaultTable(t *testing.T, complete bool) {
 type fx struct {
 	*env
 	t      *testing.T
+	srv    *server
 	dirs   []string // more directories whose token files are snapshotted
 	tokens map[string]bool
 	// noSnap defers snapshots of token files to the end (an inotify watch
@@ -158,8 +243,8 @@ type fx struct {
 	results []launchResult
 }
 
-func newFx(t *testing.T) *fx {
-	f := &fx{env: newEnv(t), t: t, tokens: map[string]bool{}}
+func newFx(t *testing.T, s *server) *fx {
+	f := &fx{env: newEnv(t), t: t, srv: s, tokens: map[string]bool{}}
 	t.Cleanup(f.checkNoTokenInLogs)
 	return f
 }
@@ -224,28 +309,56 @@ func (f *fx) watchState() *inotifyWatch {
 	return watch(f.t, f.stateDir)
 }
 
-// mustLog asserts that one stderr line contains every part, and returns
-// the parts joined by "…", as code, for the table.
+// findLog returns whether one stderr line contains every part. The first
+// part (the spec's line) must match exactly; the others, which quote the
+// host's operating-system error or the plugin's detail, ignore case, since
+// each host words OS errors its own way ("no space left on device",
+// "No space left on device") and quotes details its own way.
+func (f *fx) findLog(parts ...string) bool {
+	for _, line := range strings.Split(f.stderr.String(), "\n") {
+		if len(parts) > 0 && !strings.Contains(line, parts[0]) {
+			continue
+		}
+		// Python's example server logs the detail as a repr, escaping quotes.
+		low, all := strings.ToLower(strings.NewReplacer(`\'`, "'", `\"`, `"`).Replace(line)), true
+		for _, p := range parts[1:] {
+			all = all && strings.Contains(low, strings.ToLower(p))
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
+
+// mustLog asserts that one stderr line contains every part (see findLog),
+// and returns the parts joined by "…", as code, for the table.
 func (f *fx) mustLog(parts ...string) string {
 	f.t.Helper()
 	shown := "`" + strings.Join(parts, "…") + "`"
-	for _, line := range strings.Split(f.stderr.String(), "\n") {
-		all := true
-		for _, p := range parts {
-			all = all && strings.Contains(line, p)
-		}
-		if all {
-			return shown
-		}
+	if f.findLog(parts...) {
+		return shown
 	}
 	f.t.Errorf("stderr lacks a line with %q\nstderr:\n%s", parts, f.stderr)
 	return "MISSING: " + shown
 }
 
+// mustLogOne is mustLog for the first of several alternative detail
+// wordings that is found (hosts word some OS errors differently).
+func (f *fx) mustLogOne(line string, details ...string) string {
+	f.t.Helper()
+	for _, d := range details {
+		if f.findLog(line, d) {
+			return "`" + line + "…" + d + "`"
+		}
+	}
+	return f.mustLog(line, strings.Join(details, " or "))
+}
+
 func (f *fx) logged(s string) bool { return strings.Contains(f.stderr.String(), s) }
 
-// row adds this fault's row; alive and stdout-clean come from every launch
-// recorded.
+// row adds this fault's result for the fixture's language; alive and
+// stdout-clean come from every launch recorded.
 func (f *fx) row(id, fault, injection, outcome string, logs []string, wrong string) {
 	alive, clean := "yes", "yes"
 	if len(f.results) == 0 {
@@ -259,7 +372,7 @@ func (f *fx) row(id, fault, injection, outcome string, logs []string, wrong stri
 			clean = "NO"
 		}
 	}
-	addRow(faultRow{ID: id, Fault: fault, Injection: injection, Outcome: outcome, Log: strings.Join(logs, "; "), Alive: alive, Clean: clean, Wrong: wrong})
+	addRow(f.srv.name, id, fault, injection, langResult{Outcome: outcome, Log: strings.Join(logs, "; "), Alive: alive, Clean: clean, Wrong: wrong})
 }
 
 // names are this test process's token and lock file names: it is the MCP
@@ -272,11 +385,11 @@ type names struct {
 
 func hostNames(t *testing.T) names {
 	t.Helper()
-	p, err := procid.Lookup(os.Getpid())
+	start, err := linuxStartTime(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := names{pid: os.Getpid(), start: p.StartTime}
+	n := names{pid: os.Getpid(), start: start}
 	n.token = fmt.Sprintf("token-%d-%s", n.pid, n.start)
 	n.lock = fmt.Sprintf("lock-%d-%s", n.pid, n.start)
 	return n
@@ -351,14 +464,17 @@ func wrongIf(wrong bool, what string) string {
 	return "no"
 }
 
-// nobody is a base directory (0755) holding a copy of the server that uid
-// 65534 can run, and a wazero cache directory it owns.
+// nobody is a base directory (0755) from which uid 65534 can run the
+// server (the Go binary is copied there; the Python and TypeScript servers
+// run from the repository, which other users must be able to read), and a
+// cache directory it owns.
 type nobody struct {
-	base, server string
-	env          []string
+	base string
+	cmd  []string
+	env  []string
 }
 
-func newNobody(t *testing.T) nobody {
+func newNobody(t *testing.T, s *server) nobody {
 	t.Helper()
 	requireRoot(t)
 	requireTool(t, "setpriv")
@@ -368,9 +484,14 @@ func newNobody(t *testing.T) nobody {
 	}
 	t.Cleanup(func() { os.RemoveAll(base) })
 	os.Chmod(base, 0o755)
-	n := nobody{base: base, server: filepath.Join(base, "go-server")}
-	if err := os.WriteFile(n.server, mustRead(t, bin.server), 0o755); err != nil {
-		t.Fatal(err)
+	n := nobody{base: base, cmd: s.cmd()}
+	if s.name == "go" {
+		n.cmd = []string{filepath.Join(base, "go-server")}
+		if err := os.WriteFile(n.cmd[0], mustRead(t, s.argv[0]), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	} else if p := unreachableFor65534(s.argv); p != "" {
+		skipFault(t, fmt.Sprintf("uid 65534 cannot reach %s (a directory on its path lacks o+x or the file o+r): the %s server cannot run as another user from this checkout; clone the repository where other users can read it", p, s.title))
 	}
 	cache := filepath.Join(base, "cache")
 	os.Mkdir(cache, 0o700)
@@ -380,7 +501,7 @@ func newNobody(t *testing.T) nobody {
 }
 
 func (n nobody) argv() []string {
-	return []string{"setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", n.server}
+	return append([]string{"setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"}, n.cmd...)
 }
 
 // dir creates base/name owned by 65534 with mode perm.
@@ -395,11 +516,12 @@ func (n nobody) dir(t *testing.T, name string, perm os.FileMode) string {
 	return d
 }
 
-// orphanScript starts $FAULTS_SERVER in a background subshell and exits at
-// once. The subshell waits until the shell ($$) is gone or a zombie, by
-// which time the kernel has re-parented it to the nearest subreaper or
-// pid 1, then execs the server, which keeps the MCP pipes via fd 3.
-const orphanScript = `exec 3<&0; (while [ -e /proc/$$ ] && ! grep -q ') Z ' /proc/$$/stat; do sleep 0.02; done; exec "$FAULTS_SERVER" <&3 3<&-) & exit 0`
+// orphanScript starts $FAULTS_SERVER (a command line of words without
+// spaces) in a background subshell and exits at once. The subshell waits
+// until the shell ($$) is gone or a zombie, by which time the kernel has
+// re-parented it to the nearest subreaper or pid 1, then execs the server,
+// which keeps the MCP pipes via fd 3.
+const orphanScript = `exec 3<&0; (while [ -e /proc/$$ ] && ! grep -q ') Z ' /proc/$$/stat; do sleep 0.02; done; exec $FAULTS_SERVER <&3 3<&-) & exit 0`
 
 // pidNSWrapper runs "$0" (the helper host) as the second process of a new
 // PID namespace with its own /proc: pid 1 would be refused as a reaper.
@@ -410,7 +532,7 @@ var pidNSWrapper = []string{"unshare", "-p", "-f", "--mount-proc", "--kill-child
 func TestFaults(t *testing.T) {
 	faults := []struct {
 		name string
-		fn   func(*testing.T)
+		fn   func(*testing.T, *server)
 	}{
 		{"01_no_space", faultNoSpace},
 		{"02_read_only", faultReadOnly},
@@ -426,21 +548,40 @@ func TestFaults(t *testing.T) {
 		{"12_proc_hidden", faultProcHidden},
 	}
 	defer removeHelperBin()
-	ran := 0
-	for _, fault := range faults {
-		t.Run(fault.name, func(t *testing.T) {
-			ran++
-			fault.fn(t)
+	want := map[string]bool{}
+	for _, l := range strings.Split(*faultLangs, ",") {
+		want[strings.TrimSpace(l)] = true
+	}
+	complete := true
+	for _, l := range allLangs {
+		if !want[l.name] {
+			complete = false
+			continue
+		}
+		t.Run(l.name, func(t *testing.T) {
+			s := findServer(t, l)
+			start := time.Now()
+			ran := 0
+			for _, fault := range faults {
+				t.Run(fault.name, func(t *testing.T) {
+					ran++
+					fault.fn(t, s)
+				})
+			}
+			if ran != len(faults) {
+				complete = false
+			}
+			t.Logf("%s: %d faults in %v", l.title, ran, time.Since(start).Round(time.Second))
 		})
 	}
-	checkFaultTable(t, ran == len(faults))
+	checkFaultTable(t, complete)
 }
 
 // 1. No space left on device.
-func faultNoSpace(t *testing.T) {
+func faultNoSpace(t *testing.T, s *server) {
 	requireRoot(t)
 	ns := newMountNS(t)
-	f := newFx(t)
+	f := newFx(t, s)
 	me := hostNames(t)
 	mnt := filepath.Join(t.TempDir(), "mnt")
 	os.Mkdir(mnt, 0o700)
@@ -448,7 +589,7 @@ func faultNoSpace(t *testing.T) {
 	f.stateDir = filepath.Join(mnt, "state")
 	inside := ns.path(f.stateDir)
 	f.dirs = []string{inside}
-	argv := ns.argv(bin.server)
+	argv := ns.argv(s.cmd()...)
 
 	first := f.launch(argv, nil, "")
 	before := mustRead(t, filepath.Join(inside, me.token))
@@ -491,18 +632,18 @@ func faultNoSpace(t *testing.T) {
 }
 
 // 2. Read-only state directory.
-func faultReadOnly(t *testing.T) {
+func faultReadOnly(t *testing.T, s *server) {
 	requireRoot(t)
 	t.Run("lock_file_present", func(t *testing.T) {
-		f := newFx(t)
+		f := newFx(t, s)
 		me := hostNames(t)
-		first := f.launch([]string{bin.server}, nil, "")
+		first := f.launch(s.cmd(), nil, "")
 		tokenPath := filepath.Join(f.stateDir, me.token)
 		before := mustRead(t, tokenPath)
 		ns := newMountNS(t)
 		ns.run("mount", "--bind", f.stateDir, f.stateDir)
 		ns.run("mount", "-o", "remount,bind,ro", f.stateDir)
-		argv := ns.argv(bin.server)
+		argv := ns.argv(s.cmd()...)
 
 		second := f.launch(argv, nil, "")
 		if !second.Resumed || second.SessionID != first.SessionID {
@@ -524,8 +665,8 @@ func faultReadOnly(t *testing.T) {
 			[]string{wf, rej, df}, "no")
 	})
 	t.Run("no_lock_file", func(t *testing.T) {
-		f := newFx(t)
-		first := f.launch([]string{bin.server}, nil, "")
+		f := newFx(t, s)
+		first := f.launch(s.cmd(), nil, "")
 		locks, _ := filepath.Glob(filepath.Join(f.stateDir, "lock-*"))
 		for _, l := range locks {
 			os.Remove(l)
@@ -533,7 +674,7 @@ func faultReadOnly(t *testing.T) {
 		ns := newMountNS(t)
 		ns.run("mount", "--bind", f.stateDir, f.stateDir)
 		ns.run("mount", "-o", "remount,bind,ro", f.stateDir)
-		second := f.launch(ns.argv(bin.server), nil, "")
+		second := f.launch(ns.argv(s.cmd()...), nil, "")
 		var outcome string
 		var logs []string
 		switch {
@@ -557,11 +698,11 @@ func faultReadOnly(t *testing.T) {
 }
 
 // 3. Unwritable state directory: the server runs as uid 65534.
-func faultUnwritable(t *testing.T) {
-	n := newNobody(t)
+func faultUnwritable(t *testing.T, s *server) {
+	n := newNobody(t, s)
 	me := hostNames(t)
 	t.Run("write_eacces", func(t *testing.T) {
-		f := newFx(t)
+		f := newFx(t, s)
 		f.stateDir = n.dir(t, "state-3a", 0o700)
 		lock := filepath.Join(f.stateDir, me.lock)
 		os.WriteFile(lock, nil, 0o600)
@@ -584,7 +725,7 @@ func faultUnwritable(t *testing.T) {
 			[]string{nf, wf}, "no")
 	})
 	t.Run("lock_eacces", func(t *testing.T) {
-		f := newFx(t)
+		f := newFx(t, s)
 		f.stateDir = n.dir(t, "state-3b", 0o500)
 		a := f.launch(n.argv(), n.env, "")
 		if a.Resumed {
@@ -604,7 +745,7 @@ func faultUnwritable(t *testing.T) {
 		f.row("3b", "Unwritable state directory, no lock file", "as 3a without the lock file", outcome, logs, "no")
 	})
 	t.Run("mkdir_eacces", func(t *testing.T) {
-		f := newFx(t)
+		f := newFx(t, s)
 		parent := filepath.Join(n.base, "root-owned")
 		os.Mkdir(parent, 0o755)
 		f.stateDir = filepath.Join(parent, "state")
@@ -623,12 +764,12 @@ func faultUnwritable(t *testing.T) {
 }
 
 // 4. Symlinks planted at the token path, at temporary names, at the lock.
-func faultSymlinks(t *testing.T) {
+func faultSymlinks(t *testing.T, s *server) {
 	t.Run("token_path", func(t *testing.T) {
-		f := newFx(t)
+		f := newFx(t, s)
 		me := hostNames(t)
 		other := filepath.Join(t.TempDir(), "other")
-		otherRun := f.launch([]string{bin.server}, []string{"MCP_RESUME_STATE_DIR=" + other}, "")
+		otherRun := f.launch(s.cmd(), []string{"MCP_RESUME_STATE_DIR=" + other}, "")
 		target := filepath.Join(other, me.token)
 		otherTok := mustRead(t, target)
 		f.tokens[string(otherTok)] = true
@@ -637,7 +778,7 @@ func faultSymlinks(t *testing.T) {
 		if err := os.Symlink(target, link); err != nil {
 			t.Fatal(err)
 		}
-		a := f.launch([]string{bin.server}, nil, "")
+		a := f.launch(s.cmd(), nil, "")
 		wrong := a.SessionID == otherRun.SessionID
 		if wrong || a.Resumed {
 			t.Errorf("followed a symlink to another session's token: %+v (other %s)", a, otherRun.SessionID)
@@ -647,7 +788,7 @@ func faultSymlinks(t *testing.T) {
 		if !bytes.Equal(mustRead(t, target), otherTok) {
 			t.Error("the symlink's target changed")
 		}
-		b := f.launch([]string{bin.server}, nil, "")
+		b := f.launch(s.cmd(), nil, "")
 		if !b.Resumed || b.SessionID != a.SessionID {
 			t.Errorf("relaunch: %+v, want %s resumed", b, a.SessionID)
 		}
@@ -657,7 +798,7 @@ func faultSymlinks(t *testing.T) {
 			[]string{c}, wrongIf(wrong, "followed the symlink"))
 	})
 	t.Run("temp_names", func(t *testing.T) {
-		f := newFx(t)
+		f := newFx(t, s)
 		me := hostNames(t)
 		os.Mkdir(f.stateDir, 0o700)
 		outside := t.TempDir()
@@ -679,8 +820,8 @@ func faultSymlinks(t *testing.T) {
 			}
 			planted = append(planted, name)
 		}
-		a := f.launch([]string{bin.server}, nil, "")
-		b := f.launch([]string{bin.server}, nil, "")
+		a := f.launch(s.cmd(), nil, "")
+		b := f.launch(s.cmd(), nil, "")
 		if a.Resumed || !b.Resumed || b.SessionID != a.SessionID {
 			t.Errorf("launches %+v then %+v, want fresh then resumed", a, b)
 		}
@@ -703,13 +844,13 @@ func faultSymlinks(t *testing.T) {
 			[]string{r}, "no")
 	})
 	t.Run("lock_path", func(t *testing.T) {
-		f := newFx(t)
+		f := newFx(t, s)
 		me := hostNames(t)
 		os.Mkdir(f.stateDir, 0o700)
 		sentinel := filepath.Join(t.TempDir(), "sentinel")
 		os.WriteFile(sentinel, []byte("sentinel"), 0o600)
 		os.Symlink(sentinel, filepath.Join(f.stateDir, me.lock))
-		a := f.launch([]string{bin.server}, nil, "")
+		a := f.launch(s.cmd(), nil, "")
 		if a.Resumed {
 			t.Errorf("resumed: %+v", a)
 		}
@@ -719,7 +860,7 @@ func faultSymlinks(t *testing.T) {
 		var logs []string
 		outcome := "the lock path is not used; fresh session"
 		if f.logged(lineLockFailed) {
-			logs = []string{f.mustLog(lineLockFailed, "symbolic link")}
+			logs = []string{f.mustLogOne(lineLockFailed, "symbolic link", "symlink", "unsafe")}
 			outcome = "not followed (O_NOFOLLOW): resume off for the instance, fresh session, the sentinel untouched"
 		}
 		f.row("4c", "Symlink at the lock path", "`lock-<pid>-<start>` is a symlink to a sentinel file outside", outcome, logs, "no")
@@ -727,15 +868,15 @@ func faultSymlinks(t *testing.T) {
 }
 
 // 5. A token file with mode 0644.
-func faultMode0644(t *testing.T) {
-	f := newFx(t)
+func faultMode0644(t *testing.T, s *server) {
+	f := newFx(t, s)
 	me := hostNames(t)
-	a := f.launch([]string{bin.server}, nil, "")
+	a := f.launch(s.cmd(), nil, "")
 	path := filepath.Join(f.stateDir, me.token)
 	if err := os.Chmod(path, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	b := f.launch([]string{bin.server}, nil, "")
+	b := f.launch(s.cmd(), nil, "")
 	if !b.Resumed || b.SessionID != a.SessionID {
 		t.Errorf("relaunch with a 0644 token file: %+v, want %s resumed", b, a.SessionID)
 	}
@@ -747,7 +888,7 @@ func faultMode0644(t *testing.T) {
 }
 
 // 6. A state directory the server must not use.
-func faultUnusableDir(t *testing.T) {
+func faultUnusableDir(t *testing.T, s *server) {
 	requireRoot(t)
 	me := hostNames(t)
 	cases := []struct {
@@ -793,9 +934,9 @@ func faultUnusableDir(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.id, func(t *testing.T) {
-			f := newFx(t)
+			f := newFx(t, s)
 			good := filepath.Join(t.TempDir(), "good")
-			s0 := f.launch([]string{bin.server}, []string{"MCP_RESUME_STATE_DIR=" + good}, "")
+			s0 := f.launch(s.cmd(), []string{"MCP_RESUME_STATE_DIR=" + good}, "")
 			tok := mustRead(t, filepath.Join(good, me.token))
 			f.tokens[string(tok)] = true
 			path := filepath.Join(t.TempDir(), "state")
@@ -805,7 +946,7 @@ func faultUnusableDir(t *testing.T) {
 				before = listing(t, watched)
 			}
 			w := watch(t, watched)
-			a := f.launch([]string{bin.server}, []string{"MCP_RESUME_STATE_DIR=" + path}, "")
+			a := f.launch(s.cmd(), []string{"MCP_RESUME_STATE_DIR=" + path}, "")
 			events := w.events()
 			wrong := a.SessionID == s0.SessionID
 			if wrong || a.Resumed {
@@ -839,7 +980,7 @@ func plantDir(t *testing.T, dir, name string, tok []byte, perm os.FileMode) {
 }
 
 // 7. Corrupt token files.
-func faultCorrupt(t *testing.T) {
+func faultCorrupt(t *testing.T, s *server) {
 	me := hostNames(t)
 	type plantFn func(t *testing.T, path string, real []byte)
 	content := func(b []byte) plantFn {
@@ -893,19 +1034,19 @@ func faultCorrupt(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.id, func(t *testing.T) {
-			f := newFx(t)
+			f := newFx(t, s)
 			var real []byte
 			var realSession string
 			if c.id == "7b" || c.id == "7e" {
 				other := filepath.Join(t.TempDir(), "other")
-				r := f.launch([]string{bin.server}, []string{"MCP_RESUME_STATE_DIR=" + other}, "")
+				r := f.launch(s.cmd(), []string{"MCP_RESUME_STATE_DIR=" + other}, "")
 				real, realSession = mustRead(t, filepath.Join(other, me.token)), r.SessionID
 			}
 			os.Mkdir(f.stateDir, 0o700)
 			path := filepath.Join(f.stateDir, me.token)
 			c.plant(t, path, real)
 			start := time.Now()
-			a := f.launch([]string{bin.server}, nil, "")
+			a := f.launch(s.cmd(), nil, "")
 			if d := time.Since(start); d > 20*time.Second {
 				t.Errorf("launch took %v", d)
 			}
@@ -918,17 +1059,26 @@ func faultCorrupt(t *testing.T) {
 			} else {
 				logs = append(logs, f.mustLog(lineCorrupt))
 			}
-			b := f.launch([]string{bin.server}, nil, "")
+			b := f.launch(s.cmd(), nil, "")
 			var outcome string
 			if c.dir {
-				logs = append(logs, f.mustLog(lineDeleteFailed, "is a directory"), f.mustLog(lineWriteFailed, "file exists"))
+				logs = append(logs, f.mustLogOne(lineDeleteFailed, "is a directory", "illegal operation on a directory"))
+				var how string
+				switch {
+				case f.findLog(lineWriteFailed, "file exists"):
+					logs = append(logs, f.mustLog(lineWriteFailed, "file exists"))
+					how = "rename refuses a directory target: EEXIST"
+				default:
+					logs = append(logs, f.mustLogOne(lineWriteFailed, "is a directory", "illegal operation on a directory"))
+					how = "rename onto a directory: EISDIR"
+				}
 				if fi, err := os.Lstat(path); err != nil || !fi.IsDir() {
 					t.Errorf("the directory at the token path: %v %v", fi, err)
 				}
 				if b.Resumed {
 					t.Errorf("resumed although no token could be stored: %+v", b)
 				}
-				outcome = "treated as corrupt; it can be neither deleted (unlink: EISDIR) nor replaced (Go's rename refuses a directory target: EEXIST): every launch starts fresh until someone removes it"
+				outcome = "treated as corrupt; it can be neither deleted (unlink: EISDIR) nor replaced (" + how + "): every launch starts fresh until someone removes it"
 			} else {
 				checkTokenFile(t, path)
 				if !b.Resumed || b.SessionID != a.SessionID {
@@ -951,11 +1101,10 @@ func faultCorrupt(t *testing.T) {
 }
 
 // 8. SIGKILL during store, many times.
-func faultKillDuringStore(t *testing.T) {
-	helperPath := helperBin(t)
-	me := hostNames(t)
+func faultKillDuringStore(t *testing.T, s *server) {
+	stress := s.stress(t)
 	const lanes = 2
-	per := (*faultKills + lanes - 1) / lanes
+	per := (s.kills + lanes - 1) / lanes
 	stats := make([]laneStats, lanes)
 	dirs := make([]string, lanes)
 	var wg sync.WaitGroup
@@ -964,41 +1113,41 @@ func faultKillDuringStore(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			stats[l] = killLane(helperPath, dirs[l], me, l, per)
+			stats[l] = killLane(stress, dirs[l], l, per)
 		}()
 	}
 	wg.Wait()
 	var total laneStats
-	for _, s := range stats {
-		for _, p := range s.problems {
+	for _, st := range stats {
+		for _, p := range st.problems {
 			t.Error(p)
 		}
-		if strings.Contains(s.stderr, "plugin failed") || strings.Contains(s.stderr, "panic") {
-			t.Errorf("a store loop logged a failure:\n%s", s.stderr)
+		if strings.Contains(st.stderr, "plugin failed") || strings.Contains(st.stderr, "panic") || strings.Contains(st.stderr, "Traceback") {
+			t.Errorf("a store loop logged a failure:\n%s", st.stderr)
 		}
-		total.kills += s.kills
-		total.newest += s.newest
-		total.older += s.older
-		total.none += s.none
-		total.strays += s.strays
+		total.kills += st.kills
+		total.newest += st.newest
+		total.older += st.older
+		total.none += st.none
+		total.strays += st.strays
 	}
 	t.Logf("SIGKILL stress: %d kills; after each, a fresh store loaded the killed loop's token %d times, an earlier loop's %d times, nothing %d times; %d stray temp files left",
 		total.kills, total.newest, total.older, total.none, total.strays)
-	if total.kills < *faultKills {
+	if total.kills < s.kills {
 		t.Errorf("only %d kills", total.kills)
 	}
 	// A real server on the crashed directory: the stress token is offered,
 	// the broker refuses it, the server goes on.
-	f := newFx(t)
+	f := newFx(t, s)
 	f.stateDir = dirs[0]
-	r := f.launch([]string{bin.server}, nil, "")
+	r := f.launch(s.cmd(), nil, "")
 	if r.Resumed {
 		t.Errorf("resumed a stress token: %+v", r)
 	}
 	rej := f.mustLog(lineRejected)
 	f.row("8", "SIGKILL during store",
-		"processes storing self-checking tokens (40 B–4 KiB) in a tight loop through the real host package, each SIGKILLed after a random 0–4 ms; a fresh store loads after each kill (`-faults.kills`, default 200)",
-		"every load returned a complete token that had been stored (the killed loop's or an earlier one), never a partial one, and once a token existed it never vanished; temp files of killed writers remain (counted in the test log); a real server then offered the last token, the broker refused it, fresh session",
+		"processes (the language's binding: the Go host package, mcp_resume, the npm package) store self-checking tokens (40 B–4 KiB) in a tight loop, each SIGKILLed 0–4 ms after its first store; a fresh store loads after each kill (`-faults.kills`: Go 200; `-faults.kills-slow`: Python and TypeScript 100, each loop starts a runtime)",
+		"every load returned a complete token that had been stored (the killed loop's or an earlier one), never a partial one, and the token never vanished; temp files of killed writers remain (counted in the test log); a real server then offered the last token, the broker refused it, fresh session",
 		[]string{"never `" + lineCorrupt + "` in any load", rej}, "no")
 }
 
@@ -1013,16 +1162,17 @@ type laneStats struct {
 	stderr   string
 }
 
-// killLane runs per store loops (helper "storeloop") one after the other in
-// dir, SIGKILLs each after a random delay, and after each kill loads
-// through a fresh store (helper "loader", identity pinned to me).
-func killLane(helperPath, dir string, me names, lane, per int) (st laneStats) {
+// killLane runs per store loops (stress helper "storeloop", command
+// stress) one after the other in dir, SIGKILLs each after a random delay,
+// and after each kill loads through a fresh store (helper "loader", a
+// child of this process like the loops, so the same host).
+func killLane(stress []string, dir string, lane, per int) (st laneStats) {
 	var stderr syncBuffer
 	defer func() { st.stderr = stderr.String() }()
 	os.MkdirAll(dir, 0o700)
 	env := append(os.Environ(), stressEnv(dir)...)
-	loader := exec.Command(helperPath)
-	loader.Env = append(env, "FAULTS_HELPER=loader", fmt.Sprintf("FAULTS_PIN=%d %s", me.pid, me.start))
+	loader := exec.Command(stress[0], stress[1:]...)
+	loader.Env = append(env, "FAULTS_HELPER=loader")
 	loader.Stderr = &stderr
 	lin, _ := loader.StdinPipe()
 	lout, _ := loader.StdoutPipe()
@@ -1037,7 +1187,7 @@ func killLane(helperPath, dir string, me names, lane, per int) (st laneStats) {
 	base := lane * 1_000_000
 	for k := 0; k < per && len(st.problems) < 5; k++ {
 		seed := base + k
-		cmd := exec.Command(helperPath)
+		cmd := exec.Command(stress[0], stress[1:]...)
 		cmd.Env = append(env, "FAULTS_HELPER=storeloop", "FAULTS_SEED="+strconv.Itoa(seed))
 		cmd.Stderr = &stderr
 		out, _ := cmd.StdoutPipe()
@@ -1100,12 +1250,12 @@ func killLane(helperPath, dir string, me names, lane, per int) (st laneStats) {
 }
 
 // 9. Several instances under one host at once.
-func faultConcurrentInstances(t *testing.T) {
-	helperPath := helperBin(t)
+func faultConcurrentInstances(t *testing.T, s *server) {
+	stress := s.stress(t)
 	me := hostNames(t)
 	for _, n := range []int{2, 4, 8, 16} {
 		t.Run(fmt.Sprintf("%d_instances", n), func(t *testing.T) {
-			f := newFx(t)
+			f := newFx(t, s)
 			type proc struct {
 				cmd *exec.Cmd
 				in  io.WriteCloser
@@ -1113,7 +1263,7 @@ func faultConcurrentInstances(t *testing.T) {
 			}
 			procs := make([]proc, n)
 			for i := range procs {
-				cmd := exec.Command(helperPath)
+				cmd := exec.Command(stress[0], stress[1:]...)
 				cmd.Env = append(append(os.Environ(), stressEnv(f.stateDir)...), "FAULTS_HELPER=hammer",
 					"FAULTS_INSTANCE="+strconv.Itoa(i), "FAULTS_ROUNDS=5", "FAULTS_OPS="+strconv.Itoa(*faultHammerOps))
 				cmd.Stderr = f.stderr
@@ -1174,7 +1324,7 @@ func faultConcurrentInstances(t *testing.T) {
 				finalState = "valid"
 			}
 			t.Logf("%d instances: %d loads (all complete), %d rejects, final file %s, events %v", n, loads, rejects, finalState, events)
-			r := f.launch([]string{bin.server}, nil, "")
+			r := f.launch(s.cmd(), nil, "")
 			if r.Resumed {
 				t.Errorf("resumed a stress token: %+v", r)
 			}
@@ -1183,7 +1333,7 @@ func faultConcurrentInstances(t *testing.T) {
 				logs = append(logs, f.mustLog(lineRejected))
 			}
 			f.row(fmt.Sprintf("9/%d", n), fmt.Sprintf("%d instances under one host at once", n),
-				fmt.Sprintf("%d processes (real identity: all children of the test process) each doing 5 × (open a store, %s × load / reject 1 in 4 / store, close)", n, "`-faults.hammer-ops`"),
+				fmt.Sprintf("%d processes of the language's binding (real identity: all children of the test process) each doing 5 × (open a store, %s × load / reject 1 in 4 / store, close)", n, "`-faults.hammer-ops`"),
 				"no crash; every load returned a complete token some instance had stored, never a garbled one; no corruption seen; a real server then found a usable file (offered, refused by the broker: stress tokens are not the broker's)",
 				logs, "no")
 		})
@@ -1191,11 +1341,11 @@ func faultConcurrentInstances(t *testing.T) {
 }
 
 // 10. PID reuse across PID namespaces.
-func faultPIDReuse(t *testing.T) {
+func faultPIDReuse(t *testing.T, s *server) {
 	requireUnshare(t, "-p", "-f", "--mount-proc", "--kill-child")
 	t.Run("sequential", func(t *testing.T) {
-		f := newFx(t)
-		a := startRemoteHost(t, f.env, pidNSWrapper, []string{bin.server}, nil)
+		f := newFx(t, s)
+		a := startRemoteHost(t, f.env, pidNSWrapper, s.cmd(), nil)
 		a1, a2 := a.launch(), a.launch()
 		f.record(a1)
 		f.record(a2)
@@ -1204,7 +1354,7 @@ func faultPIDReuse(t *testing.T) {
 		}
 		a.close()
 		time.Sleep(30 * time.Millisecond) // a later clock tick
-		b := startRemoteHost(t, f.env, pidNSWrapper, []string{bin.server}, nil)
+		b := startRemoteHost(t, f.env, pidNSWrapper, s.cmd(), nil)
 		if a.Self.PID != b.Self.PID || a.Self.Start == b.Self.Start {
 			t.Fatalf("hosts %+v and %+v: want the same pid and different start times", a.Self, b.Self)
 		}
@@ -1232,13 +1382,13 @@ func faultPIDReuse(t *testing.T) {
 		return start
 	}
 	t.Run("same_start_tick", func(t *testing.T) {
-		f := newFx(t)
+		f := newFx(t, s)
 		var a, b *remoteHost
 		attempts := 0
 		for attempts < 50 {
 			attempts++
-			pa := startRemoteHostAsync(t, f.env, pidNSWrapper, []string{bin.server}, nil)
-			pb := startRemoteHostAsync(t, f.env, pidNSWrapper, []string{bin.server}, nil)
+			pa := startRemoteHostAsync(t, f.env, pidNSWrapper, s.cmd(), nil)
+			pb := startRemoteHostAsync(t, f.env, pidNSWrapper, s.cmd(), nil)
 			pa.readSelf()
 			pb.readSelf()
 			// The same tick and boot: all the start time had before it also
@@ -1273,12 +1423,12 @@ func faultPIDReuse(t *testing.T) {
 			outcome, logs, wrongIf(wrong, "known issue, see below"))
 	})
 	t.Run("both_alive", func(t *testing.T) {
-		f := newFx(t)
-		a := startRemoteHost(t, f.env, pidNSWrapper, []string{bin.server}, nil)
+		f := newFx(t, s)
+		a := startRemoteHost(t, f.env, pidNSWrapper, s.cmd(), nil)
 		a1 := a.launch()
 		f.record(a1)
 		time.Sleep(30 * time.Millisecond)
-		b := startRemoteHost(t, f.env, pidNSWrapper, []string{bin.server}, nil)
+		b := startRemoteHost(t, f.env, pidNSWrapper, s.cmd(), nil)
 		if a.Self.PID != b.Self.PID || a.Self.Start == b.Self.Start {
 			t.Fatalf("hosts %+v and %+v: want the same pid and different start times", a.Self, b.Self)
 		}
@@ -1310,14 +1460,14 @@ func faultPIDReuse(t *testing.T) {
 }
 
 // 11. The server's parent is gone: re-parented to pid 1 or a subreaper.
-func faultOrphaned(t *testing.T) {
+func faultOrphaned(t *testing.T, s *server) {
 	requireUnshare(t, "-p", "-f", "--mount-proc", "--kill-child")
 	t.Run("pid1", func(t *testing.T) {
-		f := newFx(t)
-		s0 := f.launch([]string{bin.server}, nil, "") // a valid token of this host
+		f := newFx(t, s)
+		s0 := f.launch(s.cmd(), nil, "") // a valid token of this host
 		w := f.watchState()
 		argv := []string{"unshare", "-p", "-f", "--mount-proc", "--kill-child", "sh", "-c", `sh -c "$FAULTS_ORPHAN"; exec sleep 600`}
-		a := f.launch(argv, []string{"FAULTS_ORPHAN=" + orphanScript, "FAULTS_SERVER=" + bin.server}, "")
+		a := f.launch(argv, []string{"FAULTS_ORPHAN=" + orphanScript, "FAULTS_SERVER=" + s.shell()}, "")
 		wrong := a.SessionID == s0.SessionID
 		if wrong || a.Resumed {
 			t.Errorf("an orphaned server resumed: %+v", a)
@@ -1332,11 +1482,11 @@ func faultOrphaned(t *testing.T) {
 			[]string{id}, wrongIf(wrong, "resumed"))
 	})
 	t.Run("own_pid_namespace", func(t *testing.T) {
-		f := newFx(t)
-		s0 := f.launch([]string{bin.server}, nil, "")
+		f := newFx(t, s)
+		s0 := f.launch(s.cmd(), nil, "")
 		w := f.watchState()
-		a := f.launch([]string{"unshare", "-p", "-f", "--mount-proc", "--kill-child", bin.server}, nil, "")
-		b := f.launch([]string{"unshare", "-p", "-f", "--kill-child", bin.server}, nil, "")
+		a := f.launch(append([]string{"unshare", "-p", "-f", "--mount-proc", "--kill-child"}, s.cmd()...), nil, "")
+		b := f.launch(append([]string{"unshare", "-p", "-f", "--kill-child"}, s.cmd()...), nil, "")
 		wrong := a.SessionID == s0.SessionID || b.SessionID == s0.SessionID
 		if wrong || a.Resumed || b.Resumed {
 			t.Errorf("resumed: %+v %+v", a, b)
@@ -1350,15 +1500,15 @@ func faultOrphaned(t *testing.T) {
 			[]string{id}, wrongIf(wrong, "resumed"))
 	})
 	t.Run("foreign_proc", func(t *testing.T) {
-		f := newFx(t)
-		mine := f.launch([]string{bin.server}, nil, "") // this host's session and token
+		f := newFx(t, s)
+		mine := f.launch(s.cmd(), nil, "") // this host's session and token
 		// Another MCP host (a child of this process) launches the server in
 		// a new PID namespace without its own /proc, and sets the next pid
 		// of that namespace so the server's pid there equals the other
 		// host's pid out here.
-		script := `echo $((FAULTS_HOST_PID - 1)) > /proc/sys/kernel/ns_last_pid && "$FAULTS_SERVER"; exit $?`
+		script := `echo $((FAULTS_HOST_PID - 1)) > /proc/sys/kernel/ns_last_pid && $FAULTS_SERVER; exit $?`
 		h := startRemoteHost(t, f.env, nil, []string{"unshare", "-p", "-f", "--kill-child", "sh", "-c", script},
-			[]string{"FAULTS_SERVER=" + bin.server})
+			[]string{"FAULTS_SERVER=" + s.shell()})
 		r := h.launch()
 		f.record(r)
 		wrong := r.SessionID == mine.SessionID
@@ -1366,7 +1516,7 @@ func faultOrphaned(t *testing.T) {
 		var logs []string
 		if wrong {
 			t.Logf("KNOWN WRONG RESUME (docs/RELIABILITY.md): host %d's server resumed this host's session %s", h.Self.PID, mine.SessionID)
-			outcome = "the server's pid in its namespace equals the other host's pid outside; procid reads /proc/<that pid> of the parent namespace, i.e. the other host, walks to its parent (this test process) and resumes this process's session"
+			outcome = "the server's pid in its namespace equals the other host's pid outside; the plugin reads /proc/<that pid> of the parent namespace, i.e. the other host, walks to its parent (this test process) and resumes this process's session"
 			logs = []string{f.mustLog(lineResumed)}
 		} else {
 			if r.Resumed {
@@ -1384,10 +1534,10 @@ func faultOrphaned(t *testing.T) {
 		{"11e", "subreaper_socketpair", "socketpair", "Servers orphaned under a subreaper, socket-pair stdio", "socket pair (SO_PEERCRED names the host that launched it)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFx(t)
+			f := newFx(t, s)
 			cmd := exec.Command(helperBin(t))
 			argv, _ := json.Marshal([]string{"sh", "-c", orphanScript})
-			cmd.Env = append(append(os.Environ(), f.vars()...), "FAULTS_HELPER=subreaper", "FAULTS_ARGV="+string(argv), "FAULTS_SERVER="+bin.server, "FAULTS_STDIO="+tc.stdio)
+			cmd.Env = append(append(os.Environ(), f.vars()...), "FAULTS_HELPER=subreaper", "FAULTS_ARGV="+string(argv), "FAULTS_SERVER="+s.shell(), "FAULTS_STDIO="+tc.stdio)
 			cmd.Stderr = f.stderr
 			var out bytes.Buffer
 			cmd.Stdout = &out
@@ -1414,33 +1564,44 @@ func faultOrphaned(t *testing.T) {
 			wrong := rep.Runs[1].Resumed && rep.Runs[1].SessionID == rep.Runs[0].SessionID
 			var outcome string
 			var logs []string
-			if wrong {
+			// Node cannot read SO_PEERCRED: the TypeScript host answers
+			// peer "unsupported", so a socket pair cannot tell, and the
+			// identity stands (docs/RELIABILITY.md, the residual of 11e).
+			residual := s.name == "typescript" && tc.stdio == "socketpair"
+			wrongWhat := "the second host resumed the first host's session"
+			switch {
+			case wrong && residual:
+				t.Logf("KNOWN RESIDUAL (docs/RELIABILITY.md): host %d resumed host %d's session under subreaper %d", rep.Hosts[1], rep.Hosts[0], rep.Self.PID)
+				outcome = "Node cannot read SO_PEERCRED (peer: unsupported), so the socket pair cannot tell and the identity stands: both orphaned servers took the subreaper for their host, and the second host's server resumed the first host's session"
+				logs = []string{f.mustLog(lineResumed)}
+				wrongWhat += " (residual, see below)"
+			case wrong:
 				t.Errorf("WRONG RESUME: host %d resumed host %d's session under subreaper %d", rep.Hosts[1], rep.Hosts[0], rep.Self.PID)
 				outcome = "both orphaned servers resolved the subreaper as their host: the second host's server resumed the first host's session"
 				logs = []string{f.mustLog(lineResumed)}
-			} else {
+			default:
 				if rep.Runs[0].Resumed || rep.Runs[1].Resumed {
 					t.Errorf("an adopted server resumed: %+v", rep.Runs)
 				}
-				outcome = "both orphaned servers were re-parented to the subreaper, which is not on procid's reaper list; the walk took it for the host, but it does not hold the other end of the server's " + tc.channel + ", so resume is off for both: fresh sessions"
+				outcome = "both orphaned servers were re-parented to the subreaper, which is not on the plugin's reaper list; the walk took it for the host, but it does not hold the other end of the server's " + tc.channel + ", so resume is off for both: fresh sessions"
 				logs = []string{f.mustLog(lineIdentity, "does not hold the other end of the server's stdio")}
 			}
 			f.row(tc.id, tc.fault,
 				"a process with PR_SET_CHILD_SUBREAPER runs two MCP hosts one after the other; each launches the server through a shell that exits at once",
-				outcome, logs, wrongIf(wrong, "the second host resumed the first host's session"))
+				outcome, logs, wrongIf(wrong, wrongWhat))
 		})
 	}
 }
 
 // 12. /proc hides the host from the server.
-func faultProcHidden(t *testing.T) {
+func faultProcHidden(t *testing.T, s *server) {
 	requireUnshare(t, "-m", "-p", "-f", "--propagation", "private", "--kill-child")
-	n := newNobody(t)
+	n := newNobody(t, s)
 	wrapper := []string{"unshare", "-m", "-p", "-f", "--propagation", "private", "--kill-child", "sh", "-c",
 		`mount -t proc -o "$FAULTS_PROCOPTS" proc /proc && "$0"; exit $?`}
 	var control [2]launchResult
 	t.Run("control", func(t *testing.T) {
-		f := newFx(t)
+		f := newFx(t, s)
 		f.stateDir = n.dir(t, "state-12-control", 0o700)
 		h := startRemoteHost(t, f.env, wrapper, n.argv(), append(n.env, "FAULTS_PROCOPTS=rw"))
 		control[0], control[1] = h.launch(), h.launch()
@@ -1451,7 +1612,7 @@ func faultProcHidden(t *testing.T) {
 		}
 	})
 	t.Run("hidepid", func(t *testing.T) {
-		f := newFx(t)
+		f := newFx(t, s)
 		f.stateDir = n.dir(t, "state-12", 0o700)
 		w := f.watchState()
 		h := startRemoteHost(t, f.env, wrapper, n.argv(), append(n.env, "FAULTS_PROCOPTS=hidepid=2"))
@@ -1468,7 +1629,7 @@ func faultProcHidden(t *testing.T) {
 		}
 		f.row("12", "/proc of the host unreadable",
 			"new mount+PID namespace with /proc mounted `hidepid=2`; a root helper host launches the server as uid 65534 (the same setup without hidepid resumes)",
-			"the host's /proc entry is invisible, but kill(pid, 0) answers EPERM, so procid reports it hidden rather than gone: identity unavailable, resume off, fresh session each launch, state dir untouched",
+			"the host's /proc entry is invisible, but kill(pid, 0) answers EPERM, so the plugin takes it as hidden rather than gone: identity unavailable, resume off, fresh session each launch, state dir untouched",
 			[]string{id}, wrongIf(wrong, "resumed"))
 	})
 }

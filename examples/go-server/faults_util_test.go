@@ -1,12 +1,14 @@
-//go:build linux
+//go:build linux && faults
 
 package main_test
 
-// Infrastructure for the fault-injection suite (faults_test.go): launching
-// the real go-server with its stdout recorded, helper processes (this test
-// package rebuilt without -race, run in a helper mode), mount namespaces
-// held open by a sleeping process, inotify watches, and the token format
-// the stress helpers write.
+// Infrastructure for the fault-injection suite (faults_test.go): finding
+// the three example servers (Go, Python, TypeScript), launching one with
+// its stdout recorded, helper processes (this test package rebuilt with the
+// faults tag and without -race, run in a helper mode), mount namespaces held
+// open by a sleeping process, inotify watches, and the token format the
+// stress helpers write (the Python and TypeScript stress helpers are
+// testdata/faults_stress.py and testdata/faults_stress.mjs).
 //
 // Helper modes: the test binary looks at FAULTS_HELPER in init, before
 // TestMain, so a helper process never builds anything or runs a test.
@@ -37,7 +39,6 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/examples/mcphost"
 	"github.com/mcp-resume/mcp-resume/host"
-	"github.com/mcp-resume/mcp-resume/internal/procid"
 )
 
 func init() {
@@ -295,7 +296,7 @@ func helperBin(t *testing.T) string {
 		}
 		os.Chmod(dir, 0o755)
 		helper.path = filepath.Join(dir, "faults.test")
-		cmd := exec.Command("go", "test", "-c", "-o", helper.path, ".")
+		cmd := exec.Command("go", "test", "-tags", "faults", "-c", "-o", helper.path, ".")
 		cmd.Env = withoutEnv(os.Environ(), "FAULTS_HELPER")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			helper.err = fmt.Errorf("go test -c: %v\n%s", err, out)
@@ -454,10 +455,10 @@ func helperMCPHost() int {
 	}
 	out := json.NewEncoder(os.Stdout)
 	self := selfID{PID: os.Getpid()}
-	if p, err := procid.Lookup(os.Getpid()); err != nil {
+	if start, err := linuxStartTime(os.Getpid()); err != nil {
 		self.Err = err.Error()
 	} else {
-		self.Start = p.StartTime
+		self.Start = start
 	}
 	out.Encode(hostMsg{Self: &self})
 	sc := bufio.NewScanner(os.Stdin)
@@ -598,8 +599,8 @@ func helperSubreaper() int {
 	}
 	self, _ := os.Executable()
 	rep := subreaperReport{Self: selfID{PID: os.Getpid()}}
-	if p, err := procid.Lookup(os.Getpid()); err == nil {
-		rep.Self.Start = p.StartTime
+	if start, err := linuxStartTime(os.Getpid()); err == nil {
+		rep.Self.Start = start
 	}
 	for i := 0; i < 2; i++ {
 		cmd := exec.Command(self)
@@ -674,8 +675,9 @@ func stressEnv(dir string) []string {
 }
 
 // helperStoreLoop opens a store with the real identity (its parent, the
-// test process, is the host), says "ready", and stores stress tokens
-// s<FAULTS_SEED>.i0, .i1, ... until it is killed.
+// test process, is the host), stores stress token s<FAULTS_SEED>.i0, says
+// "ready", and stores .i1, .i2, ... until it is killed. The Python and
+// TypeScript twins are testdata/faults_stress.py and .mjs.
 func helperStoreLoop() int {
 	ctx := context.Background()
 	seed, _ := strconv.Atoi(os.Getenv("FAULTS_SEED"))
@@ -684,8 +686,9 @@ func helperStoreLoop() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	store.Store(ctx, stressToken(seed, 0))
 	fmt.Println("ready")
-	for i := 0; ; i++ {
+	for i := 1; ; i++ {
 		store.Store(ctx, stressToken(seed, i))
 	}
 }
@@ -702,12 +705,10 @@ type loaderAnswer struct {
 }
 
 // helperLoader answers one line per state directory read on stdin: a fresh
-// store (host.Open, identity pinned to FAULTS_PIN "pid start") loads once
-// and is closed.
+// store (host.Open, with the real identity: its parent, the test process,
+// is the host) loads once and is closed.
 func helperLoader() int {
 	ctx := context.Background()
-	pid, start, _ := strings.Cut(os.Getenv("FAULTS_PIN"), " ")
-	pinned, _ := strconv.Atoi(pid)
 	out := json.NewEncoder(os.Stdout)
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
@@ -716,7 +717,6 @@ func helperLoader() int {
 		store, err := host.Open(ctx, "example-go", &host.Options{
 			StateDir: sc.Text(),
 			Logger:   slog.New(events),
-			Identity: func() (int, string, error) { return pinned, start, nil },
 		})
 		if err != nil {
 			ans.OpenErr = err.Error()
@@ -821,4 +821,159 @@ func (c *eventCounter) snapshot() map[string]int {
 		m[k] = v
 	}
 	return m
+}
+
+// ---------------------------------------------------------------------------
+// The three example servers.
+
+// lang is one language whose example server the suite runs.
+type lang struct{ name, title string }
+
+// allLangs are the languages in table-column order.
+var allLangs = []lang{{"go", "Go"}, {"python", "Python"}, {"typescript", "TypeScript"}}
+
+// server is one language's example server and its stress helpers.
+type server struct {
+	lang
+	// argv is the server's command line, absolute paths, no arguments
+	// (so no instance key: token files are token-<pid>-<start>).
+	argv []string
+	// stressArgv runs the stress helpers of faults 8 and 9 (FAULTS_HELPER
+	// storeloop, loader, hammer) through this language's binding; nil for
+	// Go, whose helpers are this test binary (helperBin).
+	stressArgv []string
+	// kills is fault 8's number of SIGKILLed store loops.
+	kills int
+}
+
+// cmd returns a copy of the server's command line.
+func (s *server) cmd() []string { return append([]string{}, s.argv...) }
+
+// shell returns the command line for an unquoted $FAULTS_SERVER in sh.
+func (s *server) shell() string { return strings.Join(s.argv, " ") }
+
+// stress returns the command that runs a stress helper.
+func (s *server) stress(t *testing.T) []string {
+	if s.stressArgv == nil {
+		return []string{helperBin(t)}
+	}
+	return append([]string{}, s.stressArgv...)
+}
+
+// repoRoot is the repository root (the test runs in examples/go-server).
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// findServer returns l's server, or skips l (fails with -faults.require)
+// when it is not built.
+func findServer(t *testing.T, l lang) *server {
+	t.Helper()
+	root := repoRoot(t)
+	s := &server{lang: l, kills: *faultKillsSlow}
+	missing := func(what, target string) *server {
+		msg := fmt.Sprintf("the %s example server is not built (%s): run `make %s`", l.title, what, target)
+		if *faultRequire {
+			t.Fatal(msg)
+		}
+		skipFault(t, msg)
+		return nil
+	}
+	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
+	switch l.name {
+	case "go":
+		s.argv, s.kills = []string{bin.server}, *faultKills
+	case "python":
+		py := filepath.Join(root, ".venv", "bin", "python")
+		script := filepath.Join(root, "examples", "python-server", "server.py")
+		if !exists(py) {
+			return missing(py+" is missing", "python-setup")
+		}
+		if out, err := exec.Command(py, "-c", "import mcp_resume, mcp").CombinedOutput(); err != nil {
+			return missing(fmt.Sprintf("%s cannot import mcp_resume and mcp: %v %s", py, err, bytes.TrimSpace(out)), "python-setup")
+		}
+		s.argv = []string{py, script}
+		s.stressArgv = []string{py, filepath.Join(root, "examples", "go-server", "testdata", "faults_stress.py")}
+	case "typescript":
+		node, err := exec.LookPath("node")
+		if err != nil {
+			return missing("node is not on PATH", "typescript-setup")
+		}
+		script := filepath.Join(root, "examples", "typescript-server", "dist", "server.js")
+		binding := filepath.Join(root, "sdk-bindings", "typescript", "dist", "index.js")
+		for _, p := range []string{script, binding} {
+			if !exists(p) {
+				return missing(p+" is missing", "typescript-setup")
+			}
+		}
+		s.argv = []string{node, script}
+		s.stressArgv = []string{node, filepath.Join(root, "examples", "go-server", "testdata", "faults_stress.mjs")}
+	default:
+		t.Fatalf("unknown language %q", l.name)
+	}
+	for _, a := range s.argv {
+		if strings.ContainsAny(a, " \t\n'\"$*?[]\\") {
+			t.Fatalf("server path %q has characters the suite's shell scripts cannot pass unquoted", a)
+		}
+	}
+	return s
+}
+
+// unreachableFor65534 returns the first path among argv's files (and their
+// directories) that uid 65534 cannot reach, or "".
+func unreachableFor65534(argv []string) string {
+	for _, p := range argv {
+		if !filepath.IsAbs(p) {
+			continue
+		}
+		for d := filepath.Dir(p); ; d = filepath.Dir(d) {
+			if fi, err := os.Stat(d); err != nil || fi.Mode().Perm()&0o001 == 0 {
+				return d
+			}
+			if d == "/" {
+				break
+			}
+		}
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm()&0o004 == 0 {
+			return p
+		}
+	}
+	return ""
+}
+
+// linuxStartTime is the Linux start time of pid as every host's plugin
+// names it (hostfuncs/README.md, "File names"): field 22 of
+// /proc/<pid>/stat, the boot id without dashes, and the inode of this
+// process's PID namespace, "<ticks>.<boot_id>.<pid_ns>". The suite computes
+// it on its own, so token file names are checked against an independent
+// reading of /proc.
+func linuxStartTime(pid int) (string, error) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "", err
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return "", fmt.Errorf("/proc/%d/stat: no ')'", pid)
+	}
+	fields := strings.Fields(string(stat[i+1:])) // fields 3 ...
+	if len(fields) < 20 {
+		return "", fmt.Errorf("/proc/%d/stat: %d fields", pid, len(fields)+2)
+	}
+	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return "", err
+	}
+	ns, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		return "", err
+	}
+	ns = strings.TrimSuffix(strings.TrimPrefix(ns, "pid:["), "]")
+	id := strings.ToLower(strings.ReplaceAll(strings.TrimSpace(string(boot)), "-", ""))
+	return fields[19] + "." + id + "." + ns, nil
 }
