@@ -2,7 +2,11 @@ package plugin_test
 
 import (
 	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tetratelabs/wazero"
@@ -55,4 +59,128 @@ func TestModule(t *testing.T) {
 			t.Errorf("export %s has type %v -> %v, want () -> i32", name, p, res)
 		}
 	}
+}
+
+// Size budget of plugin.wasm (issue 10, a lean guest). Every host compiles
+// the whole module on a cold start and keeps its machine code in memory, so
+// its size is startup time and RSS.
+const (
+	// targetWasmBytes is issue 10's target, 2.6 MiB, identity logic
+	// included. Not met yet: TestWasmSize reports the gap.
+	targetWasmBytes = 2_726_297
+	// maxWasmBytes is the budget the test enforces: the size reached when
+	// encoding/json and fmt left the guest (3,212,643 bytes), plus 2%.
+	// Lower it as the guest shrinks; never raise it without a review of
+	// what grew.
+	maxWasmBytes = 3_277_000
+)
+
+// TestWasmSize fails when plugin.wasm outgrows its budget.
+func TestWasmSize(t *testing.T) {
+	n := len(plugin.Wasm)
+	if n > maxWasmBytes {
+		t.Errorf("plugin.wasm is %d bytes, over its budget of %d (issue 10's target: %d). Something made the guest heavier: "+
+			"look for reflection or fmt reaching it (TestGuestImports), a new dependency, or a large table; measure which "+
+			"package grew with a non-stripped build (GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o /tmp/p.wasm ./plugin/guest) "+
+			"and the function sizes of its code section, then shrink it or justify a new budget in review", n, maxWasmBytes, targetWasmBytes)
+	}
+	if n > targetWasmBytes {
+		t.Logf("plugin.wasm is %d bytes: %d over issue 10's target of %d (2.6 MiB)", n, n-targetWasmBytes, targetWasmBytes)
+	}
+}
+
+// forbidden are prefixes of the Wasm function names (Go's, with '/' and
+// '*' spelled '_') of code that must not be linked into the plugin (issue
+// 10): fmt, and encoding/json's reflection-based encoder and decoder. go-pdk
+// imports encoding/json, so its init and a few methods stay; they cost
+// little as long as nothing marshals.
+var forbidden = []string{
+	"fmt.", "internal_fmtsort.",
+	"encoding_json.Marshal", "encoding_json.Unmarshal", "encoding_json.__decodeState_.", "encoding_json.__encodeState_.reflectValue",
+	"encoding_json.typeFields", "encoding_json.newTypeEncoder",
+}
+
+// TestGuestLinks builds the guest with its symbols (as `make wasm` does, but
+// without -s -w) and fails if a function of forbidden was linked in.
+func TestGuestLinks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the guest")
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command on PATH")
+	}
+	out := filepath.Join(t.TempDir(), "plugin.wasm")
+	cmd := exec.Command(goTool, "build", "-buildmode=c-shared", "-trimpath", "-o", out, "./guest")
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, b)
+	}
+	wasm, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := functionNames(t, wasm)
+	if len(names) < 100 {
+		t.Fatalf("found %d function names in the guest's name section, want many", len(names))
+	}
+	for _, name := range names {
+		for _, p := range forbidden {
+			if strings.HasPrefix(name, p) {
+				t.Errorf("the plugin links %s (issue 10: no fmt and no reflection-based JSON in the guest; use internal/wire's codecs and strconv)", name)
+			}
+		}
+	}
+}
+
+// functionNames returns the function names of the "name" custom section of
+// a Wasm module (subsection 1, the function name map).
+func functionNames(t *testing.T, wasm []byte) []string {
+	t.Helper()
+	i := 8 // magic and version
+	uleb := func() int {
+		n, shift := 0, 0
+		for {
+			if i >= len(wasm) {
+				t.Fatal("truncated module")
+			}
+			c := wasm[i]
+			i++
+			n |= int(c&0x7f) << shift
+			if c&0x80 == 0 {
+				return n
+			}
+			shift += 7
+		}
+	}
+	var names []string
+	for i < len(wasm) {
+		id := wasm[i]
+		i++
+		size := uleb()
+		end := i + size
+		if id == 0 {
+			n := uleb()
+			if string(wasm[i:i+n]) == "name" {
+				i += n
+				for i < end {
+					sub := wasm[i]
+					i++
+					subSize := uleb()
+					subEnd := i + subSize
+					if sub == 1 {
+						for count := uleb(); count > 0; count-- {
+							uleb() // function index
+							n := uleb()
+							names = append(names, string(wasm[i:i+n]))
+							i += n
+						}
+					}
+					i = subEnd
+				}
+			}
+		}
+		i = end
+	}
+	return names
 }

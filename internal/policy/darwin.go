@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/mcp-resume/mcp-resume/internal/wire"
 )
@@ -60,7 +58,7 @@ type kinfo struct {
 // time that is not positive with tv_usec in 0..999999.
 func decodeKinfo(b []byte) (kinfo, error) {
 	if len(b) < kinfoSize {
-		return kinfo{}, fmt.Errorf("kinfo_proc is %d bytes, want %d: %w", len(b), kinfoSize, ErrMalformed)
+		return kinfo{}, wrap("kinfo_proc is "+itoa(len(b))+" bytes, want "+itoa(kinfoSize), ErrMalformed)
 	}
 	le := binary.LittleEndian
 	k := kinfo{
@@ -77,13 +75,13 @@ func decodeKinfo(b []byte) (kinfo, error) {
 	k.comm = string(comm)
 	switch {
 	case k.pid <= 0:
-		return kinfo{}, fmt.Errorf("kinfo_proc has pid %d: %w", k.pid, ErrMalformed)
+		return kinfo{}, wrap("kinfo_proc has pid "+itoa(k.pid), ErrMalformed)
 	case k.ppid < 0:
-		return kinfo{}, fmt.Errorf("kinfo_proc of pid %d has ppid %d: %w", k.pid, k.ppid, ErrMalformed)
+		return kinfo{}, wrap("kinfo_proc of pid "+itoa(k.pid)+" has ppid "+itoa(k.ppid), ErrMalformed)
 	case k.comm == "":
-		return kinfo{}, fmt.Errorf("kinfo_proc of pid %d has an empty p_comm: %w", k.pid, ErrMalformed)
+		return kinfo{}, wrap("kinfo_proc of pid "+itoa(k.pid)+" has an empty p_comm", ErrMalformed)
 	case k.sec <= 0 || k.usec < 0 || k.usec > 999999:
-		return kinfo{}, fmt.Errorf("kinfo_proc of pid %d has start time %d s %d us: %w", k.pid, k.sec, k.usec, ErrMalformed)
+		return kinfo{}, wrap("kinfo_proc of pid "+itoa(k.pid)+" has start time "+strconv.FormatInt(k.sec, 10)+" s "+itoa(int(k.usec))+" us", ErrMalformed)
 	}
 	return k, nil
 }
@@ -107,23 +105,23 @@ func (k kinfo) process(args []string) Process {
 // leaves its old argument area NUL-padded. Errors wrap ErrMalformed.
 func decodeProcArgs(b []byte) ([]string, error) {
 	if len(b) < 4 {
-		return nil, fmt.Errorf("procargs2 is %d bytes: %w", len(b), ErrMalformed)
+		return nil, wrap("procargs2 is "+itoa(len(b))+" bytes", ErrMalformed)
 	}
 	argc := int32(binary.LittleEndian.Uint32(b))
 	if argc < 0 || int(argc) > len(b) {
-		return nil, fmt.Errorf("procargs2 has argc %d: %w", argc, ErrMalformed)
+		return nil, wrap("procargs2 has argc "+itoa(int(argc)), ErrMalformed)
 	}
 	rest := b[4:]
 	i := bytes.IndexByte(rest, 0)
 	if i < 0 {
-		return nil, fmt.Errorf("procargs2 has no executable path: %w", ErrMalformed)
+		return nil, wrap("procargs2 has no executable path", ErrMalformed)
 	}
 	rest = bytes.TrimLeft(rest[i:], "\x00")
 	args := make([]string, 0, argc)
 	for len(args) < int(argc) {
 		i := bytes.IndexByte(rest, 0)
 		if i < 0 {
-			return nil, fmt.Errorf("procargs2 ends after %d of %d arguments: %w", len(args), argc, ErrMalformed)
+			return nil, wrap("procargs2 ends after "+itoa(len(args))+" of "+itoa(int(argc))+" arguments", ErrMalformed)
 		}
 		args = append(args, string(rest[:i]))
 		rest = rest[i+1:]
@@ -172,13 +170,13 @@ func cutField(s string) (field, rest string) {
 func parsePsStat(out []byte) (psStat, error) {
 	line := strings.TrimRight(string(out), " \t\r\n")
 	if strings.TrimSpace(line) == "" {
-		return psStat{}, fmt.Errorf("ps printed nothing: %w", ErrNotFound)
+		return psStat{}, wrap("ps printed nothing", ErrNotFound)
 	}
 	if strings.ContainsRune(line, '\n') {
-		return psStat{}, fmt.Errorf("ps printed more than one line: %w", ErrMalformed)
+		return psStat{}, wrap("ps printed more than one line", ErrMalformed)
 	}
 	bad := func() (psStat, error) {
-		return psStat{}, fmt.Errorf("cannot parse ps line %q: %w", truncate([]byte(line)), ErrMalformed)
+		return psStat{}, wrap("cannot parse ps line "+quote(truncate([]byte(line))), ErrMalformed)
 	}
 	var f [8]string
 	rest := line
@@ -201,17 +199,51 @@ func parsePsStat(out []byte) (psStat, error) {
 	var clock [3]int
 	for i, s := range hms {
 		n, err := strconv.Atoi(s)
-		if err != nil || len(s) != 2 {
+		if err != nil || len(s) != 2 || n < 0 {
 			return bad()
 		}
 		clock[i] = n
 	}
-	t := time.Date(year, time.Month(month+1), day, clock[0], clock[1], clock[2], 0, time.UTC)
-	if t.Day() != day || t.Hour() != clock[0] || t.Minute() != clock[1] || t.Second() != clock[2] ||
-		psDays[t.Weekday()] != f[3] || t.Unix() <= 0 {
+	if day < 1 || day > daysIn(year, month+1) || clock[0] > 23 || clock[1] > 59 || clock[2] > 59 {
 		return bad()
 	}
-	return psStat{pid: pid, ppid: ppid, state: f[2], sec: t.Unix(), comm: comm}, nil
+	days := daysFromCivil(year, month+1, day)
+	sec := days*86400 + int64(clock[0]*3600+clock[1]*60+clock[2])
+	// 1970-01-01 was a Thursday (psDays[4]).
+	if sec <= 0 || psDays[(days+4)%7] != f[3] {
+		return bad()
+	}
+	return psStat{pid: pid, ppid: ppid, state: f[2], sec: sec, comm: comm}, nil
+}
+
+// daysIn returns the number of days of month m (1-12) of year y in the
+// proleptic Gregorian calendar.
+func daysIn(y, m int) int {
+	switch m {
+	case 2:
+		if y%4 == 0 && (y%100 != 0 || y%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
+}
+
+// daysFromCivil returns the number of days from 1970-01-01 to y-m-d (m
+// 1-12, y >= 0) in the proleptic Gregorian calendar: H. Hinnant's
+// days_from_civil. The time package would do it too, at some 25 KB of
+// plugin (issue 10).
+func daysFromCivil(y, m, d int) int64 {
+	if m <= 2 {
+		y--
+	}
+	era := y / 400
+	yoe := y - era*400
+	doy := (153*((m+9)%12)+2)/5 + d - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return int64(era*146097 + doe - 719468)
 }
 
 // indexOf returns the index of s in list, or -1.
@@ -254,25 +286,25 @@ func darwinProcess(pid int, r wire.InspectResult, procargs *wire.InspectResult, 
 	// Absence is answered as not_found; a success without data is a
 	// response that lacks its field: cannot tell, never gone.
 	if len(r.Data) == 0 {
-		return Process{}, fmt.Errorf("%s: the answer has no data: %w", op, ErrMalformed)
+		return Process{}, wrap(op+": the answer has no data", ErrMalformed)
 	}
 	if ps {
 		st, err := parsePsStat(r.Data)
 		if err != nil {
-			return Process{}, fmt.Errorf("%s: %w", op, err)
+			return Process{}, wrap(op, err)
 		}
 		if st.pid != pid {
-			return Process{}, fmt.Errorf("%s described pid %d: %w", op, st.pid, ErrMalformed)
+			return Process{}, wrap(op+" described pid "+itoa(st.pid), ErrMalformed)
 		}
 		return Process{PID: pid, PPID: st.ppid, Name: st.comm, Args: parsePsArgs(r.Args),
 			StartTime: darwinStartTime(st.sec), zombie: strings.HasPrefix(st.state, "Z")}, nil
 	}
 	k, err := decodeKinfo(r.Data)
 	if err != nil {
-		return Process{}, fmt.Errorf("%s: %w", op, err)
+		return Process{}, wrap(op, err)
 	}
 	if k.pid != pid {
-		return Process{}, fmt.Errorf("%s returned pid %d: %w", op, k.pid, ErrMalformed)
+		return Process{}, wrap(op+" returned pid "+itoa(k.pid), ErrMalformed)
 	}
 	var args []string
 	if procargs != nil && procargs.Error == nil {
@@ -332,7 +364,7 @@ func darwinSelf(in Inspector, pid int) (p Process, ps bool, err error) {
 func resolveDarwin(f wire.Facts, set LauncherSet, in Inspector) (Identity, error) {
 	self, ps, err := darwinSelf(in, f.PID)
 	if err != nil {
-		return Identity{}, fmt.Errorf("resolve MCP host of pid %d: %w", f.PID, err)
+		return Identity{}, wrap("resolve MCP host of pid "+itoa(f.PID), err)
 	}
 	id, err := walk(darwinWalker{in: in, ps: ps}, self, set)
 	if err != nil {

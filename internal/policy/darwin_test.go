@@ -416,3 +416,20 @@ func FuzzDecodeKinfo(f *testing.F) {
 		}
 	})
 }
+
+// TestCivilDates checks daysFromCivil, daysIn and the weekday rule of
+// parsePsStat against the time package, every day from 1969 to 2101.
+func TestCivilDates(t *testing.T) {
+	for d := time.Date(1969, 1, 1, 0, 0, 0, 0, time.UTC); d.Year() < 2101; d = d.AddDate(0, 0, 1) {
+		days := daysFromCivil(d.Year(), int(d.Month()), d.Day())
+		if days*86400 != d.Unix() {
+			t.Fatalf("%s: %d days, want %d", d.Format(time.DateOnly), days, d.Unix()/86400)
+		}
+		if next := d.AddDate(0, 0, 1); next.Month() != d.Month() && daysIn(d.Year(), int(d.Month())) != d.Day() {
+			t.Fatalf("%s: daysIn = %d", d.Format(time.DateOnly), daysIn(d.Year(), int(d.Month())))
+		}
+		if days >= 0 && psDays[(days+4)%7] != d.Weekday().String()[:3] {
+			t.Fatalf("%s: weekday %s, want %s", d.Format(time.DateOnly), psDays[(days+4)%7], d.Weekday())
+		}
+	}
+}

@@ -3,7 +3,6 @@ package policy
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -44,27 +43,27 @@ func parseStat(data []byte) (statInfo, error) {
 	open := bytes.IndexByte(data, '(')
 	end := bytes.LastIndexByte(data, ')')
 	if open < 0 || end < open {
-		return statInfo{}, fmt.Errorf("no (comm) in %q: %w", truncate(data), ErrMalformed)
+		return statInfo{}, wrap("no (comm) in "+quote(truncate(data)), ErrMalformed)
 	}
 	pid, err := strconv.Atoi(string(bytes.TrimSpace(data[:open])))
 	if err != nil || pid <= 0 {
-		return statInfo{}, fmt.Errorf("bad pid before (comm) in %q: %w", truncate(data), ErrMalformed)
+		return statInfo{}, wrap("bad pid before (comm) in "+quote(truncate(data)), ErrMalformed)
 	}
 	// Fields from 3 (state) on; field n is rest[n-3].
 	rest := strings.Fields(string(data[end+1:]))
 	if len(rest) < 22-2 {
-		return statInfo{}, fmt.Errorf("%d fields after (comm), want at least %d: %w", len(rest), 22-2, ErrMalformed)
+		return statInfo{}, wrap(itoa(len(rest))+" fields after (comm), want at least "+itoa(22-2), ErrMalformed)
 	}
 	if len(rest[0]) != 1 {
-		return statInfo{}, fmt.Errorf("bad state %q: %w", rest[0], ErrMalformed)
+		return statInfo{}, wrap("bad state "+quote(rest[0]), ErrMalformed)
 	}
 	ppid, err := strconv.Atoi(rest[4-3])
 	if err != nil || ppid < 0 {
-		return statInfo{}, fmt.Errorf("bad ppid %q: %w", rest[4-3], ErrMalformed)
+		return statInfo{}, wrap("bad ppid "+quote(rest[4-3]), ErrMalformed)
 	}
 	start, err := strconv.ParseUint(rest[22-3], 10, 64)
 	if err != nil {
-		return statInfo{}, fmt.Errorf("bad starttime %q: %w", rest[22-3], ErrMalformed)
+		return statInfo{}, wrap("bad starttime "+quote(rest[22-3]), ErrMalformed)
 	}
 	return statInfo{
 		pid:   pid,
@@ -89,11 +88,11 @@ func truncate(data []byte) []byte {
 func parseBootID(data []byte) (string, error) {
 	id := strings.ToLower(strings.ReplaceAll(strings.TrimSpace(string(data)), "-", ""))
 	if len(id) != 32 {
-		return "", fmt.Errorf("boot ID %q is not a UUID: %w", truncate(data), ErrNoBootID)
+		return "", wrap("boot ID "+quote(truncate(data))+" is not a UUID", ErrNoBootID)
 	}
 	for i := 0; i < len(id); i++ {
 		if c := id[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return "", fmt.Errorf("boot ID %q is not a UUID: %w", truncate(data), ErrNoBootID)
+			return "", wrap("boot ID "+quote(truncate(data))+" is not a UUID", ErrNoBootID)
 		}
 	}
 	return id, nil
@@ -105,7 +104,7 @@ func parseNS(link string) (string, error) {
 	ino, ok := strings.CutPrefix(link, "pid:[")
 	ino, ok2 := strings.CutSuffix(ino, "]")
 	if _, err := strconv.ParseUint(ino, 10, 64); !ok || !ok2 || err != nil {
-		return "", fmt.Errorf("%s links to %q, not pid:[<inode>]: %w", procSelfNS, link, ErrNamespace)
+		return "", wrap(procSelfNS+" links to "+quote(link)+", not pid:[<inode>]", ErrNamespace)
 	}
 	return ino, nil
 }
@@ -148,21 +147,21 @@ func baseOps() []wire.InspectOp {
 // ErrNamespace or ErrNoBootID.
 func checkBase(pid int, res []wire.InspectResult) (linuxBase, error) {
 	if err := resultErr("readlink "+procSelf, res[0]); err != nil {
-		return linuxBase{}, fmt.Errorf("%w: %w", ErrNamespace, err)
+		return linuxBase{}, wrap("", ErrNamespace, err)
 	}
 	if self := res[0].Target; self != strconv.Itoa(pid) {
-		return linuxBase{}, fmt.Errorf("/proc/self is pid %s but this process is pid %d: /proc belongs to another PID namespace (mount a /proc of this namespace, e.g. unshare --mount-proc): %w",
-			self, pid, ErrNamespace)
+		return linuxBase{}, wrap("/proc/self is pid "+self+" but this process is pid "+itoa(pid)+": /proc belongs to another PID namespace (mount a /proc of this namespace, e.g. unshare --mount-proc)",
+			ErrNamespace)
 	}
 	if err := resultErr("read "+procBootID, res[1]); err != nil {
-		return linuxBase{}, fmt.Errorf("%w: %w", ErrNoBootID, err)
+		return linuxBase{}, wrap("", ErrNoBootID, err)
 	}
 	boot, err := parseBootID(res[1].Data)
 	if err != nil {
-		return linuxBase{}, fmt.Errorf("read %s: %w", procBootID, err)
+		return linuxBase{}, wrap("read "+procBootID, err)
 	}
 	if err := resultErr("readlink "+procSelfNS, res[2]); err != nil {
-		return linuxBase{}, fmt.Errorf("%w: %w", ErrNamespace, err)
+		return linuxBase{}, wrap("", ErrNamespace, err)
 	}
 	ns, err := parseNS(res[2].Target)
 	if err != nil {
@@ -180,20 +179,20 @@ func (b linuxBase) process(pid int, stat wire.InspectResult, cmdline, kill0 *wir
 	name := procStat(pid)
 	if code(stat) == wire.CodeNotFound {
 		if kill0 != nil && code(*kill0) == wire.CodePermission {
-			return Process{}, fmt.Errorf("read %s: pid %d exists but /proc hides it (mounted hidepid=1 or 2) and it belongs to another user: %w: %w",
-				name, pid, ErrHidden, ErrPermission)
+			return Process{}, wrap("read "+name+": pid "+itoa(pid)+" exists but /proc hides it (mounted hidepid=1 or 2) and it belongs to another user",
+				ErrHidden, ErrPermission)
 		}
-		return Process{}, fmt.Errorf("read %s: %w", name, ErrNotFound)
+		return Process{}, wrap("read "+name, ErrNotFound)
 	}
 	if err := resultErr("read "+name, stat); err != nil {
 		return Process{}, err
 	}
 	st, err := parseStat(stat.Data)
 	if err != nil {
-		return Process{}, fmt.Errorf("parse %s: %w", name, err)
+		return Process{}, wrap("parse "+name, err)
 	}
 	if st.pid != pid {
-		return Process{}, fmt.Errorf("parse %s: it describes pid %d: %w", name, st.pid, ErrMalformed)
+		return Process{}, wrap("parse "+name+": it describes pid "+itoa(st.pid), ErrMalformed)
 	}
 	p := Process{PID: st.pid, PPID: st.ppid, Name: st.comm, StartTime: linuxStartTime(st.start, b.boot, b.ns),
 		zombie: st.state == 'Z' || st.state == 'X' || st.state == 'x'}
@@ -202,7 +201,7 @@ func (b linuxBase) process(pid int, stat wire.InspectResult, cmdline, kill0 *wir
 		case "":
 			p.Args = splitCmdline(cmdline.Data)
 		case wire.CodeNotFound:
-			return Process{}, fmt.Errorf("read %s: %w", procCmdline(pid), ErrNotFound)
+			return Process{}, wrap("read "+procCmdline(pid), ErrNotFound)
 		}
 	}
 	return p, nil
@@ -240,10 +239,10 @@ func resolveLinux(f wire.Facts, set LauncherSet, in Inspector) (Identity, error)
 		wire.InspectOp{Op: wire.OpFstat, FD: 0}, wire.InspectOp{Op: wire.OpFstat, FD: 1},
 		opReadlink(procSelfFD(0)), opReadlink(procSelfFD(1)))
 	fail := func(err error) (Identity, error) {
-		return Identity{}, fmt.Errorf("resolve MCP host of pid %d: %w", f.PID, err)
+		return Identity{}, wrap("resolve MCP host of pid "+itoa(f.PID), err)
 	}
 	if f.PID <= 0 {
-		return fail(fmt.Errorf("facts report pid %d: %w", f.PID, ErrNoAnswer))
+		return fail(wrap("facts report pid "+itoa(f.PID), ErrNoAnswer))
 	}
 	res, err := inspect(in, ops)
 	if err != nil {

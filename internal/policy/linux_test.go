@@ -2,7 +2,6 @@ package policy
 
 import (
 	"errors"
-	"strconv"
 	"testing"
 
 	"github.com/mcp-resume/mcp-resume/internal/wire"
@@ -262,5 +261,3 @@ func TestLiveness_Batches(t *testing.T) {
 		t.Errorf("%d calls, want 3", sys.calls)
 	}
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }

@@ -2,7 +2,6 @@ package policy
 
 import (
 	"errors"
-	"fmt"
 	"strconv"
 
 	"github.com/mcp-resume/mcp-resume/internal/wire"
@@ -160,10 +159,10 @@ type Inspector func(ops []wire.InspectOp) ([]wire.InspectResult, error)
 func inspect(in Inspector, ops []wire.InspectOp) ([]wire.InspectResult, error) {
 	res, err := in(ops)
 	if err != nil {
-		return nil, fmt.Errorf("mcp_resume_inspect: %w: %v", ErrNoAnswer, err)
+		return nil, &wrapError{msg: "mcp_resume_inspect: " + ErrNoAnswer.Error() + ": " + err.Error(), errs: []error{ErrNoAnswer}}
 	}
 	if len(res) != len(ops) {
-		return nil, fmt.Errorf("mcp_resume_inspect answered %d results for %d operations: %w", len(res), len(ops), ErrNoAnswer)
+		return nil, wrap("mcp_resume_inspect answered "+itoa(len(res))+" results for "+itoa(len(ops))+" operations", ErrNoAnswer)
 	}
 	return res, nil
 }
@@ -188,7 +187,7 @@ func resultErr(what string, r wire.InspectResult) error {
 	if r.Error == nil {
 		return nil
 	}
-	return fmt.Errorf("%s: %s (%s): %w", what, r.Error.Code, r.Error.Message, codeErr(r.Error.Code))
+	return wrap(what+": "+r.Error.Code+" ("+r.Error.Message+")", codeErr(r.Error.Code))
 }
 
 // code returns r's error code, "" when it succeeded.
@@ -208,7 +207,7 @@ func opPID(op string, pid int) wire.InspectOp {
 
 // describe names p in error messages: pid 42 ("sh").
 func describe(p Process) string {
-	return fmt.Sprintf("pid %d (%q)", p.PID, p.Name)
+	return "pid " + itoa(p.PID) + " (" + quote(p.Name) + ")"
 }
 
 // walker reads processes from one kernel interface for the walk.
@@ -227,37 +226,37 @@ func walk(w walker, self Process, set LauncherSet) (Identity, error) {
 	pid := self.PID
 	child := self
 	var chain []Process
-	fail := func(format string, args ...any) (Identity, error) {
-		return Identity{Chain: chain}, fmt.Errorf("resolve MCP host of pid %d: "+format, append([]any{pid}, args...)...)
+	fail := func(msg string, errs ...error) (Identity, error) {
+		return Identity{Chain: chain}, wrap("resolve MCP host of pid "+itoa(pid)+": "+msg, errs...)
 	}
 	for {
 		if len(chain) == MaxDepth {
-			return fail("the %d nearest ancestors (%q to %q) are all launchers; session resume is off: %w",
-				MaxDepth, chain[0].Name, chain[len(chain)-1].Name, ErrTooDeep)
+			return fail("the "+itoa(MaxDepth)+" nearest ancestors ("+quote(chain[0].Name)+" to "+quote(chain[len(chain)-1].Name)+") are all launchers; session resume is off",
+				ErrTooDeep)
 		}
 		if child.PPID <= 1 {
-			return fail("%s has parent pid %d: it was orphaned (restart the MCP host) or the host is outside this PID namespace; session resume is off: %w",
-				describe(child), child.PPID, ErrReaper)
+			return fail(describe(child)+" has parent pid "+itoa(child.PPID)+": it was orphaned (restart the MCP host) or the host is outside this PID namespace; session resume is off",
+				ErrReaper)
 		}
 		parent, perr, again, aerr, err := w.step(child)
 		switch {
 		case err != nil:
-			return fail("read parent of %s: %w", describe(child), err)
+			return fail("read parent of "+describe(child), err)
 		case perr != nil && errors.Is(perr, ErrNotFound):
-			return fail("parent of %s exited during the walk; retry: %w: %w", describe(child), ErrRace, perr)
+			return fail("parent of "+describe(child)+" exited during the walk; retry", ErrRace, perr)
 		case perr != nil:
-			return fail("read parent of %s: %w", describe(child), perr)
+			return fail("read parent of "+describe(child), perr)
 		case aerr != nil && errors.Is(aerr, ErrNotFound):
-			return fail("%s exited during the walk; retry: %w: %w", describe(child), ErrRace, aerr)
+			return fail(describe(child)+" exited during the walk; retry", ErrRace, aerr)
 		case aerr != nil:
-			return fail("re-read %s: %w", describe(child), aerr)
+			return fail("re-read "+describe(child), aerr)
 		case again.PPID != child.PPID || again.StartTime != child.StartTime:
-			return fail("%s changed from parent %d start %s to parent %d start %s while its parent was read; retry: %w",
-				describe(child), child.PPID, child.StartTime, again.PPID, again.StartTime, ErrRace)
+			return fail(describe(child)+" changed from parent "+itoa(child.PPID)+" start "+child.StartTime+" to parent "+itoa(again.PPID)+" start "+again.StartTime+" while its parent was read; retry",
+				ErrRace)
 		}
 		chain = append(chain, parent)
 		if isReaper(parent) {
-			return fail("the host would be %s, which serves unrelated processes; session resume is off: %w", describe(parent), ErrReaper)
+			return fail("the host would be "+describe(parent)+", which serves unrelated processes; session resume is off", ErrReaper)
 		}
 		if !set.isLauncher(parent) {
 			return Identity{PID: parent.PID, StartTime: parent.StartTime, Chain: chain}, nil
@@ -287,6 +286,6 @@ func Resolve(f wire.Facts, set LauncherSet, in Inspector) (Identity, error) {
 	case "darwin":
 		return resolveDarwin(f, set, in)
 	default:
-		return Identity{}, fmt.Errorf("resolve MCP host of pid %d on %q: %w", f.PID, f.OS, ErrUnsupported)
+		return Identity{}, wrap("resolve MCP host of pid "+itoa(f.PID)+" on "+quote(f.OS), ErrUnsupported)
 	}
 }

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -75,8 +74,8 @@ func otherEnd(mine, theirs int) bool {
 // one is disproved; ErrRace when the host exits during the check;
 // ErrNoAnswer when the host gave no usable answer.
 func checkStdio(in Inspector, self int, host Process, fds [2]fdFacts) (string, error) {
-	fail := func(format string, args ...any) (string, error) {
-		return "", fmt.Errorf("resolve MCP host of pid %d: "+format, append([]any{self}, args...)...)
+	fail := func(msg string, errs ...error) (string, error) {
+		return "", wrap("resolve MCP host of pid "+itoa(self)+": "+msg, errs...)
 	}
 	// What each fd is, and what else to ask.
 	type plan struct {
@@ -125,10 +124,10 @@ func checkStdio(in Inspector, self int, host Process, fds [2]fdFacts) (string, e
 	if len(ops) > 0 {
 		var err error
 		if res, err = inspect(in, ops); err != nil {
-			return fail("check the stdio of the host %s: %w", describe(host), err)
+			return fail("check the stdio of the host "+describe(host), err)
 		}
 		if hostIdx >= 0 && code(res[hostIdx]) == wire.CodeNotFound {
-			return fail("the host %s exited during the stdio check; retry: %w", describe(host), ErrRace)
+			return fail("the host "+describe(host)+" exited during the stdio check; retry", ErrRace)
 		}
 	}
 
@@ -158,8 +157,8 @@ func checkStdio(in Inspector, self int, host Process, fds [2]fdFacts) (string, e
 	case verifiedWhy != "":
 		return "verified: " + verifiedWhy, nil
 	case len(disprovedWhy) > 0:
-		return fail("the host %s does not hold the other end of the server's stdio (%s): the server was probably orphaned and adopted by a subreaper, or %q passes its own stdio through (if it only launches servers, add it to %s); session resume is off: %w",
-			describe(host), strings.Join(disprovedWhy, "; "), host.Name, EnvLaunchers, ErrAdopted)
+		return fail("the host "+describe(host)+" does not hold the other end of the server's stdio ("+strings.Join(disprovedWhy, "; ")+"): the server was probably orphaned and adopted by a subreaper, or "+quote(host.Name)+" passes its own stdio through (if it only launches servers, add it to "+EnvLaunchers+"); session resume is off",
+			ErrAdopted)
 	default:
 		return "not checked: " + strings.Join(uncheckedWhy, "; "), nil
 	}
@@ -180,7 +179,7 @@ func checkPeer(name, link string, host Process, r wire.InspectResult) (verdict, 
 	case *r.PeerPID == host.PID:
 		return verified, label + " peer is the host"
 	default:
-		return disproved, fmt.Sprintf("%s peer is pid %d, not the host", label, *r.PeerPID)
+		return disproved, label + " peer is pid " + itoa(*r.PeerPID) + ", not the host"
 	}
 }
 
@@ -189,7 +188,7 @@ func checkPeer(name, link string, host Process, r wire.InspectResult) (verdict, 
 // process's own fds on the pipes (selfFDs).
 func checkPipe(fd int, name, link string, host Process, selfFDs, hostFDs wire.InspectResult) (verdict, string) {
 	if selfFDs.Error != nil {
-		return notChecked, fmt.Sprintf("%s %s: cannot list this process's fds: %s", name, link, selfFDs.Error.Code)
+		return notChecked, name + " " + link + ": cannot list this process's fds: " + selfFDs.Error.Code
 	}
 	mine := -1
 	for _, e := range selfFDs.FDs {
@@ -198,10 +197,10 @@ func checkPipe(fd int, name, link string, host Process, selfFDs, hostFDs wire.In
 		}
 	}
 	if mine < 0 {
-		return notChecked, fmt.Sprintf("%s %s: cannot read its fdinfo flags", name, link)
+		return notChecked, name + " " + link + ": cannot read its fdinfo flags"
 	}
 	if hostFDs.Error != nil {
-		return notChecked, fmt.Sprintf("%s %s: cannot list the host's fds: %s", name, link, hostFDs.Error.Code)
+		return notChecked, name + " " + link + ": cannot list the host's fds: " + hostFDs.Error.Code
 	}
 	// An answer without "fds" is an empty list: wire.InspectResult's
 	// omitempty tag drops an empty one, so the Go host sends {} for a host
@@ -211,8 +210,8 @@ func checkPipe(fd int, name, link string, host Process, selfFDs, hostFDs wire.In
 			continue
 		}
 		if otherEnd(mine, e.Flags&oACCMODE) {
-			return verified, fmt.Sprintf("%s %s is held by the host as fd %d", name, link, e.FD)
+			return verified, name + " " + link + " is held by the host as fd " + itoa(e.FD)
 		}
 	}
-	return disproved, fmt.Sprintf("%s %s is not held by the host", name, link)
+	return disproved, name + " " + link + " is not held by the host"
 }

@@ -17,9 +17,7 @@ package resume
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -150,12 +148,12 @@ func (s *Store) Open(input []byte) (wire.OpenOutput, *wire.Error) {
 		return wire.OpenOutput{}, &wire.Error{Code: wire.CodeInvalidOption, Message: "open was already called for this plugin instance"}
 	}
 	var in wire.OpenInput
-	if err := json.Unmarshal(input, &in); err != nil {
+	if err := in.DecodeJSON(input); err != nil {
 		return wire.OpenOutput{}, &wire.Error{Code: wire.CodeInvalidOption, Message: "open input is not the JSON object {\"app\", \"state_dir\"?, \"instance\"?, \"launchers\"?}: " + err.Error()}
 	}
 	var f wire.Facts
 	out := s.call(wire.FnFacts, wire.Pad8([]byte("{}")))
-	factsOK := json.Unmarshal(out, &f) == nil && f.Error == nil && f.PID > 0
+	factsOK := f.DecodeJSON(out) == nil && f.Error == nil && f.PID > 0
 	cfg, werr := policy.Configure(in, f, factsOK)
 	if werr != nil {
 		return wire.OpenOutput{}, werr
@@ -197,8 +195,7 @@ func (s *Store) init() {
 	// it for its lifetime, the others run without resume (issue: several
 	// server instances under one host; spec 000's Known Limitation).
 	var lk wire.Empty
-	var werr *wire.Error
-	if err := s.invoke(wire.FnLock, wire.NameRequest{Name: s.lock}, &lk, &lk.Error); errors.As(err, &werr) && werr.Code == wire.CodeBusy {
+	if err := s.invoke(wire.FnLock, wire.NameRequest{Name: s.lock}, &lk, &lk.Error); errCode(err) == wire.CodeBusy {
 		s.log(wire.LevelWarn, EventInstanceBusy, MsgInstanceBusy, "set a distinct instance (host option or MCP_RESUME_INSTANCE) to resume each instance separately")
 		return
 	} else if err != nil {
@@ -217,30 +214,15 @@ func (s *Store) idProblem() string {
 	return s.cfg.Problem
 }
 
-// inspectOp is wire.InspectOp as sent: "fd" is present exactly for fstat
-// and peer (wire.InspectOp's omitempty tag would drop fd 0).
-type inspectOp struct {
-	Op      string   `json:"op"`
-	Path    string   `json:"path,omitempty"`
-	PID     string   `json:"pid,omitempty"`
-	FD      *int     `json:"fd,omitempty"`
-	Targets []string `json:"targets,omitempty"`
-}
-
-// inspect is the policy.Inspector over mcp_resume_inspect.
+// inspect is the policy.Inspector over mcp_resume_inspect. The request's
+// encoder writes "fd" exactly for fstat and peer, fd 0 included
+// (wire.InspectRequest.EncodeJSON).
 func (s *Store) inspect(ops []wire.InspectOp) ([]wire.InspectResult, error) {
-	req := struct {
-		Ops []inspectOp `json:"ops"`
-	}{Ops: make([]inspectOp, len(ops))}
-	for i, op := range ops {
-		req.Ops[i] = inspectOp{Op: op.Op, Path: op.Path, PID: op.PID, Targets: op.Targets}
-		if op.Op == wire.OpFstat || op.Op == wire.OpPeer {
-			fd := op.FD
-			req.Ops[i].FD = &fd
-		}
+	if ops == nil {
+		ops = []wire.InspectOp{}
 	}
 	var r wire.InspectResponse
-	if err := s.invoke(wire.FnInspect, req, &r, &r.Error); err != nil {
+	if err := s.invoke(wire.FnInspect, wire.InspectRequest{Ops: ops}, &r, &r.Error); err != nil {
 		return nil, err
 	}
 	return r.Results, nil
@@ -298,9 +280,8 @@ func (s *Store) Load() (string, bool, *wire.Error) {
 	}
 	var r wire.ReadResponse
 	err := s.invoke(wire.FnRead, wire.ReadRequest{Name: s.file, Limit: MaxTokenBytes + 1}, &r, &r.Error)
-	var werr *wire.Error
 	switch {
-	case errors.As(err, &werr) && werr.Code == wire.CodeNotFound:
+	case errCode(err) == wire.CodeNotFound:
 		s.log(wire.LevelInfo, EventNotFound, MsgNotFound, "")
 		return "", false, nil
 	case err != nil:
@@ -370,9 +351,8 @@ func (s *Store) Reject() *wire.Error {
 	s.current, s.offered = "", false
 	var r wire.ReadResponse
 	err := s.invoke(wire.FnRead, wire.ReadRequest{Name: s.file, Limit: MaxTokenBytes + 1}, &r, &r.Error)
-	var werr *wire.Error
 	switch {
-	case errors.As(err, &werr) && werr.Code == wire.CodeNotFound:
+	case errCode(err) == wire.CodeNotFound:
 		return nil
 	case err == nil && string(r.Data) != rejected && CheckToken(r.Data) == "":
 		s.log(wire.LevelInfo, EventRejectKeptNewer, MsgRejectKeptNewer, "")
@@ -397,9 +377,8 @@ func (s *Store) fixListDir() (bool, *wire.Error) {
 	no := false
 	var prep wire.Empty
 	err := s.invoke(wire.FnPrepareDir, wire.PrepareDirRequest{Path: s.cfg.StateDir, SweepSeconds: SweepSeconds, Create: &no}, &prep, &prep.Error)
-	var werr *wire.Error
 	switch {
-	case errors.As(err, &werr) && werr.Code == wire.CodeNotFound:
+	case errCode(err) == wire.CodeNotFound:
 		return false, nil
 	case err != nil:
 		return false, &wire.Error{Code: wire.CodeIO, Message: "state directory " + s.cfg.StateDir + ": " + err.Error()}
@@ -472,8 +451,7 @@ func (s *Store) List() (wire.ListOutput, *wire.Error) {
 		return out, werr
 	}
 	files, err := s.scan(FilePrefix)
-	var herr *wire.Error
-	if errors.As(err, &herr) && herr.Code == wire.CodeNotFound {
+	if errCode(err) == wire.CodeNotFound {
 		return out, nil
 	}
 	if err != nil {
@@ -578,31 +556,48 @@ func (s *Store) Whoami() (wire.WhoamiOutput, *wire.Error) {
 func (s *Store) remove() {
 	var e wire.Empty
 	err := s.invoke(wire.FnRemove, wire.NameRequest{Name: s.file}, &e, &e.Error)
-	var werr *wire.Error
-	if err != nil && !(errors.As(err, &werr) && werr.Code == wire.CodeNotFound) {
+	if err != nil && errCode(err) != wire.CodeNotFound {
 		s.log(wire.LevelWarn, EventDeleteFailed, MsgDeleteFailedPrefix+err.Error(), "")
 	}
 }
 
 // log sends one line to the host's logger; a failing logger is ignored.
 func (s *Store) log(level, event, msg, detail string) {
-	req, _ := json.Marshal(wire.LogRequest{Level: level, Event: event, Message: msg, Detail: detail})
+	req, _ := wire.LogRequest{Level: level, Event: event, Message: msg, Detail: detail}.EncodeJSON()
 	s.call(wire.FnLog, wire.Pad8(req))
 }
+
+// errCode returns the code of err when it is a host function's error (a
+// *wire.Error, as invoke returns them, unwrapped), else "". A type assertion
+// rather than errors.As keeps reflection out of the plugin.
+func errCode(err error) string {
+	if werr, ok := err.(*wire.Error); ok {
+		return werr.Code
+	}
+	return ""
+}
+
+// request is a host-function request of internal/wire: it encodes itself
+// as JSON without reflection.
+type request interface{ EncodeJSON() ([]byte, error) }
+
+// response is a host-function response of internal/wire: it decodes itself
+// from JSON without reflection.
+type response interface{ DecodeJSON(b []byte) error }
 
 // invoke calls fn with req encoded as JSON and decodes the response into
 // resp. It returns the host's *wire.Error if the response carries one (read
 // through errField, which points into resp), or a wire.CodeIO error for a
 // response that is not JSON (a host function that failed without
 // answering: "cannot tell").
-func (s *Store) invoke(fn string, req any, resp any, errField **wire.Error) error {
-	b, err := json.Marshal(req)
+func (s *Store) invoke(fn string, req request, resp response, errField **wire.Error) error {
+	b, err := req.EncodeJSON()
 	if err != nil {
 		return err
 	}
 	out := s.call(fn, wire.Pad8(b))
-	if err := json.Unmarshal(out, resp); err != nil {
-		return &wire.Error{Code: wire.CodeIO, Message: fmt.Sprintf("host function %s returned a malformed response: %v", fn, err)}
+	if err := resp.DecodeJSON(out); err != nil {
+		return &wire.Error{Code: wire.CodeIO, Message: "host function " + fn + " returned a malformed response: " + err.Error()}
 	}
 	if *errField != nil {
 		return *errField
@@ -619,11 +614,11 @@ func CheckToken(b []byte) string {
 	case len(b) == 0:
 		return "token is empty"
 	case len(b) > MaxTokenBytes:
-		return fmt.Sprintf("token is longer than %d bytes", MaxTokenBytes)
+		return "token is longer than " + strconv.Itoa(MaxTokenBytes) + " bytes"
 	}
 	for i, c := range b {
 		if c < 0x21 || c > 0x7e {
-			return fmt.Sprintf("token has byte 0x%02x at offset %d; only visible ASCII (0x21-0x7E) is allowed", c, i)
+			return "token has byte 0x" + hex.EncodeToString([]byte{c}) + " at offset " + strconv.Itoa(i) + "; only visible ASCII (0x21-0x7E) is allowed"
 		}
 	}
 	return ""

@@ -4,8 +4,10 @@
 // plugin's exports and their JSON, and the name rule every host enforces.
 //
 // It is the Go statement of hostfuncs/README.md, imported by the plugin (built
-// for wasip1) and by the Go host alike, so it depends on the standard library
-// only and uses no reflection-based encoding itself.
+// for wasip1) and by the Go host alike. The plugin encodes and decodes these
+// documents with the reflection-free codecs of codec.go (EncodeJSON and
+// DecodeJSON methods, on jsontext); the Go host uses encoding/json and the
+// json tags below, which state the same contract.
 package wire
 
 // ABIVersion is the version of the contract between plugin and host. The
@@ -159,8 +161,8 @@ type InspectOp struct {
 	PID string `json:"pid,omitempty"`
 	// FD, for fstat and peer: 0 (stdin) or 1 (stdout). Beware: the
 	// omitempty tag drops fd 0, so an encoder must write "fd" itself for
-	// fstat and peer (internal/resume does; the field stays an int so that
-	// literals read naturally).
+	// fstat and peer (InspectRequest.EncodeJSON does; the field stays an
+	// int so that literals read naturally).
 	FD int `json:"fd,omitempty"`
 	// Targets, for fds: report only fds whose link target is one of these
 	// (nil reports every fd).

@@ -21,12 +21,12 @@
 //
 // Each returns 0 on success and 1 on failure, with the Extism error string
 // set to the JSON {"code","message"} (codes in internal/wire). This file is
-// thin glue; the logic lives in internal/resume and internal/policy.
+// thin glue; the logic lives in internal/resume and internal/policy. JSON
+// goes through the codecs of internal/wire (no encoding/json, no fmt: issue
+// 10, a lean guest; plugin_test.go holds the size budget).
 package main
 
 import (
-	"encoding/json"
-
 	"github.com/extism/go-pdk"
 
 	"github.com/mcp-resume/mcp-resume/internal/resume"
@@ -99,17 +99,20 @@ var store = resume.New(call)
 
 // fail sets the Extism error string to the JSON of werr and returns 1.
 func fail(werr *wire.Error) int32 {
-	b, _ := json.Marshal(werr)
+	b, _ := werr.EncodeJSON()
 	pdk.SetErrorString(string(b))
 	return 1
 }
 
+// encodable is an export's output document of internal/wire.
+type encodable interface{ EncodeJSON() ([]byte, error) }
+
 // outputJSON writes v as the export's output, or fails with werr.
-func outputJSON(v any, werr *wire.Error) int32 {
+func outputJSON(v encodable, werr *wire.Error) int32 {
 	if werr != nil {
 		return fail(werr)
 	}
-	b, err := json.Marshal(v)
+	b, err := v.EncodeJSON()
 	if err != nil {
 		return fail(&wire.Error{Code: wire.CodeIO, Message: err.Error()})
 	}
