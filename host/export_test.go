@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/mcp-resume/mcp-resume/host/internal/loader"
 	"github.com/mcp-resume/mcp-resume/internal/hostfuncs"
 	"github.com/mcp-resume/mcp-resume/internal/wire"
 )
@@ -36,3 +37,25 @@ func SetWasmForTest(module []byte) (restore func()) {
 func OpenWithFuncsForTest(ctx context.Context, app string, opts *Options, funcs *hostfuncs.Funcs) (*Store, error) {
 	return openWith(ctx, app, opts, funcs)
 }
+
+// EngineForTest is the wazero engine the Store's plugin instance runs on:
+// "compiled" or "interpreted".
+func (s *Store) EngineForTest() string { return string(s.engine) }
+
+// WaitCompileForTest waits for the background compile of the plugin for
+// cacheDir, if one was started, to end.
+func WaitCompileForTest(ctx context.Context, cacheDir string) error {
+	return loader.WaitBackground(ctx, wasmModule, cacheDir)
+}
+
+// WaitAllCompilesForTest waits for every background compile of this
+// process (other modules and cache directories included) to end.
+func WaitAllCompilesForTest(ctx context.Context) error { return loader.WaitAllBackground(ctx) }
+
+// CacheEntryForTest is the directory of the plugin's finished cache entry
+// under cacheDir.
+func CacheEntryForTest(cacheDir string) string { return loader.EntryDir(wasmModule, cacheDir) }
+
+// KernelMemoryForTest is the size in bytes of the Extism kernel's memory,
+// where every call's input and output are allocated.
+func (s *Store) KernelMemoryForTest() uint32 { return s.plugin.Memory().Size() }

@@ -20,23 +20,41 @@
 // spec 000 ("MCP Server Session Resume Specification v1"): failures are
 // logged through log/slog, never returned as a reason to stop the server, and
 // nothing is ever written to stdout.
+//
+// # Switching resume off
+//
+// MCP_RESUME=off in the server's environment turns resume off: Open still
+// succeeds, logs one line ("Session resume turned off by MCP_RESUME=off",
+// event resume_off), and from then on Load finds nothing and Store and
+// Reject do nothing; no process is inspected and no file or directory is
+// read or written. The plugin reads the switch (it is policy, like every
+// other MCP_RESUME_* variable), so every host language honours it the same
+// way. The plugin is therefore still loaded: with MCP_RESUME=off a start
+// saves the plugin's identity and file work (a few ms), not the loading of
+// the module (docs/BENCHMARKS.md, `make bench-go`, mode "MCP_RESUME=off").
+//
+// # Startup
+//
+// The plugin is compiled once per process and cached on disk across
+// processes (Options.CacheDir). The first start on a machine does not wait
+// for wazero's compiler: it runs on wazero's interpreter while a background
+// goroutine compiles the module into the cache, which the next start loads.
+// Nothing waits for that goroutine (not Close, not process exit), and a
+// process killed during it leaves nothing a later start would read.
 package host
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"sync"
 
 	extism "github.com/extism/go-sdk"
-	"github.com/tetratelabs/wazero"
 
+	"github.com/mcp-resume/mcp-resume/host/internal/loader"
 	"github.com/mcp-resume/mcp-resume/internal/hostfuncs"
 	"github.com/mcp-resume/mcp-resume/internal/wire"
 	"github.com/mcp-resume/mcp-resume/plugin"
@@ -88,7 +106,10 @@ type Options struct {
 	Launchers []string
 	// CacheDir holds wazero's compilation cache, so a relaunched server does
 	// not compile the plugin again. Defaults to <user cache dir>/mcp-resume/wazero;
-	// "-" disables the cache.
+	// "-" disables the cache (each process then starts on the interpreter
+	// and compiles in the background for its later Opens). Until the cache
+	// holds the plugin, a Store runs on wazero's interpreter (slower calls,
+	// a few hundred ms to a first answer instead of 1.5–2 s compiling).
 	CacheDir string
 	// Instance tells this server instance apart from others the same MCP
 	// host runs at the same time: instances with different keys keep
@@ -114,58 +135,16 @@ type Store struct {
 	funcs     *hostfuncs.Funcs
 	stateDir  string
 	stateRoot string
-}
-
-// compiled holds the plugin compiled once per process and cache directory
-// (hostfuncs/README.md, "Loading the plugin"); its host functions serve the
-// Funcs of the calling Store (hostfuncs.Shared).
-var compiled struct {
-	sync.Mutex
-	byCache map[compileKey]*extism.CompiledPlugin
-}
-
-type compileKey struct {
-	cacheDir string
-	wasm     *byte // the module's first byte: tests load other modules
+	engine    loader.Engine
 }
 
 // wasmModule is the plugin this package runs; tests swap in others.
 var wasmModule = plugin.Wasm
 
-// compile returns the process's compiled plugin for cacheDir.
-func compile(ctx context.Context, cacheDir string) (*extism.CompiledPlugin, error) {
-	compiled.Lock()
-	defer compiled.Unlock()
-	wasm := wasmModule
-	if len(wasm) == 0 {
-		return nil, errors.New("empty module")
-	}
-	key := compileKey{cacheDir, &wasm[0]}
-	if c := compiled.byCache[key]; c != nil {
-		return c, nil
-	}
-	rc := wazero.NewRuntimeConfig()
-	if cache := compilationCache(cacheDir); cache != nil {
-		rc = rc.WithCompilationCache(cache)
-	}
-	c, err := extism.NewCompiledPlugin(context.WithoutCancel(ctx),
-		extism.Manifest{Wasm: []extism.Wasm{extism.WasmData{Data: wasm}}},
-		extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true},
-		hostfuncs.Shared())
-	if err != nil {
-		return nil, err
-	}
-	if compiled.byCache == nil {
-		compiled.byCache = map[compileKey]*extism.CompiledPlugin{}
-	}
-	compiled.byCache[key] = c
-	return c, nil
-}
-
 // Open loads the plugin (compiled once per process, cached on disk across
-// processes) and returns the Store for app, an MCP server application name
-// such as "github-server", calling the plugin's open export with app and
-// the options.
+// processes; see "Startup" in the package documentation) and returns the
+// Store for app, an MCP server application name such as "github-server",
+// calling the plugin's open export with app and the options.
 //
 // It returns ErrInvalidApp or ErrInvalidOption when the plugin refuses them,
 // and ErrPlugin when the plugin cannot run; in every case the server should
@@ -220,21 +199,11 @@ func load(ctx context.Context, cacheDir string, funcs *hostfuncs.Funcs, logger *
 	if logger == nil {
 		logger = slog.Default()
 	}
-	c, err := compile(ctx, cacheDir)
+	p, engine, err := loader.Instance(ctx, wasmModule, cacheDir)
 	if err != nil {
-		return nil, fmt.Errorf("%w: compiling: %v", ErrPlugin, err)
+		return nil, fmt.Errorf("%w: loading: %v", ErrPlugin, err)
 	}
-	// wazero's defaults are a fake clock and a fixed random source; Go's
-	// runtime seeds its maps and rand from them, so give it real ones. The
-	// guest's stdout is discarded: stdout belongs to the MCP protocol.
-	mc := wazero.NewModuleConfig().
-		WithSysWalltime().WithSysNanotime().WithRandSource(rand.Reader).
-		WithStdout(io.Discard).WithStderr(os.Stderr)
-	p, err := c.Instance(context.WithoutCancel(ctx), extism.PluginInstanceConfig{ModuleConfig: mc})
-	if err != nil {
-		return nil, fmt.Errorf("%w: instantiating: %v", ErrPlugin, err)
-	}
-	s := &Store{plugin: p, logger: logger, funcs: funcs}
+	s := &Store{plugin: p, logger: logger, funcs: funcs, engine: engine}
 	out, callErr, err := s.call(ctx, wire.ExportABIVersion, nil)
 	if err != nil || callErr != nil || string(out) != wire.ABIVersion {
 		s.Close(ctx)
@@ -263,26 +232,6 @@ func (s *Store) open(ctx context.Context, input []byte) error {
 	}
 	s.stateDir, s.stateRoot = o.StateDir, o.StateRoot
 	return nil
-}
-
-// compilationCache returns wazero's on-disk compilation cache in dir, or nil
-// when it is disabled ("-") or cannot be created (then every start compiles).
-func compilationCache(dir string) wazero.CompilationCache {
-	if dir == "-" {
-		return nil
-	}
-	if dir == "" {
-		base, err := os.UserCacheDir()
-		if err != nil {
-			return nil
-		}
-		dir = filepath.Join(base, "mcp-resume", "wazero")
-	}
-	cache, err := wazero.NewCompilationCacheWithDir(dir)
-	if err != nil {
-		return nil
-	}
-	return cache
 }
 
 // StateDirectory returns the absolute state directory this Store uses, as

@@ -1,12 +1,17 @@
 package host_test
 
 import (
+	"context"
+	"log/slog"
 	"os"
 	"testing"
+
+	"github.com/mcp-resume/mcp-resume/host"
 )
 
 // sharedCacheDir is one wazero compilation cache for the whole test binary,
-// so only the first Open compiles the plugin.
+// filled before the tests run, so they run on the compiled plugin (the
+// first-start path, on the interpreter, has its own tests in startup_test.go).
 var sharedCacheDir string
 
 func TestMain(m *testing.M) {
@@ -16,11 +21,21 @@ func TestMain(m *testing.M) {
 		sharedCacheDir = os.Getenv(benchCacheEnv)
 		os.Exit(benchChild(name))
 	}
+	if dir := os.Getenv(startupChildEnv); dir != "" {
+		// A startup child (startup_test.go), killed or waited for by the test.
+		os.Exit(startupChild(dir))
+	}
 	dir, err := os.MkdirTemp("", "mcp-resume-cache-")
 	if err != nil {
 		panic(err)
 	}
 	sharedCacheDir = dir
+	// Fill the cache: open once, wait for the background compile.
+	ctx := context.Background()
+	if s, err := host.Open(ctx, "test-app", &host.Options{CacheDir: dir, StateDir: dir + "/state", Logger: slog.New(slog.DiscardHandler)}); err == nil {
+		s.Close(ctx)
+	}
+	host.WaitCompileForTest(ctx, dir)
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
