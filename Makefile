@@ -20,7 +20,7 @@ else
 DEMO_LANG := go
 endif
 
-.PHONY: all build wasm check-wasm test test-go test-faults fuzz-smoke demo bench bench-go clean
+.PHONY: all build wasm check-wasm test test-go test-faults fuzz-smoke demo bench bench-go bench-init clean
 # `make` builds the Go binaries and prepares the Python and TypeScript
 # environments, so every example server runs from the repository root.
 all: build $(if $(wildcard sdk-bindings/python/python.mk),python-setup) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-setup)
@@ -63,6 +63,7 @@ fuzz-smoke:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeKinfo$$' -fuzztime 150000x ./internal/policy/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseFileName$$' -fuzztime 150000x ./internal/resume/
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckToken$$' -fuzztime 150000x ./internal/resume/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 100000x ./internal/wire/
 
 # The fault-injection suite (docs/RELIABILITY.md) against the Go, Python and
 # TypeScript example servers (about 3-5 minutes); it fails when the run's
@@ -94,9 +95,16 @@ bench-go: build
 	$(GO) test -run '^$$' -bench Wasm -benchtime 2000x -count 1 ./host/
 	$(GO) test -run '^$$' -bench OpenLoad -benchtime 200x -count 1 ./host/
 	$(GO) test -run '^$$' -bench InspectStart -benchtime 2000x -count 1 ./internal/hostfuncs/
+	$(GO) test -run '^TestMemoryFlat_10kCalls$$' -count 1 -v ./host/
 	$(GO) run ./host/internal/startbench -server bin/go-server -cli bin/mcp-resume
 
-bench: bench-go $(if $(wildcard sdk-bindings/python/python.mk),python-bench) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-bench)
+# The MCP handshake (issue 10): each example server driven by the official Go
+# SDK client, process start to `initialize` answered, resume on against
+# MCP_RESUME=off, alternating runs (examples/initbench).
+bench-init: build python-setup typescript-setup
+	$(GO) run ./examples/initbench -broker bin/broker -n 20
+
+bench: bench-go $(if $(wildcard sdk-bindings/python/python.mk),python-bench) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-bench) bench-init
 
 clean:
 	rm -rf bin

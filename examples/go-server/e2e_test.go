@@ -364,3 +364,61 @@ func TestResume_SeveralInstances(t *testing.T) {
 		}
 	})
 }
+
+// TestResume_Off: with MCP_RESUME=off the real server answers its tools (a
+// fresh broker session every launch), logs the plugin's resume_off line on
+// stderr and creates no state directory.
+func TestResume_Off(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	var ids []string
+	for i := 0; i < 2; i++ {
+		srv, err := mcphost.Launch(ctx, []string{bin.server}, append(e.vars(), "MCP_RESUME=off"), e.stderr)
+		if err != nil {
+			t.Fatalf("%v\nserver stderr:\n%s", err, e.stderr)
+		}
+		info, err := srv.SessionInfo(ctx)
+		if err == nil {
+			err = srv.Remember(ctx, "kept at the broker only")
+		}
+		srv.Kill()
+		if err != nil {
+			t.Fatalf("%v\nserver stderr:\n%s", err, e.stderr)
+		}
+		if info.Resumed {
+			t.Errorf("launch %d resumed with MCP_RESUME=off: %+v", i, info)
+		}
+		ids = append(ids, info.SessionID)
+	}
+	if ids[0] == ids[1] {
+		t.Errorf("both launches got session %s with MCP_RESUME=off", ids[0])
+	}
+	if got := strings.Count(e.stderr.String(), "Session resume turned off by MCP_RESUME=off"); got != 2 {
+		t.Errorf("the resume_off line appears %d times on stderr, want once per launch:\n%s", got, e.stderr)
+	}
+	if _, err := os.Stat(e.stateDir); !os.IsNotExist(err) {
+		t.Errorf("state directory exists with MCP_RESUME=off (stat: %v)", err)
+	}
+}
+
+// TestHandshake_BrokerUnreachable: the broker is down when the server
+// starts. The MCP handshake still completes (it never waits for the broker),
+// a tool call fails with a clear tool error, and the server keeps serving.
+func TestHandshake_BrokerUnreachable(t *testing.T) {
+	e := newEnv(t)
+	url := e.broker.URL
+	e.broker.Stop()
+	e.startBroker() // for newEnv's cleanup; the server is pointed at the dead URL
+	ctx := context.Background()
+	srv, err := mcphost.Launch(ctx, []string{bin.server}, []string{"MCP_RESUME_BROKER_URL=" + url, "MCP_RESUME_STATE_DIR=" + e.stateDir}, e.stderr)
+	if err != nil {
+		t.Fatalf("initialize with the broker down: %v\nserver stderr:\n%s", err, e.stderr)
+	}
+	defer srv.Kill()
+	for i := 0; i < 2; i++ {
+		_, err := srv.SessionInfo(ctx)
+		if err == nil || !strings.Contains(err.Error(), "no broker session") {
+			t.Fatalf("session_info #%d with the broker down: err = %v, want a tool error saying no broker session", i, err)
+		}
+	}
+}

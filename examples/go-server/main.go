@@ -8,13 +8,19 @@
 //	MCP_RESUME_STATE_DIR   overrides the state directory (optional)
 //	MCP_RESUME_BENCH       "load": open the store, load once, exit 0 (startup benchmark);
 //	                       "baseline": the same startup without the store
+//	MCP_RESUME             "off": session resume off (the plugin logs
+//	                       "Session resume turned off by MCP_RESUME=off"
+//	                       and reads or writes nothing)
 //
 // Tools: remember(note) -> "remembered"; recall() -> {"notes": [...]};
 // session_info() -> {"session_id": string, "resumed": bool}.
 //
 // Startup follows spec 000, MCP Server Startup: load the stored token, offer
 // it to the broker, reject it if the broker refuses, store whatever token the
-// broker issues. Logs go to stderr; stdout carries only JSON-RPC.
+// broker issues. That runs in the background, concurrently with the server's
+// own startup: the MCP handshake (initialize) never waits for the plugin or
+// the broker; a tool call waits for the broker session (at most
+// sessionWait). Logs go to stderr; stdout carries only JSON-RPC.
 package main
 
 import (
@@ -26,7 +32,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"sync"
 	"syscall"
 	"time"
 
@@ -50,36 +55,93 @@ func main() {
 	}
 }
 
+// sessionWait bounds how long a tool call waits for the broker session that
+// startup establishes in the background (plugin open, at most two broker
+// requests of brokerTimeout each, and a first-ever compile of the plugin).
+const sessionWait = 20 * time.Second
+
+// brokerTimeout bounds each broker request.
+const brokerTimeout = 5 * time.Second
+
+// shutdownWait bounds how long the server, once its client has gone, waits
+// for a background startup still under way, so that a token the broker has
+// just rotated is stored before the process exits.
+const shutdownWait = 3 * brokerTimeout
+
 func run(ctx context.Context, logger *slog.Logger) error {
 	bench := os.Getenv("MCP_RESUME_BENCH")
-	server := newServer()
+	if bench == "" {
+		return serve(ctx, logger)
+	}
+	// The startup benchmarks' modes: the server's own startup, then (load)
+	// the store and its first load answer, in sequence, and exit there.
+	newServer() // the server's own startup, which "baseline" measures alone
 	if bench == "baseline" {
 		return nil
 	}
+	store, err := host.Open(ctx, App, &host.Options{Logger: logger})
+	if err != nil {
+		logger.Warn("session resume unavailable", "error", err)
+	}
+	if bench == "load" {
+		// The measured point is the load answer: exit there, skipping teardown.
+		store.Load(ctx)
+		os.Exit(0)
+	}
+	store.Close(ctx)
+	return fmt.Errorf("MCP_RESUME_BENCH=%q: want load or baseline", bench)
+}
+
+// serve runs the MCP server on stdio. The broker session is established in
+// a goroutine started first, so the store opens while the server starts and
+// the initialize handshake is answered without waiting for either the plugin
+// or the broker. It returns when the client disconnects or ctx ends, once
+// that goroutine is done (at most shutdownWait later) and the store closed.
+func serve(ctx context.Context, logger *slog.Logger) error {
+	brokerURL := os.Getenv("MCP_RESUME_BROKER_URL")
+	if brokerURL == "" {
+		return errors.New("MCP_RESUME_BROKER_URL is not set: point it at the token broker (go run ./examples/broker prints its URL)")
+	}
+	s := &state{
+		broker: brokerclient.New(brokerURL, &http.Client{Timeout: brokerTimeout}),
+		ready:  make(chan struct{}),
+	}
+	// Not ctx: a startup under way when the client leaves (or SIGTERM)
+	// finishes, since the broker may have rotated the token already.
+	go s.startup(context.WithoutCancel(ctx), logger)
+	defer func() {
+		// Wait for the background startup (at most shutdownWait), then close
+		// the store, which releases its lock; exiting would too.
+		select {
+		case <-s.ready:
+			s.store.Close(context.Background())
+		case <-time.After(shutdownWait):
+			logger.Warn("exiting with the broker session still being established", "waited", shutdownWait)
+		}
+	}()
+
+	server := newServer()
+	s.register(server)
+	return server.Run(ctx, &mcp.StdioTransport{})
+}
+
+// startup opens the resume store and establishes the broker session, then
+// publishes both and closes s.ready. A store that cannot open is resume off
+// (nil store); a broker that cannot be reached leaves s.err set, and the
+// tools fail with it until the server restarts.
+func (s *state) startup(ctx context.Context, logger *slog.Logger) {
+	defer close(s.ready)
 	store, err := host.Open(ctx, App, &host.Options{Logger: logger})
 	if err != nil {
 		// Resume is an optimisation: serve without it. The nil store Open
 		// returned is a store with resume off, so the code below runs as is.
 		logger.Warn("session resume unavailable", "error", err)
 	}
-	defer store.Close(ctx)
-	if bench == "load" {
-		// The measured point is the load answer: exit there, skipping teardown.
-		store.Load(ctx)
-		os.Exit(0)
-	}
-
-	brokerURL := os.Getenv("MCP_RESUME_BROKER_URL")
-	if brokerURL == "" {
-		return errors.New("MCP_RESUME_BROKER_URL is not set: point it at the token broker (go run ./examples/broker prints its URL)")
-	}
-	s := &state{broker: brokerclient.New(brokerURL, &http.Client{Timeout: 5 * time.Second})}
+	s.store = store
 	s.session, s.err = establish(ctx, store, s.broker, logger)
 	if s.err != nil {
 		logger.Error("no broker session; tools will fail until restart", "error", s.err)
 	}
-	s.register(server)
-	return server.Run(ctx, &mcp.StdioTransport{})
 }
 
 func newServer() *mcp.Server {
@@ -117,9 +179,12 @@ func establish(ctx context.Context, store *host.Store, broker *brokerclient.Clie
 }
 
 // state is the server's broker session, shared by the tool handlers.
+// startup writes store, session and err, then closes ready; they are read
+// only after ready is closed.
 type state struct {
 	broker  *brokerclient.Client
-	mu      sync.Mutex
+	ready   chan struct{}
+	store   *host.Store
 	session brokerclient.Session
 	err     error
 }
@@ -133,7 +198,7 @@ type empty struct{}
 func (s *state) register(server *mcp.Server) {
 	mcp.AddTool(server, &mcp.Tool{Name: "remember", Description: "Keep a note in this session's context at the broker."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in rememberIn) (*mcp.CallToolResult, any, error) {
-			sess, err := s.current()
+			sess, err := s.current(ctx)
 			if err == nil {
 				err = s.broker.AddNote(ctx, sess.Token, in.Note)
 			}
@@ -144,7 +209,7 @@ func (s *state) register(server *mcp.Server) {
 		})
 	mcp.AddTool(server, &mcp.Tool{Name: "recall", Description: "List the notes of this session."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
-			sess, err := s.current()
+			sess, err := s.current(ctx)
 			var notes []string
 			if err == nil {
 				notes, err = s.broker.Notes(ctx, sess.Token)
@@ -159,7 +224,7 @@ func (s *state) register(server *mcp.Server) {
 		})
 	mcp.AddTool(server, &mcp.Tool{Name: "session_info", Description: "The broker session ID and whether it was resumed."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
-			sess, err := s.current()
+			sess, err := s.current(ctx)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -167,9 +232,19 @@ func (s *state) register(server *mcp.Server) {
 		})
 }
 
-func (s *state) current() (brokerclient.Session, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// current waits (at most sessionWait, or until ctx ends) for the background
+// startup and returns its broker session, or an error naming why there is
+// none; the tool call then fails with it and the server keeps running.
+func (s *state) current(ctx context.Context) (brokerclient.Session, error) {
+	t := time.NewTimer(sessionWait)
+	defer t.Stop()
+	select {
+	case <-s.ready:
+	case <-ctx.Done():
+		return brokerclient.Session{}, fmt.Errorf("no broker session yet: %w", ctx.Err())
+	case <-t.C:
+		return brokerclient.Session{}, fmt.Errorf("no broker session: startup still running after %v (is the broker at MCP_RESUME_BROKER_URL reachable?)", sessionWait)
+	}
 	if s.err != nil {
 		return s.session, fmt.Errorf("no broker session: %w", s.err)
 	}

@@ -20,6 +20,8 @@ Environment:
   MCP_RESUME_INSTANCE    overrides the instance key (default: the arguments; "-": none)
   MCP_RESUME_BENCH       "load": open the store, load once, exit 0 (startup benchmark);
                          "baseline": the same startup without the store
+  MCP_RESUME             "off": session resume off (the plugin logs "Session resume turned
+                         off by MCP_RESUME=off" and reads or writes nothing)
 
 Tools: ``remember(note)`` -> ``remembered``; ``recall()`` -> ``{"notes": [...]}``;
 ``session_info()`` -> ``{"session_id": str, "resumed": bool}``.
@@ -27,8 +29,17 @@ Tools: ``remember(note)`` -> ``remembered``; ``recall()`` -> ``{"notes": [...]}`
 Startup follows spec 000, "MCP Server Startup", the same flow as the Go and
 TypeScript examples: load the stored token, offer it to the broker, reject it
 if the broker refuses (401/409/410), start a fresh session otherwise, and store
-whatever token the broker issues. Logs go to stderr; stdout carries only
-JSON-RPC.
+whatever token the broker issues. That runs in a background thread started
+before the MCP SDK is even imported, so the store opens while the SDK
+imports, and the MCP handshake (``initialize``) never waits for the broker. It
+waits for one thing only, and only if the SDK imported faster: the store's
+first ``load``, which resolves the MCP host and checks that the host holds
+this server's stdin or stdout (fault 11c in docs/RELIABILITY.md). That check
+must see fds 0 and 1 as the host set them up, and the SDK's stdio transport
+points them at /dev/null and stderr while it serves (its stray-output guard),
+so serving starts after the check (at most :data:`RESOLVE_WAIT_S`). A tool
+call waits for the broker session (at most :data:`SESSION_WAIT_S`). Logs go
+to stderr; stdout carries only JSON-RPC.
 """
 
 from __future__ import annotations
@@ -41,17 +52,28 @@ import threading
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anyio.to_thread
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+# The MCP SDK (mcp, anyio) is imported inside the functions that use it, not
+# here: main() starts the resume store's thread first, so the store opens
+# while the SDK imports.
 
 #: This server's app name: its token files live in their own state directory.
 APP = "example-python"
 
 #: Upper bound of every broker request, in seconds.
 HTTP_TIMEOUT_S = 5.0
+
+#: How long serving waits for the store's first ``load`` (the stdio check must run before the SDK
+#: diverts fds 0 and 1); it only waits this long on a first-ever compile of the plugin, seconds.
+RESOLVE_WAIT_S = 10.0
+
+#: How long a tool call waits for the broker session that startup establishes in
+#: the background (plugin open, at most two broker requests, a first-ever compile), seconds.
+SESSION_WAIT_S = 20.0
 
 log = logging.getLogger("example-python")
 
@@ -195,15 +217,15 @@ def open_store() -> Any:
         return None
 
 
-def establish(store: Any, broker: Broker) -> Session:
-    """Get a broker session: the stored one if the broker still honours its token, else a fresh one.
+def establish(store: Any, broker: Broker, token: str | None) -> Session:
+    """Get a broker session: the stored one if the broker still honours ``token`` (what ``store.load()``
+    returned), else a fresh one.
 
     Stores whatever token the broker returns. Raises :class:`BrokerError` when
     no session can be had at all.
     """
     session: Session | None = None
     if store is not None:
-        token = store.load()
         if token is not None:
             try:
                 session = broker.resume(token)
@@ -223,23 +245,83 @@ def establish(store: Any, broker: Broker) -> Session:
 
 
 class State:
-    """The server's broker session, shared by the tool handlers."""
+    """The server's broker session, established in the background and shared by the tool handlers."""
 
-    def __init__(self, broker: Broker, session: Session | None, error: Exception | None) -> None:
+    def __init__(self, broker: Broker) -> None:
+        """``broker``: the client every tool call uses. The session comes later, from :meth:`startup`."""
         self.broker = broker
-        self._lock = threading.Lock()
-        self._session = session
-        self._error = error
+        self.store: Any = None
+        self._resolved = threading.Event()
+        self._ready = threading.Event()
+        self._session: Session | None = None
+        self._error: Exception | None = None
+        self._thread: threading.Thread | None = None
 
-    def current(self) -> Session:
-        """The session; raises ``ToolError`` (shown to the client) when startup got none."""
-        with self._lock:
-            if self._session is None:
-                raise ToolError(f"no broker session: {self._error}")
-            return self._session
+    def start(self) -> None:
+        """Run :meth:`startup` in a daemon thread (returns at once)."""
+        self._thread = threading.Thread(target=self.startup, name="mcp-resume-startup", daemon=True)
+        self._thread.start()
+
+    def startup(self) -> None:
+        """Open the store, ``load`` (then :meth:`wait_resolved` returns), establish the broker session,
+        publish both; never raises.
+
+        A store that cannot open is resume off (``None``); a broker that cannot
+        be reached leaves the error, and the tools fail with it until restart.
+        """
+        try:
+            self.store = open_store()
+            token = self.store.load() if self.store is not None else None
+            self._resolved.set()
+            self._session = establish(self.store, self.broker, token)
+        except Exception as e:  # noqa: BLE001 - BrokerError, or anything else: the tools report it
+            self._error = e
+            log.error("no broker session; tools will fail until restart: %s", e)
+        finally:
+            self._resolved.set()
+            self._ready.set()
+
+    def wait_resolved(self, timeout_s: float = RESOLVE_WAIT_S) -> None:
+        """Wait (at most ``timeout_s`` seconds) until the store's first ``load`` has answered: the MCP
+        host is resolved and its stdio checked, so the SDK may divert fds 0 and 1."""
+        if not self._resolved.wait(timeout_s):
+            log.warning("serving before the resume store resolved the MCP host (%g s): "
+                        "its stdio check may see the SDK's diverted descriptors", timeout_s)
+
+    def close(self, wait_s: float = 3 * HTTP_TIMEOUT_S) -> None:
+        """Close the store once startup is done. A startup under way may have had its token rotated by
+        the broker already, so this waits at most ``wait_s`` seconds for it to store the new one; if it
+        is still running then, the process exit releases the token file's lock instead."""
+        if self._thread is not None:
+            self._thread.join(wait_s)
+        if self._ready.is_set() and self.store is not None:
+            self.store.close()
+
+    async def current(self) -> Session:
+        """The session, waiting for startup at most :data:`SESSION_WAIT_S` seconds.
+
+        Raises ``ToolError`` (shown to the client; the server keeps running) when
+        startup got none or is still running.
+        """
+        import anyio.to_thread
+        from mcp.server.mcpserver.exceptions import ToolError
+
+        if not self._ready.is_set():
+            await anyio.to_thread.run_sync(self._ready.wait, SESSION_WAIT_S)
+        if not self._ready.is_set():
+            raise ToolError(
+                f"no broker session: startup still running after {SESSION_WAIT_S:g} s "
+                "(is the broker at MCP_RESUME_BROKER_URL reachable?)"
+            )
+        if self._session is None:
+            raise ToolError(f"no broker session: {self._error}")
+        return self._session
 
     async def call(self, fn: Any, *args: Any) -> Any:
         """Run a blocking broker call in a worker thread; broker failures become ``ToolError``."""
+        import anyio.to_thread
+        from mcp.server.mcpserver.exceptions import ToolError
+
         try:
             return await anyio.to_thread.run_sync(fn, *args)
         except BrokerError as e:
@@ -247,7 +329,9 @@ class State:
 
 
 def new_server() -> MCPServer:
-    """The MCP server object (official SDK; ``MCPServer`` is FastMCP's name since mcp 2)."""
+    """The MCP server object (official SDK; ``MCPServer`` is FastMCP's name since mcp 2). Imports the SDK."""
+    from mcp.server.mcpserver import MCPServer
+
     return MCPServer("mcp-resume-example-python", version="0.1.0")
 
 
@@ -256,61 +340,63 @@ def register(server: MCPServer, state: State) -> None:
 
     @server.tool(description="Keep a note in this session's context at the broker.")
     async def remember(note: str) -> str:
-        session = state.current()
+        session = await state.current()
         await state.call(state.broker.add_note, session.token, note)
         return "remembered"
 
     @server.tool(description="List the notes of this session.")
     async def recall() -> str:
-        session = state.current()
+        session = await state.current()
         notes = await state.call(state.broker.notes, session.token)
         return json.dumps({"notes": notes})
 
     @server.tool(description="The broker session ID and whether it was resumed.")
     async def session_info() -> str:
-        session = state.current()
+        session = await state.current()
         return json.dumps({"session_id": session.session_id, "resumed": session.resumed})
 
 
 def main() -> int:
     """Run the server; return the exit status (0, or 1 without ``MCP_RESUME_BROKER_URL``).
 
-    Order: logging, MCPServer construction, then (unless
-    ``MCP_RESUME_BENCH=baseline``) the resume store and its first ``load``;
-    ``MCP_RESUME_BENCH=load`` exits right there, before any broker call.
+    Serving: the resume store's thread starts first (:meth:`State.startup`),
+    then the SDK imports and the server is built; it serves stdio once the
+    store's first ``load`` has answered (:meth:`State.wait_resolved`), and
+    answers ``initialize`` without waiting for the broker.
+
+    The startup benchmarks' modes run in sequence instead: logging, MCPServer
+    construction, then (unless ``MCP_RESUME_BENCH=baseline``) the resume store
+    and its first ``load``; ``MCP_RESUME_BENCH=load`` exits right there,
+    before any broker call.
     """
     setup_logging()
     bench = os.environ.get("MCP_RESUME_BENCH", "")
-    server = new_server()
-    if bench == "baseline":
-        return 0
-    store = open_store()
-    try:
-        if bench == "load":
-            if store is not None:
-                store.load()
+    if bench:
+        new_server()
+        if bench == "baseline":
             return 0
-        broker_url = os.environ.get("MCP_RESUME_BROKER_URL", "")
-        if not broker_url:
-            log.error(
-                "MCP_RESUME_BROKER_URL is not set: point it at the token broker "
-                "(go run ./examples/broker prints its URL)"
-            )
-            return 1
-        broker = Broker(broker_url)
-        session: Session | None = None
-        error: Exception | None = None
-        try:
-            session = establish(store, broker)
-        except BrokerError as e:
-            error = e
-            log.error("no broker session; tools will fail until restart: %s", e)
-        register(server, State(broker, session, error))
+        store = open_store()
+        if store is not None:
+            store.load()
+            store.close()
+        return 0
+    broker_url = os.environ.get("MCP_RESUME_BROKER_URL", "")
+    if not broker_url:
+        log.error(
+            "MCP_RESUME_BROKER_URL is not set: point it at the token broker "
+            "(go run ./examples/broker prints its URL)"
+        )
+        return 1
+    state = State(Broker(broker_url))
+    state.start()
+    try:
+        server = new_server()
+        register(server, state)
+        state.wait_resolved()
         server.run("stdio")
         return 0
     finally:
-        if store is not None:
-            store.close()  # releases the token file's lock (exiting would too)
+        state.close()  # releases the token file's lock (exiting would too)
 
 
 if __name__ == "__main__":

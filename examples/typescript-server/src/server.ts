@@ -15,16 +15,33 @@
  * - `MCP_RESUME_BENCH`: `load` opens the store, calls `load()` once and
  *   exits 0 (startup benchmark); `baseline` does the same startup without
  *   the store and exits at the same point.
+ * - `MCP_RESUME`: `off` turns session resume off (the plugin logs `Session
+ *   resume turned off by MCP_RESUME=off` and reads or writes nothing).
+ * - `MCP_RESUME_BENCH_ELD`: `1` logs, once the broker session is
+ *   established, the event loop's longest delay up to the handshake and
+ *   during the store's startup (examples/initbench measures with it).
+ * - `MCP_RESUME_BENCH_EAGER`: `1` starts the store before the transport
+ *   connects instead of after the handshake, the order this server does not
+ *   use, kept so that examples/initbench can measure what it costs.
  *
  * Tools: `remember(note)` → `remembered`; `recall()` → `{"notes": [...]}`;
  * `session_info()` → `{"session_id": string, "resumed": boolean}`.
  *
  * Startup follows spec 000, "MCP Server Startup": load the stored token,
  * offer it to the broker, reject it if the broker refuses, store whatever
- * token the broker issues. Logs go to stderr; stdout carries only JSON-RPC.
+ * token the broker issues. It runs in the background, after the MCP
+ * handshake: the plugin's work is synchronous on this thread (Extism's host
+ * functions are), so it starts once `initialize` has been answered (the
+ * client's `notifications/initialized`, or the first tool call, whichever
+ * comes first), yielding to the event loop between steps. `initialize` never
+ * waits for the plugin or the broker; a tool call waits for the broker
+ * session, at most {@link SESSION_WAIT_MS}. Logs go to stderr; stdout
+ * carries only JSON-RPC.
  *
  * @packageDocumentation
  */
+import { monitorEventLoopDelay } from "node:perf_hooks";
+
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { createStderrLogger, ResumeTokenStore, type Logger } from "mcp-resume";
@@ -35,7 +52,13 @@ import { BrokerClient, BrokerRejectedError, type Session } from "./broker.js";
 /** This server's app name: its token files live in their own state directory. */
 export const APP = "example-typescript";
 
+/** How long a tool call waits for the broker session startup establishes in the background, in milliseconds. */
+export const SESSION_WAIT_MS = 20_000;
+
 const logger: Logger = createStderrLogger();
+
+/** Resolves after the event loop has run its pending I/O (a `setImmediate` turn). */
+const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 function newServer(): McpServer {
   return new McpServer({ name: "mcp-resume-example-typescript", version: "0.1.0" });
@@ -79,11 +102,34 @@ function text(s: string): { content: Array<{ type: "text"; text: string }> } {
   return { content: [{ type: "text", text: s }] };
 }
 
-async function main(): Promise<void> {
-  const bench = process.env["MCP_RESUME_BENCH"];
-  const server = newServer();
-  if (bench === "baseline") process.exit(0);
+/** What the background startup ended with: a session, or why there is none. */
+type Outcome = { session: Session; error?: undefined } | { session?: undefined; error: string };
 
+/**
+ * The `MCP_RESUME_BENCH=load|baseline` startup benchmark modes: the
+ * server's own startup, then (load) the store and its first `load()` answer,
+ * in sequence; exits 0 at the measured point.
+ */
+async function benchMode(bench: string): Promise<never> {
+  newServer();
+  if (bench === "baseline") process.exit(0);
+  let store: ResumeTokenStore | undefined;
+  try {
+    store = await ResumeTokenStore.open({ app: APP, logger });
+  } catch (e) {
+    logger.warn("session resume unavailable", { error: (e as Error).message });
+  }
+  // The measured point is the load answer: exit there, skipping teardown.
+  await store?.load();
+  process.exit(0);
+}
+
+/**
+ * Opens the store and establishes the broker session, yielding to the
+ * event loop before each synchronous plugin step. Never rejects.
+ */
+async function startup(broker: BrokerClient): Promise<Outcome> {
+  await yieldToLoop();
   let store: ResumeTokenStore | undefined;
   try {
     store = await ResumeTokenStore.open({ app: APP, logger });
@@ -91,11 +137,41 @@ async function main(): Promise<void> {
     // Resume is an optimisation: serve without it.
     logger.warn("session resume unavailable", { error: (e as Error).message });
   }
-  if (bench === "load") {
-    // The measured point is the load answer: exit there, skipping teardown.
-    await store?.load();
-    process.exit(0);
+  await yieldToLoop();
+  try {
+    return { session: await establish(store, broker) };
+  } catch (e) {
+    const error = (e as Error).message;
+    logger.error("no broker session; tools will fail until restart", { error });
+    return { error };
   }
+}
+
+/**
+ * The event loop's delay (perf_hooks.monitorEventLoopDelay, 1 ms
+ * resolution) up to the handshake and during startup, logged once on
+ * stderr (`MCP_RESUME_BENCH_ELD=1`).
+ */
+function delayMonitor(): { handshake(): void; done(): void } {
+  const h = monitorEventLoopDelay({ resolution: 1 });
+  h.enable();
+  let handshakeMaxMs = -1;
+  return {
+    handshake() {
+      if (handshakeMaxMs >= 0) return;
+      handshakeMaxMs = h.max / 1e6;
+      h.reset();
+    },
+    done() {
+      h.disable();
+      logger.info("event-loop delay", { event: "bench_eld", handshake_max_ms: handshakeMaxMs.toFixed(1), startup_max_ms: (h.max / 1e6).toFixed(1) });
+    },
+  };
+}
+
+async function main(): Promise<void> {
+  const bench = process.env["MCP_RESUME_BENCH"];
+  if (bench) await benchMode(bench);
 
   const brokerURL = process.env["MCP_RESUME_BROKER_URL"];
   if (!brokerURL) {
@@ -104,20 +180,28 @@ async function main(): Promise<void> {
     );
     process.exit(1);
   }
+  const eld = process.env["MCP_RESUME_BENCH_ELD"] === "1" ? delayMonitor() : undefined;
   const broker = new BrokerClient(brokerURL);
-  let session: Session | undefined;
-  let sessionError = "";
-  try {
-    session = await establish(store, broker);
-  } catch (e) {
-    sessionError = (e as Error).message;
-    logger.error("no broker session; tools will fail until restart", { error: sessionError });
-  }
-  const current = (): Session => {
-    if (!session) throw new Error(`no broker session: ${sessionError}`);
-    return session;
+  let started: Promise<Outcome> | undefined;
+  const start = (): Promise<Outcome> =>
+    (started ??= startup(broker).then((o) => {
+      eld?.done();
+      return o;
+    }));
+  const current = async (): Promise<Session> => {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<Outcome>((resolve) => {
+      timer = setTimeout(
+        () => resolve({ error: `startup still running after ${SESSION_WAIT_MS / 1000} s (is the broker at MCP_RESUME_BROKER_URL reachable?)` }),
+        SESSION_WAIT_MS,
+      );
+    });
+    const o = await Promise.race([start(), timeout]).finally(() => clearTimeout(timer));
+    if (!o.session) throw new Error(`no broker session: ${o.error}`);
+    return o.session;
   };
 
+  const server = newServer();
   server.registerTool(
     "remember",
     {
@@ -125,23 +209,29 @@ async function main(): Promise<void> {
       inputSchema: { note: z.string().describe("the note to keep in this session") },
     },
     async ({ note }) => {
-      await broker.addNote(current().token, note);
+      await broker.addNote((await current()).token, note);
       return text("remembered");
     },
   );
   server.registerTool("recall", { description: "List the notes of this session." }, async () => {
-    const notes = await broker.notes(current().token);
+    const notes = await broker.notes((await current()).token);
     return text(JSON.stringify({ notes }));
   });
   server.registerTool(
     "session_info",
     { description: "The broker session ID and whether it was resumed." },
     async () => {
-      const s = current();
+      const s = await current();
       return text(JSON.stringify({ session_id: s.session_id, resumed: s.resumed }));
     },
   );
 
+  if (process.env["MCP_RESUME_BENCH_EAGER"] === "1") void start();
+  // initialize has been answered: the plugin's synchronous work may run now.
+  server.server.oninitialized = () => {
+    eld?.handshake();
+    void start();
+  };
   await server.connect(new StdioServerTransport());
 }
 

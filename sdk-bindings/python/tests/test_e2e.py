@@ -544,3 +544,25 @@ def test_missing_broker_url(tmp_path: Path, cache_home: Path) -> None:
     assert p.returncode == 1
     assert p.stdout == ""
     assert "MCP_RESUME_BROKER_URL is not set" in p.stderr
+
+
+MSG_RESUME_OFF = "Session resume turned off by MCP_RESUME=off"
+
+
+def test_resume_off_switch(tmp_path: Path, env: dict[str, str], hosts: Any) -> None:
+    """MCP_RESUME=off: the real server answers its tools (a fresh session every launch), logs the
+    plugin's resume_off line on stderr and writes no state directory."""
+    state = tmp_path / "state"
+    host = hosts()
+    off = {**env, "MCP_RESUME": "off"}
+    ids = []
+    for n in (1, 2):
+        log = tmp_path / f"run{n}.log"
+        r = host.launch(*direct(), off, log, [["session_info", {}], ["remember", {"note": "broker only"}]])
+        first = info(r[0])
+        assert first["resumed"] is False and r[1]["text"] == "remembered"
+        ids.append(first["session_id"])
+        assert _text(log).count(MSG_RESUME_OFF) == 1, _text(log)
+        assert MSG_NOT_FOUND not in _text(log)
+        assert not state.exists(), "MCP_RESUME=off created the state directory"
+    assert ids[0] != ids[1]

@@ -401,6 +401,36 @@ await s.close();`,
     assert.ok(!again.stderr().includes(MESSAGES.busy), again.stderr());
   });
 
+  test("MCP_RESUME=off: the server answers its tools, logs the resume_off line, writes no state directory", async () => {
+    const stateDir = path.join(tempDir(), "state");
+    const env = { MCP_RESUME_STATE_DIR: stateDir, MCP_RESUME: "off" };
+    const ids: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const l = await launch(NODE_SERVER[0]!, NODE_SERVER.slice(1), env);
+      const got = await sessionInfo(l);
+      assert.equal(got.resumed, false);
+      assert.equal(await l.call("remember", { note: "kept at the broker only" }), "remembered");
+      await l.close();
+      ids.push(got.session_id);
+      assert.equal(l.stderr().split("Session resume turned off by MCP_RESUME=off").length - 1, 1, l.stderr());
+      assert.ok(!l.stderr().includes(MESSAGES.notFound), l.stderr());
+      assert.ok(!existsSync(stateDir), "MCP_RESUME=off created the state directory");
+    }
+    assert.notEqual(ids[0], ids[1]);
+  });
+
+  test("broker unreachable: initialize is answered, tools fail with a clear error, the server keeps serving", async () => {
+    const stateDir = path.join(tempDir(), "state");
+    const dead = await startBroker(brokerBin);
+    const url = dead.url;
+    await dead.stop();
+    const l = await launch(NODE_SERVER[0]!, NODE_SERVER.slice(1), { MCP_RESUME_STATE_DIR: stateDir, MCP_RESUME_BROKER_URL: url });
+    for (let i = 0; i < 2; i++) {
+      await assert.rejects(l.call("session_info"), /no broker session/);
+    }
+    await l.close();
+  });
+
   test("raw stdio: only JSON-RPC on stdout; bench hooks and a missing broker URL print nothing there", async () => {
     const stateDir = path.join(tempDir(), "state");
     const run = (env: Record<string, string>, input: string): Promise<{ stdout: string; stderr: string; code: number | null }> =>
