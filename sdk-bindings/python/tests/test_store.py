@@ -498,3 +498,63 @@ def test_wasi_output_env_hidden_and_restored(tmp_path: Path) -> None:
     out, err = run_child(tmp_path, {"EXTISM_ENABLE_WASI_OUTPUT": "1", "XDG_CACHE_HOME": str(tmp_path / "cache")})
     assert out["wasi_env"] == "1"
     assert "ignoring EXTISM_ENABLE_WASI_OUTPUT" in err
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="XDG_CACHE_HOME moves the user cache dir on Linux only")
+def test_precompile_at_install_fills_the_cache(tmp_path: Path) -> None:
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("EXTISM_")}, "XDG_CACHE_HOME": str(tmp_path)}
+    subprocess.run([sys.executable, "-m", "mcp_resume"], env=env, check=True, timeout=300)
+    assert any(p.is_file() for p in (tmp_path / "mcp-resume" / "wasmtime").rglob("*")), "nothing cached"
+
+
+BACKGROUND = r"""
+import json, threading, time
+import mcp_resume
+from mcp_resume import _runtime
+names = [t.name for t in threading.enumerate()]
+deadline = time.monotonic() + 240
+while _runtime._started and _runtime._compiled is None and time.monotonic() < deadline:
+    time.sleep(0.01)
+print(json.dumps({"threads": names, "compiled": _runtime._compiled is not None}))
+"""
+
+
+@pytest.mark.parametrize("off", [False, True])
+def test_import_compiles_in_the_background(tmp_path: Path, off: bool) -> None:
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("EXTISM_", "MCP_RESUME"))},
+           "XDG_CACHE_HOME": str(tmp_path), **({"MCP_RESUME": "off"} if off else {})}
+    p = subprocess.run([sys.executable, "-c", BACKGROUND], env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["compiled"] is not off and ("mcp-resume-compile" in out["threads"]) is not off, out
+    assert (tmp_path / "mcp-resume").exists() is not off, "MCP_RESUME=off must write nothing"
+
+
+MEMORY = r"""
+import gc, json, sys
+from mcp_resume import ResumeTokenStore
+def rss_kib():
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+out = {}
+with ResumeTokenStore("memory", sys.argv[1], instance="") as s:
+    s.load()
+    for i in range(1, 10001):
+        s.store(f"tok-{i}")
+        if i in (1000, 5000, 10000):
+            gc.collect()
+            out[i] = rss_kib()
+    out["who"] = s.whoami()["token_file"]
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+def test_memory_flat_over_10000_calls(tmp_path: Path) -> None:
+    """10,000 store() calls on one store (this test process is the MCP host): RSS settles (the guest's Go heap
+    sizes itself in the first few thousand calls, ~3 MiB) and then stays flat: < 1 MiB from 5,000 to 10,000."""
+    p = subprocess.run([sys.executable, "-c", MEMORY, str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert (tmp_path / out["who"]).read_text() == "tok-10000", "resume was off: nothing was measured"
+    assert out["10000"] - out["1000"] < 4096 and out["10000"] - out["5000"] < 1024, out

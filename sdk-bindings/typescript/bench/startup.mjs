@@ -8,10 +8,11 @@
 //      baseline  MCP_RESUME_BENCH=baseline: imports + McpServer construction, then exit
 //      load      MCP_RESUME_BENCH=load: the same, then ResumeTokenStore.open() and one
 //                load(), then exit right after the load answer
-//    and times spawn -> exit (ms). A token file for this process's identity (the
-//    server's MCP host) is written first, so load() finds and validates a token as
-//    on a real relaunch. Prints median, p90 and mean per mode and the ratio
-//    (target: load adds at most 10% to the server's start).
+//    and times spawn -> exit (ms), and the child's peak RSS (process.resourceUsage().maxRSS,
+//    read at exit by a --require'd hook both modes load). A token file for this process's
+//    identity (the server's MCP host) is written first, so load() finds and validates a
+//    token as on a real relaunch. Prints median, p90 and mean per mode, the ratio load/
+//    baseline (issue 10 target: <= 1.25) and the RSS difference (target: <= +20 MiB).
 // 2. Memory: one store, 10,000 store() calls (test/fixtures/memory.mjs in a fresh
 //    process with --expose-gc): RSS, JS heap and external memory after 0, 1,000 and
 //    10,000 calls; and the same loop on the bare Extism SDK without plugin.reset(),
@@ -19,7 +20,7 @@
 //
 // Prints Markdown tables on stdout.
 import { spawn } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -57,24 +58,33 @@ const tokenFile = await new Promise((resolve, reject) => {
   p.on("exit", (c) => (c === 0 && out ? resolve(path.join(stateDir, out)) : reject(new Error(`could not file the bench token (exit ${c})`))));
 });
 
+// Loaded by every measured child (both modes alike): writes its peak RSS (KiB) to fd 3 at exit.
+const RSS_HOOK = path.join(work, "rss-hook.cjs");
+writeFileSync(RSS_HOOK, `process.on("exit", () => { try { require("fs").writeSync(3, String(process.resourceUsage().maxRSS)); } catch {} });\n`);
+
+// "tierup": the load mode with V8's default tiering (node --no-liftoff-only: the binding then leaves
+// the flags alone), to show what compiling the plugin for Liftoff only saves.
 function once(mode) {
   return new Promise((resolve, reject) => {
     const t0 = process.hrtime.bigint();
-    const p = spawn(process.execPath, [SERVER], {
+    const flags = mode === "tierup" ? ["--no-liftoff-only"] : [];
+    const p = spawn(process.execPath, [...flags, "--require", RSS_HOOK, SERVER], {
       cwd: ROOT,
-      env: { ...process.env, MCP_RESUME_BENCH: mode, MCP_RESUME_STATE_DIR: stateDir, MCP_RESUME_BROKER_URL: "http://127.0.0.1:9" },
-      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, MCP_RESUME_BENCH: mode === "tierup" ? "load" : mode, MCP_RESUME_STATE_DIR: stateDir, MCP_RESUME_BROKER_URL: "http://127.0.0.1:9" },
+      stdio: ["ignore", "pipe", "pipe", "pipe"],
     });
     let out = "";
     let err = "";
+    let rss = "";
     p.stdout.on("data", (d) => (out += d));
     p.stderr.on("data", (d) => (err += d));
-    p.on("exit", (code) => {
+    p.stdio[3].on("data", (d) => (rss += d));
+    p.on("close", (code) => {
       const ms = Number(process.hrtime.bigint() - t0) / 1e6;
       if (code !== 0) return reject(new Error(`${mode}: exit ${code}: ${err}`));
       if (out !== "") return reject(new Error(`${mode}: wrote to stdout: ${out}`));
       if (err.includes("WARN") || err.includes("ERROR")) return reject(new Error(`${mode}: ${err}`));
-      resolve(ms);
+      resolve({ ms, rssMiB: Number(rss) / 1024 });
     });
   });
 }
@@ -85,28 +95,41 @@ const stats = (xs) => {
   return { median: (s[(s.length - 1) >> 1] + s[s.length >> 1]) / 2, p90: q(0.9), mean: s.reduce((a, b) => a + b, 0) / s.length, min: s[0], max: s[s.length - 1] };
 };
 
-const times = { baseline: [], load: [] };
+const times = { baseline: [], load: [], tierup: [] };
+const rss = { baseline: [], load: [], tierup: [] };
 for (let i = 0; i < WARMUP; i++) {
   await once("baseline");
   await once("load");
 }
 for (let i = 0; i < N; i++) {
   // Alternate so drift hits both modes alike.
-  for (const mode of i % 2 ? ["load", "baseline"] : ["baseline", "load"]) times[mode].push(await once(mode));
+  for (const mode of i % 2 ? ["load", "tierup", "baseline"] : ["baseline", "tierup", "load"]) {
+    const r = await once(mode);
+    times[mode].push(r.ms);
+    rss[mode].push(r.rssMiB);
+  }
 }
 if (readFileSync(tokenFile, "utf8") !== TOKEN) throw new Error("load() changed the token file");
 
 const b = stats(times.baseline);
 const l = stats(times.load);
+const rb = stats(rss.baseline);
+const rl = stats(rss.load);
+const t = stats(times.tierup);
+const rt = stats(rss.tierup);
 const f = (x) => x.toFixed(1);
-console.log(`### Startup: spawn to exit of the example server (N=${N} each, ${WARMUP} warm-up pairs, node ${process.version}, ${process.platform}/${process.arch})\n`);
-console.log("| mode | median ms | p90 ms | mean ms | min ms | max ms |");
-console.log("|---|---:|---:|---:|---:|---:|");
-console.log(`| baseline (imports + McpServer) | ${f(b.median)} | ${f(b.p90)} | ${f(b.mean)} | ${f(b.min)} | ${f(b.max)} |`);
-console.log(`| load (+ open + first load answer) | ${f(l.median)} | ${f(l.p90)} | ${f(l.mean)} | ${f(l.min)} | ${f(l.max)} |`);
-console.log(`| **resume cost** | **+${f(l.median - b.median)}** | +${f(l.p90 - b.p90)} | +${f(l.mean - b.mean)} | | |`);
+console.log(`### Startup: spawn to exit of the example server (N=${N} each, alternating, ${WARMUP} warm-up pairs, node ${process.version}, ${process.platform}/${process.arch})\n`);
+console.log("| mode | median ms | p90 ms | mean ms | min ms | max ms | peak RSS MiB (median) |");
+console.log("|---|---:|---:|---:|---:|---:|---:|");
+console.log(`| baseline (imports + McpServer) | ${f(b.median)} | ${f(b.p90)} | ${f(b.mean)} | ${f(b.min)} | ${f(b.max)} | ${f(rb.median)} |`);
+console.log(`| load (+ open + first load answer) | ${f(l.median)} | ${f(l.p90)} | ${f(l.mean)} | ${f(l.min)} | ${f(l.max)} | ${f(rl.median)} |`);
+console.log(`| load, V8 default tiering (--no-liftoff-only) | ${f(t.median)} | ${f(t.p90)} | ${f(t.mean)} | ${f(t.min)} | ${f(t.max)} | ${f(rt.median)} |`);
+console.log(`| **resume cost** (load − baseline) | **+${f(l.median - b.median)}** | +${f(l.p90 - b.p90)} | +${f(l.mean - b.mean)} | | | **+${f(rl.median - rb.median)}** |`);
 const ratio = l.median / b.median;
-console.log(`\nRatio load/baseline (median): **${ratio.toFixed(3)}** (+${((ratio - 1) * 100).toFixed(1)}%; target ≤ +10%: ${ratio <= 1.1 ? "met" : "NOT met"})\n`);
+const drss = rl.median - rb.median;
+console.log(`\nload/baseline (median): **${ratio.toFixed(3)}** (target ≤ 1.25: ${ratio <= 1.25 ? "met" : "NOT met"}); ` +
+  `peak RSS ${f(rl.median)} vs ${f(rb.median)} MiB: **+${f(drss)} MiB** (target ≤ +20 MiB: ${drss <= 20 ? "met" : "NOT met"}); ` +
+  `with V8's default tiering: ${(t.median / b.median).toFixed(3)}, +${f(rt.median - rb.median)} MiB\n`);
 
 function memory(mode) {
   const dir = path.join(work, `mem-${mode}`);
@@ -127,5 +150,8 @@ console.log("|---:|---:|---:|---:|---:|---:|");
 for (const k of ["0", "1000", "10000"]) {
   console.log(`| ${Number(k).toLocaleString("en")} | ${MiB(withReset[k].rss)} | ${MiB(withReset[k].heapUsed)} | ${MiB(withReset[k].external)} | ${MiB(noReset[k].rss)} | ${MiB(noReset[k].heapUsed)} |`);
 }
-console.log("");
+const grow = (r) => f((r["10000"].rss - r["1000"].rss) / 1048576);
+const heap = (r) => `${MiB(r["1000"].heapUsed)} → ${MiB(r["10000"].heapUsed)}`;
+console.log(`\nFrom 1,000 to 10,000 calls: RSS ${grow(withReset)} MiB, JS heap ${heap(withReset)} MiB with the store; ` +
+  `RSS ${grow(noReset)} MiB, JS heap ${heap(noReset)} MiB on the bare SDK without reset\n`);
 rmSync(work, { recursive: true, force: true });

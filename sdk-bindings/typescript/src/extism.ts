@@ -1,22 +1,21 @@
 /**
- * Loading `@extism/extism` 1.0.3 and the plugin module, with the SDK's traps
- * handled (README, "Extism 1.0.3 and its traps"): the `node:wasi` warning
- * ({@link loadExtism}), the missing `get_log_level` ({@link extismEnvExtras});
- * the store resets the block table after every call and keeps stdout clean.
+ * Loading `@extism/extism` 1.0.3 and the plugin module, with the SDK's traps handled (README, "Extism
+ * 1.0.3 and its traps"): the `node:wasi` warning ({@link loadExtism}), the missing `get_log_level`
+ * ({@link extismEnvExtras}); the store resets the block table after every call and keeps stdout clean.
  *
  * @packageDocumentation
  */
 import { readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
+import { setFlagsFromString } from "node:v8";
 
 import type * as ExtismModule from "@extism/extism";
-import type { ManifestWasmModule } from "@extism/extism";
 
 /** The `@extism/extism` module namespace. */
 export type Extism = typeof ExtismModule;
 
 /** A compiled `WebAssembly.Module` (typed through Extism's manifest: `@types/node` 20 lacks the `WebAssembly` global). */
-export type WasmModule = ManifestWasmModule["module"];
+export type WasmModule = ExtismModule.ManifestWasmModule["module"];
 
 const wasm = (globalThis as unknown as { WebAssembly: { compile(bytes: Uint8Array): Promise<WasmModule> } }).WebAssembly;
 const WASI_WARNING = /^WASI is an experimental feature/;
@@ -52,7 +51,10 @@ const modules = new Map<string, Promise<WasmModule>>();
 
 /**
  * Compiles a Wasm file once per process and path (hostfuncs/README.md:
- * "Compile the module once per process").
+ * "Compile the module once per process"), for V8's baseline compiler only (`--liftoff-only`
+ * while `WebAssembly.compile` starts, then the default again, unless the process set a liftoff
+ * flag itself): the plugin's few short calls never pay for TurboFan tier-up, ~90 ms and ~20 MiB
+ * RSS at the first `load` (bench/startup.mjs measures it).
  *
  * @param file - absolute path or `file:` URL of the `.wasm`.
  * @returns the compiled module, shared by later calls.
@@ -62,7 +64,13 @@ export function compiledModule(file: string | URL): Promise<WasmModule> {
   const key = typeof file === "string" ? file : fileURLToPath(file);
   let p = modules.get(key);
   if (!p) {
-    p = readFile(key).then((bytes) => wasm.compile(bytes));
+    p = readFile(key).then((bytes) => {
+      const own = !`${process.execArgv.join(" ")} ${process.env["NODE_OPTIONS"] ?? ""}`.includes("liftoff");
+      if (own) setFlagsFromString("--liftoff-only");
+      const compiled = wasm.compile(bytes); // V8 takes the flag here, synchronously; compile never throws
+      if (own) setFlagsFromString("--no-liftoff-only");
+      return compiled;
+    });
     modules.set(key, p);
     p.catch(() => modules.delete(key));
   }

@@ -25,10 +25,8 @@ export const ABI_VERSION = "3";
 export const NAMESPACE = "extism:host/user";
 
 /** Host function names, in the order of hostfuncs/README.md. */
-export const FUNCTIONS = [
-  ...["mcp_resume_facts", "mcp_resume_inspect", "mcp_resume_prepare_dir", "mcp_resume_read", "mcp_resume_write"],
-  ...["mcp_resume_remove", "mcp_resume_list", "mcp_resume_lock", "mcp_resume_log"],
-] as const;
+export const FUNCTIONS = ["mcp_resume_facts", "mcp_resume_inspect", "mcp_resume_prepare_dir", "mcp_resume_read", "mcp_resume_write",
+  "mcp_resume_remove", "mcp_resume_list", "mcp_resume_lock", "mcp_resume_log"] as const;
 
 /** Error codes of the contract (hostfuncs/README.md, "Error codes"). */
 export type ErrorCode = "not_found" | "permission" | "unsupported" | "invalid_request" | "unsafe" | "busy" | "io";
@@ -83,10 +81,8 @@ export function validName(name: unknown): name is string {
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 const PID = "(?:self|[1-9][0-9]*)";
 /** The `/proc` allowlist (hostfuncs/README.md, "The allowlist"), checked before any system call. */
-const ALLOWED = {
-  read: new RegExp(`^/proc/(?:sys/kernel/random/boot_id|${PID}/(?:stat|cmdline))$`),
-  readlink: new RegExp(`^/proc/(?:self|${PID}/ns/pid|${PID}/fd/[0-9]+)$`),
-};
+const ALLOWED = { read: new RegExp(`^/proc/(?:sys/kernel/random/boot_id|${PID}/(?:stat|cmdline))$`),
+  readlink: new RegExp(`^/proc/(?:self|${PID}/ns/pid|${PID}/fd/[0-9]+)$`) };
 const DIGITS = /^[1-9][0-9]*$/;
 const PROC_READ_MAX = 65536; // most bytes an inspect "read" returns
 

@@ -14,6 +14,8 @@ import { createStderrLogger, safeLog, type Logger } from "./logger.js";
 
 /** The plugin shipped with this package (copied from `plugin/plugin.wasm` at build time). */
 export const PLUGIN_WASM_URL = new URL("../plugin.wasm", import.meta.url);
+// Importing starts compiling the plugin, off the main thread, to overlap the server's startup (not the SDK import: main thread).
+if (process.env["MCP_RESUME"] !== "off") compiledModule(PLUGIN_WASM_URL).catch(() => undefined);
 
 /** Options of {@link ResumeTokenStore.open}. Every default is the plugin's (hostfuncs/README.md, "Plugin exports", `open`). */
 export interface OpenOptions {
@@ -365,18 +367,14 @@ export async function loadStore(logger: Logger, wasm: string | URL = PLUGIN_WASM
         return 0n;
       }
     };
-    plugin = await extism.createPlugin(
-      { wasm: [{ module }] },
-      {
-        useWasi: true,
-        enableWasiOutput: false, // never the process's stdout: it carries JSON-RPC
-        runInWorker: false, // host functions run synchronously on this thread
-        logger: consoleFor(logger),
-        functions: { [NAMESPACE]: Object.fromEntries(FUNCTIONS.map((n) => [n, hostFn(n)])), "extism:host/env": extismEnvExtras() },
-        ...{ config: {}, allowedPaths: {}, allowedHosts: [] },
-        fetch: noFetch, // keeps 1.0.3 from loading undici (~10 ms)
-      },
-    );
+    // A bare Module: a manifest would make 1.0.3 touch `Response`, loading undici (~25 ms, ~4 MiB); noFetch: its `fetch`.
+    plugin = await extism.createPlugin(module, {
+      useWasi: true,
+      enableWasiOutput: false, // never the process's stdout: it carries JSON-RPC
+      runInWorker: false, // host functions run synchronously on this thread
+      functions: { [NAMESPACE]: Object.fromEntries(FUNCTIONS.map((n) => [n, hostFn(n)])), "extism:host/env": extismEnvExtras() },
+      ...{ logger: consoleFor(logger), config: {}, allowedPaths: {}, allowedHosts: [], fetch: noFetch },
+    });
   } catch (e) {
     await funcs.close();
     throw new PluginError("plugin_unusable", `mcp-resume plugin unusable: loading ${String(wasm)}: ${(e as Error)?.message ?? String(e)}`);

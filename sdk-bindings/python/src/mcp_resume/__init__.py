@@ -19,9 +19,11 @@ from __future__ import annotations
 
 from ._errors import InvalidAppError, InvalidOptionError, InvalidTokenError, PluginError, ResumeStoreError
 from ._hostfuncs import ABI_VERSION
+from ._runtime import precompile
 from ._store import NO_INSTANCE, ResumeTokenStore, TokenFile
 
 __all__ = ["ABI_VERSION", "NO_INSTANCE", "InvalidAppError", "InvalidOptionError", "InvalidTokenError", "PluginError",
-           "ResumeStoreError", "ResumeTokenStore", "TokenFile"]
+           "ResumeStoreError", "ResumeTokenStore", "TokenFile", "precompile"]
 
 __version__ = "0.1.0"
+precompile()  # the compile overlaps the importer's own startup

@@ -44,19 +44,15 @@ ABI_VERSION = "3"
 #: Wasm import module of every host function (wire.Namespace).
 NAMESPACE = "extism:host/user"
 #: Every host function name, in the order of the README.
-FUNCTIONS = (
-    "mcp_resume_facts", "mcp_resume_inspect", "mcp_resume_prepare_dir", "mcp_resume_read", "mcp_resume_write",
-    "mcp_resume_remove", "mcp_resume_list", "mcp_resume_lock", "mcp_resume_log",
-)
+FUNCTIONS = ("mcp_resume_facts", "mcp_resume_inspect", "mcp_resume_prepare_dir", "mcp_resume_read", "mcp_resume_write",
+             "mcp_resume_remove", "mcp_resume_list", "mcp_resume_lock", "mcp_resume_log")
 
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING, "error": logging.ERROR}
 _NAME = re.compile(r"[A-Za-z0-9._-]{1,255}")
 _PID = r"(?:self|[1-9][0-9]*)"
 #: The /proc allowlist per inspect op (hostfuncs/README.md, "The allowlist").
-_ALLOW = {
-    "read": re.compile(rf"/proc/sys/kernel/random/boot_id|/proc/{_PID}/(?:stat|cmdline)"),
-    "readlink": re.compile(rf"/proc/self|/proc/{_PID}/ns/pid|/proc/{_PID}/fd/[0-9]+"),
-}
+_ALLOW = {"read": re.compile(rf"/proc/sys/kernel/random/boot_id|/proc/{_PID}/(?:stat|cmdline)"),
+          "readlink": re.compile(rf"/proc/self|/proc/{_PID}/ns/pid|/proc/{_PID}/fd/[0-9]+")}
 _DIGITS = re.compile(r"[1-9][0-9]*")
 _MAX_INSPECT_OPS = 64
 _PROC_READ_CAP = 65536
@@ -66,11 +62,10 @@ _O_FLAGS = os.O_NOFOLLOW | os.O_CLOEXEC
 
 @dataclass
 class System:
-    """A pinned system, for tests only (hostfuncs/conformance/README.md, "System"): ``facts`` answered
-    as is; ``proc``, the directory read for ``/proc`` (after the allowlist); ``answers`` of ``kill0``,
-    ``fstat``, ``peer``, ``sysctl``, ``procargs``, ``ps`` keyed ``"<op> <pid or fd>"`` (missing: kill0
-    ``not_found``, fstat ``char``, the others ``unsupported``); ``no_answer``, functions answering ``not json``.
-    """
+    """A pinned system, for tests only (hostfuncs/conformance/README.md, "System"): ``facts`` answered as is;
+    ``proc``, the directory read for ``/proc`` (after the allowlist); ``answers`` of ``kill0``, ``fstat``,
+    ``peer``, ``sysctl``, ``procargs``, ``ps`` keyed ``"<op> <pid or fd>"`` (missing: kill0 ``not_found``,
+    fstat ``char``, the others ``unsupported``); ``no_answer``, functions answering ``not json``."""
 
     facts: dict[str, Any]
     proc: str
@@ -208,10 +203,8 @@ def _macos(op: str, pid: str) -> dict[str, Any]:
     return {"data": _b64(data)}
 
 
-_REAL_OPS: dict[str, Callable[[Any], dict[str, Any]]] = {
-    "kill0": _kill0, "fstat": _fstat, "peer": _peer,
-    **{op: functools.partial(_macos, op) for op in ("sysctl", "procargs", "ps")},
-}
+_REAL_OPS: dict[str, Callable[[Any], dict[str, Any]]] = {"kill0": _kill0, "fstat": _fstat, "peer": _peer, **{
+    op: functools.partial(_macos, op) for op in ("sysctl", "procargs", "ps")}}
 
 
 class HostFunctions:

@@ -27,7 +27,7 @@ from extism.extism import CompiledPlugin
 from ._errors import PluginError
 from ._hostfuncs import FUNCTIONS, NAMESPACE, HostFunctions
 
-__all__ = ["CACHE_ENV", "cache_config_path", "compiled_plugin", "new_plugin", "plugin_bytes"]
+__all__ = ["CACHE_ENV", "cache_config_path", "compiled_plugin", "new_plugin", "plugin_bytes", "precompile"]
 
 #: The Extism runtime's variable naming the wasmtime cache TOML ("" disables the cache).
 CACHE_ENV = "EXTISM_CACHE_CONFIG"
@@ -38,6 +38,7 @@ _log = logging.getLogger("mcp_resume")
 _lock = threading.Lock()
 _functions: list[Any] | None = None
 _compiled: CompiledPlugin | None = None
+_started = False
 
 
 def plugin_bytes() -> bytes:
@@ -139,6 +140,21 @@ def compiled_plugin(wasm: bytes | None = None) -> CompiledPlugin:
         if _compiled is None:
             _compiled = _compile(plugin_bytes())
         return _compiled
+
+
+def precompile() -> None:
+    """Start compiling the shipped plugin (:func:`compiled_plugin`) in a daemon thread, once per process and not
+    with ``MCP_RESUME=off``, so the compile (wasmtime, GIL released) overlaps the importer's startup; importing
+    ``mcp_resume`` calls it. Never raises (a failure is raised again when a store opens); never delays exit."""
+    global _started
+    if not _started and os.environ.get("MCP_RESUME") != "off":
+        _started = True
+        threading.Thread(target=_compile_quietly, name="mcp-resume-compile", daemon=True).start()
+
+
+def _compile_quietly() -> None:
+    with contextlib.suppress(Exception):
+        compiled_plugin()
 
 
 def new_plugin(wasm: bytes | None = None) -> extism.Plugin:

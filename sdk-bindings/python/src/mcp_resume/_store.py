@@ -73,15 +73,8 @@ class ResumeTokenStore:
     #: A pinned system for the host functions (tests only: the conformance runner).
     _system: System | None = None
 
-    def __init__(
-        self,
-        app: str,
-        state_dir: PathLike | None = None,
-        *,
-        logger: Logger | None = None,
-        launchers: Iterable[str] | None = None,
-        instance: str | None = None,
-    ) -> None:
+    def __init__(self, app: str, state_dir: PathLike | None = None, *, logger: Logger | None = None,
+                 launchers: Iterable[str] | None = None, instance: str | None = None) -> None:
         if instance is not None and not isinstance(instance, str):
             raise TypeError(f"instance must be a str or None, not {type(instance).__name__}")
         req: dict[str, Any] = {"app": app}
