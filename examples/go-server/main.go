@@ -32,6 +32,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -93,8 +94,9 @@ func run(ctx context.Context, logger *slog.Logger) error {
 }
 
 // serve runs the MCP server on stdio. The broker session is established in
-// a goroutine started first, so the store opens while the server starts and
-// the initialize handshake is answered without waiting for either the plugin
+// a goroutine that starts once the client has finished the initialize
+// handshake (or at the first tool call, whichever comes first), so
+// initialize is answered without waiting for, or competing with, the plugin
 // or the broker. It returns when the client disconnects or ctx ends, once
 // that goroutine is done (at most shutdownWait later) and the store closed.
 func serve(ctx context.Context, logger *slog.Logger) error {
@@ -108,10 +110,15 @@ func serve(ctx context.Context, logger *slog.Logger) error {
 	}
 	// Not ctx: a startup under way when the client leaves (or SIGTERM)
 	// finishes, since the broker may have rotated the token already.
-	go s.startup(context.WithoutCancel(ctx), logger)
+	bg := context.WithoutCancel(ctx)
+	s.begin = func() { s.once.Do(func() { go s.startup(bg, logger) }) }
 	defer func() {
 		// Wait for the background startup (at most shutdownWait), then close
-		// the store, which releases its lock; exiting would too.
+		// the store, which releases its lock; exiting would too. A client
+		// that left before the handshake ended started nothing.
+		if !s.started() {
+			return
+		}
 		select {
 		case <-s.ready:
 			s.store.Close(context.Background())
@@ -120,7 +127,9 @@ func serve(ctx context.Context, logger *slog.Logger) error {
 		}
 	}()
 
-	server := newServer()
+	server := mcp.NewServer(serverInfo, &mcp.ServerOptions{
+		InitializedHandler: func(context.Context, *mcp.InitializedRequest) { s.begin() },
+	})
 	s.register(server)
 	return server.Run(ctx, &mcp.StdioTransport{})
 }
@@ -144,8 +153,10 @@ func (s *state) startup(ctx context.Context, logger *slog.Logger) {
 	}
 }
 
+var serverInfo = &mcp.Implementation{Name: "mcp-resume-example-go", Version: "0.1.0"}
+
 func newServer() *mcp.Server {
-	return mcp.NewServer(&mcp.Implementation{Name: "mcp-resume-example-go", Version: "0.1.0"}, nil)
+	return mcp.NewServer(serverInfo, nil)
 }
 
 // establish gets a broker session: the stored one if the broker still honours
@@ -179,10 +190,12 @@ func establish(ctx context.Context, store *host.Store, broker *brokerclient.Clie
 }
 
 // state is the server's broker session, shared by the tool handlers.
-// startup writes store, session and err, then closes ready; they are read
-// only after ready is closed.
+// begin starts startup once; startup writes store, session and err, then
+// closes ready; they are read only after ready is closed.
 type state struct {
 	broker  *brokerclient.Client
+	begin   func()
+	once    sync.Once
 	ready   chan struct{}
 	store   *host.Store
 	session brokerclient.Session
@@ -236,6 +249,7 @@ func (s *state) register(server *mcp.Server) {
 // startup and returns its broker session, or an error naming why there is
 // none; the tool call then fails with it and the server keeps running.
 func (s *state) current(ctx context.Context) (brokerclient.Session, error) {
+	s.begin() // a client that skipped notifications/initialized
 	t := time.NewTimer(sessionWait)
 	defer t.Stop()
 	select {
@@ -249,6 +263,13 @@ func (s *state) current(ctx context.Context) (brokerclient.Session, error) {
 		return s.session, fmt.Errorf("no broker session: %w", s.err)
 	}
 	return s.session, nil
+}
+
+// started reports whether begin has started the background startup.
+func (s *state) started() bool {
+	started := true
+	s.once.Do(func() { started = false })
+	return started
 }
 
 func text(s string) *mcp.CallToolResult {
