@@ -509,14 +509,15 @@ func (d *decoder) bytes(p *[]byte) error {
 	return nil
 }
 
-// strings reads an array of strings into p; null sets p to nil.
-func (d *decoder) strings(p *[]string) error {
-	out := []string{}
+// slice reads an array into *p, each element decoded by elem into a zero
+// T, as encoding/json fills a slice: null sets *p to nil, [] to an empty,
+// non-nil slice.
+func slice[T any](d *decoder, p *[]T, elem func(d *decoder, v *T) error) error {
+	out := []T{}
 	isArray, err := d.array(func(d *decoder) error {
-		var s string
-		err := d.str(&s)
-		out = append(out, s)
-		return err
+		var zero T
+		out = append(out, zero)
+		return elem(d, &out[len(out)-1])
 	})
 	if err != nil {
 		return err
@@ -526,6 +527,11 @@ func (d *decoder) strings(p *[]string) error {
 	}
 	*p = out
 	return nil
+}
+
+// strings reads an array of strings into p; null sets p to nil.
+func (d *decoder) strings(p *[]string) error {
+	return slice(d, p, (*decoder).str)
 }
 
 // error reads an Error object into *p, or sets *p to nil for null.
@@ -616,16 +622,7 @@ func (r *InspectResponse) DecodeJSON(b []byte) error {
 	return decodeObject(b, func(d *decoder, name string) error {
 		switch field(name, "results", "error") {
 		case "results":
-			var out []InspectResult
-			isArray, err := d.array(func(d *decoder) error {
-				out = append(out, InspectResult{})
-				return out[len(out)-1].decode(d)
-			})
-			if isArray && out == nil {
-				out = []InspectResult{}
-			}
-			r.Results = out
-			return err
+			return slice(d, &r.Results, func(d *decoder, v *InspectResult) error { return v.decode(d) })
 		case "error":
 			return d.errorObj(&r.Error)
 		}
@@ -643,10 +640,7 @@ func (r *InspectResult) decode(d *decoder) error {
 		case "target":
 			return d.str(&r.Target)
 		case "fds":
-			var out []FD
-			isArray, err := d.array(func(d *decoder) error {
-				out = append(out, FD{})
-				fd := &out[len(out)-1]
+			return slice(d, &r.FDs, func(d *decoder, fd *FD) error {
 				return d.object(func(d *decoder, name string) error {
 					switch field(name, "fd", "target", "flags") {
 					case "fd":
@@ -659,11 +653,6 @@ func (r *InspectResult) decode(d *decoder) error {
 					return d.skip()
 				})
 			})
-			if isArray && out == nil {
-				out = []FD{}
-			}
-			r.FDs = out
-			return err
 		case "type":
 			return d.str(&r.Type)
 		case "peer_pid":
@@ -712,10 +701,7 @@ func (r *ListResponse) DecodeJSON(b []byte) error {
 	return decodeObject(b, func(d *decoder, name string) error {
 		switch field(name, "files", "error") {
 		case "files":
-			var out []ListEntry
-			isArray, err := d.array(func(d *decoder) error {
-				out = append(out, ListEntry{})
-				e := &out[len(out)-1]
+			return slice(d, &r.Files, func(d *decoder, e *ListEntry) error {
 				return d.object(func(d *decoder, name string) error {
 					switch field(name, "name", "age_seconds") {
 					case "name":
@@ -726,11 +712,6 @@ func (r *ListResponse) DecodeJSON(b []byte) error {
 					return d.skip()
 				})
 			})
-			if isArray && out == nil {
-				out = []ListEntry{}
-			}
-			r.Files = out
-			return err
 		case "error":
 			return d.errorObj(&r.Error)
 		}
