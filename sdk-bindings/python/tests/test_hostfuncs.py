@@ -670,8 +670,12 @@ def test_inspect_another_users_process_permission() -> None:
 
 STDIO_CHILD = r"""
 import json, logging, os, sys
+from mcp_resume import _runtime
 from mcp_resume._hostfuncs import HostFunctions
 if sys.argv[2] == "close":
+    # Importing mcp_resume starts compiling the plugin in a thread that opens
+    # files; wait for it, or its next open() could take the freed fd 0.
+    _runtime.compiled_plugin()
     os.close(0)
 ops = [{"op": "fstat", "fd": 0}, {"op": "fstat", "fd": 1}, {"op": "peer", "fd": 0}, {"op": "peer", "fd": 1}]
 resp = HostFunctions(logging.getLogger("x")).call("mcp_resume_inspect", json.dumps({"ops": ops}).encode())
