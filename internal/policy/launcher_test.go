@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -25,14 +26,48 @@ func TestLauncherSet_IsLauncher(t *testing.T) {
 		{name: "npm exec title in comm", p: Process{Name: "npm exec ./tiny"}, want: true},
 		{name: "npm x title in args", p: Process{Name: "node", Args: []string{"npm x ./tinypkg"}}, want: true},
 		{name: "npm exec without package", p: Process{Name: "npm exec"}, want: true},
-		{name: "npm run title is not npm exec", p: Process{Name: "npm run dev"}},
+		// npm's own titles, as observed with npm 11.19.1 (comm, then cmdline).
+		{name: "npm start title", p: Process{Name: "npm start", Args: []string{"npm start"}}, want: true},
+		{name: "npm run title with script args", p: Process{Name: "npm run who --a", Args: []string{"npm run who --a b"}}, want: true},
+		{name: "npm run-script title truncated in comm", p: Process{Name: "npm run-script "}, want: true},
+		{name: "npm rum alias title", p: Process{Name: "npm rum who", Args: []string{"npm rum who"}}, want: true},
+		{name: "npm test title", p: Process{Name: "npm test", Args: []string{"npm test"}}, want: true},
+		{name: "npm t alias title", p: Process{Name: "npm t", Args: []string{"npm t"}}, want: true},
+		{name: "npm restart title", p: Process{Name: "npm restart", Args: []string{"npm restart"}}, want: true},
+		{name: "npm before its title is set", p: Process{Name: "npm", Args: []string{"npm"}}, want: true},
+		{name: "npm title needs a command", p: Process{Name: "npm ", Args: []string{"npm "}}},
+		{name: "npmx is not npm", p: Process{Name: "npmx", Args: []string{"npmx", "run"}}},
+		// Other runners, in the shapes observed (pnpm 12.21.0, yarn 1.22.22,
+		// bun 1.4.5, deno 2.9.6, uv, pdm, hatch; poetry run and pipx run exec
+		// the command and leave no process of their own).
+		{name: "pnpm start", p: Process{Name: "pnpm", Args: []string{"/usr/lib/node_modules/.bin/pnpm", "start"}}, want: true},
+		{name: "pnpm exec", p: Process{Name: "pnpm", Args: []string{"/usr/lib/node_modules/.bin/pnpm", "exec", "server"}}, want: true},
+		{name: "pnx alias", p: Process{Name: "pnx", Args: []string{"/usr/lib/node_modules/.bin/pnx", "server"}}, want: true},
+		{name: "yarn classic run", p: Process{Name: "node", Args: []string{"node", "/usr/lib/node_modules/.bin/yarn", "run", "who"}}, want: true},
+		{name: "yarn classic script", p: Process{Name: "node", Args: []string{"node", "/usr/local/bin/yarn", "who"}}, want: true},
+		{name: "yarn berry release", p: Process{Name: "node", Args: []string{"node", "/ws/.yarn/releases/yarn-4.5.0.cjs", "run", "who"}}, want: true},
+		{name: "yarn-like script is not yarn", p: Process{Name: "node", Args: []string{"node", "/ws/yarn-helper.js"}}},
+		{name: "bun run script", p: Process{Name: "bun", Args: []string{"/usr/local/bin/bun", "run", "who"}}, want: true},
+		{name: "bun script shorthand", p: Process{Name: "bun", Args: []string{"/usr/local/bin/bun", "who"}}, want: true},
+		{name: "bun run with a flag first", p: Process{Name: "bun", Args: []string{"bun", "--bun", "run", "who"}}, want: true},
+		{name: "bun runs a file in its own process", p: Process{Name: "bun", Args: []string{"bun", "host.ts"}}},
+		{name: "bun run a path", p: Process{Name: "bun", Args: []string{"bun", "run", "./dist/host"}}},
+		{name: "bun install", p: Process{Name: "bun", Args: []string{"bun", "install"}}},
+		{name: "bun alone", p: Process{Name: "bun", Args: []string{"bun"}}},
+		{name: "deno task", p: Process{Name: "deno", Args: []string{"/usr/local/bin/deno", "task", "who"}}, want: true},
+		{name: "deno task with a flag first", p: Process{Name: "deno", Args: []string{"deno", "-q", "task", "who"}}, want: true},
+		{name: "deno run is a program", p: Process{Name: "deno", Args: []string{"deno", "run", "-A", "host.ts"}}},
+		{name: "uv run", p: Process{Name: "uv", Args: []string{"uv", "run", "--no-project", "server"}}, want: true},
+		{name: "uvx after its exec into uv", p: Process{Name: "uv", Args: []string{"/usr/bin/uv", "tool", "uvx", "server"}}, want: true},
+		{name: "pdm run", p: Process{Name: "pdm", Args: []string{"/venv/bin/python3", "/venv/bin/pdm", "run", "who"}}, want: true},
+		{name: "hatch run", p: Process{Name: "hatch", Args: []string{"/venv/bin/python3", "/venv/bin/hatch", "run", "who"}}, want: true},
 		{name: "node npm-cli.js exec", p: Process{Name: "node", Args: []string{"node", "/usr/lib/node_modules/npm/bin/npm-cli.js", "exec", "x"}}, want: true},
 		{name: "nodejs npx", p: Process{Name: "nodejs", Args: []string{"/usr/bin/nodejs", "/usr/bin/npx", "x"}}, want: true},
 		{name: "node yarn.mjs", p: Process{Name: "node", Args: []string{"node", "/opt/yarn/yarn.mjs", "dlx", "x"}}, want: true},
 		{name: "node script", p: Process{Name: "node", Args: []string{"node", "/opt/host/cli.js"}}},
 		{name: "node alone", p: Process{Name: "node", Args: []string{"node"}}},
 		{name: "bun x", p: Process{Name: "bun", Args: []string{"bun", "x", "server"}}, want: true},
-		{name: "bun run", p: Process{Name: "bun", Args: []string{"bun", "run", "host.ts"}}},
+		{name: "bun run a file", p: Process{Name: "bun", Args: []string{"bun", "run", "host.ts"}}},
 		{name: "sudo is not a launcher", p: Process{Name: "sudo", Args: []string{"sudo", "server"}}},
 		{name: "host", p: Process{Name: "claude", Args: []string{"claude"}}},
 		{name: "short name is not a prefix match", p: Process{Name: "s", Args: []string{"s"}}},
@@ -85,6 +120,57 @@ func TestIsReaper(t *testing.T) {
 				t.Errorf("isReaper(%+v) = %v, want %v", tt.p, got, tt.want)
 			}
 		})
+	}
+}
+
+// TestSharedServerKind: the never-host list, on the comm and argv shapes
+// these processes really have (observed: tmux 3.3a "tmux: server" with the
+// first client's argv; OpenSSH's retitled "sshd: user@notty" and, from 9.8,
+// comm "sshd-session"; screen's server argv[0] "SCREEN"; comm truncated to
+// 15 bytes for gnome-terminal-server and wezterm-mux-server).
+func TestSharedServerKind(t *testing.T) {
+	tests := []struct {
+		name string
+		p    Process
+		want string // a word of the kind, "" for none
+	}{
+		{"sshd-session per connection", Process{Name: "sshd-session", Args: []string{"sshd-session: alice@notty"}}, "remote-login"},
+		{"sshd before 9.8", Process{Name: "sshd", Args: []string{"sshd: alice@notty"}}, "remote-login"},
+		{"sshd title with a path", Process{Name: "sshd", Args: []string{"sshd: /usr/sbin/sshd -D [listener] 0 of 10-100 startups"}}, "remote-login"},
+		{"sshd by title only, comm unreadable", Process{Args: []string{"sshd: alice@pts/0"}}, "remote-login"},
+		{"dropbear", Process{Name: "dropbear", Args: []string{"/usr/sbin/dropbear", "-F"}}, "remote-login"},
+		{"mosh-server", Process{Name: "mosh-server", Args: []string{"mosh-server", "new", "-s"}}, "remote-login"},
+		{"tmux server", Process{Name: "tmux: server", Args: []string{"tmux", "-L", "x", "new-session", "-d"}}, "multiplexer"},
+		{"tmux server, args unknown", Process{Name: "tmux: server"}, "multiplexer"},
+		{"screen server", Process{Name: "screen", Args: []string{"SCREEN", "-dmS", "s"}}, "multiplexer"},
+		{"zellij server", Process{Name: "zellij", Args: []string{"/usr/bin/zellij", "--server", "/run/user/1000/zellij/0.40.0/s"}}, "multiplexer"},
+		{"gnome-terminal-server truncated", Process{Name: "gnome-terminal-", Args: []string{"/usr/libexec/gnome-terminal-server"}}, "terminal"},
+		{"wezterm-mux-server truncated", Process{Name: "wezterm-mux-ser"}, "terminal"},
+		{"kitty", Process{Name: "kitty", Args: []string{"/usr/bin/kitty"}}, "terminal"},
+		{"terminator is a python script", Process{Name: "terminator", Args: []string{"/usr/bin/python3", "/usr/bin/terminator"}}, "terminal"},
+		{"xfce4-terminal", Process{Name: "xfce4-terminal"}, "terminal"},
+		{"foot server", Process{Name: "foot", Args: []string{"foot", "--server"}}, "terminal"},
+		{"macOS Terminal", Process{Name: "Terminal", Args: []string{"/System/Applications/Utilities/Terminal.app/Contents/MacOS/Terminal"}}, "terminal"},
+		{"ssh client is not sshd", Process{Name: "ssh", Args: []string{"ssh", "-o", "ControlMaster=auto", "host", "server"}}, ""},
+		{"VS Code is an MCP host", Process{Name: "code", Args: []string{"/usr/share/code/code"}}, ""},
+		{"Warp is an MCP host", Process{Name: "warp", Args: []string{"/opt/warpdotdev/warp-terminal/warp"}}, ""},
+		{"claude", Process{Name: "claude", Args: []string{"claude"}}, ""},
+		{"a name with a colon that is no title", Process{Name: "node", Args: []string{"node:sshd"}}, ""},
+		{"sshd as a word of another title", Process{Name: "npm exec sshd", Args: []string{"npm exec sshd"}}, ""},
+		{"st is exact", Process{Name: "stunnel"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := sharedServerKind(tt.p)
+			if tt.want == "" && got != "" || tt.want != "" && !strings.Contains(got, tt.want) {
+				t.Errorf("sharedServerKind(%+v) = %q, want a kind with %q", tt.p, got, tt.want)
+			}
+		})
+	}
+	for _, n := range SharedServers() {
+		if NewLauncherSet(nil, "")[n] {
+			t.Errorf("%s is both a launcher and a shared server", n)
+		}
 	}
 }
 
