@@ -1,6 +1,9 @@
 package policy
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -186,5 +189,154 @@ func TestDefaults_Copies(t *testing.T) {
 	r[0] = "claude"
 	if Reapers()[0] != "init" {
 		t.Error("Reapers returned the package's own slice")
+	}
+}
+
+// TestLauncherSet_RealNPM runs the real npm (skipped where it is not
+// installed) with package.json scripts that record the comm and cmdline of
+// their parent, the npm process, while it runs them, and checks that every
+// shape npm gives itself is a launcher: the titles npm sets differ by
+// version, and this is where a new one would show.
+func TestLauncherSet_RealNPM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs npm")
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		t.Skip("npm is not installed")
+	}
+	dir := t.TempDir()
+	// Arguments after "--" are appended to the script: true takes them.
+	record := `cat /proc/$PPID/comm > "$REC.comm"; cat /proc/$PPID/cmdline > "$REC.cmdline"; true`
+	pkg := `{"name": "launcher-shapes", "version": "1.0.0", "private": true, "scripts": {` +
+		`"start": "REC=start; ` + strings.ReplaceAll(record, `"`, `\"`) + `", ` +
+		`"test": "REC=test; ` + strings.ReplaceAll(record, `"`, `\"`) + `", ` +
+		`"serve": "REC=serve; ` + strings.ReplaceAll(record, `"`, `\"`) + `"}}`
+	if err := os.WriteFile(filepath.Join(dir, "package.json"), []byte(pkg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	set := NewLauncherSet(nil, "")
+	for _, tc := range []struct {
+		rec  string
+		args []string
+	}{
+		{"start", []string{"start"}},
+		{"start", []string{"--silent", "start"}},
+		{"test", []string{"test"}},
+		{"test", []string{"t"}},
+		{"serve", []string{"run", "serve", "--", "--port", "3000"}},
+		{"serve", []string{"run-script", "serve"}},
+		{"serve", []string{"rum", "serve"}},
+		{"exec", []string{"exec", "-c", "REC=exec; " + record}},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			rec := filepath.Join(dir, tc.rec)
+			os.Remove(rec + ".comm")
+			cmd := exec.Command(npm, tc.args...)
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "npm_config_update_notifier=false", "npm_config_fund=false", "npm_config_audit=false")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("npm %q: %v\n%s", tc.args, err, out)
+			}
+			comm, err := os.ReadFile(rec + ".comm")
+			if err != nil {
+				t.Fatalf("the script did not record its parent: %v", err)
+			}
+			cmdline, _ := os.ReadFile(rec + ".cmdline")
+			p := Process{Name: strings.TrimSuffix(string(comm), "\n"), Args: splitCmdline(cmdline)}
+			if !set.isLauncher(p) {
+				t.Errorf("npm %q ran its script as %+v, which is not a launcher", tc.args, p)
+			}
+			t.Logf("npm %q: comm %q, args %q", tc.args, p.Name, p.Args)
+		})
+	}
+}
+
+// TestLauncherSet_RealRunners runs each script runner that is installed
+// (pnpm, yarn, bun, deno, uv, pdm, hatch; each is skipped when it is not on
+// PATH) with a script that records its ancestors while it runs, and checks
+// that the runner, the first ancestor that is not a shell, is a launcher in
+// the shape it really has (a native binary, node running a script, python
+// running an entry point).
+func TestLauncherSet_RealRunners(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs script runners")
+	}
+	dir := t.TempDir()
+	rec := filepath.Join(dir, "rec.sh")
+	// Four ancestors: comm and cmdline of each, nearest first. The ppid is
+	// the field after the last ')' and the state.
+	recorder := `p=$$; i=0
+while [ $i -lt 4 ]; do
+	p=$(sed 's/.*) . \([0-9]*\) .*/\1/' /proc/$p/stat)
+	cat /proc/$p/comm > "$REC_DIR/$1.$i.comm"; cat /proc/$p/cmdline > "$REC_DIR/$1.$i.cmdline"
+	i=$((i+1))
+done
+`
+	files := map[string]string{
+		"rec.sh":       recorder,
+		"package.json": `{"name": "runner-shapes", "version": "1.0.0", "private": true, "scripts": {"who": "sh ` + rec + ` who", "start": "sh ` + rec + ` start"}}`,
+		"deno.json":    `{"tasks": {"who": "sh ` + rec + ` who"}}`,
+		"pyproject.toml": "[project]\nname = \"runner-shapes\"\nversion = \"0.1.0\"\nrequires-python = \">=3.8\"\ndependencies = []\n" +
+			"[tool.hatch.envs.default]\nskip-install = true\n[tool.hatch.envs.default.scripts]\nwho = \"sh " + rec + " who\"\n" +
+			"[tool.pdm.scripts]\nwho = \"sh " + rec + " who\"\n",
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set := NewLauncherSet(nil, "")
+	for _, tc := range []struct {
+		tool string
+		args []string
+		rec  string
+	}{
+		{"pnpm", []string{"run", "who"}, "who"},
+		{"pnpm", []string{"start"}, "start"},
+		{"pnpm", []string{"exec", "sh", rec, "exec"}, "exec"},
+		{"yarn", []string{"run", "who"}, "who"},
+		{"yarn", []string{"who"}, "who"},
+		{"bun", []string{"run", "who"}, "who"},
+		{"bun", []string{"who"}, "who"},
+		{"deno", []string{"task", "who"}, "who"},
+		{"uv", []string{"run", "--no-project", "sh", rec, "uv"}, "uv"},
+		{"pdm", []string{"run", "who"}, "who"},
+		{"hatch", []string{"run", "who"}, "who"},
+	} {
+		t.Run(tc.tool+" "+strings.Join(tc.args, " "), func(t *testing.T) {
+			bin, err := exec.LookPath(tc.tool)
+			if err != nil {
+				t.Skipf("%s is not installed", tc.tool)
+			}
+			for i := 0; i < 4; i++ {
+				os.Remove(filepath.Join(dir, tc.rec+"."+itoa(i)+".comm"))
+			}
+			cmd := exec.Command(bin, tc.args...)
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "REC_DIR="+dir, "NO_UPDATE_NOTIFIER=1", "DENO_NO_UPDATE_CHECK=1", "npm_config_update_notifier=false")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("%s %q: %v\n%s", tc.tool, tc.args, err, out)
+			}
+			var chain []Process
+			for i := 0; i < 4; i++ {
+				comm, err := os.ReadFile(filepath.Join(dir, tc.rec+"."+itoa(i)+".comm"))
+				if err != nil {
+					t.Fatalf("the script did not record ancestor %d: %v", i, err)
+				}
+				cmdline, _ := os.ReadFile(filepath.Join(dir, tc.rec+"."+itoa(i)+".cmdline"))
+				chain = append(chain, Process{Name: strings.TrimSuffix(string(comm), "\n"), Args: splitCmdline(cmdline)})
+			}
+			t.Logf("%s %q ran the script under %+v", tc.tool, tc.args, chain)
+			for _, p := range chain {
+				if !set.isLauncher(p) {
+					t.Fatalf("%+v, an ancestor of the script below the test, is not a launcher", p)
+				}
+				if _, shell := shells[p.Name]; !shell {
+					return // the runner itself, a launcher
+				}
+			}
+			t.Fatalf("no runner among %+v", chain)
+		})
 	}
 }
