@@ -250,24 +250,26 @@ func firstWord(args []string) string {
 // process, which is then a program in its own right and may be the MCP host;
 // so do bun's own commands (install, build, repl, test, ...). Observed with
 // bun 1.4.5: under "bun run who" and "bun who" the script's command is a
-// direct child of bun.
+// direct child of bun, and under a script "bun host.js" the file runs in a
+// second bun process.
 func bunRunsScript(args []string) bool {
-	w := firstWord(args)
-	switch w {
-	case "x":
+	w, rest, ok := bunWord(args)
+	switch {
+	case !ok:
+		return false
+	case w == "x":
 		return true
-	case "run":
-		for i, a := range args {
-			if a == "run" {
-				w = firstWord(args[i+1:])
-				break
-			}
+	case w == "run":
+		if w, _, ok = bunWord(rest); !ok {
+			return false
 		}
-	case "install", "i", "add", "a", "remove", "rm", "update", "link", "unlink", "pm", "build",
+	}
+	switch w {
+	case "", "install", "i", "add", "a", "remove", "rm", "update", "link", "unlink", "pm", "build",
 		"init", "create", "c", "upgrade", "repl", "test", "publish", "outdated", "patch", "info", "audit", "help":
 		return false
 	}
-	if w == "" || strings.Contains(w, "/") {
+	if strings.Contains(w, "/") {
 		return false
 	}
 	for _, ext := range []string{".js", ".cjs", ".mjs", ".jsx", ".ts", ".cts", ".mts", ".tsx"} {
@@ -276,6 +278,26 @@ func bunRunsScript(args []string) bool {
 		}
 	}
 	return true
+}
+
+// bunWord returns the first word of args that is not a flag, and the words
+// after it. A flag before it may take the next word ("--cwd dir",
+// "--env-file f"), so only flags known to take none, or that carry their
+// value after '=', are skipped; any other flag cannot tell (ok false).
+func bunWord(args []string) (string, []string, bool) {
+	for i, a := range args {
+		if !strings.HasPrefix(a, "-") {
+			return a, args[i+1:], true
+		}
+		switch a {
+		case "--bun", "-b", "--silent", "--smol", "--hot", "--watch", "--no-install", "--if-present", "--no-clear-screen":
+		default:
+			if !strings.Contains(a, "=") {
+				return "", nil, false
+			}
+		}
+	}
+	return "", nil, true
 }
 
 // nameMatches reports whether a kernel process name matches want, allowing
