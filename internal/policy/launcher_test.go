@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestLauncherSet_IsLauncher(t *testing.T) {
@@ -341,6 +342,69 @@ done
 				}
 			}
 			t.Fatalf("no runner among %+v", chain)
+		})
+	}
+}
+
+// TestSharedServerKind_RealMultiplexers starts a real tmux server and a real
+// screen session (each skipped when not installed) with a window command,
+// reads the window command's parent from /proc as the walk does, and checks
+// that the parent is a shared server.
+func TestSharedServerKind_RealMultiplexers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs tmux and screen")
+	}
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		tool       string
+		start, end []string
+	}{
+		{"tmux", []string{"-L", "policy-test", "-f", "/dev/null", "new-session", "-d"}, []string{"-L", "policy-test", "kill-server"}},
+		{"screen", []string{"-dmS", "policy-test"}, []string{"-S", "policy-test", "-X", "quit"}},
+	} {
+		t.Run(tc.tool, func(t *testing.T) {
+			bin, err := exec.LookPath(tc.tool)
+			if err != nil {
+				t.Skipf("%s is not installed", tc.tool)
+			}
+			mark := filepath.Join(dir, tc.tool+".ppid")
+			// The window command records its parent pid, then waits.
+			script := "echo $PPID > " + mark + ".tmp && mv " + mark + ".tmp " + mark + " && sleep 60"
+			cmd := exec.Command(bin, append(tc.start, "sh", "-c", script)...)
+			cmd.Env = append(os.Environ(), "TMUX=", "HOME="+dir, "SCREENDIR="+filepath.Join(dir, "screens"))
+			os.Mkdir(filepath.Join(dir, "screens"), 0o700)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("%s: %v\n%s", tc.tool, err, out)
+			}
+			defer func() {
+				end := exec.Command(bin, tc.end...)
+				end.Env = cmd.Env
+				end.Run()
+			}()
+			var ppid []byte
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				if ppid, err = os.ReadFile(mark); err == nil || time.Now().After(deadline) {
+					break
+				}
+			}
+			if err != nil {
+				t.Fatalf("the window command did not start: %v", err)
+			}
+			pid := strings.TrimSpace(string(ppid))
+			stat, err := os.ReadFile("/proc/" + pid + "/stat")
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := parseStat(stat)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmdline, _ := os.ReadFile("/proc/" + pid + "/cmdline")
+			p := Process{PID: st.pid, Name: st.comm, Args: splitCmdline(cmdline)}
+			if kind := sharedServerKind(p); !strings.Contains(kind, "multiplexer") {
+				t.Errorf("the %s server %+v is not a shared server (kind %q)", tc.tool, p, kind)
+			}
+			t.Logf("%s: the window's parent is %+v", tc.tool, p)
 		})
 	}
 }
