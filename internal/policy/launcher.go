@@ -41,17 +41,6 @@ var reapers = []string{
 	"containerd-shim", "containerd-shim-runc-v2", "conmon",
 }
 
-// sharedServer is a kind of process that serves many unrelated sessions at
-// once, with the names its processes have.
-type sharedServer struct {
-	// kind names the kind in messages, after "the host would be pid N (...), ".
-	kind string
-	// names are matched like reapers: Name (with comm truncation) or the
-	// base name of Args[0], each also before a ": " process title
-	// ("sshd: alice@notty", "tmux: server", "sshd-session: alice@notty").
-	names []string
-}
-
 // sharedServers are the processes that are never taken for the MCP host,
 // because every session they serve, of any user or terminal, has them as
 // its parent:
@@ -71,17 +60,21 @@ type sharedServer struct {
 //     editors or AI terminals) are deliberately absent: their own servers
 //     must resume, and a terminal tab's interactive shell is a host of its
 //     own before the walk reaches them.
-var sharedServers = []sharedServer{
+//
+// Each entry is a kind, worded for the message after "the host would be pid
+// N (...), ", and its names, separated and surrounded by spaces: a string
+// rather than a slice or map, so that the list is static data in the plugin.
+var sharedServers = [...]struct{ kind, names string }{
 	{"a remote-login server that every channel of a shared connection (ssh ControlMaster) runs under",
-		[]string{"sshd", "sshd-session", "dropbear", "mosh-server", "telnetd", "in.telnetd", "rlogind", "in.rlogind", "rshd", "in.rshd"}},
+		" sshd sshd-session dropbear mosh-server telnetd in.telnetd rlogind in.rlogind rshd in.rshd "},
 	{"a terminal multiplexer that every window and pane shares",
-		[]string{"tmux", "screen", "SCREEN", "zellij", "dtach", "abduco", "byobu"}},
+		" tmux screen SCREEN zellij dtach abduco byobu "},
 	{"a terminal emulator or terminal server that every tab's shell shares",
-		[]string{"gnome-terminal-server", "gnome-terminal", "kgx", "ptyxis", "ptyxis-agent", "konsole", "yakuake",
-			"xterm", "uxterm", "rxvt", "urxvt", "urxvtd", "rxvt-unicode", "kitty", "alacritty", "foot", "footclient",
-			"wezterm", "wezterm-gui", "wezterm-mux-server", "tilix", "terminator", "xfce4-terminal", "mate-terminal",
-			"lxterminal", "qterminal", "terminology", "sakura", "guake", "tilda", "st", "ghostty", "contour",
-			"cool-retro-term", "deepin-terminal", "cosmic-term", "blackbox", "rio", "Terminal", "iTerm2", "iTermServer"}},
+		" gnome-terminal-server gnome-terminal kgx ptyxis ptyxis-agent konsole yakuake" +
+			" xterm uxterm rxvt urxvt urxvtd rxvt-unicode kitty alacritty foot footclient" +
+			" wezterm wezterm-gui wezterm-mux-server tilix terminator xfce4-terminal mate-terminal" +
+			" lxterminal qterminal terminology sakura guake tilda st ghostty contour" +
+			" cool-retro-term deepin-terminal cosmic-term blackbox rio Terminal iTerm2 iTermServer "},
 }
 
 // SharedServers returns a copy of the names of processes that serve
@@ -90,15 +83,17 @@ var sharedServers = []sharedServer{
 func SharedServers() []string {
 	var out []string
 	for _, s := range sharedServers {
-		out = append(out, s.names...)
+		out = append(out, strings.Fields(s.names)...)
 	}
 	return out
 }
 
 // sharedServerKind returns what kind of shared server p is (see
-// [sharedServers]), or "" when it is none. Name is compared as for reapers
-// (truncated comm matches a longer name it is a prefix of), and so is the
-// base name of Args[0]; both also before a ": " title.
+// [sharedServers]), or "" when it is none. The candidates are Name, the
+// base name of Args[0], and each of them cut before a ": " title ("sshd:
+// alice@notty", "tmux: server"). A candidate matches a listed name exactly;
+// a Name of 15 or more bytes also matches every listed name it is a prefix
+// of (comm truncation, as for reapers: "gnome-terminal-").
 func sharedServerKind(p Process) string {
 	title := func(s string) string {
 		if i := strings.Index(s, ": "); i > 0 {
@@ -106,15 +101,17 @@ func sharedServerKind(p Process) string {
 		}
 		return s
 	}
-	arg0, arg0Title := "", ""
+	var cands [4]string
+	cands[0], cands[1] = p.Name, title(p.Name)
 	if len(p.Args) > 0 {
-		arg0 = path.Base(p.Args[0])
-		arg0Title = path.Base(title(p.Args[0]))
+		cands[2], cands[3] = path.Base(p.Args[0]), path.Base(title(p.Args[0]))
 	}
-	name, nameTitle := p.Name, title(p.Name)
 	for _, s := range sharedServers {
-		for _, n := range s.names {
-			if nameMatches(name, n) || nameMatches(nameTitle, n) || arg0 == n || arg0Title == n {
+		for i, c := range cands {
+			if c == "" || strings.ContainsRune(c, ' ') {
+				continue
+			}
+			if strings.Contains(s.names, " "+c+" ") || i < 2 && len(c) >= 15 && strings.Contains(s.names, " "+c) {
 				return s.kind
 			}
 		}
@@ -199,7 +196,7 @@ func (set LauncherSet) isLauncher(p Process) bool {
 		if !nameMatches(p.Name, name) && arg0 != name {
 			continue
 		}
-		spec, shell := shells[name]
+		spec, shell := shellSpecOf(name)
 		if !shell || spec.runsCommand(p.Args) {
 			return true
 		}
@@ -264,9 +261,8 @@ func bunRunsScript(args []string) bool {
 			return false
 		}
 	}
-	switch w {
-	case "", "install", "i", "add", "a", "remove", "rm", "update", "link", "unlink", "pm", "build",
-		"init", "create", "c", "upgrade", "repl", "test", "publish", "outdated", "patch", "info", "audit", "help":
+	// bun's own commands, which start nothing.
+	if w == "" || strings.Contains(" install i add a remove rm update link unlink pm build init create c upgrade repl test publish outdated patch info audit help ", " "+w+" ") {
 		return false
 	}
 	if strings.Contains(w, "/") {
@@ -289,12 +285,8 @@ func bunWord(args []string) (string, []string, bool) {
 		if !strings.HasPrefix(a, "-") {
 			return a, args[i+1:], true
 		}
-		switch a {
-		case "--bun", "-b", "--silent", "--smol", "--hot", "--watch", "--no-install", "--if-present", "--no-clear-screen":
-		default:
-			if !strings.Contains(a, "=") {
-				return "", nil, false
-			}
+		if !strings.Contains(a, "=") && !strings.Contains(" --bun -b --silent --smol --hot --watch --no-install --if-present --no-clear-screen ", " "+a+" ") {
+			return "", nil, false
 		}
 	}
 	return "", nil, true

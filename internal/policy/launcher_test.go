@@ -337,7 +337,7 @@ done
 				if !set.isLauncher(p) {
 					t.Fatalf("%+v, an ancestor of the script below the test, is not a launcher", p)
 				}
-				if _, shell := shells[p.Name]; !shell {
+				if _, shell := shellSpecOf(p.Name); !shell {
 					return // the runner itself, a launcher
 				}
 			}

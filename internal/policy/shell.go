@@ -38,12 +38,14 @@ type shellSpec struct {
 	// dashOperand: a lone "-" is an operand (fish's getopt) rather than the
 	// end of the options (every other shell).
 	dashOperand bool
-	// long maps each long option name (without dashes) to whether it takes
-	// an argument. A long option not in the map is unknown: the shell
-	// refuses it (bash, dash, mksh, fish), so the parse cannot tell. With
-	// anyLong set, every other long name is a flag (zsh and ksh accept each
-	// option name as --name).
-	long    map[string]bool
+	// long lists the long option names (without dashes), each followed by
+	// '=' when it takes an argument, separated and surrounded by spaces
+	// (" rcfile= login "): a string rather than a map, so that the table
+	// is static data in the plugin rather than code that builds it. A long
+	// option not listed is unknown: the shell refuses it (bash, dash, mksh,
+	// fish), so the parse cannot tell. With anyLong set, every other long
+	// name is a flag (zsh and ksh accept each option name as --name).
+	long    string
 	anyLong bool
 	// longEq: a long option's argument may follow '=' in the same word
 	// ("--init-command=CMD"; fish's getopt_long). bash does not accept it
@@ -58,40 +60,45 @@ type shellSpec struct {
 	singleDashLong bool
 }
 
-// bashLong are bash's long options (bash 5.2, shell.c long_args): true for
-// the two that take a file name.
-var bashLong = map[string]bool{
-	"init-file": true, "rcfile": true,
-	"debug": false, "debugger": false, "dump-po-strings": false, "dump-strings": false, "help": false,
-	"login": false, "noediting": false, "noprofile": false, "norc": false, "posix": false,
-	"pretty-print": false, "protected": false, "restricted": false, "verbose": false, "version": false,
-	"wordexp": false,
-}
+// bashLong are bash's long options (bash 5.2, shell.c long_args); the two
+// that take a file name end in '='.
+const bashLong = " init-file= rcfile= debug debugger dump-po-strings dump-strings help login noediting noprofile norc posix pretty-print protected restricted verbose version wordexp "
 
-// bashSpec is bash's parse; sh and ash use it too: /bin/sh is bash in POSIX
+// The parse of each shell. sh and ash use bash's: /bin/sh is bash in POSIX
 // mode on many systems and dash or busybox ash on others, which parse the
 // same short options (their -o also takes the next word) and refuse long
 // ones, so a long option there means the shell exits at once.
-var bashSpec = &shellSpec{arg: "oO", plus: true, stdin: true, long: bashLong, singleDashLong: true}
+var (
+	bashSpec = shellSpec{arg: "oO", plus: true, stdin: true, long: bashLong, singleDashLong: true}
+	dashSpec = shellSpec{arg: "o", plus: true, stdin: true}
+	zshSpec  = shellSpec{arg: "o", attached: true, plus: true, stdin: true, endB: true, long: " emulate= version help ", anyLong: true}
+	kshSpec  = shellSpec{arg: "oR", attached: true, plus: true, stdin: true, anyLong: true, longEq: true}
+	mkshSpec = shellSpec{arg: "oT", attached: true, plus: true, stdin: true}
+	fishSpec = shellSpec{arg: "cCpdfDo", attached: true, cmdArg: true, dashOperand: true, longEq: true, longAbbrev: true,
+		long: " command= init-command= features= debug= debug-output= debug-stack-frames= profile= profile-startup=" +
+			" interactive login no-config no-execute print-rusage-self print-debug-categories private help version "}
+)
 
-// shells maps each shell name on the launcher list to its parse. A shell is
-// a launcher only when [shellSpec.runsCommand] says it runs a command.
-var shells = map[string]*shellSpec{
-	"sh":   bashSpec,
-	"bash": bashSpec,
-	"ash":  bashSpec,
-	"dash": {arg: "o", plus: true, stdin: true, long: map[string]bool{}},
-	"zsh": {arg: "o", attached: true, plus: true, stdin: true, endB: true,
-		long: map[string]bool{"emulate": true, "version": false, "help": false}, anyLong: true},
-	"ksh":  {arg: "oR", attached: true, plus: true, stdin: true, long: map[string]bool{}, anyLong: true, longEq: true},
-	"mksh": {arg: "oT", attached: true, plus: true, stdin: true, long: map[string]bool{}},
-	"fish": {arg: "cCpdfDo", attached: true, cmdArg: true, dashOperand: true, longEq: true, longAbbrev: true,
-		long: map[string]bool{
-			"command": true, "init-command": true, "features": true, "debug": true, "debug-output": true,
-			"debug-stack-frames": true, "profile": true, "profile-startup": true,
-			"interactive": false, "login": false, "no-config": false, "no-execute": false,
-			"print-rusage-self": false, "print-debug-categories": false, "private": false, "help": false, "version": false,
-		}},
+// shellSpecOf returns the parse of the shell called name, for each shell on
+// the launcher list (sh, bash, dash, zsh, ksh, mksh, ash, fish); ok is false
+// for any other name. A shell is a launcher only when
+// [shellSpec.runsCommand] says it runs a command.
+func shellSpecOf(name string) (sp *shellSpec, ok bool) {
+	switch name {
+	case "sh", "bash", "ash":
+		return &bashSpec, true
+	case "dash":
+		return &dashSpec, true
+	case "zsh":
+		return &zshSpec, true
+	case "ksh":
+		return &kshSpec, true
+	case "mksh":
+		return &mkshSpec, true
+	case "fish":
+		return &fishSpec, true
+	}
+	return nil, false
 }
 
 // runsCommand reports whether a shell invoked with args (args[0] is its
@@ -135,7 +142,7 @@ options:
 				i++
 			}
 			break options
-		case a[0] == '-' && (a[1] == '-' || sp.singleDashLong && !shortSeen && sp.isLong(a[1:])):
+		case a[0] == '-' && (a[1] == '-' || sp.singleDashLong && !shortSeen && sp.knowsLong(a[1:])):
 			if sp.singleDashLong && shortSeen {
 				return false // bash: "--" inside a cluster is an invalid option
 			}
@@ -194,33 +201,34 @@ options:
 	return cmd || operand && !stdin
 }
 
-// isLong reports whether name (without its dashes, possibly with "=value")
-// is one of sp's long options, for bash's single-dash spelling.
-func (sp *shellSpec) isLong(name string) bool {
-	_, ok := sp.long[name]
+// knowsLong reports whether name (without its dashes) is one of sp's long
+// options, for bash's single-dash spelling ("-rcfile").
+func (sp *shellSpec) knowsLong(name string) bool {
+	_, _, ok := sp.lookupLong(name)
 	return ok
 }
 
 // lookupLong resolves a long option name: its full name, whether it takes
 // an argument, and whether the shell knows it (see [shellSpec.long]).
 func (sp *shellSpec) lookupLong(name string) (string, bool, bool) {
-	if takes, ok := sp.long[name]; ok {
-		return name, takes, true
+	if name == "" {
+		return "", false, false
 	}
-	if sp.longAbbrev && name != "" {
+	if strings.Contains(sp.long, " "+name+"= ") {
+		return name, true, true
+	}
+	if strings.Contains(sp.long, " "+name+" ") {
+		return name, false, true
+	}
+	if sp.longAbbrev {
 		match, takes, n := "", false, 0
-		for full, t := range sp.long {
+		for _, full := range strings.Fields(sp.long) {
+			full, t := strings.CutSuffix(full, "=")
 			if strings.HasPrefix(full, name) {
 				match, takes, n = full, t, n+1
 			}
 		}
-		if n == 1 {
-			return match, takes, true
-		}
-		return "", false, false
+		return match, takes, n == 1
 	}
-	if sp.anyLong && name != "" {
-		return name, false, true
-	}
-	return "", false, false
+	return name, false, sp.anyLong
 }

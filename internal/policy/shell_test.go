@@ -142,7 +142,7 @@ func TestShells(t *testing.T) {
 	}
 	// Every shell on the launcher list has a parse.
 	for _, n := range DefaultLaunchers() {
-		if _, ok := shells[n]; !ok && strings.Contains(" sh bash dash zsh ksh mksh ash fish ", " "+n+" ") {
+		if _, ok := shellSpecOf(n); !ok && strings.Contains(" sh bash dash zsh ksh mksh ash fish ", " "+n+" ") {
 			t.Errorf("shell %s has no option parse", n)
 		}
 	}
