@@ -546,6 +546,9 @@ func TestFaults(t *testing.T) {
 		{"10_pid_reuse", faultPIDReuse},
 		{"11_orphaned", faultOrphaned},
 		{"12_proc_hidden", faultProcHidden},
+		{"18_ssh_sharing", faultSSHSharing},
+		{"19_init_file_shells", faultInitFileShells},
+		{"20_npm_run", faultNPMRun},
 	}
 	defer removeHelperBin()
 	want := map[string]bool{}

@@ -257,7 +257,7 @@ func indexOf(list []string, s string) int {
 }
 
 // parsePsArgs parses the output of `ps -ww -o args= -p <pid>` into an
-// argument vector: a retitled npm exec process ("npm exec foo") stays one
+// argument vector: a retitled npm process ("npm exec foo", "npm run dev") stays one
 // element, as Linux shows it; anything else is split on white space, so an
 // argument containing spaces is split wrongly (only the launcher rules read
 // them). nil when empty.
@@ -266,7 +266,7 @@ func parsePsArgs(out []byte) []string {
 	if line == "" {
 		return nil
 	}
-	if isNPMExecTitle(line) {
+	if isNPMTitle(line) {
 		return []string{line}
 	}
 	return strings.Fields(line)

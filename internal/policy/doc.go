@@ -100,31 +100,78 @@
 //     because the kernel truncates names (Linux comm holds 15 bytes, macOS
 //     p_comm 16).
 //   - The name is a shell (sh, bash, dash, zsh, ksh, mksh, ash, fish) and
-//     Args show it runs a command rather than an interactive session: an
-//     option cluster containing 'c' ("-c", "-lc", "-ilc"), "--command", or an
-//     operand such as a script path ("bash ./run-server.sh"). A shell whose
-//     Args are unknown or show no command, such as a login shell "-bash" in
-//     a terminal, is not a launcher: it is the host. Skipping it would
-//     resolve to the terminal emulator or tmux server that all its sibling
-//     shells share. On macOS, Args of another user's process are unknown.
-//   - It is npm exec titling itself: Name or Args[0] is "npm exec ..." or
-//     "npm x ...". npm 7 and later (and so npx) set process.title, which
-//     overwrites both /proc/<pid>/comm (truncated to 15 bytes, e.g.
-//     "npm exec ./tiny") and the argument area (/proc/<pid>/cmdline reads
-//     "npm exec ./tinypkg" followed by NUL padding), as observed with npm
-//     11.19.1 on node 20.20.2.
+//     its Args, parsed the way that shell parses its options, show that it
+//     runs a command: -c (in bash, dash, zsh, ksh and mksh a flag whose
+//     command is the first operand, "-c", "-lc", "-ic"; in fish an option
+//     with the command as its argument, "-c CMD", "--command=CMD"), or,
+//     without -s, a script operand after the options ("bash ./run.sh").
+//     Every option that takes an argument consumes it, so its argument is
+//     never taken for a script: bash --init-file and --rcfile (also with one
+//     dash, before the short options), -o and -O; dash and ash -o; zsh -o
+//     (also "-oname") and --emulate; ksh -o and -R; mksh -o and -T; fish
+//     -C/--init-command, -d/--debug, -o/--debug-output, -p/--profile,
+//     --profile-startup, -f/--features, -D/--debug-stack-frames (fish long
+//     options also as "--name=value" and as unique abbreviations). "--" and
+//     a lone "-" end the options (in fish "-" is an operand), and so does
+//     zsh's -b. A shell whose Args are unknown, that reads its standard
+//     input (no operand, or -s), or whose options it would refuse (an
+//     unknown long option: it exits with a usage error), is not a launcher:
+//     it is the host. So a login shell "-bash" in a terminal, and "bash
+//     --init-file <script>" as VS Code starts its integrated terminal, are
+//     hosts. Skipping them would resolve to the terminal emulator or
+//     multiplexer that all their sibling shells share, and terminal 2 would
+//     resume terminal 1's session. On macOS, Args of another user's process
+//     are unknown. The option table per shell is internal/policy's
+//     shellTable, checked against the real shells.
+//   - It is npm titling itself: Name or Args[0] is "npm " followed by the
+//     command's positional words, such as "npm exec foo", "npm x foo", "npm
+//     start", "npm run dev", "npm run-script dev", "npm test", "npm restart"
+//     (or the 15-byte truncation in comm, "npm run-script "). npm 7 and
+//     later (and so npx) set process.title to "npm" and the positional
+//     arguments, which overwrites both /proc/<pid>/comm and the argument
+//     area (/proc/<pid>/cmdline reads "npm run who --a b" followed by NUL
+//     padding), as observed with npm 11.19.1 on node 20.20.2. Every npm
+//     command counts, because "npm" is a launcher by name before the title
+//     is set and an npm process runs at most one script or package binary
+//     at a time, exits with it, and holds no session of its own.
 //   - It is node running a package manager: the base name of Args[0] is
 //     node or nodejs and the base name of Args[1], without a .js, .cjs or
 //     .mjs extension, is npm, npx, npm-cli, npx-cli, pnpm, pnpx, yarn or
-//     yarnpkg.
-//   - It is "bun x": the base name of Args[0] is bun and Args[1] is "x".
+//     yarnpkg, or a Yarn 2+ release ("yarn-4.5.0.cjs").
+//   - It is bun running a package script or binary: the base name of
+//     Args[0] is bun and its first word is "x", or "run" followed by a
+//     script name, or a script name ("bun dev"). A script name has no '/'
+//     and no JavaScript or TypeScript extension and is not one of bun's own
+//     commands (install, build, test, repl, ...): "bun run host.ts" runs the
+//     file inside the bun process, which may then be the MCP host.
+//   - It is "deno task": the base name of Args[0] is deno and its first
+//     word is "task" ("deno run host.ts" runs in the deno process).
+//
+// The runners, as observed (pnpm 12.21.0, yarn 1.22.22, bun 1.4.5, deno
+// 2.9.6, uv, pdm, hatch, poetry and pipx from PyPI): each runs one script or
+// command as its child and exits with it, or replaces itself with it, and
+// none holds another session, so each is a launcher:
+//
+//   - npm run/start/test/... and npm exec/npx: retitled, see above.
+//   - pnpm (native binary, comm pnpm, also pn, pnpx and pnx; or node
+//     running pnpm.cjs): "pnpm start" runs "sh -c <script>" as its child.
+//   - yarn: node running yarn.js ("yarn start", "yarn <script>" run "/bin/sh
+//     -c <script>").
+//   - bun x / bunx, bun run <script>: the script's command is bun's child.
+//   - deno task: the task's command is deno's child.
+//   - uv run, uv tool run, uvx (which execs "uv tool uvx"): comm uv.
+//   - pdm run, hatch run: python running the pdm or hatch script, comm pdm
+//     or hatch; hatch runs the command through "sh -c".
+//   - poetry run, pipx run: exec the command, so no process of theirs is
+//     left above the server; their names stay on the list for older
+//     versions.
 //
 // The default launchers ([DefaultLaunchers]) are
 //
 //	sh bash dash zsh ksh mksh ash fish
 //	env nice nohup setsid stdbuf time timeout ionice taskset chrt
 //	uv uvx pipx poetry hatch pdm
-//	npm npx pnpm pnpx yarn bunx
+//	npm npx pnpm pnpx pn pnx yarn bunx
 //
 // sudo, doas, su and similar are deliberately absent: they change the user,
 // and a session must not be resumed across users.
@@ -153,6 +200,43 @@
 //
 // As a consequence a server whose host runs as pid 1, such as a host that is
 // the entry point of a container, gets no session resume.
+//
+// # Shared servers
+//
+// Some processes are the parent of many unrelated sessions at the same time,
+// so that servers launched by two different MCP hosts (or from two
+// terminals) would both resolve to them. They are never taken for the host
+// either: when the walk reaches one ([SharedServers]), by Name (as for
+// reapers, truncation included), the base name of Args[0], or either of
+// them before a ": " title, Resolve fails with [ErrSharedServer] and resume
+// is off, even when the name is also listed as a launcher:
+//
+//   - remote-login servers: sshd, sshd-session, dropbear, mosh-server,
+//     telnetd, in.telnetd, rlogind, in.rlogind, rshd, in.rshd. With ssh
+//     connection sharing (ControlMaster/ControlPersist) every channel of one
+//     connection, so every "ssh host server" of every local MCP host, is a
+//     child of one "sshd: user@notty" (comm sshd; from OpenSSH 9.8 comm
+//     sshd-session, title "sshd-session: user@notty"), which also holds the
+//     channels' pipes, so the stdio check cannot tell them apart. Without
+//     sharing each launch gets a new sshd, so a resume could never happen
+//     there anyway: no real setup loses resume through this rule.
+//   - terminal multiplexers: tmux ("tmux: server", its argv that of the
+//     first client), screen (server argv[0] SCREEN), zellij, dtach, abduco,
+//     byobu. A server started as a window command ("tmux new-window CMD") has
+//     the multiplexer as its host and loses resume; one started from a
+//     window's interactive shell has that shell as its host.
+//   - terminal emulators and terminal servers: gnome-terminal-server,
+//     gnome-terminal, kgx, ptyxis, ptyxis-agent, konsole, yakuake, xterm,
+//     uxterm, rxvt, urxvt, urxvtd, rxvt-unicode, kitty, alacritty, foot,
+//     footclient, wezterm, wezterm-gui, wezterm-mux-server, tilix,
+//     terminator, xfce4-terminal, mate-terminal, lxterminal, qterminal,
+//     terminology, sakura, guake, tilda, st, ghostty, contour,
+//     cool-retro-term, deepin-terminal, cosmic-term, blackbox, rio, and on
+//     macOS Terminal, iTerm2, iTermServer. A terminal that starts a server
+//     as a tab's command without a shell loses resume. Terminals that are
+//     MCP hosts themselves (VS Code and other editors, Warp) are not on the
+//     list: their own servers must resume, and their tabs' interactive
+//     shells are hosts before the walk reaches them.
 //
 // # Hidden processes
 //

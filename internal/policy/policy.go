@@ -27,6 +27,14 @@ var (
 	// clients, so resuming under them could resume someone else's session.
 	ErrReaper = errors.New("the MCP host would be an init or reaper process")
 
+	// ErrSharedServer: the host would be a process that serves many
+	// unrelated sessions at once, so that two different MCP hosts' servers
+	// would both resolve to it: a remote-login server (sshd, sshd-session
+	// under ssh connection sharing), a terminal multiplexer (tmux, screen)
+	// or a terminal emulator or terminal server ([SharedServers]). As for
+	// ErrReaper, resuming under it could resume someone else's session.
+	ErrSharedServer = errors.New("the MCP host would be a process shared by unrelated sessions")
+
 	// ErrRace: a process's parent pid or start time changed while the
 	// ancestor chain was being read, or a process in the chain exited
 	// during the walk or the stdio check.
@@ -258,6 +266,9 @@ func walk(w walker, self Process, set LauncherSet) (Identity, error) {
 		if isReaper(parent) {
 			return fail("the host would be "+describe(parent)+", which serves unrelated processes; session resume is off", ErrReaper)
 		}
+		if kind := sharedServerKind(parent); kind != "" {
+			return fail("the host would be "+describe(parent)+", "+kind+", so the servers of different MCP hosts would all resolve to it; session resume is off", ErrSharedServer)
+		}
 		if !set.isLauncher(parent) {
 			return Identity{PID: parent.PID, StartTime: parent.StartTime, Chain: chain}, nil
 		}
@@ -274,7 +285,7 @@ func walk(w walker, self Process, set LauncherSet) (Identity, error) {
 // the stdio check went. On failure the Identity holds the chain read so far
 // (for whoami) and the error wraps one of the sentinels: [ErrUnsupported] on
 // other systems; [ErrNamespace] for a /proc of another PID namespace;
-// [ErrNoBootID]; [ErrReaper]; [ErrRace]; [ErrTooDeep]; [ErrMalformed];
+// [ErrNoBootID]; [ErrReaper]; [ErrSharedServer]; [ErrRace]; [ErrTooDeep]; [ErrMalformed];
 // [ErrHidden] for a host hidden by hidepid; [ErrAdopted] for a host that
 // does not hold the server's stdio; [ErrNoAnswer] when a host function gave
 // no usable answer. Each means session resume is off (spec 000, "Parent

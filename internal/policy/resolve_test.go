@@ -229,6 +229,56 @@ func TestResolve(t *testing.T) {
 			wantErr: ErrReaper,
 		},
 		{
+			// ssh connection sharing: every channel of the shared connection,
+			// whichever local MCP host opened it, is a child of one
+			// sshd-session (OpenSSH 9.8 and later) titled "sshd-session:
+			// user@notty", which runs each remote command through the user's
+			// shell.
+			name: "ssh connection sharing: sshd-session",
+			procs: []fakeProc{initProc,
+				fakeProc{pid: 40, ppid: 1, comm: "sshd", cmdline: "sshd: /usr/sbin/sshd -D [listener] 0 of 10-100 startups" + string(make([]byte, 20))},
+				fakeProc{pid: 60, ppid: 40, comm: "sshd-session", cmdline: "sshd-session: alice@notty" + string(make([]byte, 40))},
+				fakeProc{pid: 200, ppid: 60, comm: "bash", cmdline: argv("bash", "-c", "mcp-server")},
+				serverNode},
+			wantErr: ErrSharedServer,
+		},
+		{
+			name: "ssh connection sharing: older sshd titled sshd: user@notty",
+			procs: []fakeProc{initProc,
+				fakeProc{pid: 60, ppid: 1, comm: "sshd", cmdline: "sshd: alice@notty" + string(make([]byte, 40))},
+				serverNode.with(60)},
+			wantErr: ErrSharedServer,
+		},
+		{
+			name: "tmux window command",
+			procs: []fakeProc{initProc, terminal,
+				fakeProc{pid: 200, ppid: 50, comm: "sh", cmdline: argv("sh", "-c", "mcp-server")},
+				serverNode},
+			wantErr: ErrSharedServer,
+		},
+		{
+			name: "VS Code terminal: bash --init-file is the host, not the terminal owner",
+			procs: []fakeProc{initProc, terminal, vscode,
+				fakeProc{pid: 200, ppid: 110, comm: "bash", cmdline: argv("/bin/bash", "--init-file", "/usr/share/code/resources/app/out/vs/workbench/contrib/terminal/common/scripts/shellIntegration-bash.sh")},
+				serverNode},
+			wantChain: []int{200},
+		},
+		{
+			name: "npm start: the title is a launcher",
+			procs: []fakeProc{initProc, terminal, claude,
+				fakeProc{pid: 150, ppid: 100, comm: "npm start", cmdline: "npm start" + string(make([]byte, 40))},
+				shC, serverNode},
+			wantChain: []int{200, 150, 100},
+		},
+		{
+			name: "shared server listed as launcher is still refused",
+			procs: []fakeProc{initProc, terminal,
+				fakeProc{pid: 200, ppid: 50, comm: "sh", cmdline: argv("sh", "-c", "mcp-server")},
+				serverNode},
+			extra:   []string{"tmux"},
+			wantErr: ErrSharedServer,
+		},
+		{
 			name:    "parent exited",
 			procs:   []fakeProc{initProc, serverNode.with(250)},
 			wantErr: ErrRace,
