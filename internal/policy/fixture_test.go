@@ -54,8 +54,8 @@ func newSystem(self int) *system {
 	return &system{
 		files: map[string][]byte{procBootID: []byte(testBootUUID)},
 		links: map[string]string{
-			procSelf:   strconv.Itoa(self),
-			procSelfNS: "pid:[" + testNS + "]",
+			procSelf:      strconv.Itoa(self),
+			procSelfNS:    "pid:[" + testNS + "]",
 			procSelfFD(0): testTTY,
 			procSelfFD(1): testTTY,
 		},

@@ -574,6 +574,13 @@ def test_inspect_read_and_readlink_self() -> None:
     assert self_ == {"target": str(me)}
     assert ns == {"target": os.readlink("/proc/self/ns/pid")} and ns["target"].startswith("pid:[")
     assert fd0 == {"target": os.readlink("/proc/self/fd/0")}
+    timens, other = inspect(f, {"op": "read", "path": "/proc/self/timens_offsets"},
+                            {"op": "read", "path": f"/proc/{me}/timens_offsets"})
+    if os.path.exists("/proc/self/timens_offsets"):
+        assert base64.b64decode(timens["data"]) == Path("/proc/self/timens_offsets").read_bytes()
+    else:
+        assert code(timens) == "not_found"
+    assert code(other) == "invalid_request", "only this process's own time-namespace offsets"
 
 
 @linux_only
@@ -726,7 +733,7 @@ def test_inspect_stdio_devnull_file_and_closed(tmp_path: Path) -> None:
 
 def test_inspect_unsupported_and_bad_ops() -> None:
     res = inspect(bare(), {"op": "sysctl", "pid": "1"}, {"op": "procargs", "pid": "1"}, {"op": "ps", "pid": "1"},
-                  {"op": "nope"}, {}, "read", {"op": "fstat", "fd": 2}, {"op": "peer", "fd": True},
+                  {"op": "nope"}, {}, "read", {"op": "fstat", "fd": -1}, {"op": "peer", "fd": True},
                   {"op": "fstat", "fd": "0"})
     want_sysctl = "unsupported" if sys.platform != "darwin" else None
     assert [code(r) for r in res] == [want_sysctl, want_sysctl, "unsupported"] + ["invalid_request"] * 6, res
