@@ -203,6 +203,7 @@ func checkFaultTable(t *testing.T, complete bool) {
 			t.Fatalf("-faults.require: every fault must run in every language, but the fault table could not be compared: %v", incomplete)
 		}
 		t.Logf("fault table not compared: not every fault ran and passed in every language %v", incomplete)
+		t.Logf("the rows of this run, as renderTable writes them:\n%s", renderTable(rows))
 		return
 	}
 	got := renderTable(rows)
@@ -546,6 +547,9 @@ func TestFaults(t *testing.T) {
 		{"10_pid_reuse", faultPIDReuse},
 		{"11_orphaned", faultOrphaned},
 		{"12_proc_hidden", faultProcHidden},
+		{"22_unlistable_subreaper", faultUnlistableSubreaper},
+		{"23_multiplexer", faultMultiplexer},
+		{"24_boot_clock_zero", faultBootClockZero},
 	}
 	defer removeHelperBin()
 	want := map[string]bool{}
