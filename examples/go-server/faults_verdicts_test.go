@@ -31,7 +31,7 @@ func faultUnlistableSubreaper(t *testing.T, s *server) {
 		nodump                     bool
 	}{
 		{"22a", "nondumpable", "Servers orphaned under a non-dumpable subreaper",
-			"a subreaper made non-dumpable (`prctl(PR_SET_DUMPABLE, 0)`, as sshd, ssh-agent and setuid programs are) runs two MCP hosts one after the other; each launches the server (same uid, no capabilities: `setpriv --bounding-set -all`) through a shell that exits at once, so the server cannot read the subreaper's fds",
+			"a subreaper made non-dumpable (`prctl(PR_SET_DUMPABLE, 0)`, as sshd, ssh-agent and setuid programs are) runs two MCP hosts one after the other; each launches the server through a shell that exits at once; all run as root without capabilities (`setpriv --bounding-set -all`), so only the subreaper's non-dumpability keeps the server from reading its fds",
 			true},
 		{"22b", "other_user", "Servers orphaned under another user's subreaper",
 			"a root subreaper runs two root MCP hosts one after the other; each launches the server as uid 65534 through a shell that exits at once, so the server cannot list the subreaper's fds",
@@ -43,7 +43,11 @@ func faultUnlistableSubreaper(t *testing.T, s *server) {
 			var server string
 			extra := []string{}
 			if tc.nodump {
-				server = strings.Join(append([]string{"setpriv", "--bounding-set", "-all"}, s.cmd()...), " ")
+				// The subreaper, its hosts and their servers: the same
+				// uid and no capabilities (the empty bounding set is
+				// inherited).
+				argv = []string{"setpriv", "--bounding-set", "-all", helperBin(t)}
+				server = s.shell()
 				extra = append(extra, "FAULTS_NODUMP=1")
 			} else {
 				n := newNobody(t, s)
