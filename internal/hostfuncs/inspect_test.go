@@ -405,3 +405,23 @@ func BenchmarkInspectStart(b *testing.B) {
 		}
 	}
 }
+
+// fstat and peer answer any fd of this process (facts.stdio_fds may name a
+// copy of stdin or stdout above 2), and refuse a negative one before any
+// system call.
+func TestInspect_FstatAnyFD(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	f := hostfuncs.New(hostfuncs.Config{})
+	rs := inspect(t, f, wire.InspectOp{Op: "fstat", FD: int(r.Fd())}, wire.InspectOp{Op: "peer", FD: int(w.Fd())})
+	if rs[0].Type != wire.FileTypeFIFO || rs[0].Error != nil {
+		t.Errorf("fstat of pipe fd %d = %+v, want fifo", r.Fd(), rs[0])
+	}
+	if code(rs[1]) == wire.CodeInvalidRequest {
+		t.Errorf("peer of fd %d = %+v: refused", w.Fd(), rs[1])
+	}
+}

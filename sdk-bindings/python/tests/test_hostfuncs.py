@@ -792,3 +792,38 @@ def test_inspect_fds_unreadable_link_is_an_answer(tmp_path: Path) -> None:
     assert code(inspect(f, {"op": "fds", "pid": "4242"})[0]) == "io"
     os.rmdir(fd / "4")
     assert inspect(f, {"op": "fds", "pid": "4242"})[0]["fds"][0]["target"] == "pipe:[7]"
+
+
+def test_fstat_any_fd() -> None:
+    """fstat answers any fd (``facts.stdio_fds`` may name a copy above 2) and refuses what no fd can be."""
+    r, w = os.pipe()
+    try:
+        res = inspect(bare(), {"op": "fstat", "fd": r}, {"op": "fstat", "fd": 2**31}, {"op": "peer", "fd": -1})
+        assert res[0] == {"type": "fifo"}
+        assert [code(x) for x in res[1:]] == ["invalid_request", "invalid_request"]
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+@linux_only
+def test_keep_stdio_reports_copies_until_released() -> None:
+    """keep_stdio copies fds 0 and 1 above 2 (close-on-exec) and reports them as ``stdio_fds``; release_stdio
+    closes them and the facts no longer carry them."""
+    f = bare()
+    assert "stdio_fds" not in json.loads(f.call("mcp_resume_facts", b"{}"))
+    f.keep_stdio()
+    facts = json.loads(f.call("mcp_resume_facts", b"{}"))
+    copies = facts["stdio_fds"]
+    assert len(copies) == 2
+    for orig, fd in zip((0, 1), copies):
+        if fd == orig:  # the original was closed: reported as itself
+            continue
+        assert fd > 2 and not os.get_inheritable(fd)
+        assert os.readlink(f"/proc/self/fd/{fd}") == os.readlink(f"/proc/self/fd/{orig}")
+    f.release_stdio()
+    assert "stdio_fds" not in json.loads(f.call("mcp_resume_facts", b"{}"))
+    for orig, fd in zip((0, 1), copies):
+        if fd > 2:
+            with pytest.raises(OSError):
+                os.fstat(fd)
