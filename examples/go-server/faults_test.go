@@ -203,6 +203,7 @@ func checkFaultTable(t *testing.T, complete bool) {
 			t.Fatalf("-faults.require: every fault must run in every language, but the fault table could not be compared: %v", incomplete)
 		}
 		t.Logf("fault table not compared: not every fault ran and passed in every language %v", incomplete)
+		t.Logf("the rows of this run, as renderTable writes them:\n%s", renderTable(rows))
 		return
 	}
 	got := renderTable(rows)
@@ -504,6 +505,16 @@ func (n nobody) argv() []string {
 	return append([]string{"setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"}, n.cmd...)
 }
 
+// argvCaps is argv keeping CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH (ambient),
+// so that the server can list the fds of its root host: a host the server
+// cannot list proves nothing and turns resume off (fault 22), and faults
+// that run the server as another user than its host to test something else
+// need the identity to stand.
+func (n nobody) argvCaps() []string {
+	caps := "+sys_ptrace,+dac_read_search"
+	return append([]string{"setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", "--inh-caps", caps, "--ambient-caps", caps}, n.cmd...)
+}
+
 // dir creates base/name owned by 65534 with mode perm.
 func (n nobody) dir(t *testing.T, name string, perm os.FileMode) string {
 	t.Helper()
@@ -549,6 +560,9 @@ func TestFaults(t *testing.T) {
 		{"18_ssh_sharing", faultSSHSharing},
 		{"19_init_file_shells", faultInitFileShells},
 		{"20_npm_run", faultNPMRun},
+		{"22_unlistable_subreaper", faultUnlistableSubreaper},
+		{"23_multiplexer", faultMultiplexer},
+		{"24_boot_clock_zero", faultBootClockZero},
 	}
 	defer removeHelperBin()
 	want := map[string]bool{}
@@ -712,8 +726,8 @@ func faultUnwritable(t *testing.T, s *server) {
 		os.Chown(lock, 65534, 65534)
 		os.Chmod(f.stateDir, 0o500)
 		before := listing(t, f.stateDir)
-		a := f.launch(n.argv(), n.env, "")
-		b := f.launch(n.argv(), n.env, "")
+		a := f.launch(n.argvCaps(), n.env, "")
+		b := f.launch(n.argvCaps(), n.env, "")
 		if a.Resumed || b.Resumed || a.SessionID == b.SessionID {
 			t.Errorf("resume without a stored token: %+v %+v", a, b)
 		}
@@ -723,14 +737,14 @@ func faultUnwritable(t *testing.T, s *server) {
 			t.Errorf("state directory changed:\n%s\nwas:\n%s", after, before)
 		}
 		f.row("3a", "Unwritable state directory",
-			"server run as uid 65534 (`setpriv`) with a state dir it owns at mode 0500 (its lock file present)",
+			"server run as uid 65534 (`setpriv`, keeping only CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH so that it can check its root host's stdio) with a state dir it owns at mode 0500 (its lock file present)",
 			"the directory check passes; every launch: no token, the write fails with EACCES, fresh session; the directory is unchanged",
 			[]string{nf, wf}, "no")
 	})
 	t.Run("lock_eacces", func(t *testing.T) {
 		f := newFx(t, s)
 		f.stateDir = n.dir(t, "state-3b", 0o500)
-		a := f.launch(n.argv(), n.env, "")
+		a := f.launch(n.argvCaps(), n.env, "")
 		if a.Resumed {
 			t.Errorf("resumed: %+v", a)
 		}
@@ -752,7 +766,7 @@ func faultUnwritable(t *testing.T, s *server) {
 		parent := filepath.Join(n.base, "root-owned")
 		os.Mkdir(parent, 0o755)
 		f.stateDir = filepath.Join(parent, "state")
-		a := f.launch(n.argv(), n.env, "")
+		a := f.launch(n.argvCaps(), n.env, "")
 		if a.Resumed {
 			t.Errorf("resumed: %+v", a)
 		}
@@ -1606,7 +1620,10 @@ func faultProcHidden(t *testing.T, s *server) {
 	t.Run("control", func(t *testing.T) {
 		f := newFx(t, s)
 		f.stateDir = n.dir(t, "state-12-control", 0o700)
-		h := startRemoteHost(t, f.env, wrapper, n.argv(), append(n.env, "FAULTS_PROCOPTS=rw"))
+		// The server keeps CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH to list its
+		// root host's fds: without them the stdio check cannot tell and
+		// turns resume off (fault 22b).
+		h := startRemoteHost(t, f.env, wrapper, n.argvCaps(), append(n.env, "FAULTS_PROCOPTS=rw"))
 		control[0], control[1] = h.launch(), h.launch()
 		f.record(control[0])
 		f.record(control[1])
@@ -1631,7 +1648,7 @@ func faultProcHidden(t *testing.T, s *server) {
 			t.Errorf("the server touched the state directory: %v", ev)
 		}
 		f.row("12", "/proc of the host unreadable",
-			"new mount+PID namespace with /proc mounted `hidepid=2`; a root helper host launches the server as uid 65534 (the same setup without hidepid resumes)",
+			"new mount+PID namespace with /proc mounted `hidepid=2`; a root helper host launches the server as uid 65534 (the same setup without hidepid resumes when the server keeps CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH to check its root host's stdio)",
 			"the host's /proc entry is invisible, but kill(pid, 0) answers EPERM, so the plugin takes it as hidden rather than gone: identity unavailable, resume off, fresh session each launch, state dir untouched",
 			[]string{id}, wrongIf(wrong, "resumed"))
 	})

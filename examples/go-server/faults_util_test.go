@@ -597,6 +597,15 @@ func helperSubreaper() int {
 		fmt.Fprintln(os.Stderr, "prctl(PR_SET_CHILD_SUBREAPER):", errno)
 		return 1
 	}
+	// FAULTS_NODUMP=1 (fault 22): not dumpable, as sshd, ssh-agent and
+	// setuid programs are, so its children cannot list its fds.
+	const prSetDumpable = 4
+	if os.Getenv("FAULTS_NODUMP") == "1" {
+		if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetDumpable, 0, 0); errno != 0 {
+			fmt.Fprintln(os.Stderr, "prctl(PR_SET_DUMPABLE, 0):", errno)
+			return 1
+		}
+	}
 	self, _ := os.Executable()
 	rep := subreaperReport{Self: selfID{PID: os.Getpid()}}
 	if start, err := linuxStartTime(os.Getpid()); err == nil {

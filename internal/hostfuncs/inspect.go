@@ -116,8 +116,8 @@ func (f *Funcs) inspectOne(op inspectOp) result {
 			return failed(unsupported("the Go host answers sysctl, not ps"))
 		}
 	case wire.OpFstat, wire.OpPeer:
-		if op.FD == nil || (*op.FD != 0 && *op.FD != 1) {
-			return failed(invalid(op.Op + `: "fd" must be 0 or 1`))
+		if op.FD == nil || *op.FD < 0 || *op.FD > math.MaxInt32 {
+			return failed(invalid(op.Op + `: "fd" must be a file descriptor number (0 to 2147483647)`))
 		}
 		if r, ok := f.pinned(op.Op + " " + strconv.Itoa(*op.FD)); ok {
 			return r
@@ -186,7 +186,8 @@ func digits(s string) bool {
 // allowed checks path against the /proc allowlist of op (hostfuncs/README.md,
 // "The allowlist") before any system call, and returns it relative to /proc.
 //
-//	read      /proc/sys/kernel/random/boot_id, /proc/<pid>/stat, /proc/<pid>/cmdline
+//	read      /proc/sys/kernel/random/boot_id, /proc/self/timens_offsets,
+//	          /proc/<pid>/stat, /proc/<pid>/cmdline
 //	readlink  /proc/self, /proc/<pid>/ns/pid, /proc/<pid>/fd/<n>
 //
 // <pid> is "self" or digits, <n> digits. The "fds" operation builds its own
@@ -200,7 +201,7 @@ func allowed(op, path string) (string, bool) {
 	pid := len(parts) > 1 && (parts[0] == "self" || digits(parts[0]))
 	switch op {
 	case wire.OpRead:
-		ok = rel == "sys/kernel/random/boot_id" ||
+		ok = rel == "sys/kernel/random/boot_id" || rel == "self/timens_offsets" ||
 			pid && len(parts) == 2 && (parts[1] == "stat" || parts[1] == "cmdline")
 	case wire.OpReadlink:
 		ok = rel == "self" ||

@@ -90,12 +90,15 @@ func TestInspect_Allowlist(t *testing.T) {
 	f := fixture(t, "linux", map[string]string{
 		"100/environ": "SECRET=1", "100/stat": "100 (x) S 1", "1/root/etc/passwd": "root", "100/cwd": "->/",
 		"100/fd/3": "->pipe:[7]", "sys/kernel/random/boot_id": "id\n", "100/ns/pid": "->pid:[1]", "self": "->100",
+		"100/timens_offsets": "boottime -5 0\n",
 	}, nil)
 	for _, tc := range []struct{ op, path string }{
 		{"read", "/proc/self/environ"}, {"read", "/proc/1/root/etc/passwd"}, {"read", "/proc/self/../self/stat"},
 		{"read", "/proc/self/fd/3"}, {"read", "/etc/passwd"}, {"read", "proc/self/stat"}, {"read", "/proc/self"},
 		{"readlink", "/proc/self/cwd"}, {"readlink", "/proc/self/stat"}, {"readlink", "/proc/x1/ns/pid"},
 		{"readlink", "/proc/self/fd/3/"}, {"readlink", "/proc/self/fd/-3"}, {"read", "/proc/self/stat/"}, {"read", "/proc//stat"},
+		// Only this process's own time-namespace offsets.
+		{"read", "/proc/100/timens_offsets"}, {"read", "/proc/1/timens_offsets"}, {"readlink", "/proc/self/timens_offsets"},
 	} {
 		if r := inspect(t, f, wire.InspectOp{Op: tc.op, Path: tc.path})[0]; code(r) != wire.CodeInvalidRequest {
 			t.Errorf("%s %s = %+v, want invalid_request", tc.op, tc.path, r)
@@ -108,9 +111,10 @@ func TestInspect_Allowlist(t *testing.T) {
 		wire.InspectOp{Op: "readlink", Path: "/proc/100/ns/pid"},
 		wire.InspectOp{Op: "readlink", Path: "/proc/self"},
 		wire.InspectOp{Op: "read", Path: "/proc/4242/stat"},
+		wire.InspectOp{Op: "read", Path: "/proc/self/timens_offsets"},
 	)
 	if string(rs[0].Data) != "100 (x) S 1" || rs[1].Target != "pipe:[7]" || string(rs[2].Data) != "id\n" ||
-		rs[3].Target != "pid:[1]" || rs[4].Target != "100" || code(rs[5]) != wire.CodeNotFound {
+		rs[3].Target != "pid:[1]" || rs[4].Target != "100" || code(rs[5]) != wire.CodeNotFound || string(rs[6].Data) != "boottime -5 0\n" {
 		t.Errorf("allowed reads = %+v", rs)
 	}
 }
@@ -335,7 +339,7 @@ func TestInspect_Batch(t *testing.T) {
 			t.Errorf("inspect(%.40s) = %+v, want invalid_request", req, r)
 		}
 	}
-	r := call[wire.InspectResponse](t, f, wire.FnInspect, []byte(`{"ops":[{"op":"readlink","path":"/proc/self"},7,{"op":"nope"},{"op":"fstat"},{"op":"fstat","fd":2}]}`))
+	r := call[wire.InspectResponse](t, f, wire.FnInspect, []byte(`{"ops":[{"op":"readlink","path":"/proc/self"},7,{"op":"nope"},{"op":"fstat"},{"op":"fstat","fd":-1}]}`))
 	if len(r.Results) != 5 || r.Results[0].Target == "" {
 		t.Fatalf("mixed batch = %+v", r)
 	}
@@ -399,5 +403,25 @@ func BenchmarkInspectStart(b *testing.B) {
 		for _, req := range [][]byte{first, walk, fds} {
 			f.Call(wire.FnInspect, req)
 		}
+	}
+}
+
+// fstat and peer answer any fd of this process (facts.stdio_fds may name a
+// copy of stdin or stdout above 2), and refuse a negative one before any
+// system call.
+func TestInspect_FstatAnyFD(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	f := hostfuncs.New(hostfuncs.Config{})
+	rs := inspect(t, f, wire.InspectOp{Op: "fstat", FD: int(r.Fd())}, wire.InspectOp{Op: "peer", FD: int(w.Fd())})
+	if rs[0].Type != wire.FileTypeFIFO || rs[0].Error != nil {
+		t.Errorf("fstat of pipe fd %d = %+v, want fifo", r.Fd(), rs[0])
+	}
+	if code(rs[1]) == wire.CodeInvalidRequest {
+		t.Errorf("peer of fd %d = %+v: refused", w.Fd(), rs[1])
 	}
 }

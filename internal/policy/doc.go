@@ -251,47 +251,88 @@
 // # Stdio
 //
 // The walk alone cannot tell the process that launched the server from one
-// that adopted it. When a launcher exits before the server resolves its
-// host (a launcher that double-forks, or crashes), Linux re-parents the
-// server to the nearest subreaper (PR_SET_CHILD_SUBREAPER), and a subreaper
-// whose name is not on the reaper list would be taken for the host of every
-// server orphaned under it, so a second MCP host's server would resume the
-// first one's session (docs/RELIABILITY.md, fault 11c). The kernel does not
-// expose the subreaper flag. What it does expose is who holds the server's
-// stdio, and an MCP host always holds the other end of the pipes or socket
-// pair it speaks MCP through. So on Linux [Resolve] checks the resolved
-// host against this process's stdin, then stdout, with fstat and readlink
-// /proc/self/fd/<n> of each:
+// that adopted it, or from one that every window of a terminal shares. When
+// a launcher exits before the server resolves its host (a launcher that
+// double-forks, or crashes), Linux re-parents the server to the nearest
+// subreaper (PR_SET_CHILD_SUBREAPER), and a subreaper whose name is not on
+// the reaper list would be taken for the host of every server orphaned under
+// it (docs/RELIABILITY.md, faults 11c and 22). A terminal multiplexer that
+// runs servers as window commands (tmux, screen, a terminal server) is the
+// parent of every window's server (fault 23). The kernel does not expose the
+// subreaper flag. What it does expose is who holds the server's stdio, and
+// an MCP host always holds the other end of the pipes or socket pair it
+// speaks MCP through; a shell that runs a server by hand holds its
+// terminal. So on Linux [Resolve] checks the resolved host against this
+// process's stdin, then stdout: the fds facts.stdio_fds names (default 0
+// and 1; a binding whose MCP SDK repoints fds 0 and 1 while it serves
+// reports copies it took earlier), with fstat and readlink
+// /proc/self/fd/<n> of each. Each fd gets one verdict:
 //
-//   - An anonymous pipe ("pipe:[N]"): the host must have the same pipe open
-//     at the other end, read against write, per the access mode in the
-//     fdinfo flags (the fds operation, for this process and for the host,
-//     with the pipe as target). A forking launcher's copy of the server's own
-//     end does not count.
-//   - A socket: the peer operation (SO_PEERCRED, unix(7)) must name the
-//     host. For a socket pair, as Node and libuv hosts give their children,
-//     it is the process that created the pair.
-//   - Anything else (a terminal, /dev/null, a file, a named FIFO), a socket
-//     without peer credentials (peer unsupported, as in Node, or 0), or a
-//     host whose fds cannot be listed (another user's process, or one made
-//     non-dumpable) cannot tell.
+//   - An anonymous pipe ("pipe:[N]") or a named FIFO (its path): verified
+//     when the host has the same pipe or FIFO open at the other end, read
+//     against write, per the access mode in the fdinfo flags (the fds
+//     operation, for this process and for the host, with the pipe as
+//     target); disproved when it does not (a forking launcher's copy of the
+//     server's own end does not count).
+//   - A terminal (/dev/pts/<n>, /dev/tty<name>, /dev/console): verified when
+//     the host holds the same terminal in any mode, as an interactive shell
+//     holds its /dev/pts/N; disproved when it does not, as a multiplexer or
+//     terminal emulator, which holds only the master side /dev/ptmx, does
+//     not.
+//   - A socket: the peer operation (SO_PEERCRED, unix(7)) verifies when it
+//     names the host (for a socket pair, as Node and libuv hosts give their
+//     children, the process that created the pair), and disproves when it
+//     names another pid.
+//   - Cannot tell: /dev/null, /dev/tty (each process's own controlling
+//     terminal), a regular file or any other file, a closed fd, a link or
+//     fdinfo that cannot be read, a host whose fds cannot be listed (another
+//     user's process, or one made non-dumpable as sshd, ssh-agent and setuid
+//     programs are), a socket peer of 0 (outside this PID namespace, so not
+//     the host, which is inside).
+//   - The residual: a socket whose peer this host cannot read at all (peer
+//     answers unsupported: Node has no SO_PEERCRED).
 //
 // One fd verified is enough: [Identity.Stdio] then reads "verified: ...".
 // When neither fd is verified and one is disproved, Resolve fails with
-// [ErrAdopted]. When neither can tell, the identity stands and Stdio reads
-// "not checked: ..." with the reasons, so a server started by hand in a
-// terminal still resolves its shell as the host. A host that is gone by the
-// time its fds are listed fails with [ErrRace].
+// [ErrAdopted]. When neither fd is verified or disproved and both are the
+// residual, the identity stands and Stdio reads "not checked: ..." with the
+// reasons: a TypeScript server under a Node or Electron host cannot check its
+// socket pair (docs/RELIABILITY.md, the residual of 11e). In every other
+// case "cannot tell" never lets the identity stand: Resolve fails with
+// [ErrUnverified], resume off, and the message names the reason and, for
+// /dev/null, the fix (create the store before the MCP SDK serves stdio). A
+// host that is gone by the time its fds are listed fails with [ErrRace].
 //
-// A consequence: a process the walk stops at that passes its own stdio
-// through to the server, rather than talking to it, is refused too. That is
-// what a launcher does; if such a process only launches servers, add it to
+// Consequences: a server whose stdin and stdout are /dev/null, files or
+// closed never resumes; nor does one run by a host whose fds it cannot list
+// (a host running as another user, or a non-dumpable one); nor one run
+// directly as the command of a terminal multiplexer's window or a terminal
+// emulator. A process the walk stops at that passes its own stdio through
+// to the server, rather than talking to it, is refused too. That is what a
+// launcher does; if such a process only launches servers, add it to
 // MCP_RESUME_LAUNCHERS. Every default launcher passes stdio through, which
 // is why only the host is examined.
 //
 // On macOS there are no subreapers: an orphan is adopted by launchd, pid 1,
 // which the walk refuses. There is no check there, and Stdio reads "not
 // checked: no subreapers on this system".
+//
+// # Time namespaces
+//
+// Since Linux 5.6 a process may run in a time namespace whose boot clock is
+// shifted (time_namespaces(7)), and the starttime of every /proc/<pid>/stat
+// it reads is shifted with it. Sandboxes that start the clock near zero, one
+// after the other, each in a fresh PID namespace, name their hosts alike:
+// the same pid (the host is pid 2 each time), the same tick, and a PID
+// namespace inode that Linux recycles within about a second of the previous
+// namespace's end; the time namespace's inode is recycled the same way
+// (docs/RELIABILITY.md, fault 24). So the first identity call reads
+// /proc/self/timens_offsets, and a non-zero boottime offset fails with
+// [ErrTimeNamespace]: resume is off in such sandboxes, and after a
+// checkpoint/restore that shifts the clock. The monotonic offset enters no
+// start time and is ignored. A missing file is a kernel without time
+// namespaces; any other failure to read it cannot tell (also
+// ErrTimeNamespace).
 //
 // # Races
 //
@@ -306,11 +347,12 @@
 // # Host calls
 //
 // Resolve on Linux makes one mcp_resume_inspect call for the own-/proc
-// check, the boot ID, the PID namespace, the server's stat and cmdline and
-// the fstat and /proc link of its stdin and stdout; one call per ancestor
-// level (the parent's stat and cmdline, the child's stat again, kill of the
-// parent); and one more for the stdio check when stdin or stdout is a pipe
-// or a socket. A server launched directly by its host over pipes makes three.
+// check, the boot ID, the PID namespace, the server's stat and cmdline, the
+// fstat and /proc link of its stdin and stdout and the time-namespace
+// offsets; one call per ancestor level (the parent's stat and cmdline, the
+// child's stat again, kill of the parent); and one more for the stdio check
+// when stdin or stdout is a pipe, a FIFO, a terminal or a socket. A server
+// launched directly by its host over pipes makes three.
 // On macOS: one call for the server (two where sysctl is unsupported and ps
 // answers), then one per level. [Liveness] makes one call per 30 files on
 // Linux, one (or two, with ps) on macOS.

@@ -14,13 +14,19 @@ import (
 // The policy is tested with fixture answers: a system serves the
 // operations of mcp_resume_inspect from maps, with the defaults of the
 // conformance runner (hostfuncs/conformance/README.md): kill0 not_found,
-// fstat "char", peer, sysctl, procargs and ps unsupported.
+// fstat "char", peer, sysctl, procargs and ps unsupported. As in the
+// default conformance system, stdin and stdout are the terminal
+// /dev/pts/3, which every process of the tree holds as its fd 0 unless the
+// test lists its fds.
 
 // testBootUUID is the boot ID fixture trees use, as the kernel prints it.
 const testBootUUID = "0f1e2d3c-4b5a-6978-8796-A5B4C3D2E1F0\n"
 
 // testBoot is testBootUUID as it appears in a Linux start time.
 const testBoot = "0f1e2d3c4b5a69788796a5b4c3d2e1f0"
+
+// testTTY is the terminal on the fixture's stdio.
+const testTTY = "/dev/pts/3"
 
 // testNS is the PID namespace inode of the fixture (/proc/self/ns/pid).
 const testNS = "4026531836"
@@ -48,8 +54,10 @@ func newSystem(self int) *system {
 	return &system{
 		files: map[string][]byte{procBootID: []byte(testBootUUID)},
 		links: map[string]string{
-			procSelf:   strconv.Itoa(self),
-			procSelfNS: "pid:[" + testNS + "]",
+			procSelf:      strconv.Itoa(self),
+			procSelfNS:    "pid:[" + testNS + "]",
+			procSelfFD(0): testTTY,
+			procSelfFD(1): testTTY,
 		},
 		fds:     map[string][]wire.FD{},
 		answers: map[string]wire.InspectResult{},
@@ -97,6 +105,9 @@ func (s *system) answer(op wire.InspectOp) wire.InspectResult {
 			return r
 		}
 		all, ok := s.fds[op.PID]
+		if _, exists := s.files["/proc/"+op.PID+"/stat"]; !ok && (exists || op.PID == "self") {
+			all, ok = []wire.FD{{FD: 0, Target: testTTY, Flags: 0o2}}, true
+		}
 		if !ok {
 			return errResult(wire.CodeNotFound)
 		}

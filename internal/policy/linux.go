@@ -17,6 +17,9 @@ const (
 	procSelf   = "/proc/self"
 	procBootID = "/proc/sys/kernel/random/boot_id"
 	procSelfNS = "/proc/self/ns/pid"
+	// procTimens holds the clock offsets of this process's time namespace
+	// (for its children, which is the same unless it unshared one itself).
+	procTimens = "/proc/self/timens_offsets"
 )
 
 func procStat(pid int) string    { return "/proc/" + strconv.Itoa(pid) + "/stat" }
@@ -234,22 +237,30 @@ func (w linuxWalker) step(child Process) (Process, error, Process, error, error)
 // then one call per ancestor level; then, for a pipe or socket, one call for
 // the stdio check.
 func resolveLinux(f wire.Facts, set LauncherSet, in Inspector) (Identity, error) {
-	ops := append(baseOps(),
-		opRead(procStat(f.PID)), opRead(procCmdline(f.PID)),
-		wire.InspectOp{Op: wire.OpFstat, FD: 0}, wire.InspectOp{Op: wire.OpFstat, FD: 1},
-		opReadlink(procSelfFD(0)), opReadlink(procSelfFD(1)))
 	fail := func(err error) (Identity, error) {
 		return Identity{}, wrap("resolve MCP host of pid "+itoa(f.PID), err)
 	}
 	if f.PID <= 0 {
 		return fail(wrap("facts report pid "+itoa(f.PID), ErrNoAnswer))
 	}
+	sfd, err := stdioFDs(f)
+	if err != nil {
+		return fail(err)
+	}
+	ops := append(baseOps(),
+		opRead(procStat(f.PID)), opRead(procCmdline(f.PID)),
+		wire.InspectOp{Op: wire.OpFstat, FD: sfd[0]}, wire.InspectOp{Op: wire.OpFstat, FD: sfd[1]},
+		opReadlink(procSelfFD(sfd[0])), opReadlink(procSelfFD(sfd[1])),
+		opRead(procTimens))
 	res, err := inspect(in, ops)
 	if err != nil {
 		return fail(err)
 	}
 	base, err := checkBase(f.PID, res)
 	if err != nil {
+		return fail(err)
+	}
+	if err := checkTimens(res[9]); err != nil {
 		return fail(err)
 	}
 	self, err := base.process(f.PID, res[3], &res[4], nil)
@@ -260,13 +271,55 @@ func resolveLinux(f wire.Facts, set LauncherSet, in Inspector) (Identity, error)
 	if err != nil {
 		return id, err
 	}
-	stdio := [2]fdFacts{{fstat: res[5], link: res[7]}, {fstat: res[6], link: res[8]}}
+	stdio := [2]fdFacts{{fd: sfd[0], fstat: res[5], link: res[7]}, {fd: sfd[1], fstat: res[6], link: res[8]}}
 	why, err := checkStdio(in, f.PID, id.Chain[len(id.Chain)-1], stdio)
 	if err != nil {
 		return Identity{Chain: id.Chain}, err
 	}
 	id.Stdio = why
 	return id, nil
+}
+
+// checkTimens reads the answer to reading /proc/self/timens_offsets
+// (time_namespaces(7)): lines "<clock> <seconds> <nanoseconds>" for the
+// clocks monotonic and boottime. A non-zero boottime offset shifts the
+// starttime field of every /proc/<pid>/stat read here, so a sandbox whose
+// boot clock starts near zero, in a fresh PID namespace whose pids and
+// recycled namespace inode repeat an earlier sandbox's, names its host
+// exactly as that sandbox named its own (docs/RELIABILITY.md, fault 24):
+// ErrTimeNamespace, resume off. The monotonic offset does not enter any
+// start time and is ignored. A missing file (not_found: a kernel without
+// time namespaces, before Linux 5.6) is the initial time namespace; any
+// other failure, or contents that do not parse, cannot tell (also
+// ErrTimeNamespace).
+func checkTimens(r wire.InspectResult) error {
+	switch code(r) {
+	case wire.CodeNotFound:
+		return nil
+	case "":
+	default:
+		return wrap("read "+procTimens+": "+r.Error.Code+": cannot tell whether this time namespace shifts the boot clock; session resume is off", ErrTimeNamespace)
+	}
+	boot := ""
+	for _, line := range strings.Split(string(r.Data), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if len(f) != 3 {
+			return wrap(procTimens+" has the line "+quote(truncate([]byte(line)))+", want \"<clock> <seconds> <nanoseconds>\"; session resume is off", ErrTimeNamespace)
+		}
+		if f[0] == "boottime" || f[0] == "7" { // 7 is CLOCK_BOOTTIME
+			boot = f[1] + " " + f[2]
+		}
+	}
+	switch boot {
+	case "":
+		return wrap(procTimens+" has no boottime line; session resume is off", ErrTimeNamespace)
+	case "0 0":
+		return nil
+	}
+	return wrap("this process runs in a time namespace whose boot clock is shifted (boottime offset "+boot+" s ns in "+procTimens+"), as sandboxes that start the clock near zero and checkpoint/restore tools do: process start times read here can repeat those of an earlier such sandbox; session resume is off", ErrTimeNamespace)
 }
 
 // linuxAlive answers liveness for one file from the answers to reading

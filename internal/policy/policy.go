@@ -66,6 +66,22 @@ var (
 	// (docs/RELIABILITY.md, fault 11c).
 	ErrAdopted = errors.New("the resolved MCP host does not hold the server's stdio")
 
+	// ErrUnverified: on Linux nothing in the server's stdio shows that the
+	// resolved host launched it, and nothing disproves it either: stdin and
+	// stdout are /dev/null, regular files or closed, or pipes, FIFOs or
+	// terminals whose holders cannot be listed (the host runs as another
+	// user or is not dumpable). "Cannot tell" never lets an identity stand
+	// that the stdio check exists to refuse (docs/RELIABILITY.md, faults 22
+	// and 25).
+	ErrUnverified = errors.New("the server's stdio does not show that the resolved MCP host launched it")
+
+	// ErrTimeNamespace: on Linux this process's time namespace shifts the
+	// boot clock (/proc/self/timens_offsets shows a non-zero boottime
+	// offset), so process start times read here can repeat those of an
+	// earlier sandbox whose clock also started near zero, or the offsets
+	// cannot be read (docs/RELIABILITY.md, fault 24).
+	ErrTimeNamespace = errors.New("the boot clock of this time namespace is shifted")
+
 	// ErrHidden: a process exists but /proc does not show it (mounted
 	// hidepid=1 or 2 and it belongs to another user): its stat is
 	// not_found while kill(pid, 0) answers permission (fault 12).
@@ -287,7 +303,9 @@ func walk(w walker, self Process, set LauncherSet) (Identity, error) {
 // other systems; [ErrNamespace] for a /proc of another PID namespace;
 // [ErrNoBootID]; [ErrReaper]; [ErrSharedServer]; [ErrRace]; [ErrTooDeep]; [ErrMalformed];
 // [ErrHidden] for a host hidden by hidepid; [ErrAdopted] for a host that
-// does not hold the server's stdio; [ErrNoAnswer] when a host function gave
+// does not hold the server's stdio; [ErrUnverified] when nothing in the
+// server's stdio shows that the host launched it; [ErrTimeNamespace] when
+// this time namespace shifts the boot clock; [ErrNoAnswer] when a host function gave
 // no usable answer. Each means session resume is off (spec 000, "Parent
 // Process Information Unavailable").
 func Resolve(f wire.Facts, set LauncherSet, in Inspector) (Identity, error) {

@@ -331,11 +331,12 @@ func TestResolve(t *testing.T) {
 			if d := diff(tt.wantChain, chain); d != "" {
 				t.Errorf("Resolve(%d) chain pids mismatch %s", pid, d)
 			}
-			// One call for the server, one per level; a terminal needs no stdio call.
-			if want := 1 + len(tt.wantChain); sys.calls != want {
+			// One call for the server, one per level, one for the stdio
+			// check: the host must hold the terminal on stdin.
+			if want := 2 + len(tt.wantChain); sys.calls != want {
 				t.Errorf("Resolve(%d) made %d inspect calls, want %d", pid, sys.calls, want)
 			}
-			if !strings.HasPrefix(got.Stdio, "not checked: stdin is not a pipe or socket") {
+			if got.Stdio != "verified: stdin "+testTTY+" is held by the host as fd 0" {
 				t.Errorf("Resolve(%d) Stdio = %q", pid, got.Stdio)
 			}
 		})

@@ -8,8 +8,8 @@ import (
 )
 
 // This file checks that the resolved host holds the other end of the
-// server's stdin or stdout (docs/RELIABILITY.md, fault 11c); see the package
-// documentation, "Stdio".
+// server's stdin or stdout (docs/RELIABILITY.md, faults 11c, 22 and 23);
+// see the package documentation, "Stdio".
 
 // Linux access modes (open(2)), as the fdinfo "flags:" value encodes them.
 const (
@@ -20,8 +20,9 @@ const (
 )
 
 // fdFacts are the answers of the first identity call about one stdio fd:
-// fstat and readlink /proc/self/fd/<n>.
+// its number (facts.stdio_fds), fstat and readlink /proc/self/fd/<n>.
 type fdFacts struct {
+	fd    int
 	fstat wire.InspectResult
 	link  wire.InspectResult
 }
@@ -30,21 +31,30 @@ type fdFacts struct {
 type verdict int
 
 const (
-	notChecked verdict = iota // the fd cannot tell (tty, file, unreadable host)
-	verified                  // the host holds the fd's other end
-	disproved                 // the host provably does not
+	unknown   verdict = iota // the fd cannot tell: resume off unless another fd verifies
+	verified                 // the host holds the fd's other end
+	disproved                // the host provably does not
+	residual                 // a socket without peer credentials: documented residual, stands
 )
 
-// stdioNames names fds 0 and 1 in messages.
+// stdioNames names the two stdio fds in messages.
 var stdioNames = [2]string{"stdin", "stdout"}
 
-// isAnonPipe reports whether link, an fd's /proc link, names an anonymous
-// pipe ("pipe:[1234]"); a named FIFO's link is its path.
-func isAnonPipe(link string) bool {
-	n, ok := strings.CutPrefix(link, "pipe:[")
-	n, ok2 := strings.CutSuffix(n, "]")
-	_, err := strconv.ParseUint(n, 10, 64)
-	return ok && ok2 && err == nil
+// isTerminal reports whether link, the /proc link of a character device,
+// names one terminal: a pseudo-terminal's slave side (/dev/pts/<n>), a
+// virtual console or serial line (/dev/tty<name>), or /dev/console. Not
+// /dev/tty, which names each process's own controlling terminal, nor the
+// master side /dev/ptmx (/dev/pts/ptmx), which every pseudo-terminal a
+// multiplexer or terminal emulator runs shares.
+func isTerminal(link string) bool {
+	if n, ok := strings.CutPrefix(link, "/dev/pts/"); ok {
+		_, err := strconv.ParseUint(n, 10, 32)
+		return err == nil
+	}
+	if n, ok := strings.CutPrefix(link, "/dev/tty"); ok {
+		return n != "" && !strings.Contains(n, "/")
+	}
+	return link == "/dev/console"
 }
 
 // otherEnd reports whether a pipe fd opened with access mode theirs can be
@@ -58,38 +68,70 @@ func otherEnd(mine, theirs int) bool {
 	return mine != theirs
 }
 
+// stdioFDs returns the fds that hold the server's stdin and stdout
+// (facts.stdio_fds; absent means 0 and 1). Error: ErrNoAnswer when the
+// host reported anything but two fds of at least 0.
+func stdioFDs(f wire.Facts) ([2]int, error) {
+	if f.StdioFDs == nil {
+		return [2]int{0, 1}, nil
+	}
+	if len(f.StdioFDs) != 2 || f.StdioFDs[0] < 0 || f.StdioFDs[1] < 0 {
+		return [2]int{}, wrap("facts report stdio_fds "+quote(fmtInts(f.StdioFDs))+", want two fds of at least 0 (stdin, stdout)", ErrNoAnswer)
+	}
+	return [2]int{f.StdioFDs[0], f.StdioFDs[1]}, nil
+}
+
+// fmtInts formats ns as "[a b]" for messages.
+func fmtInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = itoa(n)
+	}
+	return "[" + strings.Join(s, " ") + "]"
+}
+
 // checkStdio verifies that host, the resolved MCP host of the server
-// process self, holds the other end of the server's stdin or stdout. An MCP
-// host always does: it created the pipes or socket pair it speaks MCP
-// through. A subreaper that adopted an orphaned server does not, and neither
-// does a process the server's stdio was passed through.
+// process self, holds the other end of the server's stdin or stdout (the
+// fds of facts.stdio_fds). An MCP host always does: it created the pipes or
+// socket pair it speaks MCP through, or, for a server started by hand, it
+// is the shell that holds the terminal. A subreaper that adopted an
+// orphaned server does not, nor does a terminal multiplexer or emulator
+// that runs the server as a window command (it holds only the master side
+// /dev/ptmx), nor a process the server's stdio was passed through.
 //
 // The first identity call already answered fstat and readlink for both fds
-// (fds); when one is an anonymous pipe or a socket, one more call asks for
-// this process's flags on the pipes (fds self), the host's fds holding them
-// (fds <host>) and the socket peers (peer).
+// (fds); when one is a pipe, a named FIFO, a terminal or a socket, one more
+// call asks for this process's flags on them (fds self), the host's fds
+// holding them (fds <host>) and the socket peers (peer).
 //
-// It returns "verified: ..." when an fd is verified, "not checked: ..."
-// when neither fd can tell. Errors: ErrAdopted when no fd is verified and
-// one is disproved; ErrRace when the host exits during the check;
-// ErrNoAnswer when the host gave no usable answer.
+// It returns "verified: ..." when an fd is verified, and "not checked:
+// ..." when both fds are sockets without peer credentials (the documented
+// residual: Node cannot read SO_PEERCRED). Errors: ErrAdopted when no fd is
+// verified and one is disproved; ErrUnverified when nothing verifies the
+// host otherwise (/dev/null, a file, a closed fd, a host whose fds cannot be
+// listed: "cannot tell" never lets an identity stand); ErrRace when the host
+// exits during the check; ErrNoAnswer when the host gave no usable answer.
 func checkStdio(in Inspector, self int, host Process, fds [2]fdFacts) (string, error) {
 	fail := func(msg string, errs ...error) (string, error) {
 		return "", wrap("resolve MCP host of pid "+itoa(self)+": "+msg, errs...)
 	}
 	// What each fd is, and what else to ask.
 	type plan struct {
-		why     string // set when the fd is already not checked
-		link    string
-		pipe    bool
-		socket  bool
-		peerIdx int
+		why      string // set when the fd is already decided
+		v        verdict
+		link     string
+		held     bool // a pipe, named FIFO or terminal: look for it among the host's fds
+		anyMode  bool // a terminal: any access mode of the host counts
+		socket   bool
+		peerIdx  int
+		devNull  bool
+		terminal bool
 	}
 	var plans [2]plan
 	var ops []wire.InspectOp
 	var targets []string
-	for fd := 0; fd <= 1; fd++ {
-		name, f, p := stdioNames[fd], fds[fd], &plans[fd]
+	for i := 0; i <= 1; i++ {
+		name, f, p := stdioNames[i], fds[i], &plans[i]
 		if code(f.link) == "" {
 			p.link = f.link.Target
 		}
@@ -101,16 +143,22 @@ func checkStdio(in Inspector, self int, host Process, fds [2]fdFacts) (string, e
 		case f.fstat.Type == wire.FileTypeSocket:
 			p.socket = true
 			p.peerIdx = len(ops)
-			ops = append(ops, wire.InspectOp{Op: wire.OpPeer, FD: fd})
-		case f.fstat.Type == wire.FileTypeFIFO && isAnonPipe(p.link):
-			p.pipe = true
-			targets = append(targets, p.link)
-		case f.fstat.Type == wire.FileTypeFIFO && f.link.Error != nil:
-			p.why = name + " is a pipe whose /proc link cannot be read (" + f.link.Error.Code + ")"
+			ops = append(ops, wire.InspectOp{Op: wire.OpPeer, FD: f.fd})
+		case f.link.Error != nil || p.link == "":
+			p.why = name + " (a " + f.fstat.Type + ") has a /proc link that cannot be read (" + code(f.link) + ")"
 		case f.fstat.Type == wire.FileTypeFIFO:
-			p.why = name + " is a named FIFO"
+			// An anonymous pipe ("pipe:[N]") or a named FIFO (its path):
+			// either way the host must hold the other end of the same one.
+			p.held = true
+		case f.fstat.Type == wire.FileTypeChar && isTerminal(p.link):
+			p.held, p.anyMode, p.terminal = true, true, true
+		case f.fstat.Type == wire.FileTypeChar && p.link == "/dev/null":
+			p.why, p.devNull = name+" is /dev/null, which proves nothing about who launched the server", true
 		default:
-			p.why = name + " is not a pipe or socket"
+			p.why = name + " is " + quote(p.link) + " (a " + f.fstat.Type + "), which proves nothing about who launched the server"
+		}
+		if p.held && !slicesContains(targets, p.link) {
+			targets = append(targets, p.link)
 		}
 	}
 	selfIdx, hostIdx := -1, -1
@@ -132,16 +180,22 @@ func checkStdio(in Inspector, self int, host Process, fds [2]fdFacts) (string, e
 	}
 
 	var verifiedWhy string
-	var disprovedWhy, uncheckedWhy []string
-	for fd := 0; fd <= 1; fd++ {
-		name, p := stdioNames[fd], plans[fd]
-		v, why := notChecked, p.why
+	var disprovedWhy, unknownWhy, residualWhy []string
+	var devNull, unlisted, terminal bool
+	for i := 0; i <= 1; i++ {
+		name, p := stdioNames[i], plans[i]
+		v, why := unknown, p.why
 		switch {
 		case p.socket:
 			v, why = checkPeer(name, p.link, host, res[p.peerIdx])
-		case p.pipe:
-			v, why = checkPipe(fd, name, p.link, host, res[selfIdx], res[hostIdx])
+		case p.held:
+			v, why = checkHeld(fds[i].fd, name, p.link, p.anyMode, res[selfIdx], res[hostIdx])
+			if v == unknown && res[hostIdx].Error != nil {
+				unlisted = true
+			}
+			terminal = terminal || p.terminal && v == disproved
 		}
+		devNull = devNull || p.devNull
 		switch v {
 		case verified:
 			if verifiedWhy == "" {
@@ -149,33 +203,70 @@ func checkStdio(in Inspector, self int, host Process, fds [2]fdFacts) (string, e
 			}
 		case disproved:
 			disprovedWhy = append(disprovedWhy, why)
+		case residual:
+			residualWhy = append(residualWhy, why)
 		default:
-			uncheckedWhy = append(uncheckedWhy, why)
+			unknownWhy = append(unknownWhy, why)
 		}
 	}
 	switch {
 	case verifiedWhy != "":
 		return "verified: " + verifiedWhy, nil
 	case len(disprovedWhy) > 0:
-		return fail("the host "+describe(host)+" does not hold the other end of the server's stdio ("+strings.Join(disprovedWhy, "; ")+"): the server was probably orphaned and adopted by a subreaper, or "+quote(host.Name)+" passes its own stdio through (if it only launches servers, add it to "+EnvLaunchers+"); session resume is off",
+		how := "the server was probably orphaned and adopted by a subreaper, or "
+		if terminal {
+			how = "the server was probably started as the window command of a terminal multiplexer or emulator (tmux, screen, a terminal server: it holds only the master side of the terminal, shared by every window), or orphaned and adopted by a subreaper, or "
+		}
+		return fail("the host "+describe(host)+" does not hold the other end of the server's stdio ("+strings.Join(disprovedWhy, "; ")+"): "+how+quote(host.Name)+" passes its own stdio through (if it only launches servers, add it to "+EnvLaunchers+"); session resume is off",
 			ErrAdopted)
+	case len(unknownWhy) == 0:
+		return "not checked: " + strings.Join(residualWhy, "; "), nil
 	default:
-		return "not checked: " + strings.Join(uncheckedWhy, "; "), nil
+		var hints []string
+		if devNull {
+			hints = append(hints, "an MCP SDK may have pointed stdin and stdout at /dev/null before the store's first load (the Python MCP SDK does while it serves stdio): create the store before the SDK starts serving, so the binding checks the copies it took")
+		}
+		if unlisted {
+			hints = append(hints, "the host's open files cannot be listed: it runs as another user, or is not dumpable (as sshd, ssh-agent and setuid programs are)")
+		}
+		msg := "nothing shows that the host " + describe(host) + " launched this server (" + strings.Join(append(unknownWhy, residualWhy...), "; ") + ")"
+		if len(hints) > 0 {
+			msg += ": " + strings.Join(hints, "; ")
+		}
+		return fail(msg+"; session resume is off", ErrUnverified)
 	}
 }
 
-// checkPeer judges a socket fd from the answer to peer (SO_PEERCRED, the
+// slicesContains reports whether s holds v (slices.Contains, kept local so
+// the guest links no more than it needs).
+func slicesContains(s []string, v string) bool {
+	for _, e := range s {
+		if e == v {
+			return true
+		}
+	}
+	return false
+}
+
+// checkPeer judges socket fd from the answer to peer (SO_PEERCRED, the
 // process that created the socket pair or connected): the host verifies,
-// another pid disproves, and no credentials (unsupported, 0 for a peer
-// outside this PID namespace, no answer) cannot tell.
+// another pid disproves. No credentials at all (peer unsupported, as in
+// Node) is the residual; 0 (a peer outside this PID namespace, so not the
+// host, which is inside) and any other failure cannot tell.
 func checkPeer(name, link string, host Process, r wire.InspectResult) (verdict, string) {
 	label := name + " " + link
 	if link == "" {
 		label = name
 	}
 	switch {
-	case r.Error != nil || r.PeerPID == nil || *r.PeerPID <= 0:
-		return notChecked, label + " is a socket without peer credentials"
+	case code(r) == wire.CodeUnsupported:
+		return residual, label + " is a socket without peer credentials (this host cannot read SO_PEERCRED)"
+	case r.Error != nil:
+		return unknown, label + ": cannot read its peer credentials (" + r.Error.Code + ")"
+	case r.PeerPID == nil:
+		return unknown, label + ": the peer answer has no pid"
+	case *r.PeerPID <= 0:
+		return unknown, label + " peer is outside this PID namespace"
 	case *r.PeerPID == host.PID:
 		return verified, label + " peer is the host"
 	default:
@@ -183,35 +274,41 @@ func checkPeer(name, link string, host Process, r wire.InspectResult) (verdict, 
 	}
 }
 
-// checkPipe looks for the other end of the anonymous pipe link, this
-// process's fd, among the host's fds holding it (hostFDs), given this
-// process's own fds on the pipes (selfFDs).
-func checkPipe(fd int, name, link string, host Process, selfFDs, hostFDs wire.InspectResult) (verdict, string) {
-	if selfFDs.Error != nil {
-		return notChecked, name + " " + link + ": cannot list this process's fds: " + selfFDs.Error.Code
-	}
-	mine := -1
-	for _, e := range selfFDs.FDs {
-		if e.FD == fd && e.Target == link && e.Flags >= 0 {
-			mine = e.Flags & oACCMODE
+// checkHeld looks for link, this process's fd (an anonymous pipe, a named
+// FIFO or a terminal), among the host's fds holding it (hostFDs), given this
+// process's own fds on them (selfFDs). For a pipe or FIFO the host's fd must
+// be the other end (otherEnd); for a terminal (anyMode) any fd on the same
+// terminal counts.
+func checkHeld(fd int, name, link string, anyMode bool, selfFDs, hostFDs wire.InspectResult) (verdict, string) {
+	label := name + " " + link
+	mine := oRDWR
+	if !anyMode {
+		if selfFDs.Error != nil {
+			return unknown, label + ": cannot list this process's fds: " + selfFDs.Error.Code
+		}
+		mine = -1
+		for _, e := range selfFDs.FDs {
+			if e.FD == fd && e.Target == link && e.Flags >= 0 {
+				mine = e.Flags & oACCMODE
+			}
+		}
+		if mine < 0 {
+			return unknown, label + ": cannot read its fdinfo flags"
 		}
 	}
-	if mine < 0 {
-		return notChecked, name + " " + link + ": cannot read its fdinfo flags"
-	}
 	if hostFDs.Error != nil {
-		return notChecked, name + " " + link + ": cannot list the host's fds: " + hostFDs.Error.Code
+		return unknown, label + ": cannot list the host's fds (" + hostFDs.Error.Code + ")"
 	}
 	// An answer without "fds" is an empty list: wire.InspectResult's
 	// omitempty tag drops an empty one, so the Go host sends {} for a host
-	// that holds none of the pipes, which is the adopted case of fault 11c.
+	// that holds none of them, which is the adopted case of fault 11c.
 	for _, e := range hostFDs.FDs {
 		if e.Target != link || e.Flags < 0 {
 			continue
 		}
-		if otherEnd(mine, e.Flags&oACCMODE) {
-			return verified, name + " " + link + " is held by the host as fd " + itoa(e.FD)
+		if anyMode || otherEnd(mine, e.Flags&oACCMODE) {
+			return verified, label + " is held by the host as fd " + itoa(e.FD)
 		}
 	}
-	return disproved, name + " " + link + " is not held by the host"
+	return disproved, label + " is not held by the host"
 }

@@ -41,7 +41,8 @@ func TestCheckStdio(t *testing.T) {
 	tests := []struct {
 		name     string
 		self     map[int]fakeFD
-		host     map[int]fakeFD // nil: the host's fds are not_found (it exited)
+		host     map[int]fakeFD // the host's fds; nil: none
+		gone     bool           // the host's fds are not_found (it exited)
 		types    [2]wire.InspectResult
 		answers  map[string]wire.InspectResult
 		want     string // Stdio, when no error
@@ -104,8 +105,8 @@ func TestCheckStdio(t *testing.T) {
 			wantErr: ErrAdopted,
 		},
 		{
-			name:    "disproved beats not checked",
-			self:    map[int]fakeFD{0: {"/dev/pts/3", 0o2}, 1: {"pipe:[11]", 0o1}},
+			name:    "disproved beats cannot tell",
+			self:    map[int]fakeFD{0: {"/dev/null", 0o0}, 1: {"pipe:[11]", 0o1}},
 			host:    map[int]fakeFD{1: {"pipe:[11]", 0o1}},
 			types:   [2]wire.InspectResult{other, fifo},
 			wantErr: ErrAdopted,
@@ -114,49 +115,136 @@ func TestCheckStdio(t *testing.T) {
 		{
 			name:    "host gone",
 			self:    pipes,
+			gone:    true,
 			types:   [2]wire.InspectResult{fifo, fifo},
 			wantErr: ErrRace,
 			wantIn:  []string{`the host pid 42 ("mcp-host") exited during the stdio check`},
 		},
 		{
+			// Fault 22: the subreaper that adopted the server is not
+			// dumpable, or runs as another user. Cannot tell never lets the
+			// identity stand.
 			name:    "host fds cannot be listed",
 			self:    pipes,
 			types:   [2]wire.InspectResult{fifo, fifo},
 			answers: map[string]wire.InspectResult{"fds 42": errResult(wire.CodePermission)},
-			want:    "not checked: stdin pipe:[10]: cannot list the host's fds: permission; stdout pipe:[11]: cannot list the host's fds: permission",
+			wantErr: ErrUnverified,
+			wantIn: []string{"stdin pipe:[10]: cannot list the host's fds (permission); stdout pipe:[11]: cannot list the host's fds (permission)",
+				"not dumpable", "session resume is off"},
 		},
 		{
-			name:  "own fdinfo unreadable",
-			self:  map[int]fakeFD{0: {"pipe:[10]", -1}},
-			host:  map[int]fakeFD{7: {"pipe:[10]", 0o1}},
+			name:    "own fdinfo unreadable",
+			self:    map[int]fakeFD{0: {"pipe:[10]", -1}, 1: {"pipe:[11]", -1}},
+			host:    map[int]fakeFD{7: {"pipe:[10]", 0o1}},
+			types:   [2]wire.InspectResult{fifo, fifo},
+			wantErr: ErrUnverified,
+			wantIn:  []string{"stdin pipe:[10]: cannot read its fdinfo flags; stdout pipe:[11]: cannot read its fdinfo flags"},
+		},
+		{
+			name:  "named FIFOs held by the host",
+			self:  map[int]fakeFD{0: {"/tmp/in.fifo", 0o0}, 1: {"/tmp/out.fifo", 0o1}},
+			host:  map[int]fakeFD{7: {"/tmp/in.fifo", 0o1}},
 			types: [2]wire.InspectResult{fifo, fifo},
-			want:  "not checked: stdin pipe:[10]: cannot read its fdinfo flags; stdout pipe:[11]: cannot read its fdinfo flags",
+			want:  "verified: stdin /tmp/in.fifo is held by the host as fd 7",
 		},
 		{
-			name:     "named FIFOs",
-			self:     map[int]fakeFD{0: {"/tmp/in.fifo", 0o0}, 1: {"/tmp/out.fifo", 0o1}},
-			host:     map[int]fakeFD{7: {"/tmp/in.fifo", 0o1}},
-			types:    [2]wire.InspectResult{fifo, fifo},
-			want:     "not checked: stdin is a named FIFO; stdout is a named FIFO",
+			// A shell that opened the FIFOs for the server and exec'd it
+			// leaves no holder; a multiplexer that runs that shell holds
+			// neither.
+			name:    "named FIFOs not held by the host",
+			self:    map[int]fakeFD{0: {"/tmp/in.fifo", 0o0}, 1: {"/tmp/out.fifo", 0o1}},
+			host:    map[int]fakeFD{3: {"/dev/ptmx", 0o2}},
+			types:   [2]wire.InspectResult{fifo, fifo},
+			wantErr: ErrAdopted,
+			wantIn:  []string{"stdin /tmp/in.fifo is not held by the host; stdout /tmp/out.fifo is not held by the host"},
+		},
+		{
+			name:    "named FIFO held only at the server's own end",
+			self:    map[int]fakeFD{0: {"/tmp/in.fifo", 0o0}, 1: {"/tmp/out.fifo", 0o1}},
+			host:    map[int]fakeFD{5: {"/tmp/in.fifo", 0o0}, 6: {"/tmp/out.fifo", 0o1}},
+			types:   [2]wire.InspectResult{fifo, fifo},
+			wantErr: ErrAdopted,
+		},
+		{
+			// An interactive shell holds its terminal: a server started
+			// by hand resumes under it.
+			name:  "terminal held by the host",
+			host:  map[int]fakeFD{0: {"/dev/pts/3", 0o2}, 1: {"/dev/pts/3", 0o2}, 255: {"/dev/pts/3", 0o2}},
+			types: [2]wire.InspectResult{other, other},
+			want:  "verified: stdin /dev/pts/3 is held by the host as fd 0",
+		},
+		{
+			name:  "terminal held by the host read-only",
+			host:  map[int]fakeFD{4: {"/dev/pts/3", 0o0}},
+			types: [2]wire.InspectResult{other, other},
+			want:  "verified: stdin /dev/pts/3 is held by the host as fd 4",
+		},
+		{
+			// Fault 23: a terminal multiplexer (tmux: server) runs the
+			// server as a window command: it holds only the master side.
+			name:    "terminal not held: a multiplexer holds only /dev/ptmx",
+			host:    map[int]fakeFD{0: {"/dev/null", 0o0}, 5: {"/dev/ptmx", 0o2}, 6: {"/dev/ptmx", 0o2}, 7: {"/dev/pts/4", 0o2}},
+			types:   [2]wire.InspectResult{other, other},
+			wantErr: ErrAdopted,
+			wantIn:  []string{"stdin /dev/pts/3 is not held by the host; stdout /dev/pts/3 is not held by the host", "terminal multiplexer"},
+		},
+		{
+			name:    "terminal whose holders cannot be listed",
+			types:   [2]wire.InspectResult{other, other},
+			answers: map[string]wire.InspectResult{"fds 42": errResult(wire.CodePermission)},
+			wantErr: ErrUnverified,
+			wantIn:  []string{"stdin /dev/pts/3: cannot list the host's fds (permission)"},
+		},
+		{
+			// /dev/tty names each process's own controlling terminal, so
+			// the host holding "/dev/tty" proves nothing.
+			name:     "/dev/tty proves nothing",
+			self:     map[int]fakeFD{0: {"/dev/tty", 0o2}, 1: {"/dev/tty", 0o2}},
+			host:     map[int]fakeFD{0: {"/dev/tty", 0o2}},
+			types:    [2]wire.InspectResult{other, other},
+			wantErr:  ErrUnverified,
+			wantIn:   []string{`stdin is "/dev/tty" (a char), which proves nothing`},
 			wantCall: 2,
 		},
 		{
-			name:     "tty and /dev/null",
-			self:     map[int]fakeFD{0: {"/dev/pts/3", 0o2}, 1: {"/dev/null", 0o1}},
-			types:    [2]wire.InspectResult{other, {Type: wire.FileTypeFile}},
-			want:     "not checked: stdin is not a pipe or socket; stdout is not a pipe or socket",
+			// The Python MCP SDK points fds 0 and 1 at /dev/null while it
+			// serves: a first load after that cannot tell, and says why.
+			name:     "/dev/null",
+			self:     map[int]fakeFD{0: {"/dev/null", 0o0}, 1: {"/dev/null", 0o1}},
+			host:     map[int]fakeFD{0: {"/dev/null", 0o0}},
+			types:    [2]wire.InspectResult{other, other},
+			wantErr:  ErrUnverified,
+			wantIn:   []string{"stdin is /dev/null, which proves nothing", "Python MCP SDK", "create the store before the SDK starts serving"},
+			wantCall: 2,
+		},
+		{
+			name:     "regular files",
+			self:     map[int]fakeFD{0: {"/srv/in.jsonl", 0o0}, 1: {"/srv/out.jsonl", 0o1}},
+			host:     map[int]fakeFD{3: {"/srv/in.jsonl", 0o1}},
+			types:    [2]wire.InspectResult{{Type: wire.FileTypeFile}, {Type: wire.FileTypeFile}},
+			wantErr:  ErrUnverified,
+			wantIn:   []string{`stdin is "/srv/in.jsonl" (a file), which proves nothing`},
 			wantCall: 2,
 		},
 		{
 			name:     "closed",
 			types:    [2]wire.InspectResult{errResult(wire.CodeNotFound), errResult(wire.CodeNotFound)},
-			want:     "not checked: stdin is closed; stdout is closed",
+			wantErr:  ErrUnverified,
+			wantIn:   []string{"(stdin is closed; stdout is closed)"},
 			wantCall: 2,
 		},
 		{
+			name:  "fstat unsupported, terminal on stdout verifies",
+			host:  map[int]fakeFD{0: {"/dev/pts/3", 0o2}},
+			types: [2]wire.InspectResult{errResult(wire.CodeUnsupported), other},
+			want:  "verified: stdout /dev/pts/3 is held by the host as fd 0",
+		},
+		{
 			name:     "fstat unsupported",
-			types:    [2]wire.InspectResult{errResult(wire.CodeUnsupported), other},
-			want:     "not checked: stdin: cannot tell what it is (fstat: unsupported); stdout is not a pipe or socket",
+			self:     map[int]fakeFD{0: {"/dev/null", 0o0}, 1: {"/dev/null", 0o1}},
+			types:    [2]wire.InspectResult{errResult(wire.CodeUnsupported), errResult(wire.CodeUnsupported)},
+			wantErr:  ErrUnverified,
+			wantIn:   []string{"stdin: cannot tell what it is (fstat: unsupported)"},
 			wantCall: 2,
 		},
 		{
@@ -175,26 +263,38 @@ func TestCheckStdio(t *testing.T) {
 			wantIn:  []string{"(stdin socket:[20] peer is pid 7, not the host; stdout socket:[21] peer is pid 8, not the host)"},
 		},
 		{
+			// The host is inside this PID namespace, so a peer outside it
+			// is not the host; cannot tell, resume off.
 			name:    "socket peer outside this PID namespace",
 			self:    map[int]fakeFD{0: {"socket:[20]", 0o2}, 1: {"socket:[21]", 0o2}},
 			types:   [2]wire.InspectResult{sock, sock},
 			answers: map[string]wire.InspectResult{"peer 0": {PeerPID: ptr(0)}, "peer 1": {PeerPID: ptr(0)}},
-			want:    "not checked: stdin socket:[20] is a socket without peer credentials; stdout socket:[21] is a socket without peer credentials",
+			wantErr: ErrUnverified,
+			wantIn:  []string{"stdin socket:[20] peer is outside this PID namespace"},
 		},
 		{
-			// Node has no SO_PEERCRED: peer answers unsupported, which
-			// cannot tell.
+			// Node has no SO_PEERCRED: peer answers unsupported. The
+			// documented residual (docs/RELIABILITY.md, 11e): the identity
+			// stands when both fds are such sockets.
 			name:  "socket peer unsupported",
 			self:  map[int]fakeFD{0: {"socket:[20]", 0o2}, 1: {"socket:[21]", 0o2}},
 			types: [2]wire.InspectResult{sock, sock},
-			want:  "not checked: stdin socket:[20] is a socket without peer credentials; stdout socket:[21] is a socket without peer credentials",
+			want:  "not checked: stdin socket:[20] is a socket without peer credentials (this host cannot read SO_PEERCRED); stdout socket:[21] is a socket without peer credentials (this host cannot read SO_PEERCRED)",
+		},
+		{
+			name:    "socket peer unsupported and /dev/null",
+			self:    map[int]fakeFD{0: {"socket:[20]", 0o2}, 1: {"/dev/null", 0o1}},
+			types:   [2]wire.InspectResult{sock, other},
+			wantErr: ErrUnverified,
+			wantIn:  []string{"(stdout is /dev/null, which proves nothing about who launched the server; stdin socket:[20] is a socket without peer credentials"},
 		},
 		{
 			name:    "socket peer answer without peer_pid",
-			self:    map[int]fakeFD{0: {"socket:[20]", 0o2}},
-			types:   [2]wire.InspectResult{sock, other},
-			answers: map[string]wire.InspectResult{"peer 0": {}},
-			want:    "not checked: stdin socket:[20] is a socket without peer credentials; stdout is not a pipe or socket",
+			self:    map[int]fakeFD{0: {"socket:[20]", 0o2}, 1: {"socket:[21]", 0o2}},
+			types:   [2]wire.InspectResult{sock, sock},
+			answers: map[string]wire.InspectResult{"peer 0": {}, "peer 1": {}},
+			wantErr: ErrUnverified,
+			wantIn:  []string{"stdin socket:[20]: the peer answer has no pid"},
 		},
 	}
 	for _, tt := range tests {
@@ -203,15 +303,19 @@ func TestCheckStdio(t *testing.T) {
 			for n, fd := range tt.self {
 				sys.links[procSelfFD(n)] = fd.link
 			}
-			// Pipes whose /proc link the test leaves out still get one.
+			// Pipes whose /proc link the test leaves out still get one;
+			// other fds keep the fixture's terminal.
 			for n, l := range map[int]string{0: "pipe:[10]", 1: "pipe:[11]"} {
 				if _, ok := sys.links[procSelfFD(n)]; !ok && tt.types[n].Type == wire.FileTypeFIFO {
 					sys.links[procSelfFD(n)] = l
 				}
 			}
-			sys.fds["self"] = fdList(tt.self)
-			if tt.host != nil {
-				sys.fds["42"] = fdList(tt.host)
+			if tt.self != nil {
+				sys.fds["self"] = fdList(tt.self)
+			}
+			sys.fds["42"] = fdList(tt.host)
+			if tt.gone {
+				sys.answers["fds 42"] = errResult(wire.CodeNotFound)
 			}
 			sys.answers["fstat 0"], sys.answers["fstat 1"] = tt.types[0], tt.types[1]
 			for k, v := range tt.answers {
@@ -246,18 +350,6 @@ func TestCheckStdio(t *testing.T) {
 				t.Errorf("Stdio = %q, want %q", id.Stdio, tt.want)
 			}
 		})
-	}
-}
-
-func TestIsAnonPipe(t *testing.T) {
-	for link, want := range map[string]bool{
-		"pipe:[1]": true, "pipe:[4026532000]": true,
-		"pipe:[]": false, "pipe:[x]": false, "pipe:1": false, "socket:[1]": false,
-		"/tmp/pipe:[1]": false, "pipe:[1] ": false, "": false,
-	} {
-		if got := isAnonPipe(link); got != want {
-			t.Errorf("isAnonPipe(%q) = %v, want %v", link, got, want)
-		}
 	}
 }
 

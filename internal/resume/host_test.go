@@ -77,6 +77,11 @@ func newHost(t *testing.T) (*testHost, string) {
 			"read /proc/100/cmdline":               data("server\x00"),
 			"read /proc/4242/stat":                 data(hostStat),
 			"read /proc/4242/cmdline":              data("claude\x00"),
+			// stdio is the terminal /dev/pts/3, which the host holds.
+			"readlink /proc/self/fd/0": link("/dev/pts/3"),
+			"readlink /proc/self/fd/1": link("/dev/pts/3"),
+			"fds self":                 {FDs: []wire.FD{{FD: 0, Target: "/dev/pts/3", Flags: 0o2}, {FD: 1, Target: "/dev/pts/3", Flags: 0o2}}},
+			"fds 4242":                 {FDs: []wire.FD{{FD: 0, Target: "/dev/pts/3", Flags: 0o2}}},
 		},
 		broken: map[string]bool{},
 		locks:  map[string]*testHost{},

@@ -89,7 +89,7 @@ func TestStore_RoundTrip(t *testing.T) {
 			dbg = append(dbg, l.Event+": "+l.Detail)
 		}
 	}
-	if len(dbg) != 1 || !strings.Contains(dbg[0], "pid 4242, start time "+hostStart+", stdio: not checked: stdin is not a pipe or socket") {
+	if len(dbg) != 1 || !strings.Contains(dbg[0], "pid 4242, start time "+hostStart+", stdio: verified: stdin /dev/pts/3 is held by the host as fd 0") {
 		t.Errorf("debug lines %q", dbg)
 	}
 }
@@ -102,7 +102,7 @@ func TestStore_StartCalls(t *testing.T) {
 	s := h.open(openInput(dir))
 	mustLoad(t, s)
 	want := map[string]int{
-		wire.FnFacts: 1, wire.FnInspect: 2, wire.FnPrepareDir: 1, wire.FnLock: 1,
+		wire.FnFacts: 1, wire.FnInspect: 3, wire.FnPrepareDir: 1, wire.FnLock: 1,
 		wire.FnList: 1, wire.FnRead: 1, wire.FnLog: 2, // host_identified (debug), token_not_found
 	}
 	if d := diffMap(want, h.calls); d != "" {
@@ -336,7 +336,7 @@ func TestStore_Whoami(t *testing.T) {
 	}
 	suffix := resume.InstanceSuffix("--profile\x00work")
 	want := wire.WhoamiOutput{
-		PID: 4242, StartTime: hostStart, Stdio: "not checked: stdin is not a pipe or socket; stdout is not a pipe or socket",
+		PID: 4242, StartTime: hostStart, Stdio: "verified: stdin /dev/pts/3 is held by the host as fd 0",
 		InstanceSuffix: suffix, TokenFile: tokenFile + "-" + suffix, LockFile: lockFile + "-" + suffix, StateDir: dir,
 		Chain: []wire.Process{
 			{PID: 200, PPID: 4242, Name: "sh", Args: []string{"sh", "-c", "server"}, StartTime: "777.0f1e2d3c4b5a69788796a5b4c3d2e1f0.4026531836", Role: "launcher"},

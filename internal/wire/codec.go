@@ -581,7 +581,7 @@ func (in *OpenInput) DecodeJSON(b []byte) error {
 // OpenInput.DecodeJSON.
 func (f *Facts) DecodeJSON(b []byte) error {
 	return decodeObject(b, func(d *decoder, name string) error {
-		switch field(name, "os", "pid", "euid", "home", "xdg_state_home", "args", "env", "runtime", "error") {
+		switch field(name, "os", "pid", "euid", "home", "xdg_state_home", "args", "env", "runtime", "stdio_fds", "error") {
 		case "os":
 			return d.str(&f.OS)
 		case "pid":
@@ -609,6 +609,8 @@ func (f *Facts) DecodeJSON(b []byte) error {
 			})
 		case "runtime":
 			return d.str(&f.Runtime)
+		case "stdio_fds":
+			return slice(d, &f.StdioFDs, (*decoder).int)
 		case "error":
 			return d.errorObj(&f.Error)
 		}

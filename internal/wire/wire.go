@@ -125,7 +125,16 @@ type Facts struct {
 	Env map[string]string `json:"env"`
 	// Runtime names the host for logs, e.g. "go-sdk", "python", "node".
 	Runtime string `json:"runtime"`
-	Error   *Error `json:"error,omitempty"`
+	// StdioFDs names the two fds of this process that hold the server's
+	// MCP stdin and stdout as its host set them up, in that order: the
+	// plugin's stdio check inspects these (fstat, peer, readlink
+	// /proc/self/fd/<n>). Absent or null means [0, 1]. A binding whose MCP
+	// SDK repoints fds 0 and 1 while it serves (the Python SDK points them
+	// at /dev/null) duplicates them when the store is created and reports
+	// the copies. Any other length, or a negative fd, makes the check
+	// cannot-tell (resume off).
+	StdioFDs []int  `json:"stdio_fds,omitempty"`
+	Error    *Error `json:"error,omitempty"`
 }
 
 // Inspect operations (InspectOp.Op).
@@ -134,7 +143,7 @@ const (
 	OpReadlink = "readlink" // Path: target of an allowlisted /proc link
 	OpFDs      = "fds"      // PID: the open fds of a process, with targets and flags
 	OpKill0    = "kill0"    // PID: kill(pid, 0)
-	OpFstat    = "fstat"    // FD: the file type of this process's fd 0 or 1
+	OpFstat    = "fstat"    // FD: the file type of this process's fd (one of facts.stdio_fds)
 	OpPeer     = "peer"     // FD: SO_PEERCRED pid of this process's socket fd
 	OpSysctl   = "sysctl"   // PID: raw struct kinfo_proc (macOS)
 	OpProcargs = "procargs" // PID: raw kern.procargs2 (macOS)

@@ -574,6 +574,13 @@ def test_inspect_read_and_readlink_self() -> None:
     assert self_ == {"target": str(me)}
     assert ns == {"target": os.readlink("/proc/self/ns/pid")} and ns["target"].startswith("pid:[")
     assert fd0 == {"target": os.readlink("/proc/self/fd/0")}
+    timens, other = inspect(f, {"op": "read", "path": "/proc/self/timens_offsets"},
+                            {"op": "read", "path": f"/proc/{me}/timens_offsets"})
+    if os.path.exists("/proc/self/timens_offsets"):
+        assert base64.b64decode(timens["data"]) == Path("/proc/self/timens_offsets").read_bytes()
+    else:
+        assert code(timens) == "not_found"
+    assert code(other) == "invalid_request", "only this process's own time-namespace offsets"
 
 
 @linux_only
@@ -726,7 +733,7 @@ def test_inspect_stdio_devnull_file_and_closed(tmp_path: Path) -> None:
 
 def test_inspect_unsupported_and_bad_ops() -> None:
     res = inspect(bare(), {"op": "sysctl", "pid": "1"}, {"op": "procargs", "pid": "1"}, {"op": "ps", "pid": "1"},
-                  {"op": "nope"}, {}, "read", {"op": "fstat", "fd": 2}, {"op": "peer", "fd": True},
+                  {"op": "nope"}, {}, "read", {"op": "fstat", "fd": -1}, {"op": "peer", "fd": True},
                   {"op": "fstat", "fd": "0"})
     want_sysctl = "unsupported" if sys.platform != "darwin" else None
     assert [code(r) for r in res] == [want_sysctl, want_sysctl, "unsupported"] + ["invalid_request"] * 6, res
@@ -785,3 +792,38 @@ def test_inspect_fds_unreadable_link_is_an_answer(tmp_path: Path) -> None:
     assert code(inspect(f, {"op": "fds", "pid": "4242"})[0]) == "io"
     os.rmdir(fd / "4")
     assert inspect(f, {"op": "fds", "pid": "4242"})[0]["fds"][0]["target"] == "pipe:[7]"
+
+
+def test_fstat_any_fd() -> None:
+    """fstat answers any fd (``facts.stdio_fds`` may name a copy above 2) and refuses what no fd can be."""
+    r, w = os.pipe()
+    try:
+        res = inspect(bare(), {"op": "fstat", "fd": r}, {"op": "fstat", "fd": 2**31}, {"op": "peer", "fd": -1})
+        assert res[0] == {"type": "fifo"}
+        assert [code(x) for x in res[1:]] == ["invalid_request", "invalid_request"]
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+@linux_only
+def test_keep_stdio_reports_copies_until_released() -> None:
+    """keep_stdio copies fds 0 and 1 above 2 (close-on-exec) and reports them as ``stdio_fds``; release_stdio
+    closes them and the facts no longer carry them."""
+    f = bare()
+    assert "stdio_fds" not in json.loads(f.call("mcp_resume_facts", b"{}"))
+    f.keep_stdio()
+    facts = json.loads(f.call("mcp_resume_facts", b"{}"))
+    copies = facts["stdio_fds"]
+    assert len(copies) == 2
+    for orig, fd in zip((0, 1), copies):
+        if fd == orig:  # the original was closed: reported as itself
+            continue
+        assert fd > 2 and not os.get_inheritable(fd)
+        assert os.readlink(f"/proc/self/fd/{fd}") == os.readlink(f"/proc/self/fd/{orig}")
+    f.release_stdio()
+    assert "stdio_fds" not in json.loads(f.call("mcp_resume_facts", b"{}"))
+    for orig, fd in zip((0, 1), copies):
+        if fd > 2:
+            with pytest.raises(OSError):
+                os.fstat(fd)

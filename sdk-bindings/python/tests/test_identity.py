@@ -3,7 +3,8 @@
 A child Python process opens a store and reports the plugin's ``whoami`` and
 what its first ``load`` logged; this test process is its parent, so it is
 the MCP host the plugin must find when it holds the child's stdio (pipes, a
-socket pair: "verified"), cannot tell (``/dev/null``: "not checked"), or
+socket pair: "verified"), cannot tell (``/dev/null``: resume off, and a copy taken before the fds were
+repointed still verifies), or
 does not hold it: a relay that passes this test's pipe through and a real
 ``PR_SET_CHILD_SUBREAPER`` adoption (docs/RELIABILITY.md, fault 11c), where
 resume must be off and nothing written. The rules themselves are tested once,
@@ -149,13 +150,38 @@ def test_child_with_socketpair_verified(tmp_path: Path) -> None:
     assert got["whoami"]["stdio"].endswith("peer is the host")
 
 
-def test_child_with_dev_null_not_checked(tmp_path: Path) -> None:
+def test_child_with_dev_null_is_refused(tmp_path: Path) -> None:
+    """/dev/null proves nothing about who launched the server: resume off, nothing written, and the reason
+    names the SDK that repoints stdio rather than a subreaper."""
     env = child_env(tmp_path)
     del env["GO"]
     p = subprocess.run([sys.executable, "-c", CHILD], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                        env=env, timeout=60)
     assert p.returncode == 0
-    verified_by_me(result(tmp_path), "not checked: ")
+    got = result(tmp_path)
+    err = got["whoami"].get("error", "")
+    assert "stdin is /dev/null, which proves nothing" in err and "subreaper" not in err, got
+    assert got["events"] == ["identity_unavailable"] and got["files"] == []
+
+
+def test_child_whose_stdio_is_repointed_after_the_store_opened_verified(tmp_path: Path) -> None:
+    """The store copies fds 0 and 1 when it is created: pointing them at /dev/null afterwards (as the MCP SDK
+    does while it serves) leaves the check on the copies, which this process's pipes verify."""
+    env = child_env(tmp_path)
+    del env["GO"]
+    child = CHILD.replace('with ResumeTokenStore("ident", os.environ["STATE"], logger=log, instance="-") as s:',
+                          'with ResumeTokenStore("ident", os.environ["STATE"], logger=log, instance="-") as s:\n'
+                          '    null = os.open(os.devnull, os.O_RDWR); os.dup2(null, 0); os.dup2(null, 1); os.close(null)')
+    assert child != CHILD
+    p = subprocess.Popen([sys.executable, "-c", child], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+    try:
+        assert p.wait(timeout=60) == 0
+    finally:
+        for f in (p.stdin, p.stdout):
+            if f is not None:
+                f.close()
+    got = result(tmp_path)
+    verified_by_me(got, "verified: stdin pipe:[")
 
 
 def run_relay(tmp_path: Path, script: str, **extra: str) -> tuple[int, int]:

@@ -81,7 +81,7 @@ export function validName(name: unknown): name is string {
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 const PID = "(?:self|[1-9][0-9]*)";
 /** The `/proc` allowlist (hostfuncs/README.md, "The allowlist"), checked before any system call. */
-const ALLOWED = { read: new RegExp(`^/proc/(?:sys/kernel/random/boot_id|${PID}/(?:stat|cmdline))$`),
+const ALLOWED = { read: new RegExp(`^/proc/(?:sys/kernel/random/boot_id|self/timens_offsets|${PID}/(?:stat|cmdline))$`),
   readlink: new RegExp(`^/proc/(?:self|${PID}/ns/pid|${PID}/fd/[0-9]+)$`) };
 const DIGITS = /^[1-9][0-9]*$/;
 const PROC_READ_MAX = 65536; // most bytes an inspect "read" returns
@@ -248,7 +248,7 @@ export class HostFunctions {
       }
       case "fstat": {
         const fd = op["fd"] ?? 0;
-        if (fd !== 0 && fd !== 1) throw bad('"fd" must be 0 or 1');
+        if (typeof fd !== "number" || !Number.isInteger(fd) || fd < 0 || fd > 0x7fffffff) throw bad('"fd" must be a file descriptor number (0 to 2147483647)');
         const st = sys(`fstat ${fd}`, () => fs.fstatSync(fd)); // EBADF (closed) is not_found
         const type = st.isFIFO() ? "fifo" : st.isSocket() ? "socket" : st.isCharacterDevice() ? "char" : st.isFile() ? "file" : st.isDirectory() ? "dir" : "other";
         return { type };

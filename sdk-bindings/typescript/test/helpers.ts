@@ -108,8 +108,10 @@ export interface Holder {
  * @throws when the holder prints anything else or exits first.
  */
 export async function startHolder(...args: string[]): Promise<Holder> {
+  // stdin and stdout are socket pairs, as a Node MCP host gives its servers: stdin on /dev/null would
+  // prove nothing about who launched the child, and the stdio check would turn resume off.
   const child = spawn(process.execPath, [path.join(PKG, "test", "fixtures", "holder.mjs"), ...args], {
-    stdio: ["ignore", "pipe", "inherit"],
+    stdio: ["pipe", "pipe", "inherit"],
   });
   const exited = new Promise<NodeJS.Signals | null>((r) => child.once("exit", (_c, sig) => r(sig)));
   try {

@@ -86,6 +86,10 @@ describe("mcp_resume_inspect", { skip: !LINUX && "Linux /proc" }, () => {
     assert.equal(Buffer.from(cmdline!["data"], "base64").toString().split("\0")[0], process.execPath);
     assert.match(Buffer.from(boot!["data"], "base64").toString(), /^[0-9a-f-]{36}\n$/);
     assert.match(ns!["target"], /^pid:\[\d+\]$/);
+    const [timens, other] = inspect(f, { op: "read", path: "/proc/self/timens_offsets" }, { op: "read", path: `/proc/${process.pid}/timens_offsets` });
+    if (fs.existsSync("/proc/self/timens_offsets")) assert.deepEqual(Buffer.from(timens!["data"], "base64"), fs.readFileSync("/proc/self/timens_offsets"));
+    else assert.equal(timens!["error"]?.code, "not_found");
+    assert.equal(other!["error"]?.code, "invalid_request", "only this process's own time-namespace offsets");
   });
   test("the allowlist is checked before any system call: everything else is invalid_request", () => {
     const paths = ["/etc/passwd", "/proc/self/environ", "/proc/1/../self/stat", "/proc/01/stat", "/proc/self/fd", "/proc/self/root", "/proc//self/stat", "/proc/self/stat/", "proc/self/stat"];
@@ -145,17 +149,18 @@ describe("mcp_resume_inspect", { skip: !LINUX && "Linux /proc" }, () => {
   test("kill0 of another user's process is permission (EPERM)", { skip: ROOT_USER && "root may signal every process" }, () => {
     assert.equal(inspect(f, { op: "kill0", pid: "1" })[0]!["error"].code, "permission");
   });
-  test("fstat of fd 0 and 1: the real file types (/dev/null is char, a shell pipe fifo); fd 2 is refused", () => {
+  test("fstat of any fd: the real file types (/dev/null is char, a shell pipe fifo); a negative fd is refused", () => {
     const code = `import("${new URL("../src/hostfuncs.ts", import.meta.url).href}").then(({ HostFunctions }) => {
       const f = new HostFunctions({ logger: console });
-      const req = { ops: [{ op: "fstat", fd: 0 }, { op: "fstat", fd: 1 }, { op: "fstat", fd: 2 }, { op: "fstat" }] };
+      const req = { ops: [{ op: "fstat", fd: 0 }, { op: "fstat", fd: 1 }, { op: "fstat", fd: -1 }, { op: "fstat" }, { op: "fstat", fd: 2 }] };
       process.stderr.write(Buffer.from(f.call("mcp_resume_inspect", Buffer.from(JSON.stringify(req)))).toString());
     })`;
     const res = spawnSync("sh", ["-c", 'exec "$0" --import tsx -e "$1" </dev/null | cat >/dev/null', process.execPath, code], { cwd: PKG, encoding: "utf8" });
     const r = JSON.parse(res.stderr) as { results: Answer[] };
     assert.deepEqual(r.results.slice(0, 2), [{ type: "char" }, { type: "fifo" }]);
-    assert.equal(r.results[2]!["error"].code, "invalid_request", "only fds 0 and 1");
+    assert.equal(r.results[2]!["error"].code, "invalid_request", "a negative fd");
     assert.deepEqual(r.results[3], { type: "char" }, "an absent fd is 0 (Go omits a zero fd)");
+    assert.deepEqual(r.results[4], { type: "socket" }, "fd 2, as facts.stdio_fds may name one, is answered (spawnSync's stderr: libuv gives children socket pairs)");
   });
   test("peer, sysctl and procargs are unsupported in Node; ps is unsupported off macOS", () => {
     const rs = inspect(f, { op: "peer", fd: 0 }, { op: "sysctl", pid: "1" }, { op: "procargs", pid: "1" }, { op: "ps", pid: "1" });

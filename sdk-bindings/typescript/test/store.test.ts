@@ -44,7 +44,8 @@ async function open(extra: Partial<OpenOptions> = {}, dir = path.join(tempDir(),
 /** Runs `node --input-type=module -e <code>` and returns stdout, stderr and the exit code. */
 function nodeEval(code: string, env: NodeJS.ProcessEnv = process.env): Promise<{ stdout: string; stderr: string; code: number | null }> {
   return new Promise((resolve) => {
-    const p = spawn(process.execPath, ["--input-type=module", "-e", code], { env, cwd: PKG, stdio: ["ignore", "pipe", "pipe"] });
+    // stdin a socket pair like stdout, as a Node MCP host gives them: /dev/null proves nothing (resume off).
+    const p = spawn(process.execPath, ["--input-type=module", "-e", code], { env, cwd: PKG, stdio: ["pipe", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     p.stdout.on("data", (d: Buffer) => (stdout += d));

@@ -51,7 +51,7 @@ _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING
 _NAME = re.compile(r"[A-Za-z0-9._-]{1,255}")
 _PID = r"(?:self|[1-9][0-9]*)"
 #: The /proc allowlist per inspect op (hostfuncs/README.md, "The allowlist").
-_ALLOW = {"read": re.compile(rf"/proc/sys/kernel/random/boot_id|/proc/{_PID}/(?:stat|cmdline)"),
+_ALLOW = {"read": re.compile(rf"/proc/sys/kernel/random/boot_id|/proc/self/timens_offsets|/proc/{_PID}/(?:stat|cmdline)"),
           "readlink": re.compile(rf"/proc/self|/proc/{_PID}/ns/pid|/proc/{_PID}/fd/[0-9]+")}
 _DIGITS = re.compile(r"[1-9][0-9]*")
 _MAX_INSPECT_OPS = 64
@@ -156,7 +156,7 @@ def _kill0(pid: str) -> dict[str, Any]:
 
 
 def _fstat(fd: int) -> dict[str, Any]:
-    """The file type of this process's fd 0 or 1; ``not_found`` when it is closed."""
+    """The file type of this process's fd (one of ``facts.stdio_fds``); ``not_found`` when it is closed."""
     try:
         mode = os.fstat(fd).st_mode
     except OSError as e:
@@ -167,7 +167,7 @@ def _fstat(fd: int) -> dict[str, Any]:
 
 
 def _peer(fd: int) -> dict[str, Any]:
-    """``SO_PEERCRED`` pid of this process's socket fd 0 or 1, which stays open (``detach``)."""
+    """``SO_PEERCRED`` pid of this process's socket fd (one of ``facts.stdio_fds``), which stays open (``detach``)."""
     opt = getattr(socket, "SO_PEERCRED", None)
     if opt is None:
         raise _Fail("unsupported", "peer: this system has no SO_PEERCRED")
@@ -221,9 +221,39 @@ class HostFunctions:
         self.dir: str | None = None
         self._mu = threading.Lock()
         self._locks: dict[str, int] = {}
+        self._stdio: list[int] | None = None
+
+    def keep_stdio(self) -> None:
+        """Take close-on-exec copies (at fd 3 or above) of fds 0 and 1 as they are now, and report them in
+        ``facts.stdio_fds`` until :meth:`release_stdio`, so the plugin's stdio check sees the server's MCP
+        stdin and stdout as the host set them up even when its first identity call comes after the MCP SDK
+        pointed fds 0 and 1 at ``/dev/null`` (mcp 2.x does while it serves stdio). A closed fd is reported
+        as itself. Linux only (the check is Linux's), the real system only; raises nothing."""
+        if self.system is not None or self._os() != "linux" or self._stdio is not None:
+            return
+        copies = []
+        for fd in (0, 1):
+            try:
+                copies.append(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3))
+            except OSError:
+                copies.append(fd)
+        with self._mu:
+            self._stdio = copies
+
+    def release_stdio(self) -> None:
+        """Close the copies of :meth:`keep_stdio` (once the plugin has resolved the host, it reads them no
+        more): the host then sees end-of-file on the server's stdout as soon as fd 1 closes. Idempotent."""
+        with self._mu:
+            copies, self._stdio = self._stdio, None
+        for fd in copies or ():
+            if fd > 2:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
 
     def close(self) -> None:
-        """Release every lock (close its descriptor; the files stay). Idempotent; raises nothing."""
+        """Release every lock (close its descriptor; the files stay) and the stdio copies. Idempotent;
+        raises nothing."""
+        self.release_stdio()
         with self._mu:
             fds, self._locks = list(self._locks.values()), {}
         for fd in fds:
@@ -264,9 +294,13 @@ class HostFunctions:
             return self.system.facts
         home = os.environ.get("HOME") or os.path.expanduser("~")
         env = {k: v for k, v in os.environ.items() if k == "MCP_RESUME" or k.startswith("MCP_RESUME_")}
-        return {"os": self._os(), "pid": os.getpid(), "euid": os.geteuid() if hasattr(os, "geteuid") else -1,
-                "home": "" if home == "~" else home, "xdg_state_home": os.environ.get("XDG_STATE_HOME", ""),
-                "args": sys.argv[1:], "env": env, "runtime": "python"}
+        facts = {"os": self._os(), "pid": os.getpid(), "euid": os.geteuid() if hasattr(os, "geteuid") else -1,
+                 "home": "" if home == "~" else home, "xdg_state_home": os.environ.get("XDG_STATE_HOME", ""),
+                 "args": sys.argv[1:], "env": env, "runtime": "python"}
+        with self._mu:
+            if self._stdio is not None:
+                facts["stdio_fds"] = list(self._stdio)
+        return facts
 
     def _os(self) -> str:
         """``facts.os``: ``linux``, ``darwin`` or ``sys.platform`` as is (pinned: the system's)."""
@@ -319,8 +353,8 @@ class HostFunctions:
                 raise _Fail("invalid_request", f"{name}: pid must be decimal digits")
         elif name in ("fstat", "peer"):
             key = op.get("fd")
-            if type(key) is not int or key not in (0, 1):
-                raise _Fail("invalid_request", f"{name}: fd must be 0 or 1")
+            if type(key) is not int or not 0 <= key <= 0x7FFFFFFF:
+                raise _Fail("invalid_request", f"{name}: fd must be a file descriptor number (0 to 2147483647)")
         else:
             raise _Fail("invalid_request", f"unknown inspect operation {name!r}")
         if self.system is None:

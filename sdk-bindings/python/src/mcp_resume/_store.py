@@ -87,6 +87,9 @@ class ResumeTokenStore:
         self._app = app
         self._logger: Logger = logger if logger is not None else logging.getLogger("mcp_resume")
         self._funcs = HostFunctions(self._logger, self._system)
+        # The stdio check must see fds 0 and 1 as the MCP host set them up; the MCP SDK points them at
+        # /dev/null once it serves stdio, maybe before the first load() (one inside a tool handler).
+        self._funcs.keep_stdio()
         self._lock = threading.Lock()
         self._closed = False
         self._plugin: extism.Plugin | None = _runtime.new_plugin(self._wasm)
@@ -171,6 +174,8 @@ class ResumeTokenStore:
         except Exception as e:  # noqa: BLE001 - never crash the server
             self._failed("load", e)
             return None
+        finally:
+            self._funcs.release_stdio()  # the host is resolved: the stdio copies are read no more
 
     def store(self, token: str) -> None:
         """Persist ``token``, just issued by the broker, for the next instance (spec 000, "Token Persistence").
@@ -180,6 +185,7 @@ class ResumeTokenStore:
             raise InvalidTokenError(f"invalid token: expected str, got {type(token).__name__}")
         try:
             self._export("store", token.encode("utf-8", "surrogateescape"))
+            self._funcs.release_stdio()
         except InvalidTokenError:
             raise
         except Exception as e:  # noqa: BLE001 - never crash the server
@@ -190,6 +196,7 @@ class ResumeTokenStore:
         valid token (spec 000, "Broker Rejects Token"). Never raises."""
         try:
             self._export("reject")
+            self._funcs.release_stdio()
         except Exception as e:  # noqa: BLE001 - never crash the server
             self._failed("reject", e)
 
@@ -223,7 +230,9 @@ class ResumeTokenStore:
         """The MCP host this process resolves and how (the plugin's ``whoami``): ``pid``, ``start_time``,
         ``stdio``, ``instance_suffix``, ``token_file``, ``lock_file``, ``state_dir``, ``chain`` and,
         when the identity is unavailable, ``error``. Raises :class:`PluginError`."""
-        return dict(self._json("whoami"))
+        out = dict(self._json("whoami"))
+        self._funcs.release_stdio()
+        return out
 
     def close(self) -> None:
         """Release the plugin instance and the token file's lock. Idempotent; afterwards ``load``
