@@ -37,7 +37,8 @@ func TestMain(m *testing.M) {
 // prepare returns Funcs confined to dir by a successful prepare_dir.
 func prepare(t testing.TB, dir string) *hostfuncs.Funcs {
 	f := hostfuncs.New(hostfuncs.Config{})
-	req, _ := json.Marshal(wire.PrepareDirRequest{Path: dir, SweepSeconds: 60})
+	_ = os.MkdirAll(dir, 0o700)
+	req, _ := json.Marshal(wire.PrepareDirRequest{Op: wire.DirOpFix, Path: dir, SweepSeconds: 60})
 	var resp wire.Empty
 	if err := json.Unmarshal(f.Call(wire.FnPrepareDir, req), &resp); err != nil || resp.Error != nil {
 		if t == nil {
