@@ -154,3 +154,115 @@ func callLock(f *hostfuncs.Funcs, name, socket string) *wire.Error {
 	}
 	return r.Error
 }
+
+// codesProbe prints, as JSON, the code each mcp_resume_prepare_dir "mkdir"
+// answers for the paths given after "--" in its arguments: it runs in the
+// Go test binary (HOSTFUNCS_CODES), and as the same few lines in Python and
+// Node below.
+const pythonCodes = `
+import json, sys, logging
+from mcp_resume._hostfuncs import HostFunctions
+f = HostFunctions(logging.getLogger("codes"))
+out = {}
+for p in sys.argv[1:]:
+    r = json.loads(f.call("mcp_resume_prepare_dir", json.dumps({"op": "mkdir", "path": p}).encode()))
+    out[p] = (r.get("error") or {}).get("code", "")
+print(json.dumps(out, sort_keys=True, separators=(",", ":")))
+`
+
+const nodeCodes = `
+const { HostFunctions } = await import(process.env.HOSTFUNCS_DIST);
+const f = new HostFunctions({ logger: { debug() {}, info() {}, warn() {}, error() {} } });
+const out = {};
+for (const p of process.argv.slice(1)) {
+  const r = JSON.parse(Buffer.from(f.call("mcp_resume_prepare_dir", Buffer.from(JSON.stringify({ op: "mkdir", path: p })))).toString());
+  out[p] = r.error?.code ?? "";
+}
+console.log(JSON.stringify(Object.fromEntries(Object.entries(out).sort())));
+`
+
+// goCodes is the Go side of the probe, run by TestMain in a child.
+func goCodes(paths []string) string {
+	f := hostfuncs.New(hostfuncs.Config{})
+	out := map[string]string{}
+	for _, p := range paths {
+		var r wire.Empty
+		req, _ := json.Marshal(wire.PrepareDirRequest{Op: wire.DirOpMkdir, Path: p})
+		json.Unmarshal(f.Call(wire.FnPrepareDir, req), &r)
+		out[p] = ""
+		if r.Error != nil {
+			out[p] = r.Error.Code
+		}
+	}
+	b, _ := json.Marshal(out) // encoding/json sorts map keys
+	return string(b)
+}
+
+// One errno, one code, in every host: the Go, Python and Node hosts' mkdir
+// on a file system out of inodes (ENOSPC), a read-only one (EROFS), below
+// a regular file (ENOTDIR), over an existing file (EEXIST) and below a
+// missing directory (ENOENT), on real mounts in a private mount namespace.
+// The plugin words its messages from these codes alone, so a host that
+// mapped one errno differently would give another message.
+func TestPrepareDir_CodesAcrossHosts(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount file systems in a private mount namespace")
+	}
+	if out, err := exec.Command("unshare", "-m", "--propagation", "private", "true").CombinedOutput(); err != nil {
+		t.Skipf("unshare -m does not work here: %v %s", err, out)
+	}
+	repo, _ := filepath.Abs("../..")
+	py := filepath.Join(repo, ".venv", "bin", "python")
+	dist := filepath.Join(repo, "sdk-bindings", "typescript", "dist", "hostfuncs.js")
+	node, err := exec.LookPath("node")
+	if _, perr := os.Stat(py); perr != nil {
+		t.Skipf("no %s: run make python-setup", py)
+	}
+	if _, derr := os.Stat(dist); err != nil || derr != nil {
+		t.Skipf("no node or %s: run make typescript-setup", dist)
+	}
+	d := t.TempDir()
+	for _, n := range []string{"full", "ro"} {
+		os.Mkdir(filepath.Join(d, n), 0o700)
+	}
+	os.WriteFile(filepath.Join(d, "file"), nil, 0o600)
+	want := map[string]string{
+		d + "/full/x": wire.CodeNoSpace, d + "/ro/x": wire.CodeReadOnly, d + "/file/x": wire.CodeNotDir,
+		d + "/file": wire.CodeExists, d + "/none/x": wire.CodeNotFound, d + "/made": "",
+	}
+	var paths []string
+	for p := range want {
+		paths = append(paths, p)
+	}
+	wantJSON, _ := json.Marshal(want)
+	self, _ := os.Executable()
+	quote := func(args ...string) string {
+		var q []string
+		for _, a := range args {
+			q = append(q, "'"+strings.ReplaceAll(a, "'", `'\''`)+"'")
+		}
+		return strings.Join(q, " ")
+	}
+	for _, probe := range []struct {
+		lang string
+		argv []string
+	}{
+		{"go", append([]string{self, "-test.run=^$"}, paths...)},
+		{"python", append([]string{py, "-c", pythonCodes}, paths...)},
+		{"node", append([]string{node, "--input-type=module", "-e", nodeCodes}, paths...)},
+	} {
+		os.Remove(d + "/made")
+		script := fmt.Sprintf("mount -t tmpfs -o nr_inodes=1 tmpfs %s && mount -t tmpfs -o ro tmpfs %s && exec %s",
+			quote(d+"/full"), quote(d+"/ro"), quote(probe.argv...))
+		cmd := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c", script)
+		cmd.Env = append(os.Environ(), "HOSTFUNCS_CODES=1", "HOSTFUNCS_DIST="+dist)
+		cmd.Stderr = os.Stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s probe: %v", probe.lang, err)
+		}
+		if got := strings.TrimSpace(string(out)); got != string(wantJSON) {
+			t.Errorf("%s host codes:\n got %s\nwant %s", probe.lang, got, wantJSON)
+		}
+	}
+}

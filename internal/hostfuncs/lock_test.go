@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,6 +23,16 @@ func TestMain(m *testing.M) {
 		f := prepare(nil, dir)
 		fmt.Println(string(f.Call(wire.FnLock, []byte(`{"name":"lock-5-1.a"}`))))
 		time.Sleep(time.Minute) // until killed
+		os.Exit(0)
+	}
+	if os.Getenv("HOSTFUNCS_CODES") != "" { // TestPrepareDir_CodesAcrossHosts
+		var paths []string
+		for _, a := range os.Args[1:] {
+			if !strings.HasPrefix(a, "-test.") {
+				paths = append(paths, a)
+			}
+		}
+		fmt.Println(goCodes(paths))
 		os.Exit(0)
 	}
 	if req := os.Getenv("HOSTFUNCS_INSPECT"); req != "" {
