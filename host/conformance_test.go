@@ -92,6 +92,9 @@ type logLine struct {
 	Event         string `json:"event"`
 	Message       string `json:"message,omitempty"`
 	MessagePrefix string `json:"message_prefix,omitempty"`
+	// Detail, when the case gives it, must equal the line's detail exactly
+	// (the state directory's verdicts, worded by the plugin alone).
+	Detail *string `json:"detail,omitempty"`
 }
 
 type system struct {
@@ -137,11 +140,14 @@ func TestConformance(t *testing.T) {
 	}
 }
 
-// substitute replaces $ROOT in every string with root and "$EUID" with this
-// process's effective uid (step 1). Both are plain text replacements on the
+// substitute replaces $ROOT in every string with root, the string "$EUID"
+// with this process's effective uid as a number, and $EUID inside any other
+// string with its digits (step 1). All are plain text replacements on the
 // JSON: root is a temporary directory path with no character JSON escapes.
 func substitute(raw []byte, root string) []byte {
-	raw = bytes.ReplaceAll(raw, []byte(`"$EUID"`), []byte(strconv.Itoa(os.Geteuid())))
+	euid := []byte(strconv.Itoa(os.Geteuid()))
+	raw = bytes.ReplaceAll(raw, []byte(`"$EUID"`), euid)
+	raw = bytes.ReplaceAll(raw, []byte("$EUID"), euid)
 	return bytes.ReplaceAll(raw, []byte("$ROOT"), []byte(root))
 }
 
@@ -214,11 +220,13 @@ func runCase(t *testing.T, raw []byte) {
 			}
 			continue
 		case "hold_lock":
-			// A second, independent instance of the lock function.
+			// A second, independent instance of the lock function, with
+			// the socket the plugin names for this lock.
 			other := hostfuncs.New(hostfuncs.Config{})
 			defer other.Close()
-			prep, _ := json.Marshal(wire.PrepareDirRequest{Path: dir, SweepSeconds: 60})
-			for _, r := range [][2]string{{wire.FnPrepareDir, string(prep)}, {wire.FnLock, `{"name":"` + cl.Name + `"}`}} {
+			prep, _ := json.Marshal(wire.PrepareDirRequest{Op: wire.DirOpFix, Path: dir, SweepSeconds: 60})
+			lock, _ := json.Marshal(wire.LockRequest{Name: cl.Name, Socket: lockSocket(t, ctx, store, cl.Name)})
+			for _, r := range [][2]string{{wire.FnPrepareDir, string(prep)}, {wire.FnLock, string(lock)}} {
 				var resp wire.Empty
 				if out := other.Call(r[0], []byte(r[1])); json.Unmarshal(out, &resp) != nil || resp.Error != nil {
 					t.Fatalf("hold_lock %s: %s", r[0], out)
@@ -260,9 +268,10 @@ func runCase(t *testing.T, raw []byte) {
 	for i, w := range c.Logs {
 		g := got[i]
 		ok := g.Level == w.Level && g.Event == w.Event &&
-			(w.MessagePrefix != "" && strings.HasPrefix(g.Message, w.MessagePrefix) || w.MessagePrefix == "" && g.Message == w.Message)
+			(w.MessagePrefix != "" && strings.HasPrefix(g.Message, w.MessagePrefix) || w.MessagePrefix == "" && g.Message == w.Message) &&
+			(w.Detail == nil || g.Detail != nil && *g.Detail == *w.Detail)
 		if !ok {
-			t.Errorf("log line %d = %+v, want %+v", i, g, w)
+			t.Errorf("log line %d = %+v (detail %s), want %+v (detail %s)", i, g, strp(g.Detail), w, strp(w.Detail))
 		}
 	}
 }
@@ -509,6 +518,28 @@ func truncate(b []byte) string {
 	return string(b)
 }
 
+// lockSocket returns the lock_socket of the store's names export when its
+// lock is name (hostfuncs/conformance/README.md, hold_lock), else "".
+func lockSocket(t *testing.T, ctx context.Context, store *host.Store, name string) string {
+	t.Helper()
+	out, callErr, err := store.CallForTest(ctx, wire.ExportNames, nil)
+	if err != nil || callErr != nil {
+		t.Fatalf("names: %v %v", err, callErr)
+	}
+	var names wire.NamesOutput
+	if json.Unmarshal(out, &names) != nil || names.Lock != name {
+		return ""
+	}
+	return names.LockSocket
+}
+
+func strp(p *string) string {
+	if p == nil {
+		return "-"
+	}
+	return strconv.Quote(*p)
+}
+
 // captureHandler records every log record but debug ones as conformance lines.
 type captureHandler struct {
 	mu  sync.Mutex
@@ -521,8 +552,12 @@ func (h *captureHandler) WithGroup(string) slog.Handler                { return 
 func (h *captureHandler) Handle(_ context.Context, r slog.Record) error {
 	line := logLine{Level: strings.ToLower(r.Level.String()), Message: r.Message}
 	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == "event" {
+		switch a.Key {
+		case "event":
 			line.Event = a.Value.String()
+		case "detail":
+			d := a.Value.String()
+			line.Detail = &d
 		}
 		return true
 	})

@@ -46,6 +46,16 @@ import (
 // directory, apart from every other MCP server's.
 const App = "example-go"
 
+// appName is App, or $EXAMPLE_APP when set: the fault suite runs the Go,
+// Python and TypeScript example servers as one app, to show that servers on
+// different hosts exclude one another through one lock.
+func appName() string {
+	if a := os.Getenv("EXAMPLE_APP"); a != "" {
+		return a
+	}
+	return App
+}
+
 func main() {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -80,7 +90,7 @@ func run(ctx context.Context, logger *slog.Logger) error {
 	if bench == "baseline" {
 		return nil
 	}
-	store, err := host.Open(ctx, App, &host.Options{Logger: logger})
+	store, err := host.Open(ctx, appName(), &host.Options{Logger: logger})
 	if err != nil {
 		logger.Warn("session resume unavailable", "error", err)
 	}
@@ -140,7 +150,7 @@ func serve(ctx context.Context, logger *slog.Logger) error {
 // tools fail with it until the server restarts.
 func (s *state) startup(ctx context.Context, logger *slog.Logger) {
 	defer close(s.ready)
-	store, err := host.Open(ctx, App, &host.Options{Logger: logger})
+	store, err := host.Open(ctx, appName(), &host.Options{Logger: logger})
 	if err != nil {
 		// Resume is an optimisation: serve without it. The nil store Open
 		// returned is a store with resume off, so the code below runs as is.

@@ -61,8 +61,10 @@ if TYPE_CHECKING:
 # here: main() starts the resume store's thread first, so the store opens
 # while the SDK imports.
 
-#: This server's app name: its token files live in their own state directory.
-APP = "example-python"
+#: This server's app name: its token files live in their own state directory. $EXAMPLE_APP overrides it
+#: (the fault suite runs the Go, Python and TypeScript example servers as one app, to show that servers on
+#: different hosts exclude one another through one lock).
+APP = os.environ.get("EXAMPLE_APP") or "example-python"
 
 #: Upper bound of every broker request, in seconds.
 HTTP_TIMEOUT_S = 5.0

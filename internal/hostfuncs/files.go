@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"syscall"
@@ -20,36 +21,57 @@ import (
 // MaxReadLimit is the largest "limit" mcp_resume_read accepts (1 MiB).
 const MaxReadLimit = 1 << 20
 
-// prepareDir serves mcp_resume_prepare_dir (hostfuncs/README.md): the
-// confinement rule, then create path (and missing parents) with mode 0700
-// unless create is false (then a missing directory is not_found and fixes
-// nothing: list and prune never create it), check it is safe to keep tokens in (checkDir: a real directory owned by
-// this user, no group or other permission bits; else unsafe, with a message
-// that says how to fix it), and delete this host's temporary files older
-// than sweepSeconds seconds.
-func (f *Funcs) prepareDir(path string, sweepSeconds int64, create bool) *wire.Error {
+// prepareDir serves mcp_resume_prepare_dir (hostfuncs/README.md): one
+// primitive on an absolute, clean path, with no rule about owners or modes
+// (the plugin judges the answers):
+//
+//   - "stat": lstat(path), or stat(path) with follow; the type ("dir",
+//     "file", "symlink", "other"), owner uid and st_mode & 07777;
+//   - "mkdir": mkdir(path, 0700), one directory, never its parents; once a
+//     directory is fixed, only that directory or one of its ancestors;
+//   - "fix": fix path as this store's state directory (the confinement
+//     rule: a later fix of another path is invalid_request) and delete this
+//     host's temporary files older than sweepSeconds.
+//
+// Errors carry the precise code of the OS error (osError): not_found,
+// not_dir, exists, permission, no_space, read_only, else io.
+func (f *Funcs) prepareDir(op, path string, follow bool, sweepSeconds int64) (wire.DirStat, *wire.Error) {
 	if !filepath.IsAbs(path) || filepath.Clean(path) != path || strings.ContainsRune(path, 0) {
-		return invalid(fmt.Sprintf("state directory %q is not an absolute, clean path", path))
+		return wire.DirStat{}, invalid(fmt.Sprintf("path %q is not an absolute, clean path", path))
 	}
-	if sweepSeconds < 0 {
-		return invalid("sweep_seconds must not be negative")
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.dir != "" && f.dir != path {
-		return invalid(fmt.Sprintf("this store's state directory is %s; it cannot move to %s", f.dir, path))
-	}
-	if create {
-		if err := os.MkdirAll(path, 0o700); err != nil {
-			return osError("create state directory", err, false)
+	switch op {
+	case wire.DirOpStat:
+		stat := os.Lstat
+		if follow {
+			stat = os.Stat
 		}
+		info, err := stat(path)
+		if err != nil {
+			return wire.DirStat{}, osError("stat "+path, err, false)
+		}
+		return dirStat(info), nil
+	case wire.DirOpMkdir:
+		if dir := f.Dir(); dir != "" && dir != path && !strings.HasPrefix(dir, path+"/") && path != "/" {
+			return wire.DirStat{}, invalid(fmt.Sprintf("this store's state directory is %s; mkdir %s is outside it", dir, path))
+		}
+		if err := os.Mkdir(path, 0o700); err != nil {
+			return wire.DirStat{}, osError("mkdir "+path, err, false)
+		}
+		return wire.DirStat{}, nil
+	case wire.DirOpFix:
+		if sweepSeconds < 0 {
+			return wire.DirStat{}, invalid("sweep_seconds must not be negative")
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.dir != "" && f.dir != path {
+			return wire.DirStat{}, invalid(fmt.Sprintf("this store's state directory is %s; it cannot move to %s", f.dir, path))
+		}
+		f.dir = path
+		sweepTemporaries(path, time.Duration(sweepSeconds)*time.Second)
+		return wire.DirStat{}, nil
 	}
-	if werr := checkDir(path); werr != nil {
-		return werr
-	}
-	f.dir = path
-	sweepTemporaries(path, time.Duration(sweepSeconds)*time.Second)
-	return nil
+	return wire.DirStat{}, invalid(fmt.Sprintf("unknown mcp_resume_prepare_dir op %q: want stat, mkdir or fix", op))
 }
 
 // sweepTemporaries deletes leftover temporary files (".<name>.<random>.tmp",
@@ -189,11 +211,16 @@ func (f *Funcs) list(prefix string) ([]wire.ListEntry, *wire.Error) {
 	return files, nil
 }
 
-// lock serves mcp_resume_lock: an exclusive advisory lock (flock) on the
-// file name, created 0600 if missing and never deleted, held until Close or
-// process exit (the kernel releases it however the process dies). Another
-// holder answers busy; taking a lock this Funcs already holds succeeds.
-func (f *Funcs) lock(name string) *wire.Error {
+// lock serves mcp_resume_lock: an exclusive advisory lock on the file name,
+// created 0600 if missing and never deleted, held until Close or process
+// exit (the kernel releases it however the process dies). On Linux (socket
+// is ignored elsewhere), when socket is set, it first binds that abstract
+// Unix socket name (bindAbstract: both the form Node binds for the same lock
+// and the unpadded one), then takes flock on the file
+// (which older hosts and servers in another network namespace take): busy
+// when either is held elsewhere. Taking a lock this Funcs already holds
+// succeeds.
+func (f *Funcs) lock(name, socket string) *wire.Error {
 	_, p, werr := f.path(name)
 	if werr != nil {
 		return werr
@@ -203,22 +230,52 @@ func (f *Funcs) lock(name string) *wire.Error {
 	if _, held := f.locks[name]; held {
 		return nil
 	}
+	var h heldLock
+	if socket != "" && runtime.GOOS == "linux" {
+		fds, err := bindAbstract(socket)
+		switch {
+		case errors.Is(err, syscall.EADDRINUSE):
+			return &wire.Error{Code: wire.CodeBusy, Message: name + " is held by another server instance"}
+		case err != nil:
+			return osError("lock "+name+": bind abstract socket", err, false)
+		}
+		h.socks = fds
+	}
 	// os.OpenFile sets O_CLOEXEC: a child process must not inherit the lock.
 	file, err := os.OpenFile(p, os.O_RDONLY|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
 	if err != nil {
+		h.release()
 		return osError("open lock "+name, err, true)
 	}
+	h.file = file
 	if werr := checkRegular(file, name); werr != nil {
-		file.Close()
+		h.release()
 		return werr
 	}
 	if err := flock(file); err != nil {
-		file.Close()
+		h.release()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return &wire.Error{Code: wire.CodeBusy, Message: name + " is held by another server instance"}
 		}
 		return osError("lock "+name, err, false)
 	}
-	f.locks[name] = file
+	f.locks[name] = h
 	return nil
+}
+
+// heldLock is one lock taken by mcp_resume_lock: the open, flocked file
+// and the bound abstract sockets (bindAbstract; none off Linux).
+type heldLock struct {
+	file  *os.File
+	socks []int
+}
+
+// release closes the file and the sockets, which frees the locks.
+func (h heldLock) release() {
+	if h.file != nil {
+		h.file.Close()
+	}
+	for _, fd := range h.socks {
+		syscall.Close(fd)
+	}
 }

@@ -79,7 +79,7 @@ type Funcs struct {
 
 	mu    sync.Mutex
 	dir   string              // the confined state directory; "" until prepare_dir succeeds
-	locks map[string]*os.File // held until Close
+	locks map[string]heldLock // held until Close
 }
 
 // New returns Funcs for cfg. It touches nothing: the plugin's calls do.
@@ -88,7 +88,7 @@ func New(cfg Config) *Funcs {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	f := &Funcs{logger: logger, fixture: cfg.Fixture, trace: cfg.Trace, procOK: runtime.GOOS == "linux", proc: "/proc", locks: map[string]*os.File{}}
+	f := &Funcs{logger: logger, fixture: cfg.Fixture, trace: cfg.Trace, procOK: runtime.GOOS == "linux", proc: "/proc", locks: map[string]heldLock{}}
 	if fx := cfg.Fixture; fx != nil {
 		var facts struct {
 			OS string `json:"os"`
@@ -105,8 +105,8 @@ func New(cfg Config) *Funcs {
 func (f *Funcs) Close() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for name, file := range f.locks {
-		file.Close()
+	for name, h := range f.locks {
+		h.release()
 		delete(f.locks, name)
 	}
 	return nil
@@ -148,17 +148,23 @@ func (f *Funcs) Call(fn string, req []byte) []byte {
 		resp = f.inspect(req)
 	case wire.FnPrepareDir:
 		var r struct {
+			Op           *string `json:"op"`
 			Path         *string `json:"path"`
-			SweepSeconds *int64  `json:"sweep_seconds"`
-			Create       *bool   `json:"create"`
+			Follow       bool    `json:"follow"`
+			SweepSeconds int64   `json:"sweep_seconds"`
 		}
 		if err := decode(req, &r); err != nil {
 			return err
 		}
-		if r.Path == nil || r.SweepSeconds == nil {
-			return missing(fn, `"path" and "sweep_seconds"`)
+		if r.Op == nil || r.Path == nil {
+			return missing(fn, `"op" and "path"`)
 		}
-		resp = empty(f.prepareDir(*r.Path, *r.SweepSeconds, r.Create == nil || *r.Create))
+		st, werr := f.prepareDir(*r.Op, *r.Path, r.Follow, r.SweepSeconds)
+		if werr != nil {
+			resp = empty(werr)
+		} else {
+			resp = st
+		}
 	case wire.FnRead:
 		var r struct {
 			Name  string `json:"name"`
@@ -208,11 +214,11 @@ func (f *Funcs) Call(fn string, req []byte) []byte {
 			resp = wire.ListResponse{Files: files}
 		}
 	case wire.FnLock:
-		var r wire.NameRequest
+		var r wire.LockRequest
 		if err := decode(req, &r); err != nil {
 			return err
 		}
-		resp = empty(f.lock(r.Name))
+		resp = empty(f.lock(r.Name, r.Socket))
 	case wire.FnLog:
 		var r wire.LogRequest
 		if err := decode(req, &r); err != nil {
@@ -306,7 +312,8 @@ func (f *Funcs) log(r wire.LogRequest) *wire.Error {
 
 // osError maps an operating-system error to the contract's codes
 // (hostfuncs/README.md, "Error codes"): not_found for ENOENT and ESRCH,
-// permission for EACCES and EPERM, io for the rest. Where a state-directory
+// permission for EACCES and EPERM, not_dir for ENOTDIR, exists for EEXIST,
+// no_space for ENOSPC and EDQUOT, read_only for EROFS, io for the rest. Where a state-directory
 // file is opened (fileOpen), a symbolic link refused by O_NOFOLLOW (ELOOP)
 // and a directory (EISDIR) are unsafe.
 func osError(op string, err error, fileOpen bool) *wire.Error {
@@ -316,6 +323,14 @@ func osError(op string, err error, fileOpen bool) *wire.Error {
 		code = wire.CodeNotFound
 	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
 		code = wire.CodePermission
+	case errors.Is(err, syscall.ENOTDIR):
+		code = wire.CodeNotDir
+	case errors.Is(err, syscall.EEXIST):
+		code = wire.CodeExists
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		code = wire.CodeNoSpace
+	case errors.Is(err, syscall.EROFS):
+		code = wire.CodeReadOnly
 	case fileOpen && errors.Is(err, syscall.ELOOP):
 		code = wire.CodeUnsafe
 		err = errors.New("it is a symbolic link, which is never followed")

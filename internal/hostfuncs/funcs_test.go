@@ -58,7 +58,7 @@ func TestFuncs_MissingFields(t *testing.T) {
 		wire.FnLog:        `{"level":"info","message":"m"}`,
 		wire.FnRead:       `{"name":"token-5-1.a"}`,
 		wire.FnRemove:     `{}`,
-		wire.FnPrepareDir: `{"sweep_seconds":60}`,
+		wire.FnPrepareDir: `{"path":"/tmp"}`,
 		wire.FnInspect:    `{}`,
 	} {
 		if r := call[wire.Empty](t, f, fn, []byte(req)); r.Error == nil || r.Error.Code != wire.CodeInvalidRequest {
@@ -85,51 +85,99 @@ func TestPrepareDir_Confinement(t *testing.T) {
 		}
 	}
 	for _, p := range []string{"relative/state", root + "/a/../state", root + "/state/", root + "/./state", ""} {
-		if r := call[wire.Empty](t, f, wire.FnPrepareDir, wire.PrepareDirRequest{Path: p, SweepSeconds: 60}); r.Error == nil || r.Error.Code != wire.CodeInvalidRequest {
-			t.Errorf("prepare_dir(%q) = %+v, want invalid_request", p, r.Error)
+		for _, op := range []string{wire.DirOpStat, wire.DirOpMkdir, wire.DirOpFix} {
+			if r := call[wire.Empty](t, f, wire.FnPrepareDir, wire.PrepareDirRequest{Op: op, Path: p, SweepSeconds: 60}); r.Error == nil || r.Error.Code != wire.CodeInvalidRequest {
+				t.Errorf("prepare_dir %s(%q) = %+v, want invalid_request", op, p, r.Error)
+			}
 		}
 	}
-	// A failure does not fix the directory.
-	bad := filepath.Join(root, "open")
-	os.Mkdir(bad, 0o755)
-	if r := call[wire.Empty](t, f, wire.FnPrepareDir, wire.PrepareDirRequest{Path: bad, SweepSeconds: 60}); r.Error == nil || r.Error.Code != wire.CodeUnsafe || !strings.Contains(r.Error.Message, "chmod 700") {
-		t.Errorf("prepare_dir(0755 dir) = %+v, want unsafe with the fix", r.Error)
+	if r := call[wire.Empty](t, f, wire.FnPrepareDir, wire.PrepareDirRequest{Op: "create", Path: root}); r.Error == nil || r.Error.Code != wire.CodeInvalidRequest {
+		t.Errorf("prepare_dir with an unknown op = %+v, want invalid_request", r.Error)
 	}
-	dir := filepath.Join(root, "deep", "state")
-	// create false: a missing directory is not_found, created by nothing, and fixes nothing.
-	if r := call[wire.Empty](t, f, wire.FnPrepareDir, []byte(`{"path":"`+dir+`","sweep_seconds":60,"create":false}`)); r.Error == nil || r.Error.Code != wire.CodeNotFound || f.Dir() != "" {
-		t.Errorf("prepare_dir(missing, create false) = %+v, Dir %q; want not_found", r.Error, f.Dir())
+	dir := filepath.Join(root, "state")
+	if r := call[wire.Empty](t, f, wire.FnPrepareDir, wire.PrepareDirRequest{Op: wire.DirOpMkdir, Path: dir}); r.Error != nil {
+		t.Fatalf("mkdir: %v", r.Error)
 	}
-	if _, err := os.Stat(filepath.Join(root, "deep")); !os.IsNotExist(err) {
-		t.Errorf("create false created something: %v", err)
+	if r := call[wire.Empty](t, f, wire.FnPrepareDir, wire.PrepareDirRequest{Op: wire.DirOpFix, Path: dir, SweepSeconds: 60}); r.Error != nil || f.Dir() != dir {
+		t.Fatalf("fix: %v, Dir %q", r.Error, f.Dir())
 	}
-	if r := call[wire.Empty](t, f, wire.FnPrepareDir, wire.PrepareDirRequest{Path: dir, SweepSeconds: 60}); r.Error != nil {
-		t.Fatalf("prepare_dir: %v", r.Error)
-	}
-	if info, err := os.Stat(dir); err != nil || info.Mode().Perm() != 0o700 || f.Dir() != dir {
-		t.Fatalf("state directory %v %v, Dir %q", info, err, f.Dir())
-	}
-	if r := call[wire.Empty](t, f, wire.FnPrepareDir, []byte(`{"path":"`+dir+`","sweep_seconds":60,"create":false}`)); r.Error != nil {
-		t.Errorf("prepare_dir again, same path, create false: %v", r.Error)
+	if r := call[wire.Empty](t, f, wire.FnPrepareDir, wire.PrepareDirRequest{Op: wire.DirOpFix, Path: dir, SweepSeconds: 60}); r.Error != nil {
+		t.Errorf("fix again, same path: %v", r.Error)
 	}
 	other := filepath.Join(root, "other")
-	if r := call[wire.Empty](t, f, wire.FnPrepareDir, wire.PrepareDirRequest{Path: other, SweepSeconds: 60}); r.Error == nil || r.Error.Code != wire.CodeInvalidRequest {
-		t.Errorf("prepare_dir(another path) = %+v, want invalid_request", r.Error)
+	for _, op := range []string{wire.DirOpMkdir, wire.DirOpFix} {
+		if r := call[wire.Empty](t, f, wire.FnPrepareDir, wire.PrepareDirRequest{Op: op, Path: other, SweepSeconds: 60}); r.Error == nil || r.Error.Code != wire.CodeInvalidRequest {
+			t.Errorf("%s(another path) after a fix = %+v, want invalid_request", op, r.Error)
+		}
 	}
 	if _, err := os.Stat(other); !os.IsNotExist(err) {
-		t.Errorf("a refused prepare_dir created %s", other)
+		t.Errorf("a refused mkdir created %s", other)
 	}
-	// Same path, now group-writable: checked again.
-	os.Chmod(dir, 0o770)
-	if r := call[wire.Empty](t, f, wire.FnPrepareDir, wire.PrepareDirRequest{Path: dir, SweepSeconds: 60}); r.Error == nil || r.Error.Code != wire.CodeUnsafe {
-		t.Errorf("prepare_dir(now 0770) = %+v, want unsafe", r.Error)
+	// After the fix, mkdir may still act on the directory and its ancestors.
+	if r := call[wire.Empty](t, f, wire.FnPrepareDir, wire.PrepareDirRequest{Op: wire.DirOpMkdir, Path: root}); r.Error == nil || r.Error.Code != wire.CodeExists {
+		t.Errorf("mkdir(existing ancestor) = %+v, want exists", r.Error)
 	}
-	// A symlink is not a state directory.
-	link := filepath.Join(root, "link")
-	os.Symlink(dir, link)
-	g := hostfuncs.New(hostfuncs.Config{})
-	if r := call[wire.Empty](t, g, wire.FnPrepareDir, wire.PrepareDirRequest{Path: link, SweepSeconds: 60}); r.Error == nil || r.Error.Code != wire.CodeUnsafe {
-		t.Errorf("prepare_dir(symlink) = %+v, want unsafe", r.Error)
+}
+
+// The primitives of prepare_dir report precise facts and codes, and hold no
+// rule: a 0755 directory, another path's symlink, a regular file are
+// answered as what they are; the plugin judges them.
+func TestPrepareDir_Primitives(t *testing.T) {
+	root := t.TempDir()
+	f := hostfuncs.New(hostfuncs.Config{})
+	open := filepath.Join(root, "open")
+	os.Mkdir(open, 0o755)
+	os.Chmod(open, 0o755)
+	os.WriteFile(filepath.Join(root, "file"), nil, 0o600)
+	os.Symlink("open", filepath.Join(root, "link"))
+	os.Symlink("nowhere", filepath.Join(root, "dangling"))
+	sticky := filepath.Join(root, "sticky")
+	os.Mkdir(sticky, 0o700)
+	os.Chmod(sticky, 0o777|os.ModeSticky)
+	euid := os.Geteuid()
+	for _, c := range []struct {
+		path   string
+		follow bool
+		want   wire.DirStat
+	}{
+		{open, false, wire.DirStat{Type: wire.StatDir, UID: euid, Mode: 0o755}},
+		{sticky, false, wire.DirStat{Type: wire.StatDir, UID: euid, Mode: 0o1777}},
+		{root + "/file", false, wire.DirStat{Type: wire.StatFile, UID: euid, Mode: 0o600}},
+		{root + "/link", false, wire.DirStat{Type: wire.StatSymlink, UID: euid, Mode: 0o777}},
+		{root + "/link", true, wire.DirStat{Type: wire.StatDir, UID: euid, Mode: 0o755}},
+		{root + "/dangling", false, wire.DirStat{Type: wire.StatSymlink, UID: euid, Mode: 0o777}},
+		{root + "/dangling", true, wire.DirStat{Error: &wire.Error{Code: wire.CodeNotFound}}},
+		{root + "/missing", false, wire.DirStat{Error: &wire.Error{Code: wire.CodeNotFound}}},
+		{root + "/file/x", false, wire.DirStat{Error: &wire.Error{Code: wire.CodeNotDir}}},
+	} {
+		got := call[wire.DirStat](t, f, wire.FnPrepareDir, wire.PrepareDirRequest{Op: wire.DirOpStat, Path: c.path, Follow: c.follow})
+		if got.Error != nil && c.want.Error != nil && got.Error.Code == c.want.Error.Code {
+			continue
+		}
+		if got.Error != nil || c.want.Error != nil || got != c.want {
+			t.Errorf("stat(%s, follow %v) = %+v %v, want %+v %v", c.path, c.follow, got, got.Error, c.want, c.want.Error)
+		}
+	}
+	for path, code := range map[string]string{
+		root + "/file":      wire.CodeExists,
+		root + "/dangling":  wire.CodeExists,
+		root + "/file/x":    wire.CodeNotDir,
+		root + "/no/such":   wire.CodeNotFound,
+		"/proc/self/mcp-rs": wire.CodeNotFound, // proc refuses creation: ENOENT
+	} {
+		if r := call[wire.Empty](t, f, wire.FnPrepareDir, wire.PrepareDirRequest{Op: wire.DirOpMkdir, Path: path}); r.Error == nil || r.Error.Code != code {
+			t.Errorf("mkdir(%s) = %+v, want %s", path, r.Error, code)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(root, "nowhere")); !os.IsNotExist(err) {
+		t.Errorf("mkdir followed the dangling symlink: %v", err)
+	}
+	made := filepath.Join(root, "made")
+	if r := call[wire.Empty](t, f, wire.FnPrepareDir, wire.PrepareDirRequest{Op: wire.DirOpMkdir, Path: made}); r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	if info, err := os.Stat(made); err != nil || info.Mode().Perm() != 0o700 {
+		t.Errorf("mkdir made %v %v, want mode 0700", info, err)
 	}
 }
 
@@ -146,7 +194,7 @@ func TestPrepareDir_Sweep(t *testing.T) {
 		os.Chtimes(filepath.Join(dir, n), old, old)
 	}
 	f := hostfuncs.New(hostfuncs.Config{})
-	if r := call[wire.Empty](t, f, wire.FnPrepareDir, wire.PrepareDirRequest{Path: dir, SweepSeconds: 3600}); r.Error != nil {
+	if r := call[wire.Empty](t, f, wire.FnPrepareDir, wire.PrepareDirRequest{Op: wire.DirOpFix, Path: dir, SweepSeconds: 3600}); r.Error != nil {
 		t.Fatal(r.Error)
 	}
 	entries, _ := os.ReadDir(dir)

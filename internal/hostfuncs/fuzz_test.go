@@ -245,7 +245,8 @@ func newFuncs(t *testing.T, dir string) *hostfuncs.Funcs {
 	f := hostfuncs.New(hostfuncs.Config{
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
-	req, _ := json.Marshal(wire.PrepareDirRequest{Path: dir, SweepSeconds: 60})
+	_ = os.MkdirAll(dir, 0o700)
+	req, _ := json.Marshal(wire.PrepareDirRequest{Op: wire.DirOpFix, Path: dir, SweepSeconds: 60})
 	if out := f.Call(wire.FnPrepareDir, req); strings.Contains(string(out), `"error"`) {
 		t.Fatalf("prepare_dir: %s", out)
 	}
@@ -276,7 +277,7 @@ func FuzzCall(f *testing.F) {
 		f.Add(index(wire.FnRemove), []byte(fmt.Sprintf(`{"name":%s}`, n)))
 		f.Add(index(wire.FnList), []byte(fmt.Sprintf(`{"prefix":%s}`, n)))
 		f.Add(index(wire.FnLock), []byte(fmt.Sprintf(`{"name":%s}`, n)))
-		f.Add(index(wire.FnPrepareDir), []byte(fmt.Sprintf(`{"path":%s,"sweep_seconds":0}`, n)))
+		f.Add(index(wire.FnPrepareDir), []byte(fmt.Sprintf(`{"op":"stat","path":%s}`, n)))
 	}
 	// Inspect: allowlisted paths, escapes from it, every operation.
 	for _, p := range []string{
@@ -344,8 +345,8 @@ func TestWrite_TempNameCollision(t *testing.T) {
 		checkResponse(t, wire.FnWrite, out, codes)
 		var resp wire.Empty
 		json.Unmarshal(out, &resp)
-		if resp.Error == nil || resp.Error.Code != wire.CodeIO || !strings.Contains(resp.Error.Message, "exists") {
-			t.Errorf("write through a planted temporary symlink to %s = %s, want an io error (file exists)", target, out)
+		if resp.Error == nil || resp.Error.Code != wire.CodeExists || !strings.Contains(resp.Error.Message, "exists") {
+			t.Errorf("write through a planted temporary symlink to %s = %s, want exists", target, out)
 		}
 		if fi, err := os.Lstat(tmp); err != nil || fi.Mode()&os.ModeSymlink == 0 {
 			t.Errorf("the planted symlink was removed or replaced: %v %v", fi, err)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,6 +25,16 @@ func TestMain(m *testing.M) {
 		time.Sleep(time.Minute) // until killed
 		os.Exit(0)
 	}
+	if os.Getenv("HOSTFUNCS_CODES") != "" { // TestPrepareDir_CodesAcrossHosts
+		var paths []string
+		for _, a := range os.Args[1:] {
+			if !strings.HasPrefix(a, "-test.") {
+				paths = append(paths, a)
+			}
+		}
+		fmt.Println(goCodes(paths))
+		os.Exit(0)
+	}
 	if req := os.Getenv("HOSTFUNCS_INSPECT"); req != "" {
 		if os.Getenv("HOSTFUNCS_CLOSE_STDIN") != "" {
 			os.Stdin.Close()
@@ -37,7 +48,8 @@ func TestMain(m *testing.M) {
 // prepare returns Funcs confined to dir by a successful prepare_dir.
 func prepare(t testing.TB, dir string) *hostfuncs.Funcs {
 	f := hostfuncs.New(hostfuncs.Config{})
-	req, _ := json.Marshal(wire.PrepareDirRequest{Path: dir, SweepSeconds: 60})
+	_ = os.MkdirAll(dir, 0o700)
+	req, _ := json.Marshal(wire.PrepareDirRequest{Op: wire.DirOpFix, Path: dir, SweepSeconds: 60})
 	var resp wire.Empty
 	if err := json.Unmarshal(f.Call(wire.FnPrepareDir, req), &resp); err != nil || resp.Error != nil {
 		if t == nil {

@@ -10,25 +10,22 @@ import (
 	"github.com/mcp-resume/mcp-resume/internal/wire"
 )
 
-// checkDir refuses a state directory that another user could read or plant
-// files in: it must be a real directory owned by the current user with mode
-// 0700 (or stricter). Spec 000, Security Considerations.
-func checkDir(dir string) *wire.Error {
-	info, err := os.Lstat(dir)
-	if err != nil {
-		return osError("inspect state directory", err, false)
+// dirStat is the answer of mcp_resume_prepare_dir "stat" for info (from
+// os.Lstat or os.Stat): type, owner uid and st_mode & 07777.
+func dirStat(info os.FileInfo) wire.DirStat {
+	st := wire.DirStat{Type: wire.StatOther}
+	switch {
+	case info.Mode()&os.ModeSymlink != 0:
+		st.Type = wire.StatSymlink
+	case info.IsDir():
+		st.Type = wire.StatDir
+	case info.Mode().IsRegular():
+		st.Type = wire.StatFile
 	}
-	if info.Mode()&os.ModeSymlink != 0 || !info.IsDir() {
-		return &wire.Error{Code: wire.CodeUnsafe, Message: fmt.Sprintf("state directory %s is not a directory (or is a symbolic link); point MCP_RESUME_STATE_DIR at a real directory", dir)}
+	if sys, ok := info.Sys().(*syscall.Stat_t); ok {
+		st.UID, st.Mode = int(sys.Uid), int(sys.Mode&0o7777)
 	}
-	st, ok := info.Sys().(*syscall.Stat_t)
-	if ok && int(st.Uid) != os.Geteuid() {
-		return &wire.Error{Code: wire.CodeUnsafe, Message: fmt.Sprintf("state directory %s is owned by uid %d, not by this user (uid %d); remove it or choose another with MCP_RESUME_STATE_DIR", dir, st.Uid, os.Geteuid())}
-	}
-	if perm := info.Mode().Perm(); perm&0o077 != 0 {
-		return &wire.Error{Code: wire.CodeUnsafe, Message: fmt.Sprintf("state directory %s has mode %04o, which lets other users in; run: chmod 700 %s", dir, perm, dir)}
-	}
-	return nil
+	return st
 }
 
 // checkRegular refuses anything but a regular file (a FIFO, device or

@@ -39,6 +39,15 @@ type testHost struct {
 	// (standing in for other processes).
 	locks map[string]*testHost
 
+	// dirErr answers mcp_resume_prepare_dir "<op> <path>" with this error
+	// code (an injected ENOSPC, EROFS, EACCES...).
+	dirErr map[string]string
+	// owner overrides the uid that "stat" reports for a path (another
+	// user's directory, which a test cannot chown without root).
+	owner  map[string]int
+	mkdirs []string // directories made by "mkdir", in order
+	cfgDir string   // a state directory a test case sets instead of the default
+
 	dir   string         // fixed by prepare_dir
 	calls map[string]int // host function -> calls
 	reqs  []string       // every request, "fn json"
@@ -155,33 +164,53 @@ func (h *testHost) call(fn string, req []byte) []byte {
 		}
 		return respond(out)
 	case wire.FnPrepareDir:
-		var r struct {
-			Path         string `json:"path"`
-			SweepSeconds *int   `json:"sweep_seconds"`
-			Create       *bool  `json:"create"`
-		}
-		if json.Unmarshal(req, &r) != nil || r.SweepSeconds == nil || !filepath.IsAbs(r.Path) {
+		var r wire.PrepareDirRequest
+		if json.Unmarshal(req, &r) != nil || !filepath.IsAbs(r.Path) || filepath.Clean(r.Path) != r.Path {
 			return errResp(wire.CodeInvalidRequest, "bad prepare_dir request")
 		}
-		if h.dir != "" && h.dir != r.Path {
-			return errResp(wire.CodeInvalidRequest, "state directory is fixed")
+		if code, ok := h.dirErr[r.Op+" "+r.Path]; ok {
+			return errResp(code, code+" (fixture)")
 		}
-		if r.Create == nil || *r.Create {
-			if err := os.MkdirAll(r.Path, 0o700); err != nil {
-				return errResp(wire.CodeIO, err.Error())
+		switch r.Op {
+		case wire.DirOpStat:
+			stat := os.Lstat
+			if r.Follow {
+				stat = os.Stat
 			}
+			info, err := stat(r.Path)
+			if err != nil {
+				return osErr(err)
+			}
+			st := wire.DirStat{Type: wire.StatOther, UID: int(info.Sys().(*syscall.Stat_t).Uid), Mode: int(info.Sys().(*syscall.Stat_t).Mode & 0o7777)}
+			switch {
+			case info.Mode()&fs.ModeSymlink != 0:
+				st.Type = wire.StatSymlink
+			case info.IsDir():
+				st.Type = wire.StatDir
+			case info.Mode().IsRegular():
+				st.Type = wire.StatFile
+			}
+			if uid, ok := h.owner[r.Path]; ok {
+				st.UID = uid
+			}
+			return respond(st)
+		case wire.DirOpMkdir:
+			if err := os.Mkdir(r.Path, 0o700); err != nil {
+				if errors.Is(err, fs.ErrExist) {
+					return errResp(wire.CodeExists, err.Error())
+				}
+				return osErr(err)
+			}
+			h.mkdirs = append(h.mkdirs, r.Path)
+			return respond(wire.Empty{})
+		case wire.DirOpFix:
+			if h.dir != "" && h.dir != r.Path {
+				return errResp(wire.CodeInvalidRequest, "state directory is fixed")
+			}
+			h.dir = r.Path
+			return respond(wire.Empty{})
 		}
-		info, err := os.Lstat(r.Path)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			return errResp(wire.CodeNotFound, "no state directory")
-		case err != nil:
-			return errResp(wire.CodeIO, err.Error())
-		case !info.IsDir() || info.Mode().Perm()&0o077 != 0:
-			return errResp(wire.CodeUnsafe, "run: chmod 700 "+r.Path)
-		}
-		h.dir = r.Path
-		return respond(wire.Empty{})
+		return errResp(wire.CodeInvalidRequest, "unknown prepare_dir op")
 	case wire.FnLog:
 		var r wire.LogRequest
 		if json.Unmarshal(req, &r) != nil || r.Level == "" || r.Event == "" || r.Message == "" {
@@ -279,6 +308,8 @@ func osErr(err error) []byte {
 		return errResp(wire.CodeNotFound, err.Error())
 	case errors.Is(err, syscall.ELOOP):
 		return errResp(wire.CodeUnsafe, err.Error())
+	case errors.Is(err, syscall.ENOTDIR):
+		return errResp(wire.CodeNotDir, err.Error())
 	}
 	return errResp(wire.CodeIO, err.Error())
 }

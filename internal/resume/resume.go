@@ -185,17 +185,18 @@ func (s *Store) init() {
 		s.log(wire.LevelWarn, EventDirUnusable, MsgDirUnusable, s.cfg.Problem)
 		return
 	}
-	var prep wire.Empty
-	if err := s.invoke(wire.FnPrepareDir, wire.PrepareDirRequest{Path: s.cfg.StateDir, SweepSeconds: SweepSeconds}, &prep, &prep.Error); err != nil {
-		s.log(wire.LevelWarn, EventDirUnusable, MsgDirUnusable, err.Error())
+	if _, werr := s.prepareDir(true); werr != nil {
+		s.log(wire.LevelWarn, EventDirUnusable, MsgDirUnusable, werr.Message)
 		return
 	}
 	s.listDir = true
 	// Instances that cannot be told apart share one name: the first owns
-	// it for its lifetime, the others run without resume (issue: several
-	// server instances under one host; spec 000's Known Limitation).
+	// it for its lifetime, the others run without resume (several server
+	// instances under one host; spec 000's Known Limitation). On Linux every
+	// host also binds the abstract socket named by lockSocket, so that Go,
+	// Python and Node servers exclude one another.
 	var lk wire.Empty
-	if err := s.invoke(wire.FnLock, wire.NameRequest{Name: s.lock}, &lk, &lk.Error); errCode(err) == wire.CodeBusy {
+	if err := s.invoke(wire.FnLock, wire.LockRequest{Name: s.lock, Socket: s.lockSocket()}, &lk, &lk.Error); errCode(err) == wire.CodeBusy {
 		s.log(wire.LevelWarn, EventInstanceBusy, MsgInstanceBusy, "set a distinct instance (host option or MCP_RESUME_INSTANCE) to resume each instance separately")
 		return
 	} else if err != nil {
@@ -263,7 +264,18 @@ func (s *Store) Names() (wire.NamesOutput, *wire.Error) {
 	if !s.resolveNames() {
 		return wire.NamesOutput{}, nil
 	}
-	return wire.NamesOutput{Token: s.file, Lock: s.lock}, nil
+	return wire.NamesOutput{Token: s.file, Lock: s.lock, LockSocket: s.lockSocket()}, nil
+}
+
+// lockSocket is the abstract socket of this instance's lock (LockSocket),
+// "" before the names are known. It is sent on every system; hosts bind it
+// on Linux only (macOS has no abstract sockets, and its hosts all take flock,
+// which O_EXLOCK is there).
+func (s *Store) lockSocket() string {
+	if s.lock == "" || s.cfg.StateDir == "" {
+		return ""
+	}
+	return LockSocket(s.cfg.StateDir, s.lock)
 }
 
 // Load is the load export: the stored token and true, or "" and false when
@@ -363,10 +375,10 @@ func (s *Store) Reject() *wire.Error {
 }
 
 // fixListDir makes sure the state directory is fixed for list and prune
-// without creating it (mcp_resume_prepare_dir with create false). It
-// reports false when there is nothing to list: resume off, no state
-// directory, or a directory that does not exist; and an error when the
-// directory is unusable.
+// without creating it (prepareDir without create: no "mkdir"). It reports
+// false when there is nothing to list: resume off, no state directory, or a
+// directory that does not exist; and a wire.CodeIO error, worded by
+// prepareDir, when the directory is unusable.
 func (s *Store) fixListDir() (bool, *wire.Error) {
 	if s.listDir {
 		return true, nil
@@ -374,14 +386,12 @@ func (s *Store) fixListDir() (bool, *wire.Error) {
 	if s.cfg.Off || s.cfg.StateDir == "" {
 		return false, nil
 	}
-	no := false
-	var prep wire.Empty
-	err := s.invoke(wire.FnPrepareDir, wire.PrepareDirRequest{Path: s.cfg.StateDir, SweepSeconds: SweepSeconds, Create: &no}, &prep, &prep.Error)
+	found, werr := s.prepareDir(false)
 	switch {
-	case errCode(err) == wire.CodeNotFound:
+	case werr != nil:
+		return false, &wire.Error{Code: wire.CodeIO, Message: werr.Message}
+	case !found:
 		return false, nil
-	case err != nil:
-		return false, &wire.Error{Code: wire.CodeIO, Message: "state directory " + s.cfg.StateDir + ": " + err.Error()}
 	}
 	s.listDir = true
 	return true, nil

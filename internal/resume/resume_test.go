@@ -96,13 +96,15 @@ func TestStore_RoundTrip(t *testing.T) {
 
 // TestStore_StartCalls pins what a start costs: the host calls of open and
 // the first load for a server launched directly by its host, with a
-// terminal for stdio (no stdio call) and an empty state directory.
+// terminal for stdio (no stdio call) and no state directory yet: creating
+// it costs five mcp_resume_prepare_dir calls (stat it, stat its parent,
+// mkdir, stat it again, fix); an existing one costs two (stat, fix).
 func TestStore_StartCalls(t *testing.T) {
 	h, dir := newHost(t)
 	s := h.open(openInput(dir))
 	mustLoad(t, s)
 	want := map[string]int{
-		wire.FnFacts: 1, wire.FnInspect: 3, wire.FnPrepareDir: 1, wire.FnLock: 1,
+		wire.FnFacts: 1, wire.FnInspect: 3, wire.FnPrepareDir: 5, wire.FnLock: 1,
 		wire.FnList: 1, wire.FnRead: 1, wire.FnLog: 2, // host_identified (debug), token_not_found
 	}
 	if d := diffMap(want, h.calls); d != "" {
@@ -438,7 +440,7 @@ func TestStore_ListAndPrune(t *testing.T) {
 }
 
 // TestStore_ListMissingDir: list and prune of a state directory that does
-// not exist answer empty and create nothing (prepare_dir with create false).
+// not exist answer empty and create nothing (no mcp_resume_prepare_dir "mkdir").
 func TestStore_ListMissingDir(t *testing.T) {
 	h, dir := newHost(t)
 	s := h.open(openInput(dir))
@@ -451,8 +453,8 @@ func TestStore_ListMissingDir(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("state directory exists: %v", err)
 	}
-	if !slices.ContainsFunc(h.reqs, func(r string) bool { return strings.Contains(r, `"create":false`) }) {
-		t.Errorf("no prepare_dir with create false: %v", h.reqs)
+	if slices.ContainsFunc(h.reqs, func(r string) bool { return strings.Contains(r, `"op":"mkdir"`) }) {
+		t.Errorf("list or prune asked for a mkdir: %v", h.reqs)
 	}
 	// An unsafe directory is an io error for list.
 	if err := os.Mkdir(dir, 0o770); err != nil {

@@ -205,15 +205,24 @@ func (r InspectRequest) EncodeJSON() ([]byte, error) {
 // nil.
 func (r PrepareDirRequest) EncodeJSON() ([]byte, error) {
 	return encodeObject(func(en *encoder) {
+		en.str("op", r.Op)
 		en.str("path", r.Path)
-		en.int("sweep_seconds", int64(r.SweepSeconds))
-		if r.Create != nil {
-			en.boolean("create", *r.Create)
+		if r.Follow {
+			en.boolean("follow", true)
 		}
+		en.int("sweep_seconds", int64(r.SweepSeconds))
 	})
 }
 
-// EncodeJSON returns the JSON request of FnRemove and FnLock. The error is always
+// EncodeJSON returns the JSON request of FnLock. The error is always nil.
+func (r LockRequest) EncodeJSON() ([]byte, error) {
+	return encodeObject(func(en *encoder) {
+		en.str("name", r.Name)
+		en.strOmit("socket", r.Socket)
+	})
+}
+
+// EncodeJSON returns the JSON request of FnRemove. The error is always
 // nil.
 func (r NameRequest) EncodeJSON() ([]byte, error) {
 	return encodeObject(func(en *encoder) { en.str("name", r.Name) })
@@ -268,6 +277,7 @@ func (o NamesOutput) EncodeJSON() ([]byte, error) {
 	return encodeObject(func(en *encoder) {
 		en.strOmit("token", o.Token)
 		en.strOmit("lock", o.Lock)
+		en.strOmit("lock_socket", o.LockSocket)
 	})
 }
 
@@ -672,7 +682,25 @@ func (r *InspectResult) decode(d *decoder) error {
 	})
 }
 
-// DecodeJSON sets e from the JSON response of FnPrepareDir, FnWrite,
+// DecodeJSON sets r from the JSON response of FnPrepareDir. Errors as for
+// OpenInput.DecodeJSON.
+func (r *DirStat) DecodeJSON(b []byte) error {
+	return decodeObject(b, func(d *decoder, name string) error {
+		switch field(name, "type", "uid", "mode", "error") {
+		case "type":
+			return d.str(&r.Type)
+		case "uid":
+			return d.int(&r.UID)
+		case "mode":
+			return d.int(&r.Mode)
+		case "error":
+			return d.errorObj(&r.Error)
+		}
+		return d.skip()
+	})
+}
+
+// DecodeJSON sets e from the JSON response of FnWrite,
 // FnRemove, FnLock or FnLog. Errors as for OpenInput.DecodeJSON.
 func (e *Empty) DecodeJSON(b []byte) error {
 	return decodeObject(b, func(d *decoder, name string) error {

@@ -27,16 +27,17 @@ func sameJSON(t *testing.T, v any, got []byte, err error) {
 }
 
 func TestEncodeMatchesEncodingJSON(t *testing.T) {
-	yes, no := true, false
 	for _, s := range strs {
 		e := Error{Code: s, Message: s}
 		b, err := e.EncodeJSON()
 		sameJSON(t, e, b, err)
 		for _, v := range []interface{ EncodeJSON() ([]byte, error) }{
-			PrepareDirRequest{Path: s, SweepSeconds: 60},
-			PrepareDirRequest{Path: s, Create: &yes},
-			PrepareDirRequest{Path: s, Create: &no, SweepSeconds: -1},
+			PrepareDirRequest{Op: DirOpFix, Path: s, SweepSeconds: 60},
+			PrepareDirRequest{Op: DirOpStat, Path: s, Follow: true},
+			PrepareDirRequest{Op: s, Path: s, SweepSeconds: -1},
 			NameRequest{Name: s},
+			LockRequest{Name: s, Socket: s},
+			LockRequest{Name: s},
 			ReadRequest{Name: s, Limit: 4097},
 			WriteRequest{Name: s, Data: []byte(s)},
 			WriteRequest{Name: s},
@@ -47,6 +48,7 @@ func TestEncodeMatchesEncodingJSON(t *testing.T) {
 			OpenOutput{},
 			NamesOutput{},
 			NamesOutput{Token: s, Lock: s},
+			NamesOutput{Token: s, Lock: s, LockSocket: s},
 			ListOutput{},
 			ListOutput{Files: []ListedFile{}},
 			ListOutput{Files: []ListedFile{{Name: s, PID: 42, StartTime: s, Instance: s, Host: s, AgeSeconds: -3}, {}}},
@@ -125,6 +127,7 @@ func pair[T any, P interface {
 var decodables = []decodable{
 	pair[OpenInput]("OpenInput"), pair[Facts]("Facts"), pair[InspectResponse]("InspectResponse"),
 	pair[Empty]("Empty"), pair[ReadResponse]("ReadResponse"), pair[ListResponse]("ListResponse"),
+	pair[DirStat]("DirStat"),
 }
 
 // decodeInputs are documents every decoder reads, valid and not.
@@ -139,6 +142,7 @@ var decodeInputs = []string{
 	`{"results":[]}`, `{"results":null}`, `{"results":[{"data":"not base64!"}]}`, `{"results":[{"data":""}]}`,
 	`{"data":"dG9rLUE="}`, `{"data":null}`, `{"data":""}`, `{"data":"dG9r\nLUE="}`,
 	`{"files":[{"name":"token-1-2","age_seconds":-5},{"name":"lock-1-2","age_seconds":30}]}`, `{"files":[]}`,
+	`{"type":"dir","uid":1000,"mode":1023}`, `{"type":"symlink","uid":0,"mode":511,"error":null}`, `{"uid":-1}`, `{"mode":"0700"}`,
 	`{"bad":"\xff\xfe","app":"\ud800"}`, "{\"app\":\"\xff\xfe!\",\"state_dir\":\"\xed\xa0\x80\"}", `{"APP":"x","State_Dir":"/s","ERROR":{"CODE":"c"},"PID":3}`,
 	"{\"\u212a\":1,\"\u017fTATE_DIR\":\"/k\"}", `{"app":"a","App":"b"}`,
 	``, `no response`, `[]`, `"s"`, `1`, `{`, `{"a":}`, `{"a":1,}`, `{} {}`, `{}x`, `{"app":1}`, `{"app":["x"]}`,

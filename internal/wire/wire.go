@@ -73,8 +73,17 @@ const (
 	CodeUnsafe = "unsafe"
 	// CodeBusy: another process holds the lock (FnLock).
 	CodeBusy = "busy"
-	// CodeIO: any other operating-system error (no space, read-only...).
+	// CodeIO: any other operating-system error.
 	CodeIO = "io"
+	// CodeExists: FnPrepareDir "mkdir" found something at the path (EEXIST).
+	CodeExists = "exists"
+	// CodeNotDir: a component of the path is not a directory (ENOTDIR).
+	CodeNotDir = "not_dir"
+	// CodeNoSpace: the file system is full, or the user's quota is used up
+	// (ENOSPC, EDQUOT).
+	CodeNoSpace = "no_space"
+	// CodeReadOnly: the file system is mounted read-only (EROFS).
+	CodeReadOnly = "read_only"
 )
 
 // Error codes of the plugin's exports (ExportError.Code).
@@ -223,26 +232,68 @@ const (
 	FileTypeOther  = "other"
 )
 
-// PrepareDirRequest asks FnPrepareDir to fix the state directory at Path,
-// create it (0700) and check it, then delete the host's temporary files
-// older than SweepSeconds.
+// Operations of FnPrepareDir (PrepareDirRequest.Op). The plugin walks and
+// judges the state directory with "stat" and "mkdir" (internal/resume,
+// dir.go) and then fixes it with "fix"; the host holds no rule about owners,
+// modes or where a directory may be created.
+const (
+	// DirOpStat: lstat(Path) (stat(Path) with Follow); answers DirStat.
+	DirOpStat = "stat"
+	// DirOpMkdir: mkdir(Path, 0700), exactly one directory, never parents.
+	DirOpMkdir = "mkdir"
+	// DirOpFix: fix Path as the state directory (the confinement rule) and
+	// delete the host's temporary files older than SweepSeconds.
+	DirOpFix = "fix"
+)
+
+// PrepareDirRequest is one operation of FnPrepareDir on an absolute, clean
+// Path: DirOpStat, DirOpMkdir or DirOpFix.
 type PrepareDirRequest struct {
-	Path         string `json:"path"`
-	SweepSeconds int    `json:"sweep_seconds"`
-	// Create false (the list and prune exports of a store that has not
-	// loaded or stored yet) creates nothing: a missing directory answers
-	// CodeNotFound and fixes nothing. Absent (nil) or true: create it.
-	Create *bool `json:"create,omitempty"`
+	Op   string `json:"op"`
+	Path string `json:"path"`
+	// Follow (DirOpStat only): stat rather than lstat, so a symbolic link
+	// reports what it points at.
+	Follow bool `json:"follow,omitempty"`
+	// SweepSeconds (DirOpFix; ignored by the other ops): how old a leftover
+	// temporary file must be before it is deleted, in seconds.
+	SweepSeconds int `json:"sweep_seconds"`
 }
 
-// Empty answers FnPrepareDir, FnWrite, FnRemove, FnLock and FnLog on success.
+// Types of DirStat.Type.
+const (
+	StatDir     = "dir"
+	StatFile    = "file"
+	StatSymlink = "symlink"
+	StatOther   = "other"
+)
+
+// DirStat answers FnPrepareDir: for DirOpStat the Type, owner UID and Mode
+// (st_mode & 07777: permission, setuid, setgid and sticky bits) of the path;
+// for DirOpMkdir and DirOpFix nothing but a possible Error.
+type DirStat struct {
+	Type  string `json:"type,omitempty"`
+	UID   int    `json:"uid"`
+	Mode  int    `json:"mode"`
+	Error *Error `json:"error,omitempty"`
+}
+
+// Empty answers FnWrite, FnRemove, FnLock and FnLog on success.
 type Empty struct {
 	Error *Error `json:"error,omitempty"`
 }
 
-// NameRequest names one file of the state directory (FnRemove, FnLock).
+// NameRequest names one file of the state directory (FnRemove).
 type NameRequest struct {
 	Name string `json:"name"`
+}
+
+// LockRequest asks FnLock for the exclusive lock of file Name. Socket is
+// the abstract Unix socket name (without the leading NUL) that every host
+// on Linux binds as well, so that servers on different hosts (Go, Python,
+// Node) exclude one another through one lock; hosts elsewhere ignore it.
+type LockRequest struct {
+	Name   string `json:"name"`
+	Socket string `json:"socket,omitempty"`
 }
 
 // ReadRequest asks FnRead for at most Limit bytes of file Name.
@@ -338,6 +389,10 @@ type OpenOutput struct {
 type NamesOutput struct {
 	Token string `json:"token,omitempty"`
 	Lock  string `json:"lock,omitempty"`
+	// LockSocket is the abstract socket of the lock (LockRequest.Socket): a
+	// host on Linux that cannot bind it inside a synchronous host
+	// function (Node) binds it ahead of the first load, store or reject.
+	LockSocket string `json:"lock_socket,omitempty"`
 }
 
 // Host states of ListedFile.Host and PrunedFile.Host.

@@ -49,8 +49,13 @@ import { z } from "zod";
 
 import { BrokerClient, BrokerRejectedError, type Session } from "./broker.js";
 
-/** This server's app name: its token files live in their own state directory. */
-export const APP = "example-typescript";
+/**
+ * This server's app name: its token files live in their own state directory.
+ * `$EXAMPLE_APP` overrides it (the fault suite runs the Go, Python and
+ * TypeScript example servers as one app, to show that servers on different
+ * hosts exclude one another through one lock).
+ */
+export const APP = process.env["EXAMPLE_APP"] || "example-typescript";
 
 /** How long a tool call waits for the broker session startup establishes in the background, in milliseconds. */
 export const SESSION_WAIT_MS = 20_000;

@@ -25,7 +25,8 @@ CONFORMANCE = REPO_ROOT / "hostfuncs" / "conformance"
 
 
 def substitute(doc: Any, root: Path) -> Any:
-    """``doc`` with every ``$ROOT`` in every string replaced by ``root`` and every string ``"$EUID"`` by the euid."""
+    """``doc`` with every ``$ROOT`` in every string replaced by ``root``, every string ``"$EUID"`` by the euid
+    (a number), and ``$EUID`` inside any other string by its digits."""
     if isinstance(doc, dict):
         return {substitute(k, root): substitute(v, root) for k, v in doc.items()}
     if isinstance(doc, list):
@@ -33,7 +34,7 @@ def substitute(doc: Any, root: Path) -> Any:
     if doc == "$EUID":
         return os.geteuid()
     if isinstance(doc, str):
-        return doc.replace("$ROOT", str(root))
+        return doc.replace("$ROOT", str(root)).replace("$EUID", str(os.geteuid()))
     return doc
 
 

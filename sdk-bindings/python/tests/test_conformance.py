@@ -46,7 +46,8 @@ class Capture(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         self.lines.append({"level": _LEVELS.get(record.levelno, record.levelname.lower()),
-                           "event": getattr(record, "event", ""), "message": record.getMessage()})
+                           "event": getattr(record, "event", ""), "message": record.getMessage(),
+                           "detail": getattr(record, "detail", "")})
 
 
 def subset(got: Any, want: Any) -> bool:
@@ -148,8 +149,10 @@ def test_conformance(path: Path, tmp_path: Path) -> None:
             elif call.get("action") == "hold_lock":
                 other = HostFunctions(logging.getLogger("mcp_resume.conformance.other"))
                 others.append(other)
-                for fn, req in (("mcp_resume_prepare_dir", {"path": str(state), "sweep_seconds": 60}),
-                                ("mcp_resume_lock", {"name": call["name"]})):
+                names = json.loads(call_export(store, "names", b"")[0] or b"{}")
+                socket = names.get("lock_socket", "") if names.get("lock") == call["name"] else ""
+                for fn, req in (("mcp_resume_prepare_dir", {"op": "fix", "path": str(state), "sweep_seconds": 60}),
+                                ("mcp_resume_lock", {"name": call["name"], "socket": socket})):
                     resp = json.loads(other.call(fn, json.dumps(req).encode()))
                     assert not resp.get("error"), f"hold_lock {call['name']}: {fn}: {resp}"
             else:
@@ -177,6 +180,7 @@ def test_conformance(path: Path, tmp_path: Path) -> None:
     else:
         for i, (g, w) in enumerate(zip(got, want_logs)):
             msg_ok = g["message"].startswith(w["message_prefix"]) if "message_prefix" in w else g["message"] == w.get("message")
-            if not (g["level"] == w["level"] and g["event"] == w["event"] and msg_ok):
+            detail_ok = "detail" not in w or g["detail"] == w["detail"]
+            if not (g["level"] == w["level"] and g["event"] == w["event"] and msg_ok and detail_ok):
                 errors.append(f"log line {i} = {g}, want {w}")
     assert not errors, f"{path.name} ({case.get('spec', '')}):\n  " + "\n  ".join(errors)

@@ -72,7 +72,7 @@ def bare(logs: Lines | None = None) -> HostFunctions:
 def funcs(state: Path, logs: Lines | None = None) -> HostFunctions:
     """HostFunctions confined to ``state`` (prepared, so the directory must be usable)."""
     f = bare(logs)
-    assert call(f, "mcp_resume_prepare_dir", {"path": str(state), "sweep_seconds": TEMP_MAX_AGE_S}) == {}
+    assert call(f, "mcp_resume_prepare_dir", {"op": "fix", "path": str(state), "sweep_seconds": TEMP_MAX_AGE_S}) == {}
     return f
 
 
@@ -90,7 +90,13 @@ def code(doc: dict[str, Any]) -> str | None:
 
 
 def prepare(f: HostFunctions, path: Path | str, sweep: int = TEMP_MAX_AGE_S) -> dict[str, Any]:
-    return call(f, "mcp_resume_prepare_dir", {"path": str(path), "sweep_seconds": sweep})
+    """``fix`` ``path`` as the state directory."""
+    return call(f, "mcp_resume_prepare_dir", {"op": "fix", "path": str(path), "sweep_seconds": sweep})
+
+
+def prim(op: str, path: Path | str, **extra: Any) -> dict[str, Any]:
+    """One ``stat`` or ``mkdir`` primitive of ``mcp_resume_prepare_dir`` on a fresh HostFunctions."""
+    return call(bare(), "mcp_resume_prepare_dir", {"op": op, "path": str(path), **extra})
 
 
 # --- names ----------------------------------------------------------------------------
@@ -188,9 +194,7 @@ def test_file_functions_confined_before_prepare(state: Path, fn: str) -> None:
     req = {"name": TOKEN_NAME, "limit": 10, "data": "dG9r", "prefix": ""}
     f = bare()
     assert code(call(f, fn, req)) == "invalid_request"
-    (state.parent / "loose").mkdir(mode=0o777)
-    os.chmod(state.parent / "loose", 0o777)
-    assert code(prepare(f, state.parent / "loose")) == "unsafe"
+    assert code(call(f, "mcp_resume_prepare_dir", {"op": "fix", "path": str(state)})) == "invalid_request"
     assert code(call(f, fn, req)) == "invalid_request", "a failed prepare_dir confines nothing"
     assert (state / TOKEN_NAME).read_text() == "x" and f.dir is None
 
@@ -250,59 +254,74 @@ def test_list(state: Path, tmp_path: Path) -> None:
 # --- prepare_dir ------------------------------------------------------------------------------
 
 
-def test_prepare_dir_creates_parents_0700(tmp_path: Path) -> None:
-    d = tmp_path / "a" / "b" / "state"
-    f = bare()
-    assert prepare(f, d) == {}
-    for p in (tmp_path / "a", tmp_path / "a" / "b", d):
-        assert stat.S_IMODE(os.stat(p).st_mode) == 0o700, p
-    assert prepare(f, d) == {}, "the same path again is checked again"
-    assert f.dir == str(d)
-
-
 def test_prepare_dir_confinement(tmp_path: Path) -> None:
-    """The first success fixes the directory: another path is refused, the same one re-checked."""
+    """The first fix fixes the directory: another path is refused (fix and mkdir), the same one succeeds again;
+    mkdir may still act on the fixed directory's ancestors."""
     a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(mode=0o700)
     f = bare()
+    assert prepare(f, a) == {} and f.dir == str(a)
+    assert code(prepare(f, b)) == "invalid_request"
+    assert code(call(f, "mcp_resume_prepare_dir", {"op": "mkdir", "path": str(b)})) == "invalid_request"
+    assert not b.exists()
     assert prepare(f, a) == {}
-    assert code(prepare(f, b)) == "invalid_request" and not b.exists()
-    os.chmod(a, 0o755)
-    assert code(prepare(f, a)) == "unsafe"
-    os.chmod(a, 0o700)
-    assert prepare(f, a) == {}
+    assert code(call(f, "mcp_resume_prepare_dir", {"op": "mkdir", "path": str(tmp_path)})) == "exists"
 
 
 @pytest.mark.parametrize("path", ["relative/state", "/tmp/../x", "/tmp/./x", "/tmp/x/", "//tmp/x", "", 5, None])
-def test_prepare_dir_path_must_be_absolute_and_clean(path: Any) -> None:
-    assert code(call(bare(), "mcp_resume_prepare_dir", {"path": path, "sweep_seconds": 60})) == "invalid_request"
+@pytest.mark.parametrize("op", ["stat", "mkdir", "fix"])
+def test_prepare_dir_path_must_be_absolute_and_clean(path: Any, op: str) -> None:
+    assert code(call(bare(), "mcp_resume_prepare_dir", {"op": op, "path": path, "sweep_seconds": 60})) == "invalid_request"
     assert not os.path.exists("relative")
 
 
-def test_prepare_dir_refusals(tmp_path: Path) -> None:
-    real = tmp_path / "real"
-    real.mkdir(mode=0o700)
-    os.symlink("real", tmp_path / "link")
-    assert code(prepare(bare(), tmp_path / "link")) == "unsafe"
+def test_prepare_dir_op_required(tmp_path: Path) -> None:
+    for req in ({"path": str(tmp_path), "sweep_seconds": 60}, {"op": "create", "path": str(tmp_path)},
+                {"op": "fix", "path": str(tmp_path)}, {"op": "stat", "path": str(tmp_path), "follow": "yes"}):
+        assert code(call(bare(), "mcp_resume_prepare_dir", req)) == "invalid_request", req
 
+
+def test_prepare_dir_stat(tmp_path: Path) -> None:
+    """stat reports type, uid and mode & 0o7777, following a symlink only when asked; precise codes."""
+    uid = os.geteuid()
+    (tmp_path / "open").mkdir()
+    os.chmod(tmp_path / "open", 0o755)
+    (tmp_path / "sticky").mkdir()
+    os.chmod(tmp_path / "sticky", 0o1777)
+    (tmp_path / "file").write_text("x")
+    os.chmod(tmp_path / "file", 0o600)
+    os.symlink("open", tmp_path / "link")
+    os.symlink("nowhere", tmp_path / "dangling")
+    assert prim("stat", tmp_path / "open") == {"type": "dir", "uid": uid, "mode": 0o755}
+    assert prim("stat", tmp_path / "sticky") == {"type": "dir", "uid": uid, "mode": 0o1777}
+    assert prim("stat", tmp_path / "file") == {"type": "file", "uid": uid, "mode": 0o600}
+    assert prim("stat", tmp_path / "link") == {"type": "symlink", "uid": uid, "mode": 0o777}
+    assert prim("stat", tmp_path / "link", follow=True) == {"type": "dir", "uid": uid, "mode": 0o755}
+    assert prim("stat", tmp_path / "dangling") == {"type": "symlink", "uid": uid, "mode": 0o777}
+    assert code(prim("stat", tmp_path / "dangling", follow=True)) == "not_found"
+    assert code(prim("stat", tmp_path / "missing")) == "not_found"
+    assert code(prim("stat", tmp_path / "file" / "x")) == "not_dir"
+
+
+def test_prepare_dir_mkdir(tmp_path: Path) -> None:
+    """mkdir makes one directory 0700, never parents, never through a symlink; precise codes."""
+    (tmp_path / "file").write_text("x")
+    os.symlink("nowhere", tmp_path / "dangling")
+    assert prim("mkdir", tmp_path / "made") == {}
+    assert stat.S_IMODE(os.stat(tmp_path / "made").st_mode) == 0o700
+    for name in ("made", "file", "dangling"):
+        assert code(prim("mkdir", tmp_path / name)) == "exists", name
+    assert not (tmp_path / "nowhere").exists()
+    assert code(prim("mkdir", tmp_path / "file" / "x")) == "not_dir"
+    assert code(prim("mkdir", tmp_path / "no" / "such")) == "not_found"
+
+
+def test_prepare_dir_fix_holds_no_rule(tmp_path: Path) -> None:
+    """The host judges nothing: a 0755 directory is fixed (the plugin refuses it, in every host alike)."""
     loose = tmp_path / "loose"
     loose.mkdir()
-    os.chmod(loose, 0o770)
-    doc = prepare(bare(), loose)
-    assert code(doc) == "unsafe" and f"run: chmod 700 {loose}" in doc["error"]["message"]
-
-    (tmp_path / "file").write_text("x")
-    assert code(prepare(bare(), tmp_path / "file")) == "unsafe"
-    assert code(prepare(bare(), tmp_path / "file" / "sub")) == "io"
-    assert code(call(bare(), "mcp_resume_prepare_dir", {"path": str(real)})) == "invalid_request"
-
-
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a directory to another user")
-def test_prepare_dir_foreign_owner(tmp_path: Path) -> None:
-    d = tmp_path / "foreign"
-    d.mkdir(mode=0o700)
-    os.chown(d, 12345, -1)
-    doc = prepare(bare(), d)
-    assert code(doc) == "unsafe" and "owned by uid 12345" in doc["error"]["message"]
+    os.chmod(loose, 0o755)
+    assert prepare(bare(), loose) == {}
 
 
 # --- log -----------------------------------------------------------------------------------------
@@ -391,21 +410,15 @@ def test_prepare_dir_sweeps_stale_temporaries(state: Path, tmp_path: Path) -> No
     assert (tmp_path / "target").read_text() == "keep"
 
 
-def test_prepare_dir_unsafe_sweeps_nothing(tmp_path: Path) -> None:
-    loose = tmp_path / "loose"
-    loose.mkdir()
-    os.chmod(loose, 0o770)
-    (loose / ".t.tmp").write_text("x")
-    _age(loose / ".t.tmp", 3600)
-    assert code(prepare(bare(), loose)) == "unsafe"
-    assert os.listdir(loose) == [".t.tmp"]
-
-
 # --- lock ---------------------------------------------------------------------------------------
 
 
-def lock(f: HostFunctions, name: str = LOCK_NAME) -> dict[str, Any]:
-    return call(f, "mcp_resume_lock", {"name": name})
+#: The lock's abstract socket in these tests (the plugin computes the real one).
+LOCK_SOCKET = f"mcp-resume-lock-pytest-{os.getpid()}-{random.randrange(1 << 32):08x}"
+
+
+def lock(f: HostFunctions, name: str = LOCK_NAME, socket: str | None = None) -> dict[str, Any]:
+    return call(f, "mcp_resume_lock", {"name": name, "socket": f"{LOCK_SOCKET}-{len(name)}" if socket is None else socket})
 
 
 def test_lock_busy_idempotent_released_by_close(state: Path) -> None:
@@ -426,6 +439,30 @@ def test_lock_busy_idempotent_released_by_close(state: Path) -> None:
     assert sorted(os.listdir(state)) == [LOCK_NAME, LOCK_NAME + "-0123456789abcdef"], "a lock file was deleted"
     assert lock(a) == {}
     a.close()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="abstract sockets are Linux's")
+def test_lock_socket_excludes_and_is_released(state: Path, tmp_path: Path) -> None:
+    """The socket alone excludes (two directories, one socket name); a busy flock frees the socket it bound;
+    both forms are bound, the padded one as Node binds it (seen in /proc/net/unix)."""
+    other = tmp_path / "other"
+    other.mkdir(mode=0o700)
+    sock = LOCK_SOCKET + "-x"
+    a, b = funcs(state), funcs(other)
+    assert lock(a, socket=sock) == {}
+    unix = Path("/proc/net/unix").read_text("latin-1").split()
+    assert "@" + sock + "@" * (107 - len(sock)) in unix and "@" + sock in unix
+    assert code(lock(b, socket=sock)) == "busy"
+    a.close()
+    assert lock(b, socket=sock) == {}
+    b.close()
+    c, d = funcs(state), funcs(state)
+    assert lock(c, socket="") == {}, "flock alone"
+    assert code(lock(d, socket=sock)) == "busy"
+    e = funcs(other)
+    assert lock(e, socket=sock) == {}, "the socket bound by the busy attempt was released"
+    for f in (c, d, e):
+        f.close()
 
 
 def test_lock_keeps_contents(state: Path) -> None:
@@ -457,8 +494,8 @@ LOCK_CHILD = r"""
 import json, logging, sys
 from mcp_resume._hostfuncs import HostFunctions
 f = HostFunctions(logging.getLogger("child"))
-f.call("mcp_resume_prepare_dir", json.dumps({"path": sys.argv[1], "sweep_seconds": 60}).encode())
-print(f.call("mcp_resume_lock", json.dumps({"name": sys.argv[2]}).encode()).decode().strip(), flush=True)
+f.call("mcp_resume_prepare_dir", json.dumps({"op": "fix", "path": sys.argv[1], "sweep_seconds": 60}).encode())
+print(f.call("mcp_resume_lock", json.dumps({"name": sys.argv[2], "socket": sys.argv[3]}).encode()).decode().strip(), flush=True)
 sys.stdin.read()
 """
 
@@ -466,7 +503,7 @@ sys.stdin.read()
 def test_lock_dies_with_a_killed_process(state: Path) -> None:
     """kill -9 of the holder (a real process) releases the lock: no stale lock ever blocks resume."""
     child = subprocess.Popen(
-        [sys.executable, "-c", LOCK_CHILD, str(state), LOCK_NAME],
+        [sys.executable, "-c", LOCK_CHILD, str(state), LOCK_NAME, f"{LOCK_SOCKET}-{len(LOCK_NAME)}"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )
     try:
@@ -761,17 +798,6 @@ def test_pinned_system(tmp_path: Path) -> None:
     assert f.call("mcp_resume_log", b'{"level":"info","event":"e","message":"m"}') == b"not json"
     darwin = HostFunctions(logging.getLogger("pinned"), System(facts={"os": "darwin"}, proc=str(tmp_path / "proc")))
     assert code(inspect(darwin, {"op": "read", "path": "/proc/100/stat"})[0]) == "unsupported"
-
-
-def test_prepare_dir_create_false(tmp_path: Path) -> None:
-    """``"create": false`` (list/prune before first use): a missing directory is not_found, creates and fixes nothing."""
-    d = tmp_path / "a" / "state"
-    f = bare()
-    assert code(call(f, "mcp_resume_prepare_dir", {"path": str(d), "sweep_seconds": 60, "create": False})) == "not_found"
-    assert not (tmp_path / "a").exists() and f.dir is None
-    assert code(call(f, "mcp_resume_prepare_dir", {"path": str(d), "sweep_seconds": 60, "create": "no"})) == "invalid_request"
-    assert prepare(f, d) == {}
-    assert call(f, "mcp_resume_prepare_dir", {"path": str(d), "sweep_seconds": 60, "create": False}) == {}
 
 
 def test_inspect_fds_unreadable_link_is_an_answer(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@
  * @packageDocumentation
  */
 import { spawnSync } from "node:child_process";
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import * as fs from "node:fs";
 import { createServer, type Server } from "node:net";
 import { homedir } from "node:os";
@@ -29,7 +29,32 @@ export const FUNCTIONS = ["mcp_resume_facts", "mcp_resume_inspect", "mcp_resume_
   "mcp_resume_remove", "mcp_resume_list", "mcp_resume_lock", "mcp_resume_log"] as const;
 
 /** Error codes of the contract (hostfuncs/README.md, "Error codes"). */
-export type ErrorCode = "not_found" | "permission" | "unsupported" | "invalid_request" | "unsafe" | "busy" | "io";
+export type ErrorCode =
+  | "not_found"
+  | "permission"
+  | "unsupported"
+  | "invalid_request"
+  | "unsafe"
+  | "busy"
+  | "not_dir"
+  | "exists"
+  | "no_space"
+  | "read_only"
+  | "io";
+
+/** errno names with a code of their own (hostfuncs/README.md, "Error codes"); ELOOP is handled apart. */
+const ERRNO_CODES: Record<string, ErrorCode> = {
+  ENOENT: "not_found",
+  ESRCH: "not_found",
+  EBADF: "not_found",
+  EACCES: "permission",
+  EPERM: "permission",
+  ENOTDIR: "not_dir",
+  EEXIST: "exists",
+  ENOSPC: "no_space",
+  EDQUOT: "no_space",
+  EROFS: "read_only",
+};
 
 /** A JSON object: a request, a response, an inspect operation or its result. */
 export type Json = Record<string, unknown>;
@@ -44,14 +69,12 @@ export class HostError extends Error {
 
 const bad = (message: string): HostError => new HostError("invalid_request", message);
 
-/** Maps a Node system error to the contract's codes; `ELOOP` (a refused symlink) is `unsafe` where files are concerned. */
+/** Maps a Node system error to the contract's codes ({@link ERRNO_CODES}, else `io`); `ELOOP` (a refused symlink) is `unsafe` where files are concerned. */
 function osError(op: string, e: unknown, symlinkUnsafe = false): HostError {
-  const code = (e as NodeJS.ErrnoException | null)?.code;
+  const code = (e as NodeJS.ErrnoException | null)?.code ?? "";
   const msg = `${op}: ${(e as Error | null)?.message ?? String(e)}`;
-  if (code === "ENOENT" || code === "ESRCH" || code === "EBADF") return new HostError("not_found", msg);
-  if (code === "EACCES" || code === "EPERM") return new HostError("permission", msg);
   if (symlinkUnsafe && code === "ELOOP") return new HostError("unsafe", `${op}: it is a symbolic link, which is never followed`);
-  return new HostError("io", msg);
+  return new HostError(ERRNO_CODES[code] ?? "io", msg);
 }
 
 /** Runs `fn`; a system error becomes {@link osError}`(what, …)`, a {@link HostError} passes through. */
@@ -180,7 +203,7 @@ export class HostFunctions {
         };
       }
       case "mcp_resume_prepare_dir":
-        return this.#prepareDir(str(req, "path"), int(req, "sweep_seconds"), req["create"] !== false);
+        return this.#prepareDir(req);
       case "mcp_resume_read":
         return this.#read(this.#file(req), int(req, "limit"));
       case "mcp_resume_write": {
@@ -193,9 +216,12 @@ export class HostFunctions {
         return {};
       case "mcp_resume_list":
         return this.#list(str(req, "prefix"));
-      case "mcp_resume_lock":
-        this.#lock(this.#file(req));
+      case "mcp_resume_lock": {
+        const socket = req["socket"] ?? "";
+        if (typeof socket !== "string" || socket.includes("\0")) throw bad('"socket" must be a string without NUL');
+        this.#lock(this.#file(req), socket);
         return {};
+      }
       case "mcp_resume_log": {
         const level = str(req, "level");
         if (!["debug", "info", "warn", "error"].includes(level)) throw bad(`unknown level ${JSON.stringify(level)}: use debug, info, warn or error`);
@@ -320,18 +346,43 @@ export class HostFunctions {
     return { data: data.toString("base64"), args: run(["-ww", "-o", "args="]).toString("base64") };
   }
 
-  /** `mcp_resume_prepare_dir`: the confinement rule, create (0700, unless `create` is false) and check the directory, sweep old `.*.tmp` files. */
-  #prepareDir(dir: string, sweepSeconds: number, create: boolean): Json {
-    if (!path.posix.isAbsolute(dir) || path.posix.normalize(dir) !== dir || (dir !== "/" && dir.endsWith("/"))) {
-      throw bad(`state directory ${JSON.stringify(dir)} is not an absolute, clean path`);
+  /**
+   * `mcp_resume_prepare_dir`: one primitive on an absolute, clean `path`,
+   * with no rule about owners or modes (the plugin judges): `stat` (lstat,
+   * or stat with `follow`: type, uid, `mode & 0o7777`), `mkdir` (one
+   * directory, 0700; once a directory is fixed only it or an ancestor),
+   * `fix` (the confinement rule, then sweep `.*.tmp` files older than
+   * `sweep_seconds`).
+   */
+  #prepareDir(req: Json): Json {
+    const [op, dir] = [str(req, "op"), str(req, "path")];
+    if (!path.posix.isAbsolute(dir) || path.posix.normalize(dir) !== dir || (dir !== "/" && dir.endsWith("/")) || dir.includes("\0")) {
+      throw bad(`path ${JSON.stringify(dir)} is not an absolute, clean path`);
     }
-    if (this.#dir !== undefined && this.#dir !== dir) throw bad(`this store's state directory is ${this.#dir}, not ${dir}`);
-    if (create) sys(`create state directory ${dir}`, () => fs.mkdirSync(dir, { recursive: true, mode: 0o700 }));
-    const st = sys(`inspect state directory ${dir}`, () => fs.lstatSync(dir));
-    if (!st.isDirectory()) throw new HostError("unsafe", `state directory ${dir} is not a directory (or is a symbolic link); point MCP_RESUME_STATE_DIR at a real directory`);
-    const euid = process.geteuid?.() ?? st.uid;
-    if (st.uid !== euid) throw new HostError("unsafe", `state directory ${dir} is owned by uid ${st.uid}, not by this user (uid ${euid}); remove it or choose another with MCP_RESUME_STATE_DIR`);
-    if ((st.mode & 0o077) !== 0) throw new HostError("unsafe", `state directory ${dir} has mode ${(st.mode & 0o777).toString(8).padStart(4, "0")}, which lets other users in; run: chmod 700 ${dir}`);
+    switch (op) {
+      case "stat": {
+        const follow = req["follow"] ?? false;
+        if (typeof follow !== "boolean") throw bad('"follow" must be a boolean');
+        const st = sys(`stat ${dir}`, () => (follow ? fs.statSync(dir) : fs.lstatSync(dir)));
+        const type = st.isSymbolicLink() ? "symlink" : st.isDirectory() ? "dir" : st.isFile() ? "file" : "other";
+        return { type, uid: st.uid, mode: st.mode & 0o7777 };
+      }
+      case "mkdir": {
+        const fixed = this.#dir;
+        if (fixed !== undefined && dir !== "/" && fixed !== dir && !fixed.startsWith(dir + "/")) {
+          throw bad(`this store's state directory is ${fixed}; mkdir ${dir} is outside it`);
+        }
+        sys(`mkdir ${dir}`, () => fs.mkdirSync(dir, { mode: 0o700 }));
+        return {};
+      }
+      case "fix":
+        break;
+      default:
+        throw bad(`unknown mcp_resume_prepare_dir op ${JSON.stringify(op)}: want stat, mkdir or fix`);
+    }
+    const sweepSeconds = int(req, "sweep_seconds");
+    if (sweepSeconds < 0) throw bad("sweep_seconds must not be negative");
+    if (this.#dir !== undefined && this.#dir !== dir) throw bad(`this store's state directory is ${this.#dir}; it cannot move to ${dir}`);
     this.#dir = dir;
     try {
       for (const n of fs.readdirSync(dir)) {
@@ -398,34 +449,33 @@ export class HostFunctions {
   }
 
   /**
-   * Linux: takes the lock `name` in `dir` ahead of the synchronous
-   * `mcp_resume_lock`, which then answers from the outcome, by binding the
-   * abstract socket {@link socketName}(real path of the lock file); the
-   * kernel frees it when the process exits, however it exits. Touches no
-   * file. Elsewhere it does nothing. Never rejects.
+   * Linux: takes a lock ahead of the synchronous `mcp_resume_lock`, which
+   * then answers from the outcome, by binding the abstract socket `socket`
+   * (the `lock_socket` of the plugin's `names` export, the same name the Go
+   * and Python hosts bind); the kernel frees it when the process exits,
+   * however it exits. Touches no file. Elsewhere it does nothing. Never
+   * rejects.
    *
-   * @param dir - the absolute state directory (it may not exist yet).
-   * @param name - the lock file name (the plugin's `names` export).
+   * @param socket - the abstract socket name, without its leading NUL.
    */
-  async lockAhead(dir: string, name: string): Promise<void> {
-    if (process.platform !== "linux" || this.#closed || !validName(name)) return;
-    const key = socketName(path.join(realDir(dir), name));
-    if (this.#held.has(key)) return;
+  async lockAhead(socket: string): Promise<void> {
+    if (process.platform !== "linux" || this.#closed || socket === "" || socket.includes("\0")) return;
+    if (this.#held.has(socket)) return;
     const attempt = new Promise<Server>((resolve, reject) => {
       const server = createServer((conn) => conn.destroy());
       server.once("error", reject);
       // exclusive: a cluster worker binds itself instead of asking the primary.
-      server.listen({ path: "\0" + key, exclusive: true }, () => resolve(server.off("error", reject).on("error", () => undefined)));
+      server.listen({ path: "\0" + socket, exclusive: true }, () => resolve(server.off("error", reject).on("error", () => undefined)));
     }).then(
       (server) => {
         server.unref(); // the lock never keeps the process alive
         if (this.#closed) server.close();
-        else this.#held.set(key, server);
-        this.#failed.delete(key);
+        else this.#held.set(socket, server);
+        this.#failed.delete(socket);
       },
       (e: NodeJS.ErrnoException) => {
         const busy = e?.code === "EADDRINUSE";
-        this.#failed.set(key, busy ? new HostError("busy", `${name} is held by another server instance`) : osError(`lock ${name}: bind abstract socket`, e));
+        this.#failed.set(socket, busy ? new HostError("busy", "the lock is held by another server instance") : osError("lock: bind abstract socket", e));
       },
     );
     this.#pending.add(attempt);
@@ -436,13 +486,15 @@ export class HostFunctions {
   /**
    * `mcp_resume_lock`: creates the lock file (0600, `O_NOFOLLOW`, regular
    * only, never deleted), then on Linux answers what {@link lockAhead}
-   * found, and on macOS opens it with `O_EXLOCK|O_NONBLOCK` and keeps it open.
+   * found for `socket`, and on macOS opens it with `O_EXLOCK|O_NONBLOCK`
+   * (the flock lock of the Go and Python hosts) and keeps it open.
    */
-  #lock(file: string): void {
+  #lock(file: string, socket: string): void {
     const name = path.basename(file);
     const darwin = process.platform === "darwin";
     if (process.platform !== "linux" && !darwin) throw new HostError("unsupported", `no lock on ${process.platform}`);
-    const key = darwin ? file : socketName(path.join(realDir(path.dirname(file)), name));
+    if (!darwin && socket === "") throw bad(`lock ${name}: "socket" is required on Linux (the plugin's lock_socket)`);
+    const key = darwin ? file : socket;
     if (darwin && this.#held.has(key)) return; // a second O_EXLOCK open would conflict with our own
     if (this.#closed) throw new HostError("io", `lock ${name}: the store is closed`);
     let fd: number;
@@ -466,9 +518,11 @@ export class HostFunctions {
     }
     fs.closeSync(fd);
     if (this.#held.has(key)) return;
-    throw (
-      this.#failed.get(key) ??
-      new HostError("io", `lock ${name} was not taken ahead: Node binds sockets asynchronously, so the store takes the lock named by the plugin's names export before the first load, store or reject`)
+    const failed = this.#failed.get(key);
+    if (failed) throw new HostError(failed.code, failed.code === "busy" ? `${name} is held by another server instance` : `lock ${name}: ${failed.message}`);
+    throw new HostError(
+      "io",
+      `lock ${name} was not taken ahead: Node binds sockets asynchronously, so the store binds the lock_socket of the plugin's names export before the first load, store or reject`,
     );
   }
 
@@ -483,21 +537,6 @@ export class HostFunctions {
 
 /** `O_EXLOCK` on macOS (`<sys/fcntl.h>`); Node's `fs.constants` lacks it. */
 const O_EXLOCK_DARWIN = 0x20;
-
-/** The abstract socket name (without the leading NUL) of a lock file path. */
-export function socketName(lockFile: string): string {
-  return "mcp-resume-lock-" + createHash("sha256").update(lockFile).digest("hex").slice(0, 40);
-}
-
-/** `dir` with symbolic links resolved, as far as it exists (so two spellings of one directory name one lock). */
-function realDir(dir: string): string {
-  try {
-    return fs.realpathSync(dir);
-  } catch {
-    const parent = path.dirname(dir);
-    return parent === dir ? dir : path.join(realDir(parent), path.basename(dir));
-  }
-}
 
 /** Any error as the wire's `{code, message}`: {@link HostError} as is, anything else `io`. */
 function toWire(e: unknown, what: string): { code: ErrorCode; message: string } {

@@ -308,15 +308,16 @@ export class ResumeTokenStore {
    * Calls one export, serialised with every other call. Before the first
    * `load`, `store` or `reject` it takes the lock ahead of the plugin
    * (hostfuncs/README.md, `mcp_resume_lock`): the `names` export names it
-   * from the identity alone, {@link HostFunctions.lockAhead} takes it.
+   * from the identity alone, with the abstract socket every Linux host binds
+   * for it (`lock_socket`), and {@link HostFunctions.lockAhead} binds that.
    */
   #export(name: string, input?: Uint8Array): Promise<ExportResult> {
     return this.#serial(async () => {
       if ((name === "load" || name === "store" || name === "reject") && !this.#lockTried) {
         this.#lockTried = true;
         const names = await this.#raw("names");
-        const lock = names.ok ? (JSON.parse(decoder.decode(names.output) || "{}") as { lock?: unknown }).lock : undefined;
-        if (typeof lock === "string" && lock !== "" && this.#stateDir !== "") await this.funcs.lockAhead(this.#stateDir, lock);
+        const socket = names.ok ? (JSON.parse(decoder.decode(names.output) || "{}") as { lock_socket?: unknown }).lock_socket : undefined;
+        if (typeof socket === "string" && socket !== "") await this.funcs.lockAhead(socket);
       }
       const r = await this.#raw(name, input);
       if (name === "open" && r.ok) this.#stateDir = String((JSON.parse(decoder.decode(r.output)) as { state_dir?: unknown }).state_dir ?? "");

@@ -48,7 +48,7 @@ interface Case {
   open?: Json;
   open_want?: Want;
   calls?: Array<{ export?: string; action?: "put_file" | "hold_lock"; name?: string; content?: Content; input?: Content; want?: Want }>;
-  logs: Array<{ level: string; event: string; message?: string; message_prefix?: string }>;
+  logs: Array<{ level: string; event: string; message?: string; message_prefix?: string; detail?: string }>;
 }
 
 const norm = (c: Content): Exclude<Content, string> => (typeof c === "string" ? { text: c } : c);
@@ -170,7 +170,8 @@ describe("conformance", () => {
     test(title, async () => {
       const root = fs.mkdtempSync(path.join(tmpdir(), "mcp-resume-conf-"));
       roots.push(root);
-      const subst = (text: string): string => text.replaceAll('"$EUID"', String(process.geteuid?.() ?? -1)).replaceAll("$ROOT", root);
+      const euid = String(process.geteuid?.() ?? -1);
+      const subst = (text: string): string => text.replaceAll('"$EUID"', euid).replaceAll("$EUID", euid).replaceAll("$ROOT", root);
       const c = JSON.parse(subst(raw)) as Case;
       const sys: System =
         typeof c.system === "object" ? c.system : (JSON.parse(subst(fs.readFileSync(path.join(CONF, "systems", `${c.system ?? "default"}.json`), "utf8"))) as System);
@@ -183,8 +184,9 @@ describe("conformance", () => {
       makeFiles(root, c.outside_before);
       makeFiles(dir, c.files_before);
 
-      const logs: Array<{ level: string; event: string; message: string }> = [];
-      const add = (level: string) => (message: string, fields?: LogFields) => level !== "debug" && logs.push({ level, event: String(fields?.event ?? ""), message });
+      const logs: Array<{ level: string; event: string; message: string; detail: string }> = [];
+      const add = (level: string) => (message: string, fields?: LogFields) =>
+        level !== "debug" && logs.push({ level, event: String(fields?.event ?? ""), message, detail: String(fields?.detail ?? "") });
       const logger: Logger = { debug: add("debug"), info: add("info"), warn: add("warn"), error: add("error") };
       const store = await loadStore(logger, undefined, new FixtureHost(sys, root, logger));
       const others: HostFunctions[] = [];
@@ -199,9 +201,12 @@ describe("conformance", () => {
             const other = new HostFunctions({ logger: quiet });
             others.push(other);
             const call = (fn: string, req: Json): Json => JSON.parse(Buffer.from(other.call(fn, Buffer.from(JSON.stringify(req)))).toString()) as Json;
-            assert.deepEqual(call("mcp_resume_prepare_dir", { path: dir, sweep_seconds: 1e9 }), {});
-            await other.lockAhead(dir, cl.name!);
-            assert.deepEqual(call("mcp_resume_lock", { name: cl.name }), {}, `hold_lock ${cl.name}`);
+            assert.deepEqual(call("mcp_resume_prepare_dir", { op: "fix", path: dir, sweep_seconds: 1e9 }), {});
+            const names = await callExport(store, "names");
+            const named = names.ok ? (JSON.parse(Buffer.from(names.output).toString() || "{}") as { lock?: string; lock_socket?: string }) : {};
+            const socket = named.lock === cl.name ? (named.lock_socket ?? "") : "";
+            await other.lockAhead(socket);
+            assert.deepEqual(call("mcp_resume_lock", { name: cl.name, socket }), {}, `hold_lock ${cl.name}`);
           } else {
             const r = await callExport(store, cl.export!, cl.input === undefined ? undefined : bytesOf(cl.input));
             checkWant(r, cl.want ?? {}, `call ${i} ${cl.export}`, cl.export!);
@@ -218,9 +223,10 @@ describe("conformance", () => {
       checkFiles(root, c.outside_after, false);
       const got = logs.map((l, i) => {
         const w = c.logs[i];
-        return w?.message_prefix !== undefined && l.message.startsWith(w.message_prefix) ? { ...l, message: w.message_prefix } : l;
+        const { detail, ...line } = w?.message_prefix !== undefined && l.message.startsWith(w.message_prefix) ? { ...l, message: w.message_prefix } : l;
+        return w?.detail !== undefined ? { ...line, detail } : line;
       });
-      const want = c.logs.map((w) => ({ level: w.level, event: w.event, message: w.message ?? w.message_prefix }));
+      const want = c.logs.map((w) => ({ level: w.level, event: w.event, message: w.message ?? w.message_prefix, ...(w.detail !== undefined ? { detail: w.detail } : {}) }));
       assert.deepEqual(got, want, "log lines");
     });
   }

@@ -85,11 +85,16 @@ def _err(code: str, message: str) -> dict[str, Any]:
     return _Fail(code, message).error
 
 
+#: errno -> contract code (hostfuncs/README.md, "Error codes"); anything else is io.
+_ERRNO_CODES = {errno.ENOENT: "not_found", errno.ESRCH: "not_found", errno.EACCES: "permission",
+                errno.EPERM: "permission", errno.ELOOP: "unsafe", errno.ENOTDIR: "not_dir", errno.EEXIST: "exists",
+                errno.ENOSPC: "no_space", errno.EDQUOT: "no_space", errno.EROFS: "read_only"}
+
+
 def _os_fail(what: str, e: OSError) -> _Fail:
-    """Map an OS error to a contract code: ENOENT/ESRCH not_found, EACCES/EPERM permission, ELOOP unsafe, else io."""
-    code = {errno.ENOENT: "not_found", errno.ESRCH: "not_found", errno.EACCES: "permission",
-            errno.EPERM: "permission", errno.ELOOP: "unsafe"}.get(e.errno or 0, "io")
-    return _Fail(code, f"{what}: {e.strerror or e}")
+    """Map an OS error to a contract code: ENOENT/ESRCH not_found, EACCES/EPERM permission, ELOOP unsafe,
+    ENOTDIR not_dir, EEXIST exists, ENOSPC/EDQUOT no_space, EROFS read_only, else io."""
+    return _Fail(_ERRNO_CODES.get(e.errno or 0, "io"), f"{what}: {e.strerror or e}")
 
 
 def _field(doc: dict[str, Any], key: str, kind: type) -> Any:
@@ -124,15 +129,37 @@ def _libc_sysctl(mib: list[int], size: int) -> bytes:
     return buf.raw[: n.value]
 
 
-def _mkdir_all(path: str) -> None:
-    """Create ``path`` and its missing parents, each mode 0700 (Go ``os.MkdirAll``). Raises ``OSError``."""
-    missing: list[str] = []
-    p = path
-    while not os.path.lexists(p):
-        missing, p = [p, *missing], os.path.dirname(p)
-    for d in missing:
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(d, 0o700)
+def _stat_answer(st: os.stat_result) -> dict[str, Any]:
+    """The ``stat`` answer of ``mcp_resume_prepare_dir``: type, owner uid and ``st_mode & 0o7777``."""
+    m = st.st_mode
+    kind = ("symlink" if stat.S_ISLNK(m) else "dir" if stat.S_ISDIR(m) else "file" if stat.S_ISREG(m) else "other")
+    return {"type": kind, "uid": st.st_uid, "mode": m & 0o7777}
+
+
+#: Size of ``sockaddr_un.sun_path`` on Linux.
+_SUN_PATH_LEN = 108
+
+
+def _bind_abstract(name: str) -> list[socket.socket]:
+    """Bind the lock's abstract Unix socket ``name`` in both forms hosts use (hostfuncs/README.md,
+    ``mcp_resume_lock``): first the address Node binds, a NUL and ``name`` padded with NULs to the whole
+    108-byte ``sun_path``, then the unpadded address (a NUL and ``name``). Padded first, so two hosts that
+    both bind both never each hold one. Returns the bound (non-inheritable) sockets; raises ``OSError``
+    (``EADDRINUSE``: held elsewhere), leaving nothing bound."""
+    raw = name.encode()
+    if len(raw) >= _SUN_PATH_LEN:
+        raise OSError(errno.ENAMETOOLONG, "abstract socket name too long")
+    socks: list[socket.socket] = []
+    try:
+        for addr in (b"\0" + raw + b"\0" * (_SUN_PATH_LEN - 1 - len(raw)), b"\0" + raw):
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            socks.append(sock)
+            sock.bind(addr)
+    except OSError:
+        for sock in socks:
+            sock.close()
+        raise
+    return socks
 
 
 def _proc_read(path: str) -> bytes:
@@ -220,7 +247,7 @@ class HostFunctions:
         self.system = system
         self.dir: str | None = None
         self._mu = threading.Lock()
-        self._locks: dict[str, int] = {}
+        self._locks: dict[str, tuple[int, list[socket.socket]]] = {}
         self._stdio: list[int] | None = None
 
     def keep_stdio(self) -> None:
@@ -251,14 +278,17 @@ class HostFunctions:
                     os.close(fd)
 
     def close(self) -> None:
-        """Release every lock (close its descriptor; the files stay) and the stdio copies. Idempotent;
-        raises nothing."""
+        """Release every lock (close its descriptor and socket; the files stay) and the stdio copies.
+        Idempotent; raises nothing."""
         self.release_stdio()
         with self._mu:
-            fds, self._locks = list(self._locks.values()), {}
-        for fd in fds:
+            held, self._locks = list(self._locks.values()), {}
+        for fd, socks in held:
             with contextlib.suppress(OSError):
                 os.close(fd)
+            for sock in socks:
+                with contextlib.suppress(OSError):
+                    sock.close()
 
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
@@ -393,31 +423,39 @@ class HostFunctions:
         return {"fds": out}
 
     def _prepare_dir(self, doc: dict[str, Any]) -> dict[str, Any]:
-        """Create (unless ``create`` is false: then a missing directory is ``not_found``) 0700 and check the
-        state directory, fix it (the confinement rule), then sweep old temporaries."""
-        path, sweep, create = _field(doc, "path", str), _field(doc, "sweep_seconds", int), doc.get("create", True)
-        if not isinstance(create, bool):
-            raise _Fail("invalid_request", "request field 'create' is not a bool")
-        if not path.startswith("/") or path.startswith("//") or os.path.normpath(path) != path:
-            raise _Fail("invalid_request", f"state directory {path!r} is not an absolute, clean path")
-        if self.dir is not None and self.dir != path:
-            raise _Fail("invalid_request", f"the state directory is already {self.dir}, not {path}")
-        try:
-            if create:
-                _mkdir_all(path)
-            st = os.lstat(path)
-        except OSError as e:
-            raise _os_fail(f"create state directory {path}", e) from None
-        if not stat.S_ISDIR(st.st_mode):
-            raise _Fail("unsafe", f"state directory {path} is not a directory (or is a symbolic link); "
-                                  "point MCP_RESUME_STATE_DIR at a real directory")
-        if st.st_uid != os.geteuid():
-            raise _Fail("unsafe", f"state directory {path} is owned by uid {st.st_uid}, not by this user "
-                                  f"(uid {os.geteuid()}); remove it or choose another with MCP_RESUME_STATE_DIR")
-        if st.st_mode & 0o077:
-            raise _Fail("unsafe", f"state directory {path} has mode {stat.S_IMODE(st.st_mode):04o}, "
-                                  f"which lets other users in; run: chmod 700 {path}")
-        self.dir = path
+        """One primitive on an absolute, clean ``path`` (no rule about owners or modes: the plugin judges):
+        ``stat`` (lstat, or stat with ``follow``: type, uid, ``st_mode & 0o7777``), ``mkdir`` (one directory,
+        0700; once a directory is fixed only it or an ancestor), ``fix`` (the confinement rule, then sweep
+        temporaries older than ``sweep_seconds``)."""
+        op, path = _field(doc, "op", str), _field(doc, "path", str)
+        if not path.startswith("/") or path.startswith("//") or os.path.normpath(path) != path or "\0" in path:
+            raise _Fail("invalid_request", f"path {path!r} is not an absolute, clean path")
+        if op == "stat":
+            follow = doc.get("follow", False)
+            if not isinstance(follow, bool):
+                raise _Fail("invalid_request", "request field 'follow' is not a bool")
+            try:
+                return _stat_answer(os.stat(path) if follow else os.lstat(path))
+            except OSError as e:
+                raise _os_fail(f"stat {path}", e) from None
+        if op == "mkdir":
+            fixed = self.dir
+            if fixed is not None and path != "/" and fixed != path and not fixed.startswith(path + "/"):
+                raise _Fail("invalid_request", f"this store's state directory is {fixed}; mkdir {path} is outside it")
+            try:
+                os.mkdir(path, 0o700)
+            except OSError as e:
+                raise _os_fail(f"mkdir {path}", e) from None
+            return {}
+        if op != "fix":
+            raise _Fail("invalid_request", f"unknown mcp_resume_prepare_dir op {op!r}: want stat, mkdir or fix")
+        sweep = _field(doc, "sweep_seconds", int)
+        if sweep < 0:
+            raise _Fail("invalid_request", "sweep_seconds must not be negative")
+        with self._mu:
+            if self.dir is not None and self.dir != path:
+                raise _Fail("invalid_request", f"this store's state directory is {self.dir}; it cannot move to {path}")
+            self.dir = path
         now = time.time()
         with contextlib.suppress(OSError), os.scandir(path) as it:  # best effort
             for ent in it:
@@ -524,22 +562,42 @@ class HostFunctions:
         return {"files": files}
 
     def _lock(self, doc: dict[str, Any]) -> dict[str, Any]:
-        """Exclusive ``flock`` on the file (created 0600, never deleted) until :meth:`close`; ``busy`` if held elsewhere."""
+        """Exclusive lock of the file (created 0600, never deleted) until :meth:`close`; ``busy`` if held
+        elsewhere. With ``socket``, on Linux only, first bind that abstract Unix socket, which the Go and Node hosts
+        bind for the same lock, then ``flock`` the file; ``busy`` from either releases the other."""
         name, path = self._path(doc)
+        sock_name = doc.get("socket", "")
+        if not isinstance(sock_name, str) or "\0" in sock_name:
+            raise _Fail("invalid_request", "request field 'socket' is not a string without NUL")
         if fcntl is None:  # pragma: no cover
             raise _Fail("unsupported", "lock: this platform has no flock")
         with self._mu:
             if name in self._locks:
                 return {}
-            fd = self._open_regular(name, path, os.O_RDONLY | os.O_CREAT)
+            socks: list[socket.socket] = []
+            if sock_name and sys.platform.startswith("linux"):  # elsewhere flock is the whole lock
+                try:
+                    socks = _bind_abstract(sock_name)
+                except OSError as e:
+                    if e.errno == errno.EADDRINUSE:
+                        raise _Fail("busy", f"{name} is held by another server instance") from None
+                    raise _os_fail(f"lock {name}: bind abstract socket", e) from None
+            try:
+                fd = self._open_regular(name, path, os.O_RDONLY | os.O_CREAT)
+            except BaseException:
+                for sock in socks:
+                    sock.close()
+                raise
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as e:
                 os.close(fd)
+                for sock in socks:
+                    sock.close()
                 if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
                     raise _Fail("busy", f"{name} is held by another server instance") from None
                 raise _os_fail(f"lock {name}", e) from None
-            self._locks[name] = fd
+            self._locks[name] = (fd, socks)
         return {}
 
     def _log(self, doc: dict[str, Any]) -> dict[str, Any]:
