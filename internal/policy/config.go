@@ -133,7 +133,8 @@ const defaultKeyTag = "mcp-resume default instance key v1"
 
 // DefaultInstanceKey returns the instance key of a server that declares
 // none: an unambiguous encoding of facts.args, facts.cwd and facts.env
-// without the variables of VolatileEnv, or "" (no instance) when all three
+// without the variables of VolatileEnv and MCP_RESUME_STATE_DIR, or ""
+// (no instance) when all three
 // are empty. Every element is written as a netstring (<decimal length>:<bytes>,)
 // after a count, in the order tag, "args", count, each argument, "cwd",
 // cwd, "env", count, then each variable's name and value sorted by name
@@ -170,11 +171,13 @@ func DefaultInstanceKey(f wire.Facts) string {
 }
 
 // keyEnvNames returns the names of env that are part of the default
-// instance key (all but VolatileEnv), sorted byte-wise.
+// instance key, sorted byte-wise: all but VolatileEnv and
+// MCP_RESUME_STATE_DIR (the state root already separates launches that
+// differ in it: their files live in different directories).
 func keyEnvNames(env map[string]string) []string {
 	var names []string
 	for n := range env {
-		if !slices.Contains(VolatileEnv, n) {
+		if !slices.Contains(VolatileEnv, n) && n != EnvStateDir {
 			names = append(names, n)
 		}
 	}
