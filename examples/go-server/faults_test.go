@@ -245,6 +245,13 @@ type fx struct {
 
 func newFx(t *testing.T, s *server) *fx {
 	f := &fx{env: newEnv(t), t: t, srv: s, tokens: map[string]bool{}}
+	// The server's app names its state directory under the root; "-" (no
+	// instance) keeps the names this suite computes (hostNames) free of a
+	// suffix whatever the launch's arguments, working directory and
+	// environment. Faults about the default instance key override it.
+	f.app = s.app()
+	f.stateDir = filepath.Join(filepath.Dir(f.stateDir), f.app)
+	f.extra = []string{"MCP_RESUME_INSTANCE=-"}
 	t.Cleanup(f.checkNoTokenInLogs)
 	return f
 }
@@ -504,6 +511,14 @@ func (n nobody) argv() []string {
 	return append([]string{"setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"}, n.cmd...)
 }
 
+// appDir creates base/name (the state root) owned by 65534 with mode 0700
+// and in it app's state directory, owned by 65534 with mode perm.
+func (n nobody) appDir(t *testing.T, name, app string, perm os.FileMode) string {
+	t.Helper()
+	n.dir(t, name, 0o700)
+	return n.dir(t, filepath.Join(name, app), perm)
+}
+
 // dir creates base/name owned by 65534 with mode perm.
 func (n nobody) dir(t *testing.T, name string, perm os.FileMode) string {
 	t.Helper()
@@ -586,7 +601,7 @@ func faultNoSpace(t *testing.T, s *server) {
 	mnt := filepath.Join(t.TempDir(), "mnt")
 	os.Mkdir(mnt, 0o700)
 	ns.run("mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", mnt)
-	f.stateDir = filepath.Join(mnt, "state")
+	f.stateDir = filepath.Join(mnt, "state", f.app)
 	inside := ns.path(f.stateDir)
 	f.dirs = []string{inside}
 	argv := ns.argv(s.cmd()...)
@@ -703,7 +718,7 @@ func faultUnwritable(t *testing.T, s *server) {
 	me := hostNames(t)
 	t.Run("write_eacces", func(t *testing.T) {
 		f := newFx(t, s)
-		f.stateDir = n.dir(t, "state-3a", 0o700)
+		f.stateDir = n.appDir(t, "state-3a", f.app, 0o700)
 		lock := filepath.Join(f.stateDir, me.lock)
 		os.WriteFile(lock, nil, 0o600)
 		os.Chown(lock, 65534, 65534)
@@ -726,7 +741,7 @@ func faultUnwritable(t *testing.T, s *server) {
 	})
 	t.Run("lock_eacces", func(t *testing.T) {
 		f := newFx(t, s)
-		f.stateDir = n.dir(t, "state-3b", 0o500)
+		f.stateDir = n.appDir(t, "state-3b", f.app, 0o500)
 		a := f.launch(n.argv(), n.env, "")
 		if a.Resumed {
 			t.Errorf("resumed: %+v", a)
@@ -748,7 +763,7 @@ func faultUnwritable(t *testing.T, s *server) {
 		f := newFx(t, s)
 		parent := filepath.Join(n.base, "root-owned")
 		os.Mkdir(parent, 0o755)
-		f.stateDir = filepath.Join(parent, "state")
+		f.stateDir = filepath.Join(parent, "state", f.app)
 		a := f.launch(n.argv(), n.env, "")
 		if a.Resumed {
 			t.Errorf("resumed: %+v", a)
@@ -768,8 +783,8 @@ func faultSymlinks(t *testing.T, s *server) {
 	t.Run("token_path", func(t *testing.T) {
 		f := newFx(t, s)
 		me := hostNames(t)
-		other := filepath.Join(t.TempDir(), "other")
-		otherRun := f.launch(s.cmd(), []string{"MCP_RESUME_STATE_DIR=" + other}, "")
+		other := filepath.Join(t.TempDir(), "other", f.app)
+		otherRun := f.launch(s.cmd(), []string{f.stateVar(other)}, "")
 		target := filepath.Join(other, me.token)
 		otherTok := mustRead(t, target)
 		f.tokens[string(otherTok)] = true
@@ -935,18 +950,19 @@ func faultUnusableDir(t *testing.T, s *server) {
 	for _, c := range cases {
 		t.Run(c.id, func(t *testing.T) {
 			f := newFx(t, s)
-			good := filepath.Join(t.TempDir(), "good")
-			s0 := f.launch(s.cmd(), []string{"MCP_RESUME_STATE_DIR=" + good}, "")
+			good := filepath.Join(t.TempDir(), "good", f.app)
+			s0 := f.launch(s.cmd(), []string{f.stateVar(good)}, "")
 			tok := mustRead(t, filepath.Join(good, me.token))
 			f.tokens[string(tok)] = true
-			path := filepath.Join(t.TempDir(), "state")
+			path := filepath.Join(t.TempDir(), "state", f.app)
+			os.Mkdir(filepath.Dir(path), 0o700)
 			watched := c.setup(t, path, tok)
 			var before string
 			if fi, _ := os.Stat(watched); fi.IsDir() {
 				before = listing(t, watched)
 			}
 			w := watch(t, watched)
-			a := f.launch(s.cmd(), []string{"MCP_RESUME_STATE_DIR=" + path}, "")
+			a := f.launch(s.cmd(), []string{f.stateVar(path)}, "")
 			events := w.events()
 			wrong := a.SessionID == s0.SessionID
 			if wrong || a.Resumed {
@@ -1038,8 +1054,8 @@ func faultCorrupt(t *testing.T, s *server) {
 			var real []byte
 			var realSession string
 			if c.id == "7b" || c.id == "7e" {
-				other := filepath.Join(t.TempDir(), "other")
-				r := f.launch(s.cmd(), []string{"MCP_RESUME_STATE_DIR=" + other}, "")
+				other := filepath.Join(t.TempDir(), "other", f.app)
+				r := f.launch(s.cmd(), []string{f.stateVar(other)}, "")
 				real, realSession = mustRead(t, filepath.Join(other, me.token)), r.SessionID
 			}
 			os.Mkdir(f.stateDir, 0o700)
@@ -1109,7 +1125,7 @@ func faultKillDuringStore(t *testing.T, s *server) {
 	dirs := make([]string, lanes)
 	var wg sync.WaitGroup
 	for l := range lanes {
-		dirs[l] = filepath.Join(t.TempDir(), "state")
+		dirs[l] = filepath.Join(t.TempDir(), "state", s.app())
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -1218,7 +1234,7 @@ func killLane(stress []string, dir string, lane, per int) (st laneStats) {
 		st.kills++
 		st.strays = len(tempFiles(dir))
 
-		fmt.Fprintln(lin, dir)
+		fmt.Fprintln(lin, filepath.Dir(dir)) // the state root: the loader's app directory is dir
 		if !answers.Scan() {
 			st.problems = append(st.problems, "the loader died")
 			return st
@@ -1602,7 +1618,7 @@ func faultProcHidden(t *testing.T, s *server) {
 	var control [2]launchResult
 	t.Run("control", func(t *testing.T) {
 		f := newFx(t, s)
-		f.stateDir = n.dir(t, "state-12-control", 0o700)
+		f.stateDir = n.appDir(t, "state-12-control", f.app, 0o700)
 		h := startRemoteHost(t, f.env, wrapper, n.argv(), append(n.env, "FAULTS_PROCOPTS=rw"))
 		control[0], control[1] = h.launch(), h.launch()
 		f.record(control[0])
@@ -1613,7 +1629,7 @@ func faultProcHidden(t *testing.T, s *server) {
 	})
 	t.Run("hidepid", func(t *testing.T) {
 		f := newFx(t, s)
-		f.stateDir = n.dir(t, "state-12", 0o700)
+		f.stateDir = n.appDir(t, "state-12", f.app, 0o700)
 		w := f.watchState()
 		h := startRemoteHost(t, f.env, wrapper, n.argv(), append(n.env, "FAULTS_PROCOPTS=hidepid=2"))
 		a, b := h.launch(), h.launch()

@@ -671,7 +671,8 @@ func parseStressToken(tok string) (seed, iter int, ok bool) {
 func stressEnv(dir string) []string {
 	// "-": no instance suffix, whatever the helper's arguments, so every
 	// helper and the loader name the same file.
-	return []string{"MCP_RESUME_STATE_DIR=" + dir, "MCP_RESUME_INSTANCE=-"}
+	// dir is the app's state directory: the helpers get its root.
+	return []string{"MCP_RESUME_STATE_DIR=" + filepath.Dir(dir), "MCP_RESUME_INSTANCE=-"}
 }
 
 // helperStoreLoop opens a store with the real identity (its parent, the
@@ -849,6 +850,10 @@ type server struct {
 // cmd returns a copy of the server's command line.
 func (s *server) cmd() []string { return append([]string{}, s.argv...) }
 
+// app is the app name the server opens its store with (examples/*-server),
+// which names its state directory under the state root.
+func (s *server) app() string { return "example-" + s.name }
+
 // shell returns the command line for an unquoted $FAULTS_SERVER in sh.
 func (s *server) shell() string { return strings.Join(s.argv, " ") }
 
@@ -948,10 +953,11 @@ func unreachableFor65534(argv []string) string {
 
 // linuxStartTime is the Linux start time of pid as every host's plugin
 // names it (hostfuncs/README.md, "File names"): field 22 of
-// /proc/<pid>/stat, the boot id without dashes, and the inode of this
-// process's PID namespace, "<ticks>.<boot_id>.<pid_ns>". The suite computes
-// it on its own, so token file names are checked against an independent
-// reading of /proc.
+// /proc/<pid>/stat, the boot id without dashes, the inode of this
+// process's PID namespace, and the device and inode of its program image
+// (stat of /proc/<pid>/exe), "<ticks>.<boot_id>.<pid_ns>.<dev>x<ino>". The
+// suite computes it on its own, so token file names are checked against an
+// independent reading of /proc.
 func linuxStartTime(pid int) (string, error) {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
@@ -975,5 +981,9 @@ func linuxStartTime(pid int) (string, error) {
 	}
 	ns = strings.TrimSuffix(strings.TrimPrefix(ns, "pid:["), "]")
 	id := strings.ToLower(strings.ReplaceAll(strings.TrimSpace(string(boot)), "-", ""))
-	return fields[19] + "." + id + "." + ns, nil
+	var exe syscall.Stat_t
+	if err := syscall.Stat(fmt.Sprintf("/proc/%d/exe", pid), &exe); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s.%s.%s.%dx%d", fields[19], id, ns, uint64(exe.Dev), uint64(exe.Ino)), nil
 }
