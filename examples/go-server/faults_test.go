@@ -45,6 +45,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -561,6 +562,11 @@ func TestFaults(t *testing.T) {
 		{"10_pid_reuse", faultPIDReuse},
 		{"11_orphaned", faultOrphaned},
 		{"12_proc_hidden", faultProcHidden},
+		{"13_shared_root", faultSharedRoot},
+		{"14_launches_differ", faultLaunchesDiffer},
+		{"15_undecodable_args", faultUndecodableArgs},
+		{"16_host_execs", faultHostExecs},
+		{"17_home_unset", faultHomeUnset},
 	}
 	defer removeHelperBin()
 	want := map[string]bool{}
@@ -1648,4 +1654,208 @@ func faultProcHidden(t *testing.T, s *server) {
 			"the host's /proc entry is invisible, but kill(pid, 0) answers EPERM, so the plugin takes it as hidden rather than gone: identity unavailable, resume off, fresh session each launch, state dir untouched",
 			[]string{id}, wrongIf(wrong, "resumed"))
 	})
+}
+
+// lineKeyInexact is the plugin's line for an instance key input the host
+// could not carry exactly (hostfuncs/README.md, "mcp_resume_log").
+const lineKeyInexact = "Instance key holds bytes the host could not carry exactly, session resume disabled for this instance"
+
+// 13. Two apps share one state root.
+func faultSharedRoot(t *testing.T, s *server) {
+	f := newFx(t, s)
+	// The other app: the next language's example server, a different MCP
+	// server under the same host, launched the same way (no arguments,
+	// no instance) with the same MCP_RESUME_STATE_DIR.
+	next := map[string]lang{"go": allLangs[1], "python": allLangs[2], "typescript": allLangs[0]}[s.name]
+	other := findServer(t, next)
+	a := f.launch(s.cmd(), nil, "note of "+s.app())
+	b := f.launch(other.cmd(), nil, "")
+	again := f.launch(s.cmd(), nil, "")
+	wrong := b.SessionID == a.SessionID || b.Resumed
+	if wrong {
+		t.Errorf("app %s resumed app %s's session: %+v", other.app(), s.app(), b)
+	}
+	if !again.Resumed || again.SessionID != a.SessionID {
+		t.Errorf("app %s did not resume its own session after app %s ran: %+v, want %s", s.app(), other.app(), again, a.SessionID)
+	}
+	me := hostNames(t)
+	root := filepath.Dir(f.stateDir)
+	for _, app := range []string{s.app(), other.app()} {
+		checkTokenFile(t, filepath.Join(root, app, me.token))
+	}
+	nf := f.mustLog(lineNotFound)
+	f.row("13", "Two apps share one state root",
+		"MCP_RESUME_STATE_DIR set once for every server: app A (this language's server) stores a token, then app B (the next language's server, same host, same empty arguments) starts, then A again",
+		"each app got its own directory under the root (<root>/example-go, …): B found no token file (fresh session), A resumed its own; no file is shared",
+		[]string{nf}, wrongIf(wrong, "app B resumed app A's session"))
+}
+
+// inDir runs argv with the working directory dir: sh changes to it and
+// execs argv, so the server's parent stays this test process.
+func inDir(dir string, argv []string) []string {
+	return append([]string{"sh", "-c", `cd "$0" && exec "$@"`, dir}, argv...)
+}
+
+// 14. Launches of one server that differ in working directory or environment.
+func faultLaunchesDiffer(t *testing.T, s *server) {
+	// The default instance key: not "-".
+	defaultKey := []string{"MCP_RESUME_INSTANCE="}
+	t.Run("cwd", func(t *testing.T) {
+		f := newFx(t, s)
+		ws := t.TempDir()
+		projA, projB := filepath.Join(ws, "A"), filepath.Join(ws, "B")
+		os.Mkdir(projA, 0o755)
+		os.Mkdir(projB, 0o755)
+		a := f.launch(inDir(projA, s.cmd()), defaultKey, "project A")
+		b := f.launch(inDir(projB, s.cmd()), defaultKey, "")
+		a2 := f.launch(inDir(projA, s.cmd()), defaultKey, "")
+		wrong := b.SessionID == a.SessionID || b.Resumed
+		if wrong {
+			t.Errorf("project B resumed project A's session: %+v", b)
+		}
+		if !a2.Resumed || a2.SessionID != a.SessionID {
+			t.Errorf("project A reopened: %+v, want %s resumed", a2, a.SessionID)
+		}
+		if n := len(tokenNames(f.stateDir)); n != 2 {
+			t.Errorf("%d token files, want one per project", n)
+		}
+		f.row("14a", "One host, two projects (working directories)",
+			"the same server launched by one host process from /ws/A (stores a token), then from /ws/B, then from /ws/A again",
+			"the working directory is part of the default instance key: B got its own file and a fresh session; A resumed its own",
+			[]string{f.mustLog(lineNotFound)}, wrongIf(wrong, "project B resumed project A's session"))
+	})
+	t.Run("env", func(t *testing.T) {
+		f := newFx(t, s)
+		work := append([]string{"ACCOUNT=work"}, defaultKey...)
+		personal := append([]string{"ACCOUNT=personal"}, defaultKey...)
+		w := f.launch(s.cmd(), append(work, "SHLVL=2", "_=/usr/bin/a"), "work")
+		p := f.launch(s.cmd(), append(personal, "SHLVL=2", "_=/usr/bin/a"), "")
+		// A relaunch whose per-launch variables changed still resumes.
+		w2 := f.launch(s.cmd(), append(work, "SHLVL=5", "_=/usr/bin/b", "OLDPWD=/tmp"), "")
+		wrong := p.SessionID == w.SessionID || p.Resumed
+		if wrong {
+			t.Errorf("ACCOUNT=personal resumed ACCOUNT=work's session: %+v", p)
+		}
+		if !w2.Resumed || w2.SessionID != w.SessionID {
+			t.Errorf("ACCOUNT=work relaunched with other SHLVL, _ and OLDPWD: %+v, want %s resumed", w2, w.SessionID)
+		}
+		// "Restart all": both entries at once, each must resume its own.
+		var rw, rp launchResult
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			rw = launchOnce(context.Background(), s.cmd(), append(f.vars(), work...), f.stderr, "", false)
+		}()
+		go func() {
+			defer wg.Done()
+			rp = launchOnce(context.Background(), s.cmd(), append(f.vars(), personal...), f.stderr, "", false)
+		}()
+		wg.Wait()
+		f.record(rw)
+		f.record(rp)
+		crossed := rw.SessionID == p.SessionID || rp.SessionID == w.SessionID || rw.SessionID == rp.SessionID
+		if crossed {
+			t.Errorf("restart all: work got %s, personal got %s (work was %s, personal %s)", rw.SessionID, rp.SessionID, w.SessionID, p.SessionID)
+		}
+		if !rw.Resumed || !rp.Resumed {
+			t.Errorf("restart all: work %+v, personal %+v: want both resumed", rw, rp)
+		}
+		f.row("14b", "One host, two config entries (environment), one after the other and at once",
+			"the same command with ACCOUNT=work (stores a token), then ACCOUNT=personal; work relaunched with other SHLVL, _ and OLDPWD; then both at once (\"restart all\")",
+			"the environment minus the per-launch variables is part of the default instance key: personal got its own file and a fresh session; work resumed its own across the per-launch changes; at once, each resumed its own session under its own lock",
+			[]string{f.mustLog(lineNotFound), f.mustLog(lineResumed)}, wrongIf(wrong || crossed, "one entry resumed the other's session"))
+	})
+}
+
+// tokenNames lists the token files of dir.
+func tokenNames(dir string) []string {
+	m, _ := filepath.Glob(filepath.Join(dir, "token-*"))
+	return m
+}
+
+// 15. Arguments that differ only in bytes that are not UTF-8.
+func faultUndecodableArgs(t *testing.T, s *server) {
+	f := newFx(t, s)
+	defaultKey := []string{"MCP_RESUME_INSTANCE="}
+	a := f.launch(append(s.cmd(), "--x=\xff"), defaultKey, "entry A")
+	b := f.launch(append(s.cmd(), "--x=\xfe"), defaultKey, "")
+	a2 := f.launch(append(s.cmd(), "--x=\xff"), defaultKey, "")
+	wrong := b.SessionID == a.SessionID || b.Resumed || a2.Resumed
+	if wrong {
+		t.Errorf("resumed with an inexact key: %+v %+v", b, a2)
+	}
+	if n := tokenNames(f.stateDir); len(n) != 0 {
+		t.Errorf("token files written for an inexact key: %v", n)
+	}
+	f.row("15", "Arguments differ only in undecodable bytes",
+		"two entries launch the same server with `--x=\\xff` and `--x=\\xfe` (bytes that are not UTF-8), one after the other; then the first again",
+		"every host hands the plugin `--x=U+FFFD` for both (Go's JSON, Python's surrogateescape replaced, Node's argv decoding), so the key cannot tell them apart: resume off for both, nothing written, fresh sessions; the line says to set an ASCII MCP_RESUME_INSTANCE",
+		[]string{f.mustLog(lineKeyInexact, "MCP_RESUME_INSTANCE")}, wrongIf(wrong, "resumed"))
+}
+
+// 16. The host execs into another program.
+func faultHostExecs(t *testing.T, s *server) {
+	f := newFx(t, s)
+	h := startRemoteHost(t, f.env, nil, s.cmd(), nil)
+	first := h.launch()
+	f.record(first)
+	before := h.Self
+	// Another program: a copy of the helper at another path is another
+	// file (another inode), as a Python host that execvp's node would be.
+	other := filepath.Join(t.TempDir(), "other-host")
+	if err := os.WriteFile(other, mustRead(t, helperBin(t)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h.exec(other)
+	if h.Self.PID != before.PID {
+		t.Fatalf("the host's pid changed across exec: %d -> %d", before.PID, h.Self.PID)
+	}
+	second := h.launch()
+	f.record(second)
+	wrong := second.SessionID == first.SessionID || second.Resumed
+	if wrong {
+		t.Errorf("the exec'd host resumed its predecessor's session: %+v", second)
+	}
+	if strings.Split(before.Start, ".")[0] != strings.Split(h.Self.Start, ".")[0] || before.Start == h.Self.Start {
+		t.Errorf("start times %q -> %q: want the same ticks and another image", before.Start, h.Self.Start)
+	}
+	f.row("16", "The host execs into another program",
+		"a helper MCP host launches the server (which stores a token), then execve's a different program file (a copy of itself at another path, so another inode), keeping its pid and start time, and relaunches the server",
+		"the program image (device and inode of /proc/<pid>/exe) is part of the host's start time: the relaunched server named another file and got a fresh session; the old file's host counts as gone and is pruned",
+		[]string{f.mustLog(lineNotFound), f.mustLog(lineStale)}, wrongIf(wrong, "the new program resumed the old one's session"))
+}
+
+// 17. HOME unset.
+func faultHomeUnset(t *testing.T, s *server) {
+	requireRoot(t)
+	ns := newMountNS(t)
+	f := newFx(t, s)
+	// The password database's home of root is /root: its .local is a
+	// tmpfs inside the namespace, so the real home is never written.
+	u, err := user.LookupId(strconv.Itoa(os.Geteuid()))
+	if err != nil || !filepath.IsAbs(u.HomeDir) {
+		skipFault(t, fmt.Sprintf("no password-database home for uid %d: %v", os.Geteuid(), err))
+	}
+	local := filepath.Join(u.HomeDir, ".local")
+	if fi, err := os.Stat(local); err != nil || !fi.IsDir() {
+		skipFault(t, local+" does not exist to mount a tmpfs on")
+	}
+	ns.run("mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", local)
+	f.stateDir = filepath.Join(local, "state", "mcp-resume", f.app)
+	inside := ns.path(f.stateDir)
+	f.dirs = []string{inside}
+	argv := ns.argv(append([]string{"env", "-u", "HOME", "-u", "XDG_STATE_HOME", "-u", "MCP_RESUME_STATE_DIR"}, s.cmd()...)...)
+	first := f.launch(argv, nil, "no home")
+	second := f.launch(argv, nil, "")
+	me := hostNames(t)
+	checkTokenFile(t, filepath.Join(inside, me.token))
+	if !second.Resumed || second.SessionID != first.SessionID {
+		t.Errorf("HOME unset: relaunch %+v, want session %s resumed from the password database's home", second, first.SessionID)
+	}
+	wrong := second.SessionID != first.SessionID && second.Resumed
+	f.row("17", "HOME unset",
+		"the server starts without HOME, XDG_STATE_HOME and MCP_RESUME_STATE_DIR (`env -u`), in a mount namespace whose ~/.local is a tmpfs",
+		"the host reports the password database's home for the effective uid (Go os/user, Python pwd, Node os.userInfo): the default state directory ~/.local/state/mcp-resume/<app> is used and the relaunch resumed, the same in every language",
+		[]string{f.mustLog(lineNotFound)}, wrongIf(wrong, "resumed another session"))
 }

@@ -463,6 +463,13 @@ func helperMCPHost() int {
 	out.Encode(hostMsg{Self: &self})
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
+		if path, ok := strings.CutPrefix(sc.Text(), "exec "); ok {
+			// Become another program in place: same pid, same start time,
+			// same stdio (fault 16). On success this never returns.
+			err := syscall.Exec(path, []string{path}, os.Environ())
+			fmt.Fprintln(os.Stderr, "exec:", err)
+			return 1
+		}
 		if sc.Text() == "launch" {
 			r := launchOnce(context.Background(), argv, []string{"FAULTS_HOST_PID=" + strconv.Itoa(os.Getpid())}, os.Stderr, os.Getenv("FAULTS_NOTE"), os.Getenv("FAULTS_STDIO") == "socketpair")
 			out.Encode(hostMsg{Result: &r})
@@ -549,6 +556,16 @@ func (h *remoteHost) read(msg *hostMsg) {
 	case <-time.After(90 * time.Second):
 		h.t.Fatal("helper host did not answer within 90s")
 	}
+}
+
+// exec makes the helper host execve path (another program file, which must
+// be a copy of the helper) and waits for the new program's self line.
+func (h *remoteHost) exec(path string) {
+	h.t.Helper()
+	if _, err := io.WriteString(h.in, "exec "+path+"\n"); err != nil {
+		h.t.Fatal(err)
+	}
+	h.readSelf()
 }
 
 func (h *remoteHost) launch() launchResult {
