@@ -204,6 +204,11 @@ func checkFaultTable(t *testing.T, complete bool) {
 			t.Fatalf("-faults.require: every fault must run in every language, but the fault table could not be compared: %v", incomplete)
 		}
 		t.Logf("fault table not compared: not every fault ran and passed in every language %v", incomplete)
+		if len(rows) > 0 {
+			// The rows of this run, rendered as in docs/RELIABILITY.md, to
+			// copy by hand when only some faults ran.
+			t.Logf("rows of this run:\n%s", renderTable(rows))
+		}
 		return
 	}
 	got := renderTable(rows)
