@@ -258,6 +258,7 @@ func newFx(t *testing.T, s *server) *fx {
 	f.app = s.app()
 	f.stateDir = filepath.Join(filepath.Dir(f.stateDir), f.app)
 	f.extra = []string{"MCP_RESUME_INSTANCE=-"}
+	os.Mkdir(filepath.Dir(f.stateDir), 0o700) // the state root; the plugin creates the app's directory
 	t.Cleanup(f.checkNoTokenInLogs)
 	return f
 }
@@ -513,6 +514,37 @@ func newNobody(t *testing.T, s *server) nobody {
 	return n
 }
 
+// host starts a helper MCP host as uid 65534 that launches the server as
+// itself: the server's host is then a process of the same user, whose
+// program image (/proc/<pid>/exe) the server may read. A host of another
+// user cannot be told apart from a program it might exec into, so under the
+// test process (root) resume would be off before the state directory is
+// even looked at.
+func (n nobody) host(t *testing.T, f *fx) *remoteHost {
+	t.Helper()
+	bin := filepath.Join(n.base, "faults-host")
+	if _, err := os.Stat(bin); err != nil {
+		if err := os.WriteFile(bin, mustRead(t, helperBin(t)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wrapper := []string{"setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", "sh", "-c", `exec "$0"`}
+	h := startRemoteHostBin(t, f.env, wrapper, bin, n.cmd, n.env)
+	h.readSelf()
+	return h
+}
+
+// launch launches the server once under a fresh helper host of uid 65534
+// (n.host) and records the result.
+func (n nobody) launch(t *testing.T, f *fx) launchResult {
+	t.Helper()
+	h := n.host(t, f)
+	r := h.launch()
+	h.close()
+	f.record(r)
+	return r
+}
+
 func (n nobody) argv() []string {
 	return append([]string{"setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"}, n.cmd...)
 }
@@ -726,17 +758,19 @@ func faultReadOnly(t *testing.T, s *server) {
 // 3. Unwritable state directory: the server runs as uid 65534.
 func faultUnwritable(t *testing.T, s *server) {
 	n := newNobody(t, s)
-	me := hostNames(t)
 	t.Run("write_eacces", func(t *testing.T) {
 		f := newFx(t, s)
 		f.stateDir = n.appDir(t, "state-3a", f.app, 0o700)
-		lock := filepath.Join(f.stateDir, me.lock)
+		h := n.host(t, f) // the host, so the lock file is named after it
+		lock := filepath.Join(f.stateDir, fmt.Sprintf("lock-%d-%s", h.Self.PID, h.Self.Start))
 		os.WriteFile(lock, nil, 0o600)
 		os.Chown(lock, 65534, 65534)
 		os.Chmod(f.stateDir, 0o500)
 		before := listing(t, f.stateDir)
-		a := f.launch(n.argv(), n.env, "")
-		b := f.launch(n.argv(), n.env, "")
+		a := h.launch()
+		f.record(a)
+		b := h.launch()
+		f.record(b)
 		if a.Resumed || b.Resumed || a.SessionID == b.SessionID {
 			t.Errorf("resume without a stored token: %+v %+v", a, b)
 		}
@@ -746,14 +780,14 @@ func faultUnwritable(t *testing.T, s *server) {
 			t.Errorf("state directory changed:\n%s\nwas:\n%s", after, before)
 		}
 		f.row("3a", "Unwritable state directory",
-			"server run as uid 65534 (`setpriv`) with a state dir it owns at mode 0500 (its lock file present)",
+			"server and its MCP host (a helper) run as uid 65534 (`setpriv`) with a state dir it owns at mode 0500 (its lock file present)",
 			"the directory check passes; every launch: no token, the write fails with EACCES, fresh session; the directory is unchanged",
 			[]string{nf, wf}, "no")
 	})
 	t.Run("lock_eacces", func(t *testing.T) {
 		f := newFx(t, s)
 		f.stateDir = n.appDir(t, "state-3b", f.app, 0o500)
-		a := f.launch(n.argv(), n.env, "")
+		a := n.launch(t, f)
 		if a.Resumed {
 			t.Errorf("resumed: %+v", a)
 		}
@@ -775,7 +809,7 @@ func faultUnwritable(t *testing.T, s *server) {
 		parent := filepath.Join(n.base, "root-owned")
 		os.Mkdir(parent, 0o755)
 		f.stateDir = filepath.Join(parent, "state", f.app)
-		a := f.launch(n.argv(), n.env, "")
+		a := n.launch(t, f)
 		if a.Resumed {
 			t.Errorf("resumed: %+v", a)
 		}
@@ -784,7 +818,7 @@ func faultUnwritable(t *testing.T, s *server) {
 			t.Errorf("state directory exists: %v", err)
 		}
 		f.row("3c", "State directory cannot be created",
-			"server as uid 65534; the state dir is missing and its parent is root's (0755)",
+			"server and its MCP host as uid 65534; the state dir is missing and its parent is root's (0755)",
 			"resume off for the instance, fresh session", []string{du}, "no")
 	})
 }
@@ -1634,8 +1668,12 @@ func faultProcHidden(t *testing.T, s *server) {
 		control[0], control[1] = h.launch(), h.launch()
 		f.record(control[0])
 		f.record(control[1])
-		if !control[1].Resumed || control[1].SessionID != control[0].SessionID {
-			t.Fatalf("without hidepid the uid-65534 server should resume under its root host: %+v %+v\n%s", control[0], control[1], f.stderr)
+		// Without hidepid the root host is visible, but a uid-65534 server
+		// cannot read its program image (/proc/<pid>/exe needs ptrace read
+		// access), so it cannot tell the host from a program it might exec
+		// into: resume is off for that reason, not for a hidden host.
+		if control[1].Resumed || control[0].Resumed || !f.findLog(lineIdentity, "cannot be told apart from another program") || f.findLog(lineIdentity, "hides it") {
+			t.Fatalf("without hidepid the uid-65534 server under its root host: %+v %+v, want resume off because the host's program image is unreadable\n%s", control[0], control[1], f.stderr)
 		}
 	})
 	t.Run("hidepid", func(t *testing.T) {
@@ -1655,7 +1693,7 @@ func faultProcHidden(t *testing.T, s *server) {
 			t.Errorf("the server touched the state directory: %v", ev)
 		}
 		f.row("12", "/proc of the host unreadable",
-			"new mount+PID namespace with /proc mounted `hidepid=2`; a root helper host launches the server as uid 65534 (the same setup without hidepid resumes)",
+			"new mount+PID namespace with /proc mounted `hidepid=2`; a root helper host launches the server as uid 65534 (the same setup without hidepid is refused too, because the server cannot read the root host's program image, with another line)",
 			"the host's /proc entry is invisible, but kill(pid, 0) answers EPERM, so the plugin takes it as hidden rather than gone: identity unavailable, resume off, fresh session each launch, state dir untouched",
 			[]string{id}, wrongIf(wrong, "resumed"))
 	})

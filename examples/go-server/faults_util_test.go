@@ -502,7 +502,14 @@ func startRemoteHost(t *testing.T, e *env, wrapper, server, env []string) *remot
 // line (so two can start in the same clock tick); call readSelf next.
 func startRemoteHostAsync(t *testing.T, e *env, wrapper, server, env []string) *remoteHost {
 	t.Helper()
-	args := append(append([]string{}, wrapper...), helperBin(t))
+	return startRemoteHostBin(t, e, wrapper, helperBin(t), server, env)
+}
+
+// startRemoteHostBin is startRemoteHostAsync with the helper binary at bin
+// (a copy another user can run).
+func startRemoteHostBin(t *testing.T, e *env, wrapper []string, bin string, server, env []string) *remoteHost {
+	t.Helper()
+	args := append(append([]string{}, wrapper...), bin)
 	cmd := exec.Command(args[0], args[1:]...)
 	argv, _ := json.Marshal(server)
 	cmd.Env = append(append(append(os.Environ(), e.vars()...), env...), "FAULTS_HELPER=host", "FAULTS_ARGV="+string(argv))
