@@ -427,7 +427,7 @@ func (s *Store) scan(prefixes ...string) ([]listed, error) {
 }
 
 // hosts answers liveness for files with policy.Liveness (one inspect call
-// for up to 30 files on Linux).
+// for up to 20 files on Linux).
 func (s *Store) hosts(files []listed) []string {
 	refs := make([]policy.HostRef, len(files))
 	for i, f := range files {

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-resume/mcp-resume/internal/resume"
 	"github.com/mcp-resume/mcp-resume/internal/policy"
+	"github.com/mcp-resume/mcp-resume/internal/resume"
 	"github.com/mcp-resume/mcp-resume/internal/wire"
 )
 
