@@ -390,8 +390,8 @@ func (f *fx) row(id, fault, injection, outcome string, logs []string, wrong stri
 }
 
 // names are this test process's token and lock file names: it is the MCP
-// host of every server it launches directly (no instance suffix: the
-// server runs without arguments).
+// host of every server it launches directly (no instance suffix: newFx
+// declares MCP_RESUME_INSTANCE=-).
 type names struct {
 	pid                int
 	start, token, lock string

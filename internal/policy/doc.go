@@ -242,7 +242,7 @@
 // Resolve on Linux makes one mcp_resume_inspect call for the own-/proc
 // check, the boot ID, the PID namespace, the server's stat and cmdline and
 // the fstat and /proc link of its stdin and stdout; one call per ancestor
-// level (the parent's stat and cmdline, the child's stat again, kill of the
+// level (the parent's stat, cmdline and program image, the child's stat again, kill of the
 // parent); and one more for the stdio check when stdin or stdout is a pipe
 // or a socket. A server launched directly by its host over pipes makes three.
 // On macOS: one call for the server (two where sysctl is unsupported and ps
