@@ -528,7 +528,14 @@ func (n nobody) host(t *testing.T, f *fx) *remoteHost {
 			t.Fatal(err)
 		}
 	}
-	wrapper := []string{"setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", "sh", "-c", `exec "$0"`}
+	setpriv := []string{"setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"}
+	// A process of uid 65534 must be able to execute the server: a Python
+	// whose real path is under a private home (pyenv in /root) is not.
+	probe := append(append([]string{}, setpriv...), "sh", "-c", `test -x "$0"`, n.cmd[0])
+	if err := exec.Command(probe[0], probe[1:]...).Run(); err != nil {
+		skipFault(t, fmt.Sprintf("a process of uid 65534 cannot execute %s (its real path is not reachable by other users): the %s server cannot run under a host of that user here", n.cmd[0], f.srv.title))
+	}
+	wrapper := append(setpriv, "sh", "-c", `exec "$0"`)
 	h := startRemoteHostBin(t, f.env, wrapper, bin, n.cmd, n.env)
 	h.readSelf()
 	return h
