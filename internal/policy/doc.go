@@ -98,6 +98,13 @@
 // written before ABI 3 by the Go and Python hosts record
 // "<tv_sec>.<tv_usec>"; [Liveness] matches those on the seconds.
 //
+// The host's start time on macOS adds its program image as the macOS
+// primitives give it to every host: "<tv_sec>.c<hex of p_comm>", p_comm
+// being the first 16 bytes of the name of the file the process last
+// exec'd (kinfo_proc, or ucomm from ps). execve(2) keeps the pid and
+// p_starttime but replaces p_comm, so a host that exec'd into a program of
+// another name is another host; into one of the same name it is not.
+//
 // # Launchers
 //
 // Stdio MCP servers are seldom direct children of their host. A host runs
