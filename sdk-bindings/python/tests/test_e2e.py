@@ -427,11 +427,15 @@ def test_instances_launched_differently_resume_independently(tmp_path: Path, env
     a1, b1 = info(first[0][0]), info(first[1][0])
     assert a1["resumed"] is False and b1["resumed"] is False and a1["session_id"] != b1["session_id"]
     files = token_files(state)
-    want = {p: f"-{suffix(keys[p])}" for p in "ab"}
     assert len(files) == 2 and all(n.startswith(f"token-{host.pid}-") for n in files), files
-    assert all(any(n.endswith(want[p]) for n in files) for p in "ab"), (files, want)
-    by = {p: next(n for n in files if n.endswith(want[p])) for p in "ab"}
-    assert lock_files(state) == sorted("lock-" + by[p][len("token-"):] for p in "ab")
+    if how == "arguments":
+        # The default key encodes the arguments with the working directory and the environment (the plugin's
+        # DefaultInstanceKey), so its suffix is not computed here: two different 16-hex suffixes, one per profile.
+        assert len({n.rsplit("-", 1)[1] for n in files}) == 2 and all(len(n.rsplit("-", 1)[1]) == 16 for n in files), files
+    else:
+        want = {p: f"-{suffix(keys[p])}" for p in "ab"}
+        assert all(any(n.endswith(want[p]) for n in files) for p in "ab"), (files, want)
+    assert lock_files(state) == sorted("lock-" + n[len("token-"):] for n in files)
     tokens = set(files.values())
     for p in "ab":
         assert MSG_NOT_FOUND in _text(tmp_path / f"{p}1.log") and MSG_BUSY not in _text(tmp_path / f"{p}1.log")
@@ -445,7 +449,7 @@ def test_instances_launched_differently_resume_independently(tmp_path: Path, env
     for p in "ab":
         assert MSG_RESUMED in _text(tmp_path / f"{p}2.log")
     after = token_files(state)
-    assert sorted(after) == sorted(by.values()) and not tokens & set(after.values()), "rotated tokens not stored"
+    assert sorted(after) == sorted(files) and not tokens & set(after.values()), "rotated tokens not stored"
     assert_no_token_in(logs, tokens | set(after.values()))
 
 
@@ -467,7 +471,8 @@ def test_identical_instances_second_runs_without_resume(tmp_path: Path, env: dic
     files = token_files(state)
     assert len(files) == 1, files
     (name,) = files
-    assert name.startswith(f"token-{host.pid}-") and len(name.split("-")) == 3, "no instance suffix"
+    # Launched identically: one default key (arguments, working directory, environment), so one name.
+    assert name.startswith(f"token-{host.pid}-") and len(name.split("-")) == 4, "one default-key suffix"
     assert lock_files(state) == ["lock-" + name[len("token-"):]]
     tokens = set(files.values())
 

@@ -55,6 +55,8 @@ const suffix = (instance: string): string => createHash("sha256").update(instanc
 /** The token files (not lock files) of a state directory, sorted. */
 /** The example server's app name: its state directory is <MCP_RESUME_STATE_DIR>/<APP>. */
 const APP = "example-typescript";
+/** A file name without its instance suffix (the default key's 16 hex digits, which this test does not compute). */
+const withoutKey = (name: string): string => name.replace(/-[0-9a-f]{16}$/, "");
 const tokenFiles = (stateDir: string): string[] => readdirSync(stateDir).filter((f) => f.startsWith("token-")).sort();
 
 /** This process's own identity: the host every direct child should resolve to. */
@@ -139,9 +141,13 @@ async function twiceFromOneHost(command: string, args: string[], label: string):
   assert.ok(a.stderr().includes(MESSAGES.notFound), a.stderr());
   if (LINUX) {
     const id = myIdentity();
+    // The instance suffix is the default key's (arguments, working directory, environment): one per launch
+    // configuration, the same for both files.
+    const names = readdirSync(stateDir).sort();
+    const suffix = /-[0-9a-f]{16}$/.exec(names[0] ?? "")?.[0] ?? "";
     assert.deepEqual(
-      readdirSync(stateDir).sort(),
-      [`lock-${id.pid}-${id.startTime}`, `token-${id.pid}-${id.startTime}`],
+      names,
+      [`lock-${id.pid}-${id.startTime}${suffix}`, `token-${id.pid}-${id.startTime}${suffix}`],
       `${label}: the token file (and its lock file) are named after this host process`,
     );
   }
@@ -175,7 +181,7 @@ describe("end to end with the official MCP client and the real broker", { concur
     await c.close();
     if (LINUX) {
       const id = myIdentity();
-      assert.deepEqual(readdirSync(stateDir).sort(), [`lock-${id.pid}-${id.startTime}`, `token-${id.pid}-${id.startTime}`], "the exited host's files were pruned");
+      assert.deepEqual(readdirSync(stateDir).map(withoutKey).sort(), [`lock-${id.pid}-${id.startTime}`, `token-${id.pid}-${id.startTime}`], "the exited host's files were pruned");
     }
     assert.ok(c.stderr().includes("Removed stale token file"), c.stderr());
   });
@@ -213,7 +219,7 @@ describe("end to end with the official MCP client and the real broker", { concur
     assert.deepEqual(JSON.parse(await b.call("recall")), { notes: ["via npx"] });
     await b.close();
     const id = myIdentity();
-    assert.deepEqual(readdirSync(stateDir).sort(), [`lock-${id.pid}-${id.startTime}`, `token-${id.pid}-${id.startTime}`]);
+    assert.deepEqual(readdirSync(stateDir).map(withoutKey).sort(), [`lock-${id.pid}-${id.startTime}`, `token-${id.pid}-${id.startTime}`]);
     if (/\/_npx\/[0-9a-f]+$/.test(npxDir)) rmSync(npxDir, { recursive: true, force: true });
   });
 
@@ -230,8 +236,8 @@ await s.store("tok-fresh");
 console.log(JSON.stringify({ first: first ?? null, second: await s.load(), dir: s.stateDir }));
 await s.close();`,
     );
-    const stateDir = path.join(proj, "state", APP);
-    const { stdout, stderr } = await execFileP(process.execPath, ["main.js", stateDir], { cwd: proj });
+    const stateDir = path.join(proj, "state", "fresh"); // app "fresh" under the root main.js is given
+    const { stdout, stderr } = await execFileP(process.execPath, ["main.js", path.dirname(stateDir)], { cwd: proj });
     assert.deepEqual(JSON.parse(stdout), { first: null, second: "tok-fresh", dir: stateDir });
     assert.ok(stderr.includes(MESSAGES.notFound), stderr);
     assert.ok(!stderr.includes("tok-fresh"));
@@ -350,9 +356,10 @@ await s.close();`,
     if (LINUX) {
       const id = myIdentity();
       const base = `${id.pid}-${id.startTime}`;
-      const sh = suffix("--profile\0home");
-      const sw = suffix("--profile\0work");
-      assert.deepEqual(readdirSync(stateDir).sort(), [`lock-${base}-${sh}`, `lock-${base}-${sw}`, `token-${base}-${sh}`, `token-${base}-${sw}`].sort());
+      // The default key (arguments, working directory, environment) differs in the arguments: two suffixes.
+      const names = readdirSync(stateDir).sort();
+      assert.deepEqual(names.map(withoutKey), [`lock-${base}`, `lock-${base}`, `token-${base}`, `token-${base}`], names.join(" "));
+      assert.equal(new Set(names.map((n) => n.slice(-16))).size, 2, names.join(" "));
     }
     // Relaunched at the same time again, in the other order.
     const [work2, home2] = await Promise.all([launch(NODE_SERVER[0]!, argsOf("work"), env), launch(NODE_SERVER[0]!, argsOf("home"), env)]);
@@ -396,7 +403,7 @@ await s.close();`,
     await Promise.all(both.map((l) => l.close()));
     if (LINUX) {
       const id = myIdentity();
-      assert.deepEqual(readdirSync(stateDir).sort(), [`lock-${id.pid}-${id.startTime}`, `token-${id.pid}-${id.startTime}`], "one shared token file");
+      assert.deepEqual(readdirSync(stateDir).map(withoutKey).sort(), [`lock-${id.pid}-${id.startTime}`, `token-${id.pid}-${id.startTime}`], "one shared token file");
     }
     const again = await launch(NODE_SERVER[0]!, NODE_SERVER.slice(1), env);
     assert.deepEqual(await sessionInfo(again), { session_id: infos[holder]!.session_id, resumed: true });
