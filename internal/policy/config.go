@@ -113,10 +113,15 @@ func AppFromDirName(name string) (string, bool) {
 //   - per-launch startup-notification tokens of desktops:
 //     XDG_ACTIVATION_TOKEN (Wayland), DESKTOP_STARTUP_ID (X11).
 //
-// npm/npx (npm_* variables, INIT_CWD, NODE), uv/uvx (VIRTUAL_ENV, UV_*),
-// VS Code (VSCODE_*, ELECTRON_RUN_AS_NODE) and Claude Desktop set only
-// values that are the same on every launch of one entry from one working
-// directory, so they stay in the key. Names are compared exactly.
+// Hosts built on the official MCP SDKs pass a stdio server only a fixed
+// allowlist of the host's variables (HOME, LOGNAME, PATH, SHELL, TERM,
+// USER on Unix) plus the entry's own "env", and some hosts clear the
+// environment to such a list themselves: the same on every launch of one
+// entry. npm/npx (npm_* variables, INIT_CWD, NODE), uv/uvx (VIRTUAL_ENV,
+// UV_*) and hosts that pass their whole environment (VS Code's VSCODE_*,
+// ELECTRON_RUN_AS_NODE) add values that stay the same for one entry, one
+// working directory and one host process, so they stay in the key. Names
+// are compared exactly.
 var VolatileEnv = []string{
 	"_", "SHLVL", "PWD", "OLDPWD", "COLUMNS", "LINES",
 	"SSH_CLIENT", "SSH_CONNECTION", "SSH_TTY",
