@@ -169,10 +169,14 @@ func runCase(t *testing.T, raw []byte) {
 	logs := &captureHandler{}
 	fixture := &hostfuncs.Fixture{Facts: sys.Facts, ProcRoot: procRoot, Answers: sys.Answers, NoAnswer: sys.NoAnswer}
 	funcs := hostfuncs.New(hostfuncs.Config{Logger: slog.New(logs), Fixture: fixture})
-	// Step 3: the state directory.
-	dir := filepath.Join(root, "state")
+	// Step 3: the state directory of app "conformance" under the state
+	// root root/state.
+	dir := filepath.Join(root, "state", "conformance")
 	if c.StateDir.Create == nil || *c.StateDir.Create {
 		mode := parseMode(t, c.StateDir.Mode, 0o700)
+		if err := os.Mkdir(filepath.Dir(dir), 0o700); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.Mkdir(dir, mode); err != nil {
 			t.Fatal(err)
 		}
@@ -192,7 +196,7 @@ func runCase(t *testing.T, raw []byte) {
 	defer store.Close(ctx)
 	open := c.Open
 	if open == nil {
-		open = json.RawMessage(`{"app":"conformance","state_dir":"` + dir + `"}`)
+		open = json.RawMessage(`{"app":"conformance","state_dir":"` + filepath.Dir(dir) + `"}`)
 	}
 	out, callErr, err := store.CallForTest(ctx, wire.ExportOpen, open)
 	if err != nil {

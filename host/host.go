@@ -61,7 +61,8 @@ import (
 )
 
 // EnvStateDir names the environment variable the plugin reads for the state
-// directory when Options.StateDir is empty.
+// root (the directory holding one state directory per app) when
+// Options.StateDir is empty.
 const EnvStateDir = "MCP_RESUME_STATE_DIR"
 
 // EnvInstance names the environment variable the plugin reads for the
@@ -94,9 +95,11 @@ var ErrInvalidToken = errors.New("invalid token")
 
 // Options configures Open. A nil *Options uses every default.
 type Options struct {
-	// StateDir is where token files live, made absolute against the
-	// working directory. Empty: the plugin's default, $MCP_RESUME_STATE_DIR,
-	// else per user and per app (hostfuncs/README.md, "Plugin exports").
+	// StateDir is the state root, made absolute against the working
+	// directory: token files live in <StateDir>/<app> (uppercase letters of
+	// the app written as '+' and the lowercase letter), so two apps given one
+	// StateDir never share a file. Empty: $MCP_RESUME_STATE_DIR, else the
+	// per-user default root (hostfuncs/README.md, "Plugin exports").
 	StateDir string
 	// Logger receives the plugin's log lines (spec 000, Logging Strategy).
 	// Defaults to slog.Default(), whose output is stderr unless you change it.
@@ -243,9 +246,10 @@ func (s *Store) StateDirectory() string {
 	return s.stateDir
 }
 
-// StateRoot returns the directory that holds every app's default state
-// directory (for example ~/.local/state/mcp-resume), as the plugin computes
-// it; "" for a nil Store.
+// StateRoot returns the directory that holds one state directory per app:
+// Options.StateDir, else $MCP_RESUME_STATE_DIR, else the per-user default
+// (for example ~/.local/state/mcp-resume), as the plugin computes it; "" for
+// a nil Store.
 func (s *Store) StateRoot() string {
 	if s == nil {
 		return ""

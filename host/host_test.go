@@ -19,12 +19,17 @@ import (
 // These tests run the real plugin with the real identity of this test
 // process: its MCP host is the process that started it (the go command).
 
+// open opens app "test-app" whose state directory is dir: the state root
+// is its parent.
 func open(t testing.TB, dir string, logger *slog.Logger) *host.Store {
 	t.Helper()
+	if filepath.Base(dir) != "test-app" {
+		t.Fatalf("state directory %s is not a test-app directory", dir)
+	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s, err := host.Open(context.Background(), "test-app", &host.Options{StateDir: dir, Logger: logger, CacheDir: sharedCacheDir, Instance: host.NoInstance})
+	s, err := host.Open(context.Background(), "test-app", &host.Options{StateDir: filepath.Dir(dir), Logger: logger, CacheDir: sharedCacheDir, Instance: host.NoInstance})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +74,7 @@ func TestOpen_StateDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	wd, _ := os.Getwd()
-	if want := filepath.Join(wd, "rel", "state"); s.StateDirectory() != want {
+	if want := filepath.Join(wd, "rel", "state", "test-app"); s.StateDirectory() != want {
 		t.Errorf("relative StateDir: %q, want %q", s.StateDirectory(), want)
 	}
 	s.Close(ctx)
@@ -80,8 +85,8 @@ func TestOpen_StateDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.StateDirectory() != env {
-		t.Errorf("StateDirectory() = %q, want %q", s.StateDirectory(), env)
+	if s.StateDirectory() != filepath.Join(env, "test-app") || s.StateRoot() != env {
+		t.Errorf("StateDirectory() = %q, StateRoot() = %q, want %q in %q", s.StateDirectory(), s.StateRoot(), "test-app", env)
 	}
 	s.Close(ctx)
 
@@ -132,7 +137,7 @@ func TestNilStore(t *testing.T) {
 }
 
 func TestStore_InvalidToken(t *testing.T) {
-	s := open(t, t.TempDir()+"/state", nil)
+	s := open(t, t.TempDir()+"/state/test-app", nil)
 	err := s.Store(context.Background(), "two words")
 	if !errors.Is(err, host.ErrInvalidToken) {
 		t.Fatalf("Store = %v, want ErrInvalidToken", err)
@@ -145,7 +150,7 @@ func TestStore_InvalidToken(t *testing.T) {
 // A round trip with the real identity, and what list, whoami and prune say.
 func TestStore_RoundTripListWhoami(t *testing.T) {
 	ctx := context.Background()
-	dir := filepath.Join(t.TempDir(), "state")
+	dir := filepath.Join(t.TempDir(), "state", "test-app")
 	s := open(t, dir, nil)
 	id := whoami(t, s)
 	if id.TokenFile == "" || id.LockFile == "" || id.StateDir != dir || len(id.Chain) == 0 || id.Chain[len(id.Chain)-1].Role != "host" {
@@ -178,7 +183,7 @@ func TestStore_RoundTripListWhoami(t *testing.T) {
 // that has exited), labelled host_gone, and keeps the live one's.
 func TestStore_PruneGone(t *testing.T) {
 	ctx := context.Background()
-	dir := filepath.Join(t.TempDir(), "state")
+	dir := filepath.Join(t.TempDir(), "state", "test-app")
 	s := open(t, dir, nil)
 	id := whoami(t, s)
 	child := exec.Command("true")
@@ -225,7 +230,7 @@ func TestOpen_RefusesABI2(t *testing.T) {
 
 // Concurrent callers share one plugin instance; -race checks the locking.
 func TestStore_Concurrent(t *testing.T) {
-	dir := t.TempDir() + "/state"
+	dir := t.TempDir() + "/state/test-app"
 	s := open(t, dir, nil)
 	ctx := context.Background()
 	var wg sync.WaitGroup

@@ -28,7 +28,7 @@ func TestMemoryFlat_10kCalls(t *testing.T) {
 	// A compile other tests left running in the background would show as
 	// heap growth here.
 	host.WaitAllCompilesForTest(ctx)
-	s := open(t, filepath.Join(t.TempDir(), "state"), nil)
+	s := open(t, filepath.Join(t.TempDir(), "state", "test-app"), nil)
 	calls := 0
 	run := func(n int) {
 		for ; n > 0; n-- {

@@ -60,14 +60,19 @@ func (s *syncBuffer) String() string {
 }
 
 type env struct {
-	t        *testing.T
-	broker   *mcphost.Broker
+	t      *testing.T
+	broker *mcphost.Broker
+	// app is the app name of the server under test; stateDir is its state
+	// directory, <state root>/<app>: the servers get the root.
+	app      string
 	stateDir string
-	stderr   *syncBuffer
+	// extra are more variables every launch gets.
+	extra  []string
+	stderr *syncBuffer
 }
 
 func newEnv(t *testing.T) *env {
-	e := &env{t: t, stateDir: filepath.Join(t.TempDir(), "state"), stderr: &syncBuffer{}}
+	e := &env{t: t, app: "example-go", stateDir: filepath.Join(t.TempDir(), "state", "example-go"), stderr: &syncBuffer{}}
 	e.startBroker()
 	t.Cleanup(func() { e.broker.Stop() })
 	return e
@@ -82,7 +87,17 @@ func (e *env) startBroker() {
 }
 
 func (e *env) vars() []string {
-	return []string{"MCP_RESUME_BROKER_URL=" + e.broker.URL, "MCP_RESUME_STATE_DIR=" + e.stateDir}
+	return append([]string{"MCP_RESUME_BROKER_URL=" + e.broker.URL, e.stateVar(e.stateDir)}, e.extra...)
+}
+
+// stateVar is the MCP_RESUME_STATE_DIR setting under which the server
+// under test uses dir as its state directory: dir's parent, the state
+// root (the plugin always uses <root>/<app>). dir must end in the app name.
+func (e *env) stateVar(dir string) string {
+	if filepath.Base(dir) != e.app {
+		e.t.Fatalf("state directory %s is not one of app %s", dir, e.app)
+	}
+	return "MCP_RESUME_STATE_DIR=" + filepath.Dir(dir)
 }
 
 // launch starts the server via argv, returns its session_info, remembers note
@@ -187,6 +202,10 @@ func TestResume_CorruptFile(t *testing.T) {
 
 func TestResume_BrokerRejects(t *testing.T) {
 	e := newEnv(t)
+	// The new broker listens on another URL, which would change the default
+	// instance key (MCP_RESUME_BROKER_URL is part of the environment) and
+	// so the token file: declare the instance to keep one file.
+	e.extra = []string{"MCP_RESUME_INSTANCE=broker-test"}
 	first, _ := e.launch([]string{bin.server}, "")
 	// A new broker knows none of the old one's tokens.
 	e.broker.Stop()
@@ -410,7 +429,7 @@ func TestHandshake_BrokerUnreachable(t *testing.T) {
 	e.broker.Stop()
 	e.startBroker() // for newEnv's cleanup; the server is pointed at the dead URL
 	ctx := context.Background()
-	srv, err := mcphost.Launch(ctx, []string{bin.server}, []string{"MCP_RESUME_BROKER_URL=" + url, "MCP_RESUME_STATE_DIR=" + e.stateDir}, e.stderr)
+	srv, err := mcphost.Launch(ctx, []string{bin.server}, []string{"MCP_RESUME_BROKER_URL=" + url, e.stateVar(e.stateDir)}, e.stderr)
 	if err != nil {
 		t.Fatalf("initialize with the broker down: %v\nserver stderr:\n%s", err, e.stderr)
 	}

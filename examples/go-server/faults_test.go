@@ -45,6 +45,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -202,7 +203,12 @@ func checkFaultTable(t *testing.T, complete bool) {
 		if *faultRequire && !t.Failed() {
 			t.Fatalf("-faults.require: every fault must run in every language, but the fault table could not be compared: %v", incomplete)
 		}
-		t.Logf("fault table not compared: not every fault ran and passed in every language %v; the rows of this run:\n%s", incomplete, renderTable(rows))
+		t.Logf("fault table not compared: not every fault ran and passed in every language %v", incomplete)
+		if len(rows) > 0 {
+			// The rows of this run, rendered as in docs/RELIABILITY.md, to
+			// copy by hand when only some faults ran.
+			t.Logf("rows of this run:\n%s", renderTable(rows))
+		}
 		return
 	}
 	got := renderTable(rows)
@@ -245,6 +251,14 @@ type fx struct {
 
 func newFx(t *testing.T, s *server) *fx {
 	f := &fx{env: newEnv(t), t: t, srv: s, tokens: map[string]bool{}}
+	// The server's app names its state directory under the root; "-" (no
+	// instance) keeps the names this suite computes (hostNames) free of a
+	// suffix whatever the launch's arguments, working directory and
+	// environment. Faults about the default instance key override it.
+	f.app = s.app()
+	f.stateDir = filepath.Join(filepath.Dir(f.stateDir), f.app)
+	f.extra = []string{"MCP_RESUME_INSTANCE=-"}
+	os.Mkdir(filepath.Dir(f.stateDir), 0o700) // the state root; the plugin creates the app's directory
 	t.Cleanup(f.checkNoTokenInLogs)
 	return f
 }
@@ -376,8 +390,8 @@ func (f *fx) row(id, fault, injection, outcome string, logs []string, wrong stri
 }
 
 // names are this test process's token and lock file names: it is the MCP
-// host of every server it launches directly (no instance suffix: the
-// server runs without arguments).
+// host of every server it launches directly (no instance suffix: newFx
+// declares MCP_RESUME_INSTANCE=-).
 type names struct {
 	pid                int
 	start, token, lock string
@@ -500,18 +514,64 @@ func newNobody(t *testing.T, s *server) nobody {
 	return n
 }
 
+// host starts a helper MCP host as uid 65534 that launches the server as
+// itself: the server's host is then a process of the same user, whose
+// program image (/proc/<pid>/exe) the server may read. A host of another
+// user cannot be told apart from a program it might exec into, so under the
+// test process (root) resume would be off before the state directory is
+// even looked at.
+func (n nobody) host(t *testing.T, f *fx) *remoteHost {
+	t.Helper()
+	bin := filepath.Join(n.base, "faults-host")
+	if _, err := os.Stat(bin); err != nil {
+		if err := os.WriteFile(bin, mustRead(t, helperBin(t)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setpriv := []string{"setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"}
+	// A process of uid 65534 must be able to execute the server: a Python
+	// whose real path is under a private home (pyenv in /root) is not.
+	probe := append(append([]string{}, setpriv...), "sh", "-c", `test -x "$0"`, n.cmd[0])
+	if err := exec.Command(probe[0], probe[1:]...).Run(); err != nil {
+		skipFault(t, fmt.Sprintf("a process of uid 65534 cannot execute %s (its real path is not reachable by other users): the %s server cannot run under a host of that user here", n.cmd[0], f.srv.title))
+	}
+	wrapper := append(setpriv, "sh", "-c", `exec "$0"`)
+	h := startRemoteHostBin(t, f.env, wrapper, bin, n.cmd, n.env)
+	h.readSelf()
+	return h
+}
+
+// launch launches the server once under a fresh helper host of uid 65534
+// (n.host) and records the result.
+func (n nobody) launch(t *testing.T, f *fx) launchResult {
+	t.Helper()
+	h := n.host(t, f)
+	r := h.launch()
+	h.close()
+	f.record(r)
+	return r
+}
+
 func (n nobody) argv() []string {
 	return append([]string{"setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"}, n.cmd...)
 }
 
 // argvCaps is argv keeping CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH (ambient),
-// so that the server can list the fds of its root host: a host the server
-// cannot list proves nothing and turns resume off (fault 22), and faults
-// that run the server as another user than its host to test something else
-// need the identity to stand.
+// so that the server can list the fds of its root host and read its program
+// image: a host the server cannot inspect proves nothing and turns resume off
+// (faults 16 and 22), and faults that run the server as another user than its
+// host to test something else need the identity to stand.
 func (n nobody) argvCaps() []string {
 	caps := "+sys_ptrace,+dac_read_search"
 	return append([]string{"setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", "--inh-caps", caps, "--ambient-caps", caps}, n.cmd...)
+}
+
+// appDir creates base/name (the state root) owned by 65534 with mode 0700
+// and in it app's state directory, owned by 65534 with mode perm.
+func (n nobody) appDir(t *testing.T, name, app string, perm os.FileMode) string {
+	t.Helper()
+	n.dir(t, name, 0o700)
+	return n.dir(t, filepath.Join(name, app), perm)
 }
 
 // dir creates base/name owned by 65534 with mode perm.
@@ -556,6 +616,11 @@ func TestFaults(t *testing.T) {
 		{"10_pid_reuse", faultPIDReuse},
 		{"11_orphaned", faultOrphaned},
 		{"12_proc_hidden", faultProcHidden},
+		{"13_shared_root", faultSharedRoot},
+		{"14_launches_differ", faultLaunchesDiffer},
+		{"15_undecodable_args", faultUndecodableArgs},
+		{"16_host_execs", faultHostExecs},
+		{"17_home_unset", faultHomeUnset},
 		{"18_ssh_sharing", faultSSHSharing},
 		{"19_init_file_shells", faultInitFileShells},
 		{"20_npm_run", faultNPMRun},
@@ -605,7 +670,7 @@ func faultNoSpace(t *testing.T, s *server) {
 	mnt := filepath.Join(t.TempDir(), "mnt")
 	os.Mkdir(mnt, 0o700)
 	ns.run("mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", mnt)
-	f.stateDir = filepath.Join(mnt, "state")
+	f.stateDir = filepath.Join(mnt, "state", f.app)
 	inside := ns.path(f.stateDir)
 	f.dirs = []string{inside}
 	argv := ns.argv(s.cmd()...)
@@ -719,11 +784,10 @@ func faultReadOnly(t *testing.T, s *server) {
 // 3. Unwritable state directory: the server runs as uid 65534.
 func faultUnwritable(t *testing.T, s *server) {
 	n := newNobody(t, s)
-	me := hostNames(t)
 	t.Run("write_eacces", func(t *testing.T) {
 		f := newFx(t, s)
-		f.stateDir = n.dir(t, "state-3a", 0o700)
-		lock := filepath.Join(f.stateDir, me.lock)
+		f.stateDir = n.appDir(t, "state-3a", f.app, 0o700)
+		lock := filepath.Join(f.stateDir, hostNames(t).lock)
 		os.WriteFile(lock, nil, 0o600)
 		os.Chown(lock, 65534, 65534)
 		os.Chmod(f.stateDir, 0o500)
@@ -745,7 +809,7 @@ func faultUnwritable(t *testing.T, s *server) {
 	})
 	t.Run("lock_eacces", func(t *testing.T) {
 		f := newFx(t, s)
-		f.stateDir = n.dir(t, "state-3b", 0o500)
+		f.stateDir = n.appDir(t, "state-3b", f.app, 0o500)
 		a := f.launch(n.argvCaps(), n.env, "")
 		if a.Resumed {
 			t.Errorf("resumed: %+v", a)
@@ -767,7 +831,7 @@ func faultUnwritable(t *testing.T, s *server) {
 		f := newFx(t, s)
 		parent := filepath.Join(n.base, "root-owned")
 		os.Mkdir(parent, 0o755)
-		f.stateDir = filepath.Join(parent, "state")
+		f.stateDir = filepath.Join(parent, "state", f.app)
 		a := f.launch(n.argvCaps(), n.env, "")
 		if a.Resumed {
 			t.Errorf("resumed: %+v", a)
@@ -779,7 +843,7 @@ func faultUnwritable(t *testing.T, s *server) {
 			t.Errorf("state directory exists: %v", err)
 		}
 		f.row("3c", "State directory cannot be created",
-			"server as uid 65534; the state dir is missing and its parent is root's (0755)",
+			"server and its MCP host as uid 65534; the state dir is missing and its parent is root's (0755)",
 			"resume off for the instance, fresh session", []string{du}, "no")
 	})
 }
@@ -789,8 +853,8 @@ func faultSymlinks(t *testing.T, s *server) {
 	t.Run("token_path", func(t *testing.T) {
 		f := newFx(t, s)
 		me := hostNames(t)
-		other := filepath.Join(t.TempDir(), "other")
-		otherRun := f.launch(s.cmd(), []string{"MCP_RESUME_STATE_DIR=" + other}, "")
+		other := filepath.Join(t.TempDir(), "other", f.app)
+		otherRun := f.launch(s.cmd(), []string{f.stateVar(other)}, "")
 		target := filepath.Join(other, me.token)
 		otherTok := mustRead(t, target)
 		f.tokens[string(otherTok)] = true
@@ -956,18 +1020,19 @@ func faultUnusableDir(t *testing.T, s *server) {
 	for _, c := range cases {
 		t.Run(c.id, func(t *testing.T) {
 			f := newFx(t, s)
-			good := filepath.Join(t.TempDir(), "good")
-			s0 := f.launch(s.cmd(), []string{"MCP_RESUME_STATE_DIR=" + good}, "")
+			good := filepath.Join(t.TempDir(), "good", f.app)
+			s0 := f.launch(s.cmd(), []string{f.stateVar(good)}, "")
 			tok := mustRead(t, filepath.Join(good, me.token))
 			f.tokens[string(tok)] = true
-			path := filepath.Join(t.TempDir(), "state")
+			path := filepath.Join(t.TempDir(), "state", f.app)
+			os.Mkdir(filepath.Dir(path), 0o700)
 			watched := c.setup(t, path, tok)
 			var before string
 			if fi, _ := os.Stat(watched); fi.IsDir() {
 				before = listing(t, watched)
 			}
 			w := watch(t, watched)
-			a := f.launch(s.cmd(), []string{"MCP_RESUME_STATE_DIR=" + path}, "")
+			a := f.launch(s.cmd(), []string{f.stateVar(path)}, "")
 			events := w.events()
 			wrong := a.SessionID == s0.SessionID
 			if wrong || a.Resumed {
@@ -1059,8 +1124,8 @@ func faultCorrupt(t *testing.T, s *server) {
 			var real []byte
 			var realSession string
 			if c.id == "7b" || c.id == "7e" {
-				other := filepath.Join(t.TempDir(), "other")
-				r := f.launch(s.cmd(), []string{"MCP_RESUME_STATE_DIR=" + other}, "")
+				other := filepath.Join(t.TempDir(), "other", f.app)
+				r := f.launch(s.cmd(), []string{f.stateVar(other)}, "")
 				real, realSession = mustRead(t, filepath.Join(other, me.token)), r.SessionID
 			}
 			os.Mkdir(f.stateDir, 0o700)
@@ -1130,7 +1195,7 @@ func faultKillDuringStore(t *testing.T, s *server) {
 	dirs := make([]string, lanes)
 	var wg sync.WaitGroup
 	for l := range lanes {
-		dirs[l] = filepath.Join(t.TempDir(), "state")
+		dirs[l] = filepath.Join(t.TempDir(), "state", s.app())
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -1239,7 +1304,7 @@ func killLane(stress []string, dir string, lane, per int) (st laneStats) {
 		st.kills++
 		st.strays = len(tempFiles(dir))
 
-		fmt.Fprintln(lin, dir)
+		fmt.Fprintln(lin, filepath.Dir(dir)) // the state root: the loader's app directory is dir
 		if !answers.Scan() {
 			st.problems = append(st.problems, "the loader died")
 			return st
@@ -1623,7 +1688,7 @@ func faultProcHidden(t *testing.T, s *server) {
 	var control [2]launchResult
 	t.Run("control", func(t *testing.T) {
 		f := newFx(t, s)
-		f.stateDir = n.dir(t, "state-12-control", 0o700)
+		f.stateDir = n.appDir(t, "state-12-control", f.app, 0o700)
 		// The server keeps CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH to list its
 		// root host's fds: without them the stdio check cannot tell and
 		// turns resume off (fault 22b).
@@ -1637,7 +1702,7 @@ func faultProcHidden(t *testing.T, s *server) {
 	})
 	t.Run("hidepid", func(t *testing.T) {
 		f := newFx(t, s)
-		f.stateDir = n.dir(t, "state-12", 0o700)
+		f.stateDir = n.appDir(t, "state-12", f.app, 0o700)
 		w := f.watchState()
 		h := startRemoteHost(t, f.env, wrapper, n.argv(), append(n.env, "FAULTS_PROCOPTS=hidepid=2"))
 		a, b := h.launch(), h.launch()
@@ -1656,4 +1721,208 @@ func faultProcHidden(t *testing.T, s *server) {
 			"the host's /proc entry is invisible, but kill(pid, 0) answers EPERM, so the plugin takes it as hidden rather than gone: identity unavailable, resume off, fresh session each launch, state dir untouched",
 			[]string{id}, wrongIf(wrong, "resumed"))
 	})
+}
+
+// lineKeyInexact is the plugin's line for an instance key input the host
+// could not carry exactly (hostfuncs/README.md, "mcp_resume_log").
+const lineKeyInexact = "Instance key holds bytes the host could not carry exactly, session resume disabled for this instance"
+
+// 13. Two apps share one state root.
+func faultSharedRoot(t *testing.T, s *server) {
+	f := newFx(t, s)
+	// The other app: the next language's example server, a different MCP
+	// server under the same host, launched the same way (no arguments,
+	// no instance) with the same MCP_RESUME_STATE_DIR.
+	next := map[string]lang{"go": allLangs[1], "python": allLangs[2], "typescript": allLangs[0]}[s.name]
+	other := findServer(t, next)
+	a := f.launch(s.cmd(), nil, "note of "+s.app())
+	b := f.launch(other.cmd(), nil, "")
+	again := f.launch(s.cmd(), nil, "")
+	wrong := b.SessionID == a.SessionID || b.Resumed
+	if wrong {
+		t.Errorf("app %s resumed app %s's session: %+v", other.app(), s.app(), b)
+	}
+	if !again.Resumed || again.SessionID != a.SessionID {
+		t.Errorf("app %s did not resume its own session after app %s ran: %+v, want %s", s.app(), other.app(), again, a.SessionID)
+	}
+	me := hostNames(t)
+	root := filepath.Dir(f.stateDir)
+	for _, app := range []string{s.app(), other.app()} {
+		checkTokenFile(t, filepath.Join(root, app, me.token))
+	}
+	nf := f.mustLog(lineNotFound)
+	f.row("13", "Two apps share one state root",
+		"MCP_RESUME_STATE_DIR set once for every server: app A (this language's server) stores a token, then app B (the next language's server, same host, same empty arguments) starts, then A again",
+		"each app got its own directory under the root (<root>/example-go, …): B found no token file (fresh session), A resumed its own; no file is shared",
+		[]string{nf}, wrongIf(wrong, "app B resumed app A's session"))
+}
+
+// inDir runs argv with the working directory dir: sh changes to it and
+// execs argv, so the server's parent stays this test process.
+func inDir(dir string, argv []string) []string {
+	return append([]string{"sh", "-c", `cd "$0" && exec "$@"`, dir}, argv...)
+}
+
+// 14. Launches of one server that differ in working directory or environment.
+func faultLaunchesDiffer(t *testing.T, s *server) {
+	// The default instance key: not "-".
+	defaultKey := []string{"MCP_RESUME_INSTANCE="}
+	t.Run("cwd", func(t *testing.T) {
+		f := newFx(t, s)
+		ws := t.TempDir()
+		projA, projB := filepath.Join(ws, "A"), filepath.Join(ws, "B")
+		os.Mkdir(projA, 0o755)
+		os.Mkdir(projB, 0o755)
+		a := f.launch(inDir(projA, s.cmd()), defaultKey, "project A")
+		b := f.launch(inDir(projB, s.cmd()), defaultKey, "")
+		a2 := f.launch(inDir(projA, s.cmd()), defaultKey, "")
+		wrong := b.SessionID == a.SessionID || b.Resumed
+		if wrong {
+			t.Errorf("project B resumed project A's session: %+v", b)
+		}
+		if !a2.Resumed || a2.SessionID != a.SessionID {
+			t.Errorf("project A reopened: %+v, want %s resumed", a2, a.SessionID)
+		}
+		if n := len(tokenNames(f.stateDir)); n != 2 {
+			t.Errorf("%d token files, want one per project", n)
+		}
+		f.row("14a", "One host, two projects (working directories)",
+			"the same server launched by one host process from /ws/A (stores a token), then from /ws/B, then from /ws/A again",
+			"the working directory is part of the default instance key: B got its own file and a fresh session; A resumed its own",
+			[]string{f.mustLog(lineNotFound)}, wrongIf(wrong, "project B resumed project A's session"))
+	})
+	t.Run("env", func(t *testing.T) {
+		f := newFx(t, s)
+		work := append([]string{"ACCOUNT=work"}, defaultKey...)
+		personal := append([]string{"ACCOUNT=personal"}, defaultKey...)
+		w := f.launch(s.cmd(), append(work, "SHLVL=2", "_=/usr/bin/a"), "work")
+		p := f.launch(s.cmd(), append(personal, "SHLVL=2", "_=/usr/bin/a"), "")
+		// A relaunch whose per-launch variables changed still resumes.
+		w2 := f.launch(s.cmd(), append(work, "SHLVL=5", "_=/usr/bin/b", "OLDPWD=/tmp"), "")
+		wrong := p.SessionID == w.SessionID || p.Resumed
+		if wrong {
+			t.Errorf("ACCOUNT=personal resumed ACCOUNT=work's session: %+v", p)
+		}
+		if !w2.Resumed || w2.SessionID != w.SessionID {
+			t.Errorf("ACCOUNT=work relaunched with other SHLVL, _ and OLDPWD: %+v, want %s resumed", w2, w.SessionID)
+		}
+		// "Restart all": both entries at once, each must resume its own.
+		var rw, rp launchResult
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			rw = launchOnce(context.Background(), s.cmd(), append(f.vars(), work...), f.stderr, "", false)
+		}()
+		go func() {
+			defer wg.Done()
+			rp = launchOnce(context.Background(), s.cmd(), append(f.vars(), personal...), f.stderr, "", false)
+		}()
+		wg.Wait()
+		f.record(rw)
+		f.record(rp)
+		crossed := rw.SessionID == p.SessionID || rp.SessionID == w.SessionID || rw.SessionID == rp.SessionID
+		if crossed {
+			t.Errorf("restart all: work got %s, personal got %s (work was %s, personal %s)", rw.SessionID, rp.SessionID, w.SessionID, p.SessionID)
+		}
+		if !rw.Resumed || !rp.Resumed {
+			t.Errorf("restart all: work %+v, personal %+v: want both resumed", rw, rp)
+		}
+		f.row("14b", "One host, two config entries (environment), one after the other and at once",
+			"the same command with ACCOUNT=work (stores a token), then ACCOUNT=personal; work relaunched with other SHLVL, _ and OLDPWD; then both at once (\"restart all\")",
+			"the environment minus the per-launch variables is part of the default instance key: personal got its own file and a fresh session; work resumed its own across the per-launch changes; at once, each resumed its own session under its own lock",
+			[]string{f.mustLog(lineNotFound), f.mustLog(lineResumed)}, wrongIf(wrong || crossed, "one entry resumed the other's session"))
+	})
+}
+
+// tokenNames lists the token files of dir.
+func tokenNames(dir string) []string {
+	m, _ := filepath.Glob(filepath.Join(dir, "token-*"))
+	return m
+}
+
+// 15. Arguments that differ only in bytes that are not UTF-8.
+func faultUndecodableArgs(t *testing.T, s *server) {
+	f := newFx(t, s)
+	defaultKey := []string{"MCP_RESUME_INSTANCE="}
+	a := f.launch(append(s.cmd(), "--x=\xff"), defaultKey, "entry A")
+	b := f.launch(append(s.cmd(), "--x=\xfe"), defaultKey, "")
+	a2 := f.launch(append(s.cmd(), "--x=\xff"), defaultKey, "")
+	wrong := b.SessionID == a.SessionID || b.Resumed || a2.Resumed
+	if wrong {
+		t.Errorf("resumed with an inexact key: %+v %+v", b, a2)
+	}
+	if n := tokenNames(f.stateDir); len(n) != 0 {
+		t.Errorf("token files written for an inexact key: %v", n)
+	}
+	f.row("15", "Arguments differ only in undecodable bytes",
+		"two entries launch the same server with `--x=\\xff` and `--x=\\xfe` (bytes that are not UTF-8), one after the other; then the first again",
+		"every host hands the plugin `--x=U+FFFD` for both (Go's JSON, Python's surrogateescape replaced, Node's argv decoding), so the key cannot tell them apart: resume off for both, nothing written, fresh sessions; the line says to set an ASCII MCP_RESUME_INSTANCE",
+		[]string{f.mustLog(lineKeyInexact, "MCP_RESUME_INSTANCE")}, wrongIf(wrong, "resumed"))
+}
+
+// 16. The host execs into another program.
+func faultHostExecs(t *testing.T, s *server) {
+	f := newFx(t, s)
+	h := startRemoteHost(t, f.env, nil, s.cmd(), nil)
+	first := h.launch()
+	f.record(first)
+	before := h.Self
+	// Another program: a copy of the helper at another path is another
+	// file (another inode), as a Python host that execvp's node would be.
+	other := filepath.Join(t.TempDir(), "other-host")
+	if err := os.WriteFile(other, mustRead(t, helperBin(t)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h.exec(other)
+	if h.Self.PID != before.PID {
+		t.Fatalf("the host's pid changed across exec: %d -> %d", before.PID, h.Self.PID)
+	}
+	second := h.launch()
+	f.record(second)
+	wrong := second.SessionID == first.SessionID || second.Resumed
+	if wrong {
+		t.Errorf("the exec'd host resumed its predecessor's session: %+v", second)
+	}
+	if strings.Split(before.Start, ".")[0] != strings.Split(h.Self.Start, ".")[0] || before.Start == h.Self.Start {
+		t.Errorf("start times %q -> %q: want the same ticks and another image", before.Start, h.Self.Start)
+	}
+	f.row("16", "The host execs into another program",
+		"a helper MCP host launches the server (which stores a token), then execve's a different program file (a copy of itself at another path, so another inode), keeping its pid and start time, and relaunches the server",
+		"the program image (device and inode of /proc/<pid>/exe) is part of the host's start time: the relaunched server named another file and got a fresh session; the old file's host counts as gone and is pruned",
+		[]string{f.mustLog(lineNotFound), f.mustLog(lineStale)}, wrongIf(wrong, "the new program resumed the old one's session"))
+}
+
+// 17. HOME unset.
+func faultHomeUnset(t *testing.T, s *server) {
+	requireRoot(t)
+	ns := newMountNS(t)
+	f := newFx(t, s)
+	// The password database's home of root is /root: its .local is a
+	// tmpfs inside the namespace, so the real home is never written.
+	u, err := user.LookupId(strconv.Itoa(os.Geteuid()))
+	if err != nil || !filepath.IsAbs(u.HomeDir) {
+		skipFault(t, fmt.Sprintf("no password-database home for uid %d: %v", os.Geteuid(), err))
+	}
+	local := filepath.Join(u.HomeDir, ".local")
+	if fi, err := os.Stat(local); err != nil || !fi.IsDir() {
+		skipFault(t, local+" does not exist to mount a tmpfs on")
+	}
+	ns.run("mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", local)
+	f.stateDir = filepath.Join(local, "state", "mcp-resume", f.app)
+	inside := ns.path(f.stateDir)
+	f.dirs = []string{inside}
+	argv := ns.argv(append([]string{"env", "-u", "HOME", "-u", "XDG_STATE_HOME", "-u", "MCP_RESUME_STATE_DIR"}, s.cmd()...)...)
+	first := f.launch(argv, nil, "no home")
+	second := f.launch(argv, nil, "")
+	me := hostNames(t)
+	checkTokenFile(t, filepath.Join(inside, me.token))
+	if !second.Resumed || second.SessionID != first.SessionID {
+		t.Errorf("HOME unset: relaunch %+v, want session %s resumed from the password database's home", second, first.SessionID)
+	}
+	wrong := second.SessionID != first.SessionID && second.Resumed
+	f.row("17", "HOME unset",
+		"the server starts without HOME, XDG_STATE_HOME and MCP_RESUME_STATE_DIR (`env -u`), in a mount namespace whose ~/.local is a tmpfs",
+		"the host reports the password database's home for the effective uid (Go os/user, Python pwd, Node os.userInfo): the default state directory ~/.local/state/mcp-resume/<app> is used and the relaunch resumed, the same in every language",
+		[]string{f.mustLog(lineNotFound)}, wrongIf(wrong, "resumed another session"))
 }

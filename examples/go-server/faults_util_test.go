@@ -463,6 +463,13 @@ func helperMCPHost() int {
 	out.Encode(hostMsg{Self: &self})
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
+		if path, ok := strings.CutPrefix(sc.Text(), "exec "); ok {
+			// Become another program in place: same pid, same start time,
+			// same stdio (fault 16). On success this never returns.
+			err := syscall.Exec(path, []string{path}, os.Environ())
+			fmt.Fprintln(os.Stderr, "exec:", err)
+			return 1
+		}
 		if sc.Text() == "launch" {
 			r := launchOnce(context.Background(), argv, []string{"FAULTS_HOST_PID=" + strconv.Itoa(os.Getpid())}, os.Stderr, os.Getenv("FAULTS_NOTE"), os.Getenv("FAULTS_STDIO") == "socketpair")
 			out.Encode(hostMsg{Result: &r})
@@ -495,7 +502,14 @@ func startRemoteHost(t *testing.T, e *env, wrapper, server, env []string) *remot
 // line (so two can start in the same clock tick); call readSelf next.
 func startRemoteHostAsync(t *testing.T, e *env, wrapper, server, env []string) *remoteHost {
 	t.Helper()
-	args := append(append([]string{}, wrapper...), helperBin(t))
+	return startRemoteHostBin(t, e, wrapper, helperBin(t), server, env)
+}
+
+// startRemoteHostBin is startRemoteHostAsync with the helper binary at bin
+// (a copy another user can run).
+func startRemoteHostBin(t *testing.T, e *env, wrapper []string, bin string, server, env []string) *remoteHost {
+	t.Helper()
+	args := append(append([]string{}, wrapper...), bin)
 	cmd := exec.Command(args[0], args[1:]...)
 	argv, _ := json.Marshal(server)
 	cmd.Env = append(append(append(os.Environ(), e.vars()...), env...), "FAULTS_HELPER=host", "FAULTS_ARGV="+string(argv))
@@ -549,6 +563,16 @@ func (h *remoteHost) read(msg *hostMsg) {
 	case <-time.After(90 * time.Second):
 		h.t.Fatal("helper host did not answer within 90s")
 	}
+}
+
+// exec makes the helper host execve path (another program file, which must
+// be a copy of the helper) and waits for the new program's self line.
+func (h *remoteHost) exec(path string) {
+	h.t.Helper()
+	if _, err := io.WriteString(h.in, "exec "+path+"\n"); err != nil {
+		h.t.Fatal(err)
+	}
+	h.readSelf()
 }
 
 func (h *remoteHost) launch() launchResult {
@@ -680,7 +704,8 @@ func parseStressToken(tok string) (seed, iter int, ok bool) {
 func stressEnv(dir string) []string {
 	// "-": no instance suffix, whatever the helper's arguments, so every
 	// helper and the loader name the same file.
-	return []string{"MCP_RESUME_STATE_DIR=" + dir, "MCP_RESUME_INSTANCE=-"}
+	// dir is the app's state directory: the helpers get its root.
+	return []string{"MCP_RESUME_STATE_DIR=" + filepath.Dir(dir), "MCP_RESUME_INSTANCE=-"}
 }
 
 // helperStoreLoop opens a store with the real identity (its parent, the
@@ -858,6 +883,10 @@ type server struct {
 // cmd returns a copy of the server's command line.
 func (s *server) cmd() []string { return append([]string{}, s.argv...) }
 
+// app is the app name the server opens its store with (examples/*-server),
+// which names its state directory under the state root.
+func (s *server) app() string { return "example-" + s.name }
+
 // shell returns the command line for an unquoted $FAULTS_SERVER in sh.
 func (s *server) shell() string { return strings.Join(s.argv, " ") }
 
@@ -957,10 +986,11 @@ func unreachableFor65534(argv []string) string {
 
 // linuxStartTime is the Linux start time of pid as every host's plugin
 // names it (hostfuncs/README.md, "File names"): field 22 of
-// /proc/<pid>/stat, the boot id without dashes, and the inode of this
-// process's PID namespace, "<ticks>.<boot_id>.<pid_ns>". The suite computes
-// it on its own, so token file names are checked against an independent
-// reading of /proc.
+// /proc/<pid>/stat, the boot id without dashes, the inode of this
+// process's PID namespace, and the device and inode of its program image
+// (stat of /proc/<pid>/exe), "<ticks>.<boot_id>.<pid_ns>.<dev>x<ino>". The
+// suite computes it on its own, so token file names are checked against an
+// independent reading of /proc.
 func linuxStartTime(pid int) (string, error) {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
@@ -984,5 +1014,9 @@ func linuxStartTime(pid int) (string, error) {
 	}
 	ns = strings.TrimSuffix(strings.TrimPrefix(ns, "pid:["), "]")
 	id := strings.ToLower(strings.ReplaceAll(strings.TrimSpace(string(boot)), "-", ""))
-	return fields[19] + "." + id + "." + ns, nil
+	var exe syscall.Stat_t
+	if err := syscall.Stat(fmt.Sprintf("/proc/%d/exe", pid), &exe); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s.%s.%s.%dx%d", fields[19], id, ns, uint64(exe.Dev), uint64(exe.Ino)), nil
 }

@@ -17,8 +17,11 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"os/user"
+	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -260,27 +263,50 @@ func invalid(format string) *wire.Error {
 
 // facts answers mcp_resume_facts from this process (hostfuncs/README.md,
 // "mcp_resume_facts"): the plugin derives the state directory, the instance
-// key, the launchers and the MCP_RESUME switch from them.
+// key, the launchers and the MCP_RESUME switch from them. Strings that are
+// not UTF-8 (arguments, working directory, environment) reach the plugin
+// with U+FFFD in place of each invalid byte, as encoding/json writes them.
 func facts() wire.Facts {
-	home := os.Getenv("HOME")
-	if home == "" {
-		home, _ = os.UserHomeDir()
-	}
 	env := map[string]string{}
 	for _, kv := range os.Environ() {
 		k, v, _ := strings.Cut(kv, "=")
-		if k == "MCP_RESUME" || strings.HasPrefix(k, "MCP_RESUME_") {
-			env[k] = v
-		}
+		env[k] = v
 	}
 	args := []string{}
 	if len(os.Args) > 1 {
 		args = append(args, os.Args[1:]...)
 	}
 	return wire.Facts{
-		OS: runtime.GOOS, PID: os.Getpid(), EUID: os.Geteuid(), Home: home,
-		XDGStateHome: os.Getenv("XDG_STATE_HOME"), Args: args, Env: env, Runtime: "go",
+		OS: runtime.GOOS, PID: os.Getpid(), EUID: os.Geteuid(), Home: home(),
+		XDGStateHome: os.Getenv("XDG_STATE_HOME"), Cwd: cwd(), Args: args, Env: env, Runtime: "go",
 	}
+}
+
+// home is facts.home: $HOME when it is set and absolute, else the home
+// directory of the effective uid's password-database entry (os/user, which
+// reads /etc/passwd or calls getpwuid_r), else "". os.UserHomeDir reads
+// only $HOME on Linux, which would leave a server started without HOME
+// with no state directory while Python and Node found one.
+func home() string {
+	if h := os.Getenv("HOME"); filepath.IsAbs(h) {
+		return h
+	}
+	if u, err := user.LookupId(strconv.Itoa(os.Geteuid())); err == nil && filepath.IsAbs(u.HomeDir) {
+		return u.HomeDir
+	}
+	return ""
+}
+
+// cwd is facts.cwd: getcwd(2), never $PWD (os.Getwd prefers $PWD when it
+// names the same directory, so a symlinked path would differ from what
+// Python's os.getcwd and Node's process.cwd report); "" when it fails
+// (a deleted working directory).
+func cwd() string {
+	d, err := syscall.Getwd()
+	if err != nil {
+		return ""
+	}
+	return d
 }
 
 // log emits one plugin log line through the slog.Logger at its level, with

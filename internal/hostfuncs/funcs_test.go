@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"log/slog"
 	"os"
+	"os/user"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -293,9 +295,8 @@ func TestFacts(t *testing.T) {
 	}
 	wantEnv := map[string]string{}
 	for _, kv := range os.Environ() {
-		if name, val, _ := strings.Cut(kv, "="); name == "MCP_RESUME" || strings.HasPrefix(name, "MCP_RESUME_") {
-			wantEnv[name] = val
-		}
+		name, val, _ := strings.Cut(kv, "=")
+		wantEnv[name] = val
 	}
 	if wantEnv["MCP_RESUME_INSTANCE"] != "work" || wantEnv["MCP_RESUME"] != "on" || len(wantEnv) < 2 {
 		t.Fatalf("environment not set up: %v", wantEnv)
@@ -303,6 +304,9 @@ func TestFacts(t *testing.T) {
 	if facts.PID != os.Getpid() || facts.EUID != os.Geteuid() || facts.OS != "linux" && facts.OS != "darwin" ||
 		facts.Runtime != "go" || facts.XDGStateHome != "~/x" || !slices.Equal(facts.Args, os.Args[1:]) || len(facts.Env) != len(wantEnv) {
 		t.Errorf("facts = %+v", facts)
+	}
+	if wd, _ := syscall.Getwd(); facts.Cwd != wd || wd == "" {
+		t.Errorf("facts.cwd = %q, want getcwd %q", facts.Cwd, wd)
 	}
 	for k, v := range wantEnv {
 		if facts.Env[k] != v {
@@ -336,5 +340,52 @@ func TestLog(t *testing.T) {
 	}
 	if len(lines) != 4 {
 		t.Errorf("%d lines", len(lines))
+	}
+}
+
+// TestFacts_Home: HOME unset, empty or relative gives the password
+// database's home directory for the effective uid, as Python (pwd) and
+// Node (os.userInfo) report it; an absolute HOME wins.
+func TestFacts_Home(t *testing.T) {
+	u, err := user.LookupId(strconv.Itoa(os.Geteuid()))
+	if err != nil || !filepath.IsAbs(u.HomeDir) {
+		t.Skipf("no password-database entry with a home directory for uid %d: %v", os.Geteuid(), err)
+	}
+	f := hostfuncs.New(hostfuncs.Config{})
+	home := func() string {
+		var facts wire.Facts
+		if err := json.Unmarshal(f.Call(wire.FnFacts, []byte(`{}`)), &facts); err != nil {
+			t.Fatal(err)
+		}
+		return facts.Home
+	}
+	t.Setenv("HOME", "/some/where")
+	if got := home(); got != "/some/where" {
+		t.Errorf("HOME=/some/where: home %q", got)
+	}
+	for _, h := range []string{"", "rel/dir", "~"} {
+		t.Setenv("HOME", h)
+		if got := home(); got != u.HomeDir {
+			t.Errorf("HOME=%q: home %q, want the password database's %q", h, got, u.HomeDir)
+		}
+	}
+	os.Unsetenv("HOME")
+	if got := home(); got != u.HomeDir {
+		t.Errorf("HOME unset: home %q, want the password database's %q", got, u.HomeDir)
+	}
+}
+
+// TestFacts_Undecodable pins what the Go host sends for environment bytes
+// that are not UTF-8: U+FFFD in place of each, so "\xff" and "\xfe" reach
+// the plugin equal and the plugin turns resume off for such a key.
+func TestFacts_Undecodable(t *testing.T) {
+	t.Setenv("MCP_RESUME_TEST_FF", "--x=\xff")
+	t.Setenv("MCP_RESUME_TEST_FE", "--x=\xfe")
+	var facts wire.Facts
+	if err := json.Unmarshal(hostfuncs.New(hostfuncs.Config{}).Call(wire.FnFacts, []byte(`{}`)), &facts); err != nil {
+		t.Fatal(err)
+	}
+	if ff, fe := facts.Env["MCP_RESUME_TEST_FF"], facts.Env["MCP_RESUME_TEST_FE"]; ff != "--x=\ufffd" || fe != ff {
+		t.Errorf("env values %q and %q, want both %q", ff, fe, "--x=\ufffd")
 	}
 }

@@ -115,6 +115,17 @@ func (f *Funcs) inspectOne(op inspectOp) result {
 			// The Go host answers sysctl on macOS, so it need not run ps.
 			return failed(unsupported("the Go host answers sysctl, not ps"))
 		}
+	case wire.OpExe:
+		if op.PID == nil || !validPID(*op.PID) {
+			return failed(invalid(op.Op + `: "pid" must be decimal digits without a leading zero, at most 2147483647`))
+		}
+		if r, ok := f.pinned(op.Op + " " + *op.PID); ok {
+			return r
+		}
+		if !f.procOK {
+			return failed(unsupported("no /proc on this system"))
+		}
+		return exeStat(filepath.Join(f.proc, *op.PID, "exe"), "/proc/"+*op.PID+"/exe")
 	case wire.OpFstat, wire.OpPeer:
 		if op.FD == nil || *op.FD < 0 || *op.FD > math.MaxInt32 {
 			return failed(invalid(op.Op + `: "fd" must be a file descriptor number (0 to 2147483647)`))
@@ -130,6 +141,13 @@ func (f *Funcs) inspectOne(op inspectOp) result {
 		return failed(invalid(fmt.Sprintf("unknown operation %q", op.Op)))
 	}
 }
+
+// The conformance default answer of the exe operation, for every pid
+// (hostfuncs/conformance/README.md): never the real system's.
+const (
+	ConformanceExeDev = "2049"
+	ConformanceExeIno = "1234567"
+)
 
 func unsupported(msg string) *wire.Error {
 	return &wire.Error{Code: wire.CodeUnsupported, Message: msg}
@@ -155,6 +173,8 @@ func (f *Funcs) pinned(key string) (result, bool) {
 		return failed(&wire.Error{Code: wire.CodeNotFound, Message: "no such process (conformance default)"}), true
 	case wire.OpFstat:
 		return result{"type": wire.FileTypeChar}, true
+	case wire.OpExe:
+		return result{"dev": ConformanceExeDev, "ino": ConformanceExeIno}, true
 	}
 	return failed(unsupported(op + " is not answered here (conformance default)")), true
 }

@@ -42,3 +42,6 @@ func sysctlProcargs(pid int) result {
 	}
 	return result{"data": b}
 }
+
+// exeStat answers "exe": /proc exists on Linux only.
+func exeStat(string, string) result { return failed(unsupported("no /proc on this system")) }

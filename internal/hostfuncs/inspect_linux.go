@@ -5,6 +5,7 @@ package hostfuncs
 import (
 	"errors"
 	"fmt"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 
@@ -32,4 +33,17 @@ func sysctlProc(int) result { return failed(unsupported("sysctl kern.proc.pid ex
 // sysctlProcargs answers "procargs": macOS only.
 func sysctlProcargs(int) result {
 	return failed(unsupported("sysctl kern.procargs2 exists on macOS only"))
+}
+
+// exeStat answers "exe": stat(2) of path (/proc/<pid>/exe, or its fixture
+// mapping), which follows the link to the program file the process runs,
+// even a deleted one. ENOENT (the process is gone, or a kernel thread)
+// answers not_found; EACCES or EPERM (another user's process, or one that
+// is not dumpable) answer permission. name is the path the plugin asked for.
+func exeStat(path, name string) result {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return failed(osError("stat "+name, err, false))
+	}
+	return result{"dev": strconv.FormatUint(uint64(st.Dev), 10), "ino": strconv.FormatUint(uint64(st.Ino), 10)}
 }

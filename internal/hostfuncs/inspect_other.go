@@ -12,3 +12,6 @@ func sysctlProc(int) result { return failed(unsupported("sysctl kern.proc.pid ex
 func sysctlProcargs(int) result {
 	return failed(unsupported("sysctl kern.procargs2 exists on macOS only"))
 }
+
+// exeStat answers "exe": /proc exists on Linux only.
+func exeStat(string, string) result { return failed(unsupported("no /proc on this system")) }

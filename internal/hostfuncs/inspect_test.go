@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/mcp-resume/mcp-resume/internal/hostfuncs"
 	"github.com/mcp-resume/mcp-resume/internal/wire"
@@ -188,6 +189,68 @@ func TestInspect_Kill0(t *testing.T) {
 	}
 }
 
+// exe of real processes: the device and inode of the program file (the
+// link /proc/<pid>/exe followed), so a child that execs into another
+// program changes its answer while its pid stays; a reaped child is
+// not_found; another user's process is permission (the link is only
+// readable with ptrace read access).
+func TestInspect_Exe(t *testing.T) {
+	f := hostfuncs.New(hostfuncs.Config{})
+	ident := func(path string) (string, string) {
+		var st syscall.Stat_t
+		if err := syscall.Stat(path, &st); err != nil {
+			t.Fatal(err)
+		}
+		return strconv.FormatUint(uint64(st.Dev), 10), strconv.FormatUint(uint64(st.Ino), 10)
+	}
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip(err)
+	}
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip(err)
+	}
+	// sh runs (a pipe keeps it waiting), then execs sleep: one pid, two images.
+	child := exec.Command(sh, "-c", "read x; exec "+sleep+" 30")
+	in, _ := child.StdinPipe()
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { child.Process.Kill(); child.Wait() }()
+	pid := strconv.Itoa(child.Process.Pid)
+	r := inspect(t, f, wire.InspectOp{Op: "exe", PID: pid})[0]
+	if dev, ino := ident(sh); r.Error != nil || r.Dev != dev || r.Ino != ino {
+		t.Errorf("exe of sh = %+v, want dev %s ino %s", r, dev, ino)
+	}
+	in.Write([]byte("\n"))
+	dev, ino := ident(sleep)
+	deadline := time.Now().Add(10 * time.Second)
+	for r = inspect(t, f, wire.InspectOp{Op: "exe", PID: pid})[0]; r.Ino != ino && time.Now().Before(deadline); r = inspect(t, f, wire.InspectOp{Op: "exe", PID: pid})[0] {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if r.Error != nil || r.Dev != dev || r.Ino != ino {
+		t.Errorf("exe after exec into sleep = %+v, want dev %s ino %s", r, dev, ino)
+	}
+	child.Process.Kill()
+	child.Wait()
+	if r := inspect(t, f, wire.InspectOp{Op: "exe", PID: pid})[0]; code(r) != wire.CodeNotFound {
+		t.Errorf("exe of a reaped child = %+v, want not_found", r)
+	}
+	for _, bad := range []string{"0", "01", "self", ""} {
+		if r := inspect(t, f, wire.InspectOp{Op: "exe", PID: bad})[0]; code(r) != wire.CodeInvalidRequest {
+			t.Errorf("exe %q = %+v, want invalid_request", bad, r)
+		}
+	}
+	out, err := inspectAs(t, 65534, rawOps(wire.InspectOp{Op: "exe", PID: "1"}))
+	if err != nil {
+		t.Skip("cannot run a process as another user here:", err)
+	}
+	if len(out) != 1 || code(out[0]) != wire.CodePermission {
+		t.Errorf("exe of another user's process = %+v, want permission", out)
+	}
+}
+
 // inspectAs runs req in a child of this test binary: as uid when we are
 // root, else as ourselves.
 func inspectAs(t *testing.T, uid int, req []byte) ([]wire.InspectResult, error) {
@@ -359,10 +422,11 @@ func TestFixture(t *testing.T) {
 		wire.InspectOp{Op: "fstat", FD: 0}, wire.InspectOp{Op: "fstat", FD: 1},
 		wire.InspectOp{Op: "peer", FD: 1}, wire.InspectOp{Op: "peer", FD: 0},
 		wire.InspectOp{Op: "sysctl", PID: "1"}, wire.InspectOp{Op: "procargs", PID: "1"}, wire.InspectOp{Op: "ps", PID: "1"},
+		wire.InspectOp{Op: "exe", PID: "1"},
 	)
 	if rs[0].Error != nil || code(rs[1]) != wire.CodeNotFound || rs[2].Type != "fifo" || rs[3].Type != "char" ||
 		*rs[4].PeerPID != 4242 || code(rs[5]) != wire.CodeUnsupported || code(rs[6]) != wire.CodeUnsupported ||
-		code(rs[7]) != wire.CodeUnsupported || code(rs[8]) != wire.CodeUnsupported {
+		code(rs[7]) != wire.CodeUnsupported || code(rs[8]) != wire.CodeUnsupported || rs[9].Dev != "2049" || rs[9].Ino != "1234567" {
 		t.Errorf("fixture answers = %+v", rs)
 	}
 	if out := string(f.Call(wire.FnFacts, []byte(`{}`))); strings.TrimSpace(out) != `{"os":"linux","pid":100}` {

@@ -2,19 +2,22 @@ package policy
 
 import (
 	"path"
+	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mcp-resume/mcp-resume/internal/wire"
 )
 
 // Environment variables the plugin reads from facts.env (the host reports
-// every variable named MCP_RESUME or starting with MCP_RESUME_, and no other).
+// every variable of the server process).
 const (
 	// EnvSwitch set to "off" turns resume off: nothing is inspected, read
 	// or written.
 	EnvSwitch = "MCP_RESUME"
-	// EnvStateDir overrides the default state directory (an absolute path).
+	// EnvStateDir overrides the default state root, the directory that
+	// holds one state directory per app (an absolute path).
 	EnvStateDir = "MCP_RESUME_STATE_DIR"
 	// EnvInstance sets the instance key when the server declares none.
 	EnvInstance = "MCP_RESUME_INSTANCE"
@@ -29,8 +32,8 @@ const NoInstance = "-"
 const MaxAppLen = 64
 
 // ValidApp reports whether app obeys the app-name rule: 1-64 bytes of
-// [A-Za-z0-9._-], starting with a letter or digit. The app name is the last
-// element of the default state directory, so the rule keeps it one safe
+// [A-Za-z0-9._-], starting with a letter or digit. The app's state
+// directory is named after it (AppDirName), so the rule keeps it one safe
 // path element.
 func ValidApp(app string) bool {
 	if len(app) == 0 || len(app) > MaxAppLen || !isAlnum(app[0]) {
@@ -48,19 +51,201 @@ func isAlnum(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
+// AppDirName returns the name of app's state directory inside the state
+// root: app itself with every uppercase ASCII letter written as '+'
+// followed by the letter in lowercase ("MyApp" -> "+my+app", "my-app" ->
+// "my-app"). On a case-insensitive file system (the macOS default, and
+// Windows shares) "MyApp" and "myapp" would otherwise name one directory,
+// and two different apps would share one token file. The result holds no
+// uppercase letter, and '+' is not allowed in app names, so two different
+// valid app names never map to names that are equal, even ignoring case.
+// app must pass ValidApp.
+func AppDirName(app string) string {
+	var b strings.Builder
+	for i := 0; i < len(app); i++ {
+		c := app[i]
+		if c >= 'A' && c <= 'Z' {
+			b.WriteByte('+')
+			c += 'a' - 'A'
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// AppFromDirName inverts AppDirName: the app whose state directory is
+// named name, and false when name is not such a directory name.
+func AppFromDirName(name string) (string, bool) {
+	var b strings.Builder
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c == '+' && i+1 < len(name) && name[i+1] >= 'a' && name[i+1] <= 'z':
+			i++
+			b.WriteByte(name[i] - ('a' - 'A'))
+		case c >= 'A' && c <= 'Z', c == '+':
+			return "", false
+		default:
+			b.WriteByte(c)
+		}
+	}
+	app := b.String()
+	return app, ValidApp(app)
+}
+
+// VolatileEnv lists the environment variables left out of the default
+// instance key: each changes from one launch of the same server entry to
+// the next (or between a launch and its relaunch), so keeping it would
+// lose every resume, while leaving it out cannot make two entries alike
+// that differ in anything they were configured with:
+//
+//   - set by shells on every command: _ (the program path), SHLVL, PWD and
+//     OLDPWD (the working directory is part of the key itself), COLUMNS,
+//     LINES (the terminal size at launch);
+//   - set per connection by sshd: SSH_CLIENT, SSH_CONNECTION, SSH_TTY
+//     (the client's source port changes on every connection);
+//   - set per terminal window or tab: TERM_SESSION_ID (macOS Terminal),
+//     ITERM_SESSION_ID (iTerm2), WINDOWID (X11 terminals);
+//   - set per start by systemd (a server or launcher started as a unit or
+//     scope, systemd.exec(5)): INVOCATION_ID, JOURNAL_STREAM,
+//     SYSTEMD_EXEC_PID, MANAGERPID, WATCHDOG_PID, WATCHDOG_USEC,
+//     LISTEN_PID, LISTEN_FDS, LISTEN_FDNAMES;
+//   - per-launch startup-notification tokens of desktops:
+//     XDG_ACTIVATION_TOKEN (Wayland), DESKTOP_STARTUP_ID (X11).
+//
+// Hosts built on the official MCP SDKs pass a stdio server only a fixed
+// allowlist of the host's variables (HOME, LOGNAME, PATH, SHELL, TERM,
+// USER on Unix) plus the entry's own "env", and some hosts clear the
+// environment to such a list themselves: the same on every launch of one
+// entry. npm/npx (npm_* variables, INIT_CWD, NODE), uv/uvx (VIRTUAL_ENV,
+// UV_*) and hosts that pass their whole environment (VS Code's VSCODE_*,
+// ELECTRON_RUN_AS_NODE) add values that stay the same for one entry, one
+// working directory and one host process, so they stay in the key. Names
+// are compared exactly.
+var VolatileEnv = []string{
+	"_", "SHLVL", "PWD", "OLDPWD", "COLUMNS", "LINES",
+	"SSH_CLIENT", "SSH_CONNECTION", "SSH_TTY",
+	"TERM_SESSION_ID", "ITERM_SESSION_ID", "WINDOWID",
+	"INVOCATION_ID", "JOURNAL_STREAM", "SYSTEMD_EXEC_PID", "MANAGERPID",
+	"WATCHDOG_PID", "WATCHDOG_USEC", "LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES",
+	"XDG_ACTIVATION_TOKEN", "DESKTOP_STARTUP_ID",
+}
+
+// defaultKeyTag starts every default instance key, so that the encoding
+// of one launch can equal no other's and no declared key a user would
+// write (a declared key is used as it is).
+const defaultKeyTag = "mcp-resume default instance key v1"
+
+// DefaultInstanceKey returns the instance key of a server that declares
+// none: an unambiguous encoding of facts.args, facts.cwd and facts.env
+// without the variables of VolatileEnv and MCP_RESUME_STATE_DIR, or ""
+// (no instance) when all three
+// are empty. Every element is written as a netstring (<decimal length>:<bytes>,)
+// after a count, in the order tag, "args", count, each argument, "cwd",
+// cwd, "env", count, then each variable's name and value sorted by name
+// byte-wise; so two different launches never encode alike, whatever bytes
+// they hold. Only its SHA-256 (InstanceSuffix of internal/resume) reaches
+// a file name.
+func DefaultInstanceKey(f wire.Facts) string {
+	names := keyEnvNames(f.Env)
+	if len(f.Args) == 0 && f.Cwd == "" && len(names) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	ns := func(s string) {
+		b.WriteString(strconv.Itoa(len(s)))
+		b.WriteByte(':')
+		b.WriteString(s)
+		b.WriteByte(',')
+	}
+	ns(defaultKeyTag)
+	ns("args")
+	ns(strconv.Itoa(len(f.Args)))
+	for _, a := range f.Args {
+		ns(a)
+	}
+	ns("cwd")
+	ns(f.Cwd)
+	ns("env")
+	ns(strconv.Itoa(len(names)))
+	for _, n := range names {
+		ns(n)
+		ns(f.Env[n])
+	}
+	return b.String()
+}
+
+// keyEnvNames returns the names of env that are part of the default
+// instance key, sorted byte-wise: all but VolatileEnv and
+// MCP_RESUME_STATE_DIR (the state root already separates launches that
+// differ in it: their files live in different directories).
+func keyEnvNames(env map[string]string) []string {
+	var names []string
+	for n := range env {
+		if !slices.Contains(VolatileEnv, n) && n != EnvStateDir {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// undecodable reports whether s may not be what the process was given:
+// it holds U+FFFD, which every host puts in place of bytes that are not
+// UTF-8 (Go's JSON encoder, Python's surrogateescape replaced, Node's argv
+// decoding), or it is not valid UTF-8 at all. Two inputs that differ only
+// in such bytes reach the plugin equal.
+func undecodable(s string) bool {
+	return !utf8.ValidString(s) || strings.ContainsRune(s, utf8.RuneError)
+}
+
+// keyProblem says which input of the instance key cannot be told apart
+// from another launch's because the host could not carry it exactly, or ""
+// when every input is exact. declared is the declared key (option or
+// MCP_RESUME_INSTANCE), nil when the default key is used. It never quotes
+// a value: arguments and environment may hold secrets.
+func keyProblem(declared *string, declaredFrom string, f wire.Facts) string {
+	const fix = ": bytes that are not UTF-8 reach the plugin as U+FFFD, so launches that differ only in them would share a session; give this server entry an ASCII instance name (MCP_RESUME_INSTANCE or the instance option)"
+	if declared != nil {
+		if undecodable(*declared) {
+			return "the instance key from " + declaredFrom + " is not exact" + fix
+		}
+		return ""
+	}
+	for i, a := range f.Args {
+		if undecodable(a) {
+			return "argument " + strconv.Itoa(i+1) + " of the server is not exact" + fix
+		}
+	}
+	if undecodable(f.Cwd) {
+		return "the working directory is not exact" + fix
+	}
+	for _, n := range keyEnvNames(f.Env) {
+		if undecodable(n) || undecodable(f.Env[n]) {
+			return "environment variable " + strconv.QuoteToASCII(n) + " is not exact" + fix
+		}
+	}
+	return ""
+}
+
 // Config is what the open export settles from the server's declaration and
 // the host's facts.
 type Config struct {
 	// App is the validated app name.
 	App string
-	// StateDir is the absolute, clean state directory; "" when it cannot be
-	// computed (no home directory), and then Problem says why.
+	// StateDir is the absolute, clean state directory of this app,
+	// StateRoot/AppDirName(App); "" when it cannot be computed (no home
+	// directory), and then Problem says why.
 	StateDir string
-	// StateRoot is the directory that holds every app's default state
-	// directory (the default without its last element); "" when unknown.
+	// StateRoot is the directory that holds one state directory per app:
+	// the state_dir option, else MCP_RESUME_STATE_DIR, else the default
+	// root; "" when unknown.
 	StateRoot string
 	// InstanceKey is the instance key; "" for none.
 	InstanceKey string
+	// KeyProblem, when not "", is why the instance key cannot be trusted
+	// (an input the host could not carry exactly): resume is off.
+	KeyProblem string
 	// Launchers is the launcher set in effect.
 	Launchers LauncherSet
 	// Off is set by MCP_RESUME=off.
@@ -72,26 +257,31 @@ type Config struct {
 
 // Resume reports whether resume may still work for this store: not
 // switched off and no problem known at open.
-func (c Config) Resume() bool { return !c.Off && c.Problem == "" }
+func (c Config) Resume() bool { return !c.Off && c.Problem == "" && c.KeyProblem == "" }
 
 // Configure validates the open input and fills the defaults from the facts
 // (hostfuncs/README.md, "Plugin exports", open):
 //
 //   - app must pass ValidApp, else the error code is wire.CodeInvalidApp;
-//   - state_dir: the declared one (absolute, else wire.CodeInvalidOption),
-//     else env MCP_RESUME_STATE_DIR (absolute, else wire.CodeInvalidOption),
-//     else per user and app: on macOS <home>/Library/Application
-//     Support/mcp-resume/<app>; elsewhere <xdg_state_home>/mcp-resume/<app>
-//     when xdg_state_home is absolute, else <home>/.local/state/mcp-resume/<app>;
-//     always cleaned;
+//   - the state root: the declared state_dir (absolute, else
+//     wire.CodeInvalidOption), else env MCP_RESUME_STATE_DIR (absolute, else
+//     wire.CodeInvalidOption), else per user: on macOS
+//     <home>/Library/Application Support/mcp-resume; elsewhere
+//     <xdg_state_home>/mcp-resume when xdg_state_home is absolute, else
+//     <home>/.local/state/mcp-resume; always cleaned. The state directory
+//     is always <root>/<AppDirName(app)>, so two apps never share a token,
+//     lock or prune decision, whatever directory they are given;
 //   - the instance key: the declared one if any (nil is "not declared"),
-//     else env MCP_RESUME_INSTANCE if not empty, else facts.args joined with
-//     NUL; "" or "-" is no instance;
+//     else env MCP_RESUME_INSTANCE if not empty, each used exactly as
+//     given, else DefaultInstanceKey (arguments, working directory and
+//     environment but VolatileEnv); "" or "-" is no instance. A key input
+//     that the host could not carry exactly (U+FFFD, see keyProblem) sets
+//     KeyProblem: resume off;
 //   - launchers: the defaults, the declared ones, and env MCP_RESUME_LAUNCHERS;
 //   - env MCP_RESUME=off switches resume off.
 //
 // factsOK is false when mcp_resume_facts gave no usable answer: then resume
-// is off ("cannot tell"), and only a declared state directory is known.
+// is off ("cannot tell"), and only a declared state root is known.
 func Configure(in wire.OpenInput, f wire.Facts, factsOK bool) (Config, *wire.Error) {
 	if !ValidApp(in.App) {
 		return Config{}, &wire.Error{Code: wire.CodeInvalidApp, Message: "invalid app name " + strconv.Quote(in.App) + ": use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"}
@@ -102,40 +292,48 @@ func Configure(in wire.OpenInput, f wire.Facts, factsOK bool) (Config, *wire.Err
 		c.Problem = "mcp_resume_facts gave no usable answer"
 	}
 	env := func(k string) string { return f.Env[k] }
-	if root := stateRoot(f); root != "" {
-		c.StateRoot = root
-	}
 	switch {
 	case in.StateDir != "":
 		if !path.IsAbs(in.StateDir) {
 			return Config{}, &wire.Error{Code: wire.CodeInvalidOption, Message: "state_dir " + strconv.Quote(in.StateDir) + " is not an absolute path"}
 		}
-		c.StateDir = path.Clean(in.StateDir)
+		c.StateRoot = path.Clean(in.StateDir)
 	case env(EnvStateDir) != "":
 		if !path.IsAbs(env(EnvStateDir)) {
 			return Config{}, &wire.Error{Code: wire.CodeInvalidOption, Message: EnvStateDir + " " + strconv.Quote(env(EnvStateDir)) + " is not an absolute path"}
 		}
-		c.StateDir = path.Clean(env(EnvStateDir))
-	case c.StateRoot != "":
-		c.StateDir = c.StateRoot + "/" + in.App
+		c.StateRoot = path.Clean(env(EnvStateDir))
 	default:
-		if c.Problem == "" {
-			c.Problem = "no home directory to put the default state directory in: set " + EnvStateDir
-		}
+		c.StateRoot = stateRoot(f)
 	}
-	key := ""
+	switch {
+	case c.StateRoot == "/":
+		c.StateDir = "/" + AppDirName(in.App)
+	case c.StateRoot != "":
+		c.StateDir = c.StateRoot + "/" + AppDirName(in.App)
+	case c.Problem == "":
+		c.Problem = "no home directory to put the default state directory in: set " + EnvStateDir
+	}
+	var declared *string
+	from := ""
 	switch {
 	case in.Instance != nil:
-		key = *in.Instance
+		declared, from = in.Instance, "the instance option"
 	case env(EnvInstance) != "":
-		key = env(EnvInstance)
-	default:
-		key = strings.Join(f.Args, "\x00")
+		v := env(EnvInstance)
+		declared, from = &v, EnvInstance
 	}
-	if key == NoInstance {
-		key = ""
+	if declared != nil {
+		c.InstanceKey = *declared
+	} else {
+		c.InstanceKey = DefaultInstanceKey(f)
 	}
-	c.InstanceKey = key
+	if c.InstanceKey == NoInstance {
+		c.InstanceKey = ""
+	}
+	if c.InstanceKey != "" {
+		c.KeyProblem = keyProblem(declared, from, f)
+	}
 	c.Launchers = NewLauncherSet(in.Launchers, env(EnvLaunchers))
 	c.Off = env(EnvSwitch) == "off"
 	if c.Problem == "" && f.OS != "linux" && f.OS != "darwin" {

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -28,6 +29,8 @@ func TestConfigure(t *testing.T) {
 		change(&f)
 		return f
 	}
+	argsKey := DefaultInstanceKey(linux)
+	const home = "/home/ada/.local/state/mcp-resume"
 	tests := []struct {
 		name     string
 		in       wire.OpenInput
@@ -40,68 +43,81 @@ func TestConfigure(t *testing.T) {
 			name:  "linux defaults: instance from args",
 			in:    wire.OpenInput{App: "app"},
 			facts: linux,
-			want:  Config{App: "app", StateDir: "/home/ada/.local/state/mcp-resume/app", StateRoot: "/home/ada/.local/state/mcp-resume", InstanceKey: "--profile\x00work"},
+			want:  Config{App: "app", StateDir: home + "/app", StateRoot: home, InstanceKey: argsKey},
 		},
 		{
 			name:  "absolute XDG_STATE_HOME",
 			in:    wire.OpenInput{App: "app"},
 			facts: with(linux, func(f *wire.Facts) { f.XDGStateHome = "/x/state/" }),
-			want:  Config{App: "app", StateDir: "/x/state/mcp-resume/app", StateRoot: "/x/state/mcp-resume", InstanceKey: "--profile\x00work"},
+			want:  Config{App: "app", StateDir: "/x/state/mcp-resume/app", StateRoot: "/x/state/mcp-resume", InstanceKey: argsKey},
 		},
 		{
-			// The drift case of issue 9: a relative XDG_STATE_HOME is ignored.
+			// A relative XDG_STATE_HOME is ignored: it would move with the
+			// working directory.
 			name:  "relative XDG_STATE_HOME",
 			in:    wire.OpenInput{App: "app"},
 			facts: with(linux, func(f *wire.Facts) { f.XDGStateHome = "~/x" }),
-			want:  Config{App: "app", StateDir: "/home/ada/.local/state/mcp-resume/app", StateRoot: "/home/ada/.local/state/mcp-resume", InstanceKey: "--profile\x00work"},
+			want:  Config{App: "app", StateDir: home + "/app", StateRoot: home, InstanceKey: argsKey},
 		},
 		{
 			name:  "macOS ignores XDG",
 			in:    wire.OpenInput{App: "app"},
 			facts: with(linux, func(f *wire.Facts) { f.OS = "darwin"; f.Home = "/Users/ada"; f.XDGStateHome = "/x" }),
-			want:  Config{App: "app", StateDir: "/Users/ada/Library/Application Support/mcp-resume/app", StateRoot: "/Users/ada/Library/Application Support/mcp-resume", InstanceKey: "--profile\x00work"},
+			want:  Config{App: "app", StateDir: "/Users/ada/Library/Application Support/mcp-resume/app", StateRoot: "/Users/ada/Library/Application Support/mcp-resume", InstanceKey: argsKey},
 		},
 		{
-			name:  "declared state dir is cleaned; env instance",
+			name:  "declared state dir is a cleaned root; env instance",
 			in:    wire.OpenInput{App: "app", StateDir: "/srv//state/./x/"},
 			facts: with(linux, func(f *wire.Facts) { f.Env["MCP_RESUME_INSTANCE"] = "work" }),
-			want:  Config{App: "app", StateDir: "/srv/state/x", StateRoot: "/home/ada/.local/state/mcp-resume", InstanceKey: "work"},
+			want:  Config{App: "app", StateDir: "/srv/state/x/app", StateRoot: "/srv/state/x", InstanceKey: "work"},
 		},
 		{
-			name:  "env state dir; declared instance wins over env",
+			name:  "env state dir is a root; declared instance wins over env",
 			in:    wire.OpenInput{App: "app", Instance: strp("mine")},
 			facts: with(linux, func(f *wire.Facts) { f.Env["MCP_RESUME_STATE_DIR"] = "/e/dir"; f.Env["MCP_RESUME_INSTANCE"] = "work" }),
-			want:  Config{App: "app", StateDir: "/e/dir", StateRoot: "/home/ada/.local/state/mcp-resume", InstanceKey: "mine"},
+			want:  Config{App: "app", StateDir: "/e/dir/app", StateRoot: "/e/dir", InstanceKey: "mine"},
+		},
+		{
+			name:  "root state dir",
+			in:    wire.OpenInput{App: "MyApp", StateDir: "/", Instance: strp("-")},
+			facts: linux,
+			want:  Config{App: "MyApp", StateDir: "/+my+app", StateRoot: "/"},
 		},
 		{
 			name:  "declared no instance",
 			in:    wire.OpenInput{App: "app", Instance: strp("-")},
 			facts: linux,
-			want:  Config{App: "app", StateDir: "/home/ada/.local/state/mcp-resume/app", StateRoot: "/home/ada/.local/state/mcp-resume"},
+			want:  Config{App: "app", StateDir: home + "/app", StateRoot: home},
 		},
 		{
 			name:  "declared empty instance",
 			in:    wire.OpenInput{App: "app", Instance: strp("")},
 			facts: with(linux, func(f *wire.Facts) { f.Env["MCP_RESUME_INSTANCE"] = "work" }),
-			want:  Config{App: "app", StateDir: "/home/ada/.local/state/mcp-resume/app", StateRoot: "/home/ada/.local/state/mcp-resume"},
+			want:  Config{App: "app", StateDir: home + "/app", StateRoot: home},
 		},
 		{
 			name:  "env no instance",
 			in:    wire.OpenInput{App: "app"},
 			facts: with(linux, func(f *wire.Facts) { f.Env["MCP_RESUME_INSTANCE"] = "-" }),
-			want:  Config{App: "app", StateDir: "/home/ada/.local/state/mcp-resume/app", StateRoot: "/home/ada/.local/state/mcp-resume"},
+			want:  Config{App: "app", StateDir: home + "/app", StateRoot: home},
 		},
 		{
-			name:  "no args, no instance",
+			name:  "no args, no cwd, no env: no instance",
 			in:    wire.OpenInput{App: "app"},
 			facts: with(linux, func(f *wire.Facts) { f.Args = nil }),
-			want:  Config{App: "app", StateDir: "/home/ada/.local/state/mcp-resume/app", StateRoot: "/home/ada/.local/state/mcp-resume"},
+			want:  Config{App: "app", StateDir: home + "/app", StateRoot: home},
+		},
+		{
+			name:  "only volatile env: no instance",
+			in:    wire.OpenInput{App: "app"},
+			facts: with(linux, func(f *wire.Facts) { f.Args = nil; f.Env["SHLVL"] = "2"; f.Env["_"] = "/usr/bin/x" }),
+			want:  Config{App: "app", StateDir: home + "/app", StateRoot: home},
 		},
 		{
 			name:  "MCP_RESUME=off",
 			in:    wire.OpenInput{App: "app"},
 			facts: with(linux, func(f *wire.Facts) { f.Args = nil; f.Env["MCP_RESUME"] = "off" }),
-			want:  Config{App: "app", StateDir: "/home/ada/.local/state/mcp-resume/app", StateRoot: "/home/ada/.local/state/mcp-resume", Off: true},
+			want:  Config{App: "app", StateDir: home + "/app", StateRoot: home, InstanceKey: DefaultInstanceKey(wire.Facts{Env: map[string]string{"MCP_RESUME": "off"}}), Off: true},
 		},
 		{
 			name:  "no home",
@@ -113,14 +129,14 @@ func TestConfigure(t *testing.T) {
 			name:  "unsupported system",
 			in:    wire.OpenInput{App: "app", StateDir: "/s"},
 			facts: with(linux, func(f *wire.Facts) { f.Args = nil; f.OS = "win32" }),
-			want:  Config{App: "app", StateDir: "/s", StateRoot: "/home/ada/.local/state/mcp-resume", Problem: `process identity is not supported on "win32" (spec 000, Platform Support)`},
+			want:  Config{App: "app", StateDir: "/s/app", StateRoot: "/s", Problem: `process identity is not supported on "win32" (spec 000, Platform Support)`},
 		},
 		{
 			name:     "facts unusable",
 			in:       wire.OpenInput{App: "app", StateDir: "/s"},
 			facts:    linux,
 			factsBad: true,
-			want:     Config{App: "app", StateDir: "/s", Problem: "mcp_resume_facts gave no usable answer"},
+			want:     Config{App: "app", StateDir: "/s/app", StateRoot: "/s", Problem: "mcp_resume_facts gave no usable answer"},
 		},
 		{name: "bad app", in: wire.OpenInput{App: "../x"}, facts: linux, wantCode: wire.CodeInvalidApp},
 		{name: "no app", in: wire.OpenInput{}, facts: linux, wantCode: wire.CodeInvalidApp},
@@ -143,10 +159,143 @@ func TestConfigure(t *testing.T) {
 			if d := diff(tt.want, got); d != "" {
 				t.Errorf("Configure() %s", d)
 			}
-			if got.Resume() != (!tt.want.Off && tt.want.Problem == "") {
+			if got.Resume() != (!tt.want.Off && tt.want.Problem == "" && tt.want.KeyProblem == "") {
 				t.Errorf("Resume() = %v", got.Resume())
 			}
 		})
+	}
+}
+
+// TestAppDirName: two different app names never name one directory, even
+// on a case-insensitive file system (the attacker case: "MyApp" and
+// "myapp" on macOS's default APFS), and the mapping inverts.
+func TestAppDirName(t *testing.T) {
+	apps := []string{"myapp", "MyApp", "MYAPP", "myApp", "m", "M", "a.B_c-D9", "x" + strings.Repeat("Y", 63), "9lives", "my-app", "my.app"}
+	seen := map[string]string{}
+	for _, app := range apps {
+		d := AppDirName(app)
+		if strings.ToLower(d) != d {
+			t.Errorf("AppDirName(%q) = %q holds uppercase", app, d)
+		}
+		if other, dup := seen[strings.ToLower(d)]; dup {
+			t.Errorf("apps %q and %q share directory %q ignoring case", other, app, d)
+		}
+		seen[strings.ToLower(d)] = app
+		if back, ok := AppFromDirName(d); !ok || back != app {
+			t.Errorf("AppFromDirName(%q) = %q, %v, want %q", d, back, ok, app)
+		}
+	}
+	if AppDirName("MyApp") != "+my+app" || AppDirName("my-app") != "my-app" {
+		t.Errorf("AppDirName: %q, %q", AppDirName("MyApp"), AppDirName("my-app"))
+	}
+	for _, bad := range []string{"MyApp", "+", "a+", "a+1", "++a", ".x", "", "a/b"} {
+		if app, ok := AppFromDirName(bad); ok {
+			t.Errorf("AppFromDirName(%q) = %q, true; want false", bad, app)
+		}
+	}
+}
+
+// TestDefaultInstanceKey: launches of one command that differ in working
+// directory, environment or the split of their arguments get different
+// keys; launches that differ only in the variables that change on every
+// launch get the same key.
+func TestDefaultInstanceKey(t *testing.T) {
+	base := wire.Facts{Args: []string{"serve"}, Cwd: "/ws/A", Env: map[string]string{"PATH": "/usr/bin", "ACCOUNT": "work"}}
+	with := func(change func(f *wire.Facts)) wire.Facts {
+		f := base
+		f.Args = append([]string(nil), base.Args...)
+		f.Env = map[string]string{}
+		for k, v := range base.Env {
+			f.Env[k] = v
+		}
+		change(&f)
+		return f
+	}
+	differ := map[string]wire.Facts{
+		"another project (cwd /ws/B)":        with(func(f *wire.Facts) { f.Cwd = "/ws/B" }),
+		"another account (ACCOUNT=personal)": with(func(f *wire.Facts) { f.Env["ACCOUNT"] = "personal" }),
+		"a variable more":                    with(func(f *wire.Facts) { f.Env["DEBUG"] = "" }),
+		"no cwd":                             with(func(f *wire.Facts) { f.Cwd = "" }),
+		"arguments split differently":        with(func(f *wire.Facts) { f.Args = []string{"ser", "ve"} }),
+		"an argument more":                   with(func(f *wire.Facts) { f.Args = append(f.Args, "") }),
+		"argument moved into the cwd":        with(func(f *wire.Facts) { f.Args = nil; f.Cwd = "serve" }),
+		"value moved into the name":          with(func(f *wire.Facts) { delete(f.Env, "ACCOUNT"); f.Env["ACCOUNT=work"] = "" }),
+		"name/value boundary":                with(func(f *wire.Facts) { delete(f.Env, "ACCOUNT"); f.Env["ACCOUN"] = "Twork" }),
+		"MCP_RESUME_LAUNCHERS set":           with(func(f *wire.Facts) { f.Env["MCP_RESUME_LAUNCHERS"] = "x" }),
+	}
+	k := DefaultInstanceKey(base)
+	seen := map[string]string{k: "base"}
+	for name, f := range differ {
+		got := DefaultInstanceKey(f)
+		if other, dup := seen[got]; dup {
+			t.Errorf("%s: same key as %s", name, other)
+		}
+		seen[got] = name
+	}
+	same := with(func(f *wire.Facts) {
+		for i, n := range VolatileEnv {
+			f.Env[n] = "launch-" + strconv.Itoa(i)
+		}
+	})
+	if DefaultInstanceKey(same) != k {
+		t.Errorf("the variables of VolatileEnv changed the key")
+	}
+	if DefaultInstanceKey(wire.Facts{Env: map[string]string{"PWD": "/x"}}) != "" {
+		t.Errorf("only volatile variables: want no instance")
+	}
+}
+
+// TestConfigure_Undecodable: two launches whose arguments (or working
+// directory, environment, declared instance) differ only in bytes that
+// are not UTF-8 reach the plugin equal (U+FFFD in place of each), so
+// resume is off for both, with a problem that names the input but never
+// quotes its value. The instance key of the other inputs does not matter.
+func TestConfigure_Undecodable(t *testing.T) {
+	linux := wire.Facts{OS: "linux", PID: 100, Home: "/home/ada", Args: []string{"--x=ok"}, Cwd: "/ws", Env: map[string]string{"TOKEN": "s3cret"}}
+	bad := "--x=\ufffd" // what every host sends for "--x=\xff" and "--x=\xfe" alike
+	tests := []struct {
+		name   string
+		in     wire.OpenInput
+		change func(f *wire.Facts)
+		want   string // a part of KeyProblem; "" for none
+	}{
+		{name: "argument", change: func(f *wire.Facts) { f.Args = []string{"a", bad} }, want: "argument 2"},
+		{name: "cwd", change: func(f *wire.Facts) { f.Cwd = "/ws/" + bad }, want: "working directory"},
+		{name: "env value", change: func(f *wire.Facts) { f.Env["TOKEN"] = bad }, want: `environment variable "TOKEN"`},
+		{name: "env name", change: func(f *wire.Facts) { f.Env[bad] = "1" }, want: "environment variable"},
+		{name: "volatile env value is not a key input", change: func(f *wire.Facts) { f.Env["OLDPWD"] = bad }, want: ""},
+		{name: "env instance", change: func(f *wire.Facts) { f.Env["MCP_RESUME_INSTANCE"] = bad }, want: "MCP_RESUME_INSTANCE"},
+		{name: "declared instance", in: wire.OpenInput{Instance: strp(bad)}, change: func(f *wire.Facts) {}, want: "instance option"},
+		{name: "declared ASCII instance covers a bad argument", in: wire.OpenInput{Instance: strp("work")}, change: func(f *wire.Facts) { f.Args = []string{bad} }, want: ""},
+		{name: "env ASCII instance covers a bad env value", change: func(f *wire.Facts) { f.Env["MCP_RESUME_INSTANCE"] = "work"; f.Env["X"] = bad }, want: ""},
+		{name: "no instance declared covers a bad argument", in: wire.OpenInput{Instance: strp("-")}, change: func(f *wire.Facts) { f.Args = []string{bad} }, want: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := linux
+			f.Env = map[string]string{"TOKEN": "s3cret"}
+			tt.change(&f)
+			in := tt.in
+			in.App = "app"
+			c, werr := Configure(in, f, true)
+			if werr != nil {
+				t.Fatal(werr)
+			}
+			switch {
+			case tt.want == "" && c.KeyProblem != "":
+				t.Errorf("KeyProblem = %q, want none", c.KeyProblem)
+			case tt.want != "" && !strings.Contains(c.KeyProblem, tt.want):
+				t.Errorf("KeyProblem = %q, want it to name %q", c.KeyProblem, tt.want)
+			case tt.want != "" && (c.Resume() || strings.Contains(c.KeyProblem, "s3cret") || !strings.Contains(c.KeyProblem, "MCP_RESUME_INSTANCE")):
+				t.Errorf("KeyProblem = %q, Resume() = %v: want resume off, the fix named, no value quoted", c.KeyProblem, c.Resume())
+			}
+		})
+	}
+	// Invalid UTF-8 that reached the plugin raw counts too.
+	f := linux
+	f.Args = []string{"--x=\xff"}
+	if c, _ := Configure(wire.OpenInput{App: "app"}, f, true); c.KeyProblem == "" {
+		t.Errorf("a raw invalid byte in an argument left the key trusted")
 	}
 }
 

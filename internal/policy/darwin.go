@@ -3,6 +3,7 @@ package policy
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"strconv"
 	"strings"
@@ -371,7 +372,20 @@ func resolveDarwin(f wire.Facts, set LauncherSet, in Inspector) (Identity, error
 		return id, err
 	}
 	id.Stdio = "not checked: no subreapers on this system"
+	id.StartTime += "." + darwinImage(id.Chain[len(id.Chain)-1].Name)
 	return id, nil
+}
+
+// darwinImage is the macOS stand-in for the program image in a host's start
+// time: "c" and the lowercase hex of p_comm, the first 16 bytes of the name
+// of the file the process last exec'd (struct kinfo_proc, or ucomm from ps,
+// the same field), which execve(2) replaces while the pid and p_starttime
+// stay. Neither sysctl nor ps gives the executable's device and inode to
+// every host (Node has only ps), so an exec into a program of the same file
+// name is not told apart on macOS. The "c" keeps it apart from the
+// "<tv_usec>" of names written before ABI 3.
+func darwinImage(comm string) string {
+	return "c" + hex.EncodeToString([]byte(comm))
 }
 
 // darwinStartMatches reports whether the macOS start time have ("<tv_sec>")
@@ -398,7 +412,13 @@ func darwinAlive(pid int, want string, r wire.InspectResult, ps bool) string {
 		return wire.HostUnknown
 	case p.zombie:
 		return wire.HostGone
+	case want == p.StartTime+"."+darwinImage(p.Name):
+		return wire.HostAlive
+	case strings.Contains(want, ".c"):
+		// Another image (the host exec'd), or another process.
+		return wire.HostGone
 	case darwinStartMatches(p.StartTime, want):
+		// A name written before the image was part of it.
 		return wire.HostAlive
 	default:
 		return wire.HostGone

@@ -296,7 +296,8 @@ func TestResolve_Darwin(t *testing.T) {
 		if err != nil {
 			t.Fatalf("ps %v: Resolve: %v", ps, err)
 		}
-		if id.PID != 500 || id.StartTime != "1700000000" || len(id.Chain) != 3 || id.Stdio != "not checked: no subreapers on this system" {
+		// The start time ends in "c" and the hex of p_comm ("Claude").
+		if id.PID != 500 || id.StartTime != "1700000000.c436c61756465" || len(id.Chain) != 3 || id.Stdio != "not checked: no subreapers on this system" {
 			t.Errorf("ps %v: Resolve = %+v", ps, id)
 		}
 		// One call for the server (two with ps: sysctl answered unsupported
@@ -350,15 +351,21 @@ func TestLiveness_Darwin(t *testing.T) {
 	// 505 and 506: sysctl unsupported (the default), ps answers.
 	sys.answers["ps 505"] = wire.InspectResult{Data: []byte(psLine(505, 1, "Ss", 1700000000, "Claude"))}
 	sys.answers["ps 506"] = wire.InspectResult{Data: []byte(psLine(506, 1, "Z", 1700000000, "x"))}
+	claude := "." + darwinImage("Claude")
 	refs := []HostRef{
 		{500, "1700000000"}, {500, "1700000000.000042"}, {500, "1700000001"},
 		{501, "1700000000"}, {502, "1700000000"}, {503, "1700000000"}, {504, "1700000000"},
 		{505, "1700000000"}, {505, "1699999999"}, {506, "1700000000"}, {507, "1"},
+		// With the image: the same program, another program (the host
+		// exec'd: same pid and start second), through sysctl and ps.
+		{500, "1700000000" + claude}, {500, "1700000000." + darwinImage("python3.11")},
+		{505, "1700000000" + claude}, {505, "1700000000." + darwinImage("node")},
 	}
 	want := []string{
 		wire.HostAlive, wire.HostAlive, wire.HostGone,
 		wire.HostGone, wire.HostGone, wire.HostUnknown, wire.HostUnknown,
 		wire.HostAlive, wire.HostGone, wire.HostGone, wire.HostUnknown,
+		wire.HostAlive, wire.HostGone, wire.HostAlive, wire.HostGone,
 	}
 	got := Liveness(wire.Facts{OS: "darwin", PID: 9}, sys.inspect, refs)
 	if d := diff(want, got); d != "" {

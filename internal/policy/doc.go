@@ -3,7 +3,8 @@
 // server, whether that host holds the server's stdio, whether the host a
 // token file was written under is still alive, and the defaults of the open
 // export (state directory, app name, instance key, launchers, the
-// MCP_RESUME switch). It is compiled into the plugin (plugin/plugin.wasm),
+// MCP_RESUME switch; see [Configure], [AppDirName], [DefaultInstanceKey]
+// and [VolatileEnv]). It is compiled into the plugin (plugin/plugin.wasm),
 // so every host (Go, Python, TypeScript) runs the same rules, and it is
 // tested natively with fixture answers.
 //
@@ -33,7 +34,7 @@
 // 000, "Token File Naming Strategy"). It holds only ASCII digits, lowercase
 // hex digits and dots.
 //
-// On Linux the start time is
+// On Linux a process's start time ([Process.StartTime]) is
 //
 //	<starttime>.<boot_id>.<pid_ns>
 //
@@ -41,12 +42,29 @@
 // since boot, see proc_pid_stat(5)), <boot_id> is the contents of
 // /proc/sys/kernel/random/boot_id with the dashes removed (32 lowercase hex
 // digits), and <pid_ns> is the inode number of the PID namespace, from the
-// link /proc/self/ns/pid ("pid:[4026531836]"). For example, a process that
-// started 98765 ticks after a boot whose ID is
-// 0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0, in the initial PID namespace, has
-// the start time
+// link /proc/self/ns/pid ("pid:[4026531836]"). The host's start time
+// ([Identity.StartTime], the one in file names) adds its program image:
 //
-//	98765.0f1e2d3c4b5a69788796a5b4c3d2e1f0.4026531836
+//	<starttime>.<boot_id>.<pid_ns>.<dev>x<ino>
+//
+// where <dev> and <ino> are st_dev and st_ino of stat(2) of
+// /proc/<pid>/exe in decimal (the exe operation; the link is followed to
+// the program file, even a deleted one). execve(2) keeps the pid and the
+// start ticks, so without the image a host that stored a session and then
+// exec'd into another program would be the same host. A host whose image
+// cannot be read (exe answers permission for another user's or a
+// non-dumpable process, unsupported for a host without the operation)
+// fails with [ErrExe]: resume off. For example, a process that started
+// 98765 ticks after a boot whose ID is 0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0,
+// in the initial PID namespace, running the program file with device 2049
+// and inode 1234567, has the host start time
+//
+//	98765.0f1e2d3c4b5a69788796a5b4c3d2e1f0.4026531836.2049x1234567
+//
+// Limits: an exec into the same program file (an interpreter re-executing
+// itself with another script) keeps the image; an in-place upgrade of the
+// host's binary does not change a running host's image (its
+// /proc/<pid>/exe still names the old inode).
 //
 // The namespace matters because two PID namespaces hand out the same pids and
 // share the boot ID and clock. A process visible in this process's /proc is
@@ -79,6 +97,13 @@
 // within one second only after about 100 000 forks in that second. Files
 // written before ABI 3 by the Go and Python hosts record
 // "<tv_sec>.<tv_usec>"; [Liveness] matches those on the seconds.
+//
+// The host's start time on macOS adds its program image as the macOS
+// primitives give it to every host: "<tv_sec>.c<hex of p_comm>", p_comm
+// being the first 16 bytes of the name of the file the process last
+// exec'd (kinfo_proc, or ucomm from ps). execve(2) keeps the pid and
+// p_starttime but replaces p_comm, so a host that exec'd into a program of
+// another name is another host; into one of the same name it is not.
 //
 // # Launchers
 //
@@ -349,11 +374,11 @@
 // Resolve on Linux makes one mcp_resume_inspect call for the own-/proc
 // check, the boot ID, the PID namespace, the server's stat and cmdline, the
 // fstat and /proc link of its stdin and stdout and the time-namespace
-// offsets; one call per ancestor level (the parent's stat and cmdline, the
-// child's stat again, kill of the parent); and one more for the stdio check
-// when stdin or stdout is a pipe, a FIFO, a terminal or a socket. A server
-// launched directly by its host over pipes makes three.
+// offsets; one call per ancestor level (the parent's stat, cmdline and
+// program image, the child's stat again, kill of the parent); and one more
+// for the stdio check when stdin or stdout is a pipe, a FIFO, a terminal or a
+// socket. A server launched directly by its host over pipes makes three.
 // On macOS: one call for the server (two where sysctl is unsupported and ps
-// answers), then one per level. [Liveness] makes one call per 30 files on
+// answers), then one per level. [Liveness] makes one call per 20 files on
 // Linux, one (or two, with ps) on macOS.
 package policy

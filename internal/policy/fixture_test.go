@@ -131,9 +131,19 @@ func (s *system) answer(op wire.InspectOp) wire.InspectResult {
 		return errResult(wire.CodeNotFound)
 	case wire.OpFstat:
 		return wire.InspectResult{Type: wire.FileTypeChar}
+	case wire.OpExe:
+		return wire.InspectResult{Dev: fixtureExeDev, Ino: fixtureExeIno}
 	}
 	return errResult(wire.CodeUnsupported)
 }
+
+// The default answer of the exe operation for every pid (as in the
+// conformance runners): the program image's device and inode.
+const (
+	fixtureExeDev = "2049"
+	fixtureExeIno = "1234567"
+	fixtureExe    = fixtureExeDev + "x" + fixtureExeIno
+)
 
 // fakeProc is one process in a fixture /proc tree.
 type fakeProc struct {

@@ -25,6 +25,24 @@ const (
 func procStat(pid int) string    { return "/proc/" + strconv.Itoa(pid) + "/stat" }
 func procCmdline(pid int) string { return "/proc/" + strconv.Itoa(pid) + "/cmdline" }
 func procSelfFD(fd int) string   { return "/proc/self/fd/" + strconv.Itoa(fd) }
+func procExe(pid int) string     { return "/proc/" + strconv.Itoa(pid) + "/exe" }
+
+// exeID turns the answer of the exe operation into the last component of
+// a Linux start time, "<dev>x<ino>" in decimal (at most 41 bytes of
+// [0-9x]). Errors wrap ErrExe and the sentinel of the answer's code;
+// an answer without two decimal numbers wraps ErrNoAnswer.
+func exeID(pid int, r wire.InspectResult) (string, error) {
+	what := "stat " + procExe(pid)
+	if err := resultErr(what, r); err != nil {
+		return "", wrap("", ErrExe, err)
+	}
+	dev, err1 := strconv.ParseUint(r.Dev, 10, 64)
+	ino, err2 := strconv.ParseUint(r.Ino, 10, 64)
+	if err1 != nil || err2 != nil || strconv.FormatUint(dev, 10) != r.Dev || strconv.FormatUint(ino, 10) != r.Ino {
+		return "", wrap(what+": answer "+quote(r.Dev)+", "+quote(r.Ino)+" is not two decimal numbers", ErrExe, ErrNoAnswer)
+	}
+	return r.Dev + "x" + r.Ino, nil
+}
 
 // statInfo holds the fields of /proc/<pid>/stat this package uses.
 type statInfo struct {
@@ -216,19 +234,25 @@ type linuxWalker struct {
 	base linuxBase
 }
 
-// step implements walker: one call reads the parent's stat and cmdline, the
-// child's stat again, and kill(parent, 0) for the hidden-host rule.
+// step implements walker: one call reads the parent's stat, cmdline and
+// program image (exe), the child's stat again, and kill(parent, 0) for the
+// hidden-host rule. The image is read before the child is re-read, so the
+// race check covers it too.
 func (w linuxWalker) step(child Process) (Process, error, Process, error, error) {
 	res, err := inspect(w.in, []wire.InspectOp{
 		opRead(procStat(child.PPID)), opRead(procCmdline(child.PPID)),
+		opPID(wire.OpExe, child.PPID),
 		opRead(procStat(child.PID)),
 		opPID(wire.OpKill0, child.PPID),
 	})
 	if err != nil {
 		return Process{}, nil, Process{}, nil, err
 	}
-	parent, perr := w.base.process(child.PPID, res[0], &res[1], &res[3])
-	again, aerr := w.base.process(child.PID, res[2], nil, nil)
+	parent, perr := w.base.process(child.PPID, res[0], &res[1], &res[4])
+	if perr == nil {
+		parent.exe, parent.exeErr = exeID(parent.PID, res[2])
+	}
+	again, aerr := w.base.process(child.PID, res[3], nil, nil)
 	return parent, perr, again, aerr, nil
 }
 
@@ -277,6 +301,14 @@ func resolveLinux(f wire.Facts, set LauncherSet, in Inspector) (Identity, error)
 		return Identity{Chain: id.Chain}, err
 	}
 	id.Stdio = why
+	// A process keeps its pid and start time across execve(2): the
+	// program image makes a host that exec'd into another program a new
+	// host.
+	host := id.Chain[len(id.Chain)-1]
+	if host.exeErr != nil {
+		return Identity{Chain: id.Chain}, wrap("resolve MCP host of pid "+itoa(f.PID)+": the host "+describe(host)+" cannot be told apart from another program it might exec into; session resume is off", host.exeErr)
+	}
+	id.StartTime += "." + host.exe
 	return id, nil
 }
 
@@ -323,11 +355,15 @@ func checkTimens(r wire.InspectResult) error {
 }
 
 // linuxAlive answers liveness for one file from the answers to reading
-// /proc/<pid>/stat and kill(pid, 0), given the base (see Liveness).
-func linuxAlive(b linuxBase, pid int, want string, stat, kill0 wire.InspectResult) string {
+// /proc/<pid>/stat, kill(pid, 0) and the exe operation, given the base (see
+// Liveness). want is "<ticks>.<boot_id>.<pid_ns>.<dev>x<ino>", or the form
+// without the image that files written before it was added carry (their
+// host is alive while the first three parts match).
+func linuxAlive(b linuxBase, pid int, want string, stat, kill0, exe wire.InspectResult) string {
+	parts := strings.Split(want, ".")
 	// A start time recorded in another PID namespace names nothing here:
 	// cannot tell, never "gone" (faults 10b and 11d).
-	if i := strings.LastIndexByte(want, '.'); strings.Count(want, ".") == 2 && want[i+1:] != b.ns {
+	if (len(parts) == 3 || len(parts) == 4) && parts[2] != b.ns {
 		return wire.HostUnknown
 	}
 	p, err := b.process(pid, stat, nil, nil)
@@ -344,6 +380,16 @@ func linuxAlive(b linuxBase, pid int, want string, stat, kill0 wire.InspectResul
 	case p.zombie:
 		return wire.HostGone
 	case p.StartTime == want:
+		return wire.HostAlive
+	case len(parts) != 4 || p.StartTime != strings.Join(parts[:3], "."):
+		return wire.HostGone
+	}
+	// Same process start; the image tells whether it exec'd since.
+	img, err := exeID(pid, exe)
+	switch {
+	case err != nil:
+		return wire.HostUnknown
+	case img == parts[3]:
 		return wire.HostAlive
 	default:
 		return wire.HostGone

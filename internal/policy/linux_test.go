@@ -195,8 +195,16 @@ func TestLiveness_Linux(t *testing.T) {
 		{name: "hidden by hidepid", pid: 998, startTime: here("98765"), kill0: wire.CodePermission, want: wire.HostUnknown},
 		{name: "stat missing but kill succeeds", pid: 997, startTime: here("98765"), kill0: "ok", want: wire.HostUnknown},
 		{name: "stat missing, kill unsupported", pid: 996, startTime: here("98765"), kill0: wire.CodeUnsupported, want: wire.HostUnknown},
+		{name: "same instance, same image", pid: 100, startTime: here("98765") + "." + fixtureExe, want: wire.HostAlive},
+		// The host exec'd into another program: same pid and start ticks,
+		// another image. Its files belong to a host that is gone.
+		{name: "same start, another image (exec)", pid: 100, startTime: here("98765") + ".2049x7", want: wire.HostGone},
+		{name: "pid reused, same image", pid: 100, startTime: here("98764") + "." + fixtureExe, want: wire.HostGone},
+		{name: "another PID namespace, with image", pid: 100, startTime: "98765." + testBoot + ".4026532000." + fixtureExe, want: wire.HostUnknown},
+		{name: "image unreadable", pid: 103, startTime: here("98765") + "." + fixtureExe, want: wire.HostUnknown},
 	}
-	sys := newSystem(300).put(live, zombie, dead)
+	sys := newSystem(300).put(live, zombie, dead, fakeProc{pid: 103, ppid: 1, comm: "other", start: 98765})
+	sys.answers["exe 103"] = errResult(wire.CodePermission)
 	var refs []HostRef
 	for _, tt := range tests {
 		refs = append(refs, HostRef{PID: tt.pid, StartTime: tt.startTime})
@@ -239,7 +247,7 @@ func TestLiveness_Linux(t *testing.T) {
 	}
 }
 
-// TestLiveness_Batches: 70 files take three calls of at most 64 operations.
+// TestLiveness_Batches: 70 files take four calls of at most 64 operations (20 files each).
 func TestLiveness_Batches(t *testing.T) {
 	sys := newSystem(300)
 	refs := make([]HostRef, 70)
@@ -257,7 +265,7 @@ func TestLiveness_Batches(t *testing.T) {
 			t.Fatalf("file %d: %s, want gone", i, s)
 		}
 	}
-	if sys.calls != 3 {
-		t.Errorf("%d calls, want 3", sys.calls)
+	if sys.calls != 4 {
+		t.Errorf("%d calls, want 4", sys.calls)
 	}
 }

@@ -17,8 +17,11 @@ type HostRef struct {
 // or wire.HostUnknown (cannot tell). It is how a stale file is recognised
 // (spec 000, "PID Reuse").
 //
-// Linux: one call per 30 files reads /proc/<pid>/stat and asks kill(pid, 0)
-// for each, after the own-/proc check, the boot ID and the PID namespace.
+// Linux: one call per 20 files reads /proc/<pid>/stat, asks kill(pid, 0)
+// and stats /proc/<pid>/exe for each, after the own-/proc check, the boot
+// ID and the PID namespace. A host whose image differs from the one in the
+// name exec'd into another program (or its pid was reused): gone; an image
+// that cannot be read: unknown.
 // Unknown: any of those three fails (a /proc of another PID namespace), a
 // start time recorded in another PID namespace, a stat that is missing while
 // kill answers anything but not_found (hidden by hidepid, fault 12), or any
@@ -40,12 +43,12 @@ func Liveness(f wire.Facts, in Inspector, refs []HostRef) []string {
 	}
 	switch f.OS {
 	case "linux":
-		const per = (wire.MaxInspectOps - 3) / 2
+		const per = (wire.MaxInspectOps - 3) / 3
 		for lo := 0; lo < len(refs); lo += per {
 			hi := min(lo+per, len(refs))
 			ops := baseOps()
 			for _, r := range refs[lo:hi] {
-				ops = append(ops, opRead(procStat(r.PID)), opPID(wire.OpKill0, r.PID))
+				ops = append(ops, opRead(procStat(r.PID)), opPID(wire.OpKill0, r.PID), opPID(wire.OpExe, r.PID))
 			}
 			res, err := inspect(in, ops)
 			if err != nil {
@@ -56,7 +59,7 @@ func Liveness(f wire.Facts, in Inspector, refs []HostRef) []string {
 				continue
 			}
 			for i, r := range refs[lo:hi] {
-				out[lo+i] = linuxAlive(base, r.PID, r.StartTime, res[3+2*i], res[4+2*i])
+				out[lo+i] = linuxAlive(base, r.PID, r.StartTime, res[3+3*i], res[4+3*i], res[5+3*i])
 			}
 		}
 	case "darwin":

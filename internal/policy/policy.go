@@ -91,6 +91,14 @@ var (
 	// rule needs.
 	ErrPermission = errors.New("permission denied")
 
+	// ErrExe: on Linux the resolved host's program image cannot be
+	// identified: stat of /proc/<pid>/exe failed (another user's or a
+	// non-dumpable process: permission; a host without the exe operation:
+	// unsupported). A process keeps its pid and start time across
+	// execve(2), so without the image an exec'd host would inherit its
+	// predecessor's session.
+	ErrExe = errors.New("cannot identify the MCP host's program image")
+
 	// ErrNoAnswer: a host function failed without a usable answer (the
 	// response is not JSON, has the wrong number of results, lacks a field,
 	// or is an error as a whole). It means "cannot tell", never "gone".
@@ -134,6 +142,10 @@ type Process struct {
 	StartTime string
 	// zombie is set for a process that exited and was not reaped yet.
 	zombie bool
+	// exe (Linux) is the program image's "<dev>x<ino>" (exeID), read for
+	// every parent of the walk; exeErr says why it is unknown.
+	exe    string
+	exeErr error
 }
 
 // Identity is the resolved MCP host: the pair the token file is named after
@@ -141,7 +153,9 @@ type Process struct {
 type Identity struct {
 	// PID is the host's process ID.
 	PID int
-	// StartTime is the host's [Process.StartTime].
+	// StartTime is the host's [Process.StartTime] and, on Linux, its
+	// program image: "<ticks>.<boot_id>.<pid_ns>.<dev>x<ino>" (see the
+	// package documentation, "Start time").
 	StartTime string
 	// Chain holds the ancestors walked, nearest first: the launchers, then
 	// the host itself as the last element. It may be partial (and then is

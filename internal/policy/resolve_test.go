@@ -318,8 +318,8 @@ func TestResolve(t *testing.T) {
 				byPID[p.pid] = p
 			}
 			host := byPID[tt.wantChain[len(tt.wantChain)-1]]
-			if got.PID != host.pid || got.StartTime != host.startTime() {
-				t.Errorf("Resolve(%d) = pid %d start %q, want pid %d start %q", pid, got.PID, got.StartTime, host.pid, host.startTime())
+			if got.PID != host.pid || got.StartTime != host.startTime()+"."+fixtureExe {
+				t.Errorf("Resolve(%d) = pid %d start %q, want pid %d start %q", pid, got.PID, got.StartTime, host.pid, host.startTime()+"."+fixtureExe)
 			}
 			var chain []int
 			for _, p := range got.Chain {
@@ -340,6 +340,41 @@ func TestResolve(t *testing.T) {
 				t.Errorf("Resolve(%d) Stdio = %q", pid, got.Stdio)
 			}
 		})
+	}
+}
+
+// TestResolve_Exec: a host that exec'd into another program keeps its pid
+// and start ticks; the program image (the exe operation) makes it another
+// host, and a host whose image cannot be read gets no identity at all.
+// Only the host's image counts: a launcher's cannot be read and that is fine.
+func TestResolve_Exec(t *testing.T) {
+	procs := []fakeProc{initProc, terminal, claude, npmExec, shC, serverNode}
+	resolve := func(change func(s *system)) (Identity, error) {
+		sys := newSystem(300).put(procs...)
+		change(sys)
+		return Resolve(linuxFacts(300), NewLauncherSet(nil, ""), sys.inspect)
+	}
+	before, err := resolve(func(s *system) { s.answers["exe 150"] = errResult(wire.CodePermission) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := resolve(func(s *system) { s.answers["exe 100"] = wire.InspectResult{Dev: "2049", Ino: "99"} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.PID != after.PID || before.StartTime == after.StartTime {
+		t.Errorf("host before exec %d %q, after %d %q: want the same pid and another start time", before.PID, before.StartTime, after.PID, after.StartTime)
+	}
+	if !strings.HasSuffix(after.StartTime, ".2049x99") {
+		t.Errorf("start time %q does not end in the image 2049x99", after.StartTime)
+	}
+	for _, bad := range []wire.InspectResult{
+		errResult(wire.CodePermission), errResult(wire.CodeUnsupported), errResult(wire.CodeNotFound),
+		{Dev: "2049"}, {Dev: "08", Ino: "1"}, {Dev: "-1", Ino: "1"}, {Dev: "1x", Ino: "1"},
+	} {
+		if _, err := resolve(func(s *system) { s.answers["exe 100"] = bad }); !errors.Is(err, ErrExe) {
+			t.Errorf("exe answers %+v: error = %v, want ErrExe", bad, err)
+		}
 	}
 }
 

@@ -58,7 +58,7 @@ type testHost struct {
 // parent the MCP host pid 4242 ("claude"), started 98765 ticks after boot.
 const (
 	bootID     = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0\n"
-	hostStart  = "98765.0f1e2d3c4b5a69788796a5b4c3d2e1f0.4026531836"
+	hostStart  = "98765.0f1e2d3c4b5a69788796a5b4c3d2e1f0.4026531836.2049x1234567"
 	tokenFile  = "token-4242-" + hostStart
 	lockFile   = "lock-4242-" + hostStart
 	serverStat = "100 (server) S 4242 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 5555 0 0\n"
@@ -71,8 +71,9 @@ func fail(code string) wire.InspectResult {
 	return wire.InspectResult{Error: &wire.Error{Code: code, Message: code + " (fixture)"}}
 }
 
-// newHost returns a host with the default system and a state directory
-// path (not created) under a temporary directory.
+// newHost returns a host with the default system and the state directory
+// path (not created) of app "conformance" under the state root
+// <tmp>/state (openInput passes that root).
 func newHost(t *testing.T) (*testHost, string) {
 	root := t.TempDir()
 	h := &testHost{
@@ -96,7 +97,7 @@ func newHost(t *testing.T) (*testHost, string) {
 		locks:  map[string]*testHost{},
 		calls:  map[string]int{},
 	}
-	return h, filepath.Join(root, "state")
+	return h, filepath.Join(root, "state", "conformance")
 }
 
 // sibling returns another host (another server process) on the same
@@ -349,6 +350,8 @@ func (h *testHost) inspect(op map[string]any) wire.InspectResult {
 	switch name {
 	case wire.OpFstat:
 		return wire.InspectResult{Type: wire.FileTypeChar}
+	case wire.OpExe:
+		return wire.InspectResult{Dev: "2049", Ino: "1234567"}
 	case wire.OpPeer, wire.OpSysctl, wire.OpProcargs, wire.OpPs:
 		return fail(wire.CodeUnsupported)
 	}

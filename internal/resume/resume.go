@@ -70,6 +70,10 @@ const (
 	MsgStaleRemoved = "Removed stale token file"
 	// Ours: MCP_RESUME=off.
 	MsgResumeOff = "Session resume turned off by MCP_RESUME=off"
+	// Ours: an input of the instance key reached the plugin as U+FFFD
+	// (bytes that are not UTF-8), so launches that differ only there would
+	// share one session (policy.Config.KeyProblem).
+	MsgKeyInexact = "Instance key holds bytes the host could not carry exactly, session resume disabled for this instance"
 	// Ours, debug: the MCP host was identified.
 	MsgHostIdentified = "MCP host identified"
 )
@@ -89,6 +93,7 @@ const (
 	EventLockFailed          = "lock_failed"
 	EventStaleRemoved        = "stale_removed"
 	EventResumeOff           = "resume_off"
+	EventKeyInexact          = "instance_key_inexact"
 	EventHostIdentified      = "host_identified"
 )
 
@@ -177,6 +182,10 @@ func (s *Store) init() {
 	if s.cfg.Off {
 		return
 	}
+	if s.cfg.KeyProblem != "" {
+		s.log(wire.LevelWarn, EventKeyInexact, MsgKeyInexact, s.cfg.KeyProblem)
+		return
+	}
 	if !s.resolveNames() {
 		s.log(wire.LevelWarn, EventIdentityUnavailable, MsgIdentityUnavailable, s.idProblem())
 		return
@@ -237,7 +246,7 @@ func (s *Store) resolveNames() bool {
 		return s.file != ""
 	}
 	s.namesDone = true
-	if s.cfg.Off || !s.factsOK || s.cfg.Problem != "" && s.cfg.StateDir != "" {
+	if s.cfg.Off || !s.factsOK || s.cfg.KeyProblem != "" || s.cfg.Problem != "" && s.cfg.StateDir != "" {
 		return false
 	}
 	s.id, s.idErr = policy.Resolve(s.facts, s.cfg.Launchers, s.inspect)
@@ -428,7 +437,7 @@ func (s *Store) scan(prefixes ...string) ([]listed, error) {
 }
 
 // hosts answers liveness for files with policy.Liveness (one inspect call
-// for up to 30 files on Linux).
+// for up to 20 files on Linux).
 func (s *Store) hosts(files []listed) []string {
 	refs := make([]policy.HostRef, len(files))
 	for i, f := range files {
@@ -552,6 +561,8 @@ func (s *Store) Whoami() (wire.WhoamiOutput, *wire.Error) {
 		switch {
 		case s.cfg.Off:
 			out.Error = MsgResumeOff
+		case s.cfg.KeyProblem != "":
+			out.Error = MsgKeyInexact + ": " + s.cfg.KeyProblem
 		default:
 			out.Error = s.idProblem()
 		}
@@ -704,11 +715,17 @@ func isHex16(s string) bool {
 	return true
 }
 
+// MaxStartTimeLen is the longest start time a file name may carry, in
+// bytes: the Linux form <ticks>.<boot_id>.<pid_ns>.<exe_dev>x<exe_ino> is
+// at most 20+1+32+1+20+1+20+1+20 = 116 bytes (policy's package
+// documentation, "Start time").
+const MaxStartTimeLen = 128
+
 // validStartTime reports whether s may be the start time in a file name:
-// 1-96 bytes of [a-z0-9.] (the forms of policy's start times, and those
-// written before ABI 3).
+// 1-MaxStartTimeLen bytes of [a-z0-9.] (the forms of policy's start times,
+// and those written before).
 func validStartTime(s string) bool {
-	if len(s) == 0 || len(s) > 96 {
+	if len(s) == 0 || len(s) > MaxStartTimeLen {
 		return false
 	}
 	for i := 0; i < len(s); i++ {

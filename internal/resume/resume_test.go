@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-resume/mcp-resume/internal/policy"
 	"github.com/mcp-resume/mcp-resume/internal/resume"
 	"github.com/mcp-resume/mcp-resume/internal/wire"
 )
@@ -18,8 +19,10 @@ import (
 // The conformance suites run the same behaviour through the Wasm build in
 // every host.
 
+// openInput opens app "conformance" with the state root whose
+// "conformance" directory is dir.
 func openInput(dir string) string {
-	b, _ := json.Marshal(wire.OpenInput{App: "conformance", StateDir: dir})
+	b, _ := json.Marshal(wire.OpenInput{App: "conformance", StateDir: filepath.Dir(dir)})
 	return string(b)
 }
 
@@ -336,13 +339,13 @@ func TestStore_Whoami(t *testing.T) {
 	if werr != nil {
 		t.Fatal(werr)
 	}
-	suffix := resume.InstanceSuffix("--profile\x00work")
+	suffix := resume.InstanceSuffix(policy.DefaultInstanceKey(h.facts))
 	want := wire.WhoamiOutput{
 		PID: 4242, StartTime: hostStart, Stdio: "verified: stdin /dev/pts/3 is held by the host as fd 0",
 		InstanceSuffix: suffix, TokenFile: tokenFile + "-" + suffix, LockFile: lockFile + "-" + suffix, StateDir: dir,
 		Chain: []wire.Process{
 			{PID: 200, PPID: 4242, Name: "sh", Args: []string{"sh", "-c", "server"}, StartTime: "777.0f1e2d3c4b5a69788796a5b4c3d2e1f0.4026531836", Role: "launcher"},
-			{PID: 4242, PPID: 50, Name: "claude", Args: []string{"claude"}, StartTime: hostStart, Role: "host"},
+			{PID: 4242, PPID: 50, Name: "claude", Args: []string{"claude"}, StartTime: strings.TrimSuffix(hostStart, ".2049x1234567"), Role: "host"},
 		},
 	}
 	gb, _ := json.Marshal(w)
@@ -457,7 +460,7 @@ func TestStore_ListMissingDir(t *testing.T) {
 		t.Errorf("list or prune asked for a mkdir: %v", h.reqs)
 	}
 	// An unsafe directory is an io error for list.
-	if err := os.Mkdir(dir, 0o770); err != nil {
+	if err := os.MkdirAll(dir, 0o770); err != nil {
 		t.Fatal(err)
 	}
 	os.Chmod(dir, 0o770)

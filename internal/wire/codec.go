@@ -591,7 +591,7 @@ func (in *OpenInput) DecodeJSON(b []byte) error {
 // OpenInput.DecodeJSON.
 func (f *Facts) DecodeJSON(b []byte) error {
 	return decodeObject(b, func(d *decoder, name string) error {
-		switch field(name, "os", "pid", "euid", "home", "xdg_state_home", "args", "env", "runtime", "stdio_fds", "error") {
+		switch field(name, "os", "pid", "euid", "home", "xdg_state_home", "cwd", "args", "env", "runtime", "stdio_fds", "error") {
 		case "os":
 			return d.str(&f.OS)
 		case "pid":
@@ -602,6 +602,8 @@ func (f *Facts) DecodeJSON(b []byte) error {
 			return d.str(&f.Home)
 		case "xdg_state_home":
 			return d.str(&f.XDGStateHome)
+		case "cwd":
+			return d.str(&f.Cwd)
 		case "args":
 			return d.strings(&f.Args)
 		case "env":
@@ -644,7 +646,7 @@ func (r *InspectResponse) DecodeJSON(b []byte) error {
 
 func (r *InspectResult) decode(d *decoder) error {
 	return d.object(func(d *decoder, name string) error {
-		switch field(name, "data", "args", "target", "fds", "type", "peer_pid", "error") {
+		switch field(name, "data", "args", "target", "fds", "type", "peer_pid", "dev", "ino", "error") {
 		case "data":
 			return d.bytes(&r.Data)
 		case "args":
@@ -667,6 +669,10 @@ func (r *InspectResult) decode(d *decoder) error {
 			})
 		case "type":
 			return d.str(&r.Type)
+		case "dev":
+			return d.str(&r.Dev)
+		case "ino":
+			return d.str(&r.Ino)
 		case "peer_pid":
 			if d.d.PeekKind() == 'n' {
 				r.PeerPID = nil

@@ -122,15 +122,24 @@ type Facts struct {
 	PID int `json:"pid"`
 	// EUID is the effective user id; -1 where the system has none.
 	EUID int `json:"euid"`
-	// Home is $HOME (or the runtime's home directory), "" when unknown.
+	// Home is $HOME when it is set and absolute, else the home directory of
+	// the effective uid's password-database entry (getpwuid(3): Go os/user,
+	// Python pwd, Node os.userInfo()), "" when neither is known. Every host
+	// applies the same fallback, so HOME unset gives one answer everywhere.
 	Home string `json:"home"`
 	// XDGStateHome is $XDG_STATE_HOME as set, "" when unset.
 	XDGStateHome string `json:"xdg_state_home"`
 	// Args are the server's arguments after the program (and, for Python and
 	// Node, after the script): os.Args[1:], sys.argv[1:], process.argv.slice(2).
 	Args []string `json:"args"`
-	// Env holds every environment variable whose name starts with
-	// "MCP_RESUME_" or is exactly "MCP_RESUME", and no other.
+	// Cwd is the server's working directory (getcwd(3)), "" when it cannot
+	// be read. Part of the default instance key.
+	Cwd string `json:"cwd"`
+	// Env holds every environment variable of the server process. The
+	// plugin picks what it needs: the MCP_RESUME* switches, and the rest
+	// (minus the variables of policy.VolatileEnv) for the default instance
+	// key. Hosts replace bytes that are not UTF-8 with U+FFFD, as in Args
+	// and Cwd.
 	Env map[string]string `json:"env"`
 	// Runtime names the host for logs, e.g. "go-sdk", "python", "node".
 	Runtime string `json:"runtime"`
@@ -157,6 +166,7 @@ const (
 	OpSysctl   = "sysctl"   // PID: raw struct kinfo_proc (macOS)
 	OpProcargs = "procargs" // PID: raw kern.procargs2 (macOS)
 	OpPs       = "ps"       // PID: ps output where sysctl is impossible (macOS, Node)
+	OpExe      = "exe"      // PID: device and inode of the program image, stat(2) of /proc/<pid>/exe (Linux)
 )
 
 // InspectRequest asks FnInspect for up to MaxInspectOps operations at once,
@@ -209,8 +219,14 @@ type InspectResult struct {
 	// Type: fstat, one of the FileType* values.
 	Type string `json:"type,omitempty"`
 	// PeerPID: peer; 0 when the peer is outside this PID namespace.
-	PeerPID *int   `json:"peer_pid,omitempty"`
-	Error   *Error `json:"error,omitempty"`
+	PeerPID *int `json:"peer_pid,omitempty"`
+	// Dev and Ino: exe, st_dev and st_ino of stat(2) of /proc/<pid>/exe
+	// (which follows the link to the program file), as decimal strings
+	// (an inode number may exceed 2^53, which JSON numbers in JavaScript
+	// cannot carry).
+	Dev   string `json:"dev,omitempty"`
+	Ino   string `json:"ino,omitempty"`
+	Error *Error `json:"error,omitempty"`
 }
 
 // FD is one open file descriptor of a process (OpFDs).

@@ -27,6 +27,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/mcp-resume/mcp-resume/host"
+	"github.com/mcp-resume/mcp-resume/internal/policy"
 )
 
 func main() {
@@ -247,11 +248,17 @@ func age(s int64) string {
 type appDir struct{ app, dir string }
 
 // eachStore opens a store on d and runs fn; a missing directory has no files.
+// The plugin always uses <root>/<app directory name>, so d.dir is opened as
+// the app its name encodes (policy.AppFromDirName) under its parent.
 func eachStore[T any](ctx context.Context, d appDir, fn func(*host.Store) ([]T, error)) ([]T, error) {
 	if _, err := os.Lstat(d.dir); errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
-	store, err := openStore(ctx, cliApp, d.dir, "")
+	app, ok := policy.AppFromDirName(filepath.Base(d.dir))
+	if !ok {
+		return nil, fmt.Errorf("%s is not an app's state directory: its name must be an app name (uppercase letters written as '+' and the lowercase letter)", d.dir)
+	}
+	store, err := openStore(ctx, app, filepath.Dir(d.dir), "")
 	if err != nil {
 		return nil, err
 	}
@@ -272,7 +279,7 @@ func stateDirs(ctx context.Context, app, dir string) ([]appDir, error) {
 			return nil, err
 		}
 		if app == "" {
-			app = filepath.Base(abs)
+			app, _ = policy.AppFromDirName(filepath.Base(abs))
 		}
 		return []appDir{{app, abs}}, nil
 	}
@@ -298,8 +305,8 @@ func stateDirs(ctx context.Context, app, dir string) ([]appDir, error) {
 	}
 	var out []appDir
 	for _, e := range entries {
-		if e.IsDir() {
-			out = append(out, appDir{e.Name(), filepath.Join(root, e.Name())})
+		if app, ok := policy.AppFromDirName(e.Name()); ok && e.IsDir() {
+			out = append(out, appDir{app, filepath.Join(root, e.Name())})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].app < out[j].app })

@@ -98,10 +98,11 @@ def test_conformance(path: Path, tmp_path: Path) -> None:
     root = tmp_path.resolve()
     case = substitute(json.loads(path.read_text()), root)
     system = load_system(case.get("system"), root)
-    state = root / "state"
+    state = root / "state" / "conformance"  # the state directory of app "conformance" under the root root/state
     sd = case.get("state_dir", {})
     if sd.get("create", True):
         mode = int(sd.get("mode", "0700"), 8)
+        os.mkdir(state.parent, 0o700)
         os.mkdir(state, mode)
         os.chmod(state, mode)
     make_files(root, case.get("outside_before", {}))

@@ -199,6 +199,10 @@ def cache_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("cache")
 
 
+#: The example server's app name: its state directory is $MCP_RESUME_STATE_DIR/APP.
+APP = "example-python"
+
+
 @pytest.fixture
 def env(tmp_path: Path, broker: Broker, cache_home: Path) -> dict[str, str]:
     return {
@@ -266,7 +270,7 @@ def assert_no_token_in(logs: list[Path], tokens: set[str]) -> None:
 
 def test_resume_same_host_and_fresh_for_another_host(tmp_path: Path, env: dict[str, str], hosts: Any) -> None:
     """Spec 000, Success Criteria 1-3: the same host resumes, another host gets its own session."""
-    state = tmp_path / "state"
+    state = tmp_path / "state" / APP  # the app's directory; the server gets its root
     host = hosts()
     log1, log2, log3 = tmp_path / "run1.log", tmp_path / "run2.log", tmp_path / "run3.log"
 
@@ -306,7 +310,7 @@ def test_resume_same_host_and_fresh_for_another_host(tmp_path: Path, env: dict[s
 @pytest.mark.parametrize("launch", [via_sh, via_uv], ids=["sh -c", "uv run"])
 def test_resume_through_launchers(tmp_path: Path, env: dict[str, str], hosts: Any, launch: Any) -> None:
     """Launchers between host and server are skipped: the token is filed under the host itself."""
-    state = tmp_path / "state"
+    state = tmp_path / "state" / APP  # the app's directory; the server gets its root
     host = hosts()
     log1, log2 = tmp_path / "run1.log", tmp_path / "run2.log"
     first = info(host.launch(*launch(), env, log1, [["session_info", {}]])[0])
@@ -323,7 +327,7 @@ def test_resume_through_launchers(tmp_path: Path, env: dict[str, str], hosts: An
 
 def test_corrupt_token_file(tmp_path: Path, env: dict[str, str], hosts: Any) -> None:
     """Spec 000, Token File Corrupted: garbage in the file -> deleted, fresh session, the log line."""
-    state = tmp_path / "state"
+    state = tmp_path / "state" / APP  # the app's directory; the server gets its root
     host = hosts()
     log1, log2 = tmp_path / "run1.log", tmp_path / "run2.log"
     first = info(host.launch(*direct(), env, log1, [["session_info", {}]])[0])
@@ -341,7 +345,10 @@ def test_corrupt_token_file(tmp_path: Path, env: dict[str, str], hosts: Any) -> 
 
 def test_broker_rejects_token(tmp_path: Path, env: dict[str, str], hosts: Any, broker: Broker) -> None:
     """Spec 000, Broker Rejects Token: a restarted broker does not know the token -> reject, fresh session."""
-    state = tmp_path / "state"
+    state = tmp_path / "state" / APP  # the app's directory; the server gets its root
+    # The restarted broker listens on another URL, which would change the default instance key (the environment is
+    # part of it) and so the file: declare the instance to keep one file.
+    env = {**env, "MCP_RESUME_INSTANCE": "broker-test"}
     host = hosts()
     log1, log2 = tmp_path / "run1.log", tmp_path / "run2.log"
     first = info(host.launch(*direct(), env, log1, [["session_info", {}]])[0])
@@ -361,7 +368,7 @@ def test_broker_rejects_token(tmp_path: Path, env: dict[str, str], hosts: Any, b
 
 def test_broker_down_keeps_token(tmp_path: Path, env: dict[str, str], hosts: Any, broker: Broker) -> None:
     """The broker unreachable is not a rejection: the token file stays, the server still serves."""
-    state = tmp_path / "state"
+    state = tmp_path / "state" / APP  # the app's directory; the server gets its root
     host = hosts()
     log1, log2 = tmp_path / "run1.log", tmp_path / "run2.log"
     info(host.launch(*direct(), env, log1, [["session_info", {}]])[0])
@@ -378,7 +385,7 @@ def test_broker_down_keeps_token(tmp_path: Path, env: dict[str, str], hosts: Any
 def test_identity_unavailable_under_reaper(tmp_path: Path, env: dict[str, str], hosts: Any) -> None:
     """Spec 000, Parent Process Information Unavailable: a host named like a reaper (dumb-init is in
     the plugin's reaper list) cannot be verified -> resume off, no token file, the server still works."""
-    state = tmp_path / "state"
+    state = tmp_path / "state" / APP  # the app's directory; the server gets its root
     fake = tmp_path / "bin" / "dumb-init"
     fake.parent.mkdir()
     shutil.copy2("/bin/sh", fake)
@@ -401,7 +408,7 @@ def test_identity_unavailable_under_reaper(tmp_path: Path, env: dict[str, str], 
 def test_instances_launched_differently_resume_independently(tmp_path: Path, env: dict[str, str], hosts: Any, how: str) -> None:
     """One host runs two instances at once, told apart by their arguments (server.py --profile a / b)
     or by MCP_RESUME_INSTANCE: each keeps its own token file and, relaunched, resumes its own session."""
-    state = tmp_path / "state"
+    state = tmp_path / "state" / APP  # the app's directory; the server gets its root
     host = hosts()
 
     def servers(rnd: int, calls: dict[str, list[Any]]) -> list[Any]:
@@ -420,11 +427,15 @@ def test_instances_launched_differently_resume_independently(tmp_path: Path, env
     a1, b1 = info(first[0][0]), info(first[1][0])
     assert a1["resumed"] is False and b1["resumed"] is False and a1["session_id"] != b1["session_id"]
     files = token_files(state)
-    want = {p: f"-{suffix(keys[p])}" for p in "ab"}
     assert len(files) == 2 and all(n.startswith(f"token-{host.pid}-") for n in files), files
-    assert all(any(n.endswith(want[p]) for n in files) for p in "ab"), (files, want)
-    by = {p: next(n for n in files if n.endswith(want[p])) for p in "ab"}
-    assert lock_files(state) == sorted("lock-" + by[p][len("token-"):] for p in "ab")
+    if how == "arguments":
+        # The default key encodes the arguments with the working directory and the environment (the plugin's
+        # DefaultInstanceKey), so its suffix is not computed here: two different 16-hex suffixes, one per profile.
+        assert len({n.rsplit("-", 1)[1] for n in files}) == 2 and all(len(n.rsplit("-", 1)[1]) == 16 for n in files), files
+    else:
+        want = {p: f"-{suffix(keys[p])}" for p in "ab"}
+        assert all(any(n.endswith(want[p]) for n in files) for p in "ab"), (files, want)
+    assert lock_files(state) == sorted("lock-" + n[len("token-"):] for n in files)
     tokens = set(files.values())
     for p in "ab":
         assert MSG_NOT_FOUND in _text(tmp_path / f"{p}1.log") and MSG_BUSY not in _text(tmp_path / f"{p}1.log")
@@ -438,14 +449,14 @@ def test_instances_launched_differently_resume_independently(tmp_path: Path, env
     for p in "ab":
         assert MSG_RESUMED in _text(tmp_path / f"{p}2.log")
     after = token_files(state)
-    assert sorted(after) == sorted(by.values()) and not tokens & set(after.values()), "rotated tokens not stored"
+    assert sorted(after) == sorted(files) and not tokens & set(after.values()), "rotated tokens not stored"
     assert_no_token_in(logs, tokens | set(after.values()))
 
 
 def test_identical_instances_second_runs_without_resume(tmp_path: Path, env: dict[str, str], hosts: Any) -> None:
     """One host runs the same server twice at once, launched identically: the first holds the token file;
     the second says so, gets a fresh session and touches nothing; the first still resumes after relaunch."""
-    state = tmp_path / "state"
+    state = tmp_path / "state" / APP  # the app's directory; the server gets its root
     host = hosts()
     log_a, log_b, log_again = tmp_path / "a.log", tmp_path / "b.log", tmp_path / "again.log"
     a, b = host.launch_together([
@@ -460,7 +471,8 @@ def test_identical_instances_second_runs_without_resume(tmp_path: Path, env: dic
     files = token_files(state)
     assert len(files) == 1, files
     (name,) = files
-    assert name.startswith(f"token-{host.pid}-") and len(name.split("-")) == 3, "no instance suffix"
+    # Launched identically: one default key (arguments, working directory, environment), so one name.
+    assert name.startswith(f"token-{host.pid}-") and len(name.split("-")) == 4, "one default-key suffix"
     assert lock_files(state) == ["lock-" + name[len("token-"):]]
     tokens = set(files.values())
 
@@ -524,8 +536,8 @@ def test_stdout_is_only_jsonrpc(tmp_path: Path, env: dict[str, str]) -> None:
     answer = next(json.loads(line) for line in lines if json.loads(line).get("id") == 2)
     content = answer["result"]["content"][0]["text"]
     assert json.loads(content)["resumed"] is False
-    (name,) = token_files(tmp_path / "state")
-    assert (tmp_path / "state" / name).read_text() not in err
+    (name,) = token_files(tmp_path / "state" / APP)
+    assert (tmp_path / "state" / APP / name).read_text() not in err
 
 
 @pytest.mark.parametrize("mode", ["load", "baseline"])
@@ -552,7 +564,7 @@ MSG_RESUME_OFF = "Session resume turned off by MCP_RESUME=off"
 def test_resume_off_switch(tmp_path: Path, env: dict[str, str], hosts: Any) -> None:
     """MCP_RESUME=off: the real server answers its tools (a fresh session every launch), logs the
     plugin's resume_off line on stderr and writes no state directory."""
-    state = tmp_path / "state"
+    state = tmp_path / "state" / APP  # the app's directory; the server gets its root
     host = hosts()
     off = {**env, "MCP_RESUME": "off"}
     ids = []

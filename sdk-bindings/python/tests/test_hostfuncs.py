@@ -548,22 +548,45 @@ def test_lock_not_inherited_by_children(state: Path) -> None:
 def test_facts(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MCP_RESUME", "off")
     monkeypatch.setenv("MCP_RESUME_INSTANCE", "work")
-    monkeypatch.setenv("MCP_RESUMEX", "not ours")
-    monkeypatch.setenv("XMCP_RESUME_A", "not ours")
+    monkeypatch.setenv("MCP_RESUMEX", "not ours, reported all the same")
     monkeypatch.setenv("HOME", "/home/ada")
     monkeypatch.delenv("XDG_STATE_HOME", raising=False)
     monkeypatch.setattr(sys, "argv", ["server.py", "--profile", "work"])
     facts = call(bare(), "mcp_resume_facts", {})
-    env = {k: v for k, v in os.environ.items() if k == "MCP_RESUME" or k.startswith("MCP_RESUME_")}
     assert facts == {"os": "linux" if sys.platform.startswith("linux") else sys.platform, "pid": os.getpid(),
-                     "euid": os.geteuid(), "home": "/home/ada", "xdg_state_home": "",
-                     "args": ["--profile", "work"], "env": env, "runtime": "python"}
-    assert env["MCP_RESUME"] == "off" and env["MCP_RESUME_INSTANCE"] == "work"
+                     "euid": os.geteuid(), "home": "/home/ada", "xdg_state_home": "", "cwd": os.getcwd(),
+                     "args": ["--profile", "work"], "env": dict(os.environ), "runtime": "python"}
+    assert facts["env"]["MCP_RESUME"] == "off" and facts["env"]["MCP_RESUMEX"].startswith("not ours")
     monkeypatch.setenv("XDG_STATE_HOME", "~/x")
-    monkeypatch.delenv("HOME")
     facts = call(bare(), "mcp_resume_facts", {})
     assert facts["xdg_state_home"] == "~/x", "reported exactly as set: the plugin judges it"
-    assert facts["home"] == os.path.expanduser("~") != "~", "no $HOME: the runtime's idea of it"
+
+
+@pytest.mark.parametrize("home", [None, "", "rel/dir", "~"])
+def test_facts_home_falls_back_to_the_password_database(monkeypatch: pytest.MonkeyPatch, home: str | None) -> None:
+    """HOME unset, empty or relative: the effective uid's password-database home, as the Go host (os/user) and
+    the Node host (os.userInfo) report it; one answer in every language."""
+    import pwd
+
+    want = pwd.getpwuid(os.geteuid()).pw_dir
+    if home is None:
+        monkeypatch.delenv("HOME", raising=False)
+    else:
+        monkeypatch.setenv("HOME", home)
+    assert call(bare(), "mcp_resume_facts", {})["home"] == want
+
+
+def test_facts_undecodable_bytes_become_fffd(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Arguments and environment values that differ only in bytes that are not UTF-8 (held by Python as
+    surrogates) reach the plugin as U+FFFD, exactly as Go's JSON and Node's argv decoding send them; never as
+    lone surrogate escapes."""
+    monkeypatch.setattr(sys, "argv", ["server.py", "--x=\udcff", "--x=\udcfe"])
+    monkeypatch.setenv("MCP_RESUME_TEST_FF", "\udcff")
+    raw = bare().call("mcp_resume_facts", b"{}")
+    assert b"\\udc" not in raw
+    facts = json.loads(raw)
+    assert facts["args"] == ["--x=\ufffd", "--x=\ufffd"]
+    assert facts["env"]["MCP_RESUME_TEST_FF"] == "\ufffd"
 
 
 # --- mcp_resume_inspect on the real /proc ---------------------------------------------------------------
@@ -573,6 +596,35 @@ def inspect(f: HostFunctions, *ops: dict[str, Any]) -> list[dict[str, Any]]:
     doc = call(f, "mcp_resume_inspect", {"ops": list(ops)})
     assert "error" not in doc and len(doc["results"]) == len(ops), doc
     return list(doc["results"])
+
+
+def test_inspect_exe_follows_exec() -> None:
+    """exe: device and inode of the program file; a child that execs into another program changes them while its
+    pid stays; a reaped one is not_found; bad pids are invalid_request."""
+    import shutil
+
+    sh, sleep = shutil.which("sh"), shutil.which("sleep")
+    assert sh and sleep
+    child = subprocess.Popen([sh, "-c", f"read x; exec {sleep} 30"], stdin=subprocess.PIPE)
+    try:
+        pid = str(child.pid)
+        st = os.stat(sh)
+        assert inspect(bare(), {"op": "exe", "pid": pid}) == [{"dev": str(st.st_dev), "ino": str(st.st_ino)}]
+        assert child.stdin is not None
+        child.stdin.write(b"\n")
+        child.stdin.flush()
+        st = os.stat(sleep)
+        want = {"dev": str(st.st_dev), "ino": str(st.st_ino)}
+        deadline = time.monotonic() + 10
+        while inspect(bare(), {"op": "exe", "pid": pid})[0] != want and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert inspect(bare(), {"op": "exe", "pid": pid}) == [want]
+    finally:
+        child.kill()
+        child.wait()
+    assert inspect(bare(), {"op": "exe", "pid": pid})[0]["error"]["code"] == "not_found"
+    for bad in ("0", "01", "self", ""):
+        assert inspect(bare(), {"op": "exe", "pid": bad})[0]["error"]["code"] == "invalid_request"
 
 
 def dead_pid() -> int:

@@ -48,7 +48,8 @@ CHILD = textwrap.dedent(
     with ResumeTokenStore("ident", os.environ["STATE"], logger=log, instance="-") as s:
         who = s.whoami()
         s.load()
-    files = sorted(os.listdir(os.environ["STATE"])) if os.path.isdir(os.environ["STATE"]) else []
+    d = os.path.join(os.environ["STATE"], "ident")  # the app's directory under the state root
+    files = sorted(os.listdir(d)) if os.path.isdir(d) else []
     with open(os.environ["OUT"] + ".tmp", "w") as f:
         json.dump({"whoami": who, "events": events, "files": files}, f)
     os.rename(os.environ["OUT"] + ".tmp", os.environ["OUT"])

@@ -33,7 +33,7 @@ from mcp_resume import (InvalidAppError, InvalidTokenError, PluginError, ResumeS
 from conftest import REPO_ROOT
 from system import load_system
 
-PID, START = 4242, "98765.0f1e2d3c4b5a69788796a5b4c3d2e1f0.4026531836"
+PID, START = 4242, "98765.0f1e2d3c4b5a69788796a5b4c3d2e1f0.4026531836.2049x1234567"  # the conformance exe default
 TOKEN_NAME = f"token-{PID}-{START}"
 LOCK_NAME = f"lock-{PID}-{START}"
 
@@ -110,12 +110,14 @@ def test_state_dir_defaults_from_real_facts(monkeypatch: pytest.MonkeyPatch, tmp
             assert s.state_dir == str(tmp_path / "home/.local/state/mcp-resume/app1")
     monkeypatch.setenv("MCP_RESUME_STATE_DIR", str(tmp_path / "env"))
     with ResumeTokenStore("app1") as s:
-        assert s.state_dir == str(tmp_path / "env")
+        assert s.state_dir == str(tmp_path / "env" / "app1"), "MCP_RESUME_STATE_DIR is the root of one directory per app"
     with ResumeTokenStore("app1", tmp_path / "explicit") as s:
-        assert s.state_dir == str(tmp_path / "explicit")
+        assert s.state_dir == str(tmp_path / "explicit" / "app1")
+    with ResumeTokenStore("App1", tmp_path / "explicit") as s:
+        assert s.state_dir == str(tmp_path / "explicit" / "+app1"), "case-folding file systems must not merge apps"
     monkeypatch.chdir(tmp_path)
     with ResumeTokenStore("app1", "rel") as s:
-        assert s.state_dir == str(tmp_path / "rel"), "a declared state_dir is made absolute by the host"
+        assert s.state_dir == str(tmp_path / "rel" / "app1"), "a declared state_dir is made absolute by the host"
     for d in ("xdg", "env", "explicit", "rel"):
         assert not (tmp_path / d).exists(), f"open created {d}"
 
@@ -233,7 +235,7 @@ def test_flow(tmp_path: Path, capture: Capture, Pinned: type[ResumeTokenStore]) 
         s.reject()
         assert s.load() is None
         s.store("tok-C")
-    assert (tmp_path / TOKEN_NAME).read_text() == "tok-C"
+    assert (tmp_path / "app" / TOKEN_NAME).read_text() == "tok-C"
     assert capture.events() == ["token_not_found", "session_resumed", "token_rejected", "token_not_found"]
     for r in capture.records:
         assert "tok-" not in r.getMessage() and "tok-" not in str(getattr(r, "detail", ""))
@@ -319,8 +321,8 @@ def test_thread_safe(tmp_path: Path, Pinned: type[ResumeTokenStore]) -> None:
         for t in threads:
             t.join(60)
     assert not errors
-    assert (tmp_path / TOKEN_NAME).read_text() in tokens
-    assert sorted(os.listdir(tmp_path)) == [LOCK_NAME, TOKEN_NAME]
+    assert (tmp_path / "app" / TOKEN_NAME).read_text() in tokens
+    assert sorted(os.listdir(tmp_path / "app")) == [LOCK_NAME, TOKEN_NAME]
 
 
 def test_many_stores_share_one_compiled_plugin(tmp_path: Path, Pinned: type[ResumeTokenStore]) -> None:
@@ -332,8 +334,8 @@ def test_many_stores_share_one_compiled_plugin(tmp_path: Path, Pinned: type[Resu
     assert _runtime.compiled_plugin() is compiled
     a.store("tok-a")
     b.store("tok-b")
-    assert (tmp_path / "a" / TOKEN_NAME).read_text() == "tok-a"
-    assert (tmp_path / "b" / TOKEN_NAME).read_text() == "tok-b"
+    assert (tmp_path / "a" / "a" / TOKEN_NAME).read_text() == "tok-a"
+    assert (tmp_path / "b" / "b" / TOKEN_NAME).read_text() == "tok-b"
     a.close()
     b.close()
 
@@ -341,7 +343,8 @@ def test_many_stores_share_one_compiled_plugin(tmp_path: Path, Pinned: type[Resu
 def test_default_logger_and_no_stdout(tmp_path: Path, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture,
                                       Pinned: type[ResumeTokenStore]) -> None:
     caplog.set_level(logging.INFO, logger="mcp_resume")
-    (tmp_path / TOKEN_NAME).write_bytes(b"\x00garbage")
+    (tmp_path / "app").mkdir(mode=0o700)
+    (tmp_path / "app" / TOKEN_NAME).write_bytes(b"\x00garbage")
     with Pinned("app", tmp_path) as s:
         assert s.load() is None
         s.store("tok-N")
@@ -362,7 +365,7 @@ def test_instance_names_the_files(tmp_path: Path, Pinned: type[ResumeTokenStore]
         sfx = suffix("--profile\0work")
         assert [(f.name, f.instance) for f in s.list()] == [(f"{TOKEN_NAME}-{sfx}", sfx)]
         assert s.whoami()["instance_suffix"] == sfx
-    assert sorted(os.listdir(tmp_path)) == [f"{LOCK_NAME}-{sfx}", f"{TOKEN_NAME}-{sfx}"]
+    assert sorted(os.listdir(tmp_path / "app")) == [f"{LOCK_NAME}-{sfx}", f"{TOKEN_NAME}-{sfx}"]
     for none in ("", "-"):
         with Pinned("app", tmp_path / none.replace("-", "dash") if none else tmp_path / "empty", instance=none) as s:
             s.store("tok")
@@ -385,7 +388,7 @@ def test_instances_resume_independently(tmp_path: Path, capture: Capture, Pinned
     a.close()
     b.close()
     assert capture.events() == ["token_not_found", "token_not_found"], "no instance_busy, nothing pruned"
-    assert sorted(os.listdir(tmp_path)) == sorted(f"{kind}-{PID}-{START}-{suffix(i)}" for kind in ("lock", "token") for i in "ab")
+    assert sorted(os.listdir(tmp_path / "app")) == sorted(f"{kind}-{PID}-{START}-{suffix(i)}" for kind in ("lock", "token") for i in "ab")
 
 
 def test_same_instance_busy_until_closed(tmp_path: Path, capture: Capture, Pinned: type[ResumeTokenStore]) -> None:
@@ -400,23 +403,24 @@ def test_same_instance_busy_until_closed(tmp_path: Path, capture: Capture, Pinne
     second.reject()
     assert second.load() is None
     assert second_logs.events() == ["instance_busy"]
-    assert (tmp_path / TOKEN_NAME).read_text() == "tok-1"
+    assert (tmp_path / "app" / TOKEN_NAME).read_text() == "tok-1"
     second.close()
     first.close()
     third = Pinned("app", tmp_path)
     assert third.load() == "tok-1", "close released the lock"
     third.close()
-    assert sorted(os.listdir(tmp_path)) == [LOCK_NAME, TOKEN_NAME]
+    assert sorted(os.listdir(tmp_path / "app")) == [LOCK_NAME, TOKEN_NAME]
 
 
 def test_lock_failed_turns_resume_off(tmp_path: Path, capture: Capture, Pinned: type[ResumeTokenStore]) -> None:
-    (tmp_path / LOCK_NAME).mkdir()
-    (tmp_path / TOKEN_NAME).write_text("tok-1")
+    (tmp_path / "app").mkdir(mode=0o700)
+    (tmp_path / "app" / LOCK_NAME).mkdir()
+    (tmp_path / "app" / TOKEN_NAME).write_text("tok-1")
     with Pinned("app", tmp_path, logger=logger_for(capture, "lockfail")) as s:
         assert s.load() is None
         s.store("tok-2")
     assert capture.events() == ["lock_failed"]
-    assert (tmp_path / TOKEN_NAME).read_text() == "tok-1"
+    assert (tmp_path / "app" / TOKEN_NAME).read_text() == "tok-1"
 
 
 def test_prune_and_whoami(tmp_path: Path, capture: Capture, Pinned: type[ResumeTokenStore]) -> None:
@@ -425,7 +429,8 @@ def test_prune_and_whoami(tmp_path: Path, capture: Capture, Pinned: type[ResumeT
     old = {f"token-7777-{other}": "gone", f"lock-7777-{other}": "", f"token-9999-{other}-{suffix('x')}": "gone too",
            "token-nonsense": "not ours", "other": "x", TOKEN_NAME: "ours"}
     for n, text in old.items():
-        (tmp_path / n).write_text(text)
+        (tmp_path / "app").mkdir(mode=0o700, exist_ok=True)
+        (tmp_path / "app" / n).write_text(text)
     with Pinned("app", tmp_path, logger=logger_for(capture, "prune")) as s:
         removed = s.prune()
         assert sorted(r["name"] for r in removed) == sorted([f"token-7777-{other}", f"lock-7777-{other}",
@@ -434,9 +439,9 @@ def test_prune_and_whoami(tmp_path: Path, capture: Capture, Pinned: type[ResumeT
         assert s.prune() == []
         who = s.whoami()
         assert (who["pid"], who["start_time"], who["token_file"], who["lock_file"]) == (PID, START, TOKEN_NAME, LOCK_NAME)
-        assert who["state_dir"] == str(tmp_path) and who["chain"][-1]["pid"] == PID and "error" not in who
+        assert who["state_dir"] == str(tmp_path / "app") and who["chain"][-1]["pid"] == PID and "error" not in who
         assert s.load() == "ours"
-    assert sorted(os.listdir(tmp_path)) == sorted([LOCK_NAME, "other", TOKEN_NAME, "token-nonsense"])
+    assert sorted(os.listdir(tmp_path / "app")) == sorted([LOCK_NAME, "other", TOKEN_NAME, "token-nonsense"])
     assert capture.events() == ["stale_removed"] * 3
 
 
@@ -490,8 +495,8 @@ def test_broken_user_cache_config_falls_back(tmp_path: Path) -> None:
     out, err = run_child(tmp_path, {"EXTISM_CACHE_CONFIG": str(user)})
     assert out["cache_env"] == str(user)
     assert "compiling without it" in err
-    tokens = [n for n in os.listdir(tmp_path / "state") if n.startswith(f"token-{os.getpid()}-")]
-    assert len(tokens) == 1 and (tmp_path / "state" / tokens[0]).read_text() == "tok", "this test process is the host"
+    tokens = [n for n in os.listdir(tmp_path / "state" / "app") if n.startswith(f"token-{os.getpid()}-")]
+    assert len(tokens) == 1 and (tmp_path / "state" / "app" / tokens[0]).read_text() == "tok", "this test process is the host"
 
 
 def test_wasi_output_env_hidden_and_restored(tmp_path: Path) -> None:
@@ -556,5 +561,5 @@ def test_memory_flat_over_10000_calls(tmp_path: Path) -> None:
     p = subprocess.run([sys.executable, "-c", MEMORY, str(tmp_path)], capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
-    assert (tmp_path / out["who"]).read_text() == "tok-10000", "resume was off: nothing was measured"
+    assert (tmp_path / "memory" / out["who"]).read_text() == "tok-10000", "resume was off: nothing was measured"
     assert out["10000"] - out["1000"] < 4096 and out["10000"] - out["5000"] < 1024, out

@@ -13,7 +13,7 @@ import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import * as fs from "node:fs";
 import { createServer, type Server } from "node:net";
-import { homedir } from "node:os";
+import { userInfo } from "node:os";
 import * as path from "node:path";
 
 import { safeLog, type LogLevel, type Logger } from "./logger.js";
@@ -236,15 +236,30 @@ export class HostFunctions {
     }
   }
 
-  /** `mcp_resume_facts` of this process (hostfuncs/README.md: `args` are `process.argv.slice(2)`, `env` only `MCP_RESUME*`). The conformance runner overrides it. */
+  /**
+   * `mcp_resume_facts` of this process (hostfuncs/README.md): `home` is `$HOME` when it is set and absolute, else
+   * the password database's home directory of the effective uid (`os.userInfo()`, as Go's `os/user` and Python's
+   * `pwd`), else `""`; `cwd` is `process.cwd()` (`""` when it fails); `args` are `process.argv.slice(2)`; `env` is
+   * every variable. Node decodes argv, the environment and the working directory as UTF-8 with U+FFFD in place of
+   * invalid bytes, which is what the contract asks. The conformance runner overrides it.
+   */
   facts(): Json {
     let home = process.env["HOME"] ?? "";
+    if (!path.isAbsolute(home)) {
+      try {
+        home = userInfo().homedir;
+      } catch {
+        home = ""; // no password-database entry
+      }
+      if (!path.isAbsolute(home)) home = "";
+    }
+    let cwd = "";
     try {
-      home ||= homedir();
-    } catch {} // no home directory: ""
-    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => k === "MCP_RESUME" || k.startsWith("MCP_RESUME_")));
+      cwd = process.cwd();
+    } catch {} // a deleted working directory: ""
+    const env = Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => typeof e[1] === "string"));
     const [euid, xdg] = [process.geteuid?.() ?? -1, process.env["XDG_STATE_HOME"] ?? ""];
-    return { os: process.platform, pid: process.pid, euid, home, xdg_state_home: xdg, args: process.argv.slice(2), env, runtime: "node" };
+    return { os: process.platform, pid: process.pid, euid, home, xdg_state_home: xdg, cwd, args: process.argv.slice(2), env, runtime: "node" };
   }
 
   /**
@@ -271,6 +286,13 @@ export class HostFunctions {
         const pid = this.#pid(op);
         sys(`kill(${pid}, 0)`, () => process.kill(pid, 0));
         return {};
+      }
+      case "exe": {
+        // stat(2) follows /proc/<pid>/exe to the program file; bigint: an inode may exceed 2^53.
+        const pid = this.#pid(op);
+        if (this.#os !== "linux") throw new HostError("unsupported", `no /proc on ${this.#os}`);
+        const st = sys(`stat /proc/${pid}/exe`, () => fs.statSync(`${this.#proc}/${pid}/exe`, { bigint: true }));
+        return { dev: st.dev.toString(), ino: st.ino.toString() };
       }
       case "fstat": {
         const fd = op["fd"] ?? 0;

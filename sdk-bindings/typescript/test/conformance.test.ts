@@ -3,7 +3,7 @@
 // SDK with this package's real host functions on real files. Only what the
 // case pins is pinned: mcp_resume_facts answers the system's facts, /proc is
 // mapped to the case's fixture tree (read by the real inspect code), and the
-// operations without a file (kill0, fstat, peer, sysctl, procargs, ps) answer
+// operations without a file (kill0, exe, fstat, peer, sysctl, procargs, ps) answer
 // the system's answers or the README's defaults. hold_lock takes the lock
 // through a second, independent HostFunctions (another server instance).
 // CONF_DEBUG=1 prints every host call and its answer on stderr.
@@ -142,7 +142,7 @@ class FixtureHost extends HostFunctions {
   }
   override inspect(op: Json): Json {
     const o = String(op["op"]);
-    if (!["kill0", "fstat", "peer", "sysctl", "procargs", "ps"].includes(o)) return super.inspect(op);
+    if (!["kill0", "exe", "fstat", "peer", "sysctl", "procargs", "ps"].includes(o)) return super.inspect(op);
     const answer = this.system.answers?.[`${o} ${o === "fstat" || o === "peer" ? (op["fd"] ?? 0) : op["pid"]}`];
     if (answer) {
       const e = answer["error"] as { code: ErrorCode; message: string } | undefined;
@@ -151,6 +151,7 @@ class FixtureHost extends HostFunctions {
     }
     if (o === "kill0") throw new HostError("not_found", "no such process (conformance default)");
     if (o === "fstat") return { type: "char" };
+    if (o === "exe") return { dev: "2049", ino: "1234567" };
     throw new HostError("unsupported", `${o} is not answered (conformance default)`);
   }
 }
@@ -176,8 +177,9 @@ describe("conformance", () => {
       const sys: System =
         typeof c.system === "object" ? c.system : (JSON.parse(subst(fs.readFileSync(path.join(CONF, "systems", `${c.system ?? "default"}.json`), "utf8"))) as System);
       makeFiles(path.join(root, "proc"), sys.proc);
-      const dir = path.join(root, "state");
+      const dir = path.join(root, "state", "conformance"); // app "conformance" under the state root root/state
       if (c.state_dir?.create !== false) {
+        fs.mkdirSync(path.dirname(dir), { mode: 0o700 });
         fs.mkdirSync(dir);
         fs.chmodSync(dir, parseInt(c.state_dir?.mode ?? "0700", 8));
       }
@@ -191,7 +193,7 @@ describe("conformance", () => {
       const store = await loadStore(logger, undefined, new FixtureHost(sys, root, logger));
       const others: HostFunctions[] = [];
       try {
-        const opened = await callExport(store, "open", Buffer.from(JSON.stringify(c.open ?? { app: "conformance", state_dir: dir })));
+        const opened = await callExport(store, "open", Buffer.from(JSON.stringify(c.open ?? { app: "conformance", state_dir: path.dirname(dir) })));
         if (c.open_want) checkWant(opened, c.open_want, "open", "open");
         else assert.ok(opened.ok, `open: ${opened.ok ? "" : `${opened.code}: ${opened.message}`}`);
         for (const [i, cl] of (c.open_want?.error_code ? [] : (c.calls ?? [])).entries()) {

@@ -53,6 +53,10 @@ const MESSAGES = {
 const suffix = (instance: string): string => createHash("sha256").update(instance).digest("hex").slice(0, 16);
 
 /** The token files (not lock files) of a state directory, sorted. */
+/** The example server's app name: its state directory is <MCP_RESUME_STATE_DIR>/<APP>. */
+const APP = "example-typescript";
+/** A file name without its instance suffix (the default key's 16 hex digits, which this test does not compute). */
+const withoutKey = (name: string): string => name.replace(/-[0-9a-f]{16}$/, "");
 const tokenFiles = (stateDir: string): string[] => readdirSync(stateDir).filter((f) => f.startsWith("token-")).sort();
 
 /** This process's own identity: the host every direct child should resolve to. */
@@ -111,7 +115,7 @@ async function launch(command: string, args: string[], env: Record<string, strin
       await client.close();
       await new Promise((r) => setTimeout(r, 50));
       stderrs.push(err);
-      if (env["MCP_RESUME_STATE_DIR"]) remember(env["MCP_RESUME_STATE_DIR"]);
+      if (env["MCP_RESUME_STATE_DIR"]) remember(path.join(env["MCP_RESUME_STATE_DIR"], APP));
       assert.deepEqual(errors.map(String), [], "the client saw only JSON-RPC on the server's stdout");
     },
   };
@@ -127,8 +131,8 @@ const NODE_SERVER = [process.execPath, SERVER_JS];
 
 /** Runs one launcher configuration twice under this host: the second must resume. */
 async function twiceFromOneHost(command: string, args: string[], label: string): Promise<{ stateDir: string; first: Info }> {
-  const stateDir = path.join(tempDir(), "state");
-  const env = { MCP_RESUME_STATE_DIR: stateDir };
+  const stateDir = path.join(tempDir(), "state", APP); // the app's directory; the server gets its root
+  const env = { MCP_RESUME_STATE_DIR: path.dirname(stateDir) };
   const a = await launch(command, args, env);
   const first = await sessionInfo(a);
   assert.equal(first.resumed, false, `${label}: first launch starts a session`);
@@ -137,9 +141,13 @@ async function twiceFromOneHost(command: string, args: string[], label: string):
   assert.ok(a.stderr().includes(MESSAGES.notFound), a.stderr());
   if (LINUX) {
     const id = myIdentity();
+    // The instance suffix is the default key's (arguments, working directory, environment): one per launch
+    // configuration, the same for both files.
+    const names = readdirSync(stateDir).sort();
+    const suffix = /-[0-9a-f]{16}$/.exec(names[0] ?? "")?.[0] ?? "";
     assert.deepEqual(
-      readdirSync(stateDir).sort(),
-      [`lock-${id.pid}-${id.startTime}`, `token-${id.pid}-${id.startTime}`],
+      names,
+      [`lock-${id.pid}-${id.startTime}${suffix}`, `token-${id.pid}-${id.startTime}${suffix}`],
       `${label}: the token file (and its lock file) are named after this host process`,
     );
   }
@@ -158,7 +166,7 @@ describe("end to end with the official MCP client and the real broker", { concur
     // A second, different MCP host: a separate node process.
     const { stdout } = await execFileP(process.execPath, [path.join(PKG, "test", "fixtures", "host.mjs"), ...NODE_SERVER], {
       cwd: ROOT,
-      env: { ...process.env, MCP_RESUME_BROKER_URL: broker.url, MCP_RESUME_STATE_DIR: stateDir },
+      env: { ...process.env, MCP_RESUME_BROKER_URL: broker.url, MCP_RESUME_STATE_DIR: path.dirname(stateDir) },
     });
     const other = JSON.parse(stdout) as Info;
     assert.equal(other.resumed, false);
@@ -168,12 +176,12 @@ describe("end to end with the official MCP client and the real broker", { concur
     assert.equal(readdirSync(stateDir).length, 4, "and one lock file per host");
     // Our own session is untouched by the other host; the other host has
     // exited, so this launch prunes its files.
-    const c = await launch(NODE_SERVER[0]!, NODE_SERVER.slice(1), { MCP_RESUME_STATE_DIR: stateDir });
+    const c = await launch(NODE_SERVER[0]!, NODE_SERVER.slice(1), { MCP_RESUME_STATE_DIR: path.dirname(stateDir) });
     assert.deepEqual(await sessionInfo(c), { session_id: first.session_id, resumed: true });
     await c.close();
     if (LINUX) {
       const id = myIdentity();
-      assert.deepEqual(readdirSync(stateDir).sort(), [`lock-${id.pid}-${id.startTime}`, `token-${id.pid}-${id.startTime}`], "the exited host's files were pruned");
+      assert.deepEqual(readdirSync(stateDir).map(withoutKey).sort(), [`lock-${id.pid}-${id.startTime}`, `token-${id.pid}-${id.startTime}`], "the exited host's files were pruned");
     }
     assert.ok(c.stderr().includes("Removed stale token file"), c.stderr());
   });
@@ -191,8 +199,8 @@ describe("end to end with the official MCP client and the real broker", { concur
     const binding = await pack(PKG);
     const example = await pack(path.join(ROOT, "examples", "typescript-server"));
     const args = ["--yes", `--package=${binding}`, `--package=${example}`, "mcp-resume-example-typescript"];
-    const stateDir = path.join(tempDir(), "state");
-    const env = { MCP_RESUME_STATE_DIR: stateDir };
+    const stateDir = path.join(tempDir(), "state", APP); // the app's directory; the server gets its root
+    const env = { MCP_RESUME_STATE_DIR: path.dirname(stateDir) };
 
     const a = await launch("npx", args, env);
     const first = await sessionInfo(a);
@@ -211,7 +219,7 @@ describe("end to end with the official MCP client and the real broker", { concur
     assert.deepEqual(JSON.parse(await b.call("recall")), { notes: ["via npx"] });
     await b.close();
     const id = myIdentity();
-    assert.deepEqual(readdirSync(stateDir).sort(), [`lock-${id.pid}-${id.startTime}`, `token-${id.pid}-${id.startTime}`]);
+    assert.deepEqual(readdirSync(stateDir).map(withoutKey).sort(), [`lock-${id.pid}-${id.startTime}`, `token-${id.pid}-${id.startTime}`]);
     if (/\/_npx\/[0-9a-f]+$/.test(npxDir)) rmSync(npxDir, { recursive: true, force: true });
   });
 
@@ -228,20 +236,20 @@ await s.store("tok-fresh");
 console.log(JSON.stringify({ first: first ?? null, second: await s.load(), dir: s.stateDir }));
 await s.close();`,
     );
-    const stateDir = path.join(proj, "state");
-    const { stdout, stderr } = await execFileP(process.execPath, ["main.js", stateDir], { cwd: proj });
+    const stateDir = path.join(proj, "state", "fresh"); // app "fresh" under the root main.js is given
+    const { stdout, stderr } = await execFileP(process.execPath, ["main.js", path.dirname(stateDir)], { cwd: proj });
     assert.deepEqual(JSON.parse(stdout), { first: null, second: "tok-fresh", dir: stateDir });
     assert.ok(stderr.includes(MESSAGES.notFound), stderr);
     assert.ok(!stderr.includes("tok-fresh"));
   });
 
   test("two runs of the MCP Inspector CLI are two hosts: each gets its own fresh session; the second prunes the first's files", async () => {
-    const stateDir = path.join(tempDir(), "state");
+    const stateDir = path.join(tempDir(), "state", APP); // the app's directory; the server gets its root
     const run = async (): Promise<Info> => {
       const { stdout } = await execFileP(
         "npx",
         ["@modelcontextprotocol/inspector", "--cli", process.execPath, SERVER_JS, "--method", "tools/call", "--tool-name", "session_info"],
-        { cwd: PKG, env: { ...process.env, MCP_RESUME_BROKER_URL: broker.url, MCP_RESUME_STATE_DIR: stateDir }, maxBuffer: 1 << 24 },
+        { cwd: PKG, env: { ...process.env, MCP_RESUME_BROKER_URL: broker.url, MCP_RESUME_STATE_DIR: path.dirname(stateDir) }, maxBuffer: 1 << 24 },
       );
       const result = JSON.parse(stdout) as { content: Array<{ text: string }> };
       return JSON.parse(result.content[0]!.text) as Info;
@@ -261,8 +269,8 @@ await s.close();`,
   });
 
   test("corrupt token file between launches: fresh session, 'Token file corrupted, treating as stale'", async () => {
-    const stateDir = path.join(tempDir(), "state");
-    const env = { MCP_RESUME_STATE_DIR: stateDir };
+    const stateDir = path.join(tempDir(), "state", APP); // the app's directory; the server gets its root
+    const env = { MCP_RESUME_STATE_DIR: path.dirname(stateDir) };
     const a = await launch(NODE_SERVER[0]!, NODE_SERVER.slice(1), env);
     const first = await sessionInfo(a);
     await a.close();
@@ -280,8 +288,10 @@ await s.close();`,
   test("broker restarted (tokens forgotten): 'Broker rejected resume token, starting fresh session'", async () => {
     let b1 = await startBroker(brokerBin);
     extraBrokers.push(b1);
-    const stateDir = path.join(tempDir(), "state");
-    const env = { MCP_RESUME_STATE_DIR: stateDir, MCP_RESUME_BROKER_URL: b1.url };
+    const stateDir = path.join(tempDir(), "state", APP); // the app's directory; the server gets its root
+    // The restarted broker listens on another URL, which would change the default instance key (the environment is
+    // part of it) and so the file: declare the instance to keep one file.
+    const env = { MCP_RESUME_STATE_DIR: path.dirname(stateDir), MCP_RESUME_BROKER_URL: b1.url, MCP_RESUME_INSTANCE: "broker-test" };
     const launchHere = async (): Promise<Launched> => {
       const l = await launch(NODE_SERVER[0]!, NODE_SERVER.slice(1), env);
       return l;
@@ -315,8 +325,8 @@ await s.close();`,
     const dir = tempDir("reaper-");
     const dumbInit = path.join(dir, "dumb-init");
     copyFileSync("/bin/sh", dumbInit);
-    const stateDir = path.join(tempDir(), "state");
-    const env = { MCP_RESUME_STATE_DIR: stateDir };
+    const stateDir = path.join(tempDir(), "state", APP); // the app's directory; the server gets its root
+    const env = { MCP_RESUME_STATE_DIR: path.dirname(stateDir) };
     const args = ["-c", `${NODE_SERVER.map(q).join(" ")}; exit $?`];
     const a = await launch(dumbInit, args, env);
     const first = await sessionInfo(a);
@@ -332,8 +342,8 @@ await s.close();`,
   });
 
   test("one host, two instances launched with different arguments at the same time: each resumes its own session", async () => {
-    const stateDir = path.join(tempDir(), "state");
-    const env = { MCP_RESUME_STATE_DIR: stateDir };
+    const stateDir = path.join(tempDir(), "state", APP); // the app's directory; the server gets its root
+    const env = { MCP_RESUME_STATE_DIR: path.dirname(stateDir) };
     const argsOf = (profile: string): string[] => [...NODE_SERVER.slice(1), "--profile", profile];
     const [home, work] = await Promise.all([launch(NODE_SERVER[0]!, argsOf("home"), env), launch(NODE_SERVER[0]!, argsOf("work"), env)]);
     const [h1, w1] = await Promise.all([sessionInfo(home), sessionInfo(work)]);
@@ -346,9 +356,10 @@ await s.close();`,
     if (LINUX) {
       const id = myIdentity();
       const base = `${id.pid}-${id.startTime}`;
-      const sh = suffix("--profile\0home");
-      const sw = suffix("--profile\0work");
-      assert.deepEqual(readdirSync(stateDir).sort(), [`lock-${base}-${sh}`, `lock-${base}-${sw}`, `token-${base}-${sh}`, `token-${base}-${sw}`].sort());
+      // The default key (arguments, working directory, environment) differs in the arguments: two suffixes.
+      const names = readdirSync(stateDir).sort();
+      assert.deepEqual(names.map(withoutKey), [`lock-${base}`, `lock-${base}`, `token-${base}`, `token-${base}`], names.join(" "));
+      assert.equal(new Set(names.map((n) => n.slice(-16))).size, 2, names.join(" "));
     }
     // Relaunched at the same time again, in the other order.
     const [work2, home2] = await Promise.all([launch(NODE_SERVER[0]!, argsOf("work"), env), launch(NODE_SERVER[0]!, argsOf("home"), env)]);
@@ -360,8 +371,8 @@ await s.close();`,
   });
 
   test("one host, two instances told apart by MCP_RESUME_INSTANCE (same arguments): each resumes its own session", async () => {
-    const stateDir = path.join(tempDir(), "state");
-    const envOf = (instance: string): Record<string, string> => ({ MCP_RESUME_STATE_DIR: stateDir, MCP_RESUME_INSTANCE: instance });
+    const stateDir = path.join(tempDir(), "state", APP); // the app's directory; the server gets its root
+    const envOf = (instance: string): Record<string, string> => ({ MCP_RESUME_STATE_DIR: path.dirname(stateDir), MCP_RESUME_INSTANCE: instance });
     const [a, b] = await Promise.all([launch(NODE_SERVER[0]!, NODE_SERVER.slice(1), envOf("alpha")), launch(NODE_SERVER[0]!, NODE_SERVER.slice(1), envOf("beta"))]);
     const [a1, b1] = await Promise.all([sessionInfo(a), sessionInfo(b)]);
     assert.notEqual(a1.session_id, b1.session_id);
@@ -374,8 +385,8 @@ await s.close();`,
   });
 
   test("one host, two identical instances at the same time: the second runs without resume and says so; the first still resumes", async () => {
-    const stateDir = path.join(tempDir(), "state");
-    const env = { MCP_RESUME_STATE_DIR: stateDir };
+    const stateDir = path.join(tempDir(), "state", APP); // the app's directory; the server gets its root
+    const env = { MCP_RESUME_STATE_DIR: path.dirname(stateDir) };
     const both = await Promise.all([launch(NODE_SERVER[0]!, NODE_SERVER.slice(1), env), launch(NODE_SERVER[0]!, NODE_SERVER.slice(1), env)]);
     const infos = await Promise.all(both.map(sessionInfo));
     // Which one won the lock is a race; exactly one did.
@@ -392,7 +403,7 @@ await s.close();`,
     await Promise.all(both.map((l) => l.close()));
     if (LINUX) {
       const id = myIdentity();
-      assert.deepEqual(readdirSync(stateDir).sort(), [`lock-${id.pid}-${id.startTime}`, `token-${id.pid}-${id.startTime}`], "one shared token file");
+      assert.deepEqual(readdirSync(stateDir).map(withoutKey).sort(), [`lock-${id.pid}-${id.startTime}`, `token-${id.pid}-${id.startTime}`], "one shared token file");
     }
     const again = await launch(NODE_SERVER[0]!, NODE_SERVER.slice(1), env);
     assert.deepEqual(await sessionInfo(again), { session_id: infos[holder]!.session_id, resumed: true });
@@ -402,8 +413,8 @@ await s.close();`,
   });
 
   test("MCP_RESUME=off: the server answers its tools, logs the resume_off line, writes no state directory", async () => {
-    const stateDir = path.join(tempDir(), "state");
-    const env = { MCP_RESUME_STATE_DIR: stateDir, MCP_RESUME: "off" };
+    const stateDir = path.join(tempDir(), "state", APP); // the app's directory; the server gets its root
+    const env = { MCP_RESUME_STATE_DIR: path.dirname(stateDir), MCP_RESUME: "off" };
     const ids: string[] = [];
     for (let i = 0; i < 2; i++) {
       const l = await launch(NODE_SERVER[0]!, NODE_SERVER.slice(1), env);
@@ -420,11 +431,11 @@ await s.close();`,
   });
 
   test("broker unreachable: initialize is answered, tools fail with a clear error, the server keeps serving", async () => {
-    const stateDir = path.join(tempDir(), "state");
+    const stateDir = path.join(tempDir(), "state", APP); // the app's directory; the server gets its root
     const dead = await startBroker(brokerBin);
     const url = dead.url;
     await dead.stop();
-    const l = await launch(NODE_SERVER[0]!, NODE_SERVER.slice(1), { MCP_RESUME_STATE_DIR: stateDir, MCP_RESUME_BROKER_URL: url });
+    const l = await launch(NODE_SERVER[0]!, NODE_SERVER.slice(1), { MCP_RESUME_STATE_DIR: path.dirname(stateDir), MCP_RESUME_BROKER_URL: url });
     for (let i = 0; i < 2; i++) {
       await assert.rejects(l.call("session_info"), /no broker session/);
     }
@@ -432,10 +443,10 @@ await s.close();`,
   });
 
   test("raw stdio: only JSON-RPC on stdout; bench hooks and a missing broker URL print nothing there", async () => {
-    const stateDir = path.join(tempDir(), "state");
+    const stateDir = path.join(tempDir(), "state", APP); // the app's directory; the server gets its root
     const run = (env: Record<string, string>, input: string): Promise<{ stdout: string; stderr: string; code: number | null }> =>
       new Promise((resolve) => {
-        const p = spawn(process.execPath, [SERVER_JS], { cwd: ROOT, env: { ...(process.env as Record<string, string>), MCP_RESUME_STATE_DIR: stateDir, ...env } });
+        const p = spawn(process.execPath, [SERVER_JS], { cwd: ROOT, env: { ...(process.env as Record<string, string>), MCP_RESUME_STATE_DIR: path.dirname(stateDir), ...env } });
         let stdout = "";
         let stderr = "";
         p.stdout.on("data", (d: Buffer) => {

@@ -1,7 +1,7 @@
 // Shared helpers of the TypeScript binding's tests: paths, temporary
 // directories, the real Go broker, the real Go-built test plugin.
 import { execFile, spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, readlinkSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, readlinkSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { createInterface } from "node:readline";
@@ -141,5 +141,6 @@ export function startTimeOf(pid: number): string {
   const ticks = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]!;
   const boot = readFileSync("/proc/sys/kernel/random/boot_id", "latin1").trim().replaceAll("-", "");
   const ns = /^pid:\[(\d+)\]$/.exec(readlinkSync("/proc/self/ns/pid"))![1]!;
-  return `${ticks}.${boot}.${ns}`;
+  const exe = statSync(`/proc/${pid}/exe`, { bigint: true }); // the program image: an exec makes another host
+  return `${ticks}.${boot}.${ns}.${exe.dev}x${exe.ino}`;
 }

@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
+import { userInfo } from "node:os";
 import * as path from "node:path";
 import { after, describe, test } from "node:test";
 
@@ -44,9 +45,9 @@ function setup() {
 const inspect = (f: HostFunctions, ...ops: unknown[]): Answer[] => caller(f)("mcp_resume_inspect", { ops }).results as Answer[];
 
 describe("mcp_resume_facts", () => {
-  test("this process: os, pid, euid, home, XDG_STATE_HOME as set, args after the script, only MCP_RESUME* variables", () => {
+  test("this process: os, pid, euid, home, XDG_STATE_HOME as set, cwd, args after the script, every variable", () => {
     process.env["MCP_RESUME_TEST_X"] = "1";
-    process.env["MCP_RESUMEX"] = "no";
+    process.env["MCP_RESUMEX"] = "reported too";
     try {
       const facts = caller(new HostFunctions({ logger: quiet }))("mcp_resume_facts", {});
       assert.deepEqual(facts, {
@@ -55,21 +56,62 @@ describe("mcp_resume_facts", () => {
         euid: process.geteuid!(),
         home: process.env["HOME"],
         xdg_state_home: process.env["XDG_STATE_HOME"] ?? "",
+        cwd: process.cwd(),
         args: process.argv.slice(2),
-        env: Object.fromEntries(Object.entries(process.env).filter(([k]) => k === "MCP_RESUME" || k.startsWith("MCP_RESUME_"))),
+        env: { ...process.env },
         runtime: "node",
       });
       assert.equal(facts["env"]["MCP_RESUME_TEST_X"], "1");
-      assert.equal(facts["env"]["MCP_RESUMEX"], undefined);
+      assert.equal(facts["env"]["MCP_RESUMEX"], "reported too");
     } finally {
       delete process.env["MCP_RESUME_TEST_X"];
       delete process.env["MCP_RESUMEX"];
     }
   });
+  test("HOME unset, empty or relative: the password database's home of the effective uid, as in Go and Python", () => {
+    const saved = process.env["HOME"];
+    const want = userInfo().homedir;
+    try {
+      for (const h of [undefined, "", "rel/dir", "~"]) {
+        if (h === undefined) delete process.env["HOME"];
+        else process.env["HOME"] = h;
+        assert.equal(caller(new HostFunctions({ logger: quiet }))("mcp_resume_facts", {})["home"], want, `HOME=${String(h)}`);
+      }
+      process.env["HOME"] = "/some/where";
+      assert.equal(caller(new HostFunctions({ logger: quiet }))("mcp_resume_facts", {})["home"], "/some/where");
+    } finally {
+      if (saved === undefined) delete process.env["HOME"];
+      else process.env["HOME"] = saved;
+    }
+  });
+  test("arguments that differ only in bytes that are not UTF-8 reach the plugin alike, as U+FFFD", { skip: !LINUX && "Linux" }, () => {
+    // A real child node process started with the raw bytes --x=\xff and --x=\xfe reports its facts.
+    const script = path.join(tempDir(), "facts.mts");
+    fs.writeFileSync(script, `import { HostFunctions } from ${JSON.stringify(new URL("../src/hostfuncs.ts", import.meta.url).href)};
+      const f = new HostFunctions({ logger: { debug() {}, info() {}, warn() {}, error() {} } });
+      process.stderr.write(Buffer.from(f.call("mcp_resume_facts", Buffer.from("{}"))));`);
+    const out = spawnSync("/bin/sh", ["-c", `exec "$0" --import tsx "$1" "$(printf -- '--x=\\377')" "$(printf -- '--x=\\376')"`, process.execPath, script], { encoding: "buffer", cwd: PKG });
+    const facts = JSON.parse(out.stderr.toString("utf8").trim()) as { args: string[] };
+    assert.deepEqual(facts.args, ["--x=\ufffd", "--x=\ufffd"], out.stderr.toString());
+  });
 });
 
 describe("mcp_resume_inspect", { skip: !LINUX && "Linux /proc" }, () => {
   const f = new HostFunctions({ logger: quiet });
+  test("exe: device and inode of the program file; an exec changes them, the pid stays; a reaped child is not_found", () => {
+    const ident = (p: string) => {
+      const st = fs.statSync(p, { bigint: true });
+      return { dev: st.dev.toString(), ino: st.ino.toString() };
+    };
+    const [self] = inspect(f, { op: "exe", pid: String(process.pid) });
+    assert.deepEqual(self, ident(process.execPath));
+    const sleep = execFileSync("/bin/sh", ["-c", "command -v sleep"], { encoding: "utf8" }).trim();
+    const child = spawnSync("/bin/sh", ["-c", `${sleep} 0.2 & pid=$!; cat /proc/$pid/stat >/dev/null; echo $pid; wait`], { encoding: "utf8" });
+    assert.equal(child.status, 0);
+    const [gone] = inspect(f, { op: "exe", pid: child.stdout.trim() });
+    assert.equal((gone as { error?: { code: string } }).error?.code, "not_found");
+    for (const bad of ["0", "01", "self", ""]) assert.equal((inspect(f, { op: "exe", pid: bad })[0] as { error?: { code: string } }).error?.code, "invalid_request");
+  });
   test("read and readlink of allowlisted /proc paths answer the real files", () => {
     const [self, stat, cmdline, boot, ns] = inspect(
       f,

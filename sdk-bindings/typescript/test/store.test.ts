@@ -34,10 +34,11 @@ const HOST = { pid: process.ppid, startTime: LINUX ? startTimeOf(process.ppid) :
 const FILE = `token-${HOST.pid}-${HOST.startTime}`;
 const LOCK = `lock-${HOST.pid}-${HOST.startTime}`;
 
-/** Opens a store on `dir` (default: a fresh one) with no instance, logging into `lines`. */
-async function open(extra: Partial<OpenOptions> = {}, dir = path.join(tempDir(), "state")) {
+/** Opens a store whose state directory is `dir` (default: a fresh one; the state root is its parent, the app
+ * "test-app") with no instance, logging into `lines`. */
+async function open(extra: Partial<OpenOptions> = {}, dir = path.join(tempDir(), "state", "test-app")) {
   const { logger, lines } = capture();
-  const store = await ResumeTokenStore.open({ app: "test-app", stateDir: dir, logger, instance: "", ...extra });
+  const store = await ResumeTokenStore.open({ app: "test-app", stateDir: path.dirname(dir), logger, instance: "", ...extra });
   return { store, dir, lines };
 }
 
@@ -71,11 +72,14 @@ describe("open", () => {
       const envDir = path.join(tempDir(), "from-env");
       process.env["MCP_RESUME_STATE_DIR"] = envDir;
       const a = await ResumeTokenStore.open({ app: "x", logger: capture().logger });
-      assert.equal(a.stateDir, envDir);
+      assert.equal(a.stateDir, path.join(envDir, "x"), "MCP_RESUME_STATE_DIR is the root of one directory per app");
       await a.close();
       const b = await ResumeTokenStore.open({ app: "x", stateDir: "rel/dir", logger: capture().logger });
-      assert.equal(b.stateDir, path.resolve("rel/dir"));
+      assert.equal(b.stateDir, path.resolve("rel/dir/x"));
       await b.close();
+      const up = await ResumeTokenStore.open({ app: "X", stateDir: "rel/dir", logger: capture().logger });
+      assert.equal(up.stateDir, path.resolve("rel/dir/+x"), "case-folding file systems must not merge apps");
+      await up.close();
       delete process.env["MCP_RESUME_STATE_DIR"];
       const c = await ResumeTokenStore.open({ app: "my-app", logger: capture().logger });
       assert.match(c.stateDir, /\/mcp-resume\/my-app$/);
@@ -267,8 +271,9 @@ describe("lock", { skip: !LINUX && "the abstract-socket lock is Linux's" }, () =
         process.stdout.write(JSON.stringify({ token: (await s.load()) ?? null, events }));`);
     const { child, exited } = await startHolder("store", dir);
     try {
-      const name = readdirSync(dir).find((n) => n.startsWith("lock-"))!;
-      writeFileSync(path.join(dir, name.replace(/^lock-/, "token-")), "tok-child");
+      const appDir = path.join(dir, "holder"); // the app's directory under the state root
+      const name = readdirSync(appDir).find((n) => n.startsWith("lock-"))!;
+      writeFileSync(path.join(appDir, name.replace(/^lock-/, "token-")), "tok-child");
       assert.deepEqual(JSON.parse((await probe()).stdout), { token: null, events: ["instance_busy"] });
       child.kill("SIGKILL");
       assert.equal(await exited, "SIGKILL");
@@ -285,10 +290,10 @@ describe("lock", { skip: !LINUX && "the abstract-socket lock is Linux's" }, () =
       process.stderr.write("loaded\\n");`, { ...process.env, SD: sd });
     assert.equal(r.code, 0, r.stderr);
     assert.ok(r.stderr.includes("loaded"), r.stderr);
-    assert.deepEqual(readdirSync(sd).map((n) => n.split("-")[0]).sort(), ["lock", "token"]);
+    assert.deepEqual(readdirSync(path.join(sd, "w")).map((n) => n.split("-")[0]).sort(), ["lock", "token"]);
   });
   test("a lock that cannot be taken (a directory at its name): lock_failed, resume off", async () => {
-    const dir = path.join(tempDir(), "state");
+    const dir = path.join(tempDir(), "state", "test-app");
     mkdirSync(path.join(dir, LOCK), { recursive: true, mode: 0o700 });
     const { store, lines } = await open({}, dir);
     assert.equal(await store.load(), undefined);
@@ -301,7 +306,7 @@ describe("lock", { skip: !LINUX && "the abstract-socket lock is Linux's" }, () =
 
 describe("prune", { skip: !LINUX && "liveness from /proc" }, () => {
   test("removes the files of gone hosts (stale_removed), keeps live ones", async () => {
-    const dir = path.join(tempDir(), "state");
+    const dir = path.join(tempDir(), "state", "test-app");
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     const live = `token-${process.pid}-${startTimeOf(process.pid)}`;
     const boot = HOST.startTime.slice(HOST.startTime.indexOf("."));
@@ -318,7 +323,7 @@ describe("prune", { skip: !LINUX && "liveness from /proc" }, () => {
     await store.close();
   });
   test("the first load prunes once", async () => {
-    const dir = path.join(tempDir(), "state");
+    const dir = path.join(tempDir(), "state", "test-app");
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     const boot = HOST.startTime.slice(HOST.startTime.indexOf("."));
     writeFileSync(path.join(dir, `token-2147483646-3${boot}`), "gone");

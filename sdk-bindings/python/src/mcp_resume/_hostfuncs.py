@@ -182,6 +182,57 @@ def _kill0(pid: str) -> dict[str, Any]:
     return {}
 
 
+def _exe(pid: str) -> dict[str, Any]:
+    """``stat(2)`` of ``/proc/<pid>/exe``, following the link to the program file (Linux only): ``{"dev", "ino"}``
+    as decimal strings; ``not_found`` (gone), ``permission`` (another user's or a non-dumpable process),
+    ``unsupported`` (no ``/proc``)."""
+    if not sys.platform.startswith("linux"):
+        raise _Fail("unsupported", "exe: no /proc on this system")
+    try:
+        st = os.stat(f"/proc/{pid}/exe")
+    except OSError as e:
+        raise _os_fail(f"stat /proc/{pid}/exe", e) from None
+    return {"dev": str(st.st_dev), "ino": str(st.st_ino)}
+
+
+def _exact(v: Any) -> Any:
+    """``v`` with every ``str`` in it (recursively) re-decoded so that bytes Python held as surrogates
+    (``surrogateescape``: ``sys.argv``, ``os.environ``, ``os.getcwd()`` of bytes that are not UTF-8) become
+    U+FFFD, as Go's JSON and Node's argv decoding send them: the plugin then sees the same text from every
+    host and turns resume off for such an instance key (hostfuncs/README.md, ``mcp_resume_facts``)."""
+    if isinstance(v, str):
+        return v.encode("utf-8", "surrogateescape").decode("utf-8", "replace") if not v.isascii() else v
+    if isinstance(v, list):
+        return [_exact(x) for x in v]
+    if isinstance(v, dict):
+        return {_exact(k): _exact(x) for k, x in v.items()}
+    return v
+
+
+def _home() -> str:
+    """``facts.home``: ``$HOME`` when set and absolute, else the password database's home directory of the
+    effective uid (``pwd.getpwuid``), else ``""``: the same rule as the Go (``os/user``) and Node
+    (``os.userInfo()``) hosts."""
+    h = os.environ.get("HOME", "")
+    if os.path.isabs(h):
+        return h
+    try:
+        import pwd  # noqa: PLC0415 - not on Windows
+
+        d = pwd.getpwuid(os.geteuid()).pw_dir
+    except (ImportError, KeyError, AttributeError, OSError):
+        return ""
+    return d if os.path.isabs(d) else ""
+
+
+def _cwd() -> str:
+    """``facts.cwd``: ``getcwd(3)``; ``""`` when it fails (a deleted working directory)."""
+    try:
+        return os.getcwd()
+    except OSError:
+        return ""
+
+
 def _fstat(fd: int) -> dict[str, Any]:
     """The file type of this process's fd (one of ``facts.stdio_fds``); ``not_found`` when it is closed."""
     try:
@@ -230,7 +281,7 @@ def _macos(op: str, pid: str) -> dict[str, Any]:
     return {"data": _b64(data)}
 
 
-_REAL_OPS: dict[str, Callable[[Any], dict[str, Any]]] = {"kill0": _kill0, "fstat": _fstat, "peer": _peer, **{
+_REAL_OPS: dict[str, Callable[[Any], dict[str, Any]]] = {"kill0": _kill0, "exe": _exe, "fstat": _fstat, "peer": _peer, **{
     op: functools.partial(_macos, op) for op in ("sysctl", "procargs", "ps")}}
 
 
@@ -319,18 +370,17 @@ class HostFunctions:
         return out + b" " * (-len(out) % 8)
 
     def _facts(self, _doc: dict[str, Any]) -> dict[str, Any]:
-        """This process's facts: os, pid, euid, home, xdg_state_home, args, the MCP_RESUME* env, runtime."""
+        """This process's facts: os, pid, euid, home (``$HOME`` if absolute, else the password database),
+        xdg_state_home, cwd, args, every environment variable, runtime; bytes that are not UTF-8 as U+FFFD."""
         if self.system is not None:
             return self.system.facts
-        home = os.environ.get("HOME") or os.path.expanduser("~")
-        env = {k: v for k, v in os.environ.items() if k == "MCP_RESUME" or k.startswith("MCP_RESUME_")}
         facts = {"os": self._os(), "pid": os.getpid(), "euid": os.geteuid() if hasattr(os, "geteuid") else -1,
-                 "home": "" if home == "~" else home, "xdg_state_home": os.environ.get("XDG_STATE_HOME", ""),
-                 "args": sys.argv[1:], "env": env, "runtime": "python"}
+                 "home": _home(), "xdg_state_home": os.environ.get("XDG_STATE_HOME", ""), "cwd": _cwd(),
+                 "args": sys.argv[1:], "env": dict(os.environ), "runtime": "python"}
         with self._mu:
             if self._stdio is not None:
                 facts["stdio_fds"] = list(self._stdio)
-        return facts
+        return _exact(facts)
 
     def _os(self) -> str:
         """``facts.os``: ``linux``, ``darwin`` or ``sys.platform`` as is (pinned: the system's)."""
@@ -377,7 +427,7 @@ class HostFunctions:
                 raise _os_fail(f"{name} {path}", e) from None
         if name == "fds":
             return self._fds(op, linux)
-        if name in ("kill0", "sysctl", "procargs", "ps"):
+        if name in ("kill0", "exe", "sysctl", "procargs", "ps"):
             key = op.get("pid")
             if not isinstance(key, str) or not _DIGITS.fullmatch(key):
                 raise _Fail("invalid_request", f"{name}: pid must be decimal digits")
@@ -389,7 +439,8 @@ class HostFunctions:
             raise _Fail("invalid_request", f"unknown inspect operation {name!r}")
         if self.system is None:
             return _REAL_OPS[name](key)
-        default = {"kill0": _err("not_found", "kill0: no such process (pinned)"), "fstat": {"type": "char"}}
+        default = {"kill0": _err("not_found", "kill0: no such process (pinned)"), "fstat": {"type": "char"},
+                   "exe": {"dev": "2049", "ino": "1234567"}}
         pinned = self.system.answers.get(f"{name} {key}")
         return dict(pinned if pinned is not None else default.get(name, _err("unsupported", f"{name}: not pinned")))
 
