@@ -46,8 +46,8 @@ func TestStore_StateDirVerdicts(t *testing.T) {
 		}, detail: "state directory $D does not exist, and creating it would create $D inside $R, which is owned by uid 12345, not by this user (uid $U); run the server as uid 12345, or point MCP_RESUME_STATE_DIR at a directory this user owns"},
 		{name: "parent is a regular file", setup: func(t *testing.T, h *testHost, root, dir string) {
 			write(t, root+"/file", "x")
-			h.cfgDir = root + "/file/state"
-		}, detail: "state directory $R/file/state cannot be created: $R/file is not a directory; point MCP_RESUME_STATE_DIR at a directory"},
+			h.cfgDir = root + "/file/conformance"
+		}, detail: "state directory $R/file/conformance cannot be created: $R/file is not a directory; point MCP_RESUME_STATE_DIR at a directory"},
 		{name: "no space", setup: func(t *testing.T, h *testHost, root, dir string) {
 			h.dirErr = map[string]string{"mkdir " + dir: wire.CodeNoSpace}
 		},
@@ -72,7 +72,8 @@ func TestStore_StateDirVerdicts(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			h, dir := newHost(t)
-			root := filepath.Dir(dir)
+			root := filepath.Dir(dir) // the state root, which holds the app's directory
+			mkdir(t, root, 0o700)
 			c.setup(t, h, root, dir)
 			if h.cfgDir != "" {
 				dir = h.cfgDir
@@ -104,10 +105,11 @@ func TestStore_StateDirVerdicts(t *testing.T) {
 func TestStore_StateDirCreate(t *testing.T) {
 	t.Run("missing parents", func(t *testing.T) {
 		h, dir := newHost(t)
-		deep := filepath.Join(dir, "a", "b")
+		root := filepath.Dir(dir)
+		deep := filepath.Join(root, "a", "b", "conformance") // the app's directory under the root <state>/a/b
 		s := h.open(openInput(deep))
 		mustStore(t, s, "tok-A")
-		if want := []string{dir, dir + "/a", deep}; !slices.Equal(h.mkdirs, want) {
+		if want := []string{root, root + "/a", root + "/a/b", deep}; !slices.Equal(h.mkdirs, want) {
 			t.Errorf("mkdirs %v, want %v", h.mkdirs, want)
 		}
 		for _, d := range h.mkdirs {
@@ -131,6 +133,7 @@ func TestStore_StateDirCreate(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			h, dir := newHost(t)
 			root := filepath.Dir(dir)
+			mkdir(t, root, 0o700)
 			if err := os.Chmod(root, c.mode); err != nil {
 				t.Fatal(err)
 			}

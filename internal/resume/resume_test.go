@@ -107,7 +107,7 @@ func TestStore_StartCalls(t *testing.T) {
 	s := h.open(openInput(dir))
 	mustLoad(t, s)
 	want := map[string]int{
-		wire.FnFacts: 1, wire.FnInspect: 3, wire.FnPrepareDir: 5, wire.FnLock: 1,
+		wire.FnFacts: 1, wire.FnInspect: 3, wire.FnPrepareDir: 7, wire.FnLock: 1,
 		wire.FnList: 1, wire.FnRead: 1, wire.FnLog: 2, // host_identified (debug), token_not_found
 	}
 	if d := diffMap(want, h.calls); d != "" {
