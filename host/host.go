@@ -50,7 +50,6 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"sync"
 
 	extism "github.com/extism/go-sdk"
 
@@ -127,8 +126,26 @@ type Options struct {
 // safe for concurrent use; calls are serialised into one plugin instance. A
 // nil *Store (from a failed Open) is a store with resume off: Load finds
 // nothing, and Store, Reject and Close do nothing.
+//
+// # Cancellation
+//
+// Every method but Close honours its ctx up to the moment it enters the
+// plugin: a ctx that is already done, or that is done while the method waits
+// for another call on the same Store to finish, makes it return at once
+// without calling the plugin (Load: "", false; Store: an error wrapping
+// ctx.Err(), nothing written; Reject: nothing deleted; List, Prune, Whoami:
+// ctx.Err()). A call already inside the plugin runs to its end: stopping
+// the module mid-export would leave its state (the token it offered, the
+// lock it holds) half-updated and the instance unusable, and no host
+// function it runs ever blocks (the lock is non-blocking, reads are bounded),
+// so an export takes milliseconds. Resume therefore stays consistent: a
+// cancelled Load offered nothing, so a later Store does not log "Session
+// resumed successfully" for it and Reject has nothing to delete.
 type Store struct {
-	mu        sync.Mutex
+	// sem, capacity 1, is held by the one call (or Close) running in the
+	// plugin instance; a channel rather than a mutex so that waiting for it
+	// can end with the caller's ctx.
+	sem       chan struct{}
 	closed    bool
 	plugin    *extism.Plugin
 	logger    *slog.Logger
@@ -203,7 +220,7 @@ func load(ctx context.Context, cacheDir string, funcs *hostfuncs.Funcs, logger *
 	if err != nil {
 		return nil, fmt.Errorf("%w: loading: %v", ErrPlugin, err)
 	}
-	s := &Store{plugin: p, logger: logger, funcs: funcs, engine: engine}
+	s := &Store{sem: make(chan struct{}, 1), plugin: p, logger: logger, funcs: funcs, engine: engine}
 	out, callErr, err := s.call(ctx, wire.ExportABIVersion, nil)
 	if err != nil || callErr != nil || string(out) != wire.ABIVersion {
 		s.Close(ctx)
@@ -255,7 +272,8 @@ func (s *Store) StateRoot() string {
 
 // Load returns the token saved by the previous server instance under the same
 // MCP host, and true; or "" and false when there is none to offer (first run,
-// resume off, corrupt file deleted, nil Store). Spec 000, MCP Server Startup.
+// resume off, corrupt file deleted, nil Store, or ctx done before the plugin
+// was called: see "Cancellation" on Store). Spec 000, MCP Server Startup.
 func (s *Store) Load(ctx context.Context) (string, bool) {
 	if s == nil {
 		return "", false
@@ -271,22 +289,28 @@ func (s *Store) Load(ctx context.Context) (string, bool) {
 // instance (spec 000, Token Persistence). It returns ErrInvalidToken (wrapped,
 // with the plugin's reason, never the token) for a token that is not 1–4096
 // bytes of visible ASCII; a failed write is logged as "Failed to write token
-// file: <error>" and returns nil. A nil Store does nothing and returns nil.
+// file: <error>" and returns nil. When ctx is done before the plugin is
+// called it writes nothing and returns an error wrapping ctx.Err() (see
+// "Cancellation" on Store); the previous token file is left as it was. A nil
+// Store does nothing and returns nil.
 func (s *Store) Store(ctx context.Context, token string) error {
 	if s == nil {
 		return nil
 	}
-	_, callErr, _ := s.call(ctx, wire.ExportStore, []byte(token))
+	_, callErr, err := s.call(ctx, wire.ExportStore, []byte(token))
 	if callErr != nil && callErr.Code == wire.CodeInvalidToken {
 		return fmt.Errorf("%w: %s", ErrInvalidToken, callErr.Message)
+	}
+	if ctxErr := ctx.Err(); err != nil && ctxErr != nil && errors.Is(err, ctxErr) {
+		return fmt.Errorf("mcp-resume: token not stored: %w", err)
 	}
 	return nil
 }
 
 // Reject tells the store the broker refused the token Load returned: the
 // token file is deleted unless it already holds a newer token (spec 000,
-// Broker Rejects Token; seed 004, reconnection race). A nil Store does
-// nothing.
+// Broker Rejects Token; seed 004, reconnection race). A nil Store, or a ctx
+// done before the plugin is called, does nothing.
 func (s *Store) Reject(ctx context.Context) {
 	if s == nil {
 		return
@@ -412,8 +436,8 @@ func (s *Store) Close(ctx context.Context) error {
 	if s == nil {
 		return nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.sem <- struct{}{} // Close waits for a running call, whatever ctx says
+	defer func() { <-s.sem }()
 	if s.closed {
 		return nil
 	}
@@ -443,11 +467,24 @@ func (s *Store) callJSON(ctx context.Context, export string, v any) error {
 // call runs one export under the lock. An export that fails with an answer
 // (hostfuncs/README.md, "Plugin exports": the error string is the JSON
 // {"code", "message"}) returns it as callErr; a trap or runtime failure is
-// logged and returned as err. It never panics and never runs on a closed
-// plugin (go-sdk prints to stdout if it does).
+// logged and returned as err. When ctx is done before the export starts
+// (already, or while waiting for the lock) it returns ctx.Err() as err
+// without calling the plugin or logging; once started, the export runs to
+// its end (see "Cancellation" on Store). It never panics and never runs on a
+// closed plugin (go-sdk prints to stdout if it does).
 func (s *Store) call(ctx context.Context, export string, input []byte) (out []byte, callErr *wire.Error, err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	select {
+	case s.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	}
+	defer func() { <-s.sem }()
+	if err := ctx.Err(); err != nil { // select picks at random when both are ready
+		return nil, nil, err
+	}
 	if s.closed {
 		return nil, nil, errors.New("mcp-resume: store is closed")
 	}
