@@ -86,6 +86,22 @@ var (
 	ErrPlugin = errors.New("mcp-resume plugin unusable")
 )
 
+// refusal is an export's answered failure: its message as the plugin wrote
+// it, which already says what was wrong and what to do (so it is not
+// prefixed again with the sentinel's text), matching its sentinel (or the
+// plugin's *wire.Error) with errors.Is and errors.As.
+type refusal struct {
+	err error
+	msg string
+}
+
+// Error returns the plugin's message.
+func (r *refusal) Error() string { return r.msg }
+
+// Unwrap returns the sentinel (ErrInvalidApp, ErrInvalidOption,
+// ErrInvalidToken) or the plugin's *wire.Error.
+func (r *refusal) Unwrap() error { return r.err }
+
 // ErrInvalidToken is returned by Store.Store for a token that is not 1–4096
 // bytes of visible ASCII (0x21–0x7E): the plugin's invalid_token code.
 // Nothing is written.
@@ -163,8 +179,11 @@ var wasmModule = plugin.Wasm
 // Store for app, an MCP server application name such as "github-server",
 // calling the plugin's open export with app and the options.
 //
-// It returns ErrInvalidApp or ErrInvalidOption when the plugin refuses them,
-// and ErrPlugin when the plugin cannot run; in every case the server should
+// It returns an error matching ErrInvalidApp or ErrInvalidOption (errors.Is)
+// when the plugin refuses them, whose message is the plugin's: it names the
+// option, the value or kind given and what to give instead, once (for
+// example `invalid app name "a/b": use 1-64 letters, ...`); and ErrPlugin
+// when the plugin cannot run; in every case the server should
 // carry on without resume, which the nil *Store returned does. Problems with
 // the host identity or the state directory are not errors: they switch
 // resume off and are logged on the first Load or Store (spec 000, Parent
@@ -237,9 +256,9 @@ func (s *Store) open(ctx context.Context, input []byte) error {
 	case err != nil:
 		return fmt.Errorf("%w: open: %v", ErrPlugin, err)
 	case callErr != nil && callErr.Code == wire.CodeInvalidApp:
-		return fmt.Errorf("%w: %s", ErrInvalidApp, callErr.Message)
+		return &refusal{ErrInvalidApp, callErr.Message}
 	case callErr != nil && callErr.Code == wire.CodeInvalidOption:
-		return fmt.Errorf("%w: %s", ErrInvalidOption, callErr.Message)
+		return &refusal{ErrInvalidOption, callErr.Message}
 	case callErr != nil:
 		return fmt.Errorf("%w: open: %s", ErrPlugin, callErr.Error())
 	}
@@ -299,7 +318,7 @@ func (s *Store) Store(ctx context.Context, token string) error {
 	}
 	_, callErr, err := s.call(ctx, wire.ExportStore, []byte(token))
 	if callErr != nil && callErr.Code == wire.CodeInvalidToken {
-		return fmt.Errorf("%w: %s", ErrInvalidToken, callErr.Message)
+		return &refusal{ErrInvalidToken, callErr.Message}
 	}
 	if ctxErr := ctx.Err(); err != nil && ctxErr != nil && errors.Is(err, ctxErr) {
 		return fmt.Errorf("mcp-resume: token not stored: %w", err)
@@ -351,7 +370,7 @@ func (s *Store) List(ctx context.Context) ([]TokenFile, error) {
 	var out struct {
 		Files []TokenFile `json:"files"`
 	}
-	if err := s.callJSON(ctx, wire.ExportList, &out); err != nil {
+	if err := s.callJSON(ctx, wire.ExportList, nil, &out); err != nil {
 		return nil, err
 	}
 	return out.Files, nil
@@ -385,7 +404,7 @@ func (s *Store) Prune(ctx context.Context) ([]PrunedFile, error) {
 	var out struct {
 		Removed []PrunedFile `json:"removed"`
 	}
-	if err := s.callJSON(ctx, wire.ExportPrune, &out); err != nil {
+	if err := s.callJSON(ctx, wire.ExportPrune, nil, &out); err != nil {
 		return nil, err
 	}
 	return out.Removed, nil
@@ -425,7 +444,23 @@ type Identity struct {
 // for a nil Store.
 func (s *Store) Whoami(ctx context.Context) (Identity, error) {
 	var id Identity
-	err := s.callJSON(ctx, wire.ExportWhoami, &id)
+	err := s.callJSON(ctx, wire.ExportWhoami, nil, &id)
+	return id, err
+}
+
+// WhoamiFor is Whoami for the running MCP server process pid (the plugin's
+// whoami export with input {"pid": pid}; `mcp-resume whoami --pid`): the
+// host it would resolve, the chain, and the file names with this Store's
+// instance key and state directory. Every rule is the server's own, except
+// that on Linux a socket on the server's stdio cannot be checked from
+// outside (only the socket's holder can ask for its peer), so Stdio may
+// read "not checked" where the server verifies or refuses. It fails with
+// the plugin's invalid_option for pid 1 or below 0, and as Whoami; pid 0
+// is this process (Whoami).
+func (s *Store) WhoamiFor(ctx context.Context, pid int) (Identity, error) {
+	var id Identity
+	input, _ := json.Marshal(wire.WhoamiInput{PID: pid})
+	err := s.callJSON(ctx, wire.ExportWhoami, input, &id)
 	return id, err
 }
 
@@ -446,17 +481,17 @@ func (s *Store) Close(ctx context.Context) error {
 	return s.plugin.Close(context.WithoutCancel(ctx))
 }
 
-// callJSON runs export and decodes its JSON output into v.
-func (s *Store) callJSON(ctx context.Context, export string, v any) error {
+// callJSON runs export with input and decodes its JSON output into v.
+func (s *Store) callJSON(ctx context.Context, export string, input []byte, v any) error {
 	if s == nil {
 		return fmt.Errorf("%w: no store (Open failed)", ErrPlugin)
 	}
-	out, callErr, err := s.call(ctx, export, nil)
+	out, callErr, err := s.call(ctx, export, input)
 	if err != nil {
 		return err
 	}
 	if callErr != nil {
-		return fmt.Errorf("mcp-resume %s: %w", export, callErr)
+		return &refusal{callErr, "mcp-resume " + export + ": " + callErr.Message}
 	}
 	if err := json.Unmarshal(out, v); err != nil {
 		return fmt.Errorf("%w: %s returned malformed JSON: %v", ErrPlugin, export, err)

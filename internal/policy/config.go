@@ -77,7 +77,8 @@ func (c Config) Resume() bool { return !c.Off && c.Problem == "" }
 // Configure validates the open input and fills the defaults from the facts
 // (hostfuncs/README.md, "Plugin exports", open):
 //
-//   - app must pass ValidApp, else the error code is wire.CodeInvalidApp;
+//   - app must be given (in.AppMissing false) and pass ValidApp, else the
+//     error code is wire.CodeInvalidApp;
 //   - state_dir: the declared one (absolute, else wire.CodeInvalidOption),
 //     else env MCP_RESUME_STATE_DIR (absolute, else wire.CodeInvalidOption),
 //     else per user and app: on macOS <home>/Library/Application
@@ -93,6 +94,9 @@ func (c Config) Resume() bool { return !c.Off && c.Problem == "" }
 // factsOK is false when mcp_resume_facts gave no usable answer: then resume
 // is off ("cannot tell"), and only a declared state directory is known.
 func Configure(in wire.OpenInput, f wire.Facts, factsOK bool) (Config, *wire.Error) {
+	if in.AppMissing {
+		return Config{}, &wire.Error{Code: wire.CodeInvalidApp, Message: "app name missing: give the server's application name, 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"}
+	}
 	if !ValidApp(in.App) {
 		return Config{}, &wire.Error{Code: wire.CodeInvalidApp, Message: "invalid app name " + strconv.Quote(in.App) + ": use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"}
 	}

@@ -69,11 +69,15 @@ func otherEnd(mine, theirs int) bool {
 // this process's flags on the pipes (fds self), the host's fds holding them
 // (fds <host>) and the socket peers (peer).
 //
+// other is true when the server is another process than this one
+// (ResolveFor): its own fds are then listed by pid, and a socket cannot tell
+// (only its holder can ask for the peer).
+//
 // It returns "verified: ..." when an fd is verified, "not checked: ..."
 // when neither fd can tell. Errors: ErrAdopted when no fd is verified and
 // one is disproved; ErrRace when the host exits during the check;
 // ErrNoAnswer when the host gave no usable answer.
-func checkStdio(in Inspector, self int, host Process, fds [2]fdFacts) (string, error) {
+func checkStdio(in Inspector, self int, other bool, host Process, fds [2]fdFacts) (string, error) {
 	fail := func(msg string, errs ...error) (string, error) {
 		return "", wrap("resolve MCP host of pid "+itoa(self)+": "+msg, errs...)
 	}
@@ -98,6 +102,8 @@ func checkStdio(in Inspector, self int, host Process, fds [2]fdFacts) (string, e
 			p.why = name + " is closed"
 		case f.fstat.Error != nil:
 			p.why = name + ": cannot tell what it is (fstat: " + f.fstat.Error.Code + ")"
+		case f.fstat.Type == wire.FileTypeSocket && other:
+			p.why = name + " " + p.link + " is a socket, whose peer only the server itself can read"
 		case f.fstat.Type == wire.FileTypeSocket:
 			p.socket = true
 			p.peerIdx = len(ops)
@@ -114,10 +120,14 @@ func checkStdio(in Inspector, self int, host Process, fds [2]fdFacts) (string, e
 		}
 	}
 	selfIdx, hostIdx := -1, -1
+	selfRef := "self"
+	if other {
+		selfRef = strconv.Itoa(self)
+	}
 	if len(targets) > 0 {
 		selfIdx, hostIdx = len(ops), len(ops)+1
 		ops = append(ops,
-			wire.InspectOp{Op: wire.OpFDs, PID: "self", Targets: targets},
+			wire.InspectOp{Op: wire.OpFDs, PID: selfRef, Targets: targets},
 			wire.InspectOp{Op: wire.OpFDs, PID: strconv.Itoa(host.PID), Targets: targets})
 	}
 	var res []wire.InspectResult
