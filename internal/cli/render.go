@@ -8,7 +8,7 @@
 // The input is a JSON document (hostfuncs/README.md, "Plugin exports",
 // render):
 //
-//	{"command": "whoami"|"list"|"prune", "json"?: bool, "show_state_dir"?: bool,
+//	{"command": "whoami"|"list"|"prune"|"usage", "json"?: bool, "show_state_dir"?: bool,
 //	 "whoami"?: <the whoami export's output>,
 //	 "apps"?: [{"app", "state_dir", "files"?: <list's files>, "removed"?: <prune's removed>}]}
 //
@@ -236,8 +236,10 @@ func quote(out []byte, s string) []byte {
 // Render returns what the CLI prints to stdout for input (the document
 // described in the package documentation): the JSON form (indented by two
 // spaces, one trailing newline) when "json" is true, else the table and
-// lines of the text form. Apps are sorted by name (byte order). Errors:
-// input that is not a JSON object, or an unknown command.
+// lines of the text form. Apps are sorted by name (byte order). The
+// command "usage" returns Usage, the text every CLI prints to stderr for
+// help and bad usage. Errors: input that is not a JSON object, or an
+// unknown command.
 func Render(input []byte) ([]byte, error) {
 	in, err := parse(input)
 	if err != nil {
@@ -248,6 +250,8 @@ func Render(input []byte) ([]byte, error) {
 	}
 	asJSON := in.flag("json")
 	switch cmd := in.str("command"); cmd {
+	case "usage":
+		return []byte(Usage), nil
 	case "whoami":
 		return whoami(in.get("whoami"), in.flag("show_state_dir"), asJSON), nil
 	case "list":
@@ -255,7 +259,7 @@ func Render(input []byte) ([]byte, error) {
 	case "prune":
 		return rows(sorted(in.list("apps")), "removed", asJSON), nil
 	default:
-		return nil, errors.New("render: unknown command " + strconv.Quote(cmd) + "; use whoami, list or prune")
+		return nil, errors.New("render: unknown command " + strconv.Quote(cmd) + "; use whoami, list, prune or usage")
 	}
 }
 

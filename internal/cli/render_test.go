@@ -154,6 +154,12 @@ func TestRenderWhoami(t *testing.T) {
 	}
 }
 
+func TestRenderUsage(t *testing.T) {
+	if out, err := Render([]byte(`{"command": "usage"}`)); err != nil || string(out) != Usage {
+		t.Errorf("usage = %q, %v", out, err)
+	}
+}
+
 func TestRenderErrors(t *testing.T) {
 	for _, in := range []string{``, `[]`, `{"command": "rm"}`, `{"command": "list"} x`, strings.Repeat("[", 40) + strings.Repeat("]", 40)} {
 		if _, err := Render([]byte(in)); err == nil {
