@@ -67,6 +67,7 @@ def _json_safe(option: str, value: Any) -> Any:
 
 
 def _jsonable(v: Any) -> bool:
+    """Whether ``json.dumps`` can carry ``v``."""
     try:
         json.dumps(v)
         return True
@@ -75,6 +76,7 @@ def _jsonable(v: Any) -> bool:
 
 
 def _refuse(option: str, got: str) -> Any:
+    """Raise the refusal of ``option`` given ``got`` (a type's name), in the plugin's words: never returns."""
     msg = f"{option} must be {_WANT[option]}, not {got}"
     raise (InvalidAppError if option == "app" else InvalidOptionError)(msg)
 
