@@ -59,3 +59,10 @@ func CacheEntryForTest(cacheDir string) string { return loader.EntryDir(wasmModu
 // KernelMemoryForTest is the size in bytes of the Extism kernel's memory,
 // where every call's input and output are allocated.
 func (s *Store) KernelMemoryForTest() uint32 { return s.plugin.Memory().Size() }
+
+// HoldForTest takes the Store's call lock, as a long call would, until the
+// returned function releases it.
+func (s *Store) HoldForTest() (release func()) {
+	s.sem <- struct{}{}
+	return func() { <-s.sem }
+}

@@ -50,7 +50,6 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"sync"
 
 	extism "github.com/extism/go-sdk"
 
@@ -87,6 +86,22 @@ var (
 	// another ABI version than this host, or failed without an answer.
 	ErrPlugin = errors.New("mcp-resume plugin unusable")
 )
+
+// refusal is an export's answered failure: its message as the plugin wrote
+// it, which already says what was wrong and what to do (so it is not
+// prefixed again with the sentinel's text), matching its sentinel (or the
+// plugin's *wire.Error) with errors.Is and errors.As.
+type refusal struct {
+	err error
+	msg string
+}
+
+// Error returns the plugin's message.
+func (r *refusal) Error() string { return r.msg }
+
+// Unwrap returns the sentinel (ErrInvalidApp, ErrInvalidOption,
+// ErrInvalidToken) or the plugin's *wire.Error.
+func (r *refusal) Unwrap() error { return r.err }
 
 // ErrInvalidToken is returned by Store.Store for a token that is not 1–4096
 // bytes of visible ASCII (0x21–0x7E): the plugin's invalid_token code.
@@ -130,8 +145,26 @@ type Options struct {
 // safe for concurrent use; calls are serialised into one plugin instance. A
 // nil *Store (from a failed Open) is a store with resume off: Load finds
 // nothing, and Store, Reject and Close do nothing.
+//
+// # Cancellation
+//
+// Every method but Close honours its ctx up to the moment it enters the
+// plugin: a ctx that is already done, or that is done while the method waits
+// for another call on the same Store to finish, makes it return at once
+// without calling the plugin (Load: "", false; Store: an error wrapping
+// ctx.Err(), nothing written; Reject: nothing deleted; List, Prune, Whoami:
+// ctx.Err()). A call already inside the plugin runs to its end: stopping
+// the module mid-export would leave its state (the token it offered, the
+// lock it holds) half-updated and the instance unusable, and no host
+// function it runs ever blocks (the lock is non-blocking, reads are bounded),
+// so an export takes milliseconds. Resume therefore stays consistent: a
+// cancelled Load offered nothing, so a later Store does not log "Session
+// resumed successfully" for it and Reject has nothing to delete.
 type Store struct {
-	mu        sync.Mutex
+	// sem, capacity 1, is held by the one call (or Close) running in the
+	// plugin instance; a channel rather than a mutex so that waiting for it
+	// can end with the caller's ctx.
+	sem       chan struct{}
 	closed    bool
 	plugin    *extism.Plugin
 	logger    *slog.Logger
@@ -149,8 +182,11 @@ var wasmModule = plugin.Wasm
 // Store for app, an MCP server application name such as "github-server",
 // calling the plugin's open export with app and the options.
 //
-// It returns ErrInvalidApp or ErrInvalidOption when the plugin refuses them,
-// and ErrPlugin when the plugin cannot run; in every case the server should
+// It returns an error matching ErrInvalidApp or ErrInvalidOption (errors.Is)
+// when the plugin refuses them, whose message is the plugin's: it names the
+// option, the value or kind given and what to give instead, once (for
+// example `invalid app name "a/b": use 1-64 letters, ...`); and ErrPlugin
+// when the plugin cannot run; in every case the server should
 // carry on without resume, which the nil *Store returned does. Problems with
 // the host identity or the state directory are not errors: they switch
 // resume off and are logged on the first Load or Store (spec 000, Parent
@@ -206,7 +242,7 @@ func load(ctx context.Context, cacheDir string, funcs *hostfuncs.Funcs, logger *
 	if err != nil {
 		return nil, fmt.Errorf("%w: loading: %v", ErrPlugin, err)
 	}
-	s := &Store{plugin: p, logger: logger, funcs: funcs, engine: engine}
+	s := &Store{sem: make(chan struct{}, 1), plugin: p, logger: logger, funcs: funcs, engine: engine}
 	out, callErr, err := s.call(ctx, wire.ExportABIVersion, nil)
 	if err != nil || callErr != nil || string(out) != wire.ABIVersion {
 		s.Close(ctx)
@@ -223,9 +259,9 @@ func (s *Store) open(ctx context.Context, input []byte) error {
 	case err != nil:
 		return fmt.Errorf("%w: open: %v", ErrPlugin, err)
 	case callErr != nil && callErr.Code == wire.CodeInvalidApp:
-		return fmt.Errorf("%w: %s", ErrInvalidApp, callErr.Message)
+		return &refusal{ErrInvalidApp, callErr.Message}
 	case callErr != nil && callErr.Code == wire.CodeInvalidOption:
-		return fmt.Errorf("%w: %s", ErrInvalidOption, callErr.Message)
+		return &refusal{ErrInvalidOption, callErr.Message}
 	case callErr != nil:
 		return fmt.Errorf("%w: open: %s", ErrPlugin, callErr.Error())
 	}
@@ -259,7 +295,8 @@ func (s *Store) StateRoot() string {
 
 // Load returns the token saved by the previous server instance under the same
 // MCP host, and true; or "" and false when there is none to offer (first run,
-// resume off, corrupt file deleted, nil Store). Spec 000, MCP Server Startup.
+// resume off, corrupt file deleted, nil Store, or ctx done before the plugin
+// was called: see "Cancellation" on Store). Spec 000, MCP Server Startup.
 func (s *Store) Load(ctx context.Context) (string, bool) {
 	if s == nil {
 		return "", false
@@ -275,22 +312,28 @@ func (s *Store) Load(ctx context.Context) (string, bool) {
 // instance (spec 000, Token Persistence). It returns ErrInvalidToken (wrapped,
 // with the plugin's reason, never the token) for a token that is not 1–4096
 // bytes of visible ASCII; a failed write is logged as "Failed to write token
-// file: <error>" and returns nil. A nil Store does nothing and returns nil.
+// file: <error>" and returns nil. When ctx is done before the plugin is
+// called it writes nothing and returns an error wrapping ctx.Err() (see
+// "Cancellation" on Store); the previous token file is left as it was. A nil
+// Store does nothing and returns nil.
 func (s *Store) Store(ctx context.Context, token string) error {
 	if s == nil {
 		return nil
 	}
-	_, callErr, _ := s.call(ctx, wire.ExportStore, []byte(token))
+	_, callErr, err := s.call(ctx, wire.ExportStore, []byte(token))
 	if callErr != nil && callErr.Code == wire.CodeInvalidToken {
-		return fmt.Errorf("%w: %s", ErrInvalidToken, callErr.Message)
+		return &refusal{ErrInvalidToken, callErr.Message}
+	}
+	if ctxErr := ctx.Err(); err != nil && ctxErr != nil && errors.Is(err, ctxErr) {
+		return fmt.Errorf("mcp-resume: token not stored: %w", err)
 	}
 	return nil
 }
 
 // Reject tells the store the broker refused the token Load returned: the
 // token file is deleted unless it already holds a newer token (spec 000,
-// Broker Rejects Token; seed 004, reconnection race). A nil Store does
-// nothing.
+// Broker Rejects Token; seed 004, reconnection race). A nil Store, or a ctx
+// done before the plugin is called, does nothing.
 func (s *Store) Reject(ctx context.Context) {
 	if s == nil {
 		return
@@ -331,7 +374,7 @@ func (s *Store) List(ctx context.Context) ([]TokenFile, error) {
 	var out struct {
 		Files []TokenFile `json:"files"`
 	}
-	if err := s.callJSON(ctx, wire.ExportList, &out); err != nil {
+	if err := s.callJSON(ctx, wire.ExportList, nil, &out); err != nil {
 		return nil, err
 	}
 	return out.Files, nil
@@ -365,7 +408,7 @@ func (s *Store) Prune(ctx context.Context) ([]PrunedFile, error) {
 	var out struct {
 		Removed []PrunedFile `json:"removed"`
 	}
-	if err := s.callJSON(ctx, wire.ExportPrune, &out); err != nil {
+	if err := s.callJSON(ctx, wire.ExportPrune, nil, &out); err != nil {
 		return nil, err
 	}
 	return out.Removed, nil
@@ -405,7 +448,23 @@ type Identity struct {
 // for a nil Store.
 func (s *Store) Whoami(ctx context.Context) (Identity, error) {
 	var id Identity
-	err := s.callJSON(ctx, wire.ExportWhoami, &id)
+	err := s.callJSON(ctx, wire.ExportWhoami, nil, &id)
+	return id, err
+}
+
+// WhoamiFor is Whoami for the running MCP server process pid (the plugin's
+// whoami export with input {"pid": pid}; `mcp-resume whoami --pid`): the
+// host it would resolve, the chain, and the file names with this Store's
+// instance key and state directory. Every rule is the server's own, except
+// that on Linux a socket on the server's stdio cannot be checked from
+// outside (only the socket's holder can ask for its peer), so Stdio may
+// read "not checked" where the server verifies or refuses. It fails with
+// the plugin's invalid_option for pid 1 or below 0, and as Whoami; pid 0
+// is this process (Whoami).
+func (s *Store) WhoamiFor(ctx context.Context, pid int) (Identity, error) {
+	var id Identity
+	input, _ := json.Marshal(wire.WhoamiInput{PID: pid})
+	err := s.callJSON(ctx, wire.ExportWhoami, input, &id)
 	return id, err
 }
 
@@ -416,8 +475,8 @@ func (s *Store) Close(ctx context.Context) error {
 	if s == nil {
 		return nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.sem <- struct{}{} // Close waits for a running call, whatever ctx says
+	defer func() { <-s.sem }()
 	if s.closed {
 		return nil
 	}
@@ -426,17 +485,17 @@ func (s *Store) Close(ctx context.Context) error {
 	return s.plugin.Close(context.WithoutCancel(ctx))
 }
 
-// callJSON runs export and decodes its JSON output into v.
-func (s *Store) callJSON(ctx context.Context, export string, v any) error {
+// callJSON runs export with input and decodes its JSON output into v.
+func (s *Store) callJSON(ctx context.Context, export string, input []byte, v any) error {
 	if s == nil {
 		return fmt.Errorf("%w: no store (Open failed)", ErrPlugin)
 	}
-	out, callErr, err := s.call(ctx, export, nil)
+	out, callErr, err := s.call(ctx, export, input)
 	if err != nil {
 		return err
 	}
 	if callErr != nil {
-		return fmt.Errorf("mcp-resume %s: %w", export, callErr)
+		return &refusal{callErr, "mcp-resume " + export + ": " + callErr.Message}
 	}
 	if err := json.Unmarshal(out, v); err != nil {
 		return fmt.Errorf("%w: %s returned malformed JSON: %v", ErrPlugin, export, err)
@@ -447,11 +506,24 @@ func (s *Store) callJSON(ctx context.Context, export string, v any) error {
 // call runs one export under the lock. An export that fails with an answer
 // (hostfuncs/README.md, "Plugin exports": the error string is the JSON
 // {"code", "message"}) returns it as callErr; a trap or runtime failure is
-// logged and returned as err. It never panics and never runs on a closed
-// plugin (go-sdk prints to stdout if it does).
+// logged and returned as err. When ctx is done before the export starts
+// (already, or while waiting for the lock) it returns ctx.Err() as err
+// without calling the plugin or logging; once started, the export runs to
+// its end (see "Cancellation" on Store). It never panics and never runs on a
+// closed plugin (go-sdk prints to stdout if it does).
 func (s *Store) call(ctx context.Context, export string, input []byte) (out []byte, callErr *wire.Error, err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	select {
+	case s.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	}
+	defer func() { <-s.sem }()
+	if err := ctx.Err(); err != nil { // select picks at random when both are ready
+		return nil, nil, err
+	}
 	if s.closed {
 		return nil, nil, errors.New("mcp-resume: store is closed")
 	}

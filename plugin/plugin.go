@@ -16,7 +16,7 @@ import _ "embed"
 
 // Wasm is the plugin module (plugin.wasm), ABI version 3: it imports the
 // nine host functions and exports mcp_resume_abi_version, open, load,
-// store, reject, names, list, prune and whoami, as described in
+// store, reject, names, list, prune, whoami and render, as described in
 // hostfuncs/README.md.
 //
 //go:embed plugin.wasm

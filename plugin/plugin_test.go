@@ -69,10 +69,16 @@ const (
 	// included. Not met yet: TestWasmSize reports the gap.
 	targetWasmBytes = 2_726_297
 	// maxWasmBytes is the budget the test enforces: the size reached when
-	// encoding/json and fmt left the guest (3,212,643 bytes), plus 2%.
+	// encoding/json and fmt left the guest (3,212,643 bytes), plus 2%,
+	// plus what the render export and whoami for another pid added
+	// (3,220,231 -> 3,318,462 bytes: internal/cli's JSON tree, indenting
+	// encoder and tables, about 80 KB of Go-on-Wasm code, so that the
+	// Python and TypeScript command lines print exactly what the Go one
+	// prints without a copy of its formatting in each language; policy's
+	// ResolveFor and the option errors, about 15 KB).
 	// Lower it as the guest shrinks; never raise it without a review of
 	// what grew.
-	maxWasmBytes = 3_277_000
+	maxWasmBytes = 3_376_000
 )
 
 // TestWasmSize fails when plugin.wasm outgrows its budget.

@@ -262,7 +262,8 @@ func (c Config) Resume() bool { return !c.Off && c.Problem == "" && c.KeyProblem
 // Configure validates the open input and fills the defaults from the facts
 // (hostfuncs/README.md, "Plugin exports", open):
 //
-//   - app must pass ValidApp, else the error code is wire.CodeInvalidApp;
+//   - app must be given (in.AppMissing false) and pass ValidApp, else the
+//     error code is wire.CodeInvalidApp;
 //   - the state root: the declared state_dir (absolute, else
 //     wire.CodeInvalidOption), else env MCP_RESUME_STATE_DIR (absolute, else
 //     wire.CodeInvalidOption), else per user: on macOS
@@ -283,6 +284,18 @@ func (c Config) Resume() bool { return !c.Off && c.Problem == "" && c.KeyProblem
 // factsOK is false when mcp_resume_facts gave no usable answer: then resume
 // is off ("cannot tell"), and only a declared state root is known.
 func Configure(in wire.OpenInput, f wire.Facts, factsOK bool) (Config, *wire.Error) {
+	if in.AppMissing {
+		return Config{}, &wire.Error{Code: wire.CodeInvalidApp, Message: "app name missing: give the server's application name, 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"}
+	}
+	if !ValidApp(in.App) {
+		// An app's state directory name (AppDirName) stands for the app, so
+		// a CLI that lists a state root can open each app it finds there
+		// without knowing the encoding: '+' is in no app name, so this
+		// alias cannot make two apps alike.
+		if app, ok := AppFromDirName(in.App); ok && strings.Contains(in.App, "+") {
+			in.App = app
+		}
+	}
 	if !ValidApp(in.App) {
 		return Config{}, &wire.Error{Code: wire.CodeInvalidApp, Message: "invalid app name " + strconv.Quote(in.App) + ": use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"}
 	}

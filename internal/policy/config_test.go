@@ -311,3 +311,19 @@ func TestConfigure_Launchers(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigure_AppDirNameAlias: an app's directory name opens that app (a
+// CLI listing a state root opens each directory it finds), and a '+' that is
+// not such a name is still refused.
+func TestConfigure_AppDirNameAlias(t *testing.T) {
+	f := wire.Facts{OS: "linux", PID: 100, Home: "/home/u"}
+	c, werr := Configure(wire.OpenInput{App: "+my+app", StateDir: "/r"}, f, true)
+	if werr != nil || c.App != "MyApp" || c.StateDir != "/r/+my+app" {
+		t.Errorf("Configure(+my+app) = %+v, %v; want app MyApp in /r/+my+app", c, werr)
+	}
+	for _, bad := range []string{"+", "+My", "a+", "++a", "+1"} {
+		if _, werr := Configure(wire.OpenInput{App: bad, StateDir: "/r"}, f, true); werr == nil || werr.Code != wire.CodeInvalidApp {
+			t.Errorf("Configure(%q) = %v, want invalid_app", bad, werr)
+		}
+	}
+}

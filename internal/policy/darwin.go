@@ -359,13 +359,13 @@ func darwinSelf(in Inspector, pid int) (p Process, ps bool, err error) {
 	return p, false, err
 }
 
-// resolveDarwin implements Resolve on macOS. There are no subreapers on
+// resolveDarwin implements ResolveFor on macOS, for the server pid. There are no subreapers on
 // macOS (an orphan is adopted by launchd, pid 1, which the walk refuses), so
 // there is no stdio check.
-func resolveDarwin(f wire.Facts, set LauncherSet, in Inspector) (Identity, error) {
-	self, ps, err := darwinSelf(in, f.PID)
+func resolveDarwin(f wire.Facts, pid int, set LauncherSet, in Inspector) (Identity, error) {
+	self, ps, err := darwinSelf(in, pid)
 	if err != nil {
-		return Identity{}, wrap("resolve MCP host of pid "+itoa(f.PID), err)
+		return Identity{}, wrap("resolve MCP host of pid "+itoa(pid), err)
 	}
 	id, err := walk(darwinWalker{in: in, ps: ps}, self, set)
 	if err != nil {

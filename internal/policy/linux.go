@@ -256,26 +256,37 @@ func (w linuxWalker) step(child Process) (Process, error, Process, error, error)
 	return parent, perr, again, aerr, nil
 }
 
-// resolveLinux implements Resolve on Linux. The first call reads the base,
-// the server's own stat and cmdline, and what its stdin and stdout are;
-// then one call per ancestor level; then, for a pipe or socket, one call for
-// the stdio check.
-func resolveLinux(f wire.Facts, set LauncherSet, in Inspector) (Identity, error) {
+// resolveLinux implements ResolveFor on Linux for the server process pid.
+// The first call reads the base, the server's stat and cmdline, and what its
+// stdin and stdout are (fstat and /proc/self/fd of this process; the fds of
+// another); then one call per ancestor level; then, for a pipe or socket,
+// one call for the stdio check.
+func resolveLinux(f wire.Facts, pid int, set LauncherSet, in Inspector) (Identity, error) {
 	fail := func(err error) (Identity, error) {
-		return Identity{}, wrap("resolve MCP host of pid "+itoa(f.PID), err)
+		return Identity{}, wrap("resolve MCP host of pid "+itoa(pid), err)
 	}
 	if f.PID <= 0 {
 		return fail(wrap("facts report pid "+itoa(f.PID), ErrNoAnswer))
 	}
+	if pid <= 0 {
+		return fail(ErrNoAnswer)
+	}
+	other := pid != f.PID
 	sfd, err := stdioFDs(f)
 	if err != nil {
 		return fail(err)
 	}
-	ops := append(baseOps(),
-		opRead(procStat(f.PID)), opRead(procCmdline(f.PID)),
-		wire.InspectOp{Op: wire.OpFstat, FD: sfd[0]}, wire.InspectOp{Op: wire.OpFstat, FD: sfd[1]},
-		opReadlink(procSelfFD(sfd[0])), opReadlink(procSelfFD(sfd[1])),
-		opRead(procTimens))
+	// base (0-2), the server's stat (3) and cmdline (4), the time-namespace
+	// offsets (5), then what its stdin and stdout are: fstat (6, 7) and
+	// /proc link (8, 9) of this process's fds, or another's fd list (6).
+	ops := append(baseOps(), opRead(procStat(pid)), opRead(procCmdline(pid)), opRead(procTimens))
+	if other {
+		ops = append(ops, wire.InspectOp{Op: wire.OpFDs, PID: strconv.Itoa(pid)})
+	} else {
+		ops = append(ops,
+			wire.InspectOp{Op: wire.OpFstat, FD: sfd[0]}, wire.InspectOp{Op: wire.OpFstat, FD: sfd[1]},
+			opReadlink(procSelfFD(sfd[0])), opReadlink(procSelfFD(sfd[1])))
+	}
 	res, err := inspect(in, ops)
 	if err != nil {
 		return fail(err)
@@ -284,10 +295,10 @@ func resolveLinux(f wire.Facts, set LauncherSet, in Inspector) (Identity, error)
 	if err != nil {
 		return fail(err)
 	}
-	if err := checkTimens(res[9]); err != nil {
+	if err := checkTimens(res[5]); err != nil {
 		return fail(err)
 	}
-	self, err := base.process(f.PID, res[3], &res[4], nil)
+	self, err := base.process(pid, res[3], &res[4], nil)
 	if err != nil {
 		return fail(err)
 	}
@@ -295,8 +306,13 @@ func resolveLinux(f wire.Facts, set LauncherSet, in Inspector) (Identity, error)
 	if err != nil {
 		return id, err
 	}
-	stdio := [2]fdFacts{{fd: sfd[0], fstat: res[5], link: res[7]}, {fd: sfd[1], fstat: res[6], link: res[8]}}
-	why, err := checkStdio(in, f.PID, id.Chain[len(id.Chain)-1], stdio)
+	var stdio [2]fdFacts
+	if other {
+		stdio = fdFactsOf(res[6])
+	} else {
+		stdio = [2]fdFacts{{fd: sfd[0], fstat: res[6], link: res[8]}, {fd: sfd[1], fstat: res[7], link: res[9]}}
+	}
+	why, err := checkStdio(in, pid, other, id.Chain[len(id.Chain)-1], stdio)
 	if err != nil {
 		return Identity{Chain: id.Chain}, err
 	}
@@ -352,6 +368,39 @@ func checkTimens(r wire.InspectResult) error {
 		return nil
 	}
 	return wrap("this process runs in a time namespace whose boot clock is shifted (boottime offset "+boot+" s ns in "+procTimens+"), as sandboxes that start the clock near zero and checkpoint/restore tools do: process start times read here can repeat those of an earlier such sandbox; session resume is off", ErrTimeNamespace)
+}
+
+// fdFactsOf derives the fstat and readlink answers for fds 0 and 1 of
+// another process from its fd list (the fds operation): the file type from
+// the link target ("pipe:[N]" a FIFO, "socket:[N]" a socket, a /dev path a
+// character device, anything else a file), a missing fd not_found (closed),
+// and the list's own error for both when it could not be read.
+func fdFactsOf(list wire.InspectResult) [2]fdFacts {
+	var out [2]fdFacts
+	for fd := 0; fd <= 1; fd++ {
+		if list.Error != nil {
+			out[fd] = fdFacts{fd: fd, fstat: wire.InspectResult{Error: list.Error}, link: wire.InspectResult{Error: list.Error}}
+			continue
+		}
+		closed := &wire.Error{Code: wire.CodeNotFound, Message: "fd " + itoa(fd) + " is not open"}
+		out[fd] = fdFacts{fd: fd, fstat: wire.InspectResult{Error: closed}, link: wire.InspectResult{Error: closed}}
+		for _, e := range list.FDs {
+			if e.FD != fd {
+				continue
+			}
+			t := wire.FileTypeFile
+			switch {
+			case strings.HasPrefix(e.Target, "pipe:["):
+				t = wire.FileTypeFIFO
+			case strings.HasPrefix(e.Target, "socket:["):
+				t = wire.FileTypeSocket
+			case strings.HasPrefix(e.Target, "/dev/"):
+				t = wire.FileTypeChar
+			}
+			out[fd] = fdFacts{fd: fd, fstat: wire.InspectResult{Type: t}, link: wire.InspectResult{Target: e.Target}}
+		}
+	}
+	return out
 }
 
 // linuxAlive answers liveness for one file from the answers to reading

@@ -323,12 +323,29 @@ func walk(w walker, self Process, set LauncherSet) (Identity, error) {
 // no usable answer. Each means session resume is off (spec 000, "Parent
 // Process Information Unavailable").
 func Resolve(f wire.Facts, set LauncherSet, in Inspector) (Identity, error) {
+	return ResolveFor(f, f.PID, set, in)
+}
+
+// ResolveFor is Resolve for the server process pid, which may be another
+// process than the one the facts describe: what `mcp-resume whoami --pid`
+// reports for a running server. The walk and every rule are Resolve's. The
+// one difference is the stdio check on Linux for another process: its fds
+// 0 and 1 are read from its fd list (the fds operation on pid) instead of
+// fstat and /proc/self, and a socket there cannot tell, because only the
+// process holding a socket can ask for its peer (SO_PEERCRED); the server
+// itself may then still refuse a host that this answer accepts (its Stdio
+// says so). Another user's process cannot be listed: its stdio cannot tell
+// either. pid <= 0 fails with ErrNoAnswer.
+func ResolveFor(f wire.Facts, pid int, set LauncherSet, in Inspector) (Identity, error) {
 	switch f.OS {
 	case "linux":
-		return resolveLinux(f, set, in)
+		return resolveLinux(f, pid, set, in)
 	case "darwin":
-		return resolveDarwin(f, set, in)
+		if pid <= 0 {
+			return Identity{}, wrap("resolve MCP host of pid "+itoa(pid), ErrNoAnswer)
+		}
+		return resolveDarwin(f, pid, set, in)
 	default:
-		return Identity{}, wrap("resolve MCP host of pid "+itoa(f.PID)+" on "+quote(f.OS), ErrUnsupported)
+		return Identity{}, wrap("resolve MCP host of pid "+itoa(pid)+" on "+quote(f.OS), ErrUnsupported)
 	}
 }

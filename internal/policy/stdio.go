@@ -111,7 +111,13 @@ func fmtInts(ns []int) string {
 // host otherwise (/dev/null, a file, a closed fd, a host whose fds cannot be
 // listed: "cannot tell" never lets an identity stand); ErrRace when the host
 // exits during the check; ErrNoAnswer when the host gave no usable answer.
-func checkStdio(in Inspector, self int, host Process, fds [2]fdFacts) (string, error) {
+//
+// other is true when the server is another process than this one
+// (ResolveFor, for whoami --pid): its own fds are then listed by pid, and a
+// socket cannot tell, since only its holder can ask for the peer; it stands
+// as "not checked", like the socket residual, so that whoami shows the chain
+// the server would resolve rather than a refusal the server would not make.
+func checkStdio(in Inspector, self int, other bool, host Process, fds [2]fdFacts) (string, error) {
 	fail := func(msg string, errs ...error) (string, error) {
 		return "", wrap("resolve MCP host of pid "+itoa(self)+": "+msg, errs...)
 	}
@@ -140,6 +146,8 @@ func checkStdio(in Inspector, self int, host Process, fds [2]fdFacts) (string, e
 			p.why = name + " is closed"
 		case f.fstat.Error != nil:
 			p.why = name + ": cannot tell what it is (fstat: " + f.fstat.Error.Code + ")"
+		case f.fstat.Type == wire.FileTypeSocket && other:
+			p.why, p.v = name+" "+p.link+" is a socket, whose peer only the server itself can read", residual
 		case f.fstat.Type == wire.FileTypeSocket:
 			p.socket = true
 			p.peerIdx = len(ops)
@@ -162,10 +170,14 @@ func checkStdio(in Inspector, self int, host Process, fds [2]fdFacts) (string, e
 		}
 	}
 	selfIdx, hostIdx := -1, -1
+	selfRef := "self"
+	if other {
+		selfRef = strconv.Itoa(self)
+	}
 	if len(targets) > 0 {
 		selfIdx, hostIdx = len(ops), len(ops)+1
 		ops = append(ops,
-			wire.InspectOp{Op: wire.OpFDs, PID: "self", Targets: targets},
+			wire.InspectOp{Op: wire.OpFDs, PID: selfRef, Targets: targets},
 			wire.InspectOp{Op: wire.OpFDs, PID: strconv.Itoa(host.PID), Targets: targets})
 	}
 	var res []wire.InspectResult
@@ -184,7 +196,7 @@ func checkStdio(in Inspector, self int, host Process, fds [2]fdFacts) (string, e
 	var devNull, unlisted, terminal bool
 	for i := 0; i <= 1; i++ {
 		name, p := stdioNames[i], plans[i]
-		v, why := unknown, p.why
+		v, why := p.v, p.why
 		switch {
 		case p.socket:
 			v, why = checkPeer(name, p.link, host, res[p.peerIdx])

@@ -145,15 +145,25 @@ func notOpen() *wire.Error {
 // MCP_RESUME switch with policy.Configure; with MCP_RESUME=off it logs
 // resume_off. It inspects no process and touches no file.
 //
-// Errors: wire.CodeInvalidApp for a bad app name; wire.CodeInvalidOption for
-// input that is not the JSON of wire.OpenInput, a relative state directory,
-// or a second Open.
+// Errors: wire.CodeInvalidApp for a bad, missing or null app name or one
+// that is not a string; wire.CodeInvalidOption for input that is not the
+// JSON of wire.OpenInput, an option of the wrong JSON kind (the message
+// names the option, the kind expected and the kind given: wire.OptionError),
+// a relative state directory, or a second Open. Each message says the thing
+// once; hosts show it as it is.
 func (s *Store) Open(input []byte) (wire.OpenOutput, *wire.Error) {
 	if s.opened {
 		return wire.OpenOutput{}, &wire.Error{Code: wire.CodeInvalidOption, Message: "open was already called for this plugin instance"}
 	}
 	var in wire.OpenInput
 	if err := in.DecodeJSON(input); err != nil {
+		if oe, ok := err.(*wire.OptionError); ok {
+			code := wire.CodeInvalidOption
+			if oe.Option == "app" {
+				code = wire.CodeInvalidApp
+			}
+			return wire.OpenOutput{}, &wire.Error{Code: code, Message: oe.Error()}
+		}
 		return wire.OpenOutput{}, &wire.Error{Code: wire.CodeInvalidOption, Message: "open input is not the JSON object {\"app\", \"state_dir\"?, \"instance\"?, \"launchers\"?}: " + err.Error()}
 	}
 	var f wire.Facts
@@ -257,8 +267,23 @@ func (s *Store) resolveNames() bool {
 	s.file = FileName(s.id.PID, s.id.StartTime, suffix)
 	s.lock = lockName(s.id.PID, s.id.StartTime, suffix)
 	s.log(wire.LevelDebug, EventHostIdentified, MsgHostIdentified,
-		"pid "+strconv.Itoa(s.id.PID)+", start time "+s.id.StartTime+", stdio: "+s.id.Stdio)
+		"pid "+strconv.Itoa(s.id.PID)+", start time "+s.id.StartTime+", stdio: "+s.id.Stdio+"; chain: "+ChainText(s.id.WireChain(true)))
 	return true
+}
+
+// ChainText is the ancestor chain in one line, from the server's parent up
+// to the host, for the host_identified debug line: each process as
+// <pid> <name> (<role>), separated by " > ", e.g.
+// "4300 npm exec serv (launcher) > 4242 claude (host)".
+func ChainText(chain []wire.Process) string {
+	out := ""
+	for i, p := range chain {
+		if i > 0 {
+			out += " > "
+		}
+		out += strconv.Itoa(p.PID) + " " + p.Name + " (" + p.Role + ")"
+	}
+	return out
 }
 
 // Names is the names export: the token and lock file names of this
@@ -406,6 +431,22 @@ func (s *Store) fixListDir() (bool, *wire.Error) {
 	return true, nil
 }
 
+// dirError is the wire.CodeIO export error for a state directory the host
+// refused or could not list: the host's message, which names the directory
+// when it comes from a real host's prepare_dir, else that message after
+// "state directory <dir>: ". The host's code is not repeated in it: the
+// directory is said once, so a CLI can print the message as it is.
+func dirError(dir string, err error) *wire.Error {
+	msg := err.Error()
+	if werr, ok := err.(*wire.Error); ok {
+		msg = werr.Message
+	}
+	if !strings.Contains(msg, dir) {
+		msg = "state directory " + dir + ": " + msg
+	}
+	return &wire.Error{Code: wire.CodeIO, Message: msg}
+}
+
 // listed is one token or lock file found in the state directory.
 type listed struct {
 	prefix string
@@ -474,7 +515,7 @@ func (s *Store) List() (wire.ListOutput, *wire.Error) {
 		return out, nil
 	}
 	if err != nil {
-		return out, &wire.Error{Code: wire.CodeIO, Message: "list state directory: " + err.Error()}
+		return out, dirError(s.cfg.StateDir, err)
 	}
 	states := s.hosts(files)
 	for i, f := range files {
@@ -547,14 +588,30 @@ func (s *Store) prune() wire.PruneOutput {
 // (policy.Resolve), the chain of processes walked with their roles, how the
 // stdio check went, the instance suffix, the file names it would use and the
 // state directory. It touches no file. When the identity is unavailable,
-// Error says why and the chain holds what was read. Error: wire.CodeNotOpen.
-func (s *Store) Whoami() (wire.WhoamiOutput, *wire.Error) {
+// Error says why and the chain holds what was read.
+//
+// input is empty or the JSON wire.WhoamiInput: a pid other than this
+// process's asks what that running server would resolve
+// (policy.ResolveFor), with this store's instance key and state directory;
+// it does not change this store's own identity. Errors: wire.CodeNotOpen;
+// wire.CodeInvalidOption for input that is not a WhoamiInput or a pid below 1.
+func (s *Store) Whoami(input []byte) (wire.WhoamiOutput, *wire.Error) {
 	out := wire.WhoamiOutput{Chain: []wire.Process{}}
 	if !s.opened {
 		return out, notOpen()
 	}
+	var in wire.WhoamiInput
+	if err := in.DecodeJSON(input); err != nil {
+		return out, &wire.Error{Code: wire.CodeInvalidOption, Message: "whoami input: " + err.Error()}
+	}
+	if in.PID < 0 || in.PID == 1 {
+		return out, &wire.Error{Code: wire.CodeInvalidOption, Message: "pid " + strconv.Itoa(in.PID) + " is not a server process: give the pid of a running MCP server"}
+	}
 	out.StateDir = s.cfg.StateDir
 	out.InstanceSuffix = InstanceSuffix(s.cfg.InstanceKey)
+	if in.PID != 0 && in.PID != s.facts.PID {
+		return s.whoamiOther(in.PID, out), nil
+	}
 	ok := s.resolveNames()
 	out.Chain = s.id.WireChain(ok)
 	if !ok {
@@ -571,6 +628,29 @@ func (s *Store) Whoami() (wire.WhoamiOutput, *wire.Error) {
 	out.PID, out.StartTime, out.Stdio = s.id.PID, s.id.StartTime, s.id.Stdio
 	out.TokenFile, out.LockFile = s.file, s.lock
 	return out, nil
+}
+
+// whoamiOther fills out for the running server process pid
+// (policy.ResolveFor), without touching this store's own identity.
+func (s *Store) whoamiOther(pid int, out wire.WhoamiOutput) wire.WhoamiOutput {
+	if s.cfg.Off {
+		out.Error = MsgResumeOff
+		return out
+	}
+	if !s.factsOK || s.cfg.Problem != "" && s.cfg.StateDir != "" {
+		out.Error = s.cfg.Problem
+		return out
+	}
+	id, err := policy.ResolveFor(s.facts, pid, s.cfg.Launchers, s.inspect)
+	out.Chain = id.WireChain(err == nil)
+	if err != nil {
+		out.Error = err.Error()
+		return out
+	}
+	out.PID, out.StartTime, out.Stdio = id.PID, id.StartTime, id.Stdio
+	out.TokenFile = FileName(id.PID, id.StartTime, out.InstanceSuffix)
+	out.LockFile = lockName(id.PID, id.StartTime, out.InstanceSuffix)
+	return out
 }
 
 // remove deletes the token file, logging (not returning) a failure.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -153,7 +154,7 @@ func TestStore_NotOpen(t *testing.T) {
 	check("list", werr)
 	_, werr = s.Prune()
 	check("prune", werr)
-	_, werr = s.Whoami()
+	_, werr = s.Whoami(nil)
 	check("whoami", werr)
 	if len(h.reqs) != 0 {
 		t.Errorf("host called before open: %v", h.reqs)
@@ -161,19 +162,25 @@ func TestStore_NotOpen(t *testing.T) {
 }
 
 func TestStore_OpenErrors(t *testing.T) {
-	for _, tc := range []struct{ input, code string }{
-		{`{"app": "../x"}`, wire.CodeInvalidApp},
-		{`{"app": ""}`, wire.CodeInvalidApp},
-		{`{}`, wire.CodeInvalidApp},
-		{`{"app": "a", "state_dir": "relative"}`, wire.CodeInvalidOption},
-		{`not json`, wire.CodeInvalidOption},
-		{``, wire.CodeInvalidOption},
-		{`{"app": "a", "launchers": "sh"}`, wire.CodeInvalidOption},
+	// Each message says the thing once, names the option, the kind given and
+	// the kind expected, and never the codec's internals.
+	for _, tc := range []struct{ input, code, message string }{
+		{`{"app": "../x"}`, wire.CodeInvalidApp, `invalid app name "../x": use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit`},
+		{`{"app": ""}`, wire.CodeInvalidApp, `invalid app name "": use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit`},
+		{`{}`, wire.CodeInvalidApp, `app name missing: give the server's application name, 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit`},
+		{`{"app": null}`, wire.CodeInvalidApp, `app name missing: give the server's application name, 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit`},
+		{`{"app": 5}`, wire.CodeInvalidApp, `app must be a string, not a number`},
+		{`{"app": "a", "state_dir": "relative"}`, wire.CodeInvalidOption, `state_dir "relative" is not an absolute path`},
+		{`{"app": "a", "state_dir": 1}`, wire.CodeInvalidOption, `state_dir must be a string, not a number: give an absolute path, or leave it out for the default`},
+		{`not json`, wire.CodeInvalidOption, ""},
+		{``, wire.CodeInvalidOption, ""},
+		{`{"app": "a", "launchers": "sh"}`, wire.CodeInvalidOption, `launchers must be a list of strings, not a string: give a list of process names, e.g. ["my-wrapper"]`},
+		{`{"app": "a", "instance": 1}`, wire.CodeInvalidOption, `instance must be a string, not a number`},
 	} {
 		h, _ := newHost(t)
 		s := resume.New(h.call)
-		if _, werr := s.Open([]byte(tc.input)); werr == nil || werr.Code != tc.code {
-			t.Errorf("Open(%s) = %v, want code %s", tc.input, werr, tc.code)
+		if _, werr := s.Open([]byte(tc.input)); werr == nil || werr.Code != tc.code || tc.message != "" && werr.Message != tc.message || strings.Contains(werr.Message, "wire:") && tc.message != "" {
+			t.Errorf("Open(%s) = %v, want code %s message %q", tc.input, werr, tc.code, tc.message)
 		}
 		// A failed open leaves the store unopened.
 		if _, _, werr := s.Load(); werr == nil || werr.Code != wire.CodeNotOpen {
@@ -231,7 +238,7 @@ func TestStore_Off(t *testing.T) {
 	if p, _ := s.Prune(); len(p.Removed) != 0 {
 		t.Errorf("Prune = %+v", p)
 	}
-	if w, _ := s.Whoami(); w.Error != resume.MsgResumeOff || w.TokenFile != "" {
+	if w, _ := s.Whoami(nil); w.Error != resume.MsgResumeOff || w.TokenFile != "" {
 		t.Errorf("Whoami = %+v", w)
 	}
 	if d := diffMap(map[string]int{wire.FnFacts: 1, wire.FnLog: 1}, h.calls); d != "" {
@@ -287,7 +294,7 @@ func TestStore_IdentityUnavailable(t *testing.T) {
 					t.Errorf("%s called %d times", fn, h.calls[fn])
 				}
 			}
-			w, werr := s.Whoami()
+			w, werr := s.Whoami(nil)
 			if werr != nil || w.Error == "" || w.TokenFile != "" || w.Chain == nil {
 				t.Errorf("Whoami = %+v, %v", w, werr)
 			}
@@ -319,7 +326,7 @@ func TestStore_Adopted(t *testing.T) {
 	h2.proc["fds 4242"] = wire.InspectResult{FDs: []wire.FD{{FD: 3, Target: "pipe:[11]", Flags: 0}}}
 	s2 := h2.open(openInput(dir2))
 	mustLoad(t, s2)
-	w, _ := s2.Whoami()
+	w, _ := s2.Whoami(nil)
 	if w.Stdio != "verified: stdout pipe:[11] is held by the host as fd 3" {
 		t.Errorf("Stdio = %q", w.Stdio)
 	}
@@ -335,7 +342,7 @@ func TestStore_Whoami(t *testing.T) {
 	h.proc["read /proc/200/stat"] = data("200 (sh) S 4242 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 777 0 0\n")
 	h.proc["read /proc/200/cmdline"] = data("sh\x00-c\x00server\x00")
 	s := h.open(openInput(dir))
-	w, werr := s.Whoami()
+	w, werr := s.Whoami(nil)
 	if werr != nil {
 		t.Fatal(werr)
 	}
@@ -622,4 +629,66 @@ func TestStore_InvalidTokenError(t *testing.T) {
 	if werr == nil || werr.Code != wire.CodeInvalidToken || !strings.HasPrefix(werr.Message, "invalid token: ") || strings.Contains(werr.Message, "has space") {
 		t.Fatalf("Store(bad) = %v", werr)
 	}
+}
+
+// Whoami for another running server (mcp-resume whoami --pid): its own
+// chain and stdio, read from its fd list; a host that does not hold its
+// pipes is refused as for the server itself, a socket cannot tell, and the
+// store's own identity is untouched.
+func TestStore_WhoamiPID(t *testing.T) {
+	h, dir := newHost(t)
+	h.proc["read /proc/300/stat"] = data("300 (other-server) S 310 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 6000 0 0\n")
+	h.proc["read /proc/300/cmdline"] = data("other-server\x00")
+	h.proc["read /proc/310/stat"] = data("310 (sh) S 4242 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 5990 0 0\n")
+	h.proc["read /proc/310/cmdline"] = data("sh\x00-c\x00other-server\x00")
+	h.proc["fds 300"] = wire.InspectResult{FDs: []wire.FD{{FD: 0, Target: "pipe:[21]", Flags: 0}, {FD: 1, Target: "pipe:[22]", Flags: 1}, {FD: 2, Target: "/dev/null", Flags: 1}}}
+	h.proc["fds 4242"] = wire.InspectResult{FDs: []wire.FD{{FD: 7, Target: "pipe:[22]", Flags: 0}}}
+	s := h.open(`{"app": "a", "state_dir": ` + strconv.Quote(dir) + `, "instance": "-"}`)
+
+	w, werr := s.Whoami([]byte(`{"pid": 300}`))
+	if werr != nil || w.Error != "" || w.PID != 4242 || w.TokenFile != tokenFile || len(w.Chain) != 2 || w.Chain[0].Role != "launcher" || w.Chain[1].Role != "host" ||
+		w.Stdio != "verified: stdout pipe:[22] is held by the host as fd 7" {
+		t.Errorf("Whoami(pid 300) = %+v, %v", w, werr)
+	}
+
+	// The host holds neither pipe: refused, as the server would be.
+	h.proc["fds 4242"] = wire.InspectResult{FDs: []wire.FD{}}
+	if w, _ := s.Whoami([]byte(`{"pid": 300}`)); w.Error == "" || w.TokenFile != "" || !strings.Contains(w.Error, "does not hold the other end") {
+		t.Errorf("Whoami(pid 300, host holds nothing) = %+v", w)
+	}
+	// A socket pair: only the server can ask for the peer, so it cannot tell.
+	h.proc["fds 300"] = wire.InspectResult{FDs: []wire.FD{{FD: 0, Target: "socket:[31]", Flags: 2}, {FD: 1, Target: "socket:[31]", Flags: 2}}}
+	if w, _ := s.Whoami([]byte(`{"pid": 300}`)); w.Error != "" || !strings.HasPrefix(w.Stdio, "not checked: stdin socket:[31] is a socket, whose peer only the server itself can read") {
+		t.Errorf("Whoami(pid 300, socket) = %+v", w)
+	}
+	// Its fds cannot be listed (another user's process): cannot tell.
+	h.proc["fds 300"] = fail(wire.CodePermission)
+	if w, _ := s.Whoami([]byte(`{"pid": 300}`)); w.Error != "" || !strings.HasPrefix(w.Stdio, "not checked: stdin: cannot tell") {
+		t.Errorf("Whoami(pid 300, fds hidden) = %+v", w)
+	}
+	for _, bad := range []string{`{"pid": -4}`, `{"pid": 1}`, `{"pid": "300"}`, `[1]`} {
+		if _, werr := s.Whoami([]byte(bad)); werr == nil || werr.Code != wire.CodeInvalidOption {
+			t.Errorf("Whoami(%s) = %v; want invalid_option", bad, werr)
+		}
+	}
+	// This store's own identity is still its own, and resolved once.
+	if w, _ := s.Whoami(nil); w.PID != 4242 || w.Chain[0].PID != 4242 {
+		t.Errorf("Whoami(self) after others = %+v", w)
+	}
+}
+
+// The host_identified debug line carries the chain walked.
+func TestStore_HostIdentifiedChain(t *testing.T) {
+	h, dir := newHost(t)
+	s := h.open(openInput(dir))
+	s.Load()
+	for _, l := range h.logs {
+		if l.Event == resume.EventHostIdentified {
+			if !strings.HasSuffix(l.Detail, "; chain: 4242 claude (host)") || l.Level != wire.LevelDebug {
+				t.Errorf("host_identified = %+v", l)
+			}
+			return
+		}
+	}
+	t.Errorf("no host_identified line in %+v", h.logs)
 }

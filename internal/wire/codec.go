@@ -383,7 +383,75 @@ func field(name string, fields ...string) string {
 
 // typeError says that the JSON value of kind got cannot go where want goes.
 func typeError(want string, got jsontext.Kind) error {
-	return errors.New("wire: cannot read JSON " + got.String() + " as " + want)
+	return &kindError{want: want, got: got}
+}
+
+// kindError is a JSON value of the wrong kind: a string where an array
+// goes, and so on.
+type kindError struct {
+	want string
+	got  jsontext.Kind
+}
+
+func (e *kindError) Error() string {
+	return "wire: cannot read JSON " + e.got.String() + " as " + e.want
+}
+
+// KindName names a JSON value's kind for people: "a string", "a number",
+// "true or false", "null", "an object", "a list".
+func KindName(k jsontext.Kind) string {
+	switch k {
+	case '"':
+		return "a string"
+	case '0':
+		return "a number"
+	case 't', 'f':
+		return "true or false"
+	case 'n':
+		return "null"
+	case '{':
+		return "an object"
+	case '[':
+		return "a list"
+	}
+	return "an invalid value"
+}
+
+// OptionError is an open input member whose JSON value has the wrong kind,
+// in words that name the option, the kind expected and the kind given, the
+// same from every host (the hosts pass their users' values through as they
+// are; hostfuncs/README.md, "Plugin exports", open). App is true for the
+// app member (code invalid_app), false for the options (invalid_option).
+type OptionError struct {
+	Option string
+	Want   string // "a string", "a list of strings"
+	Got    string // KindName of the value given, "a list holding a number" for a bad element
+	Hint   string // what to do, "" for none
+}
+
+// Error is "<option> must be <want>, not <got>[: <hint>]".
+func (e *OptionError) Error() string {
+	msg := e.Option + " must be " + e.Want + ", not " + e.Got
+	if e.Hint != "" {
+		msg += ": " + e.Hint
+	}
+	return msg
+}
+
+// member decodes one open input member with read and turns a wrong kind
+// into an *OptionError for option; elem is true when the kind error came
+// from an element of the list.
+func member(option, want, hint string, read func() error) error {
+	err := read()
+	ke, ok := err.(*kindError)
+	if !ok {
+		return err
+	}
+	got := KindName(ke.got)
+	if ke.want != "array" && want != "a string" {
+		got = "a list holding " + got
+	}
+	return &OptionError{Option: option, Want: want, Got: got, Hint: hint}
 }
 
 // object reads an object (or null), calling member for each member name.
@@ -564,14 +632,23 @@ func (d *decoder) errorObj(p **Error) error {
 }
 
 // DecodeJSON sets in from the JSON input of ExportOpen. Errors: the
-// document is not JSON, not an object, or has a member of the wrong type.
+// document is not JSON or not an object; an *OptionError for a member of
+// the wrong kind (the hosts pass their users' values through unchanged, so
+// this names what the user gave). An app member that is missing or null
+// sets AppMissing.
 func (in *OpenInput) DecodeJSON(b []byte) error {
-	return decodeObject(b, func(d *decoder, name string) error {
+	app := false
+	err := decodeObject(b, func(d *decoder, name string) error {
 		switch field(name, "app", "state_dir", "instance", "launchers") {
 		case "app":
-			return d.str(&in.App)
+			if d.d.PeekKind() == 'n' {
+				app = false
+				return d.skip()
+			}
+			app = true
+			return member("app", "a string", "", func() error { return d.str(&in.App) })
 		case "state_dir":
-			return d.str(&in.StateDir)
+			return member("state_dir", "a string", "give an absolute path, or leave it out for the default", func() error { return d.str(&in.StateDir) })
 		case "instance":
 			if d.d.PeekKind() == 'n' {
 				in.Instance = nil
@@ -579,9 +656,27 @@ func (in *OpenInput) DecodeJSON(b []byte) error {
 			}
 			var s string
 			in.Instance = &s
-			return d.str(&s)
+			return member("instance", "a string", "", func() error { return d.str(&s) })
 		case "launchers":
-			return d.strings(&in.Launchers)
+			return member("launchers", "a list of strings", `give a list of process names, e.g. ["my-wrapper"]`, func() error { return d.strings(&in.Launchers) })
+		}
+		return d.skip()
+	})
+	in.AppMissing = !app
+	return err
+}
+
+// DecodeJSON sets w from the JSON input of ExportWhoami; empty input (no
+// document at all) is the zero WhoamiInput. Errors: not JSON, not an
+// object; an *OptionError for a pid that is not a number.
+func (w *WhoamiInput) DecodeJSON(b []byte) error {
+	if len(bytes.TrimSpace(b)) == 0 {
+		*w = WhoamiInput{}
+		return nil
+	}
+	return decodeObject(b, func(d *decoder, name string) error {
+		if field(name, "pid") == "pid" {
+			return member("pid", "a whole number", "", func() error { return d.int(&w.PID) })
 		}
 		return d.skip()
 	})

@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"testing"
 )
@@ -119,9 +120,19 @@ func pair[T any, P interface {
 }](name string) decodable {
 	return decodable{
 		name: name,
-		mine: func(b []byte) (any, error) { var v T; err := P(&v).DecodeJSON(b); return v, err },
+		mine: func(b []byte) (any, error) { var v T; err := P(&v).DecodeJSON(b); return normalize(v), err },
 		std:  func(b []byte) (any, error) { var v T; err := json.Unmarshal(b, &v); return v, err },
 	}
+}
+
+// normalize clears what a codec sets beyond encoding/json's reach
+// (OpenInput.AppMissing, tagged "-").
+func normalize(v any) any {
+	if in, ok := v.(OpenInput); ok {
+		in.AppMissing = false
+		return in
+	}
+	return v
 }
 
 var decodables = []decodable{
@@ -189,4 +200,32 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A member of the wrong kind names the option, what it must be and what it
+// was, never the codec's internals; a missing or null app is told apart
+// from an empty one.
+func TestOpenInputOptionErrors(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`{"app":"a","launchers":"npx"}`, `launchers must be a list of strings, not a string: give a list of process names, e.g. ["my-wrapper"]`},
+		{`{"app":"a","launchers":["ok",5]}`, `launchers must be a list of strings, not a list holding a number: give a list of process names, e.g. ["my-wrapper"]`},
+		{`{"app":"a","launchers":{"x":1}}`, `launchers must be a list of strings, not an object: give a list of process names, e.g. ["my-wrapper"]`},
+		{`{"app":5}`, `app must be a string, not a number`},
+		{`{"app":["a"]}`, `app must be a string, not a list`},
+		{`{"app":"a","state_dir":true}`, `state_dir must be a string, not true or false: give an absolute path, or leave it out for the default`},
+		{`{"app":"a","instance":7}`, `instance must be a string, not a number`},
+	} {
+		var in OpenInput
+		err := in.DecodeJSON([]byte(c.in))
+		var oe *OptionError
+		if !errors.As(err, &oe) || err.Error() != c.want {
+			t.Errorf("%s: error %v (%T)\nwant %s", c.in, err, err, c.want)
+		}
+	}
+	for in, missing := range map[string]bool{`{"app":null}`: true, `{}`: true, `{"app":""}`: false, `{"app":"x"}`: false} {
+		var v OpenInput
+		if err := v.DecodeJSON([]byte(in)); err != nil || v.AppMissing != missing {
+			t.Errorf("%s: AppMissing %v, error %v; want %v, nil", in, v.AppMissing, err, missing)
+		}
+	}
 }

@@ -52,6 +52,9 @@ const (
 	ExportList       = "list"
 	ExportPrune      = "prune"
 	ExportWhoami     = "whoami"
+	// ExportRender turns whoami, list and prune answers into what the
+	// mcp-resume command line prints (internal/cli); it needs no open.
+	ExportRender = "render"
 )
 
 // Error codes a host function may return in Error.Code.
@@ -386,6 +389,10 @@ type OpenInput struct {
 	// Launchers are extra launcher names, added to the defaults and to
 	// MCP_RESUME_LAUNCHERS.
 	Launchers []string `json:"launchers,omitempty"`
+	// AppMissing is set by DecodeJSON when the input has no app member or
+	// a null one (a host's None, null or undefined), so the error can say
+	// so rather than quote an empty name. Not part of the JSON.
+	AppMissing bool `json:"-"`
 }
 
 // OpenOutput is the output of ExportOpen.
@@ -461,6 +468,13 @@ type Process struct {
 	StartTime string   `json:"start_time"`
 	// Role is "launcher" or "host".
 	Role string `json:"role"`
+}
+
+// WhoamiInput is the optional input of ExportWhoami. Empty input, or a PID
+// of 0, is this process; another PID asks what that running server process
+// would resolve (`mcp-resume whoami --pid`).
+type WhoamiInput struct {
+	PID int `json:"pid,omitempty"`
 }
 
 // WhoamiOutput is the output of ExportWhoami: the MCP host this process

@@ -17,7 +17,8 @@
 //	names                   () -> JSON {"token","lock"}: this instance's file names ({} when resume is off)
 //	list                    () -> JSON {"files":[{"name","pid","start_time","instance"?,"host","age_seconds"}]}
 //	prune                   () -> JSON {"removed":[{"name","reason","host"}]}
-//	whoami                  () -> JSON {"pid","start_time","stdio","instance_suffix","token_file","lock_file","state_dir","chain","error"?}
+//	render                  (JSON {"command","json"?,"whoami"?,"show_state_dir"?,"apps"?}) -> the bytes the mcp-resume CLI prints
+//	whoami                  (empty, or JSON {"pid"?}) -> JSON {"pid","start_time","stdio","instance_suffix","token_file","lock_file","state_dir","chain","error"?}
 //
 // Each returns 0 on success and 1 on failure, with the Extism error string
 // set to the JSON {"code","message"} (codes in internal/wire). This file is
@@ -29,6 +30,7 @@ package main
 import (
 	"github.com/extism/go-pdk"
 
+	"github.com/mcp-resume/mcp-resume/internal/cli"
 	"github.com/mcp-resume/mcp-resume/internal/resume"
 	"github.com/mcp-resume/mcp-resume/internal/wire"
 )
@@ -180,8 +182,18 @@ func prune() int32 {
 
 //go:wasmexport whoami
 func whoami() int32 {
-	out, werr := store.Whoami()
+	out, werr := store.Whoami(pdk.Input())
 	return outputJSON(out, werr)
+}
+
+//go:wasmexport render
+func render() int32 {
+	out, err := cli.Render(pdk.Input())
+	if err != nil {
+		return fail(&wire.Error{Code: wire.CodeInvalidOption, Message: err.Error()})
+	}
+	pdk.Output(out)
+	return 0
 }
 
 func main() {}

@@ -3,7 +3,7 @@
 #
 #   make python-setup   .venv at the repository root with the binding (editable,
 #                       with its test extras), mcp, pytest and uv, from PyPI; then
-#                       `python -m mcp_resume` fills the plugin's compilation cache
+#                       `python -m mcp_resume precompile` fills the plugin's compilation cache
 #   make python-test    mypy --strict on the package, then the binding's pytest
 #                       suite: unit, conformance, end to end (needs Go on PATH
 #                       to build the broker)
@@ -30,7 +30,7 @@ $(PY_STAMP): $(PY_STAMP_DEPS)
 	@test -x $(PY) || $(PYTHON) -m venv $(PY_VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check \
 		-e '$(PY_SRC)[test]' -r $(ROOT)/examples/python-server/requirements.txt
-	$(PY) -m mcp_resume  # compile the plugin into the wasmtime cache now, not at the first start
+	$(PY) -m mcp_resume precompile  # compile the plugin into the wasmtime cache now, not at the first start
 	@touch $@
 
 python-test: python-setup

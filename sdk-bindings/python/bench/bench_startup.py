@@ -12,7 +12,7 @@ Times, from process start to exit, the example server (examples/python-server/se
 * ``MCP_RESUME_BENCH=load``, **cold** compile cache: the same with a fresh
   user cache directory, so wasmtime compiles the plugin with Cranelift;
 * ``MCP_RESUME_BENCH=load``, **precompiled**: a fresh user cache directory
-  filled beforehand (untimed) by ``python -m mcp_resume``, as ``make
+  filled beforehand (untimed) by ``python -m mcp_resume precompile``, as ``make
   python-setup`` does at install time: the first start after installing.
 
 Each mode runs ``--runs`` times (>= 10), alternating so machine drift hits all
@@ -123,7 +123,7 @@ def main() -> int:
                 home.mkdir()
                 env = {**base, "MCP_RESUME_BENCH": "load", "HOME": str(home)}
                 if mode == "precompiled":  # what `make python-setup` does after installing
-                    subprocess.run([args.python, "-m", "mcp_resume"], env=env, check=True, cwd=REPO_ROOT)
+                    subprocess.run([args.python, "-m", "mcp_resume", "precompile"], env=env, check=True, cwd=REPO_ROOT)
                 measure(mode, env)
                 shutil.rmtree(home)
     finally:
@@ -150,7 +150,7 @@ def main() -> int:
     print(f"importing mcp_resume first: {eratio:.3f} ({verdict[eratio <= TARGET_RATIO]}), peak RSS {edrss:+.1f} MiB "
           f"({verdict[edrss <= TARGET_RSS_MIB]})")
     print(f"cold/warm = {cold:.2f} (empty compile cache; target <= {TARGET_COLD}: {verdict[cold <= TARGET_COLD]}); "
-          f"precompiled/warm = {pre:.2f} (first start after `python -m mcp_resume` at install: "
+          f"precompiled/warm = {pre:.2f} (first start after `python -m mcp_resume precompile` at install: "
           f"{verdict[pre <= TARGET_COLD]})")
     ok = ratio <= TARGET_RATIO and drss <= TARGET_RSS_MIB
     return 0 if ok or not args.check else 1
@@ -162,7 +162,7 @@ MODES = {
     "warm": "load, warm compile cache",
     "early": "load, warm, `mcp_resume` imported first",
     "cold": "load, empty compile cache (first-ever start)",
-    "precompiled": "load, cache filled at install (`python -m mcp_resume`)",
+    "precompiled": "load, cache filled at install (`python -m mcp_resume precompile`)",
 }
 
 

@@ -137,10 +137,46 @@ def test_invalid_app(app: str, tmp_path: Path) -> None:
         ResumeTokenStore(app, tmp_path)
 
 
-@pytest.mark.parametrize("app", [5, None])
-def test_app_not_a_string(app: Any, tmp_path: Path) -> None:
-    with pytest.raises(ValueError):
+APP_MISSING = ("app name missing: give the server's application name, 1-64 letters, digits, '.', '_' or '-', "
+               "starting with a letter or digit")
+LAUNCHERS_HINT = 'give a list of process names, e.g. ["my-wrapper"]'
+
+
+@pytest.mark.parametrize("app, message", [
+    (5, "app must be a string, not a number"),
+    (None, APP_MISSING),
+    (["a"], "app must be a string, not a list"),
+    (b"app", "app must be a string, not bytes"),
+])
+def test_app_not_a_string(app: Any, message: str, tmp_path: Path) -> None:
+    """The plugin's words, once: never an empty name quoted for None, never the codec's internals."""
+    with pytest.raises(InvalidAppError) as e:
         ResumeTokenStore(app, tmp_path)
+    assert str(e.value) == message
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"launchers": "npx"}, f"launchers must be a list of strings, not a string: {LAUNCHERS_HINT}"),
+    ({"launchers": ["ok", 5]}, f"launchers must be a list of strings, not a list holding a number: {LAUNCHERS_HINT}"),
+    ({"launchers": 5}, f"launchers must be a list of strings, not a number: {LAUNCHERS_HINT}"),
+    ({"launchers": [b"npx"]}, "launchers must be a list of strings, not a list holding bytes"),
+    ({"state_dir": 5}, "state_dir must be a string, not a number: give an absolute path, or leave it out for the default"),
+    ({"instance": 1.5}, "instance must be a string, not a number"),
+    ({"instance": object()}, "instance must be a string, not object"),
+])
+def test_option_of_the_wrong_type(kwargs: dict[str, Any], message: str, tmp_path: Path) -> None:
+    """A wrongly typed option is refused with its name, the type expected and the type given; a string for
+    ``launchers`` is never split into letters."""
+    with pytest.raises(mcp_resume.InvalidOptionError) as e:
+        ResumeTokenStore("app", **({"state_dir": tmp_path} | kwargs))
+    assert str(e.value) == message and "wire:" not in str(e.value)
+
+
+def test_launchers_any_iterable(tmp_path: Path) -> None:
+    """Lists, tuples and generators of names are taken as they are."""
+    for launchers in (["my-wrapper"], ("a", "b"), (n for n in ["x"])):
+        with ResumeTokenStore("app", tmp_path / "s", launchers=launchers):
+            pass
 
 
 @pytest.mark.parametrize("app", ["a", "x" * 64, "github-server", "A.b_c-9"])
@@ -370,7 +406,7 @@ def test_instance_names_the_files(tmp_path: Path, Pinned: type[ResumeTokenStore]
         with Pinned("app", tmp_path / none.replace("-", "dash") if none else tmp_path / "empty", instance=none) as s:
             s.store("tok")
             assert [f.name for f in s.list()] == [TOKEN_NAME]
-    with pytest.raises(TypeError):
+    with pytest.raises(mcp_resume.InvalidOptionError, match="^instance must be a string, not a number$"):
         Pinned("app", tmp_path, instance=5)  # type: ignore[arg-type]
 
 
@@ -508,7 +544,7 @@ def test_wasi_output_env_hidden_and_restored(tmp_path: Path) -> None:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="XDG_CACHE_HOME moves the user cache dir on Linux only")
 def test_precompile_at_install_fills_the_cache(tmp_path: Path) -> None:
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("EXTISM_")}, "XDG_CACHE_HOME": str(tmp_path)}
-    subprocess.run([sys.executable, "-m", "mcp_resume"], env=env, check=True, timeout=300)
+    subprocess.run([sys.executable, "-m", "mcp_resume", "precompile"], env=env, check=True, timeout=300)
     assert any(p.is_file() for p in (tmp_path / "mcp-resume" / "wasmtime").rglob("*")), "nothing cached"
 
 

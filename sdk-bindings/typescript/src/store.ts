@@ -107,12 +107,65 @@ const PLUGIN_ERROR_PREFIX = "Plugin-originated error: ";
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-/** The export's error as the binding's class. */
+/**
+ * Thrown by {@link ResumeTokenStore.open} when the plugin refuses an option
+ * (code `invalid_option`): its message names the option, what it must be
+ * and what was given (`launchers must be a list of strings, not a string:
+ * ...`), the same in every language. A {@link PluginError}, as before it existed.
+ */
+export class InvalidOptionError extends PluginError {}
+
+/**
+ * The export's error as the binding's class. A refusal of the caller's input
+ * (`invalid_app`, `invalid_option`, `invalid_token`) carries the plugin's
+ * message as it is: it already says what was wrong and what to do, once.
+ * Any other failure is prefixed with `mcp-resume <export>: `.
+ */
 function errorOf(r: { code: string; message: string }, what: string): ResumeError {
-  const message = `mcp-resume: ${what}: ${r.message}`;
-  if (r.code === "invalid_app") return new InvalidAppError(r.code, message);
-  if (r.code === "invalid_token") return new InvalidTokenError(r.code, message);
-  return new PluginError(r.code, message);
+  if (r.code === "invalid_app") return new InvalidAppError(r.code, r.message);
+  if (r.code === "invalid_option") return new InvalidOptionError(r.code, r.message);
+  if (r.code === "invalid_token") return new InvalidTokenError(r.code, r.message);
+  return new PluginError(r.code, `mcp-resume ${what}: ${r.message}`);
+}
+
+/** What each open option must be, in the plugin's words ("<option> must be <want>, not <got>"). */
+const WANT: Record<string, string> = { app: "a string", state_dir: "a string", instance: "a string", launchers: "a list of strings" };
+
+/**
+ * `v` when JSON carries it as it is, so that the plugin judges its type and
+ * says what was wrong the same way in every language; a value JSON cannot
+ * carry (a function, a symbol, a bigint) is refused here in the plugin's words.
+ */
+function jsonSafe(option: string, v: unknown, inList = false): unknown {
+  if (v === null || typeof v === "string" || typeof v === "number" || typeof v === "boolean") return v;
+  if (option === "launchers" && !inList && Array.isArray(v)) return v.map((x) => jsonSafe(option, x, true));
+  if (typeof v === "object" && !inList) return v;
+  const got = inList ? `a list holding ${typeof v === "object" ? "an object" : `a ${typeof v}`}` : `a ${typeof v}`;
+  const message = `${option} must be ${WANT[option]}, not ${got}`;
+  throw option === "app" ? new InvalidAppError("invalid_app", message) : new InvalidOptionError("invalid_option", message);
+}
+
+/**
+ * The plugin's `open` input for `options`. Values go to the plugin as they
+ * are (a string for `launchers` arrives as a string and is refused, never
+ * split into letters); only a non-empty string `stateDir` is made absolute
+ * here, and an iterable `launchers` other than a string becomes an array.
+ */
+function openInput(options: OpenOptions | undefined): Record<string, unknown> {
+  const o = (options ?? {}) as unknown as Record<string, unknown>;
+  const input: Record<string, unknown> = {};
+  if (o["app"] !== undefined) input["app"] = jsonSafe("app", o["app"]);
+  const dir = o["stateDir"];
+  if (typeof dir === "string") {
+    if (dir !== "") input["state_dir"] = path.resolve(dir);
+  } else if (dir !== undefined) input["state_dir"] = jsonSafe("state_dir", dir);
+  if (o["instance"] !== undefined) input["instance"] = jsonSafe("instance", o["instance"]);
+  let l = o["launchers"];
+  if (l !== undefined) {
+    if (l !== null && typeof l === "object" && !Array.isArray(l) && Symbol.iterator in l) l = [...(l as Iterable<unknown>)];
+    input["launchers"] = jsonSafe("launchers", l);
+  }
+  return input;
 }
 
 /** snake_case keys to camelCase, recursively (the plugin's JSON to this API's objects). */
@@ -145,6 +198,7 @@ let construct: (plugin: Plugin, funcs: HostFunctions, logger: Logger) => ResumeT
  */
 export class ResumeTokenStore {
   #stateDir = "";
+  #stateRoot = "";
   /** Set once the lock was taken ahead of the plugin (or found unneeded). */
   #lockTried = false;
   #queue: Promise<unknown> = Promise.resolve();
@@ -167,16 +221,15 @@ export class ResumeTokenStore {
    *
    * @param options - app name (required), state directory, logger, launchers, instance.
    * @returns a ready store.
-   * @throws {@link InvalidAppError} for a bad app name; {@link PluginError}
-   *   when the plugin cannot be loaded, has another ABI version or refuses an
-   *   option. Either way, carry on without resume.
+   * @throws {@link InvalidAppError} for a bad, missing or non-string app
+   *   name; {@link InvalidOptionError} (a {@link PluginError}) for an option
+   *   the plugin refuses, with its message naming the option, what it must be
+   *   and what was given; {@link PluginError} when the plugin cannot be loaded
+   *   or has another ABI version. Either way, carry on without resume.
    */
   static async open(options: OpenOptions): Promise<ResumeTokenStore> {
+    const input = openInput(options);
     const store = await loadStore(options?.logger ?? createStderrLogger());
-    const input: Record<string, unknown> = { app: options?.app };
-    if (options?.stateDir) input["state_dir"] = path.resolve(options.stateDir);
-    if (options?.instance !== undefined) input["instance"] = options.instance;
-    if (options?.launchers) input["launchers"] = [...options.launchers];
     const r = await store.#export("open", encoder.encode(JSON.stringify(input)));
     if (!r.ok) {
       await store.close();
@@ -188,6 +241,11 @@ export class ResumeTokenStore {
   /** The absolute state directory this store uses (from the plugin's `open`). */
   get stateDir(): string {
     return this.#stateDir;
+  }
+
+  /** The directory holding one state directory per app (the plugin's `open`), `""` when unknown; `mcp-resume list` lists the apps under it. */
+  get stateRoot(): string {
+    return this.#stateRoot;
   }
 
   /**
@@ -212,7 +270,7 @@ export class ResumeTokenStore {
    * @throws {@link InvalidTokenError} (rejection) for a malformed token, even when resume is off.
    */
   async store(token: string): Promise<void> {
-    if (typeof token !== "string") throw new InvalidTokenError("invalid_token", `mcp-resume: store: the token must be a string, not ${typeof token}`);
+    if (typeof token !== "string") throw new InvalidTokenError("invalid_token", `invalid token: it must be a string, not a ${typeof token}`);
     const r = await this.#call("store", encoder.encode(token));
     if (r && !r.ok && r.code === "invalid_token") throw errorOf(r, "store");
   }
@@ -251,11 +309,16 @@ export class ResumeTokenStore {
 
   /**
    * Reports the MCP host this process resolves to and how; for diagnostics.
+   * With `pid`: what that running MCP server process would resolve, with this
+   * store's instance key and state directory (on Linux a socket on its stdio
+   * cannot be checked from outside: `stdio` then says "not checked").
    *
+   * @param pid - a running server's pid; omitted: this process.
+   * @throws {@link InvalidOptionError} for a pid of 1 or below 0.
    * @throws {@link PluginError} (rejection) when the store is closed or the plugin fails.
    */
-  async whoami(): Promise<Whoami> {
-    return camel(await this.#json("whoami"));
+  async whoami(pid?: number): Promise<Whoami> {
+    return camel(await this.#json("whoami", pid === undefined ? undefined : encoder.encode(JSON.stringify({ pid }))));
   }
 
   /**
@@ -293,14 +356,14 @@ export class ResumeTokenStore {
   }
 
   /** Calls an export whose output is JSON (list, prune, whoami). */
-  async #json(name: string): Promise<Record<string, unknown>> {
-    if (this.#closed) throw new PluginError("not_open", `mcp-resume: ${name}: the store is closed`);
-    const r = await this.#export(name);
+  async #json(name: string, input?: Uint8Array): Promise<Record<string, unknown>> {
+    if (this.#closed) throw new PluginError("not_open", `mcp-resume ${name}: the store is closed`);
+    const r = await this.#export(name, input);
     if (!r.ok) throw errorOf(r, name);
     try {
       return JSON.parse(decoder.decode(r.output)) as Record<string, unknown>;
     } catch (e) {
-      throw new PluginError("plugin_failed", `mcp-resume: ${name} returned malformed JSON: ${(e as Error).message}`);
+      throw new PluginError("plugin_failed", `mcp-resume ${name}: returned malformed JSON: ${(e as Error).message}`);
     }
   }
 
@@ -320,7 +383,11 @@ export class ResumeTokenStore {
         if (typeof socket === "string" && socket !== "") await this.funcs.lockAhead(socket);
       }
       const r = await this.#raw(name, input);
-      if (name === "open" && r.ok) this.#stateDir = String((JSON.parse(decoder.decode(r.output)) as { state_dir?: unknown }).state_dir ?? "");
+      if (name === "open" && r.ok) {
+        const o = JSON.parse(decoder.decode(r.output)) as { state_dir?: unknown; state_root?: unknown };
+        this.#stateDir = String(o.state_dir ?? "");
+        this.#stateRoot = String(o.state_root ?? "");
+      }
       return r;
     }).catch((e: unknown) => ({ ok: false as const, code: "plugin_failed", message: String((e as Error)?.message ?? e) }));
   }

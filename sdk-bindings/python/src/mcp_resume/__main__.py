@@ -1,3 +1,176 @@
-"""``python -m mcp_resume``: compile the plugin into the wasmtime cache now (install time), not at the first start."""
-from ._runtime import compiled_plugin
-compiled_plugin()
+"""``python -m mcp_resume``: the mcp-resume command line, without Go.
+
+::
+
+    python -m mcp_resume whoami [--json] [--app NAME] [--instance KEY] [--pid PID]
+    python -m mcp_resume list   [--json] [--app NAME] [--state-dir DIR]
+    python -m mcp_resume prune  [--json] [--app NAME] [--state-dir DIR]
+    python -m mcp_resume precompile     # fill the plugin's compilation cache now (install time)
+
+The same commands, flags, output and exit status as the Go command (``go run ./host/cmd/mcp-resume``) and
+``npx mcp-resume``: every answer is the plugin's (its ``whoami``, ``list`` and ``prune`` exports) and so is
+every byte printed to stdout (its ``render`` export), so this module only parses arguments and prints. list and
+prune cover every app directory under the state root (``--state-dir``, else ``$MCP_RESUME_STATE_DIR``, else
+per user), or the one of ``--app``; they never print a token. Exit status: 0 on success; 1 on a runtime failure,
+with one line on stderr, ``mcp-resume <command>: <what was wrong and what to do>``; 2 on bad usage.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from typing import Any
+
+from ._errors import InvalidAppError, ResumeStoreError
+from ._store import NO_INSTANCE, ResumeTokenStore
+
+#: The app name stores are opened with when no --app is given: it only picks a default directory.
+CLI_APP = "mcp-resume"
+COMMANDS = ("whoami", "list", "prune")
+#: Flags taking a value, and the boolean one (as Go's flag package reads them: -x or --x, "--x v" or "--x=v").
+VALUE_FLAGS = ("app", "state-dir", "instance", "pid")
+
+
+class _Usage(Exception):
+    """Bad usage: the message, printed with the usage text; exit 2."""
+
+
+def _quiet() -> logging.Logger:
+    """A logger that drops everything: the CLI's own store must not log the spec's lines."""
+    log = logging.getLogger("mcp_resume.cli")
+    log.propagate = False
+    if not log.handlers:
+        log.addHandler(logging.NullHandler())
+    return log
+
+
+def _parse(args: list[str]) -> dict[str, Any]:
+    """The flags of ``args`` (after the command), as Go's flag package reads them. Raises :class:`_Usage`."""
+    opts: dict[str, Any] = {"json": False, "app": "", "state-dir": "", "instance": "", "pid": 0}
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            i += 1
+            break
+        if not arg.startswith("-") or arg == "-":
+            break
+        name, eq, value = arg.lstrip("-").partition("=")
+        if name == "json":
+            if eq and value not in ("true", "false", "1", "0"):
+                raise _Usage(f'invalid boolean value "{value}" for -json')
+            opts["json"] = not eq or value in ("true", "1")
+        elif name in VALUE_FLAGS:
+            if not eq:
+                i += 1
+                if i == len(args):
+                    raise _Usage(f"flag needs an argument: -{name}")
+                value = args[i]
+            if name == "pid":
+                try:
+                    opts["pid"] = int(value, 10)
+                except ValueError:
+                    raise _Usage(f'invalid value "{value}" for flag -pid: parse error') from None
+            else:
+                opts[name] = value
+        elif name in ("h", "help"):
+            raise _Usage("")
+        else:
+            raise _Usage(f"flag provided but not defined: -{name}")
+        i += 1
+    if i < len(args):
+        raise _Usage(f'unexpected argument "{args[i]}"')
+    return opts
+
+
+def _open(app: str, state_dir: str = "", instance: str = "") -> ResumeTokenStore:
+    """A quiet store for ``app``. The instance key is the declared one, else ``$MCP_RESUME_INSTANCE`` (read
+    by the plugin), else none: the CLI's own arguments are not a server's."""
+    if not instance and not os.environ.get("MCP_RESUME_INSTANCE"):
+        instance = NO_INSTANCE
+    return ResumeTokenStore(app, state_dir or None, logger=_quiet(), instance=instance or None)
+
+
+def _subdirs(root: str) -> list[str]:
+    """The names of the directories directly in ``root`` (symlinks not followed); none for a missing root."""
+    try:
+        with os.scandir(root) as it:
+            return sorted(e.name for e in it if e.is_dir(follow_symlinks=False))
+    except FileNotFoundError:
+        return []
+    except OSError as e:
+        raise ResumeStoreError(f"state root {root}: {(e.strerror or str(e)).lower()}") from None
+
+
+def _run(cmd: str, opts: dict[str, Any]) -> bytes:
+    """The bytes ``cmd`` prints to stdout. Raises :class:`ResumeStoreError`."""
+    doc: dict[str, Any] = {"command": cmd, "json": opts["json"], "apps": []}
+    if cmd == "whoami":
+        with _open(opts["app"] or CLI_APP, instance=opts["instance"]) as store:
+            doc["show_state_dir"] = bool(opts["app"])
+            doc["whoami"] = store.whoami(opts["pid"] or None)
+            return store._render(doc)
+    export, member = ("list", "files") if cmd == "list" else ("prune", "removed")
+    with _open(opts["app"] or CLI_APP, opts["state-dir"]) as base:
+        if opts["app"]:
+            apps = [opts["app"]]
+        elif not base.state_root:
+            raise ResumeStoreError("no state root: set MCP_RESUME_STATE_DIR or HOME")
+        else:
+            apps = _subdirs(base.state_root)
+        for app in apps:
+            try:
+                store = _open(app, opts["state-dir"])
+            except InvalidAppError:
+                if opts["app"]:
+                    raise
+                continue  # not an app's directory: the plugin's app rule decides
+            with store:
+                doc["apps"].append({"app": app, "state_dir": store.state_dir, member: store._json(export, member) or []})
+        return base._render(doc)
+
+
+def _usage() -> str:
+    """The usage text, from the plugin (the same in every language)."""
+    with _open(CLI_APP) as store:
+        return store._render({"command": "usage"}).decode()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line on ``argv`` (default ``sys.argv[1:]``): the exit status."""
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["precompile"]:
+        from ._runtime import compiled_plugin
+        compiled_plugin()
+        return 0
+    try:
+        if not args or args[0] in ("-h", "--help", "help"):
+            sys.stderr.write(_usage())
+            return 2 if not args else 0
+        cmd = args[0]
+        if cmd not in COMMANDS:
+            sys.stderr.write(f'mcp-resume: unknown command "{cmd}"\n\n{_usage()}')
+            return 2
+        try:
+            opts = _parse(args[1:])
+        except _Usage as e:
+            if not str(e):
+                sys.stderr.write(_usage())
+                return 0
+            sys.stderr.write(f"mcp-resume {cmd}: {e}\n\n{_usage()}")
+            return 2
+        out = _run(cmd, opts)
+    except ResumeStoreError as e:
+        msg = str(e)
+        prefix = f"mcp-resume {args[0]}: " if args else "mcp-resume: "
+        sys.stderr.write(msg if msg.startswith(prefix) else prefix + msg)
+        sys.stderr.write("\n")
+        return 1
+    sys.stdout.buffer.write(out)
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

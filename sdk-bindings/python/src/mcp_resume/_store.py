@@ -15,7 +15,7 @@ from collections.abc import Iterable
 import extism
 
 from . import _runtime
-from ._errors import InvalidTokenError, PluginError, ResumeStoreError, from_code
+from ._errors import InvalidAppError, InvalidOptionError, InvalidTokenError, PluginError, ResumeStoreError, from_code
 from ._hostfuncs import ABI_VERSION, HostFunctions, System
 
 __all__ = ["NO_INSTANCE", "ResumeTokenStore", "TokenFile"]
@@ -45,6 +45,64 @@ class TokenFile:
     age_seconds: int = 0
 
 
+# What each open option must be, in the plugin's words (its messages say "<option> must be <want>, not <got>").
+_WANT = {"app": "a string", "state_dir": "a string", "instance": "a string", "launchers": "a list of strings"}
+
+
+def _json_safe(option: str, value: Any) -> Any:
+    """``value`` if JSON can carry it as it is (so the plugin judges its type and says what was wrong);
+    else :class:`InvalidAppError`/:class:`InvalidOptionError` in the plugin's words with the Python type."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, (list, dict)):
+        try:
+            json.dumps(value)
+            return value
+        except (TypeError, ValueError):
+            pass
+        if isinstance(value, list):
+            bad = next(v for v in value if not _jsonable(v))
+            return _refuse(option, f"a list holding {type(bad).__name__}")
+    return _refuse(option, type(value).__name__)
+
+
+def _jsonable(v: Any) -> bool:
+    """Whether ``json.dumps`` can carry ``v``."""
+    try:
+        json.dumps(v)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
+def _refuse(option: str, got: str) -> Any:
+    """Raise the refusal of ``option`` given ``got`` (a type's name), in the plugin's words: never returns."""
+    msg = f"{option} must be {_WANT[option]}, not {got}"
+    raise (InvalidAppError if option == "app" else InvalidOptionError)(msg)
+
+
+def _open_request(app: Any, state_dir: Any, launchers: Any, instance: Any) -> bytes:
+    """The plugin's ``open`` input for the constructor's arguments. Values go to the plugin as they are,
+    so that it, not this binding, decides what is wrong and says it the same way in every language
+    (``launchers="npx"`` arrives as a string and is refused, not split into letters); only path-likes
+    are made absolute paths here, and values JSON cannot carry are refused here with their Python type."""
+    req: dict[str, Any] = {}
+    if app is not None:
+        req["app"] = _json_safe("app", app)
+    if isinstance(state_dir, (str, bytes, os.PathLike)):
+        path = os.fsdecode(os.fspath(state_dir))
+        if path:
+            req["state_dir"] = os.path.abspath(path)
+    elif state_dir is not None:
+        req["state_dir"] = _json_safe("state_dir", state_dir)
+    if instance is not None:
+        req["instance"] = _json_safe("instance", instance)
+    if launchers is not None:
+        is_iterable = isinstance(launchers, Iterable) and not isinstance(launchers, (str, bytes, dict))
+        req["launchers"] = _json_safe("launchers", list(launchers) if is_iterable else launchers)
+    return json.dumps(req).encode("utf-8", "surrogateescape")
+
+
 class ResumeTokenStore:
     """One MCP server instance's resume-token store (spec 000); thread-safe, a context manager.
 
@@ -64,8 +122,11 @@ class ResumeTokenStore:
     token file, held by the first instance: the others log ``instance_busy`` and run without resume).
 
     Raises :class:`InvalidAppError`/:class:`InvalidOptionError` when ``open`` refuses the app or an
-    option, :class:`PluginError` when the plugin cannot be loaded or its ABI version is not ``"3"``:
-    serve without resume then. Identity, directory or lock problems only turn resume off (logged).
+    option, with the plugin's message, which names the option, what it must be and what was given, the
+    same in every language (``launchers="npx"``: "launchers must be a list of strings, not a string: ...";
+    ``app=None``: "app name missing: ..."); values go to the plugin unconverted, so a string is never
+    split into letters. Raises :class:`PluginError` when the plugin cannot be loaded or its ABI version is
+    not ``"3"``. Serve without resume then. Identity, directory or lock problems only turn resume off (logged).
     """
 
     #: The Wasm module to run instead of the shipped plugin (tests only).
@@ -75,15 +136,7 @@ class ResumeTokenStore:
 
     def __init__(self, app: str, state_dir: PathLike | None = None, *, logger: Logger | None = None,
                  launchers: Iterable[str] | None = None, instance: str | None = None) -> None:
-        if instance is not None and not isinstance(instance, str):
-            raise TypeError(f"instance must be a str or None, not {type(instance).__name__}")
-        req: dict[str, Any] = {"app": app}
-        if state_dir is not None and os.fspath(state_dir):
-            req["state_dir"] = os.path.abspath(os.fspath(state_dir))
-        if instance is not None:
-            req["instance"] = instance
-        if launchers is not None:
-            req["launchers"] = list(launchers)
+        req = _open_request(app, state_dir, launchers, instance)
         self._app = app
         self._logger: Logger = logger if logger is not None else logging.getLogger("mcp_resume")
         self._funcs = HostFunctions(self._logger, self._system)
@@ -101,8 +154,9 @@ class ResumeTokenStore:
             if version != ABI_VERSION:
                 raise PluginError(f'mcp-resume plugin unusable: plugin ABI version "{version}", this host implements '
                                   f'"{ABI_VERSION}"; reinstall mcp-resume so plugin and host match')
-            out = json.loads(self._export("open", json.dumps(req).encode()))
+            out = json.loads(self._export("open", req))
             self._state_dir: str = out["state_dir"]
+            self._state_root: str = out.get("state_root") or ""
             self._resume: bool = bool(out["resume"])
         except ResumeStoreError:
             self._release()
@@ -120,6 +174,12 @@ class ResumeTokenStore:
     def state_dir(self) -> str:
         """The absolute state directory this store uses (from the plugin's ``open``)."""
         return self._state_dir
+
+    @property
+    def state_root(self) -> str:
+        """The directory that holds one state directory per app (the plugin's ``open``), ``""`` when
+        unknown; ``python -m mcp_resume list`` lists the apps under it."""
+        return self._state_root
 
     @property
     def resume(self) -> bool:
@@ -200,13 +260,16 @@ class ResumeTokenStore:
         except Exception as e:  # noqa: BLE001 - never crash the server
             self._failed("reject", e)
 
-    def _json(self, export: str, key: str | None = None) -> Any:
-        """The JSON object ``export`` outputs, or its ``key``. Raises :class:`PluginError` (closed store included)."""
+    def _json(self, export: str, key: str | None = None, data: bytes = b"") -> Any:
+        """The JSON object ``export`` outputs for ``data``, or its ``key``. Raises :class:`PluginError`
+        (closed store included), or the exception of the export's error code."""
         try:
-            doc = json.loads(self._export(export))
-            return doc[key] if key else dict(doc)
+            out = self._export(export, data)
         except _Closed as e:
             raise PluginError(f"mcp-resume {export}: {e}") from None
+        try:
+            doc = json.loads(out)
+            return doc[key] if key else dict(doc)
         except (ValueError, KeyError, TypeError) as e:
             raise PluginError(f"mcp-resume plugin unusable: {export} returned malformed JSON: {e}") from e
 
@@ -226,13 +289,23 @@ class ResumeTokenStore:
         ``[{"name", "reason": "host_gone"|"aged", "host"}]`` (each also logged). Raises :class:`PluginError`."""
         return builtins.list(self._json("prune", "removed") or [])
 
-    def whoami(self) -> dict[str, Any]:
+    def whoami(self, pid: int | None = None) -> dict[str, Any]:
         """The MCP host this process resolves and how (the plugin's ``whoami``): ``pid``, ``start_time``,
         ``stdio``, ``instance_suffix``, ``token_file``, ``lock_file``, ``state_dir``, ``chain`` and,
-        when the identity is unavailable, ``error``. Raises :class:`PluginError`."""
-        out = dict(self._json("whoami"))
-        self._funcs.release_stdio()
+        when the identity is unavailable, ``error``. With ``pid``: what that running MCP server process
+        would resolve, with this store's instance key and state directory (on Linux a socket on its stdio
+        cannot be checked from outside: ``stdio`` then says "not checked"). Raises :class:`PluginError`,
+        :class:`InvalidOptionError` for a pid of 1 or below 0."""
+        data = b"" if pid is None else json.dumps({"pid": pid}).encode()
+        out = dict(self._json("whoami", data=data))
+        if pid is None:
+            self._funcs.release_stdio()  # this process's identity is resolved: the stdio copies are done
         return out
+
+    def _render(self, doc: dict[str, Any]) -> bytes:
+        """The plugin's ``render`` export: what the ``mcp-resume`` CLI prints for ``doc`` (``command``,
+        ``json``, ``show_state_dir``, ``whoami``, ``apps``; hostfuncs/README.md). Raises like ``_export``."""
+        return self._export("render", json.dumps(doc).encode())
 
     def close(self) -> None:
         """Release the plugin instance and the token file's lock. Idempotent; afterwards ``load``

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// repoRoot is the repository root, from this file's place in it.
+func repoRoot(t *testing.T) string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+}
+
+// clis are the three command lines: this package built as a binary, the
+// Python module and the TypeScript bin, each run as a real process.
+func clis(t *testing.T) map[string][]string {
+	t.Helper()
+	root := repoRoot(t)
+	py := filepath.Join(root, ".venv", "bin", "python")
+	ts := filepath.Join(root, "sdk-bindings", "typescript", "dist", "cli.js")
+	for _, p := range []string{py, ts} {
+		if _, err := os.Stat(p); err != nil {
+			t.Skipf("%s is missing: run make python-setup typescript-setup", p)
+		}
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("no node on PATH")
+	}
+	bin := filepath.Join(t.TempDir(), "mcp-resume")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return map[string][]string{"go": {bin}, "python": {py, "-m", "mcp_resume"}, "typescript": {node, ts}}
+}
+
+// ages masks the ages of list --json, which tick between the runs.
+var ages = regexp.MustCompile(`"age_seconds": [0-9]+`)
+
+// The Go, Python and TypeScript command lines print the same bytes to
+// stdout and stderr, and exit the same, for the same state: every format
+// is the plugin's (internal/cli), every answer too.
+func TestCLIs_SameOutput(t *testing.T) {
+	cmds := clis(t)
+	child := exec.Command("sleep", "60")
+	stdin, err := child.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stdin.Close(); child.Process.Kill(); child.Wait() }()
+	pid := strconv.Itoa(child.Process.Pid)
+
+	cases := [][]string{
+		{"list"}, {"list", "--json"}, {"list", "--app", "app-b"}, {"list", "--json", "--app", "app-a"},
+		{"prune"}, {"prune", "--json"},
+		{"whoami", "--pid", pid}, {"whoami", "--json", "--pid", pid, "--app", "app-a", "--instance", "work"},
+		{"whoami", "--pid", "1"},
+		{"list", "--app", "a/b"}, {"list", "--bogus"}, {"nope"}, {}, {"--help"},
+	}
+	for _, args := range cases {
+		t.Run(fmt.Sprint(args), func(t *testing.T) {
+			var first string
+			var firstOut []byte
+			for _, lang := range []string{"go", "python", "typescript"} {
+				root, _ := fixtureRoot(t) // a fresh root each: prune removes files
+				gone := filepath.Join(root, "app-b", "token-2147480002-7.0f1e.4026531836")
+				os.WriteFile(gone, []byte("tok"), 0o600)
+				old := time.Now().Add(-50 * time.Hour) // "2d" in every run: a fresh file's "0s" could tick
+				os.Chtimes(gone, old, old)
+				argv := append(append([]string{}, cmds[lang]...), args...)
+				cmd := exec.Command(argv[0], argv[1:]...)
+				var stdout, stderr bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &stdout, &stderr
+				err := cmd.Run()
+				code := cmd.ProcessState.ExitCode()
+				if err != nil && code < 0 {
+					t.Fatalf("%s: %v", lang, err)
+				}
+				out := []byte(fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.Bytes(), stderr.Bytes()))
+				out = bytes.ReplaceAll(ages.ReplaceAll(out, []byte(`"age_seconds": N`)), []byte(root), []byte("$ROOT"))
+				if first == "" {
+					first, firstOut = lang, out
+					continue
+				}
+				if !bytes.Equal(out, firstOut) {
+					t.Errorf("%v: %s and %s differ:\n--- %s\n%s\n--- %s\n%s", args, first, lang, first, firstOut, lang, out)
+				}
+			}
+			t.Logf("%v:\n%s", args, firstOut)
+		})
+	}
+}

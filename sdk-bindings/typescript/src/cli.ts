@@ -1,0 +1,196 @@
+#!/usr/bin/env node
+/**
+ * `npx mcp-resume`: the mcp-resume command line, without Go.
+ *
+ * ```
+ * npx mcp-resume whoami [--json] [--app NAME] [--instance KEY] [--pid PID]
+ * npx mcp-resume list   [--json] [--app NAME] [--state-dir DIR]
+ * npx mcp-resume prune  [--json] [--app NAME] [--state-dir DIR]
+ * ```
+ *
+ * The same commands, flags, output and exit status as the Go command and
+ * `python -m mcp_resume`: every answer is the plugin's (its `whoami`, `list`
+ * and `prune` exports) and so is every byte printed to stdout (its `render`
+ * export), so this file only parses arguments and prints. list and prune
+ * cover every app directory under the state root (`--state-dir`, else
+ * `$MCP_RESUME_STATE_DIR`, else per user), or the one of `--app`; they never
+ * print a token. Exit status: 0 on success; 1 on a runtime failure, with one
+ * line on stderr, `mcp-resume <command>: <what was wrong and what to do>`; 2
+ * on bad usage.
+ *
+ * @packageDocumentation
+ */
+import * as fs from "node:fs";
+
+import { callExport, InvalidAppError, ResumeError, ResumeTokenStore } from "./store.js";
+
+/** The app name stores are opened with when no --app is given: it only picks a default directory. */
+const CLI_APP = "mcp-resume";
+const COMMANDS = ["whoami", "list", "prune"];
+/** Flags taking a value (as Go's flag package reads them: -x or --x, "--x v" or "--x=v"). */
+const VALUE_FLAGS = ["app", "state-dir", "instance", "pid"];
+
+/** Bad usage: the message, printed with the usage text (exit 2); "" for help (exit 0). */
+class Usage extends Error {}
+
+type Opts = { json: boolean; app: string; "state-dir": string; instance: string; pid: number };
+
+const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** The flags of `args` (after the command), as Go's flag package reads them. @throws Usage */
+function parse(args: string[]): Opts {
+  const opts: Opts = { json: false, app: "", "state-dir": "", instance: "", pid: 0 };
+  let i = 0;
+  for (; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === "--") {
+      i++;
+      break;
+    }
+    if (!arg.startsWith("-") || arg === "-") break;
+    const body = arg.replace(/^--?/, "");
+    const eq = body.indexOf("=");
+    const name = eq < 0 ? body : body.slice(0, eq);
+    let value = eq < 0 ? undefined : body.slice(eq + 1);
+    if (name === "json") {
+      if (value !== undefined && !["true", "false", "1", "0"].includes(value)) throw new Usage(`invalid boolean value "${value}" for -json`);
+      opts.json = value === undefined || value === "true" || value === "1";
+    } else if (VALUE_FLAGS.includes(name)) {
+      if (value === undefined) {
+        if (++i === args.length) throw new Usage(`flag needs an argument: -${name}`);
+        value = args[i]!;
+      }
+      if (name === "pid") {
+        if (!/^[+-]?\d+$/.test(value)) throw new Usage(`invalid value "${value}" for flag -pid: parse error`);
+        opts.pid = Number.parseInt(value, 10);
+      } else (opts as Record<string, unknown>)[name] = value;
+    } else if (name === "h" || name === "help") {
+      throw new Usage("");
+    } else throw new Usage(`flag provided but not defined: -${name}`);
+  }
+  if (i < args.length) throw new Usage(`unexpected argument "${args[i]}"`);
+  return opts;
+}
+
+/**
+ * A quiet store for `app`. The instance key is the declared one, else
+ * `$MCP_RESUME_INSTANCE` (read by the plugin), else none: the CLI's own
+ * arguments are not a server's.
+ */
+function open(app: string, stateDir = "", instance = ""): Promise<ResumeTokenStore> {
+  if (instance === "" && !process.env["MCP_RESUME_INSTANCE"]) instance = "-";
+  return ResumeTokenStore.open({ app, ...(stateDir ? { stateDir } : {}), ...(instance ? { instance } : {}), logger: quiet });
+}
+
+/** An export's output: its JSON (parse) or bytes. @throws ResumeError with the plugin's message. */
+async function call(store: ResumeTokenStore, name: string, input?: unknown): Promise<Uint8Array> {
+  const r = await callExport(store, name, input === undefined ? undefined : encoder.encode(JSON.stringify(input)));
+  if (!r.ok) throw new ResumeError(r.code, r.message);
+  return r.output;
+}
+
+/** The names of the directories directly in `root` (symlinks not followed); none for a missing root. */
+function subdirs(root: string): string[] {
+  try {
+    return fs.readdirSync(root, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name).sort();
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    if (err.code === "ENOENT") return [];
+    throw new ResumeError("io", `state root ${root}: ${err.message}`);
+  }
+}
+
+/** The bytes `cmd` prints to stdout. @throws ResumeError */
+async function run(cmd: string, opts: Opts): Promise<Uint8Array> {
+  const doc: Record<string, unknown> = { command: cmd, json: opts.json, apps: [] };
+  if (cmd === "whoami") {
+    const store = await open(opts.app || CLI_APP, "", opts.instance);
+    try {
+      doc["show_state_dir"] = opts.app !== "";
+      doc["whoami"] = JSON.parse(decoder.decode(await call(store, "whoami", opts.pid ? { pid: opts.pid } : undefined)));
+      return await call(store, "render", doc);
+    } finally {
+      await store.close();
+    }
+  }
+  const [exp, member] = cmd === "list" ? ["list", "files"] : ["prune", "removed"];
+  const base = await open(opts.app || CLI_APP, opts["state-dir"]);
+  try {
+    let apps: string[];
+    if (opts.app) apps = [opts.app];
+    else if (!base.stateRoot) throw new ResumeError("io", "no state root: set MCP_RESUME_STATE_DIR or HOME");
+    else apps = subdirs(base.stateRoot);
+    for (const app of apps) {
+      let store: ResumeTokenStore;
+      try {
+        store = await open(app, opts["state-dir"]);
+      } catch (e) {
+        if (e instanceof InvalidAppError && !opts.app) continue; // not an app's directory: the plugin's app rule decides
+        throw e;
+      }
+      try {
+        const out = JSON.parse(decoder.decode(await call(store, exp!))) as Record<string, unknown>;
+        (doc["apps"] as unknown[]).push({ app, state_dir: store.stateDir, [member!]: out[member!] ?? [] });
+      } finally {
+        await store.close();
+      }
+    }
+    return await call(base, "render", doc);
+  } finally {
+    await base.close();
+  }
+}
+
+/** The usage text, from the plugin (the same in every language). */
+async function usage(): Promise<string> {
+  const store = await open(CLI_APP);
+  try {
+    return decoder.decode(await call(store, "render", { command: "usage" }));
+  } finally {
+    await store.close();
+  }
+}
+
+/** Writes `data` to fd `fd` completely, synchronously (stdout may be a pipe the caller reads after exit). */
+function writeAll(fd: number, data: string | Uint8Array): void {
+  const buf = typeof data === "string" ? encoder.encode(data) : data;
+  for (let off = 0; off < buf.length; ) off += fs.writeSync(fd, buf, off);
+}
+
+/** Runs the command line on `args`: the exit status. */
+export async function main(args: string[]): Promise<number> {
+  try {
+    if (args.length === 0 || ["-h", "--help", "help"].includes(args[0]!)) {
+      writeAll(2, await usage());
+      return args.length === 0 ? 2 : 0;
+    }
+    const cmd = args[0]!;
+    if (!COMMANDS.includes(cmd)) {
+      writeAll(2, `mcp-resume: unknown command "${cmd}"\n\n${await usage()}`);
+      return 2;
+    }
+    let opts: Opts;
+    try {
+      opts = parse(args.slice(1));
+    } catch (e) {
+      if (!(e instanceof Usage)) throw e;
+      if (e.message === "") {
+        writeAll(2, await usage());
+        return 0;
+      }
+      writeAll(2, `mcp-resume ${cmd}: ${e.message}\n\n${await usage()}`);
+      return 2;
+    }
+    writeAll(1, await run(cmd, opts));
+    return 0;
+  } catch (e) {
+    const prefix = `mcp-resume ${args[0]}: `;
+    const msg = e instanceof ResumeError ? e.message : String((e as Error)?.message ?? e);
+    writeAll(2, (msg.startsWith(prefix) ? msg : prefix + msg) + "\n");
+    return 1;
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2));
