@@ -13,7 +13,7 @@ import (
 // deletes nothing; the token file and the store are as before, so the next
 // calls with a live ctx resume normally.
 func TestStore_CancelledContext(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "state")
+	dir := filepath.Join(t.TempDir(), "state", "test-app")
 	s := open(t, dir, nil)
 	id := whoami(t, s)
 	live := context.Background()
@@ -48,7 +48,7 @@ func TestStore_CancelledContext(t *testing.T) {
 // A ctx that ends while another call holds the plugin instance ends the
 // wait: the method returns promptly instead of queueing behind it.
 func TestStore_ContextEndsWhileWaiting(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "state")
+	dir := filepath.Join(t.TempDir(), "state", "test-app")
 	s := open(t, dir, nil)
 	whoami(t, s)
 	release := s.HoldForTest()

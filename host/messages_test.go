@@ -18,7 +18,7 @@ func TestRefusals_SaidOnce(t *testing.T) {
 	if want := `invalid app name "a/b": use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit`; !errors.Is(err, host.ErrInvalidApp) || err.Error() != want {
 		t.Errorf("Open(a/b) = %v; want %q matching ErrInvalidApp", err, want)
 	}
-	s := open(t, filepath.Join(t.TempDir(), "state"), nil)
+	s := open(t, filepath.Join(t.TempDir(), "state", "test-app"), nil)
 	err = s.Store(ctx, "two words")
 	if !errors.Is(err, host.ErrInvalidToken) || strings.Count(err.Error(), "invalid token") != 1 || !strings.HasPrefix(err.Error(), "invalid token: ") {
 		t.Errorf("Store(two words) = %v; want one \"invalid token\", matching ErrInvalidToken", err)

@@ -61,11 +61,11 @@ func TestModule(t *testing.T) {
 	}
 }
 
-// Size budget of plugin.wasm (issue 10, a lean guest). Every host compiles
+// Size budget of plugin.wasm (a lean guest starts fast). Every host compiles
 // the whole module on a cold start and keeps its machine code in memory, so
 // its size is startup time and RSS.
 const (
-	// targetWasmBytes is issue 10's target, 2.6 MiB, identity logic
+	// targetWasmBytes is the startup target, 2.6 MiB, identity logic
 	// included. Not met yet: TestWasmSize reports the gap.
 	targetWasmBytes = 2_726_297
 	// maxWasmBytes is the budget the test enforces: the size reached when
@@ -75,23 +75,29 @@ const (
 	// encoder and tables, about 80 KB of Go-on-Wasm code, so that the
 	// Python and TypeScript command lines print exactly what the Go one
 	// prints without a copy of its formatting in each language; policy's
-	// ResolveFor and the option errors, about 15 KB).
+	// ResolveFor and the option errors, about 15 KB), plus what the rules
+	// against wrong resumes added (3,318,462 -> 3,446,374 bytes: each shell's
+	// option table and the shared-server list, the stdio verdicts for
+	// terminals and FIFOs and the time-namespace check, the default instance
+	// key with its volatile-variable list and the program image in the start
+	// time, and the state-directory walk that words one message per error;
+	// about 128 KB of Go-on-Wasm code together).
 	// Lower it as the guest shrinks; never raise it without a review of
 	// what grew.
-	maxWasmBytes = 3_376_000
+	maxWasmBytes = 3_460_000
 )
 
 // TestWasmSize fails when plugin.wasm outgrows its budget.
 func TestWasmSize(t *testing.T) {
 	n := len(plugin.Wasm)
 	if n > maxWasmBytes {
-		t.Errorf("plugin.wasm is %d bytes, over its budget of %d (issue 10's target: %d). Something made the guest heavier: "+
+		t.Errorf("plugin.wasm is %d bytes, over its budget of %d (the startup target: %d). Something made the guest heavier: "+
 			"look for reflection or fmt reaching it (TestGuestImports), a new dependency, or a large table; measure which "+
 			"package grew with a non-stripped build (GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o /tmp/p.wasm ./plugin/guest) "+
 			"and the function sizes of its code section, then shrink it or justify a new budget in review", n, maxWasmBytes, targetWasmBytes)
 	}
 	if n > targetWasmBytes {
-		t.Logf("plugin.wasm is %d bytes: %d over issue 10's target of %d (2.6 MiB)", n, n-targetWasmBytes, targetWasmBytes)
+		t.Logf("plugin.wasm is %d bytes: %d over the startup target of %d (2.6 MiB)", n, n-targetWasmBytes, targetWasmBytes)
 	}
 }
 

@@ -663,7 +663,9 @@ func TestStore_WhoamiPID(t *testing.T) {
 	}
 	// Its fds cannot be listed (another user's process): cannot tell.
 	h.proc["fds 300"] = fail(wire.CodePermission)
-	if w, _ := s.Whoami([]byte(`{"pid": 300}`)); w.Error != "" || !strings.HasPrefix(w.Stdio, "not checked: stdin: cannot tell") {
+	// Its fds cannot be listed (another user's process): nothing verifies the
+	// host, so it is refused, as the server itself would refuse it.
+	if w, _ := s.Whoami([]byte(`{"pid": 300}`)); w.TokenFile != "" || !strings.Contains(w.Error, "nothing shows that the host") {
 		t.Errorf("Whoami(pid 300, fds hidden) = %+v", w)
 	}
 	for _, bad := range []string{`{"pid": -4}`, `{"pid": 1}`, `{"pid": "300"}`, `[1]`} {
@@ -671,7 +673,9 @@ func TestStore_WhoamiPID(t *testing.T) {
 			t.Errorf("Whoami(%s) = %v; want invalid_option", bad, werr)
 		}
 	}
-	// This store's own identity is still its own, and resolved once.
+	// This store's own identity is still its own, and resolved once: its
+	// stdio is the terminal, which the host holds.
+	h.proc["fds 4242"] = wire.InspectResult{FDs: []wire.FD{{FD: 0, Target: "/dev/pts/3", Flags: 0o2}}}
 	if w, _ := s.Whoami(nil); w.PID != 4242 || w.Chain[0].PID != 4242 {
 		t.Errorf("Whoami(self) after others = %+v", w)
 	}
