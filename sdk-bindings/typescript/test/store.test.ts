@@ -412,7 +412,7 @@ describe("Extism 1.0.3 traps", () => {
       const dir = path.join(tempDir(), "s");
       mkdirSync(dir, { mode: 0o700 });
       const out = await new Promise<string>((resolve, reject) => {
-        const p = spawn(process.execPath, ["--expose-gc", path.join(PKG, "test", "fixtures", "memory.mjs"), "dist", dir, "10000", mode], { stdio: ["ignore", "pipe", "inherit"] });
+        const p = spawn(process.execPath, ["--expose-gc", path.join(PKG, "test", "fixtures", "memory.mjs"), "dist", dir, "10000", mode], { stdio: ["pipe", "pipe", "inherit"] }); // stdin and stdout from the host, as an MCP host gives them
         let s = "";
         p.stdout.on("data", (d: Buffer) => (s += d));
         p.on("exit", (code) => (code === 0 ? resolve(s) : reject(new Error(`memory.mjs exited ${code}`))));

@@ -374,13 +374,14 @@ class HostFunctions:
         xdg_state_home, cwd, args, every environment variable, runtime; bytes that are not UTF-8 as U+FFFD."""
         if self.system is not None:
             return self.system.facts
-        facts = {"os": self._os(), "pid": os.getpid(), "euid": os.geteuid() if hasattr(os, "geteuid") else -1,
+        facts: dict[str, Any] = {"os": self._os(), "pid": os.getpid(), "euid": os.geteuid() if hasattr(os, "geteuid") else -1,
                  "home": _home(), "xdg_state_home": os.environ.get("XDG_STATE_HOME", ""), "cwd": _cwd(),
                  "args": sys.argv[1:], "env": dict(os.environ), "runtime": "python"}
         with self._mu:
             if self._stdio is not None:
                 facts["stdio_fds"] = list(self._stdio)
-        return _exact(facts)
+        exact: dict[str, Any] = _exact(facts)
+        return exact
 
     def _os(self) -> str:
         """``facts.os``: ``linux``, ``darwin`` or ``sys.platform`` as is (pinned: the system's)."""
