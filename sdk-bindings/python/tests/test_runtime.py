@@ -283,3 +283,47 @@ def test_background_compile_never_takes_a_freed_standard_fd(tmp_path: Path) -> N
     doc = json.loads(p.stdout)
     assert doc["thread"] and all(fd > 2 for fd in doc["thread"]), f"the compile thread took fd {doc['thread']}"
     assert doc["program"] == 0
+
+
+# --- the example server with fd 2 closed ------------------------------------------------------------
+
+from test_e2e import SERVER, broker, broker_bin  # noqa: E402,F401 - the e2e tests' real Go broker fixtures
+
+
+def _rpc(proc: subprocess.Popen[bytes], msg: dict[str, Any]) -> dict[str, Any] | None:
+    """Send one JSON-RPC message; for a request, read lines until its response."""
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(json.dumps(msg).encode() + b"\n")
+    proc.stdin.flush()
+    if "id" not in msg:
+        return None
+    while True:
+        line = proc.stdout.readline()
+        assert line, "the server closed stdout"
+        doc = json.loads(line)
+        if doc.get("id") == msg["id"]:
+            return dict(doc)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/<pid>/fd")
+def test_example_server_started_with_stderr_closed(tmp_path: Path, broker: Any) -> None:
+    """A host that runs the server with ``2>&-``: the server serves, a tool call answers, and while it
+    serves (the SDK has pointed fd 1 at a copy of fd 2) none of fds 0-2 is a file of ours."""
+    env = clean_env(MCP_RESUME_BROKER_URL=broker.url, MCP_RESUME_STATE_DIR=str(tmp_path / "state"),
+                    XDG_CACHE_HOME=str(tmp_path / "cache"))
+    proc = subprocess.Popen(["sh", "-c", f'exec {sys.executable} "$0" 2>&-', str(SERVER)], env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        init = _rpc(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+        assert init is not None and "result" in init, init
+        _rpc(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        call = _rpc(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                           "params": {"name": "session_info", "arguments": {}}})
+        assert call is not None and not call["result"].get("isError"), call
+        std = {fd: os.readlink(f"/proc/{proc.pid}/fd/{fd}") for fd in (0, 1, 2)}
+        assert std[2] == "/dev/null", std
+        assert not any("memfd" in t or "anon_inode" in t for t in std.values()), std
+    finally:
+        proc.kill()
+        proc.wait(30)
