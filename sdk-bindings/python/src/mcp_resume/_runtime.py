@@ -4,7 +4,9 @@
 once per process; every store instantiates its own plugin from it. The nine
 host functions are registered once and find the store's :class:`HostFunctions`
 through Extism's per-call host context. Unless ``EXTISM_CACHE_CONFIG`` is set,
-the compile uses a wasmtime cache under ``platformdirs.user_cache_dir("mcp-resume")``.
+the compile uses a wasmtime cache under ``platformdirs.user_cache_dir("mcp-resume")``
+if that passes the state directory's rules (:func:`cache_config`: compiled code
+is code), else compiles in memory and logs one warning saying why.
 ``EXTISM_ENABLE_WASI_OUTPUT`` (guest stdout on the MCP stream) is hidden from
 the runtime while an instance is created.
 """
