@@ -128,6 +128,12 @@ type Options struct {
 	// and compiles in the background for its later Opens). Until the cache
 	// holds the plugin, a Store runs on wazero's interpreter (slower calls,
 	// a few hundred ms to a first answer instead of 1.5–2 s compiling).
+	// The cache holds code this process runs, so it gets the state
+	// directory's rules: created 0700 (never inside another user's
+	// directory), it must be a real directory owned by the effective user
+	// with no group or other permission bits, and nothing in it may be a
+	// symbolic link or another user's. Otherwise the plugin is compiled in
+	// memory and one warning (event cache_unusable) says why and how to fix it.
 	CacheDir string
 	// Instance tells this server instance apart from others the same MCP
 	// host runs at the same time: instances with different keys keep
@@ -238,7 +244,7 @@ func load(ctx context.Context, cacheDir string, funcs *hostfuncs.Funcs, logger *
 	if logger == nil {
 		logger = slog.Default()
 	}
-	p, engine, err := loader.Instance(ctx, wasmModule, cacheDir)
+	p, engine, err := loader.Instance(ctx, wasmModule, cacheDir, logger)
 	if err != nil {
 		return nil, fmt.Errorf("%w: loading: %v", ErrPlugin, err)
 	}

@@ -21,6 +21,14 @@ func TestMain(m *testing.M) {
 		sharedCacheDir = os.Getenv(benchCacheEnv)
 		os.Exit(benchChild(name))
 	}
+	if report := os.Getenv(fdsChildEnv); report != "" {
+		// A child started with one of fds 0-2 closed (fds_test.go).
+		os.Exit(fdsChild(report))
+	}
+	if dir := os.Getenv(cacheChildEnv); dir != "" {
+		// A cache child (cache_test.go).
+		os.Exit(cacheChild(dir))
+	}
 	if dir := os.Getenv(startupChildEnv); dir != "" {
 		// A startup child (startup_test.go), killed or waited for by the test.
 		os.Exit(startupChild(dir))

@@ -158,6 +158,14 @@ func TestStartup_CorruptEntry(t *testing.T) {
 	if err := os.CopyFS(host.CacheEntryForTest(dir), os.DirFS(host.CacheEntryForTest(sharedCacheDir))); err != nil {
 		t.Fatal(err)
 	}
+	// CopyFS makes directories 0777 minus the umask; the loader refuses a
+	// cache open to others (cache_test.go), and makes its own 0700.
+	filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			err = os.Chmod(path, 0o700)
+		}
+		return err
+	})
 	// Flip bytes in the middle of every file of the entry.
 	n := 0
 	filepath.WalkDir(host.CacheEntryForTest(dir), func(path string, d os.DirEntry, err error) error {

@@ -29,17 +29,19 @@ Tools: ``remember(note)`` -> ``remembered``; ``recall()`` -> ``{"notes": [...]}`
 Startup follows spec 000, "MCP Server Startup", the same flow as the Go and
 TypeScript examples: load the stored token, offer it to the broker, reject it
 if the broker refuses (401/409/410), start a fresh session otherwise, and store
-whatever token the broker issues. That runs in a background thread started
-before the MCP SDK is even imported, so the store opens while the SDK
-imports, and the MCP handshake (``initialize``) never waits for the broker. It
-waits for one thing only, and only if the SDK imported faster: the store's
-first ``load``, which resolves the MCP host and checks that the host holds
-this server's stdin or stdout (fault 11c in docs/RELIABILITY.md). That check
-must see fds 0 and 1 as the host set them up, and the SDK's stdio transport
-points them at /dev/null and stderr while it serves (its stray-output guard),
-so serving starts after the check (at most :data:`RESOLVE_WAIT_S`). A tool
-call waits for the broker session (at most :data:`SESSION_WAIT_S`). Logs go
-to stderr; stdout carries only JSON-RPC.
+whatever token the broker issues. Nothing of it delays the MCP handshake
+(``initialize``), not even a first start after ``pip install``, when the
+plugin compiles for seconds: the store is an
+:class:`mcp_resume.AsyncResumeTokenStore`, constructed first thing in
+:func:`main`, before the MCP SDK is imported; it opens and makes its first
+``load`` in its own background thread at once, while fds 0 and 1 are still
+the host's (the SDK's stdio transport points them at /dev/null and stderr
+while it serves, and the plugin's check that the host holds this server's
+stdio, fault 11c in docs/RELIABILITY.md, must see the host's). The broker
+session is established by a task the server's lifespan starts, which awaits
+that load; a tool call waits for the session (at most
+:data:`SESSION_WAIT_S`). No thread of this file's own. Logs go to stderr;
+stdout carries only JSON-RPC.
 """
 
 from __future__ import annotations
@@ -48,9 +50,10 @@ import json
 import logging
 import os
 import sys
-import threading
 import urllib.error
 import urllib.request
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -58,8 +61,8 @@ if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
 # The MCP SDK (mcp, anyio) is imported inside the functions that use it, not
-# here: main() starts the resume store's thread first, so the store opens
-# while the SDK imports.
+# here: main() constructs the resume store first, so it opens while the SDK
+# imports.
 
 #: This server's app name: its token files live in their own state directory. $EXAMPLE_APP overrides it
 #: (the fault suite runs the Go, Python and TypeScript example servers as one app, to show that servers on
@@ -68,10 +71,6 @@ APP = os.environ.get("EXAMPLE_APP") or "example-python"
 
 #: Upper bound of every broker request, in seconds.
 HTTP_TIMEOUT_S = 5.0
-
-#: How long serving waits for the store's first ``load`` (the stdio check must run before the SDK
-#: diverts fds 0 and 1); it only waits this long on a first-ever compile of the plugin, seconds.
-RESOLVE_WAIT_S = 10.0
 
 #: How long a tool call waits for the broker session that startup establishes in
 #: the background (plugin open, at most two broker requests, a first-ever compile), seconds.
@@ -202,45 +201,44 @@ class Broker:
 
 
 def open_store() -> Any:
-    """Open the resume store, or return ``None`` (resume is an optimisation: serve without it).
-
-    ``mcp_resume`` is imported here, not at the top, so that the
-    ``MCP_RESUME_BENCH=baseline`` start pays nothing of it and the benchmark
-    difference is everything resume costs, its import included.
-    """
+    """The resume store, opening in the background (:class:`mcp_resume.AsyncResumeTokenStore`: returns at
+    once, opens and makes its first ``load`` in its own thread), or ``None`` when the package is missing
+    (resume is an optimisation: serve without it). A store that fails to open logs why and is resume off."""
     try:
-        from mcp_resume import ResumeTokenStore
+        from mcp_resume import AsyncResumeTokenStore
 
         # The plugin's instance-key default is $MCP_RESUME_INSTANCE, else sys.argv[1:]:
         # instances the host launches with different arguments resume separately.
-        return ResumeTokenStore(APP)
+        return AsyncResumeTokenStore(APP)
     except Exception as e:  # noqa: BLE001 - never let resume stop the server
         log.warning("session resume unavailable: %s", e)
         return None
 
 
-def establish(store: Any, broker: Broker, token: str | None) -> Session:
-    """Get a broker session: the stored one if the broker still honours ``token`` (what ``store.load()``
-    returned), else a fresh one.
+async def establish(store: Any, broker: Broker) -> Session:
+    """Get a broker session: the stored one if the broker still honours the token the store loaded at
+    startup, else a fresh one. Broker calls run in worker threads.
 
     Stores whatever token the broker returns. Raises :class:`BrokerError` when
     no session can be had at all.
     """
+    import anyio.to_thread
+
     session: Session | None = None
-    if store is not None:
-        if token is not None:
-            try:
-                session = broker.resume(token)
-            except BrokerRejected:
-                store.reject()
-            except BrokerError as e:
-                # The broker is unreachable, not refusing: keep the file.
-                log.warning("could not offer the stored token to the broker: %s", e)
+    token = await store.load() if store is not None else None
+    if token is not None:
+        try:
+            session = await anyio.to_thread.run_sync(broker.resume, token, abandon_on_cancel=True)
+        except BrokerRejected:
+            await store.reject()
+        except BrokerError as e:
+            # The broker is unreachable, not refusing: keep the file.
+            log.warning("could not offer the stored token to the broker: %s", e)
     if session is None:
-        session = broker.start()
+        session = await anyio.to_thread.run_sync(broker.start, abandon_on_cancel=True)
     if store is not None:
         try:
-            store.store(session.token)
+            await store.store(session.token)
         except ValueError as e:
             log.warning("broker issued a token the resume store cannot hold: %s", e)
     return session
@@ -249,54 +247,48 @@ def establish(store: Any, broker: Broker, token: str | None) -> Session:
 class State:
     """The server's broker session, established in the background and shared by the tool handlers."""
 
-    def __init__(self, broker: Broker) -> None:
-        """``broker``: the client every tool call uses. The session comes later, from :meth:`startup`."""
+    def __init__(self, broker: Broker, store: Any) -> None:
+        """``broker``: the client every tool call uses; ``store``: :func:`open_store`'s. The session comes
+        later, from :meth:`startup`, which the server's lifespan runs."""
         self.broker = broker
-        self.store: Any = None
-        self._resolved = threading.Event()
-        self._ready = threading.Event()
+        self.store = store
+        self._ready: Any = None  # an anyio.Event, made in the server's event loop by lifespan()
         self._session: Session | None = None
         self._error: Exception | None = None
-        self._thread: threading.Thread | None = None
 
-    def start(self) -> None:
-        """Run :meth:`startup` in a daemon thread (returns at once)."""
-        self._thread = threading.Thread(target=self.startup, name="mcp-resume-startup", daemon=True)
-        self._thread.start()
+    async def startup(self) -> None:
+        """Establish the broker session (:func:`establish`) and publish it; never raises.
 
-    def startup(self) -> None:
-        """Open the store, ``load`` (then :meth:`wait_resolved` returns), establish the broker session,
-        publish both; never raises.
-
-        A store that cannot open is resume off (``None``); a broker that cannot
-        be reached leaves the error, and the tools fail with it until restart.
+        A broker that cannot be reached leaves the error, and the tools fail with it until restart.
         """
         try:
-            self.store = open_store()
-            token = self.store.load() if self.store is not None else None
-            self._resolved.set()
-            self._session = establish(self.store, self.broker, token)
+            self._session = await establish(self.store, self.broker)
         except Exception as e:  # noqa: BLE001 - BrokerError, or anything else: the tools report it
             self._error = e
             log.error("no broker session; tools will fail until restart: %s", e)
         finally:
-            self._resolved.set()
             self._ready.set()
 
-    def wait_resolved(self, timeout_s: float = RESOLVE_WAIT_S) -> None:
-        """Wait (at most ``timeout_s`` seconds) until the store's first ``load`` has answered: the MCP
-        host is resolved and its stdio checked, so the SDK may divert fds 0 and 1."""
-        if not self._resolved.wait(timeout_s):
-            log.warning("serving before the resume store resolved the MCP host (%g s): "
-                        "its stdio check may see the SDK's diverted descriptors", timeout_s)
+    @asynccontextmanager
+    async def lifespan(self, _server: Any) -> AsyncIterator[None]:
+        """The MCP server's lifespan: runs :meth:`startup` as a task while the server serves (the handshake
+        does not wait for it). At shutdown a startup under way may have had its token rotated by the broker
+        already, so it gets at most ``3 * HTTP_TIMEOUT_S`` to store the new one before it is cancelled."""
+        import anyio
 
-    def close(self, wait_s: float = 3 * HTTP_TIMEOUT_S) -> None:
-        """Close the store once startup is done. A startup under way may have had its token rotated by
-        the broker already, so this waits at most ``wait_s`` seconds for it to store the new one; if it
-        is still running then, the process exit releases the token file's lock instead."""
-        if self._thread is not None:
-            self._thread.join(wait_s)
-        if self._ready.is_set() and self.store is not None:
+        self._ready = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self.startup)
+            try:
+                yield None
+            finally:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(3 * HTTP_TIMEOUT_S):
+                    await self._ready.wait()
+                tg.cancel_scope.cancel()
+
+    def close(self) -> None:
+        """Release the store's plugin and token file lock (also when its start is still running)."""
+        if self.store is not None:
             self.store.close()
 
     async def current(self) -> Session:
@@ -305,11 +297,11 @@ class State:
         Raises ``ToolError`` (shown to the client; the server keeps running) when
         startup got none or is still running.
         """
-        import anyio.to_thread
+        import anyio
         from mcp.server.mcpserver.exceptions import ToolError
 
-        if not self._ready.is_set():
-            await anyio.to_thread.run_sync(self._ready.wait, SESSION_WAIT_S)
+        with anyio.move_on_after(SESSION_WAIT_S):
+            await self._ready.wait()
         if not self._ready.is_set():
             raise ToolError(
                 f"no broker session: startup still running after {SESSION_WAIT_S:g} s "
@@ -330,11 +322,12 @@ class State:
             raise ToolError(str(e)) from None
 
 
-def new_server() -> MCPServer:
-    """The MCP server object (official SDK; ``MCPServer`` is FastMCP's name since mcp 2). Imports the SDK."""
+def new_server(state: State | None = None) -> MCPServer:
+    """The MCP server object (official SDK; ``MCPServer`` is FastMCP's name since mcp 2), with ``state``'s
+    lifespan. Imports the SDK."""
     from mcp.server.mcpserver import MCPServer
 
-    return MCPServer("mcp-resume-example-python", version="0.1.0")
+    return MCPServer("mcp-resume-example-python", version="0.1.0", lifespan=state.lifespan if state else None)
 
 
 def register(server: MCPServer, state: State) -> None:
@@ -361,15 +354,15 @@ def register(server: MCPServer, state: State) -> None:
 def main() -> int:
     """Run the server; return the exit status (0, or 1 without ``MCP_RESUME_BROKER_URL``).
 
-    Serving: the resume store's thread starts first (:meth:`State.startup`),
-    then the SDK imports and the server is built; it serves stdio once the
-    store's first ``load`` has answered (:meth:`State.wait_resolved`), and
-    answers ``initialize`` without waiting for the broker.
+    Serving: the resume store is constructed first (it opens and loads in
+    its own thread), then the SDK imports, the server is built and serves
+    stdio at once; its lifespan establishes the broker session in the
+    background, so ``initialize`` waits for neither the plugin nor the broker.
 
     The startup benchmarks' modes run in sequence instead: logging, MCPServer
     construction, then (unless ``MCP_RESUME_BENCH=baseline``) the resume store
-    and its first ``load``; ``MCP_RESUME_BENCH=load`` exits right there,
-    before any broker call.
+    (the synchronous ``ResumeTokenStore``) and its first ``load``;
+    ``MCP_RESUME_BENCH=load`` exits right there, before any broker call.
     """
     setup_logging()
     bench = os.environ.get("MCP_RESUME_BENCH", "")
@@ -377,10 +370,15 @@ def main() -> int:
         new_server()
         if bench == "baseline":
             return 0
-        store = open_store()
-        if store is not None:
-            store.load()
-            store.close()
+        # Imported here, so that the baseline start pays nothing of mcp_resume and the difference is
+        # everything resume costs, its import included.
+        from mcp_resume import ResumeTokenStore
+
+        try:
+            with ResumeTokenStore(APP) as store:
+                store.load()
+        except Exception as e:  # noqa: BLE001 - as open_store: serve without resume
+            log.warning("session resume unavailable: %s", e)
         return 0
     broker_url = os.environ.get("MCP_RESUME_BROKER_URL", "")
     if not broker_url:
@@ -389,12 +387,10 @@ def main() -> int:
             "(go run ./examples/broker prints its URL)"
         )
         return 1
-    state = State(Broker(broker_url))
-    state.start()
+    state = State(Broker(broker_url), open_store())  # first: the store opens while the SDK imports
     try:
-        server = new_server()
+        server = new_server(state)
         register(server, state)
-        state.wait_resolved()
         server.run("stdio")
         return 0
     finally:

@@ -28,6 +28,22 @@
 // is gone (or after an hour). A plugin-<digest> entry that fails to load
 // anyway (disk corruption) is removed and the start goes the cold way.
 //
+// Cache directories. Code read from the cache is executed, so the cache
+// gets the state directory's rules (hostfuncs/README.md,
+// mcp_resume_prepare_dir). The cache directory (and, for the default,
+// <user cache dir>/mcp-resume) is created with mode 0700, and never inside a
+// directory another user other than root owns (root running with a user's
+// HOME must not leave root-owned directories there). It must be a real
+// directory, not a symbolic link, owned by the effective user, with no group
+// or other permission bits; a finished entry must be one too, and nothing in
+// it may be a symbolic link or another user's. wazero creates its files with
+// O_EXCL (os.CreateTemp) and its directories 0700. Otherwise the process
+// does not touch the cache: it compiles in memory as with NoCache, and one
+// warning per process (event cache_unusable) says why and how to fix it.
+// Another user who could write the cache directory could otherwise have
+// replaced the compiled code that this process, root's included, runs:
+// wazero's CRC-32C only catches accidents.
+//
 // Housekeeping, in the background compile: entries not used for 30 days
 // (a warm start refreshes its entry's time once a day) and the wazero-*
 // directories of the earlier layout, untouched for 30 days, are removed.
@@ -42,6 +58,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -88,6 +105,8 @@ type module struct {
 	interp   *extism.CompiledPlugin // interpreter engine; nil until needed
 	bg       bool                   // a background compile has been started
 	bgDone   chan struct{}          // closed when it ends
+	checked  bool                   // the cache directory has been prepared and checked
+	problem  string                 // why the cache directory is unusable ("" if it is not)
 }
 
 type key struct {
@@ -102,7 +121,10 @@ var modules struct {
 
 // Instance returns a new plugin instance of wasm, its engine and an error.
 // cacheDir is wazero's compilation cache directory ("" for DefaultCacheDir,
-// NoCache for none; a directory that cannot be created works as NoCache).
+// NoCache for none; a directory that cannot be created or fails the checks
+// of "Cache directories" in the package documentation works as NoCache, and
+// logger, nil for none, gets one warning per process saying why, event
+// cache_unusable).
 // The instance has the nine mcp-resume host functions of hostfuncs.Shared
 // (each call must carry its Funcs in the context, hostfuncs.NewContext),
 // WASI with the real clocks and a real random source (wazero's defaults
@@ -110,12 +132,12 @@ var modules struct {
 // (stdout belongs to the MCP protocol) and stderr passed through. The error
 // is wazero's or Extism's: a module that does not decode, validate, compile
 // or instantiate.
-func Instance(ctx context.Context, wasm []byte, cacheDir string) (*extism.Plugin, Engine, error) {
+func Instance(ctx context.Context, wasm []byte, cacheDir string, logger *slog.Logger) (*extism.Plugin, Engine, error) {
 	if len(wasm) == 0 {
 		return nil, "", errors.New("empty module")
 	}
 	ctx = context.WithoutCancel(ctx)
-	c, engine, err := compile(ctx, wasm, cacheDir)
+	c, engine, err := compile(ctx, wasm, cacheDir, logger)
 	if err != nil {
 		return nil, "", err
 	}
@@ -192,6 +214,30 @@ func EntryDir(wasm []byte, cacheDir string) string {
 	return filepath.Join(dir, "plugin-"+digest(wasm))
 }
 
+// prepareCache creates the cache directory for cacheDir with mode 0700 (and,
+// for the default, <user cache dir>/mcp-resume, shared with the Python
+// binding's cache) and checks it and entry, the module's finished entry if
+// there is one: see "Cache directories" in the package documentation. It
+// returns why the cache must not be used, or "".
+func prepareCache(cacheDir, entry string) string {
+	dir := resolveDir(cacheDir)
+	if cacheDir == "" {
+		if p := ensureDir(filepath.Dir(dir)); p != "" {
+			return p
+		}
+	}
+	if p := ensureDir(dir); p != "" {
+		return p
+	}
+	if _, err := os.Lstat(entry); err != nil {
+		return "" // not compiled yet (or unreadable: the compile will say)
+	}
+	if p := dirProblem(entry); p != "" {
+		return p
+	}
+	return treeProblem(entry)
+}
+
 func resolveDir(cacheDir string) string {
 	switch cacheDir {
 	case NoCache:
@@ -222,7 +268,7 @@ func moduleFor(wasm []byte, cacheDir string) *module {
 
 // compile returns the process's compiled form of wasm for cacheDir, as
 // described in the package documentation.
-func compile(ctx context.Context, wasm []byte, cacheDir string) (*extism.CompiledPlugin, Engine, error) {
+func compile(ctx context.Context, wasm []byte, cacheDir string, logger *slog.Logger) (*extism.CompiledPlugin, Engine, error) {
 	m := moduleFor(wasm, cacheDir)
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -230,8 +276,19 @@ func compile(ctx context.Context, wasm []byte, cacheDir string) (*extism.Compile
 		return m.compiled, Compiled, nil
 	}
 	entry := EntryDir(wasm, cacheDir)
+	if entry != "" && !m.checked {
+		m.checked = true
+		m.problem = prepareCache(cacheDir, entry)
+		if m.problem != "" && logger != nil {
+			logger.Warn("mcp-resume compilation cache unusable, compiling the plugin in memory",
+				"event", "cache_unusable", "detail", m.problem)
+		}
+	}
+	if m.problem != "" {
+		entry = ""
+	}
 	if entry != "" {
-		if st, err := os.Stat(entry); err == nil && st.IsDir() {
+		if st, err := os.Lstat(entry); err == nil && st.IsDir() {
 			if now := time.Now(); now.Sub(st.ModTime()) > 24*time.Hour {
 				_ = os.Chtimes(entry, now, now) // in use: keep it from housekeeping
 			}
@@ -276,10 +333,7 @@ func (m *module) background(wasm []byte, entry string) {
 		}
 		return
 	}
-	parent := filepath.Dir(entry)
-	if err := os.MkdirAll(parent, 0o700); err != nil {
-		return
-	}
+	parent := filepath.Dir(entry) // created and checked by prepareCache
 	housekeep(parent)
 	tmp, err := os.MkdirTemp(parent, fmt.Sprintf("tmp-%d-", os.Getpid()))
 	if err != nil {

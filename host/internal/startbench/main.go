@@ -242,7 +242,7 @@ func phases(who string) error {
 	}
 	var t phaseTimes
 	t0 := time.Now()
-	p, engine, err := loader.Instance(ctx, wasm, "")
+	p, engine, err := loader.Instance(ctx, wasm, "", nil)
 	if err != nil {
 		return err
 	}
@@ -252,7 +252,7 @@ func phases(who string) error {
 	t1 := time.Now()
 	p.Close(ctx)
 	t2 := time.Now()
-	p, _, err = loader.Instance(ctx, wasm, "") // compiled now: instantiation alone
+	p, _, err = loader.Instance(ctx, wasm, "", nil) // compiled now: instantiation alone
 	if err != nil {
 		return err
 	}
@@ -342,7 +342,7 @@ func fillAll(cacheDir, floor string) error {
 // for the background compile.
 func fill(wasm []byte, cacheDir string) error {
 	ctx := context.Background()
-	p, _, err := loader.Instance(ctx, wasm, cacheDir)
+	p, _, err := loader.Instance(ctx, wasm, cacheDir, nil)
 	if err != nil {
 		return err
 	}

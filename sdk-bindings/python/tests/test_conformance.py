@@ -45,9 +45,14 @@ class Capture(logging.Handler):
         self.lines: list[dict[str, str]] = []
 
     def emit(self, record: logging.LogRecord) -> None:
+        # The printed text is the message, then ": <detail>" when there is one; cases compare the message only.
+        detail = str(getattr(record, "detail", "") or "")
+        message = record.getMessage()
+        if detail:
+            assert message.endswith(": " + detail), f"the detail is not printed: {message!r}"
+            message = message[: -len(detail) - 2]
         self.lines.append({"level": _LEVELS.get(record.levelno, record.levelname.lower()),
-                           "event": getattr(record, "event", ""), "message": record.getMessage(),
-                           "detail": getattr(record, "detail", "")})
+                           "event": getattr(record, "event", ""), "message": message, "detail": detail})
 
 
 def subset(got: Any, want: Any) -> bool:

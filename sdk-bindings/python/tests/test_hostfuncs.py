@@ -334,9 +334,11 @@ def test_log_levels_and_fields(state: Path, logs: Lines, capsys: pytest.CaptureF
         req = {"level": level, "event": "ev", "message": "100% done %s", "detail": "why"}
         assert call(f, "mcp_resume_log", req) == {}
         r = logs.records[-1]
-        assert (r.levelno, r.getMessage(), r.event, r.detail) == (want, "100% done %s", "ev", "why")  # type: ignore[attr-defined]
-    call(f, "mcp_resume_log", {"level": "info", "event": "ev", "message": "m"})
-    assert logs.records[-1].detail == ""  # type: ignore[attr-defined]
+        # The detail is printed too (the default format shows only the message); the template stays the message.
+        assert (r.levelno, r.getMessage(), r.event, r.detail) == (want, "100% done %s: why", "ev", "why")  # type: ignore[attr-defined]
+        assert r.msg == "100%% done %%s: %s"
+    call(f, "mcp_resume_log", {"level": "info", "event": "ev", "message": "m %s"})
+    assert logs.records[-1].detail == "" and logs.records[-1].getMessage() == "m %s"  # type: ignore[attr-defined]
     for req in ({"level": "info", "message": "m"}, {"event": "e", "message": "m"}, {"level": "info", "event": "e"},
                 {"level": "bogus", "event": "e", "message": "m"}, {"level": "info", "event": 5, "message": "m"}):
         assert code(call(f, "mcp_resume_log", req)) == "invalid_request", req

@@ -384,8 +384,35 @@ def test_default_logger_and_no_stdout(tmp_path: Path, capfd: pytest.CaptureFixtu
     with Pinned("app", tmp_path) as s:
         assert s.load() is None
         s.store("tok-N")
-    assert [(r.name, r.getMessage()) for r in caplog.records] == [("mcp_resume", "Token file corrupted, treating as stale")]
+    assert [(r.name, r.msg) for r in caplog.records] == [("mcp_resume", "Token file corrupted, treating as stale: %s")]
+    assert caplog.records[0].getMessage().startswith("Token file corrupted, treating as stale: ")
     assert capfd.readouterr().out == ""
+
+
+DEFAULT_LOGGING = r"""
+import logging, sys
+if sys.argv[2] == "basicConfig":
+    logging.basicConfig()
+from mcp_resume import ResumeTokenStore
+with ResumeTokenStore("app", sys.argv[1]) as s:  # this test process is the MCP host: the directory is checked
+    s.load()
+"""
+
+
+@pytest.mark.parametrize("config", ["basicConfig", "lastResort"])
+def test_default_logging_prints_the_path_and_the_fix(tmp_path: Path, config: str) -> None:
+    """With logging's default output (basicConfig's format, or no configuration at all: the last-resort
+    handler), which shows the message only, the unusable state directory's line names the directory and the
+    fix, as Go's and TypeScript's default loggers do."""
+    state = tmp_path / "loose"
+    state.mkdir(mode=0o755)
+    state.chmod(0o755)
+    p = subprocess.run([sys.executable, "-c", DEFAULT_LOGGING, str(state), config], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    line = next((x for x in p.stderr.splitlines() if "State directory unusable" in x), "")
+    assert str(state) in line and f"chmod 700 {state}" in line, p.stderr
+    assert p.stdout == ""
 
 
 # --- instances, the lock, list, prune, whoami ---------------------------------------------------------

@@ -38,7 +38,7 @@ func main() {
 	defer stop()
 	// The example server creates its MCP server first (examples/go-server).
 	_ = mcp.NewServer(&mcp.Implementation{Name: "mcp-resume-floor", Version: "0.1.0"}, nil)
-	p, _, err := loader.Instance(ctx, floorWasm, "")
+	p, _, err := loader.Instance(ctx, floorWasm, "", nil)
 	if err != nil {
 		logger.Error("floor: loading", "error", err)
 		os.Exit(1)

@@ -7,22 +7,33 @@
     store.store(session.token)              # every token the broker issues
     store.close()                           # at exit (releases the token file's lock)
 
+    store = AsyncResumeTokenStore("my-server")  # asyncio servers: opens and loads in the background
+    token = await store.load()                  # in a handler; the MCP handshake never waits for it
+
 All the resume logic is the Wasm plugin shared with the Go and TypeScript
 hosts, run in Extism; this package is a thin host (``hostfuncs/README.md``,
 ABI 3): it answers the plugin's questions about this process and the OS and
 acts on files in the state directory, with no policy of its own. Logs go
 through ``logging.getLogger("mcp_resume")``; nothing is ever written to
-stdout, and no token is ever logged.
+stdout, and no token is ever logged. Importing the package opens ``/dev/null``
+onto any of fds 0-2 that is closed, so that none of its own files can land there.
 """
 
 from __future__ import annotations
 
+# First, before anything opens a file (importing extism loads the runtime library): a closed fd 0-2
+# gets /dev/null, as Go's runtime and Node do at start, so no file of ours ever lands there.
+from ._fds import fill_std_fds
+
+fill_std_fds()
+
+from ._async import AsyncResumeTokenStore
 from ._errors import InvalidAppError, InvalidOptionError, InvalidTokenError, PluginError, ResumeStoreError
 from ._hostfuncs import ABI_VERSION
 from ._runtime import precompile
 from ._store import NO_INSTANCE, ResumeTokenStore, TokenFile
 
-__all__ = ["ABI_VERSION", "NO_INSTANCE", "InvalidAppError", "InvalidOptionError", "InvalidTokenError", "PluginError",
+__all__ = ["ABI_VERSION", "NO_INSTANCE", "AsyncResumeTokenStore", "InvalidAppError", "InvalidOptionError", "InvalidTokenError", "PluginError",
            "ResumeStoreError", "ResumeTokenStore", "TokenFile", "precompile"]
 
 __version__ = "0.1.0"

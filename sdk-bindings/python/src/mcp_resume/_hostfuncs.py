@@ -653,11 +653,19 @@ class HostFunctions:
         return {}
 
     def _log(self, doc: dict[str, Any]) -> dict[str, Any]:
-        """Emit ``message`` at ``level`` with ``extra={"event", "detail"}``; all three required. Never stdout."""
+        """Emit ``message`` at ``level`` with ``extra={"event", "detail"}``; level, event and message required.
+        Never stdout. A detail (the path, the cause, the fix) is also part of the printed text, as Go's and
+        TypeScript's loggers print it, so that ``logging``'s default format (``basicConfig``, the last-resort
+        handler), which shows only the message, carries it: the record's ``msg`` is ``message`` (``%``
+        escaped) followed by ``": %s"``, its ``args`` ``(detail,)``; without a detail ``msg`` is ``message``."""
         level, event, message = (_field(doc, k, str) for k in ("level", "event", "message"))
         if level not in _LEVELS:
             raise _Fail("invalid_request", f"unknown log level {level!r}")
         detail = doc.get("detail") if isinstance(doc.get("detail"), str) else ""
+        extra = {"event": event, "detail": detail}
         with contextlib.suppress(Exception):  # a broken handler must not break the plugin
-            self.logger.log(_LEVELS[level], message, extra={"event": event, "detail": detail})
+            if detail:
+                self.logger.log(_LEVELS[level], message.replace("%", "%%") + ": %s", detail, extra=extra)
+            else:
+                self.logger.log(_LEVELS[level], message, extra=extra)
         return {}

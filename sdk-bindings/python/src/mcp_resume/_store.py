@@ -135,7 +135,8 @@ class ResumeTokenStore:
     _system: System | None = None
 
     def __init__(self, app: str, state_dir: PathLike | None = None, *, logger: Logger | None = None,
-                 launchers: Iterable[str] | None = None, instance: str | None = None) -> None:
+                 launchers: Iterable[str] | None = None, instance: str | None = None, _defer: bool = False) -> None:
+        # _defer (AsyncResumeTokenStore only): stop before the plugin; _connect() does the rest, in a worker thread.
         req = _open_request(app, state_dir, launchers, instance)
         self._app = app
         self._logger: Logger = logger if logger is not None else logging.getLogger("mcp_resume")
@@ -145,7 +146,16 @@ class ResumeTokenStore:
         self._funcs.keep_stdio()
         self._lock = threading.Lock()
         self._closed = False
-        self._plugin: extism.Plugin | None = _runtime.new_plugin(self._wasm)
+        self._plugin: extism.Plugin | None = None
+        self._req = req
+        if not _defer:
+            self._connect()
+
+    def _connect(self) -> None:
+        """The slow part of the constructor: compile (on a cold cache), instantiate, check the ABI, ``open``.
+        Raises what the constructor raises."""
+        req = self._req
+        self._plugin = _runtime.new_plugin(self._wasm)
         try:
             try:
                 version = self._call("mcp_resume_abi_version", b"").decode("utf-8", "replace")

@@ -1,0 +1,168 @@
+"""``AsyncResumeTokenStore``: a store for asyncio servers that opens and makes its first ``load`` in the
+background, so the MCP handshake never waits for a cold compile. The real plugin in the real runtime; the
+flow on the default conformance system (host pid 4242), the timing in a fresh process with an empty
+compilation cache (a first start after ``pip install``)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcp_resume import AsyncResumeTokenStore, InvalidAppError, InvalidTokenError, ResumeTokenStore
+
+from system import load_system
+
+PID, START = 4242, "98765.0f1e2d3c4b5a69788796a5b4c3d2e1f0.4026531836"
+TOKEN_NAME = f"token-{PID}-{START}"
+
+
+class Capture(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+    def events(self) -> list[str]:
+        return [getattr(r, "event", "") for r in self.records if r.levelno > logging.DEBUG]
+
+
+def logger_for(capture: Capture, name: str) -> logging.Logger:
+    lg = logging.getLogger(f"mcp_resume.test.async.{name}")
+    lg.handlers[:] = [capture]
+    lg.setLevel(logging.DEBUG)
+    lg.propagate = False
+    return lg
+
+
+@pytest.fixture
+def PinnedAsync(tmp_path_factory: pytest.TempPathFactory) -> type[AsyncResumeTokenStore]:
+    root = tmp_path_factory.mktemp("system")
+
+    class Store(ResumeTokenStore):
+        _system = load_system("default", root)
+
+    class Async(AsyncResumeTokenStore):
+        _store_class = Store
+
+    return Async
+
+
+def test_flow(tmp_path: Path, PinnedAsync: type[AsyncResumeTokenStore]) -> None:
+    capture = Capture()
+    lg = logger_for(capture, "flow")
+
+    async def run() -> None:
+        async with PinnedAsync("app", tmp_path, logger=lg) as s:
+            assert await s.load() is None
+            await s.store("tok-A")
+        async with PinnedAsync("app", tmp_path, logger=lg) as s:
+            assert await s.load() == "tok-A"  # the token loaded at construction
+            await s.store("tok-B")
+            assert (await s.opened()).state_dir == str(tmp_path)
+        async with PinnedAsync("app", tmp_path, logger=lg) as s:
+            assert await s.load() == "tok-B"
+            await s.reject()
+            assert await s.load() is None  # later calls load again
+            with pytest.raises(InvalidTokenError):
+                await s.store("not a token")
+            with pytest.raises(InvalidTokenError):
+                await s.store(b"tok")  # type: ignore[arg-type]
+            await s.store("tok-C")
+
+    asyncio.run(run())
+    assert (tmp_path / TOKEN_NAME).read_text() == "tok-C"
+    assert capture.events() == ["token_not_found", "session_resumed", "token_rejected", "token_not_found"]
+
+
+def test_open_failure_is_resume_off(tmp_path: Path) -> None:
+    capture = Capture()
+
+    async def run() -> None:
+        s = AsyncResumeTokenStore("../bad app", tmp_path, logger=logger_for(capture, "bad"))
+        assert await s.load() is None
+        await s.store("tok")
+        await s.reject()
+        with pytest.raises(InvalidAppError):
+            await s.opened()
+        await s.aclose()
+
+    asyncio.run(run())
+    assert capture.events() == ["open_failed"]
+    assert "invalid app name" in capture.records[0].getMessage()
+    assert os.listdir(tmp_path) == []
+
+
+def test_wrong_argument_type_raises_at_once(tmp_path: Path) -> None:
+    with pytest.raises(TypeError):
+        AsyncResumeTokenStore("app", tmp_path, instance=5)  # type: ignore[arg-type]
+
+
+def test_close_during_the_start_releases_the_lock(tmp_path: Path, PinnedAsync: type[AsyncResumeTokenStore]) -> None:
+    """Closed before its start ended: the start closes the store when it ends, so the token file's lock is
+    free for the next instance."""
+    capture = Capture()
+
+    async def run() -> None:
+        first = PinnedAsync("app", tmp_path, logger=logger_for(capture, "close"))
+        first.close()  # almost certainly before the start ended
+        await asyncio.wrap_future(first._started)
+        async with PinnedAsync("app", tmp_path, logger=logger_for(capture, "close")) as second:
+            await second.load()
+            await second.store("tok-2")
+
+    asyncio.run(run())
+    assert "instance_busy" not in capture.events()
+    assert (tmp_path / TOKEN_NAME).read_text() == "tok-2"
+
+
+COLD = r"""
+import asyncio, json, sys, time
+t0 = time.perf_counter()
+from mcp_resume import AsyncResumeTokenStore
+t_import = time.perf_counter()
+store = AsyncResumeTokenStore("app", sys.argv[1], instance="")  # this test process is the MCP host
+t_built = time.perf_counter()
+ticks = 0
+async def main():
+    global ticks
+    async def tick():  # the event loop stays free while the store opens
+        global ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0.01)
+    ticker = asyncio.ensure_future(tick())
+    token = await store.load()
+    ticker.cancel()
+    await store.store("tok-cold")
+    await store.aclose()
+    return token
+token = asyncio.run(main())
+t_ready = time.perf_counter()
+print(json.dumps({"construct_s": t_built - t_import, "ready_s": t_ready - t_built, "ticks": ticks, "token": token}))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="XDG_CACHE_HOME moves the user cache dir on Linux only")
+def test_cold_cache_start_does_not_block(tmp_path: Path) -> None:
+    """A first start after pip install (empty cache): constructing returns at once, and the event loop keeps
+    running while the plugin compiles."""
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("EXTISM_", "MCP_RESUME"))},
+           "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    p = subprocess.run([sys.executable, "-c", COLD, str(tmp_path / "state")], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr
+    out: dict[str, Any] = json.loads(p.stdout)
+    assert out["construct_s"] < 0.5, out
+    assert out["ready_s"] > 4 * out["construct_s"], out
+    assert out["ticks"] >= 10, f"the event loop was blocked: {out}"
+    assert (tmp_path / "state" / [n for n in os.listdir(tmp_path / "state") if n.startswith("token-")][0]).read_text() == "tok-cold"
