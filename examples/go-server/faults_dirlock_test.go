@@ -136,16 +136,16 @@ func holdUntil(argv, env []string, f *fx, first, ready *sync.WaitGroup, release 
 	return res
 }
 
-// user is a real unprivileged account made with useradd for one fault, with
+// realUser is a real unprivileged account made with useradd for one fault, with
 // its own home directory (0700), removed at the end.
-type user struct {
+type realUser struct {
 	name     string
 	uid, gid int
 	home     string
 	cmd      []string // the server's command line, reachable by the user
 }
 
-func newUser(t *testing.T, s *server) user {
+func newUser(t *testing.T, s *server) realUser {
 	t.Helper()
 	requireRoot(t)
 	requireTool(t, "setpriv")
@@ -157,7 +157,7 @@ func newUser(t *testing.T, s *server) user {
 	}
 	t.Cleanup(func() { os.RemoveAll(base) })
 	os.Chmod(base, 0o755)
-	u := user{name: fmt.Sprintf("mcprf%d", os.Getpid()%100000), home: filepath.Join(base, "home"), cmd: s.cmd()}
+	u := realUser{name: fmt.Sprintf("mcprf%d", os.Getpid()%100000), home: filepath.Join(base, "home"), cmd: s.cmd()}
 	if out, err := exec.Command("useradd", "--no-create-home", "--home-dir", u.home, "--shell", "/bin/sh", u.name).CombinedOutput(); err != nil {
 		t.Fatalf("useradd: %v %s", err, out)
 	}
@@ -188,13 +188,13 @@ func newUser(t *testing.T, s *server) user {
 }
 
 // argv runs the server as the user.
-func (u user) argv() []string {
+func (u realUser) argv() []string {
 	return append([]string{"setpriv", "--reuid", strconv.Itoa(u.uid), "--regid", strconv.Itoa(u.gid), "--clear-groups"}, u.cmd...)
 }
 
 // env is what a server of this user sees: its HOME, no state or cache
 // directory set, the broker.
-func (u user) env(f *fx) []string {
+func (u realUser) env(f *fx) []string {
 	return []string{"MCP_RESUME_BROKER_URL=" + f.broker.URL, "HOME=" + u.home, "XDG_STATE_HOME=", "XDG_CACHE_HOME=", "USER=" + u.name, "LOGNAME=" + u.name}
 }
 

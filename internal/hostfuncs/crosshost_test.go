@@ -181,6 +181,8 @@ for (const p of process.argv.slice(1)) {
 console.log(JSON.stringify(Object.fromEntries(Object.entries(out).sort())));
 `
 
+func init() { codesProbe = goCodes }
+
 // goCodes is the Go side of the probe, run by TestMain in a child.
 func goCodes(paths []string) string {
 	f := hostfuncs.New(hostfuncs.Config{})

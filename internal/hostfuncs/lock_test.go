@@ -18,6 +18,10 @@ import (
 // TestMain lets this test binary act as another process: one that holds a
 // lock (HOSTFUNCS_HOLD_LOCK_DIR), or one that answers an inspect request
 // about its own stdio on stderr (HOSTFUNCS_INSPECT, see inspect_test.go).
+// codesProbe is the Go side of TestPrepareDir_CodesAcrossHosts, set where
+// that test builds (Linux).
+var codesProbe func(paths []string) string
+
 func TestMain(m *testing.M) {
 	if dir := os.Getenv("HOSTFUNCS_HOLD_LOCK_DIR"); dir != "" {
 		f := prepare(nil, dir)
@@ -25,14 +29,14 @@ func TestMain(m *testing.M) {
 		time.Sleep(time.Minute) // until killed
 		os.Exit(0)
 	}
-	if os.Getenv("HOSTFUNCS_CODES") != "" { // TestPrepareDir_CodesAcrossHosts
+	if os.Getenv("HOSTFUNCS_CODES") != "" && codesProbe != nil { // TestPrepareDir_CodesAcrossHosts
 		var paths []string
 		for _, a := range os.Args[1:] {
 			if !strings.HasPrefix(a, "-test.") {
 				paths = append(paths, a)
 			}
 		}
-		fmt.Println(goCodes(paths))
+		fmt.Println(codesProbe(paths))
 		os.Exit(0)
 	}
 	if req := os.Getenv("HOSTFUNCS_INSPECT"); req != "" {
