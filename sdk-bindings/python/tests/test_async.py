@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from mcp_resume import AsyncResumeTokenStore, InvalidAppError, InvalidTokenError, ResumeTokenStore
+from mcp_resume import AsyncResumeTokenStore, InvalidAppError, InvalidOptionError, InvalidTokenError, ResumeTokenStore
 
 from system import load_system
 
-PID, START = 4242, "98765.0f1e2d3c4b5a69788796a5b4c3d2e1f0.4026531836"
+PID, START = 4242, "98765.0f1e2d3c4b5a69788796a5b4c3d2e1f0.4026531836.2049x1234567"
 TOKEN_NAME = f"token-{PID}-{START}"
 
 
@@ -68,7 +68,7 @@ def test_flow(tmp_path: Path, PinnedAsync: type[AsyncResumeTokenStore]) -> None:
         async with PinnedAsync("app", tmp_path, logger=lg) as s:
             assert await s.load() == "tok-A"  # the token loaded at construction
             await s.store("tok-B")
-            assert (await s.opened()).state_dir == str(tmp_path)
+            assert (await s.opened()).state_dir == str(tmp_path / "app")  # the app's directory under the root
         async with PinnedAsync("app", tmp_path, logger=lg) as s:
             assert await s.load() == "tok-B"
             await s.reject()
@@ -80,7 +80,7 @@ def test_flow(tmp_path: Path, PinnedAsync: type[AsyncResumeTokenStore]) -> None:
             await s.store("tok-C")
 
     asyncio.run(run())
-    assert (tmp_path / TOKEN_NAME).read_text() == "tok-C"
+    assert (tmp_path / "app" / TOKEN_NAME).read_text() == "tok-C"
     assert capture.events() == ["token_not_found", "session_resumed", "token_rejected", "token_not_found"]
 
 
@@ -102,9 +102,23 @@ def test_open_failure_is_resume_off(tmp_path: Path) -> None:
     assert os.listdir(tmp_path) == []
 
 
-def test_wrong_argument_type_raises_at_once(tmp_path: Path) -> None:
-    with pytest.raises(TypeError):
-        AsyncResumeTokenStore("app", tmp_path, instance=5)  # type: ignore[arg-type]
+def test_wrong_argument_type(tmp_path: Path) -> None:
+    """A value JSON cannot carry is refused at once, by the binding; a value of the wrong JSON type is the
+    plugin's to refuse, in the background: the store logs why once and runs with resume off."""
+    with pytest.raises(InvalidOptionError, match="instance"):
+        AsyncResumeTokenStore("app", tmp_path, instance=object())  # type: ignore[arg-type]
+    capture = Capture()
+
+    async def run() -> None:
+        s = AsyncResumeTokenStore("app", tmp_path, instance=5, logger=logger_for(capture, "type"))  # type: ignore[arg-type]
+        assert await s.load() is None
+        with pytest.raises(InvalidOptionError):
+            await s.opened()
+        await s.aclose()
+
+    asyncio.run(run())
+    assert capture.events() == ["open_failed"]
+    assert "instance must be a string, not a number" in capture.records[0].getMessage()
 
 
 def test_close_during_the_start_releases_the_lock(tmp_path: Path, PinnedAsync: type[AsyncResumeTokenStore]) -> None:
@@ -122,7 +136,7 @@ def test_close_during_the_start_releases_the_lock(tmp_path: Path, PinnedAsync: t
 
     asyncio.run(run())
     assert "instance_busy" not in capture.events()
-    assert (tmp_path / TOKEN_NAME).read_text() == "tok-2"
+    assert (tmp_path / "app" / TOKEN_NAME).read_text() == "tok-2"
 
 
 COLD = r"""
@@ -165,4 +179,5 @@ def test_cold_cache_start_does_not_block(tmp_path: Path) -> None:
     assert out["construct_s"] < 0.5, out
     assert out["ready_s"] > 4 * out["construct_s"], out
     assert out["ticks"] >= 10, f"the event loop was blocked: {out}"
-    assert (tmp_path / "state" / [n for n in os.listdir(tmp_path / "state") if n.startswith("token-")][0]).read_text() == "tok-cold"
+    app_dir = tmp_path / "state" / "app"
+    assert (app_dir / [n for n in os.listdir(app_dir) if n.startswith("token-")][0]).read_text() == "tok-cold"

@@ -404,10 +404,12 @@ def test_default_logging_prints_the_path_and_the_fix(tmp_path: Path, config: str
     """With logging's default output (basicConfig's format, or no configuration at all: the last-resort
     handler), which shows the message only, the unusable state directory's line names the directory and the
     fix, as Go's and TypeScript's default loggers do."""
-    state = tmp_path / "loose"
+    root = tmp_path / "root"
+    root.mkdir(mode=0o700)
+    state = root / "app"  # the app's directory under the root the store is given
     state.mkdir(mode=0o755)
     state.chmod(0o755)
-    p = subprocess.run([sys.executable, "-c", DEFAULT_LOGGING, str(state), config], capture_output=True, text=True,
+    p = subprocess.run([sys.executable, "-c", DEFAULT_LOGGING, str(root), config], capture_output=True, text=True,
                        timeout=120)
     assert p.returncode == 0, p.stderr
     line = next((x for x in p.stderr.splitlines() if "State directory unusable" in x), "")

@@ -37,8 +37,8 @@ class AsyncResumeTokenStore:
     Construct it once, at startup, before the MCP SDK serves stdio: construction starts a daemon thread
     (``mcp-resume-open``) that opens the store and makes its first ``load`` right away, while the process
     still has the stdio its MCP host gave it; nothing else waits for that thread. Arguments are those of
-    :class:`ResumeTokenStore`; a wrongly typed ``instance`` raises ``TypeError`` here, every other
-    failure of opening (:class:`InvalidAppError`, :class:`InvalidOptionError`, :class:`PluginError`) is
+    :class:`ResumeTokenStore`; a value JSON cannot carry (bytes, an arbitrary object) raises
+    :class:`InvalidOptionError` here, every other failure of opening (a value of the wrong type included) (:class:`InvalidAppError`, :class:`InvalidOptionError`, :class:`PluginError`) is
     logged once (event ``open_failed``) and turns resume off: :meth:`load` returns ``None`` and
     :meth:`store`/:meth:`reject` do nothing. :meth:`opened` returns the underlying store or raises that
     error.
