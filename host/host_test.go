@@ -207,12 +207,12 @@ func TestStore_PruneGone(t *testing.T) {
 }
 
 // A plugin of another ABI version is refused with both versions named.
-func TestOpen_RefusesABI2(t *testing.T) {
+func TestOpen_RefusesOlderABI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a Wasm module")
 	}
-	wasm := filepath.Join(t.TempDir(), "abi2.wasm")
-	build := exec.Command("go", "build", "-buildmode=c-shared", "-ldflags=-X=main.abiVersion=2", "-o", wasm, "../sdk-bindings/typescript/test/testdata/testplugin")
+	wasm := filepath.Join(t.TempDir(), "abi3.wasm")
+	build := exec.Command("go", "build", "-buildmode=c-shared", "-ldflags=-X=main.abiVersion=3", "-o", wasm, "../sdk-bindings/typescript/test/testdata/testplugin")
 	build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Skipf("cannot build the test plugin: %v\n%s", err, out)
@@ -223,8 +223,8 @@ func TestOpen_RefusesABI2(t *testing.T) {
 	}
 	defer host.SetWasmForTest(module)()
 	s, err := host.Open(context.Background(), "test-app", &host.Options{CacheDir: "-", Logger: slog.New(slog.DiscardHandler)})
-	if !errors.Is(err, host.ErrPlugin) || s != nil || !strings.Contains(err.Error(), `plugin ABI version "2", this host implements "3"`) {
-		t.Errorf("Open with an ABI 2 plugin = %v, %v", s, err)
+	if !errors.Is(err, host.ErrPlugin) || s != nil || !strings.Contains(err.Error(), `plugin ABI version "3", this host implements "4"`) {
+		t.Errorf("Open with an ABI 3 plugin = %v, %v", s, err)
 	}
 }
 

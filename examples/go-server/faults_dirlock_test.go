@@ -187,9 +187,14 @@ func newUser(t *testing.T, s *server) realUser {
 	return u
 }
 
-// argv runs the server as the user.
+// argv runs the server as the user, keeping CAP_SYS_PTRACE and
+// CAP_DAC_READ_SEARCH (ambient) so that it can inspect its MCP host, this
+// root test process (its fds and program image): without them the identity
+// could not be verified and resume would be off for a reason this fault does
+// not test.
 func (u realUser) argv() []string {
-	return append([]string{"setpriv", "--reuid", strconv.Itoa(u.uid), "--regid", strconv.Itoa(u.gid), "--clear-groups"}, u.cmd...)
+	caps := "+sys_ptrace,+dac_read_search"
+	return append([]string{"setpriv", "--reuid", strconv.Itoa(u.uid), "--regid", strconv.Itoa(u.gid), "--clear-groups", "--inh-caps", caps, "--ambient-caps", caps}, u.cmd...)
 }
 
 // env is what a server of this user sees: its HOME, no state or cache
@@ -247,7 +252,7 @@ func faultRootWithUserHome(t *testing.T, s *server) {
 	}
 	outcome := "root: resume off, a fresh session, nothing created in the user's home; the user's next server starts and stores a session, the one after resumes it"
 	f.row("27", "A server run as root with a user's HOME (sudo -E)",
-		"a real user made with `useradd`, home 0700 without `~/.local`; the server runs as root with `HOME` set to it (its compile cache elsewhere), then twice as the user (`setpriv`)",
+		"a real user made with `useradd`, home 0700 without `~/.local`; the server runs as root with `HOME` set to it (its compile cache elsewhere), then twice as the user (`setpriv`, keeping CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH to inspect its root MCP host)",
 		outcome, []string{du, resumed}, wrongIf(created != "", "root created "+created+" (the user's servers then lose resume)"))
 }
 
@@ -266,16 +271,20 @@ func faultStateDirNotDir(t *testing.T, s *server) {
 		id, fault, injection, detail string
 		setup                        func(t *testing.T, path string)
 	}{
-		{"28a", "State dir is a regular file: one message", "`MCP_RESUME_STATE_DIR` names a regular file",
+		{"28a", "State dir is a regular file: one message", "the app's state directory under `MCP_RESUME_STATE_DIR` is a regular file",
 			"exists and is not a directory; remove it, or point MCP_RESUME_STATE_DIR at a directory",
 			func(t *testing.T, path string) { os.WriteFile(path, []byte("x"), 0o600) }},
-		{"28b", "State dir is a dangling symlink: one message", "`MCP_RESUME_STATE_DIR` names a symlink to a missing path",
+		{"28b", "State dir is a dangling symlink: one message", "the app's state directory under `MCP_RESUME_STATE_DIR` is a symlink to a missing path",
 			"is a symbolic link, which is never followed; point MCP_RESUME_STATE_DIR at the real directory",
 			func(t *testing.T, path string) { os.Symlink("missing", path) }},
 	} {
 		t.Run(c.id, func(t *testing.T) {
 			f := newFx(t, s)
-			path := filepath.Join(t.TempDir(), "state")
+			root := filepath.Join(t.TempDir(), "state") // MCP_RESUME_STATE_DIR
+			if err := os.Mkdir(root, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(root, f.app) // the app's state directory in it
 			c.setup(t, path)
 			f.stateDir = path
 			r := f.launch(s.cmd(), nil, "")

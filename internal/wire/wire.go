@@ -13,7 +13,7 @@ package wire
 // ABIVersion is the version of the contract between plugin and host. The
 // plugin returns it from its ExportABIVersion export; a host refuses a plugin
 // whose version differs from the one it implements.
-const ABIVersion = "3"
+const ABIVersion = "4"
 
 // Namespace is the Wasm import module of every host function. It is the
 // Extism default for user host functions.

@@ -7,9 +7,9 @@
 //
 //	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath -ldflags="-buildid= -s -w" -o plugin/plugin.wasm ./plugin/guest
 //
-// Exports (hostfuncs/README.md, "Plugin exports"; ABI version 3):
+// Exports (hostfuncs/README.md, "Plugin exports"; ABI version 4):
 //
-//	mcp_resume_abi_version  () -> "3"
+//	mcp_resume_abi_version  () -> "4"
 //	open                    (JSON {"app","state_dir"?,"instance"?,"launchers"?}) -> JSON {"state_dir","state_root","resume"}
 //	load                    () -> token bytes, or empty output when there is none
 //	store                   (token bytes) -> empty

@@ -1,4 +1,4 @@
-"""The host functions (hostfuncs/README.md, ABI 3) on the real system: real files, real /proc, real processes.
+"""The host functions (hostfuncs/README.md, ABI 4) on the real system: real files, real /proc, real processes.
 
 File functions: names are names (no paths, ``..``, NUL or hidden names),
 symlinks are never followed, a FIFO never blocks, writes are atomic and 0600,

@@ -1,5 +1,5 @@
 /**
- * The nine host functions of the plugin (hostfuncs/README.md, ABI version 3)
+ * The nine host functions of the plugin (hostfuncs/README.md, ABI version 4)
  * for Node: operating-system primitives with **no policy** (the plugin
  * decides). None ever throws: every failure, a malformed request included,
  * is the response `{"error": {"code", "message"}}`. Node specifics: `peer`,
@@ -19,7 +19,7 @@ import * as path from "node:path";
 import { safeLog, type LogLevel, type Logger } from "./logger.js";
 
 /** Version of the plugin/host contract this host implements. */
-export const ABI_VERSION = "3";
+export const ABI_VERSION = "4";
 
 /** Wasm import module of every host function (Extism's default for user functions). */
 export const NAMESPACE = "extism:host/user";

@@ -96,7 +96,7 @@ export class InvalidTokenError extends ResumeError {}
 /**
  * Thrown by {@link ResumeTokenStore.open} when the plugin cannot be loaded,
  * speaks another ABI version (`plugin ABI version "2", this host implements
- * "3"`) or refuses an option; by `list`, `prune`, `whoami` when it fails.
+ * "4"`) or refuses an option; by `list`, `prune`, `whoami` when it fails.
  */
 export class PluginError extends ResumeError {}
 

@@ -346,7 +346,7 @@ describe("shipped plugin", () => {
     assert.ok(!imports.some((i) => i.name === "get_log_level"));
     assert.deepEqual(imports.filter((i) => i.module === NAMESPACE).map((i) => i.name).sort(), [...FUNCTIONS].sort());
     assert.equal(FUNCTIONS.length, 9);
-    assert.equal(ABI_VERSION, "3");
+    assert.equal(ABI_VERSION, "4");
   });
 });
 
@@ -357,7 +357,7 @@ describe("Extism 1.0.3 traps", () => {
     const d = tempDir("testplugin-");
     const env = { GOOS: "wasip1", GOARCH: "wasm" };
     const build = (abi: string, out: string) => goBuild("./sdk-bindings/typescript/test/testdata/testplugin", path.join(d, out), env, ["-buildmode=c-shared", `-ldflags=-X main.abiVersion=${abi}`]);
-    [tpOld, tpCur] = await Promise.all([build("2", "old.wasm"), build(ABI_VERSION, "cur.wasm")]);
+    [tpOld, tpCur] = await Promise.all([build("3", "old.wasm"), build(ABI_VERSION, "cur.wasm")]);
   });
   test("get_log_level: a go-pdk plugin using pdk.Log fails to load in bare 1.0.3, and links with extismEnvExtras", async () => {
     const extism = await loadExtism();
@@ -369,7 +369,7 @@ describe("Extism 1.0.3 traps", () => {
   });
   test("ABI mismatch: PluginError naming both versions; pdk.Log reaches our logger, not stdout", async () => {
     const { logger, lines } = capture();
-    await assert.rejects(loadStore(logger, tpOld), (e: unknown) => e instanceof PluginError && e.code === "plugin_unusable" && e.message.includes(`plugin ABI version "2", this host implements "3"`));
+    await assert.rejects(loadStore(logger, tpOld), (e: unknown) => e instanceof PluginError && e.code === "plugin_unusable" && e.message.includes(`plugin ABI version "3", this host implements "4"`));
     assert.deepEqual(lines, [{ level: "warn", message: "testplugin: ABI version asked", fields: { event: "extism_log" } }]);
   });
   test("a plugin that traps or fails: load/store/reject log and never throw; list/prune/whoami reject", async () => {

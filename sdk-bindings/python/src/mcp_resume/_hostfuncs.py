@@ -1,4 +1,4 @@
-"""The nine host functions of the mcp-resume contract (``hostfuncs/README.md``, ABI 3).
+"""The nine host functions of the mcp-resume contract (``hostfuncs/README.md``, ABI 4).
 
 OS primitives with no policy (the plugin decides what the answers mean):
 process facts, read-only process questions (``/proc``, ``kill(pid, 0)``,
@@ -40,7 +40,7 @@ except ImportError:  # pragma: no cover - not POSIX: no flock, and resume is off
 __all__ = ["ABI_VERSION", "FUNCTIONS", "NAMESPACE", "HostFunctions", "System"]
 
 #: The version of the plugin/host contract this host implements (wire.ABIVersion).
-ABI_VERSION = "3"
+ABI_VERSION = "4"
 #: Wasm import module of every host function (wire.Namespace).
 NAMESPACE = "extism:host/user"
 #: Every host function name, in the order of the README.
