@@ -843,7 +843,7 @@ func faultUnwritable(t *testing.T, s *server) {
 			t.Errorf("state directory exists: %v", err)
 		}
 		f.row("3c", "State directory cannot be created",
-			"server and its MCP host as uid 65534; the state dir is missing and its parent is root's (0755)",
+			"server as uid 65534, keeping CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH to inspect its root host, as in 3a; the state dir is missing and its parent is root's (0755)",
 			"resume off for the instance, fresh session", []string{du}, "no")
 	})
 }
@@ -1460,10 +1460,12 @@ func faultPIDReuse(t *testing.T, s *server) {
 			"the token file names differ only by start time: B found no token, fresh session, and resumed its own on relaunch; A resumed its own before",
 			[]string{nf}, wrongIf(wrong, "B resumed A's session"))
 	})
-	// tickAndBoot drops the PID-namespace inode from a Linux start time.
+	// tickAndBoot keeps the start tick and boot id of a Linux start time
+	// (<ticks>.<boot_id>.<pid_ns>.<program image>), dropping the PID
+	// namespace and the program image.
 	tickAndBoot := func(start string) string {
-		if strings.Count(start, ".") == 2 {
-			return start[:strings.LastIndexByte(start, '.')]
+		if parts := strings.Split(start, "."); len(parts) >= 3 {
+			return parts[0] + "." + parts[1]
 		}
 		return start
 	}
