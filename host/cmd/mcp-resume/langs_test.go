@@ -25,21 +25,22 @@ func clis(t *testing.T) map[string][]string {
 	t.Helper()
 	root := repoRoot(t)
 	py := filepath.Join(root, ".venv", "bin", "python")
-	ts := filepath.Join(root, "sdk-bindings", "typescript", "dist", "cli.js")
+	// The bin npm links into a project that depends on the package, run as
+	// `npx mcp-resume` runs it: as an executable, through its #! line.
+	ts := filepath.Join(root, "examples", "typescript-server", "node_modules", ".bin", "mcp-resume")
 	for _, p := range []string{py, ts} {
 		if _, err := os.Stat(p); err != nil {
 			t.Skipf("%s is missing: run make python-setup typescript-setup", p)
 		}
 	}
-	node, err := exec.LookPath("node")
-	if err != nil {
+	if _, err := exec.LookPath("node"); err != nil {
 		t.Skip("no node on PATH")
 	}
 	bin := filepath.Join(t.TempDir(), "mcp-resume")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	return map[string][]string{"go": {bin}, "python": {py, "-m", "mcp_resume"}, "typescript": {node, ts}}
+	return map[string][]string{"go": {bin}, "python": {py, "-m", "mcp_resume"}, "typescript": {ts}}
 }
 
 // ages masks the ages of list --json, which tick between the runs.
