@@ -630,6 +630,7 @@ func TestFaults(t *testing.T) {
 		{"26_cross_host_lock", faultCrossHostLock},
 		{"27_root_with_user_home", faultRootWithUserHome},
 		{"28_state_dir_not_dir", faultStateDirNotDir},
+		{"29_stderr_closed", faultStderrClosed},
 	}
 	defer removeHelperBin()
 	want := map[string]bool{}
