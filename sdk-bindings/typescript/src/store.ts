@@ -21,7 +21,7 @@ if (process.env["MCP_RESUME"] !== "off") compiledModule(PLUGIN_WASM_URL).catch((
 export interface OpenOptions {
   /** The MCP server application name (1–64 of `[A-Za-z0-9._-]`, starting with a letter or digit); it names the default state directory. */
   app: string;
-  /** Where token files live, made absolute against the current directory. Default: `$MCP_RESUME_STATE_DIR`, else per user and app. */
+  /** The state root, made absolute against the current directory: token files live in `<stateDir>/<app>`, so apps never share a directory. Default: `$MCP_RESUME_STATE_DIR`, else per user (XDG on Linux, `~/Library/Application Support` on macOS). */
   stateDir?: string;
   /** Receives the spec's log lines (spec 000, "Logging Strategy"). Default {@link createStderrLogger}(). Never one that writes to stdout. */
   logger?: Logger;
@@ -30,8 +30,10 @@ export interface OpenOptions {
   /**
    * Tells this instance apart from others under the same MCP host: different
    * keys keep separate token files; identical instances share one, which only
-   * the first holds. Unset: `$MCP_RESUME_INSTANCE`, else the arguments after
-   * the script. `""` or `"-"`: no instance.
+   * the first holds. Unset: `$MCP_RESUME_INSTANCE`, else the plugin's default
+   * key: the arguments after the script, the working directory and the
+   * environment, minus the variables that change on every launch. `""` or
+   * `"-"`: no instance.
    */
   instance?: string;
 }

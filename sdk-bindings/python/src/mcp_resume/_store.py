@@ -112,13 +112,13 @@ class ResumeTokenStore:
     never raise (except :class:`InvalidTokenError`); nothing is written to stdout.
 
     Inputs, passed to the plugin's ``open`` (hostfuncs/README.md, "Plugin exports"): ``app`` (1-64 of
-    ``[A-Za-z0-9._-]``, starting with a letter or digit); ``state_dir`` (made absolute here; default
-    ``$MCP_RESUME_STATE_DIR``, else ``$XDG_STATE_HOME/mcp-resume/<app>`` or
-    ``~/.local/state/mcp-resume/<app>``, macOS ``~/Library/Application Support/mcp-resume/<app>``;
-    created 0700 on first use); ``logger`` (gets the spec's lines with ``extra={"event", "detail"}``;
+    ``[A-Za-z0-9._-]``, starting with a letter or digit); ``state_dir`` (the state root, made absolute
+    here: the store's directory is ``<state_dir>/<app>``, so apps never share one; default root
+    ``$MCP_RESUME_STATE_DIR``, else ``$XDG_STATE_HOME/mcp-resume`` or ``~/.local/state/mcp-resume``,
+    macOS ``~/Library/Application Support/mcp-resume``; created 0700 on first use); ``logger`` (gets the spec's lines with ``extra={"event", "detail"}``;
     default ``logging.getLogger("mcp_resume")``); ``launchers`` (extra names to skip when looking for the
     MCP host); ``instance`` (tells apart instances one host runs at once; default
-    ``$MCP_RESUME_INSTANCE``, else ``sys.argv[1:]`` joined with NUL; ``""``/``"-"``: none; one key, one
+    ``$MCP_RESUME_INSTANCE``, else the plugin's default key: ``sys.argv[1:]``, the working directory and the environment, minus the variables that change on every launch (``policy.VolatileEnv``); ``""``/``"-"``: none; one key, one
     token file, held by the first instance: the others log ``instance_busy`` and run without resume).
 
     Raises :class:`InvalidAppError`/:class:`InvalidOptionError` when ``open`` refuses the app or an
