@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import os
 import subprocess
 import sys
@@ -16,50 +15,22 @@ from typing import Any
 
 import pytest
 
-from mcp_resume import AsyncResumeTokenStore, InvalidAppError, InvalidOptionError, InvalidTokenError, ResumeTokenStore
+from mcp_resume import AsyncResumeTokenStore, InvalidAppError, InvalidOptionError, InvalidTokenError
 
-from system import load_system
-
-PID, START = 4242, "98765.0f1e2d3c4b5a69788796a5b4c3d2e1f0.4026531836.2049x1234567"
-TOKEN_NAME = f"token-{PID}-{START}"
-
-
-class Capture(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-    def events(self) -> list[str]:
-        return [getattr(r, "event", "") for r in self.records if r.levelno > logging.DEBUG]
-
-
-def logger_for(capture: Capture, name: str) -> logging.Logger:
-    lg = logging.getLogger(f"mcp_resume.test.async.{name}")
-    lg.handlers[:] = [capture]
-    lg.setLevel(logging.DEBUG)
-    lg.propagate = False
-    return lg
+from pinned import TOKEN_NAME, Capture, logger_for, pinned_store
 
 
 @pytest.fixture
 def PinnedAsync(tmp_path_factory: pytest.TempPathFactory) -> type[AsyncResumeTokenStore]:
-    root = tmp_path_factory.mktemp("system")
-
-    class Store(ResumeTokenStore):
-        _system = load_system("default", root)
-
     class Async(AsyncResumeTokenStore):
-        _store_class = Store
+        _store_class = pinned_store(tmp_path_factory.mktemp("system"))
 
     return Async
 
 
 def test_flow(tmp_path: Path, PinnedAsync: type[AsyncResumeTokenStore]) -> None:
     capture = Capture()
-    lg = logger_for(capture, "flow")
+    lg = logger_for(capture, "async.flow")
 
     async def run() -> None:
         async with PinnedAsync("app", tmp_path, logger=lg) as s:
@@ -88,7 +59,7 @@ def test_open_failure_is_resume_off(tmp_path: Path) -> None:
     capture = Capture()
 
     async def run() -> None:
-        s = AsyncResumeTokenStore("../bad app", tmp_path, logger=logger_for(capture, "bad"))
+        s = AsyncResumeTokenStore("../bad app", tmp_path, logger=logger_for(capture, "async.bad"))
         assert await s.load() is None
         await s.store("tok")
         await s.reject()
@@ -110,7 +81,7 @@ def test_wrong_argument_type(tmp_path: Path) -> None:
     capture = Capture()
 
     async def run() -> None:
-        s = AsyncResumeTokenStore("app", tmp_path, instance=5, logger=logger_for(capture, "type"))  # type: ignore[arg-type]
+        s = AsyncResumeTokenStore("app", tmp_path, instance=5, logger=logger_for(capture, "async.type"))  # type: ignore[arg-type]
         assert await s.load() is None
         with pytest.raises(InvalidOptionError):
             await s.opened()
@@ -127,10 +98,10 @@ def test_close_during_the_start_releases_the_lock(tmp_path: Path, PinnedAsync: t
     capture = Capture()
 
     async def run() -> None:
-        first = PinnedAsync("app", tmp_path, logger=logger_for(capture, "close"))
+        first = PinnedAsync("app", tmp_path, logger=logger_for(capture, "async.close"))
         first.close()  # almost certainly before the start ended
         await asyncio.wrap_future(first._started)
-        async with PinnedAsync("app", tmp_path, logger=logger_for(capture, "close")) as second:
+        async with PinnedAsync("app", tmp_path, logger=logger_for(capture, "async.close")) as second:
             await second.load()
             await second.store("tok-2")
 

@@ -31,23 +31,8 @@ from mcp_resume import (InvalidAppError, InvalidTokenError, PluginError, ResumeS
                         TokenFile)
 
 from conftest import REPO_ROOT
-from system import load_system
+from pinned import LOCK_NAME, PID, START, TOKEN_NAME, Capture, logger_for, pinned_store
 
-PID, START = 4242, "98765.0f1e2d3c4b5a69788796a5b4c3d2e1f0.4026531836.2049x1234567"  # the conformance exe default
-TOKEN_NAME = f"token-{PID}-{START}"
-LOCK_NAME = f"lock-{PID}-{START}"
-
-
-class Capture(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-    def events(self) -> list[str]:
-        return [getattr(r, "event", "") for r in self.records if r.levelno > logging.DEBUG]
 
 
 @pytest.fixture
@@ -55,23 +40,10 @@ def capture() -> Capture:
     return Capture()
 
 
-def logger_for(capture: Capture, name: str) -> logging.Logger:
-    lg = logging.getLogger(f"mcp_resume.test.{name}")
-    lg.handlers[:] = [capture]
-    lg.setLevel(logging.DEBUG)
-    lg.propagate = False
-    return lg
-
-
 @pytest.fixture
 def Pinned(tmp_path_factory: pytest.TempPathFactory) -> type[ResumeTokenStore]:
     """ResumeTokenStore on the default conformance system: the MCP host is pid 4242, nothing else runs."""
-    root = tmp_path_factory.mktemp("system")
-
-    class Store(ResumeTokenStore):
-        _system = load_system("default", root)
-
-    return Store
+    return pinned_store(tmp_path_factory.mktemp("system"))
 
 
 # --- the shipped plugin ------------------------------------------------------------------
