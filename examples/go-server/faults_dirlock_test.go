@@ -99,41 +99,19 @@ func faultCrossHostLock(t *testing.T, s *server) {
 }
 
 // holdUntil starts argv as an MCP host would, asks session_info, signals
-// first (if set) and ready, waits for release, asks session_info again
-// (same answer: alive), then kills the server.
+// first (if set) and ready, waits for release (unless it could not start),
+// then recalls and asks session_info again (same answer: alive) and kills
+// the server (launchWith).
 func holdUntil(argv, env []string, f *fx, first, ready *sync.WaitGroup, release <-chan struct{}) launchResult {
-	var res launchResult
-	ctx := context.Background()
-	signal := func() {
+	return launchWith(context.Background(), argv, env, f.stderr, "", false, func(srv *running) {
 		if first != nil {
 			first.Done()
 		}
 		ready.Done()
-	}
-	srv, err := startServer(ctx, argv, env, f.stderr, false)
-	if err != nil {
-		res.Err = err.Error()
-		signal()
-		return res
-	}
-	var info, again struct {
-		SessionID string `json:"session_id"`
-		Resumed   bool   `json:"resumed"`
-	}
-	err = srv.call(ctx, "session_info", map[string]any{}, &info)
-	signal()
-	<-release
-	if err == nil {
-		err = srv.call(ctx, "session_info", map[string]any{}, &again)
-	}
-	srv.kill()
-	res.SessionID, res.Resumed = info.SessionID, info.Resumed
-	res.Alive = err == nil && info.SessionID != "" && again == info
-	if err != nil {
-		res.Err = err.Error()
-	}
-	res.NonJSON = srv.stdout.nonJSONRPC()
-	return res
+		if srv != nil {
+			<-release
+		}
+	})
 }
 
 // realUser is a real unprivileged account made with useradd for one fault, with

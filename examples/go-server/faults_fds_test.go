@@ -8,8 +8,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-
-	"github.com/mcp-resume/mcp-resume/examples/mcphost"
 )
 
 // 29. A server started with its stderr closed, as by a host that runs
@@ -23,39 +21,21 @@ func faultStderrClosed(t *testing.T, s *server) {
 	// closed and its MCP pipes on fds 0 and 1.
 	argv := append([]string{"sh", "-c", `exec "$@" 2>&-`, "sh"}, s.cmd()...)
 	launch := func(note string) (launchResult, [3]string) {
-		ctx := context.Background()
-		var res launchResult
 		var low [3]string
-		srv, err := startServer(ctx, argv, f.vars(), f.stderr, false)
-		if err != nil {
-			res.Err = err.Error()
-			f.record(res)
-			return res, low
-		}
-		var info, again mcphost.SessionInfo
-		err = srv.call(ctx, "session_info", map[string]any{}, &info)
-		if err == nil && note != "" {
-			err = srv.call(ctx, "remember", map[string]any{"note": note}, nil)
-		}
-		// The store has opened and loaded by now (session_info waits for the
-		// session, which needs the token): whatever the binding opened is open.
-		for fd := range low {
-			target, lerr := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", srv.cmd.Process.Pid, fd))
-			if lerr != nil {
-				target = "closed"
+		// The store has opened and loaded by the hook (session_info waits
+		// for the session, which needs the token): whatever the binding
+		// opened is open.
+		res := launchWith(context.Background(), argv, f.vars(), f.stderr, note, false, func(srv *running) {
+			for fd := range low {
+				low[fd] = "closed"
+				if srv == nil {
+					continue
+				}
+				if target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", srv.cmd.Process.Pid, fd)); err == nil {
+					low[fd] = target
+				}
 			}
-			low[fd] = target
-		}
-		if err == nil {
-			err = srv.call(ctx, "session_info", map[string]any{}, &again)
-		}
-		srv.kill()
-		res.SessionID, res.Resumed = info.SessionID, info.Resumed
-		res.Alive = err == nil && info.SessionID != "" && again == info
-		if err != nil {
-			res.Err = err.Error()
-		}
-		res.NonJSON = srv.stdout.nonJSONRPC()
+		})
 		f.record(res)
 		return res, low
 	}

@@ -208,10 +208,20 @@ type launchResult struct {
 // socketPair), asks session_info, keeps note (if any), recalls, asks
 // session_info again, then kills the server.
 func launchOnce(ctx context.Context, argv, env []string, stderr io.Writer, note string, socketPair bool) launchResult {
+	return launchWith(ctx, argv, env, stderr, note, socketPair, nil)
+}
+
+// launchWith is launchOnce with hook, when not nil, called once the server
+// answered its first session_info (and kept note), while it still runs, or
+// with nil when it could not be started.
+func launchWith(ctx context.Context, argv, env []string, stderr io.Writer, note string, socketPair bool, hook func(*running)) launchResult {
 	var res launchResult
 	srv, err := startServer(ctx, argv, env, stderr, socketPair)
 	if err != nil {
 		res.Err = err.Error()
+		if hook != nil {
+			hook(nil)
+		}
 		return res
 	}
 	var info, again mcphost.SessionInfo
@@ -221,6 +231,9 @@ func launchOnce(ctx context.Context, argv, env []string, stderr io.Writer, note 
 	err = srv.call(ctx, "session_info", map[string]any{}, &info)
 	if err == nil && note != "" {
 		err = srv.call(ctx, "remember", map[string]any{"note": note}, nil)
+	}
+	if hook != nil {
+		hook(srv)
 	}
 	if err == nil {
 		err = srv.call(ctx, "recall", map[string]any{}, &notes)
