@@ -57,13 +57,13 @@ test-go: check-wasm
 # input when a worker is slow on a loaded machine. -fuzz takes one target per
 # package per invocation.
 fuzz-smoke:
-	$(GO) test -run '^$$' -fuzz '^FuzzCall$$' -fuzztime 20000x ./internal/hostfuncs/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseStat$$' -fuzztime 300000x ./internal/policy/
-	$(GO) test -run '^$$' -fuzz '^FuzzParsePsStat$$' -fuzztime 150000x ./internal/policy/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeKinfo$$' -fuzztime 150000x ./internal/policy/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseFileName$$' -fuzztime 150000x ./internal/resume/
-	$(GO) test -run '^$$' -fuzz '^FuzzCheckToken$$' -fuzztime 150000x ./internal/resume/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 100000x ./internal/wire/
+	$(GO) test -run '^$$' -fuzz '^FuzzCall$$' -fuzztime 20000x ./host/internal/primitives/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseStat$$' -fuzztime 300000x ./procid/
+	$(GO) test -run '^$$' -fuzz '^FuzzParsePsStat$$' -fuzztime 150000x ./procid/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeKinfo$$' -fuzztime 150000x ./procid/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseFileName$$' -fuzztime 150000x ./plugin/internal/resume/
+	$(GO) test -run '^$$' -fuzz '^FuzzCheckToken$$' -fuzztime 150000x ./plugin/internal/resume/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 100000x ./hostfuncs/
 
 # The fault-injection suite (docs/RELIABILITY.md) against the Go, Python and
 # TypeScript example servers (about 3-5 minutes); it fails when the run's
@@ -94,7 +94,7 @@ demo: build $(DEMO_SETUP_$(DEMO_LANG))
 bench-go: build
 	$(GO) test -run '^$$' -bench Wasm -benchtime 2000x -count 1 ./host/
 	$(GO) test -run '^$$' -bench OpenLoad -benchtime 200x -count 1 ./host/
-	$(GO) test -run '^$$' -bench InspectStart -benchtime 2000x -count 1 ./internal/hostfuncs/
+	$(GO) test -run '^$$' -bench InspectStart -benchtime 2000x -count 1 ./host/internal/primitives/
 	$(GO) test -run '^TestMemoryFlat_10kCalls$$' -count 1 -v ./host/
 	$(GO) run ./host/internal/startbench -server bin/go-server -cli bin/mcp-resume
 

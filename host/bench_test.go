@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/host"
-	"github.com/mcp-resume/mcp-resume/internal/hostfuncs"
-	"github.com/mcp-resume/mcp-resume/internal/wire"
+	"github.com/mcp-resume/mcp-resume/host/internal/primitives"
+	"github.com/mcp-resume/mcp-resume/hostfuncs"
 )
 
 // Warm per-call cost of the plugin through the Go host, and what a server
@@ -112,7 +112,7 @@ func (c *callStats) trace(fn string, req []byte, took time.Duration) {
 	defer c.mu.Unlock()
 	c.r.Calls++
 	c.r.HostTime += took
-	if fn == wire.FnInspect {
+	if fn == hostfuncs.FnInspect {
 		var r struct{ Ops []json.RawMessage }
 		json.Unmarshal(req, &r)
 		c.r.Inspects++
@@ -180,7 +180,7 @@ func runBench(name string, n int) benchResult {
 		var openTime, loadTime time.Duration
 		for i := 0; i < n; i++ {
 			t0 := time.Now()
-			funcs := hostfuncs.New(hostfuncs.Config{Logger: opts.Logger, Trace: stats.trace})
+			funcs := primitives.New(primitives.Config{Logger: opts.Logger, Trace: stats.trace})
 			o, err := host.OpenWithFuncsForTest(ctx, "bench-app", opts, funcs)
 			if err != nil {
 				return benchResult{Error: err.Error()}

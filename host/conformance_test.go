@@ -19,14 +19,14 @@ import (
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/host"
-	"github.com/mcp-resume/mcp-resume/internal/hostfuncs"
-	"github.com/mcp-resume/mcp-resume/internal/wire"
+	"github.com/mcp-resume/mcp-resume/host/internal/primitives"
+	"github.com/mcp-resume/mcp-resume/hostfuncs"
 )
 
 // The shared cases of hostfuncs/conformance, run against the real plugin in
 // the Go host with its real host functions on real files; only the system
 // (facts, a fixture /proc tree, the answers of kill0/fstat/peer/sysctl/
-// procargs/ps) is pinned, through hostfuncs.Fixture. The Python and
+// procargs/ps) is pinned, through primitives.Fixture. The Python and
 // TypeScript suites run the same files. hostfuncs/conformance/README.md is
 // the format and the procedure followed step by step below.
 
@@ -167,8 +167,8 @@ func runCase(t *testing.T, raw []byte) {
 	}
 	makeFiles(t, procRoot, sys.Proc, true)
 	logs := &captureHandler{}
-	fixture := &hostfuncs.Fixture{Facts: sys.Facts, ProcRoot: procRoot, Answers: sys.Answers, NoAnswer: sys.NoAnswer}
-	funcs := hostfuncs.New(hostfuncs.Config{Logger: slog.New(logs), Fixture: fixture})
+	fixture := &primitives.Fixture{Facts: sys.Facts, ProcRoot: procRoot, Answers: sys.Answers, NoAnswer: sys.NoAnswer}
+	funcs := primitives.New(primitives.Config{Logger: slog.New(logs), Fixture: fixture})
 	// Step 3: the state directory of app "conformance" under the state
 	// root root/state.
 	dir := filepath.Join(root, "state", "conformance")
@@ -198,7 +198,7 @@ func runCase(t *testing.T, raw []byte) {
 	if open == nil {
 		open = json.RawMessage(`{"app":"conformance","state_dir":"` + filepath.Dir(dir) + `"}`)
 	}
-	out, callErr, err := store.CallForTest(ctx, wire.ExportOpen, open)
+	out, callErr, err := store.CallForTest(ctx, hostfuncs.ExportOpen, open)
 	if err != nil {
 		t.Fatalf("open trapped: %v", err)
 	}
@@ -226,12 +226,12 @@ func runCase(t *testing.T, raw []byte) {
 		case "hold_lock":
 			// A second, independent instance of the lock function, with
 			// the socket the plugin names for this lock.
-			other := hostfuncs.New(hostfuncs.Config{})
+			other := primitives.New(primitives.Config{})
 			defer other.Close()
-			prep, _ := json.Marshal(wire.PrepareDirRequest{Op: wire.DirOpFix, Path: dir, SweepSeconds: 60})
-			lock, _ := json.Marshal(wire.LockRequest{Name: cl.Name, Socket: lockSocket(t, ctx, store, cl.Name)})
-			for _, r := range [][2]string{{wire.FnPrepareDir, string(prep)}, {wire.FnLock, string(lock)}} {
-				var resp wire.Empty
+			prep, _ := json.Marshal(hostfuncs.PrepareDirRequest{Op: hostfuncs.DirOpFix, Path: dir, SweepSeconds: 60})
+			lock, _ := json.Marshal(hostfuncs.LockRequest{Name: cl.Name, Socket: lockSocket(t, ctx, store, cl.Name)})
+			for _, r := range [][2]string{{hostfuncs.FnPrepareDir, string(prep)}, {hostfuncs.FnLock, string(lock)}} {
+				var resp hostfuncs.Empty
 				if out := other.Call(r[0], []byte(r[1])); json.Unmarshal(out, &resp) != nil || resp.Error != nil {
 					t.Fatalf("hold_lock %s: %s", r[0], out)
 				}
@@ -309,7 +309,7 @@ func loadSystem(t *testing.T, raw json.RawMessage, root string) system {
 }
 
 // check compares an export's answer with w (step 6).
-func check(t *testing.T, what string, w want, out []byte, callErr *wire.Error) {
+func check(t *testing.T, what string, w want, out []byte, callErr *hostfuncs.Error) {
 	t.Helper()
 	if w.ErrorCode != "" {
 		if callErr == nil || callErr.Code != w.ErrorCode {
@@ -526,11 +526,11 @@ func truncate(b []byte) string {
 // lock is name (hostfuncs/conformance/README.md, hold_lock), else "".
 func lockSocket(t *testing.T, ctx context.Context, store *host.Store, name string) string {
 	t.Helper()
-	out, callErr, err := store.CallForTest(ctx, wire.ExportNames, nil)
+	out, callErr, err := store.CallForTest(ctx, hostfuncs.ExportNames, nil)
 	if err != nil || callErr != nil {
 		t.Fatalf("names: %v %v", err, callErr)
 	}
-	var names wire.NamesOutput
+	var names hostfuncs.NamesOutput
 	if json.Unmarshal(out, &names) != nil || names.Lock != name {
 		return ""
 	}

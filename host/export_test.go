@@ -5,8 +5,8 @@ import (
 	"log/slog"
 
 	"github.com/mcp-resume/mcp-resume/host/internal/loader"
-	"github.com/mcp-resume/mcp-resume/internal/hostfuncs"
-	"github.com/mcp-resume/mcp-resume/internal/wire"
+	"github.com/mcp-resume/mcp-resume/host/internal/primitives"
+	"github.com/mcp-resume/mcp-resume/hostfuncs"
 )
 
 // Test-only hooks for the conformance runner (conformance_test.go), which
@@ -15,13 +15,13 @@ import (
 
 // LoadForTest loads the plugin over funcs and checks its ABI version, as
 // Open does, without calling open.
-func LoadForTest(ctx context.Context, cacheDir string, funcs *hostfuncs.Funcs, logger *slog.Logger) (*Store, error) {
+func LoadForTest(ctx context.Context, cacheDir string, funcs *primitives.Funcs, logger *slog.Logger) (*Store, error) {
 	return load(ctx, cacheDir, funcs, logger)
 }
 
 // CallForTest calls export with input: its output, or the error it
 // answered, or a trap.
-func (s *Store) CallForTest(ctx context.Context, export string, input []byte) ([]byte, *wire.Error, error) {
+func (s *Store) CallForTest(ctx context.Context, export string, input []byte) ([]byte, *hostfuncs.Error, error) {
 	return s.call(ctx, export, input)
 }
 
@@ -34,7 +34,7 @@ func SetWasmForTest(module []byte) (restore func()) {
 }
 
 // OpenWithFuncsForTest is Open over funcs (benchmarks trace them).
-func OpenWithFuncsForTest(ctx context.Context, app string, opts *Options, funcs *hostfuncs.Funcs) (*Store, error) {
+func OpenWithFuncsForTest(ctx context.Context, app string, opts *Options, funcs *primitives.Funcs) (*Store, error) {
 	return openWith(ctx, app, opts, funcs)
 }
 

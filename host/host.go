@@ -12,7 +12,7 @@
 //	store.Store(ctx, sess.Token)
 //
 // All of the resume policy is the plugin (plugin.wasm, built from
-// internal/policy and internal/resume), the same Wasm module the Python and
+// procid and plugin/internal/resume), the same Wasm module the Python and
 // TypeScript packages run: which process is the MCP host, the state
 // directory, the instance key, the app-name and token rules. This package
 // supplies the host functions of hostfuncs/README.md (OS primitives, no
@@ -54,8 +54,8 @@ import (
 	extism "github.com/extism/go-sdk"
 
 	"github.com/mcp-resume/mcp-resume/host/internal/loader"
-	"github.com/mcp-resume/mcp-resume/internal/hostfuncs"
-	"github.com/mcp-resume/mcp-resume/internal/wire"
+	"github.com/mcp-resume/mcp-resume/host/internal/primitives"
+	"github.com/mcp-resume/mcp-resume/hostfuncs"
 	"github.com/mcp-resume/mcp-resume/plugin"
 )
 
@@ -90,7 +90,7 @@ var (
 // refusal is an export's answered failure: its message as the plugin wrote
 // it, which already says what was wrong and what to do (so it is not
 // prefixed again with the sentinel's text), matching its sentinel (or the
-// plugin's *wire.Error) with errors.Is and errors.As.
+// plugin's *hostfuncs.Error) with errors.Is and errors.As.
 type refusal struct {
 	err error
 	msg string
@@ -100,7 +100,7 @@ type refusal struct {
 func (r *refusal) Error() string { return r.msg }
 
 // Unwrap returns the sentinel (ErrInvalidApp, ErrInvalidOption,
-// ErrInvalidToken) or the plugin's *wire.Error.
+// ErrInvalidToken) or the plugin's *hostfuncs.Error.
 func (r *refusal) Unwrap() error { return r.err }
 
 // ErrInvalidToken is returned by Store.Store for a token that is not 1–4096
@@ -174,7 +174,7 @@ type Store struct {
 	closed    bool
 	plugin    *extism.Plugin
 	logger    *slog.Logger
-	funcs     *hostfuncs.Funcs
+	funcs     *primitives.Funcs
 	stateDir  string
 	stateRoot string
 	engine    loader.Engine
@@ -202,12 +202,12 @@ func Open(ctx context.Context, app string, opts *Options) (*Store, error) {
 }
 
 // openWith is Open over funcs (nil: the real host functions with opts' logger).
-func openWith(ctx context.Context, app string, opts *Options, funcs *hostfuncs.Funcs) (*Store, error) {
+func openWith(ctx context.Context, app string, opts *Options, funcs *primitives.Funcs) (*Store, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
 	}
-	in := wire.OpenInput{App: app, Launchers: o.Launchers}
+	in := hostfuncs.OpenInput{App: app, Launchers: o.Launchers}
 	if o.StateDir != "" {
 		abs, err := filepath.Abs(o.StateDir)
 		if err != nil {
@@ -226,7 +226,7 @@ func openWith(ctx context.Context, app string, opts *Options, funcs *hostfuncs.F
 		o.Logger = slog.Default()
 	}
 	if funcs == nil {
-		funcs = hostfuncs.New(hostfuncs.Config{Logger: o.Logger})
+		funcs = primitives.New(primitives.Config{Logger: o.Logger})
 	}
 	s, err := load(ctx, o.CacheDir, funcs, o.Logger)
 	if err != nil {
@@ -240,7 +240,7 @@ func openWith(ctx context.Context, app string, opts *Options, funcs *hostfuncs.F
 }
 
 // load instantiates the plugin over funcs and checks its ABI version.
-func load(ctx context.Context, cacheDir string, funcs *hostfuncs.Funcs, logger *slog.Logger) (*Store, error) {
+func load(ctx context.Context, cacheDir string, funcs *primitives.Funcs, logger *slog.Logger) (*Store, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -249,29 +249,29 @@ func load(ctx context.Context, cacheDir string, funcs *hostfuncs.Funcs, logger *
 		return nil, fmt.Errorf("%w: loading: %v", ErrPlugin, err)
 	}
 	s := &Store{sem: make(chan struct{}, 1), plugin: p, logger: logger, funcs: funcs, engine: engine}
-	out, callErr, err := s.call(ctx, wire.ExportABIVersion, nil)
-	if err != nil || callErr != nil || string(out) != wire.ABIVersion {
+	out, callErr, err := s.call(ctx, hostfuncs.ExportABIVersion, nil)
+	if err != nil || callErr != nil || string(out) != hostfuncs.ABIVersion {
 		s.Close(ctx)
-		return nil, fmt.Errorf("%w: plugin ABI version %q, this host implements %q; rebuild the plugin with `make wasm` or upgrade the host", ErrPlugin, out, wire.ABIVersion)
+		return nil, fmt.Errorf("%w: plugin ABI version %q, this host implements %q; rebuild the plugin with `make wasm` or upgrade the host", ErrPlugin, out, hostfuncs.ABIVersion)
 	}
 	return s, nil
 }
 
-// open calls the plugin's open export with input (wire.OpenInput JSON) and
+// open calls the plugin's open export with input (hostfuncs.OpenInput JSON) and
 // keeps its answer.
 func (s *Store) open(ctx context.Context, input []byte) error {
-	out, callErr, err := s.call(ctx, wire.ExportOpen, input)
+	out, callErr, err := s.call(ctx, hostfuncs.ExportOpen, input)
 	switch {
 	case err != nil:
 		return fmt.Errorf("%w: open: %v", ErrPlugin, err)
-	case callErr != nil && callErr.Code == wire.CodeInvalidApp:
+	case callErr != nil && callErr.Code == hostfuncs.CodeInvalidApp:
 		return &refusal{ErrInvalidApp, callErr.Message}
-	case callErr != nil && callErr.Code == wire.CodeInvalidOption:
+	case callErr != nil && callErr.Code == hostfuncs.CodeInvalidOption:
 		return &refusal{ErrInvalidOption, callErr.Message}
 	case callErr != nil:
 		return fmt.Errorf("%w: open: %s", ErrPlugin, callErr.Error())
 	}
-	var o wire.OpenOutput
+	var o hostfuncs.OpenOutput
 	if err := json.Unmarshal(out, &o); err != nil {
 		return fmt.Errorf("%w: open returned malformed JSON: %v", ErrPlugin, err)
 	}
@@ -307,7 +307,7 @@ func (s *Store) Load(ctx context.Context) (string, bool) {
 	if s == nil {
 		return "", false
 	}
-	out, callErr, err := s.call(ctx, wire.ExportLoad, nil)
+	out, callErr, err := s.call(ctx, hostfuncs.ExportLoad, nil)
 	if err != nil || callErr != nil || len(out) == 0 {
 		return "", false
 	}
@@ -326,8 +326,8 @@ func (s *Store) Store(ctx context.Context, token string) error {
 	if s == nil {
 		return nil
 	}
-	_, callErr, err := s.call(ctx, wire.ExportStore, []byte(token))
-	if callErr != nil && callErr.Code == wire.CodeInvalidToken {
+	_, callErr, err := s.call(ctx, hostfuncs.ExportStore, []byte(token))
+	if callErr != nil && callErr.Code == hostfuncs.CodeInvalidToken {
 		return &refusal{ErrInvalidToken, callErr.Message}
 	}
 	if ctxErr := ctx.Err(); err != nil && ctxErr != nil && errors.Is(err, ctxErr) {
@@ -344,7 +344,7 @@ func (s *Store) Reject(ctx context.Context) {
 	if s == nil {
 		return
 	}
-	_, _, _ = s.call(ctx, wire.ExportReject, nil)
+	_, _, _ = s.call(ctx, hostfuncs.ExportReject, nil)
 }
 
 // HostState says whether the MCP host a token file names is still running.
@@ -352,9 +352,9 @@ type HostState string
 
 // Host states, as the plugin's liveness policy decides them.
 const (
-	HostAlive   HostState = wire.HostAlive   // that process runs with that start time
-	HostGone    HostState = wire.HostGone    // no such process, or the pid names another process or boot
-	HostUnknown HostState = wire.HostUnknown // cannot tell (permissions, another PID namespace, platform)
+	HostAlive   HostState = hostfuncs.HostAlive   // that process runs with that start time
+	HostGone    HostState = hostfuncs.HostGone    // no such process, or the pid names another process or boot
+	HostUnknown HostState = hostfuncs.HostUnknown // cannot tell (permissions, another PID namespace, platform)
 )
 
 // TokenFile is one token file of the state directory (never its token).
@@ -380,7 +380,7 @@ func (s *Store) List(ctx context.Context) ([]TokenFile, error) {
 	var out struct {
 		Files []TokenFile `json:"files"`
 	}
-	if err := s.callJSON(ctx, wire.ExportList, nil, &out); err != nil {
+	if err := s.callJSON(ctx, hostfuncs.ExportList, nil, &out); err != nil {
 		return nil, err
 	}
 	return out.Files, nil
@@ -392,10 +392,10 @@ type PruneReason string
 // Prune reasons.
 const (
 	// ReasonHostGone: the file's host process is gone.
-	ReasonHostGone PruneReason = wire.ReasonHostGone
+	ReasonHostGone PruneReason = hostfuncs.ReasonHostGone
 	// ReasonAged: the file's host cannot be checked and the token file is
 	// older than 30 days.
-	ReasonAged PruneReason = wire.ReasonAged
+	ReasonAged PruneReason = hostfuncs.ReasonAged
 )
 
 // PrunedFile is one file Prune removed, and why.
@@ -414,7 +414,7 @@ func (s *Store) Prune(ctx context.Context) ([]PrunedFile, error) {
 	var out struct {
 		Removed []PrunedFile `json:"removed"`
 	}
-	if err := s.callJSON(ctx, wire.ExportPrune, nil, &out); err != nil {
+	if err := s.callJSON(ctx, hostfuncs.ExportPrune, nil, &out); err != nil {
 		return nil, err
 	}
 	return out.Removed, nil
@@ -454,7 +454,7 @@ type Identity struct {
 // for a nil Store.
 func (s *Store) Whoami(ctx context.Context) (Identity, error) {
 	var id Identity
-	err := s.callJSON(ctx, wire.ExportWhoami, nil, &id)
+	err := s.callJSON(ctx, hostfuncs.ExportWhoami, nil, &id)
 	return id, err
 }
 
@@ -469,8 +469,8 @@ func (s *Store) Whoami(ctx context.Context) (Identity, error) {
 // is this process (Whoami).
 func (s *Store) WhoamiFor(ctx context.Context, pid int) (Identity, error) {
 	var id Identity
-	input, _ := json.Marshal(wire.WhoamiInput{PID: pid})
-	err := s.callJSON(ctx, wire.ExportWhoami, input, &id)
+	input, _ := json.Marshal(hostfuncs.WhoamiInput{PID: pid})
+	err := s.callJSON(ctx, hostfuncs.ExportWhoami, input, &id)
 	return id, err
 }
 
@@ -517,7 +517,7 @@ func (s *Store) callJSON(ctx context.Context, export string, input []byte, v any
 // without calling the plugin or logging; once started, the export runs to
 // its end (see "Cancellation" on Store). It never panics and never runs on a
 // closed plugin (go-sdk prints to stdout if it does).
-func (s *Store) call(ctx context.Context, export string, input []byte) (out []byte, callErr *wire.Error, err error) {
+func (s *Store) call(ctx context.Context, export string, input []byte) (out []byte, callErr *hostfuncs.Error, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
@@ -539,10 +539,10 @@ func (s *Store) call(ctx context.Context, export string, input []byte) (out []by
 			s.logger.Error("mcp-resume plugin failed; session resume skipped for this call", "export", export, "error", err)
 		}
 	}()
-	cctx := hostfuncs.NewContext(context.WithoutCancel(ctx), s.funcs)
+	cctx := primitives.NewContext(context.WithoutCancel(ctx), s.funcs)
 	rc, out, err := s.plugin.CallWithContext(cctx, export, input)
 	if err != nil && rc == 1 {
-		var e wire.Error
+		var e hostfuncs.Error
 		if json.Unmarshal([]byte(err.Error()), &e) == nil && e.Code != "" {
 			return nil, &e, nil
 		}

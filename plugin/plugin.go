@@ -1,8 +1,8 @@
 // Package plugin carries the compiled mcp-resume plugin, so Go hosts need no
 // build step and no file on disk.
 //
-// The module is built from ./guest (go-pdk glue), internal/resume (the
-// token store) and internal/policy (every rule about processes, liveness and
+// The module is built from ./guest (go-pdk glue), plugin/internal/resume (the
+// token store) and procid (every rule about processes, liveness and
 // defaults) with standard Go, reproducibly, by `make wasm`:
 //
 //	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath -ldflags="-buildid= -s -w" -o plugin/plugin.wasm ./plugin/guest

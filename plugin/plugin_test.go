@@ -12,13 +12,13 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 
-	"github.com/mcp-resume/mcp-resume/internal/wire"
+	"github.com/mcp-resume/mcp-resume/hostfuncs"
 	"github.com/mcp-resume/mcp-resume/plugin"
 )
 
 // TestModule checks the committed plugin.wasm against the contract
 // (hostfuncs/README.md, ABI version 4): it imports exactly the nine host
-// functions in wire.Namespace, each (i64) -> i64, and exports every plugin
+// functions in hostfuncs.Namespace, each (i64) -> i64, and exports every plugin
 // export as () -> i32.
 func TestModule(t *testing.T) {
 	ctx := context.Background()
@@ -33,7 +33,7 @@ func TestModule(t *testing.T) {
 	var imported []string
 	for _, f := range m.ImportedFunctions() {
 		mod, name, _ := f.Import()
-		if mod != wire.Namespace {
+		if mod != hostfuncs.Namespace {
 			continue
 		}
 		imported = append(imported, name)
@@ -41,15 +41,15 @@ func TestModule(t *testing.T) {
 			t.Errorf("import %s has type %v -> %v, want (i64) -> i64", name, p, res)
 		}
 	}
-	want := wire.Functions()
+	want := hostfuncs.Functions()
 	slices.Sort(imported)
 	slices.Sort(want)
 	if !slices.Equal(imported, want) {
-		t.Errorf("plugin.wasm imports %v from %s, want %v", imported, wire.Namespace, want)
+		t.Errorf("plugin.wasm imports %v from %s, want %v", imported, hostfuncs.Namespace, want)
 	}
 	exports := m.ExportedFunctions()
-	for _, name := range []string{wire.ExportABIVersion, wire.ExportOpen, wire.ExportLoad, wire.ExportStore, wire.ExportReject,
-		wire.ExportNames, wire.ExportList, wire.ExportPrune, wire.ExportWhoami} {
+	for _, name := range []string{hostfuncs.ExportABIVersion, hostfuncs.ExportOpen, hostfuncs.ExportLoad, hostfuncs.ExportStore, hostfuncs.ExportReject,
+		hostfuncs.ExportNames, hostfuncs.ExportList, hostfuncs.ExportPrune, hostfuncs.ExportWhoami} {
 		f, ok := exports[name]
 		if !ok {
 			t.Errorf("plugin.wasm does not export %s", name)
@@ -71,7 +71,7 @@ const (
 	// maxWasmBytes is the budget the test enforces: the size reached when
 	// encoding/json and fmt left the guest (3,212,643 bytes), plus 2%,
 	// plus what the render export and whoami for another pid added
-	// (3,220,231 -> 3,318,462 bytes: internal/cli's JSON tree, indenting
+	// (3,220,231 -> 3,318,462 bytes: plugin/internal/render's JSON tree, indenting
 	// encoder and tables, about 80 KB of Go-on-Wasm code, so that the
 	// Python and TypeScript command lines print exactly what the Go one
 	// prints without a copy of its formatting in each language; policy's
@@ -139,7 +139,7 @@ func TestGuestLinks(t *testing.T) {
 	for _, name := range names {
 		for _, p := range forbidden {
 			if strings.HasPrefix(name, p) {
-				t.Errorf("the plugin links %s (issue 10: no fmt and no reflection-based JSON in the guest; use internal/wire's codecs and strconv)", name)
+				t.Errorf("the plugin links %s (issue 10: no fmt and no reflection-based JSON in the guest; use hostfuncs's codecs and strconv)", name)
 			}
 		}
 	}

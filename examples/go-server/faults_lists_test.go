@@ -4,7 +4,7 @@ package main_test
 
 // Faults 18 to 20: processes the walk must never take for the host, shells
 // that are hosts although their arguments name a file, and npm's retitled
-// script runners, which are launchers (internal/policy: launcher.go,
+// script runners, which are launchers (procid: launcher.go,
 // shell.go; docs/RELIABILITY.md).
 
 import (

@@ -3,7 +3,7 @@
 
 The cases answer `sysctl <pid>` with {"data": "<base64>"}: 648 bytes laid out
 as on darwin/amd64 and darwin/arm64 (LP64, little-endian; KinfoProc in
-golang.org/x/sys/unix, internal/policy/darwin.go). Only these fields are set,
+golang.org/x/sys/unix, procid/darwin.go). Only these fields are set,
 every other byte is zero:
 
     offset  type      field

@@ -1,7 +1,7 @@
 //go:build wasip1
 
 // Command guest is the mcp-resume plugin: the resume store of
-// internal/resume and the policy of internal/policy, compiled to one Wasm
+// plugin/internal/resume and the policy of procid, compiled to one Wasm
 // module that every host (Go, Python, TypeScript) loads through Extism.
 // Build it with `make wasm`:
 //
@@ -21,21 +21,21 @@
 //	whoami                  (empty, or JSON {"pid"?}) -> JSON {"pid","start_time","stdio","instance_suffix","token_file","lock_file","state_dir","chain","error"?}
 //
 // Each returns 0 on success and 1 on failure, with the Extism error string
-// set to the JSON {"code","message"} (codes in internal/wire). This file is
-// thin glue; the logic lives in internal/resume and internal/policy. JSON
-// goes through the codecs of internal/wire (no encoding/json, no fmt: issue
+// set to the JSON {"code","message"} (codes in hostfuncs). This file is
+// thin glue; the logic lives in plugin/internal/resume and internal/procid. JSON
+// goes through the codecs of hostfuncs (no encoding/json, no fmt: issue
 // 10, a lean guest; plugin_test.go holds the size budget).
 package main
 
 import (
 	"github.com/extism/go-pdk"
 
-	"github.com/mcp-resume/mcp-resume/internal/cli"
-	"github.com/mcp-resume/mcp-resume/internal/resume"
-	"github.com/mcp-resume/mcp-resume/internal/wire"
+	"github.com/mcp-resume/mcp-resume/plugin/internal/render"
+	"github.com/mcp-resume/mcp-resume/plugin/internal/resume"
+	"github.com/mcp-resume/mcp-resume/hostfuncs"
 )
 
-// Host function imports; see wire.Fn* for the names and hostfuncs/README.md
+// Host function imports; see hostfuncs.Fn* for the names and hostfuncs/README.md
 // for the payloads. Each takes and returns an Extism memory offset.
 
 //go:wasmimport extism:host/user mcp_resume_facts
@@ -66,15 +66,15 @@ func hostLock(uint64) uint64
 func hostLog(uint64) uint64
 
 var imports = map[string]func(uint64) uint64{
-	wire.FnFacts:      hostFacts,
-	wire.FnInspect:    hostInspect,
-	wire.FnPrepareDir: hostPrepareDir,
-	wire.FnRead:       hostRead,
-	wire.FnWrite:      hostWrite,
-	wire.FnRemove:     hostRemove,
-	wire.FnList:       hostList,
-	wire.FnLock:       hostLock,
-	wire.FnLog:        hostLog,
+	hostfuncs.FnFacts:      hostFacts,
+	hostfuncs.FnInspect:    hostInspect,
+	hostfuncs.FnPrepareDir: hostPrepareDir,
+	hostfuncs.FnRead:       hostRead,
+	hostfuncs.FnWrite:      hostWrite,
+	hostfuncs.FnRemove:     hostRemove,
+	hostfuncs.FnList:       hostList,
+	hostfuncs.FnLock:       hostLock,
+	hostfuncs.FnLog:        hostLog,
 }
 
 // noResponse stands for the response of a host function that returned no
@@ -100,23 +100,23 @@ func call(fn string, req []byte) []byte {
 var store = resume.New(call)
 
 // fail sets the Extism error string to the JSON of werr and returns 1.
-func fail(werr *wire.Error) int32 {
+func fail(werr *hostfuncs.Error) int32 {
 	b, _ := werr.EncodeJSON()
 	pdk.SetErrorString(string(b))
 	return 1
 }
 
-// encodable is an export's output document of internal/wire.
+// encodable is an export's output document of host/internal/primitives.
 type encodable interface{ EncodeJSON() ([]byte, error) }
 
 // outputJSON writes v as the export's output, or fails with werr.
-func outputJSON(v encodable, werr *wire.Error) int32 {
+func outputJSON(v encodable, werr *hostfuncs.Error) int32 {
 	if werr != nil {
 		return fail(werr)
 	}
 	b, err := v.EncodeJSON()
 	if err != nil {
-		return fail(&wire.Error{Code: wire.CodeIO, Message: err.Error()})
+		return fail(&hostfuncs.Error{Code: hostfuncs.CodeIO, Message: err.Error()})
 	}
 	pdk.Output(b)
 	return 0
@@ -124,7 +124,7 @@ func outputJSON(v encodable, werr *wire.Error) int32 {
 
 //go:wasmexport mcp_resume_abi_version
 func abiVersion() int32 {
-	pdk.OutputString(wire.ABIVersion)
+	pdk.OutputString(hostfuncs.ABIVersion)
 	return 0
 }
 
@@ -187,10 +187,10 @@ func whoami() int32 {
 }
 
 //go:wasmexport render
-func render() int32 {
-	out, err := cli.Render(pdk.Input())
+func renderExport() int32 {
+	out, err := render.Render(pdk.Input())
 	if err != nil {
-		return fail(&wire.Error{Code: wire.CodeInvalidOption, Message: err.Error()})
+		return fail(&hostfuncs.Error{Code: hostfuncs.CodeInvalidOption, Message: err.Error()})
 	}
 	pdk.Output(out)
 	return 0

@@ -48,7 +48,7 @@ var ages = regexp.MustCompile(`"age_seconds": [0-9]+`)
 
 // The Go, Python and TypeScript command lines print the same bytes to
 // stdout and stderr, and exit the same, for the same state: every format
-// is the plugin's (internal/cli), every answer too.
+// is the plugin's (plugin/internal/render), every answer too.
 func TestCLIs_SameOutput(t *testing.T) {
 	cmds := clis(t)
 	child := exec.Command("sleep", "60")

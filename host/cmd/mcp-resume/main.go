@@ -1,8 +1,8 @@
 // Command mcp-resume inspects and tidies mcp-resume state. Every answer is
 // the plugin's (its whoami, list and prune exports), and so is every byte
-// it prints to stdout (internal/cli, which the plugin's render export runs
-// for the Python and TypeScript commands), so `python -m mcp_resume` and
-// `npx mcp-resume` print exactly the same:
+// it prints, stdout and the usage text alike (the plugin's render export,
+// which the Python and TypeScript commands call too), so `python -m
+// mcp_resume` and `npx mcp-resume` print exactly the same:
 //
 //	mcp-resume whoami [--json] [--app NAME] [--instance KEY] [--pid PID]  the MCP host this process (or PID) resolves, and the chain walked
 //	mcp-resume list   [--json] [--app NAME] [--state-dir DIR]              token files per app: host alive, gone or unknown
@@ -29,7 +29,9 @@ import (
 	"strings"
 
 	"github.com/mcp-resume/mcp-resume/host"
-	"github.com/mcp-resume/mcp-resume/internal/cli"
+	"github.com/mcp-resume/mcp-resume/host/internal/loader"
+	"github.com/mcp-resume/mcp-resume/hostfuncs"
+	"github.com/mcp-resume/mcp-resume/plugin"
 )
 
 func main() {
@@ -42,8 +44,16 @@ const cliApp = "mcp-resume"
 
 // run is main without the exit, for tests.
 func run(args []string, stdout, stderr io.Writer) int {
+	ctx := context.Background()
+	usage := func() string {
+		out, err := renderPlugin(ctx, []byte(`{"command":"usage"}`))
+		if err != nil {
+			return "mcp-resume: " + err.Error() + "\n"
+		}
+		return string(out)
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(stderr, cli.Usage)
+		fmt.Fprint(stderr, usage())
 		if len(args) == 0 {
 			return 2
 		}
@@ -58,22 +68,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 	instance := fs.String("instance", "", "instance key")
 	pid := fs.Int("pid", 0, "server pid")
 	if cmd != "whoami" && cmd != "list" && cmd != "prune" {
-		fmt.Fprintf(stderr, "mcp-resume: unknown command %q\n\n%s", cmd, cli.Usage)
+		fmt.Fprintf(stderr, "mcp-resume: unknown command %q\n\n%s", cmd, usage())
 		return 2
 	}
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stderr, cli.Usage)
+			fmt.Fprint(stderr, usage())
 			return 0
 		}
-		fmt.Fprintf(stderr, "mcp-resume %s: %v\n\n%s", cmd, err, cli.Usage)
+		fmt.Fprintf(stderr, "mcp-resume %s: %v\n\n%s", cmd, err, usage())
 		return 2
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "mcp-resume %s: unexpected argument %q\n\n%s", cmd, fs.Arg(0), cli.Usage)
+		fmt.Fprintf(stderr, "mcp-resume %s: unexpected argument %q\n\n%s", cmd, fs.Arg(0), usage())
 		return 2
 	}
-	ctx := context.Background()
 	req := renderRequest{Command: cmd, JSON: *asJSON}
 	var err error
 	switch cmd {
@@ -86,7 +95,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		var b, out []byte
 		if b, err = json.Marshal(req); err == nil {
-			if out, err = cli.Render(b); err == nil {
+			if out, err = renderPlugin(ctx, b); err == nil {
 				_, err = stdout.Write(out)
 			}
 		}
@@ -102,7 +111,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// renderRequest is the input of cli.Render (the plugin's render export).
+// renderRequest is the input of the plugin's render export.
 type renderRequest struct {
 	Command      string        `json:"command"`
 	JSON         bool          `json:"json,omitempty"`
@@ -111,7 +120,7 @@ type renderRequest struct {
 	Apps         []appResult   `json:"apps"`
 }
 
-// appResult is one app's list or prune answer for cli.Render.
+// appResult is one app's list or prune answer for the render export.
 type appResult struct {
 	App      string            `json:"app"`
 	StateDir string            `json:"state_dir"`
@@ -212,6 +221,27 @@ func subdirs(root string) ([]string, error) {
 		if e.IsDir() {
 			out = append(out, e.Name())
 		}
+	}
+	return out, nil
+}
+
+// renderPlugin runs the plugin's render export (hostfuncs/README.md, "Plugin
+// exports") on input, a render request as JSON, in a plugin instance of its
+// own: the bytes to print, or the plugin's error (its message, which says
+// what was wrong), or the runtime's when the module cannot run.
+func renderPlugin(ctx context.Context, input []byte) ([]byte, error) {
+	p, _, err := loader.Instance(ctx, plugin.Wasm, "", nil)
+	if err != nil {
+		return nil, fmt.Errorf("cannot run the plugin: %w", err)
+	}
+	defer p.Close(ctx)
+	rc, out, err := p.Call("render", input)
+	if err != nil || rc != 0 {
+		var e hostfuncs.Error
+		if err != nil && json.Unmarshal([]byte(err.Error()), &e) == nil && e.Message != "" {
+			return nil, errors.New(e.Message)
+		}
+		return nil, fmt.Errorf("the plugin's render export failed: %v", err)
 	}
 	return out, nil
 }

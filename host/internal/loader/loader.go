@@ -71,7 +71,7 @@ import (
 	extism "github.com/extism/go-sdk"
 	"github.com/tetratelabs/wazero"
 
-	"github.com/mcp-resume/mcp-resume/internal/hostfuncs"
+	"github.com/mcp-resume/mcp-resume/host/internal/primitives"
 )
 
 // NoCache, as a cache directory, disables the on-disk compilation cache:
@@ -125,8 +125,8 @@ var modules struct {
 // of "Cache directories" in the package documentation works as NoCache, and
 // logger, nil for none, gets one warning per process saying why, event
 // cache_unusable).
-// The instance has the nine mcp-resume host functions of hostfuncs.Shared
-// (each call must carry its Funcs in the context, hostfuncs.NewContext),
+// The instance has the nine mcp-resume host functions of primitives.Shared
+// (each call must carry its Funcs in the context, primitives.NewContext),
 // WASI with the real clocks and a real random source (wazero's defaults
 // are fixed, and Go seeds its maps and rand from them), stdout discarded
 // (stdout belongs to the MCP protocol) and stderr passed through. The error
@@ -388,12 +388,12 @@ func housekeep(dir string) {
 }
 
 // build compiles wasm under rc the way the host always does: WASI, the
-// host functions of hostfuncs.Shared.
+// host functions of primitives.Shared.
 func build(ctx context.Context, wasm []byte, rc wazero.RuntimeConfig) (*extism.CompiledPlugin, error) {
 	return extism.NewCompiledPlugin(ctx,
 		extism.Manifest{Wasm: []extism.Wasm{extism.WasmData{Data: wasm}}},
 		extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true},
-		hostfuncs.Shared())
+		primitives.Shared())
 }
 
 // digest names a finished cache entry: a CRC-32C of the module's bytes

@@ -41,8 +41,8 @@ import (
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/host/internal/loader"
-	"github.com/mcp-resume/mcp-resume/internal/hostfuncs"
-	"github.com/mcp-resume/mcp-resume/internal/wire"
+	"github.com/mcp-resume/mcp-resume/host/internal/primitives"
+	"github.com/mcp-resume/mcp-resume/hostfuncs"
 	"github.com/mcp-resume/mcp-resume/plugin"
 )
 
@@ -259,11 +259,11 @@ func phases(who string) error {
 	t3 := time.Now()
 	t.Instantiate = t3.Sub(t2)
 	t.Compile = t1.Sub(t0) - t.Instantiate
-	funcs := hostfuncs.New(hostfuncs.Config{Trace: func(_ string, _ []byte, took time.Duration) {
+	funcs := primitives.New(primitives.Config{Trace: func(_ string, _ []byte, took time.Duration) {
 		t.HostCalls++
 		t.HostTime += took
 	}})
-	cctx := hostfuncs.NewContext(ctx, funcs)
+	cctx := primitives.NewContext(ctx, funcs)
 	call := func(name string, in []byte) (time.Duration, error) {
 		start := time.Now()
 		_, _, err := p.CallWithContext(cctx, name, in)
@@ -272,9 +272,9 @@ func phases(who string) error {
 	if who != "plugin" {
 		t.FirstCall, err = call("run", []byte("floor"))
 	} else {
-		if t.FirstCall, err = call(wire.ExportABIVersion, nil); err == nil {
-			if t.Open, err = call(wire.ExportOpen, []byte(`{"app":"example-go"}`)); err == nil {
-				t.Load, err = call(wire.ExportLoad, nil)
+		if t.FirstCall, err = call(hostfuncs.ExportABIVersion, nil); err == nil {
+			if t.Open, err = call(hostfuncs.ExportOpen, []byte(`{"app":"example-go"}`)); err == nil {
+				t.Load, err = call(hostfuncs.ExportLoad, nil)
 			}
 		}
 	}

@@ -8,7 +8,7 @@ repointed still verifies), or
 does not hold it: a relay that passes this test's pipe through and a real
 ``PR_SET_CHILD_SUBREAPER`` adoption (docs/RELIABILITY.md, fault 11c), where
 resume must be off and nothing written. The rules themselves are tested once,
-in Go (internal/policy) and by the shared conformance cases; this checks that
+in Go (procid) and by the shared conformance cases; this checks that
 the Python primitives give the plugin what it needs on a real kernel.
 """
 

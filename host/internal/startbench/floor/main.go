@@ -26,7 +26,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-resume/mcp-resume/host/internal/loader"
-	"github.com/mcp-resume/mcp-resume/internal/hostfuncs"
+	"github.com/mcp-resume/mcp-resume/host/internal/primitives"
 )
 
 //go:embed floor.wasm
@@ -43,8 +43,8 @@ func main() {
 		logger.Error("floor: loading", "error", err)
 		os.Exit(1)
 	}
-	funcs := hostfuncs.New(hostfuncs.Config{Logger: logger})
-	_, out, err := p.CallWithContext(hostfuncs.NewContext(ctx, funcs), "run", []byte("floor"))
+	funcs := primitives.New(primitives.Config{Logger: logger})
+	_, out, err := p.CallWithContext(primitives.NewContext(ctx, funcs), "run", []byte("floor"))
 	if err != nil || len(out) != 64 {
 		logger.Error("floor: run", "error", err, "output", string(out))
 		os.Exit(1)

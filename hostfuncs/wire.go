@@ -1,0 +1,521 @@
+// Package wire holds the payloads that cross the boundary between the
+// mcp-resume plugin and a host (ABI version 3): the names of the host
+// functions the plugin imports, the JSON documents they take and return, the
+// plugin's exports and their JSON, and the name rule every host enforces.
+//
+// It is the Go statement of hostfuncs/README.md, imported by the plugin (built
+// for wasip1) and by the Go host alike. The plugin encodes and decodes these
+// documents with the reflection-free codecs of codec.go (EncodeJSON and
+// DecodeJSON methods, on jsontext); the Go host uses encoding/json and the
+// json tags below, which state the same contract.
+package hostfuncs
+
+// ABIVersion is the version of the contract between plugin and host. The
+// plugin returns it from its ExportABIVersion export; a host refuses a plugin
+// whose version differs from the one it implements.
+const ABIVersion = "4"
+
+// Namespace is the Wasm import module of every host function. It is the
+// Extism default for user host functions.
+const Namespace = "extism:host/user"
+
+// Host functions the plugin imports. Each takes one Extism memory offset
+// holding a JSON request and returns one offset holding a JSON response
+// (see hostfuncs/README.md, "Calling convention"). None of them holds policy:
+// they report facts about the process and the OS, and act on files in the
+// state directory.
+const (
+	FnFacts      = "mcp_resume_facts"
+	FnInspect    = "mcp_resume_inspect"
+	FnPrepareDir = "mcp_resume_prepare_dir"
+	FnRead       = "mcp_resume_read"
+	FnWrite      = "mcp_resume_write"
+	FnRemove     = "mcp_resume_remove"
+	FnList       = "mcp_resume_list"
+	FnLock       = "mcp_resume_lock"
+	FnLog        = "mcp_resume_log"
+)
+
+// Functions lists every host function name, in the order of the README.
+func Functions() []string {
+	return []string{FnFacts, FnInspect, FnPrepareDir, FnRead, FnWrite, FnRemove, FnList, FnLock, FnLog}
+}
+
+// Exports of the plugin.
+const (
+	ExportABIVersion = "mcp_resume_abi_version"
+	ExportOpen       = "open"
+	ExportLoad       = "load"
+	ExportStore      = "store"
+	ExportReject     = "reject"
+	ExportNames      = "names"
+	ExportList       = "list"
+	ExportPrune      = "prune"
+	ExportWhoami     = "whoami"
+	// ExportRender turns whoami, list and prune answers into what the
+	// mcp-resume command line prints (plugin/internal/render); it needs no open.
+	ExportRender = "render"
+)
+
+// Error codes a host function may return in Error.Code.
+const (
+	// CodeNotFound: the file, directory or process does not exist (ENOENT,
+	// ESRCH, an empty sysctl answer, a closed fd for "fstat").
+	CodeNotFound = "not_found"
+	// CodePermission: the OS refused (EACCES, EPERM): another user's
+	// process, a /proc mounted hidepid, a non-dumpable process.
+	CodePermission = "permission"
+	// CodeUnsupported: this host cannot answer this operation on this
+	// system or runtime (Node has no SO_PEERCRED and no sysctl).
+	CodeUnsupported = "unsupported"
+	// CodeInvalidRequest: malformed JSON, a missing field, a path outside
+	// the inspect allowlist, or a name that breaks the name rule.
+	CodeInvalidRequest = "invalid_request"
+	// CodeUnsafe: a symlink, a non-regular file, or a state directory with
+	// the wrong owner or mode.
+	CodeUnsafe = "unsafe"
+	// CodeBusy: another process holds the lock (FnLock).
+	CodeBusy = "busy"
+	// CodeIO: any other operating-system error.
+	CodeIO = "io"
+	// CodeExists: FnPrepareDir "mkdir" found something at the path (EEXIST).
+	CodeExists = "exists"
+	// CodeNotDir: a component of the path is not a directory (ENOTDIR).
+	CodeNotDir = "not_dir"
+	// CodeNoSpace: the file system is full, or the user's quota is used up
+	// (ENOSPC, EDQUOT).
+	CodeNoSpace = "no_space"
+	// CodeReadOnly: the file system is mounted read-only (EROFS).
+	CodeReadOnly = "read_only"
+)
+
+// Error codes of the plugin's exports (ExportError.Code).
+const (
+	// CodeInvalidToken: store was given a token that is not 1-4096 bytes of
+	// visible ASCII (spec 000, Token File Corrupted, applied to input).
+	CodeInvalidToken = "invalid_token"
+	// CodeInvalidApp: open was given an app name that breaks the app rule.
+	CodeInvalidApp = "invalid_app"
+	// CodeInvalidOption: open was given an option it cannot use (a relative
+	// state_dir, a malformed request).
+	CodeInvalidOption = "invalid_option"
+	// CodeNotOpen: an export other than open ran before a successful open.
+	CodeNotOpen = "not_open"
+)
+
+// Error is the failure half of every host-function response, and the JSON
+// an export sets as its Extism error string. A host function never fails by
+// trapping or raising: it returns {"error": {...}} (the Python SDK swallows
+// exceptions raised in host functions, so errors travel in payloads).
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Error implements error.
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Facts answers FnFacts: what the host knows about its own process. The
+// plugin derives every default from them (state directory, instance key,
+// launchers, the MCP_RESUME switch).
+type Facts struct {
+	// OS is "linux", "darwin", or another system name (resume is then off).
+	OS string `json:"os"`
+	// PID is this server process's pid.
+	PID int `json:"pid"`
+	// EUID is the effective user id; -1 where the system has none.
+	EUID int `json:"euid"`
+	// Home is $HOME when it is set and absolute, else the home directory of
+	// the effective uid's password-database entry (getpwuid(3): Go os/user,
+	// Python pwd, Node os.userInfo()), "" when neither is known. Every host
+	// applies the same fallback, so HOME unset gives one answer everywhere.
+	Home string `json:"home"`
+	// XDGStateHome is $XDG_STATE_HOME as set, "" when unset.
+	XDGStateHome string `json:"xdg_state_home"`
+	// Args are the server's arguments after the program (and, for Python and
+	// Node, after the script): os.Args[1:], sys.argv[1:], process.argv.slice(2).
+	Args []string `json:"args"`
+	// Cwd is the server's working directory (getcwd(3)), "" when it cannot
+	// be read. Part of the default instance key.
+	Cwd string `json:"cwd"`
+	// Env holds every environment variable of the server process. The
+	// plugin picks what it needs: the MCP_RESUME* switches, and the rest
+	// (minus the variables of policy.VolatileEnv) for the default instance
+	// key. Hosts replace bytes that are not UTF-8 with U+FFFD, as in Args
+	// and Cwd.
+	Env map[string]string `json:"env"`
+	// Runtime names the host for logs, e.g. "go-sdk", "python", "node".
+	Runtime string `json:"runtime"`
+	// StdioFDs names the two fds of this process that hold the server's
+	// MCP stdin and stdout as its host set them up, in that order: the
+	// plugin's stdio check inspects these (fstat, peer, readlink
+	// /proc/self/fd/<n>). Absent or null means [0, 1]. A binding whose MCP
+	// SDK repoints fds 0 and 1 while it serves (the Python SDK points them
+	// at /dev/null) duplicates them when the store is created and reports
+	// the copies. Any other length, or a negative fd, makes the check
+	// cannot-tell (resume off).
+	StdioFDs []int  `json:"stdio_fds,omitempty"`
+	Error    *Error `json:"error,omitempty"`
+}
+
+// Inspect operations (InspectOp.Op).
+const (
+	OpRead     = "read"     // Path: bytes of an allowlisted /proc file
+	OpReadlink = "readlink" // Path: target of an allowlisted /proc link
+	OpFDs      = "fds"      // PID: the open fds of a process, with targets and flags
+	OpKill0    = "kill0"    // PID: kill(pid, 0)
+	OpFstat    = "fstat"    // FD: the file type of this process's fd (one of facts.stdio_fds)
+	OpPeer     = "peer"     // FD: SO_PEERCRED pid of this process's socket fd
+	OpSysctl   = "sysctl"   // PID: raw struct kinfo_proc (macOS)
+	OpProcargs = "procargs" // PID: raw kern.procargs2 (macOS)
+	OpPs       = "ps"       // PID: ps output where sysctl is impossible (macOS, Node)
+	OpExe      = "exe"      // PID: device and inode of the program image, stat(2) of /proc/<pid>/exe (Linux)
+)
+
+// InspectRequest asks FnInspect for up to MaxInspectOps operations at once,
+// so a start makes few host calls.
+type InspectRequest struct {
+	Ops []InspectOp `json:"ops"`
+}
+
+// MaxInspectOps is the most operations one FnInspect request may carry.
+const MaxInspectOps = 64
+
+// InspectOp is one read-only question about the OS. Which fields are used
+// depends on Op; see hostfuncs/README.md, "mcp_resume_inspect".
+type InspectOp struct {
+	Op string `json:"op"`
+	// Path, for read and readlink: an absolute path on the allowlist.
+	Path string `json:"path,omitempty"`
+	// PID, for fds ("self" or decimal digits, as a string) and for kill0,
+	// sysctl, procargs and ps (decimal digits).
+	PID string `json:"pid,omitempty"`
+	// FD, for fstat and peer: 0 (stdin) or 1 (stdout). Beware: the
+	// omitempty tag drops fd 0, so an encoder must write "fd" itself for
+	// fstat and peer (InspectRequest.EncodeJSON does; the field stays an
+	// int so that literals read naturally).
+	FD int `json:"fd,omitempty"`
+	// Targets, for fds: report only fds whose link target is one of these
+	// (nil reports every fd).
+	Targets []string `json:"targets,omitempty"`
+}
+
+// InspectResponse answers FnInspect: one result per operation, in order.
+// Error is set only when the request as a whole was unusable.
+type InspectResponse struct {
+	Results []InspectResult `json:"results"`
+	Error   *Error          `json:"error,omitempty"`
+}
+
+// InspectResult is the answer to one InspectOp: exactly one of the success
+// fields for its Op, or Error.
+type InspectResult struct {
+	// Data: read (the file's first 65536 bytes), sysctl, procargs (raw
+	// bytes), ps (the stat line). Base64 in JSON.
+	Data []byte `json:"data,omitempty"`
+	// Args: ps only, the output of `ps -ww -o args=` (base64 in JSON).
+	Args []byte `json:"args,omitempty"`
+	// Target: readlink.
+	Target string `json:"target,omitempty"`
+	// FDs: fds.
+	FDs []FD `json:"fds,omitempty"`
+	// Type: fstat, one of the FileType* values.
+	Type string `json:"type,omitempty"`
+	// PeerPID: peer; 0 when the peer is outside this PID namespace.
+	PeerPID *int `json:"peer_pid,omitempty"`
+	// Dev and Ino: exe, st_dev and st_ino of stat(2) of /proc/<pid>/exe
+	// (which follows the link to the program file), as decimal strings
+	// (an inode number may exceed 2^53, which JSON numbers in JavaScript
+	// cannot carry).
+	Dev   string `json:"dev,omitempty"`
+	Ino   string `json:"ino,omitempty"`
+	Error *Error `json:"error,omitempty"`
+}
+
+// FD is one open file descriptor of a process (OpFDs).
+type FD struct {
+	FD     int    `json:"fd"`
+	Target string `json:"target"`
+	// Flags is the octal "flags:" value of /proc/<pid>/fdinfo/<fd> as a
+	// number; -1 when fdinfo could not be read.
+	Flags int `json:"flags"`
+}
+
+// File types of InspectResult.Type (OpFstat).
+const (
+	FileTypeFIFO   = "fifo"
+	FileTypeSocket = "socket"
+	FileTypeChar   = "char"
+	FileTypeFile   = "file"
+	FileTypeDir    = "dir"
+	FileTypeOther  = "other"
+)
+
+// Operations of FnPrepareDir (PrepareDirRequest.Op). The plugin walks and
+// judges the state directory with "stat" and "mkdir" (plugin/internal/resume,
+// dir.go) and then fixes it with "fix"; the host holds no rule about owners,
+// modes or where a directory may be created.
+const (
+	// DirOpStat: lstat(Path) (stat(Path) with Follow); answers DirStat.
+	DirOpStat = "stat"
+	// DirOpMkdir: mkdir(Path, 0700), exactly one directory, never parents.
+	DirOpMkdir = "mkdir"
+	// DirOpFix: fix Path as the state directory (the confinement rule) and
+	// delete the host's temporary files older than SweepSeconds.
+	DirOpFix = "fix"
+)
+
+// PrepareDirRequest is one operation of FnPrepareDir on an absolute, clean
+// Path: DirOpStat, DirOpMkdir or DirOpFix.
+type PrepareDirRequest struct {
+	Op   string `json:"op"`
+	Path string `json:"path"`
+	// Follow (DirOpStat only): stat rather than lstat, so a symbolic link
+	// reports what it points at.
+	Follow bool `json:"follow,omitempty"`
+	// SweepSeconds (DirOpFix; ignored by the other ops): how old a leftover
+	// temporary file must be before it is deleted, in seconds.
+	SweepSeconds int `json:"sweep_seconds"`
+}
+
+// Types of DirStat.Type.
+const (
+	StatDir     = "dir"
+	StatFile    = "file"
+	StatSymlink = "symlink"
+	StatOther   = "other"
+)
+
+// DirStat answers FnPrepareDir: for DirOpStat the Type, owner UID and Mode
+// (st_mode & 07777: permission, setuid, setgid and sticky bits) of the path;
+// for DirOpMkdir and DirOpFix nothing but a possible Error.
+type DirStat struct {
+	Type  string `json:"type,omitempty"`
+	UID   int    `json:"uid"`
+	Mode  int    `json:"mode"`
+	Error *Error `json:"error,omitempty"`
+}
+
+// Empty answers FnWrite, FnRemove, FnLock and FnLog on success.
+type Empty struct {
+	Error *Error `json:"error,omitempty"`
+}
+
+// NameRequest names one file of the state directory (FnRemove).
+type NameRequest struct {
+	Name string `json:"name"`
+}
+
+// LockRequest asks FnLock for the exclusive lock of file Name. Socket is
+// the abstract Unix socket name (without the leading NUL) that every host
+// on Linux binds as well, so that servers on different hosts (Go, Python,
+// Node) exclude one another through one lock; hosts elsewhere ignore it.
+type LockRequest struct {
+	Name   string `json:"name"`
+	Socket string `json:"socket,omitempty"`
+}
+
+// ReadRequest asks FnRead for at most Limit bytes of file Name.
+type ReadRequest struct {
+	Name  string `json:"name"`
+	Limit int    `json:"limit"`
+}
+
+// ReadResponse answers FnRead. Data holds the first min(size, Limit) bytes
+// (base64 in JSON).
+type ReadResponse struct {
+	Data  []byte `json:"data"`
+	Error *Error `json:"error,omitempty"`
+}
+
+// WriteRequest asks FnWrite to replace file Name with Data (base64 in JSON),
+// mode 0600.
+type WriteRequest struct {
+	Name string `json:"name"`
+	Data []byte `json:"data"`
+}
+
+// ListRequest asks FnList for the regular files whose names start with Prefix.
+type ListRequest struct {
+	Prefix string `json:"prefix"`
+}
+
+// ListResponse answers FnList, sorted by name.
+type ListResponse struct {
+	Files []ListEntry `json:"files"`
+	Error *Error      `json:"error,omitempty"`
+}
+
+// ListEntry is one file of FnList: its name and its age in whole seconds
+// (now minus its modification time, from lstat; may be negative when the
+// clock moved back).
+type ListEntry struct {
+	Name       string `json:"name"`
+	AgeSeconds int64  `json:"age_seconds"`
+}
+
+// Log levels of LogRequest.Level.
+const (
+	LevelDebug = "debug"
+	LevelInfo  = "info"
+	LevelWarn  = "warn"
+	LevelError = "error"
+)
+
+// LogRequest asks FnLog to emit one line through the host's logger. Message
+// is the human text (the spec's lines verbatim), Event a stable machine name
+// for it, Detail optional context. None of them ever holds a token. Level,
+// Event and Message are required in every host.
+type LogRequest struct {
+	Level   string `json:"level"`
+	Event   string `json:"event"`
+	Message string `json:"message"`
+	Detail  string `json:"detail,omitempty"`
+}
+
+// OpenInput is the input of ExportOpen: what the server declared through
+// its host API. Every field but App is optional; the plugin fills the
+// defaults from Facts.
+type OpenInput struct {
+	// App is the server application name (1-64 of [A-Za-z0-9._-], starting
+	// with a letter or digit).
+	App string `json:"app"`
+	// StateDir overrides the state directory (absolute path). Empty: the
+	// environment's MCP_RESUME_STATE_DIR, else the per-app default.
+	StateDir string `json:"state_dir,omitempty"`
+	// Instance is the declared instance key; nil means "not declared" (the
+	// default applies), "" or "-" means "no instance".
+	Instance *string `json:"instance,omitempty"`
+	// Launchers are extra launcher names, added to the defaults and to
+	// MCP_RESUME_LAUNCHERS.
+	Launchers []string `json:"launchers,omitempty"`
+	// AppMissing is set by DecodeJSON when the input has no app member or
+	// a null one (a host's None, null or undefined), so the error can say
+	// so rather than quote an empty name. Not part of the JSON.
+	AppMissing bool `json:"-"`
+}
+
+// OpenOutput is the output of ExportOpen.
+type OpenOutput struct {
+	// StateDir is the absolute state directory this store uses.
+	StateDir string `json:"state_dir"`
+	// StateRoot is the directory that holds every app's default state
+	// directory (the default StateDir without its last element).
+	StateRoot string `json:"state_root"`
+	// Resume is false when resume is already known to be off (the
+	// MCP_RESUME=off switch, an unsupported OS); true otherwise.
+	Resume bool `json:"resume"`
+}
+
+// NamesOutput is the output of ExportNames: this instance's token and lock
+// file names, both "" when the identity is unavailable.
+type NamesOutput struct {
+	Token string `json:"token,omitempty"`
+	Lock  string `json:"lock,omitempty"`
+	// LockSocket is the abstract socket of the lock (LockRequest.Socket): a
+	// host on Linux that cannot bind it inside a synchronous host
+	// function (Node) binds it ahead of the first load, store or reject.
+	LockSocket string `json:"lock_socket,omitempty"`
+}
+
+// Host states of ListedFile.Host and PrunedFile.Host.
+const (
+	HostAlive   = "alive"   // that process is running with that start time
+	HostGone    = "gone"    // no such process, or the pid now names another process or boot
+	HostUnknown = "unknown" // cannot tell (permissions, another PID namespace, platform)
+)
+
+// ListedFile is one token file reported by ExportList. Instance is the
+// 16-hex-digit instance suffix of the name, if any.
+type ListedFile struct {
+	Name       string `json:"name"`
+	PID        int    `json:"pid"`
+	StartTime  string `json:"start_time"`
+	Instance   string `json:"instance,omitempty"`
+	Host       string `json:"host"`
+	AgeSeconds int64  `json:"age_seconds"`
+}
+
+// ListOutput is the output of ExportList.
+type ListOutput struct {
+	Files []ListedFile `json:"files"`
+}
+
+// Reasons of PrunedFile.Reason.
+const (
+	ReasonHostGone = "host_gone" // its host process is gone
+	ReasonAged     = "aged"      // its host cannot be checked and it is older than 30 days
+)
+
+// PrunedFile is one file ExportPrune removed, and why.
+type PrunedFile struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+	Host   string `json:"host"`
+}
+
+// PruneOutput is the output of ExportPrune.
+type PruneOutput struct {
+	Removed []PrunedFile `json:"removed"`
+}
+
+// Process is one process of the ancestor chain ExportWhoami reports.
+type Process struct {
+	PID       int      `json:"pid"`
+	PPID      int      `json:"ppid"`
+	Name      string   `json:"name"`
+	Args      []string `json:"args"`
+	StartTime string   `json:"start_time"`
+	// Role is "launcher" or "host".
+	Role string `json:"role"`
+}
+
+// WhoamiInput is the optional input of ExportWhoami. Empty input, or a PID
+// of 0, is this process; another PID asks what that running server process
+// would resolve (`mcp-resume whoami --pid`).
+type WhoamiInput struct {
+	PID int `json:"pid,omitempty"`
+}
+
+// WhoamiOutput is the output of ExportWhoami: the MCP host this process
+// resolves, how, and the names it would use. Error says why the identity is
+// unavailable (then PID, StartTime and the names are empty).
+type WhoamiOutput struct {
+	PID            int       `json:"pid,omitempty"`
+	StartTime      string    `json:"start_time,omitempty"`
+	Stdio          string    `json:"stdio,omitempty"`
+	InstanceSuffix string    `json:"instance_suffix,omitempty"`
+	TokenFile      string    `json:"token_file,omitempty"`
+	LockFile       string    `json:"lock_file,omitempty"`
+	StateDir       string    `json:"state_dir"`
+	Chain          []Process `json:"chain"`
+	Error          string    `json:"error,omitempty"`
+}
+
+// ValidName reports whether name may name a file in the state directory:
+// 1–255 bytes of [A-Za-z0-9._-], not starting with a dot. So no path
+// separators, no NUL, no ".." and no hidden files (hosts keep dot-names for
+// their own temporary files). Every host enforces this rule on every request.
+func ValidName(name string) bool {
+	if len(name) == 0 || len(name) > 255 || name[0] == '.' {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// Pad8 appends spaces to the JSON document b until its length is a multiple
+// of 8. go-pdk moves Extism memory 8 bytes per host call and the remainder one
+// byte per call, so padding saves up to 7 calls per payload. JSON ignores
+// the trailing whitespace; padding is optional for every host.
+func Pad8(b []byte) []byte {
+	for len(b)%8 != 0 {
+		b = append(b, ' ')
+	}
+	return b
+}

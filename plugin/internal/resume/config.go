@@ -1,0 +1,378 @@
+package resume
+
+import (
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/mcp-resume/mcp-resume/hostfuncs"
+	"github.com/mcp-resume/mcp-resume/procid"
+)
+
+// Environment variables the plugin reads from facts.env (the host reports
+// every variable of the server process).
+const (
+	// EnvSwitch set to "off" turns resume off: nothing is inspected, read
+	// or written.
+	EnvSwitch = "MCP_RESUME"
+	// EnvStateDir overrides the default state root, the directory that
+	// holds one state directory per app (an absolute path).
+	EnvStateDir = "MCP_RESUME_STATE_DIR"
+	// EnvInstance sets the instance key when the server declares none.
+	EnvInstance = "MCP_RESUME_INSTANCE"
+)
+
+// NoInstance, as the declared instance key (or MCP_RESUME_INSTANCE), means
+// "no instance": every instance under one host shares the spec's plain
+// token-<pid>-<start_time>, and only one at a time resumes. "" means the same.
+const NoInstance = "-"
+
+// MaxAppLen is the longest app name, in bytes.
+const MaxAppLen = 64
+
+// ValidApp reports whether app obeys the app-name rule: 1-64 bytes of
+// [A-Za-z0-9._-], starting with a letter or digit. The app's state
+// directory is named after it (AppDirName), so the rule keeps it one safe
+// path element.
+func ValidApp(app string) bool {
+	if len(app) == 0 || len(app) > MaxAppLen || !isAlnum(app[0]) {
+		return false
+	}
+	for i := 0; i < len(app); i++ {
+		if c := app[i]; !isAlnum(c) && c != '.' && c != '_' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// AppDirName returns the name of app's state directory inside the state
+// root: app itself with every uppercase ASCII letter written as '+'
+// followed by the letter in lowercase ("MyApp" -> "+my+app", "my-app" ->
+// "my-app"). On a case-insensitive file system (the macOS default, and
+// Windows shares) "MyApp" and "myapp" would otherwise name one directory,
+// and two different apps would share one token file. The result holds no
+// uppercase letter, and '+' is not allowed in app names, so two different
+// valid app names never map to names that are equal, even ignoring case.
+// app must pass ValidApp.
+func AppDirName(app string) string {
+	var b strings.Builder
+	for i := 0; i < len(app); i++ {
+		c := app[i]
+		if c >= 'A' && c <= 'Z' {
+			b.WriteByte('+')
+			c += 'a' - 'A'
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// AppFromDirName inverts AppDirName: the app whose state directory is
+// named name, and false when name is not such a directory name.
+func AppFromDirName(name string) (string, bool) {
+	var b strings.Builder
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c == '+' && i+1 < len(name) && name[i+1] >= 'a' && name[i+1] <= 'z':
+			i++
+			b.WriteByte(name[i] - ('a' - 'A'))
+		case c >= 'A' && c <= 'Z', c == '+':
+			return "", false
+		default:
+			b.WriteByte(c)
+		}
+	}
+	app := b.String()
+	return app, ValidApp(app)
+}
+
+// VolatileEnv lists the environment variables left out of the default
+// instance key: each changes from one launch of the same server entry to
+// the next (or between a launch and its relaunch), so keeping it would
+// lose every resume, while leaving it out cannot make two entries alike
+// that differ in anything they were configured with:
+//
+//   - set by shells on every command: _ (the program path), SHLVL, PWD and
+//     OLDPWD (the working directory is part of the key itself), COLUMNS,
+//     LINES (the terminal size at launch);
+//   - set per connection by sshd: SSH_CLIENT, SSH_CONNECTION, SSH_TTY
+//     (the client's source port changes on every connection);
+//   - set per terminal window or tab: TERM_SESSION_ID (macOS Terminal),
+//     ITERM_SESSION_ID (iTerm2), WINDOWID (X11 terminals);
+//   - set per start by systemd (a server or launcher started as a unit or
+//     scope, systemd.exec(5)): INVOCATION_ID, JOURNAL_STREAM,
+//     SYSTEMD_EXEC_PID, MANAGERPID, WATCHDOG_PID, WATCHDOG_USEC,
+//     LISTEN_PID, LISTEN_FDS, LISTEN_FDNAMES;
+//   - per-launch startup-notification tokens of desktops:
+//     XDG_ACTIVATION_TOKEN (Wayland), DESKTOP_STARTUP_ID (X11).
+//
+// Hosts built on the official MCP SDKs pass a stdio server only a fixed
+// allowlist of the host's variables (HOME, LOGNAME, PATH, SHELL, TERM,
+// USER on Unix) plus the entry's own "env", and some hosts clear the
+// environment to such a list themselves: the same on every launch of one
+// entry. npm/npx (npm_* variables, INIT_CWD, NODE), uv/uvx (VIRTUAL_ENV,
+// UV_*) and hosts that pass their whole environment (VS Code's VSCODE_*,
+// ELECTRON_RUN_AS_NODE) add values that stay the same for one entry, one
+// working directory and one host process, so they stay in the key. Names
+// are compared exactly.
+var VolatileEnv = []string{
+	"_", "SHLVL", "PWD", "OLDPWD", "COLUMNS", "LINES",
+	"SSH_CLIENT", "SSH_CONNECTION", "SSH_TTY",
+	"TERM_SESSION_ID", "ITERM_SESSION_ID", "WINDOWID",
+	"INVOCATION_ID", "JOURNAL_STREAM", "SYSTEMD_EXEC_PID", "MANAGERPID",
+	"WATCHDOG_PID", "WATCHDOG_USEC", "LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES",
+	"XDG_ACTIVATION_TOKEN", "DESKTOP_STARTUP_ID",
+}
+
+// defaultKeyTag starts every default instance key, so that the encoding
+// of one launch can equal no other's and no declared key a user would
+// write (a declared key is used as it is).
+const defaultKeyTag = "mcp-resume default instance key v1"
+
+// DefaultInstanceKey returns the instance key of a server that declares
+// none: an unambiguous encoding of facts.args, facts.cwd and facts.env
+// without the variables of VolatileEnv and MCP_RESUME_STATE_DIR, or ""
+// (no instance) when all three
+// are empty. Every element is written as a netstring (<decimal length>:<bytes>,)
+// after a count, in the order tag, "args", count, each argument, "cwd",
+// cwd, "env", count, then each variable's name and value sorted by name
+// byte-wise; so two different launches never encode alike, whatever bytes
+// they hold. Only its SHA-256 (InstanceSuffix of plugin/internal/resume) reaches
+// a file name.
+func DefaultInstanceKey(f hostfuncs.Facts) string {
+	names := keyEnvNames(f.Env)
+	if len(f.Args) == 0 && f.Cwd == "" && len(names) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	ns := func(s string) {
+		b.WriteString(strconv.Itoa(len(s)))
+		b.WriteByte(':')
+		b.WriteString(s)
+		b.WriteByte(',')
+	}
+	ns(defaultKeyTag)
+	ns("args")
+	ns(strconv.Itoa(len(f.Args)))
+	for _, a := range f.Args {
+		ns(a)
+	}
+	ns("cwd")
+	ns(f.Cwd)
+	ns("env")
+	ns(strconv.Itoa(len(names)))
+	for _, n := range names {
+		ns(n)
+		ns(f.Env[n])
+	}
+	return b.String()
+}
+
+// keyEnvNames returns the names of env that are part of the default
+// instance key, sorted byte-wise: all but VolatileEnv and
+// MCP_RESUME_STATE_DIR (the state root already separates launches that
+// differ in it: their files live in different directories).
+func keyEnvNames(env map[string]string) []string {
+	var names []string
+	for n := range env {
+		if !slices.Contains(VolatileEnv, n) && n != EnvStateDir {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// undecodable reports whether s may not be what the process was given:
+// it holds U+FFFD, which every host puts in place of bytes that are not
+// UTF-8 (Go's JSON encoder, Python's surrogateescape replaced, Node's argv
+// decoding), or it is not valid UTF-8 at all. Two inputs that differ only
+// in such bytes reach the plugin equal.
+func undecodable(s string) bool {
+	return !utf8.ValidString(s) || strings.ContainsRune(s, utf8.RuneError)
+}
+
+// keyProblem says which input of the instance key cannot be told apart
+// from another launch's because the host could not carry it exactly, or ""
+// when every input is exact. declared is the declared key (option or
+// MCP_RESUME_INSTANCE), nil when the default key is used. It never quotes
+// a value: arguments and environment may hold secrets.
+func keyProblem(declared *string, declaredFrom string, f hostfuncs.Facts) string {
+	const fix = ": bytes that are not UTF-8 reach the plugin as U+FFFD, so launches that differ only in them would share a session; give this server entry an ASCII instance name (MCP_RESUME_INSTANCE or the instance option)"
+	if declared != nil {
+		if undecodable(*declared) {
+			return "the instance key from " + declaredFrom + " is not exact" + fix
+		}
+		return ""
+	}
+	for i, a := range f.Args {
+		if undecodable(a) {
+			return "argument " + strconv.Itoa(i+1) + " of the server is not exact" + fix
+		}
+	}
+	if undecodable(f.Cwd) {
+		return "the working directory is not exact" + fix
+	}
+	for _, n := range keyEnvNames(f.Env) {
+		if undecodable(n) || undecodable(f.Env[n]) {
+			return "environment variable " + strconv.QuoteToASCII(n) + " is not exact" + fix
+		}
+	}
+	return ""
+}
+
+// Config is what the open export settles from the server's declaration and
+// the host's facts.
+type Config struct {
+	// App is the validated app name.
+	App string
+	// StateDir is the absolute, clean state directory of this app,
+	// StateRoot/AppDirName(App); "" when it cannot be computed (no home
+	// directory), and then Problem says why.
+	StateDir string
+	// StateRoot is the directory that holds one state directory per app:
+	// the state_dir option, else MCP_RESUME_STATE_DIR, else the default
+	// root; "" when unknown.
+	StateRoot string
+	// InstanceKey is the instance key; "" for none.
+	InstanceKey string
+	// KeyProblem, when not "", is why the instance key cannot be trusted
+	// (an input the host could not carry exactly): resume is off.
+	KeyProblem string
+	// Launchers is the launcher set in effect.
+	Launchers procid.LauncherSet
+	// Off is set by MCP_RESUME=off.
+	Off bool
+	// Problem, when not "", is why resume is off for this store although
+	// it was not switched off: an unsupported system, or no state directory.
+	Problem string
+}
+
+// Resume reports whether resume may still work for this store: not
+// switched off and no problem known at open.
+func (c Config) Resume() bool { return !c.Off && c.Problem == "" && c.KeyProblem == "" }
+
+// Configure validates the open input and fills the defaults from the facts
+// (hostfuncs/README.md, "Plugin exports", open):
+//
+//   - app must be given (in.AppMissing false) and pass ValidApp, else the
+//     error code is hostfuncs.CodeInvalidApp;
+//   - the state root: the declared state_dir (absolute, else
+//     hostfuncs.CodeInvalidOption), else env MCP_RESUME_STATE_DIR (absolute, else
+//     hostfuncs.CodeInvalidOption), else per user: on macOS
+//     <home>/Library/Application Support/mcp-resume; elsewhere
+//     <xdg_state_home>/mcp-resume when xdg_state_home is absolute, else
+//     <home>/.local/state/mcp-resume; always cleaned. The state directory
+//     is always <root>/<AppDirName(app)>, so two apps never share a token,
+//     lock or prune decision, whatever directory they are given;
+//   - the instance key: the declared one if any (nil is "not declared"),
+//     else env MCP_RESUME_INSTANCE if not empty, each used exactly as
+//     given, else DefaultInstanceKey (arguments, working directory and
+//     environment but VolatileEnv); "" or "-" is no instance. A key input
+//     that the host could not carry exactly (U+FFFD, see keyProblem) sets
+//     KeyProblem: resume off;
+//   - launchers: the defaults, the declared ones, and env MCP_RESUME_LAUNCHERS;
+//   - env MCP_RESUME=off switches resume off.
+//
+// factsOK is false when mcp_resume_facts gave no usable answer: then resume
+// is off ("cannot tell"), and only a declared state root is known.
+func Configure(in hostfuncs.OpenInput, f hostfuncs.Facts, factsOK bool) (Config, *hostfuncs.Error) {
+	if in.AppMissing {
+		return Config{}, &hostfuncs.Error{Code: hostfuncs.CodeInvalidApp, Message: "app name missing: give the server's application name, 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"}
+	}
+	if !ValidApp(in.App) {
+		// An app's state directory name (AppDirName) stands for the app, so
+		// a CLI that lists a state root can open each app it finds there
+		// without knowing the encoding: '+' is in no app name, so this
+		// alias cannot make two apps alike.
+		if app, ok := AppFromDirName(in.App); ok && strings.Contains(in.App, "+") {
+			in.App = app
+		}
+	}
+	if !ValidApp(in.App) {
+		return Config{}, &hostfuncs.Error{Code: hostfuncs.CodeInvalidApp, Message: "invalid app name " + strconv.Quote(in.App) + ": use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"}
+	}
+	c := Config{App: in.App}
+	if !factsOK {
+		f = hostfuncs.Facts{}
+		c.Problem = "mcp_resume_facts gave no usable answer"
+	}
+	env := func(k string) string { return f.Env[k] }
+	switch {
+	case in.StateDir != "":
+		if !path.IsAbs(in.StateDir) {
+			return Config{}, &hostfuncs.Error{Code: hostfuncs.CodeInvalidOption, Message: "state_dir " + strconv.Quote(in.StateDir) + " is not an absolute path"}
+		}
+		c.StateRoot = path.Clean(in.StateDir)
+	case env(EnvStateDir) != "":
+		if !path.IsAbs(env(EnvStateDir)) {
+			return Config{}, &hostfuncs.Error{Code: hostfuncs.CodeInvalidOption, Message: EnvStateDir + " " + strconv.Quote(env(EnvStateDir)) + " is not an absolute path"}
+		}
+		c.StateRoot = path.Clean(env(EnvStateDir))
+	default:
+		c.StateRoot = stateRoot(f)
+	}
+	switch {
+	case c.StateRoot == "/":
+		c.StateDir = "/" + AppDirName(in.App)
+	case c.StateRoot != "":
+		c.StateDir = c.StateRoot + "/" + AppDirName(in.App)
+	case c.Problem == "":
+		c.Problem = "no home directory to put the default state directory in: set " + EnvStateDir
+	}
+	var declared *string
+	from := ""
+	switch {
+	case in.Instance != nil:
+		declared, from = in.Instance, "the instance option"
+	case env(EnvInstance) != "":
+		v := env(EnvInstance)
+		declared, from = &v, EnvInstance
+	}
+	if declared != nil {
+		c.InstanceKey = *declared
+	} else {
+		c.InstanceKey = DefaultInstanceKey(f)
+	}
+	if c.InstanceKey == NoInstance {
+		c.InstanceKey = ""
+	}
+	if c.InstanceKey != "" {
+		c.KeyProblem = keyProblem(declared, from, f)
+	}
+	c.Launchers = procid.NewLauncherSet(in.Launchers, env(procid.EnvLaunchers))
+	c.Off = env(EnvSwitch) == "off"
+	if c.Problem == "" && f.OS != "linux" && f.OS != "darwin" {
+		c.Problem = "process identity is not supported on " + strconv.Quote(f.OS) + " (spec 000, Platform Support)"
+	}
+	return c, nil
+}
+
+// stateRoot returns the directory holding every app's default state
+// directory, or "" when there is no home directory to put it in.
+func stateRoot(f hostfuncs.Facts) string {
+	home := ""
+	if path.IsAbs(f.Home) {
+		home = path.Clean(f.Home)
+	}
+	switch {
+	case f.OS == "darwin":
+		if home == "" {
+			return ""
+		}
+		return home + "/Library/Application Support/mcp-resume"
+	case path.IsAbs(f.XDGStateHome):
+		return path.Clean(f.XDGStateHome) + "/mcp-resume"
+	case home != "":
+		return home + "/.local/state/mcp-resume"
+	}
+	return ""
+}

@@ -1,0 +1,818 @@
+// Package resume is the resume-token store of spec 000 ("MCP Server Session
+// Resume Specification v1"), written against the host-function contract of
+// hostfuncs/README.md (ABI version 3) so that one implementation serves
+// every host.
+//
+// It is plain Go: the plugin (plugin/guest) compiles it to Wasm and forwards
+// its exports here; tests run it natively against a Caller. It never touches
+// the operating system itself: facts, process inspection, files and logging
+// all go through a Caller, and every policy decision about processes (who
+// the MCP host is, whether a file's host is alive, the defaults of open)
+// comes from internal/procid.
+//
+// A Store is not safe for concurrent use; hosts serialise calls into the
+// plugin instance that owns it.
+package resume
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/mcp-resume/mcp-resume/procid"
+	"github.com/mcp-resume/mcp-resume/hostfuncs"
+)
+
+// MaxTokenBytes is the largest token the store accepts, in bytes.
+const MaxTokenBytes = 4096
+
+// FilePrefix starts every token file name: token-<parent_pid>-<parent_start_time>
+// (spec 000, Token File Naming Strategy), followed by -<instance> when the
+// host tells server instances apart.
+const FilePrefix = "token-"
+
+// LockPrefix starts the name of the lock file that the instance owning a
+// token file holds for its lifetime: lock-<parent_pid>-<parent_start_time>[-<instance>].
+const LockPrefix = "lock-"
+
+// MaxAge is how old (by modification time) a token file may grow when its
+// host's liveness cannot be checked, before Prune removes it. A file whose
+// host is alive is never removed, whatever its age; a lock file is removed
+// only when its host is gone.
+const MaxAge = 30 * 24 * 60 * 60 // seconds
+
+// SweepSeconds is how old a leftover temporary file of the host must be
+// before mcp_resume_prepare_dir deletes it (a writer killed between creating
+// and renaming it holds one for microseconds).
+const SweepSeconds = 60
+
+// The spec's log lines, verbatim (spec 000, Logging Strategy), and ours.
+const (
+	MsgNotFound            = "Token file not found (first run or clean slate)"
+	MsgCorrupted           = "Token file corrupted, treating as stale"
+	MsgIdentityUnavailable = "Could not verify parent process start time, session resume disabled for this instance"
+	MsgRejected            = "Broker rejected resume token, starting fresh session"
+	MsgResumed             = "Session resumed successfully"
+	MsgWriteFailedPrefix   = "Failed to write token file: "
+	// Ours: the state directory failed the host's ownership/mode checks.
+	MsgDirUnusable = "State directory unusable, session resume disabled for this instance"
+	// Ours: reject found a different (newer) token in the file and kept it (seed 004).
+	MsgRejectKeptNewer = "Token file holds a newer token, leaving it in place"
+	// Ours: deleting a corrupted or rejected token file failed.
+	MsgDeleteFailedPrefix = "Failed to delete token file: "
+	// Ours: another instance under the same host, launched the same way, owns the token file.
+	MsgInstanceBusy = "Another server instance under this host holds the token file, session resume disabled for this instance"
+	// Ours: the lock could not be taken for another reason (read-only directory, ...).
+	MsgLockFailed = "Could not lock the token file, session resume disabled for this instance"
+	// Ours: a file of a host that is gone (or too old to check) was removed.
+	MsgStaleRemoved = "Removed stale token file"
+	// Ours: MCP_RESUME=off.
+	MsgResumeOff = "Session resume turned off by MCP_RESUME=off"
+	// Ours: an input of the instance key reached the plugin as U+FFFD
+	// (bytes that are not UTF-8), so launches that differ only there would
+	// share one session (Config.KeyProblem).
+	MsgKeyInexact = "Instance key holds bytes the host could not carry exactly, session resume disabled for this instance"
+	// Ours, debug: the MCP host was identified.
+	MsgHostIdentified = "MCP host identified"
+)
+
+// Stable event names sent with each log line (hostfuncs.LogRequest.Event).
+const (
+	EventNotFound            = "token_not_found"
+	EventCorrupted           = "token_corrupted"
+	EventIdentityUnavailable = "identity_unavailable"
+	EventRejected            = "token_rejected"
+	EventResumed             = "session_resumed"
+	EventWriteFailed         = "write_failed"
+	EventDirUnusable         = "state_dir_unusable"
+	EventRejectKeptNewer     = "reject_kept_newer"
+	EventDeleteFailed        = "delete_failed"
+	EventInstanceBusy        = "instance_busy"
+	EventLockFailed          = "lock_failed"
+	EventStaleRemoved        = "stale_removed"
+	EventResumeOff           = "resume_off"
+	EventKeyInexact          = "instance_key_inexact"
+	EventHostIdentified      = "host_identified"
+)
+
+// ErrInvalidToken is the sentinel of a hostfuncs.CodeInvalidToken failure of
+// Store.Store (a token that is not 1–4096 bytes of visible ASCII, 0x21–0x7E).
+var ErrInvalidToken = errors.New("invalid token")
+
+// Caller invokes one host function: fn is a hostfuncs.Fn* name, req its JSON
+// request; it returns the JSON response. In Wasm it is the imported function;
+// natively it is a host's dispatcher (tests serve fixture answers).
+type Caller func(fn string, req []byte) []byte
+
+// Store is one server instance's view of its token file.
+type Store struct {
+	call Caller
+
+	opened  bool
+	cfg     Config
+	facts   hostfuncs.Facts
+	factsOK bool
+
+	initDone bool
+	enabled  bool // identity verified, state directory usable, lock held
+	listDir  bool // the state directory is fixed for list and prune
+	file     string
+	lock     string
+
+	namesDone bool
+	id        procid.Identity
+	idErr     error
+
+	current string // token last loaded or stored; what reject compares against
+	offered bool   // load returned a token that has not been rejected yet
+	resumed bool   // "Session resumed successfully" already logged
+}
+
+// New returns a Store that reaches its host through call. Every export but
+// Open fails with hostfuncs.CodeNotOpen until Open succeeds.
+func New(call Caller) *Store { return &Store{call: call} }
+
+// notOpen is the error of an export called before a successful Open.
+func notOpen() *hostfuncs.Error {
+	return &hostfuncs.Error{Code: hostfuncs.CodeNotOpen, Message: "call open before any other export"}
+}
+
+// Open is the open export: input is the JSON hostfuncs.OpenInput the server
+// declared. It asks the host for its facts (mcp_resume_facts, once) and
+// settles the app name, state directory, instance key, launchers and the
+// MCP_RESUME switch with Configure; with MCP_RESUME=off it logs
+// resume_off. It inspects no process and touches no file.
+//
+// Errors: hostfuncs.CodeInvalidApp for a bad, missing or null app name or one
+// that is not a string; hostfuncs.CodeInvalidOption for input that is not the
+// JSON of hostfuncs.OpenInput, an option of the wrong JSON kind (the message
+// names the option, the kind expected and the kind given: hostfuncs.OptionError),
+// a relative state directory, or a second Open. Each message says the thing
+// once; hosts show it as it is.
+func (s *Store) Open(input []byte) (hostfuncs.OpenOutput, *hostfuncs.Error) {
+	if s.opened {
+		return hostfuncs.OpenOutput{}, &hostfuncs.Error{Code: hostfuncs.CodeInvalidOption, Message: "open was already called for this plugin instance"}
+	}
+	var in hostfuncs.OpenInput
+	if err := in.DecodeJSON(input); err != nil {
+		if oe, ok := err.(*hostfuncs.OptionError); ok {
+			code := hostfuncs.CodeInvalidOption
+			if oe.Option == "app" {
+				code = hostfuncs.CodeInvalidApp
+			}
+			return hostfuncs.OpenOutput{}, &hostfuncs.Error{Code: code, Message: oe.Error()}
+		}
+		return hostfuncs.OpenOutput{}, &hostfuncs.Error{Code: hostfuncs.CodeInvalidOption, Message: "open input is not the JSON object {\"app\", \"state_dir\"?, \"instance\"?, \"launchers\"?}: " + err.Error()}
+	}
+	var f hostfuncs.Facts
+	out := s.call(hostfuncs.FnFacts, hostfuncs.Pad8([]byte("{}")))
+	factsOK := f.DecodeJSON(out) == nil && f.Error == nil && f.PID > 0
+	cfg, werr := Configure(in, f, factsOK)
+	if werr != nil {
+		return hostfuncs.OpenOutput{}, werr
+	}
+	s.opened, s.cfg, s.facts, s.factsOK = true, cfg, f, factsOK
+	if cfg.Off {
+		s.log(hostfuncs.LevelInfo, EventResumeOff, MsgResumeOff, "")
+	}
+	return hostfuncs.OpenOutput{StateDir: cfg.StateDir, StateRoot: cfg.StateRoot, Resume: cfg.Resume()}, nil
+}
+
+// init resolves the host identity and prepares the state directory once per
+// instance (spec 000, MCP Server Startup steps 1–2), takes the lock and
+// prunes. If anything before the prune fails resume is off: nothing is read
+// or written for the rest of the instance's life.
+func (s *Store) init() {
+	if s.initDone {
+		return
+	}
+	s.initDone = true
+	if s.cfg.Off {
+		return
+	}
+	if s.cfg.KeyProblem != "" {
+		s.log(hostfuncs.LevelWarn, EventKeyInexact, MsgKeyInexact, s.cfg.KeyProblem)
+		return
+	}
+	if !s.resolveNames() {
+		s.log(hostfuncs.LevelWarn, EventIdentityUnavailable, MsgIdentityUnavailable, s.idProblem())
+		return
+	}
+	if s.cfg.StateDir == "" {
+		s.log(hostfuncs.LevelWarn, EventDirUnusable, MsgDirUnusable, s.cfg.Problem)
+		return
+	}
+	if _, werr := s.prepareDir(true); werr != nil {
+		s.log(hostfuncs.LevelWarn, EventDirUnusable, MsgDirUnusable, werr.Message)
+		return
+	}
+	s.listDir = true
+	// Instances that cannot be told apart share one name: the first owns
+	// it for its lifetime, the others run without resume (several server
+	// instances under one host; spec 000's Known Limitation). On Linux every
+	// host also binds the abstract socket named by lockSocket, so that Go,
+	// Python and Node servers exclude one another.
+	var lk hostfuncs.Empty
+	if err := s.invoke(hostfuncs.FnLock, hostfuncs.LockRequest{Name: s.lock, Socket: s.lockSocket()}, &lk, &lk.Error); errCode(err) == hostfuncs.CodeBusy {
+		s.log(hostfuncs.LevelWarn, EventInstanceBusy, MsgInstanceBusy, "set a distinct instance (host option or MCP_RESUME_INSTANCE) to resume each instance separately")
+		return
+	} else if err != nil {
+		s.log(hostfuncs.LevelWarn, EventLockFailed, MsgLockFailed, err.Error())
+		return
+	}
+	s.enabled = true
+	s.prune()
+}
+
+// idProblem says why the identity is unavailable.
+func (s *Store) idProblem() string {
+	if s.idErr != nil {
+		return s.idErr.Error()
+	}
+	return s.cfg.Problem
+}
+
+// inspect is the procid.Inspector over mcp_resume_inspect. The request's
+// encoder writes "fd" exactly for fstat and peer, fd 0 included
+// (hostfuncs.InspectRequest.EncodeJSON).
+func (s *Store) inspect(ops []hostfuncs.InspectOp) ([]hostfuncs.InspectResult, error) {
+	if ops == nil {
+		ops = []hostfuncs.InspectOp{}
+	}
+	var r hostfuncs.InspectResponse
+	if err := s.invoke(hostfuncs.FnInspect, hostfuncs.InspectRequest{Ops: ops}, &r, &r.Error); err != nil {
+		return nil, err
+	}
+	return r.Results, nil
+}
+
+// resolveNames identifies the MCP host once (procid.Resolve) and derives the
+// token and lock file names from it. It touches no file. It reports false
+// when resume is off or the identity is unavailable (s.idProblem says why).
+func (s *Store) resolveNames() bool {
+	if s.namesDone {
+		return s.file != ""
+	}
+	s.namesDone = true
+	if s.cfg.Off || !s.factsOK || s.cfg.KeyProblem != "" || s.cfg.Problem != "" && s.cfg.StateDir != "" {
+		return false
+	}
+	s.id, s.idErr = procid.Resolve(s.facts, s.cfg.Launchers, s.inspect)
+	if s.idErr != nil {
+		return false
+	}
+	suffix := InstanceSuffix(s.cfg.InstanceKey)
+	s.file = FileName(s.id.PID, s.id.StartTime, suffix)
+	s.lock = lockName(s.id.PID, s.id.StartTime, suffix)
+	s.log(hostfuncs.LevelDebug, EventHostIdentified, MsgHostIdentified,
+		"pid "+strconv.Itoa(s.id.PID)+", start time "+s.id.StartTime+", stdio: "+s.id.Stdio+"; chain: "+ChainText(s.id.WireChain(true)))
+	return true
+}
+
+// ChainText is the ancestor chain in one line, from the server's parent up
+// to the host, for the host_identified debug line: each process as
+// <pid> <name> (<role>), separated by " > ", e.g.
+// "4300 npm exec serv (launcher) > 4242 claude (host)".
+func ChainText(chain []hostfuncs.Process) string {
+	out := ""
+	for i, p := range chain {
+		if i > 0 {
+			out += " > "
+		}
+		out += strconv.Itoa(p.PID) + " " + p.Name + " (" + p.Role + ")"
+	}
+	return out
+}
+
+// Names is the names export: the token and lock file names of this
+// instance, from the identity alone, without touching any file; both ""
+// (an empty object) when resume is off or the identity is unavailable. Hosts
+// whose lock cannot be taken inside a synchronous host function (Node) take
+// it ahead of the first load, store or reject. Error: hostfuncs.CodeNotOpen.
+func (s *Store) Names() (hostfuncs.NamesOutput, *hostfuncs.Error) {
+	if !s.opened {
+		return hostfuncs.NamesOutput{}, notOpen()
+	}
+	if !s.resolveNames() {
+		return hostfuncs.NamesOutput{}, nil
+	}
+	return hostfuncs.NamesOutput{Token: s.file, Lock: s.lock, LockSocket: s.lockSocket()}, nil
+}
+
+// lockSocket is the abstract socket of this instance's lock (LockSocket),
+// "" before the names are known. It is sent on every system; hosts bind it
+// on Linux only (macOS has no abstract sockets, and its hosts all take flock,
+// which O_EXLOCK is there).
+func (s *Store) lockSocket() string {
+	if s.lock == "" || s.cfg.StateDir == "" {
+		return ""
+	}
+	return LockSocket(s.cfg.StateDir, s.lock)
+}
+
+// Load is the load export: the stored token and true, or "" and false when
+// there is none to offer: no file, resume off, or a corrupt file (which it
+// deletes). Spec 000, MCP Server Startup steps 3–5, and Token File
+// Corrupted. Error: hostfuncs.CodeNotOpen.
+func (s *Store) Load() (string, bool, *hostfuncs.Error) {
+	if !s.opened {
+		return "", false, notOpen()
+	}
+	s.init()
+	if !s.enabled {
+		return "", false, nil
+	}
+	var r hostfuncs.ReadResponse
+	err := s.invoke(hostfuncs.FnRead, hostfuncs.ReadRequest{Name: s.file, Limit: MaxTokenBytes + 1}, &r, &r.Error)
+	switch {
+	case errCode(err) == hostfuncs.CodeNotFound:
+		s.log(hostfuncs.LevelInfo, EventNotFound, MsgNotFound, "")
+		return "", false, nil
+	case err != nil:
+		s.log(hostfuncs.LevelWarn, EventCorrupted, MsgCorrupted, "read failed: "+err.Error())
+		s.remove()
+		return "", false, nil
+	}
+	if problem := CheckToken(r.Data); problem != "" {
+		s.log(hostfuncs.LevelWarn, EventCorrupted, MsgCorrupted, problem)
+		s.remove()
+		return "", false, nil
+	}
+	s.current = string(r.Data)
+	s.offered = true
+	return s.current, true, nil
+}
+
+// Store is the store export: it persists token, the one the broker just
+// issued (spec 000, Token Persistence). A token that is not 1–4096 bytes of
+// visible ASCII fails with hostfuncs.CodeInvalidToken (even when resume is off, so
+// a server cannot tell the difference), its message saying what is wrong;
+// every other failure is logged as "Failed to write token file: <error>"
+// and not returned, since a lost token only costs the next resume. If the
+// previous Load offered a token that was not rejected, it logs "Session
+// resumed successfully" once. Errors: hostfuncs.CodeNotOpen, hostfuncs.CodeInvalidToken.
+func (s *Store) Store(token string) *hostfuncs.Error {
+	if !s.opened {
+		return notOpen()
+	}
+	if problem := CheckToken([]byte(token)); problem != "" {
+		return &hostfuncs.Error{Code: hostfuncs.CodeInvalidToken, Message: ErrInvalidToken.Error() + ": " + problem + "; pass the token exactly as the broker issued it"}
+	}
+	s.init()
+	if !s.enabled {
+		return nil
+	}
+	if s.offered && !s.resumed {
+		s.resumed = true
+		s.log(hostfuncs.LevelInfo, EventResumed, MsgResumed, "")
+	}
+	s.offered = false
+	var w hostfuncs.Empty
+	if err := s.invoke(hostfuncs.FnWrite, hostfuncs.WriteRequest{Name: s.file, Data: []byte(token)}, &w, &w.Error); err != nil {
+		s.log(hostfuncs.LevelError, EventWriteFailed, MsgWriteFailedPrefix+err.Error(), "")
+		return nil
+	}
+	s.current = token
+	return nil
+}
+
+// Reject is the reject export: it records that the broker refused the
+// token last loaded or stored. It logs "Broker rejected resume token,
+// starting fresh session" and deletes the token file, but only if the file
+// still holds that token, so a newer token written meanwhile by another
+// instance survives (spec 000, Broker Rejects Token; seed 004, reconnection
+// race). Without a current token it does nothing. Error: hostfuncs.CodeNotOpen.
+func (s *Store) Reject() *hostfuncs.Error {
+	if !s.opened {
+		return notOpen()
+	}
+	s.init()
+	if !s.enabled || s.current == "" {
+		return nil
+	}
+	s.log(hostfuncs.LevelInfo, EventRejected, MsgRejected, "")
+	rejected := s.current
+	s.current, s.offered = "", false
+	var r hostfuncs.ReadResponse
+	err := s.invoke(hostfuncs.FnRead, hostfuncs.ReadRequest{Name: s.file, Limit: MaxTokenBytes + 1}, &r, &r.Error)
+	switch {
+	case errCode(err) == hostfuncs.CodeNotFound:
+		return nil
+	case err == nil && string(r.Data) != rejected && CheckToken(r.Data) == "":
+		s.log(hostfuncs.LevelInfo, EventRejectKeptNewer, MsgRejectKeptNewer, "")
+		return nil
+	}
+	s.remove()
+	return nil
+}
+
+// fixListDir makes sure the state directory is fixed for list and prune
+// without creating it (prepareDir without create: no "mkdir"). It reports
+// false when there is nothing to list: resume off, no state directory, or a
+// directory that does not exist; and a hostfuncs.CodeIO error, worded by
+// prepareDir, when the directory is unusable.
+func (s *Store) fixListDir() (bool, *hostfuncs.Error) {
+	if s.listDir {
+		return true, nil
+	}
+	if s.cfg.Off || s.cfg.StateDir == "" {
+		return false, nil
+	}
+	found, werr := s.prepareDir(false)
+	switch {
+	case werr != nil:
+		return false, &hostfuncs.Error{Code: hostfuncs.CodeIO, Message: werr.Message}
+	case !found:
+		return false, nil
+	}
+	s.listDir = true
+	return true, nil
+}
+
+// dirError is the hostfuncs.CodeIO export error for a state directory the host
+// refused or could not list: the host's message, which names the directory
+// when it comes from a real host's prepare_dir, else that message after
+// "state directory <dir>: ". The host's code is not repeated in it: the
+// directory is said once, so a CLI can print the message as it is.
+func dirError(dir string, err error) *hostfuncs.Error {
+	msg := err.Error()
+	if werr, ok := err.(*hostfuncs.Error); ok {
+		msg = werr.Message
+	}
+	if !strings.Contains(msg, dir) {
+		msg = "state directory " + dir + ": " + msg
+	}
+	return &hostfuncs.Error{Code: hostfuncs.CodeIO, Message: msg}
+}
+
+// listed is one token or lock file found in the state directory.
+type listed struct {
+	prefix string
+	name   string
+	parsed Name
+	age    int64
+}
+
+// scan lists the files of the state directory whose names parse with one
+// of prefixes (mcp_resume_list, one call).
+func (s *Store) scan(prefixes ...string) ([]listed, error) {
+	var r hostfuncs.ListResponse
+	prefix := ""
+	if len(prefixes) == 1 {
+		prefix = prefixes[0]
+	}
+	if err := s.invoke(hostfuncs.FnList, hostfuncs.ListRequest{Prefix: prefix}, &r, &r.Error); err != nil {
+		return nil, err
+	}
+	var out []listed
+	for _, p := range prefixes {
+		for _, e := range r.Files {
+			if n, ok := ParseName(p, e.Name); ok {
+				out = append(out, listed{prefix: p, name: e.Name, parsed: n, age: e.AgeSeconds})
+			}
+		}
+	}
+	return out, nil
+}
+
+// hosts answers liveness for files with procid.Liveness (one inspect call
+// for up to 20 files on Linux).
+func (s *Store) hosts(files []listed) []string {
+	refs := make([]procid.HostRef, len(files))
+	for i, f := range files {
+		refs[i] = procid.HostRef{PID: f.parsed.PID, StartTime: f.parsed.StartTime}
+	}
+	if !s.factsOK || len(refs) == 0 {
+		states := make([]string, len(refs))
+		for i := range states {
+			states[i] = hostfuncs.HostUnknown
+		}
+		return states
+	}
+	return procid.Liveness(s.facts, s.inspect, refs)
+}
+
+// List is the list export: every token file in the state directory whose
+// name parses as token-<pid>-<start_time>[-<instance>], with whether its host
+// is alive, gone or unknown (procid.Liveness) and its age in seconds. It
+// needs no identity, never reads a token, and never creates the state
+// directory (a missing one lists nothing). With MCP_RESUME=off it lists
+// nothing. Errors: hostfuncs.CodeNotOpen; hostfuncs.CodeIO when the directory cannot
+// be listed.
+func (s *Store) List() (hostfuncs.ListOutput, *hostfuncs.Error) {
+	out := hostfuncs.ListOutput{Files: []hostfuncs.ListedFile{}}
+	if !s.opened {
+		return out, notOpen()
+	}
+	ok, werr := s.fixListDir()
+	if !ok {
+		return out, werr
+	}
+	files, err := s.scan(FilePrefix)
+	if errCode(err) == hostfuncs.CodeNotFound {
+		return out, nil
+	}
+	if err != nil {
+		return out, dirError(s.cfg.StateDir, err)
+	}
+	states := s.hosts(files)
+	for i, f := range files {
+		out.Files = append(out.Files, hostfuncs.ListedFile{Name: f.name, PID: f.parsed.PID, StartTime: f.parsed.StartTime,
+			Instance: f.parsed.Instance, Host: states[i], AgeSeconds: f.age})
+	}
+	return out, nil
+}
+
+// Prune is the prune export: it removes the token and lock files of hosts
+// that are gone (the pid is absent, a zombie, or names another process or
+// boot) and the token files whose host cannot be checked once older than
+// MaxAge (never lock files: their modification time never moves, so age
+// says nothing about whether an instance still holds one). It never removes
+// a live host's files, nor this instance's own. It needs no identity, so
+// `mcp-resume prune` can run it for any state directory, and never creates
+// the directory. Failures are skipped: when unsure, keep. Error:
+// hostfuncs.CodeNotOpen.
+func (s *Store) Prune() (hostfuncs.PruneOutput, *hostfuncs.Error) {
+	if !s.opened {
+		return hostfuncs.PruneOutput{Removed: []hostfuncs.PrunedFile{}}, notOpen()
+	}
+	if ok, _ := s.fixListDir(); !ok {
+		return hostfuncs.PruneOutput{Removed: []hostfuncs.PrunedFile{}}, nil
+	}
+	return s.prune(), nil
+}
+
+// prune implements Prune once the state directory is fixed.
+func (s *Store) prune() hostfuncs.PruneOutput {
+	out := hostfuncs.PruneOutput{Removed: []hostfuncs.PrunedFile{}}
+	all, err := s.scan(FilePrefix, LockPrefix)
+	if err != nil {
+		return out
+	}
+	var files []listed
+	for _, f := range all {
+		if f.name != s.file && f.name != s.lock {
+			files = append(files, f)
+		}
+	}
+	states := s.hosts(files)
+	for i, f := range files {
+		reason := ""
+		switch {
+		case states[i] == hostfuncs.HostGone:
+			// A gone host's names can never be computed again, so its
+			// lock is dead for sure.
+			reason = hostfuncs.ReasonHostGone
+		case states[i] == hostfuncs.HostUnknown && f.age > MaxAge && f.prefix == FilePrefix:
+			reason = hostfuncs.ReasonAged
+		default:
+			continue
+		}
+		var e hostfuncs.Empty
+		if err := s.invoke(hostfuncs.FnRemove, hostfuncs.NameRequest{Name: f.name}, &e, &e.Error); err != nil {
+			continue
+		}
+		out.Removed = append(out.Removed, hostfuncs.PrunedFile{Name: f.name, Reason: reason, Host: states[i]})
+		detail := f.name + ": host " + states[i]
+		if reason == hostfuncs.ReasonAged {
+			detail += ", older than 30 days"
+		}
+		s.log(hostfuncs.LevelInfo, EventStaleRemoved, MsgStaleRemoved, detail)
+	}
+	return out
+}
+
+// Whoami is the whoami export: the MCP host this process resolves
+// (procid.Resolve), the chain of processes walked with their roles, how the
+// stdio check went, the instance suffix, the file names it would use and the
+// state directory. It touches no file. When the identity is unavailable,
+// Error says why and the chain holds what was read.
+//
+// input is empty or the JSON hostfuncs.WhoamiInput: a pid other than this
+// process's asks what that running server would resolve
+// (procid.ResolveFor), with this store's instance key and state directory;
+// it does not change this store's own identity. Errors: hostfuncs.CodeNotOpen;
+// hostfuncs.CodeInvalidOption for input that is not a WhoamiInput or a pid below 1.
+func (s *Store) Whoami(input []byte) (hostfuncs.WhoamiOutput, *hostfuncs.Error) {
+	out := hostfuncs.WhoamiOutput{Chain: []hostfuncs.Process{}}
+	if !s.opened {
+		return out, notOpen()
+	}
+	var in hostfuncs.WhoamiInput
+	if err := in.DecodeJSON(input); err != nil {
+		return out, &hostfuncs.Error{Code: hostfuncs.CodeInvalidOption, Message: "whoami input: " + err.Error()}
+	}
+	if in.PID < 0 || in.PID == 1 {
+		return out, &hostfuncs.Error{Code: hostfuncs.CodeInvalidOption, Message: "pid " + strconv.Itoa(in.PID) + " is not a server process: give the pid of a running MCP server"}
+	}
+	out.StateDir = s.cfg.StateDir
+	out.InstanceSuffix = InstanceSuffix(s.cfg.InstanceKey)
+	if in.PID != 0 && in.PID != s.facts.PID {
+		return s.whoamiOther(in.PID, out), nil
+	}
+	ok := s.resolveNames()
+	out.Chain = s.id.WireChain(ok)
+	if !ok {
+		switch {
+		case s.cfg.Off:
+			out.Error = MsgResumeOff
+		case s.cfg.KeyProblem != "":
+			out.Error = MsgKeyInexact + ": " + s.cfg.KeyProblem
+		default:
+			out.Error = s.idProblem()
+		}
+		return out, nil
+	}
+	out.PID, out.StartTime, out.Stdio = s.id.PID, s.id.StartTime, s.id.Stdio
+	out.TokenFile, out.LockFile = s.file, s.lock
+	return out, nil
+}
+
+// whoamiOther fills out for the running server process pid
+// (procid.ResolveFor), without touching this store's own identity.
+func (s *Store) whoamiOther(pid int, out hostfuncs.WhoamiOutput) hostfuncs.WhoamiOutput {
+	if s.cfg.Off {
+		out.Error = MsgResumeOff
+		return out
+	}
+	if !s.factsOK || s.cfg.Problem != "" && s.cfg.StateDir != "" {
+		out.Error = s.cfg.Problem
+		return out
+	}
+	id, err := procid.ResolveFor(s.facts, pid, s.cfg.Launchers, s.inspect)
+	out.Chain = id.WireChain(err == nil)
+	if err != nil {
+		out.Error = err.Error()
+		return out
+	}
+	out.PID, out.StartTime, out.Stdio = id.PID, id.StartTime, id.Stdio
+	out.TokenFile = FileName(id.PID, id.StartTime, out.InstanceSuffix)
+	out.LockFile = lockName(id.PID, id.StartTime, out.InstanceSuffix)
+	return out
+}
+
+// remove deletes the token file, logging (not returning) a failure.
+func (s *Store) remove() {
+	var e hostfuncs.Empty
+	err := s.invoke(hostfuncs.FnRemove, hostfuncs.NameRequest{Name: s.file}, &e, &e.Error)
+	if err != nil && errCode(err) != hostfuncs.CodeNotFound {
+		s.log(hostfuncs.LevelWarn, EventDeleteFailed, MsgDeleteFailedPrefix+err.Error(), "")
+	}
+}
+
+// log sends one line to the host's logger; a failing logger is ignored.
+func (s *Store) log(level, event, msg, detail string) {
+	req, _ := hostfuncs.LogRequest{Level: level, Event: event, Message: msg, Detail: detail}.EncodeJSON()
+	s.call(hostfuncs.FnLog, hostfuncs.Pad8(req))
+}
+
+// errCode returns the code of err when it is a host function's error (a
+// *hostfuncs.Error, as invoke returns them, unwrapped), else "". A type assertion
+// rather than errors.As keeps reflection out of the plugin.
+func errCode(err error) string {
+	if werr, ok := err.(*hostfuncs.Error); ok {
+		return werr.Code
+	}
+	return ""
+}
+
+// request is a host-function request of hostfuncs: it encodes itself
+// as JSON without reflection.
+type request interface{ EncodeJSON() ([]byte, error) }
+
+// response is a host-function response of hostfuncs: it decodes itself
+// from JSON without reflection.
+type response interface{ DecodeJSON(b []byte) error }
+
+// invoke calls fn with req encoded as JSON and decodes the response into
+// resp. It returns the host's *hostfuncs.Error if the response carries one (read
+// through errField, which points into resp), or a hostfuncs.CodeIO error for a
+// response that is not JSON (a host function that failed without
+// answering: "cannot tell").
+func (s *Store) invoke(fn string, req request, resp response, errField **hostfuncs.Error) error {
+	b, err := req.EncodeJSON()
+	if err != nil {
+		return err
+	}
+	out := s.call(fn, hostfuncs.Pad8(b))
+	if err := resp.DecodeJSON(out); err != nil {
+		return &hostfuncs.Error{Code: hostfuncs.CodeIO, Message: "host function " + fn + " returned a malformed response: " + err.Error()}
+	}
+	if *errField != nil {
+		return *errField
+	}
+	return nil
+}
+
+// CheckToken returns "" if b is a valid token (1–MaxTokenBytes bytes, each
+// 0x21–0x7E), else a description of the first problem that never quotes the
+// token itself. Anything else found in a token file is corrupt (spec 000,
+// Token File Corrupted).
+func CheckToken(b []byte) string {
+	switch {
+	case len(b) == 0:
+		return "token is empty"
+	case len(b) > MaxTokenBytes:
+		return "token is longer than " + strconv.Itoa(MaxTokenBytes) + " bytes"
+	}
+	for i, c := range b {
+		if c < 0x21 || c > 0x7e {
+			return "token has byte 0x" + hex.EncodeToString([]byte{c}) + " at offset " + strconv.Itoa(i) + "; only visible ASCII (0x21-0x7E) is allowed"
+		}
+	}
+	return ""
+}
+
+// InstanceSuffix returns the file-name suffix for an instance key: "" for
+// "", else the first 16 hex digits of its SHA-256 (the key may hold a
+// server's arguments, so only a digest reaches the file system).
+func InstanceSuffix(instance string) string {
+	if instance == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(instance))
+	return hex.EncodeToString(sum[:8])
+}
+
+// FileName returns token-<pid>-<startTime> (spec 000, Token File Naming
+// Strategy), with -<suffix> appended when suffix (from InstanceSuffix) is set.
+func FileName(pid int, startTime, suffix string) string {
+	return name(FilePrefix, pid, startTime, suffix)
+}
+
+func lockName(pid int, startTime, suffix string) string {
+	return name(LockPrefix, pid, startTime, suffix)
+}
+
+func name(prefix string, pid int, startTime, suffix string) string {
+	n := prefix + strconv.Itoa(pid) + "-" + startTime
+	if suffix != "" {
+		n += "-" + suffix
+	}
+	return n
+}
+
+// Name is a token or lock file name taken apart.
+type Name struct {
+	PID       int
+	StartTime string
+	Instance  string // 16 hex digits, or "" when the host did not tell instances apart
+}
+
+// ParseName splits a name made by FileName (prefix FilePrefix) or for a lock
+// (LockPrefix) back into its parts; ok is false for any other name.
+func ParseName(prefix, name string) (Name, bool) {
+	rest, found := strings.CutPrefix(name, prefix)
+	if !found {
+		return Name{}, false
+	}
+	p, rest, found := strings.Cut(rest, "-")
+	if !found {
+		return Name{}, false
+	}
+	start, inst, _ := strings.Cut(rest, "-")
+	if !validStartTime(start) || (inst != "" || strings.HasSuffix(rest, "-")) && !isHex16(inst) {
+		return Name{}, false
+	}
+	pid, err := strconv.Atoi(p)
+	if err != nil || pid <= 1 || strconv.Itoa(pid) != p {
+		return Name{}, false
+	}
+	return Name{PID: pid, StartTime: start, Instance: inst}, true
+}
+
+func isHex16(s string) bool {
+	if len(s) != 16 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !(s[i] >= '0' && s[i] <= '9' || s[i] >= 'a' && s[i] <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// MaxStartTimeLen is the longest start time a file name may carry, in
+// bytes: the Linux form <ticks>.<boot_id>.<pid_ns>.<exe_dev>x<exe_ino> is
+// at most 20+1+32+1+20+1+20+1+20 = 116 bytes (policy's package
+// documentation, "Start time").
+const MaxStartTimeLen = 128
+
+// validStartTime reports whether s may be the start time in a file name:
+// 1-MaxStartTimeLen bytes of [a-z0-9.] (the forms of policy's start times,
+// and those written before).
+func validStartTime(s string) bool {
+	if len(s) == 0 || len(s) > MaxStartTimeLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
