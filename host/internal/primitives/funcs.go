@@ -12,6 +12,7 @@
 package primitives
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -27,6 +28,8 @@ import (
 	"time"
 
 	extism "github.com/extism/go-sdk"
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
 )
@@ -183,12 +186,18 @@ func (f *Funcs) Call(fn string, req []byte) []byte {
 	return hostfuncs.Pad8(b)
 }
 
-// serve decodes req into a T (encoding/json: field names match
-// case-insensitively) and runs fn on it; a document that is not JSON, or a
-// field of the wrong type, is invalid_request. A nil answer means {}.
+// serve decodes req, which must be one JSON object, into a T and runs fn
+// on it (hostfuncs/README.md, "Calling convention"). Member names match
+// exactly (go-json-experiment, unlike encoding/json, which matches them in
+// any case); a repeated member keeps its last value, as in Python and
+// JavaScript. Not JSON, not an object, invalid UTF-8 or a member of the
+// wrong type is invalid_request. A nil answer means {}.
 func serve[T any](req []byte, fn func(T) (any, *hostfuncs.Error)) (any, *hostfuncs.Error) {
 	var r T
-	if err := json.Unmarshal(req, &r); err != nil {
+	if trimmed := bytes.TrimLeft(req, " \t\r\n"); len(trimmed) == 0 || trimmed[0] != '{' {
+		return nil, invalid("request is not a JSON object")
+	}
+	if err := jsonv2.Unmarshal(req, &r, jsontext.AllowDuplicateNames(true)); err != nil {
 		return nil, invalid("request is not the JSON document the contract defines: " + err.Error())
 	}
 	return fn(r)
@@ -248,8 +257,10 @@ func cwd() string {
 
 // logRequest is mcp_resume_log's request; pointers tell a missing field.
 type logRequest struct {
-	Level, Event, Message *string
-	Detail                string
+	Level   *string `json:"level"`
+	Event   *string `json:"event"`
+	Message *string `json:"message"`
+	Detail  string  `json:"detail"`
 }
 
 // log writes Message through the slog.Logger at Level (debug, info, warn,
