@@ -73,9 +73,9 @@ func (p *pinnedSystem) Call(fn string, req []byte) []byte {
 // fstat a terminal, exe one program image for every pid, the rest
 // unsupported.
 const (
-	conformanceExe       = `{"dev":"2049","ino":"1234567"}`
-	conformanceFstat     = `{"type":"char"}`
-	conformanceKill0     = `{"error":{"code":"not_found","message":"no such process (conformance default)"}}`
+	conformanceExe        = `{"dev":"2049","ino":"1234567"}`
+	conformanceFstat      = `{"type":"char"}`
+	conformanceKill0      = `{"error":{"code":"not_found","message":"no such process (conformance default)"}}`
 	conformanceUnanswered = `{"error":{"code":"unsupported","message":"not answered here (conformance default)"}}`
 )
 
