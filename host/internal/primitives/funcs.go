@@ -283,31 +283,22 @@ func (f *Funcs) log(r logRequest) (any, *hostfuncs.Error) {
 	return nil, nil
 }
 
-// osError maps an operating-system error to the contract's codes
-// (hostfuncs/README.md, "Error codes"), the same for every host function:
-// ENOENT, ESRCH and EBADF not_found; EACCES and EPERM permission; ELOOP (a
-// symbolic link refused by O_NOFOLLOW) and EISDIR unsafe; ENOTDIR not_dir;
-// EEXIST exists; ENOSPC and EDQUOT no_space; EROFS read_only; the rest io.
+// errnoCodes maps errno values to the contract's codes, the same for every
+// host function (hostfuncs/README.md, "Error codes"; ELOOP is a symbolic
+// link refused by O_NOFOLLOW); any other error is io.
+var errnoCodes = map[syscall.Errno]string{
+	syscall.ENOENT: hostfuncs.CodeNotFound, syscall.ESRCH: hostfuncs.CodeNotFound, syscall.EBADF: hostfuncs.CodeNotFound,
+	syscall.EACCES: hostfuncs.CodePermission, syscall.EPERM: hostfuncs.CodePermission,
+	syscall.ELOOP: hostfuncs.CodeUnsafe, syscall.EISDIR: hostfuncs.CodeUnsafe, syscall.ENOTDIR: hostfuncs.CodeNotDir,
+	syscall.EEXIST: hostfuncs.CodeExists, syscall.ENOSPC: hostfuncs.CodeNoSpace, syscall.EDQUOT: hostfuncs.CodeNoSpace,
+	syscall.EROFS: hostfuncs.CodeReadOnly,
+}
+
+// osError is the contract error of err (errnoCodes), its message "op: err".
 func osError(op string, err error) *hostfuncs.Error {
 	code := hostfuncs.CodeIO
-	var errno syscall.Errno
-	if errors.As(err, &errno) {
-		switch errno {
-		case syscall.ENOENT, syscall.ESRCH, syscall.EBADF:
-			code = hostfuncs.CodeNotFound
-		case syscall.EACCES, syscall.EPERM:
-			code = hostfuncs.CodePermission
-		case syscall.ELOOP, syscall.EISDIR:
-			code = hostfuncs.CodeUnsafe
-		case syscall.ENOTDIR:
-			code = hostfuncs.CodeNotDir
-		case syscall.EEXIST:
-			code = hostfuncs.CodeExists
-		case syscall.ENOSPC, syscall.EDQUOT:
-			code = hostfuncs.CodeNoSpace
-		case syscall.EROFS:
-			code = hostfuncs.CodeReadOnly
-		}
+	if errno := syscall.Errno(0); errors.As(err, &errno) && errnoCodes[errno] != "" {
+		code = errnoCodes[errno]
 	}
 	return &hostfuncs.Error{Code: code, Message: op + ": " + err.Error()}
 }

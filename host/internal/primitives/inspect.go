@@ -131,7 +131,15 @@ func inspectOne(op inspectOp) result {
 			}
 			return result{}
 		case hostfuncs.OpExe:
-			return exeStat(pid)
+			// stat(2) follows the link to the program file the process
+			// runs, even a deleted one; an inode may exceed 2^53.
+			var st syscall.Stat_t
+			if runtime.GOOS != "linux" {
+				return unsupported("no /proc on this system")
+			} else if err := syscall.Stat("/proc/"+pid+"/exe", &st); err != nil {
+				return failed(osError("stat /proc/"+pid+"/exe", err))
+			}
+			return result{"dev": strconv.FormatUint(uint64(st.Dev), 10), "ino": strconv.FormatUint(st.Ino, 10)}
 		case hostfuncs.OpSysctl, hostfuncs.OpProcargs:
 			return sysctl(op.Op, n)
 		}
@@ -239,22 +247,6 @@ func fstat(fd int) result {
 		return result{"type": t}
 	}
 	return result{"type": hostfuncs.FileTypeOther}
-}
-
-// exeStat answers "exe": stat(2) of /proc/<pid>/exe, which follows the link
-// to the program file the process runs, even a deleted one: its device and
-// inode as decimal strings (an inode may exceed 2^53). ENOENT (the process
-// is gone, or a kernel thread) answers not_found; EACCES or EPERM (another
-// user's process, or one that is not dumpable) permission.
-func exeStat(pid string) result {
-	if runtime.GOOS != "linux" {
-		return unsupported("no /proc on this system")
-	}
-	var st syscall.Stat_t
-	if err := syscall.Stat("/proc/"+pid+"/exe", &st); err != nil {
-		return failed(osError("stat /proc/"+pid+"/exe", err))
-	}
-	return result{"dev": strconv.FormatUint(uint64(st.Dev), 10), "ino": strconv.FormatUint(st.Ino, 10)}
 }
 
 // Set where the system has them (lock_linux.go, sysctl_darwin.go); nil
