@@ -236,23 +236,27 @@ func (f *Funcs) list(struct{}) (any, *hostfuncs.Error) {
 // Close or process exit (the kernel releases it however the process dies).
 // The file is opened O_RDONLY|O_CREAT|O_NONBLOCK (created 0600 if missing,
 // never deleted) and must be a regular file (a FIFO planted there answers
-// unsafe without hanging). On Linux, when socket (1-107 bytes, no NUL) is
-// given, the abstract Unix socket is bound (bindAbstract): that is the lock
+// unsafe without hanging). On Linux, when socket (1-107 bytes, no NUL; ""
+// or absent: none) is given, the abstract Unix socket is bound (bindAbstract): that is the lock
 // between hosts; then flock(LOCK_EX|LOCK_NB) on the file covers servers in
 // other network namespaces. Busy when either is held elsewhere; either
 // failing releases the other. Taking a lock this Funcs already holds
 // succeeds.
 func (f *Funcs) lock(r struct {
 	Name   *string `json:"name"`
-	Socket *string `json:"socket"`
+	Socket *string `json:"socket"` // null: none
 }) (any, *hostfuncs.Error) {
 	name := r.Name
 	p, werr := f.path("name", name)
 	if werr != nil {
 		return nil, werr
 	}
-	if s := r.Socket; s != nil && (len(*s) < 1 || len(*s) > 107 || strings.IndexByte(*s, 0) >= 0) {
-		return nil, invalid(`"socket" must be 1-107 bytes without NUL`)
+	socket := ""
+	if r.Socket != nil {
+		socket = *r.Socket
+	}
+	if len(socket) > 107 || strings.IndexByte(socket, 0) >= 0 {
+		return nil, invalid(`"socket" must be at most 107 bytes without NUL ("" or absent: none)`)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -264,8 +268,8 @@ func (f *Funcs) lock(r struct {
 		return nil, werr
 	}
 	var err error
-	if r.Socket != nil && bindAbstract != nil {
-		h.socks, err = bindAbstract(*r.Socket)
+	if socket != "" && bindAbstract != nil {
+		h.socks, err = bindAbstract(socket)
 	}
 	if err == nil {
 		err = syscall.Flock(int(h.file.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)

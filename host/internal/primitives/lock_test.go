@@ -100,8 +100,12 @@ func TestLock_ExclusiveUntilClose(t *testing.T) {
 		t.Fatalf("second holder got %+v, want busy", r.Error)
 	}
 	a.Close()
-	if r := call[hostfuncs.Empty](t, b, hostfuncs.FnLock, req); r.Error != nil {
+	// "socket" "" or null means none: the file's flock alone.
+	if r := call[hostfuncs.Empty](t, b, hostfuncs.FnLock, []byte(`{"name":"lock-5-1.a","socket":""}`)); r.Error != nil {
 		t.Fatalf("after Close: %v", r.Error)
+	}
+	if r := call[hostfuncs.Empty](t, a, hostfuncs.FnLock, []byte(`{"name":"lock-5-1.a","socket":null}`)); r.Error == nil || r.Error.Code != hostfuncs.CodeBusy {
+		t.Fatalf("flock held by another store: %+v, want busy", r.Error)
 	}
 	b.Close()
 	if info, err := os.Stat(filepath.Join(dir, "lock-5-1.a")); err != nil || info.Mode().Perm() != 0o600 {
