@@ -213,8 +213,11 @@ func invalid(msg string) *hostfuncs.Error {
 // not UTF-8 (arguments, working directory, environment) reach the plugin
 // with U+FFFD in place of each invalid byte, as encoding/json writes them.
 func facts() hostfuncs.Facts {
+	envMu.Lock()
+	environ := os.Environ()
+	envMu.Unlock()
 	env := map[string]string{}
-	for _, kv := range os.Environ() {
+	for _, kv := range environ {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
@@ -226,6 +229,26 @@ func facts() hostfuncs.Facts {
 		OS: runtime.GOOS, PID: os.Getpid(), EUID: os.Geteuid(), Home: home(),
 		XDGStateHome: os.Getenv("XDG_STATE_HOME"), Cwd: cwd(), Args: args, Env: env, Runtime: "go",
 	}
+}
+
+// envMu keeps facts from reading the environment while WithoutEnv hides a
+// variable: the instance key the plugin derives from it must not change.
+var envMu sync.Mutex
+
+// WithoutEnv runs fn with the environment variable name unset, and sets it
+// back after. The loader hides EXTISM_ENABLE_WASI_OUTPUT this way while it
+// instantiates the plugin: go-sdk would then connect the guest's WASI
+// stdout to this process's, which is the MCP protocol's (hostfuncs/README.md,
+// "Loading the plugin"). fn must not run a host function (none serves
+// without a Handler in its context), or it would wait for itself.
+func WithoutEnv(name string, fn func()) {
+	envMu.Lock()
+	defer envMu.Unlock()
+	if v, ok := os.LookupEnv(name); ok {
+		os.Unsetenv(name)
+		defer os.Setenv(name, v)
+	}
+	fn()
 }
 
 // home is facts.home: $HOME when it is set and absolute, else the home
