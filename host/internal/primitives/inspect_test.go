@@ -398,7 +398,7 @@ func TestInspect_Batch(t *testing.T) {
 			t.Errorf("inspect(%.40s) = %+v, want invalid_request", req, r)
 		}
 	}
-	r := call[hostfuncs.InspectResponse](t, f, hostfuncs.FnInspect, []byte(`{"ops":[{"op":"self"},7,{"op":"nope"},{"op":"fstat"},{"op":"fstat","fd":-1}]}`))
+	r := call[hostfuncs.InspectResponse](t, f, hostfuncs.FnInspect, []byte("{\"ops\":[ \n {\"op\":\"self\"} ,7,{\"op\":\"nope\"},{\"op\":\"fstat\"},{\"op\":\"fstat\",\"fd\":-1}]}   "))
 	if len(r.Results) != 5 || r.Results[0].Target == "" {
 		t.Fatalf("mixed batch = %+v", r)
 	}
