@@ -104,7 +104,12 @@ func TestInspect_ReadCap(t *testing.T) {
 		t.Skip(err)
 	}
 	defer func() { child.Process.Kill(); child.Wait() }()
-	r := inspect(t, primitives.New(primitives.Config{}), hostfuncs.InspectOp{Op: "cmdline", PID: strconv.Itoa(child.Process.Pid)})[0]
+	// Until the exec is done, the child's cmdline may still be empty.
+	f, op := primitives.New(primitives.Config{}), hostfuncs.InspectOp{Op: "cmdline", PID: strconv.Itoa(child.Process.Pid)}
+	r := inspect(t, f, op)[0]
+	for deadline := time.Now().Add(10 * time.Second); len(r.Data) == 0 && time.Now().Before(deadline); r = inspect(t, f, op)[0] {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if r.Error != nil || len(r.Data) != primitives.MaxProcRead {
 		t.Errorf("cmdline of a 70000-byte argument: %d bytes, %+v", len(r.Data), r.Error)
 	}
