@@ -74,6 +74,10 @@ import (
 	"github.com/mcp-resume/mcp-resume/host/internal/primitives"
 )
 
+// wasiOutputEnv is the variable with which go-sdk connects a guest's WASI
+// stdout and stderr to the process's own.
+const wasiOutputEnv = "EXTISM_ENABLE_WASI_OUTPUT"
+
 // NoCache, as a cache directory, disables the on-disk compilation cache:
 // every process starts on the interpreter and compiles in the background
 // for its own later instances.
@@ -129,7 +133,8 @@ var modules struct {
 // (each call must carry its Funcs in the context, primitives.NewContext),
 // WASI with the real clocks and a real random source (wazero's defaults
 // are fixed, and Go seeds its maps and rand from them), stdout discarded
-// (stdout belongs to the MCP protocol) and stderr passed through. The error
+// whatever the environment asks (stdout belongs to the MCP protocol) and
+// stderr passed through. The error
 // is wazero's or Extism's: a module that does not decode, validate, compile
 // or instantiate.
 func Instance(ctx context.Context, wasm []byte, cacheDir string, logger *slog.Logger) (*extism.Plugin, Engine, error) {
@@ -144,7 +149,12 @@ func Instance(ctx context.Context, wasm []byte, cacheDir string, logger *slog.Lo
 	mc := wazero.NewModuleConfig().
 		WithSysWalltime().WithSysNanotime().WithRandSource(rand.Reader).
 		WithStdout(io.Discard).WithStderr(os.Stderr)
-	p, err := c.Instance(ctx, extism.PluginInstanceConfig{ModuleConfig: mc})
+	var p *extism.Plugin
+	// go-sdk replaces the module's stdout with os.Stdout whenever
+	// EXTISM_ENABLE_WASI_OUTPUT is set (plugin.go, Instance): hidden here.
+	primitives.WithoutEnv(wasiOutputEnv, func() {
+		p, err = c.Instance(ctx, extism.PluginInstanceConfig{ModuleConfig: mc})
+	})
 	if err != nil {
 		return nil, "", err
 	}

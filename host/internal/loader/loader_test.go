@@ -1,12 +1,16 @@
 package loader
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	extism "github.com/extism/go-sdk"
 )
 
 // housekeep removes what killed processes and old versions left, and
@@ -69,5 +73,70 @@ func TestEntryDir(t *testing.T) {
 	}
 	if filepath.Dir(EntryDir(a, "/c")) != "/c" || EntryDir(a, NoCache) != "" {
 		t.Errorf("EntryDir(/c) = %q, EntryDir(-) = %q", EntryDir(a, "/c"), EntryDir(a, NoCache))
+	}
+}
+
+// The guest's WASI stdout never reaches this process's stdout (the MCP
+// protocol's), even with EXTISM_ENABLE_WASI_OUTPUT set, with which go-sdk
+// connects it: a child process instantiates a guest that writes to its
+// stdout, through Instance and, as the control that shows the variable
+// matters, through go-sdk alone. Its stderr is passed through either way.
+func TestInstance_GuestStdoutDiscarded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a Wasm module")
+	}
+	wasm := filepath.Join(t.TempDir(), "stdoutguest.wasm")
+	build := exec.Command("go", "build", "-buildmode=c-shared", "-o", wasm, "./testdata/stdoutguest")
+	build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the guest: %v\n%s", err, out)
+	}
+	for _, mode := range []string{"loader", "bare"} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestGuestStdoutChild$")
+		cmd.Env = append(os.Environ(), "EXTISM_ENABLE_WASI_OUTPUT=1", "LOADER_TEST_GUEST="+wasm, "LOADER_TEST_MODE="+mode)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("%s child: %v\n%s%s", mode, err, stdout.String(), stderr.String())
+		}
+		leaked := strings.Contains(stdout.String(), "guest stdout")
+		if mode == "loader" && leaked || mode == "bare" && !leaked {
+			t.Errorf("%s: guest stdout reached the process's stdout: %v (stdout %q)", mode, leaked, stdout.String())
+		}
+		if !strings.Contains(stderr.String(), "guest stderr") {
+			t.Errorf("%s: guest stderr lost: %q", mode, stderr.String())
+		}
+		if mode == "loader" && !strings.Contains(stdout.String(), "env kept") {
+			t.Errorf("loader: EXTISM_ENABLE_WASI_OUTPUT not set back: %q", stdout.String())
+		}
+	}
+}
+
+// TestGuestStdoutChild is the child of TestInstance_GuestStdoutDiscarded.
+func TestGuestStdoutChild(t *testing.T) {
+	path := os.Getenv("LOADER_TEST_GUEST")
+	if path == "" {
+		t.Skip("child of TestInstance_GuestStdoutDiscarded")
+	}
+	wasm, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var p *extism.Plugin
+	if os.Getenv("LOADER_TEST_MODE") == "bare" {
+		p, err = extism.NewPlugin(ctx, extism.Manifest{Wasm: []extism.Wasm{extism.WasmData{Data: wasm}}}, extism.PluginConfig{EnableWasi: true}, nil)
+	} else {
+		p, _, err = Instance(ctx, wasm, NoCache, nil)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(ctx)
+	if _, _, err := p.Call("run", nil); err != nil {
+		t.Fatal(err)
+	}
+	if os.Getenv("EXTISM_ENABLE_WASI_OUTPUT") == "1" {
+		os.Stdout.WriteString("env kept\n")
 	}
 }

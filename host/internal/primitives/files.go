@@ -18,17 +18,14 @@ import (
 // MaxReadLimit is the largest "limit" mcp_resume_read accepts (1 MiB).
 const MaxReadLimit = 1 << 20
 
-// prepareDir serves mcp_resume_prepare_dir (hostfuncs/README.md): one
-// primitive on an absolute, clean path, with no rule about owners or modes
-// (the plugin judges the answers):
-//
-//   - "stat": lstat(path), or stat(path) with follow; the type ("dir",
-//     "file", "symlink", "other"), owner uid and st_mode & 07777;
-//   - "mkdir": mkdir(path, 0700), one directory, never its parents; only the
-//     state directory open fixed, or one of its ancestors.
+// prepareDir serves mcp_resume_prepare_dir (hostfuncs/README.md) on an
+// absolute, clean path, with no rule about owners or modes: "stat" (lstat,
+// or stat with follow) or "mkdir" (0700, one directory, only the state
+// directory open fixed or one of its ancestors).
 func (f *Funcs) prepareDir(r struct {
-	Op, Path *string
-	Follow   bool
+	Op     *string `json:"op"`
+	Path   *string `json:"path"`
+	Follow bool    `json:"follow"`
 }) (any, *hostfuncs.Error) {
 	if r.Op == nil || r.Path == nil {
 		return nil, invalid(`mcp_resume_prepare_dir: request lacks "op" or "path"`)
@@ -83,9 +80,9 @@ func (f *Funcs) stateDir() string {
 	return f.dir
 }
 
-// path returns the full path of name in the state directory, or
-// invalid_request, before any system call, when no state directory is fixed
-// yet or name is not one path element (hostfuncs.ValidName).
+// path returns the path of name in the state directory, or invalid_request
+// before any system call: no state directory yet, or name (the request's
+// field) is not one path element (hostfuncs.ValidName).
 func (f *Funcs) path(field string, name *string) (string, *hostfuncs.Error) {
 	if name == nil {
 		return "", invalid(fmt.Sprintf("request lacks %q", field))
@@ -101,9 +98,8 @@ func (f *Funcs) path(field string, name *string) (string, *hostfuncs.Error) {
 }
 
 // openFile opens p with flags|O_NOFOLLOW|O_CLOEXEC (os.OpenFile adds
-// O_CLOEXEC) and refuses anything but a regular file with unsafe: a FIFO,
-// device or directory planted at a name (O_NONBLOCK in flags keeps a FIFO
-// from blocking the open).
+// O_CLOEXEC) and answers unsafe for anything but a regular file (O_NONBLOCK
+// in flags keeps a FIFO planted at a name from blocking the open).
 func openFile(p, name string, flags int) (*os.File, *hostfuncs.Error) {
 	file, err := os.OpenFile(p, flags|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
@@ -125,8 +121,8 @@ func openFile(p, name string, flags int) (*os.File, *hostfuncs.Error) {
 // read serves mcp_resume_read: the first min(size, limit) bytes of a
 // regular file, limit 1..MaxReadLimit.
 func (f *Funcs) read(r struct {
-	Name  *string
-	Limit *int
+	Name  *string `json:"name"`
+	Limit *int    `json:"limit"`
 }) (any, *hostfuncs.Error) {
 	p, werr := f.path("name", r.Name)
 	if werr != nil {
@@ -147,16 +143,15 @@ func (f *Funcs) read(r struct {
 	return hostfuncs.ReadResponse{Data: data}, nil
 }
 
-// write serves mcp_resume_write: create temp exclusively (mode 0600, never
-// through a symlink), write data, close, rename it over name, so a reader
-// sees the old file or the new one, never a torn write. On any failure
-// after the create, temp is unlinked. No fsync: rename already makes the
-// replace atomic for readers and process crashes; after a power loss the
-// file may be empty, which the plugin treats as corrupt (spec 000, Token
-// File Corrupted).
+// write serves mcp_resume_write: create temp exclusively (0600, never
+// through a symlink), write, close, rename over name; on a failure after the
+// create, unlink temp. No fsync: rename already makes the replace atomic for
+// readers and crashes; after a power loss the file may be empty, which the
+// plugin treats as corrupt (spec 000, Token File Corrupted).
 func (f *Funcs) write(r struct {
-	Name, Temp *string
-	Data       []byte // absent or null: nil; "" decodes to an empty, non-nil slice
+	Name *string `json:"name"`
+	Temp *string `json:"temp"`
+	Data []byte  `json:"data"` // absent or null: nil; "" decodes to an empty, non-nil slice
 }) (any, *hostfuncs.Error) {
 	p, werr := f.path("name", r.Name)
 	if werr != nil {
@@ -190,7 +185,9 @@ func (f *Funcs) write(r struct {
 // remove serves mcp_resume_remove with unlink(2), which never follows a
 // symlink and never removes a directory (os.Remove would fall back to
 // rmdir): a directory answers unsafe (EISDIR on Linux).
-func (f *Funcs) remove(r struct{ Name *string }) (any, *hostfuncs.Error) {
+func (f *Funcs) remove(r struct {
+	Name *string `json:"name"`
+}) (any, *hostfuncs.Error) {
 	p, werr := f.path("name", r.Name)
 	if werr != nil {
 		return nil, werr
@@ -201,11 +198,10 @@ func (f *Funcs) remove(r struct{ Name *string }) (any, *hostfuncs.Error) {
 	return nil, nil
 }
 
-// list serves mcp_resume_list: every entry directly in the state directory
-// with its type and age (floor of now minus its lstat modification time, in
-// seconds; negative when the clock moved back), in directory order. An entry
-// whose lstat fails (removed meanwhile) is skipped. It never reads
-// contents; the plugin filters and sorts.
+// list serves mcp_resume_list: every entry of the state directory with its
+// lstat type and age (floor of now minus mtime, in seconds; negative when
+// the clock moved back), skipping those whose lstat fails. The plugin
+// filters and sorts.
 func (f *Funcs) list(struct{}) (any, *hostfuncs.Error) {
 	dir := f.stateDir()
 	if dir == "" {
@@ -228,23 +224,28 @@ func (f *Funcs) list(struct{}) (any, *hostfuncs.Error) {
 	return hostfuncs.ListResponse{Files: files}, nil
 }
 
-// lock serves mcp_resume_lock: an exclusive lock named name, held until
-// Close or process exit (the kernel releases it however the process dies).
-// The file is opened O_RDONLY|O_CREAT|O_NONBLOCK (created 0600 if missing,
-// never deleted) and must be a regular file (a FIFO planted there answers
-// unsafe without hanging). On Linux, when socket is set, the abstract Unix
-// socket is bound (bindAbstract): that is the lock between hosts; then
-// flock(LOCK_EX|LOCK_NB) on the file covers servers in other network
-// namespaces. Busy when either is held elsewhere. Taking a lock this Funcs
-// already holds succeeds.
+// lock serves mcp_resume_lock: an exclusive lock held until Close or
+// process exit (the kernel releases it however the process dies). The file
+// (created 0600, never deleted) must be a regular file. On Linux a socket
+// (1-107 bytes, no NUL; "" or absent: none) is bound first (bindAbstract):
+// the lock between hosts; then flock covers servers in other network
+// namespaces. Busy when either is held elsewhere; either failing releases
+// the other. Taking a lock this Funcs already holds succeeds.
 func (f *Funcs) lock(r struct {
-	Name   *string
-	Socket string
+	Name   *string `json:"name"`
+	Socket *string `json:"socket"` // null: none
 }) (any, *hostfuncs.Error) {
 	name := r.Name
 	p, werr := f.path("name", name)
 	if werr != nil {
 		return nil, werr
+	}
+	socket := ""
+	if r.Socket != nil {
+		socket = *r.Socket
+	}
+	if len(socket) > 107 || strings.IndexByte(socket, 0) >= 0 {
+		return nil, invalid(`"socket" must be at most 107 bytes without NUL ("" or absent: none)`)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -256,8 +257,8 @@ func (f *Funcs) lock(r struct {
 		return nil, werr
 	}
 	var err error
-	if r.Socket != "" && bindAbstract != nil {
-		h.socks, err = bindAbstract(r.Socket)
+	if socket != "" && bindAbstract != nil {
+		h.socks, err = bindAbstract(socket)
 	}
 	if err == nil {
 		err = syscall.Flock(int(h.file.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)

@@ -104,7 +104,12 @@ func TestInspect_ReadCap(t *testing.T) {
 		t.Skip(err)
 	}
 	defer func() { child.Process.Kill(); child.Wait() }()
-	r := inspect(t, primitives.New(primitives.Config{}), hostfuncs.InspectOp{Op: "cmdline", PID: strconv.Itoa(child.Process.Pid)})[0]
+	// Until the exec is done, the child's cmdline may still be empty.
+	f, op := primitives.New(primitives.Config{}), hostfuncs.InspectOp{Op: "cmdline", PID: strconv.Itoa(child.Process.Pid)}
+	r := inspect(t, f, op)[0]
+	for deadline := time.Now().Add(10 * time.Second); len(r.Data) == 0 && time.Now().Before(deadline); r = inspect(t, f, op)[0] {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if r.Error != nil || len(r.Data) != primitives.MaxProcRead {
 		t.Errorf("cmdline of a 70000-byte argument: %d bytes, %+v", len(r.Data), r.Error)
 	}
@@ -398,7 +403,7 @@ func TestInspect_Batch(t *testing.T) {
 			t.Errorf("inspect(%.40s) = %+v, want invalid_request", req, r)
 		}
 	}
-	r := call[hostfuncs.InspectResponse](t, f, hostfuncs.FnInspect, []byte(`{"ops":[{"op":"self"},7,{"op":"nope"},{"op":"fstat"},{"op":"fstat","fd":-1}]}`))
+	r := call[hostfuncs.InspectResponse](t, f, hostfuncs.FnInspect, []byte("{\"ops\":[ \n {\"op\":\"self\"} ,7,{\"op\":\"nope\"},{\"op\":\"fstat\"},{\"op\":\"fstat\",\"fd\":-1}]}   "))
 	if len(r.Results) != 5 || r.Results[0].Target == "" {
 		t.Fatalf("mixed batch = %+v", r)
 	}
