@@ -1,46 +1,3 @@
-// Package host embeds the mcp-resume plugin in a Go MCP server: open a Store
-// for your server app, Load the token to offer the broker, Store the token
-// the broker returns, Reject a token the broker refused.
-//
-//	store, err := host.Open(ctx, "my-server", nil)
-//	if err != nil { ... } // a bad app name or a broken plugin: serve without resume
-//	defer store.Close(ctx) // a nil *Store is "resume off": every method is safe
-//	if token, ok := store.Load(ctx); ok {
-//		sess, err := broker.Resume(ctx, token)
-//		if err != nil { store.Reject(ctx) } // then start a fresh session
-//	}
-//	store.Store(ctx, sess.Token)
-//
-// All of the resume policy is the plugin (plugin.wasm, built from
-// procid and plugin/internal/resume), the same Wasm module the Python and
-// TypeScript packages run: which process is the MCP host, the state
-// directory, the instance key, the app-name and token rules. This package
-// supplies the host functions of hostfuncs/README.md (OS primitives, no
-// policy) and runs the plugin on Extism's Go SDK over wazero. It implements
-// spec 000 ("MCP Server Session Resume Specification v1"): failures are
-// logged through log/slog, never returned as a reason to stop the server, and
-// nothing is ever written to stdout.
-//
-// # Switching resume off
-//
-// MCP_RESUME=off in the server's environment turns resume off: Open still
-// succeeds, logs one line ("Session resume turned off by MCP_RESUME=off",
-// event resume_off), and from then on Load finds nothing and Store and
-// Reject do nothing; no process is inspected and no file or directory is
-// read or written. The plugin reads the switch (it is policy, like every
-// other MCP_RESUME_* variable), so every host language honours it the same
-// way. The plugin is therefore still loaded: with MCP_RESUME=off a start
-// saves the plugin's identity and file work (a few ms), not the loading of
-// the module (docs/BENCHMARKS.md, `make bench-go`, mode "MCP_RESUME=off").
-//
-// # Startup
-//
-// The plugin is compiled once per process and cached on disk across
-// processes (Options.CacheDir). The first start on a machine does not wait
-// for wazero's compiler: it runs on wazero's interpreter while a background
-// goroutine compiles the module into the cache, which the next start loads.
-// Nothing waits for that goroutine (not Close, not process exit), and a
-// process killed during it leaves nothing a later start would read.
 package host
 
 import (
@@ -69,7 +26,7 @@ const EnvStateDir = "MCP_RESUME_STATE_DIR"
 // configuration can set it per server entry.
 const EnvInstance = "MCP_RESUME_INSTANCE"
 
-// NoInstance, as Options.Instance, treats every instance under one host as
+// NoInstance, as Options.Instance, treats every instance under one MCP host as
 // the same one: the file is the spec's plain token-<pid>-<start_time>, and
 // only one instance at a time resumes.
 const NoInstance = "-"
@@ -83,7 +40,7 @@ var (
 	// ErrInvalidOption: the plugin refused an option (code invalid_option).
 	ErrInvalidOption = errors.New("invalid option")
 	// ErrPlugin: the plugin cannot be compiled or instantiated, speaks
-	// another ABI version than this host, or failed without an answer.
+	// another ABI version than this package, or failed without an answer.
 	ErrPlugin = errors.New("mcp-resume plugin unusable")
 )
 
@@ -194,7 +151,7 @@ var wasmModule = plugin.Wasm
 // example `invalid app name "a/b": use 1-64 letters, ...`); and ErrPlugin
 // when the plugin cannot run; in every case the server should
 // carry on without resume, which the nil *Store returned does. Problems with
-// the host identity or the state directory are not errors: they switch
+// the MCP host's identity or the state directory are not errors: they switch
 // resume off and are logged on the first Load or Store (spec 000, Parent
 // Process Information Unavailable).
 func Open(ctx context.Context, app string, opts *Options) (*Store, error) {
@@ -338,7 +295,9 @@ func (s *Store) Store(ctx context.Context, token string) error {
 
 // Reject tells the store the broker refused the token Load returned: the
 // token file is deleted unless it already holds a newer token (spec 000,
-// Broker Rejects Token; seed 004, reconnection race). A nil Store, or a ctx
+// Broker Rejects Token), so that in the reconnection race (a delayed
+// rejection arriving after a newer session was stored) the newer token
+// survives. A nil Store, or a ctx
 // done before the plugin is called, does nothing.
 func (s *Store) Reject(ctx context.Context) {
 	if s == nil {
@@ -373,7 +332,7 @@ type TokenFile struct {
 }
 
 // List reports the token files in the state directory and whether their
-// hosts are alive, through the plugin's list export (the same answer in
+// MCP hosts are alive, through the plugin's list export (the same answer in
 // every language). It fails when the plugin does (for example a missing
 // state directory) and for a nil Store.
 func (s *Store) List(ctx context.Context) ([]TokenFile, error) {
@@ -406,8 +365,8 @@ type PrunedFile struct {
 }
 
 // Prune removes the token and lock files of MCP hosts that are gone, and
-// token files older than 30 days whose host cannot be checked, never those
-// of a live host nor this instance's own (the plugin's prune export). The
+// token files older than 30 days whose MCP host cannot be checked, never
+// those of a live MCP host nor this instance's own (the plugin's prune export). The
 // first Load, Store or Reject already prunes once while resume is on;
 // `mcp-resume prune` calls this on any state directory.
 func (s *Store) Prune(ctx context.Context) ([]PrunedFile, error) {
@@ -460,7 +419,7 @@ func (s *Store) Whoami(ctx context.Context) (Identity, error) {
 
 // WhoamiFor is Whoami for the running MCP server process pid (the plugin's
 // whoami export with input {"pid": pid}; `mcp-resume whoami --pid`): the
-// host it would resolve, the chain, and the file names with this Store's
+// MCP host it would resolve, the chain, and the file names with this Store's
 // instance key and state directory. Every rule is the server's own, except
 // that on Linux a socket on the server's stdio cannot be checked from
 // outside (only the socket's holder can ask for its peer), so Stdio may
@@ -475,7 +434,7 @@ func (s *Store) WhoamiFor(ctx context.Context, pid int) (Identity, error) {
 }
 
 // Close releases the plugin instance and the lock on the token file, so
-// another instance under the same host may take it over. It is safe to call
+// another instance under the same MCP host may take it over. It is safe to call
 // more than once, and on a nil Store; later calls to other methods do nothing.
 func (s *Store) Close(ctx context.Context) error {
 	if s == nil {

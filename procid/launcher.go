@@ -6,7 +6,8 @@ import (
 )
 
 // This file is the one place in the repository that lists launchers, shells,
-// node tools and reapers (issue 9: no list or rule exists twice).
+// node tools and reapers: no list or rule exists twice, so a name added here
+// reaches every host language through the plugin.
 
 // defaultLaunchers are the process names the walk always treats as
 // launchers: processes that sit between an MCP host and the stdio server it
