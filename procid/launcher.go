@@ -15,6 +15,30 @@ import (
 // only when they run a command (see the package documentation). Read it
 // through [DefaultLaunchers], which returns a copy; add names with the open
 // option "launchers" or [EnvLaunchers].
+//
+// The runners, as observed (pnpm 12.21.0, yarn 1.22.22, bun 1.4.5, deno
+// 2.9.6, uv, pdm, hatch, poetry and pipx from PyPI): each runs one script or
+// command as its child and exits with it, or replaces itself with it, and
+// none holds another session, so each is a launcher:
+//
+//   - npm run/start/test/... and npm exec/npx: npm retitles itself (see
+//     isNPMTitle).
+//   - pnpm (native binary, comm pnpm, also pn, pnpx and pnx; or node
+//     running pnpm.cjs): "pnpm start" runs "sh -c <script>" as its child.
+//   - yarn: node running yarn.js ("yarn start", "yarn <script>" run "/bin/sh
+//     -c <script>").
+//   - bun x / bunx, bun run <script>: the script's command is bun's child
+//     (see bunRunsScript).
+//   - deno task: the task's command is deno's child.
+//   - uv run, uv tool run, uvx (which execs "uv tool uvx"): comm uv.
+//   - pdm run, hatch run: python running the pdm or hatch script, comm pdm
+//     or hatch; hatch runs the command through "sh -c".
+//   - poetry run, pipx run: exec the command, so no process of theirs is
+//     left above the server; their names stay on the list for older
+//     versions.
+//
+// sudo, doas, su and similar are deliberately absent: they change the user,
+// and a session must not be resumed across users.
 var defaultLaunchers = []string{
 	// Shells, as used by "sh -c", spawn(..., {shell: true}) and wrapper scripts.
 	"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish",
