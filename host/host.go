@@ -297,8 +297,8 @@ func (s *Store) Store(ctx context.Context, token string) error {
 // token file is deleted unless it already holds a newer token (spec 000,
 // Broker Rejects Token), so that in the reconnection race (a delayed
 // rejection arriving after a newer session was stored) the newer token
-// survives. A nil Store, or a ctx
-// done before the plugin is called, does nothing.
+// survives. A nil Store, or a ctx done before the plugin is called, does
+// nothing.
 func (s *Store) Reject(ctx context.Context) {
 	if s == nil {
 		return
@@ -306,105 +306,49 @@ func (s *Store) Reject(ctx context.Context) {
 	_, _, _ = s.call(ctx, hostfuncs.ExportReject, nil)
 }
 
-// HostState says whether the MCP host a token file names is still running.
-type HostState string
-
-// Host states, as the plugin's liveness policy decides them.
-const (
-	HostAlive   HostState = hostfuncs.HostAlive   // that process runs with that start time
-	HostGone    HostState = hostfuncs.HostGone    // no such process, or the pid names another process or boot
-	HostUnknown HostState = hostfuncs.HostUnknown // cannot tell (permissions, another PID namespace, platform)
+// The answers of List, Prune and Whoami are the plugin's export outputs as
+// hostfuncs states them (hostfuncs/README.md, "Plugin exports"), not copies:
+// one type per concept, the same JSON in every host language, and
+// `mcp-resume` hands them to the plugin's render export unchanged. Their
+// Host fields and constants (hostfuncs.HostAlive, HostGone, HostUnknown;
+// hostfuncs.ReasonHostGone, ReasonAged) describe the MCP host, not this
+// package.
+type (
+	// TokenFile is one token file of the state directory as List reports it
+	// (never its token).
+	TokenFile = hostfuncs.ListedFile
+	// PrunedFile is one file Prune removed, and why.
+	PrunedFile = hostfuncs.PrunedFile
+	// Identity is the MCP host this process resolves and the names it
+	// would use, as Whoami reports it.
+	Identity = hostfuncs.WhoamiOutput
+	// Process is one process of the ancestor chain of an Identity.
+	Process = hostfuncs.Process
 )
-
-// TokenFile is one token file of the state directory (never its token).
-type TokenFile struct {
-	// Name is the file name, token-<pid>-<start_time>[-<instance>].
-	Name string `json:"name"`
-	// PID and StartTime identify the MCP host the file belongs to.
-	PID       int    `json:"pid"`
-	StartTime string `json:"start_time"`
-	// Instance is the 16-hex-digit instance suffix, "" for none.
-	Instance string `json:"instance,omitempty"`
-	// Host says whether that host is still running.
-	Host HostState `json:"host"`
-	// AgeSeconds is the time since the file was last written, in whole seconds.
-	AgeSeconds int64 `json:"age_seconds"`
-}
 
 // List reports the token files in the state directory and whether their
 // MCP hosts are alive, through the plugin's list export (the same answer in
 // every language). It fails when the plugin does (for example a missing
 // state directory) and for a nil Store.
 func (s *Store) List(ctx context.Context) ([]TokenFile, error) {
-	var out struct {
-		Files []TokenFile `json:"files"`
-	}
+	var out hostfuncs.ListOutput
 	if err := s.callJSON(ctx, hostfuncs.ExportList, nil, &out); err != nil {
 		return nil, err
 	}
 	return out.Files, nil
 }
 
-// PruneReason says why Prune removed a file.
-type PruneReason string
-
-// Prune reasons.
-const (
-	// ReasonHostGone: the file's host process is gone.
-	ReasonHostGone PruneReason = hostfuncs.ReasonHostGone
-	// ReasonAged: the file's host cannot be checked and the token file is
-	// older than 30 days.
-	ReasonAged PruneReason = hostfuncs.ReasonAged
-)
-
-// PrunedFile is one file Prune removed, and why.
-type PrunedFile struct {
-	Name   string      `json:"name"`
-	Reason PruneReason `json:"reason"`
-	Host   HostState   `json:"host"`
-}
-
 // Prune removes the token and lock files of MCP hosts that are gone, and
 // token files older than 30 days whose MCP host cannot be checked, never
-// those of a live MCP host nor this instance's own (the plugin's prune export). The
-// first Load, Store or Reject already prunes once while resume is on;
-// `mcp-resume prune` calls this on any state directory.
+// those of a live MCP host nor this instance's own (the plugin's prune
+// export). The first Load, Store or Reject already prunes once while resume
+// is on; `mcp-resume prune` calls this on any state directory.
 func (s *Store) Prune(ctx context.Context) ([]PrunedFile, error) {
-	var out struct {
-		Removed []PrunedFile `json:"removed"`
-	}
+	var out hostfuncs.PruneOutput
 	if err := s.callJSON(ctx, hostfuncs.ExportPrune, nil, &out); err != nil {
 		return nil, err
 	}
 	return out.Removed, nil
-}
-
-// Process is one process of the ancestor chain Whoami reports.
-type Process struct {
-	PID       int      `json:"pid"`
-	PPID      int      `json:"ppid"`
-	Name      string   `json:"name"`
-	Args      []string `json:"args"`
-	StartTime string   `json:"start_time"`
-	// Role is "launcher" (skipped) or "host" (the MCP host).
-	Role string `json:"role"`
-}
-
-// Identity is the MCP host this process resolves and the names it would use
-// (the plugin's whoami export).
-type Identity struct {
-	PID       int    `json:"pid,omitempty"`
-	StartTime string `json:"start_time,omitempty"`
-	// Stdio says how the host's hold on this process's stdin/stdout was checked.
-	Stdio string `json:"stdio,omitempty"`
-	// InstanceSuffix is the 16-hex-digit instance part of the names, "" for none.
-	InstanceSuffix string    `json:"instance_suffix,omitempty"`
-	TokenFile      string    `json:"token_file,omitempty"`
-	LockFile       string    `json:"lock_file,omitempty"`
-	StateDir       string    `json:"state_dir"`
-	Chain          []Process `json:"chain"`
-	// Error says why the identity is unavailable (resume is then off), "" when it is.
-	Error string `json:"error,omitempty"`
 }
 
 // Whoami reports the MCP host this process resolves, the ancestor chain the

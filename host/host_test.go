@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/mcp-resume/mcp-resume/host"
+	"github.com/mcp-resume/mcp-resume/hostfuncs"
 )
 
 // These tests run the real plugin with the real identity of this test
@@ -165,7 +166,7 @@ func TestStore_RoundTripListWhoami(t *testing.T) {
 	}
 	files, err := s.List(ctx)
 	if err != nil || len(files) != 1 || files[0].Name != id.TokenFile || files[0].PID != id.PID ||
-		files[0].StartTime != id.StartTime || files[0].Host != host.HostAlive {
+		files[0].StartTime != id.StartTime || files[0].Host != hostfuncs.HostAlive {
 		t.Fatalf("List = %+v, %v", files, err)
 	}
 	s.Close(ctx)
@@ -198,7 +199,7 @@ func TestStore_PruneGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	removed, err := s.Prune(ctx)
-	if err != nil || len(removed) != 1 || removed[0].Name != gone || removed[0].Reason != host.ReasonHostGone || removed[0].Host != host.HostGone {
+	if err != nil || len(removed) != 1 || removed[0].Name != gone || removed[0].Reason != hostfuncs.ReasonHostGone || removed[0].Host != hostfuncs.HostGone {
 		t.Fatalf("Prune = %+v, %v", removed, err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, id.TokenFile)); err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/host"
+	"github.com/mcp-resume/mcp-resume/hostfuncs"
 )
 
 // whoamiJSON runs `whoami --json` in this process.
@@ -91,11 +92,11 @@ func TestListPrune(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &listed); err != nil || len(listed) != 2 {
 		t.Fatalf("list = %s (%v)", out.String(), err)
 	}
-	status := map[string]host.HostState{}
+	status := map[string]string{}
 	for _, f := range listed {
 		status[f.Name] = f.Host
 	}
-	if status[live] != host.HostAlive || status[gone] != host.HostGone {
+	if status[live] != hostfuncs.HostAlive || status[gone] != hostfuncs.HostGone {
 		t.Fatalf("list statuses = %v", status)
 	}
 
