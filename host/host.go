@@ -236,9 +236,11 @@ func (s *Store) open(ctx context.Context, input []byte) error {
 	return nil
 }
 
-// StateDirectory returns the absolute state directory this Store uses, as
-// the plugin decided it; "" for a nil Store.
-func (s *Store) StateDirectory() string {
+// StateDir returns the absolute state directory this Store uses, the app's
+// own directory under the state root (StateRoot) where its token and lock
+// files live (hostfuncs/README.md calls it the state directory), as the
+// plugin decided it; "" for a nil Store.
+func (s *Store) StateDir() string {
 	if s == nil {
 		return ""
 	}

@@ -75,8 +75,8 @@ func TestOpen_StateDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	wd, _ := os.Getwd()
-	if want := filepath.Join(wd, "rel", "state", "test-app"); s.StateDirectory() != want {
-		t.Errorf("relative StateDir: %q, want %q", s.StateDirectory(), want)
+	if want := filepath.Join(wd, "rel", "state", "test-app"); s.StateDir() != want {
+		t.Errorf("relative StateDir: %q, want %q", s.StateDir(), want)
 	}
 	s.Close(ctx)
 
@@ -86,8 +86,8 @@ func TestOpen_StateDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.StateDirectory() != filepath.Join(env, "test-app") || s.StateRoot() != env {
-		t.Errorf("StateDirectory() = %q, StateRoot() = %q, want %q in %q", s.StateDirectory(), s.StateRoot(), "test-app", env)
+	if s.StateDir() != filepath.Join(env, "test-app") || s.StateRoot() != env {
+		t.Errorf("StateDir() = %q, StateRoot() = %q, want %q in %q", s.StateDir(), s.StateRoot(), "test-app", env)
 	}
 	s.Close(ctx)
 
@@ -105,9 +105,9 @@ func TestOpen_StateDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close(ctx)
-	if a.StateDirectory() == b.StateDirectory() || filepath.Base(a.StateDirectory()) != "one" ||
-		filepath.Dir(a.StateDirectory()) != a.StateRoot() || !strings.HasPrefix(a.StateRoot(), home+"/") {
-		t.Errorf("defaults: %q (root %q), %q", a.StateDirectory(), a.StateRoot(), b.StateDirectory())
+	if a.StateDir() == b.StateDir() || filepath.Base(a.StateDir()) != "one" ||
+		filepath.Dir(a.StateDir()) != a.StateRoot() || !strings.HasPrefix(a.StateRoot(), home+"/") {
+		t.Errorf("defaults: %q (root %q), %q", a.StateDir(), a.StateRoot(), b.StateDir())
 	}
 }
 
@@ -132,8 +132,8 @@ func TestNilStore(t *testing.T) {
 	if _, err := s.List(ctx); err == nil {
 		t.Error("List on a nil store succeeded")
 	}
-	if s.StateDirectory() != "" {
-		t.Error("StateDirectory on a nil store")
+	if s.StateDir() != "" {
+		t.Error("StateDir on a nil store")
 	}
 }
 

@@ -235,7 +235,7 @@ func perAppRoots(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close(t.Context())
-	if s.StateDirectory() != filepath.Join(dir, "probe") {
+	if s.StateDir() != filepath.Join(dir, "probe") {
 		t.Skip("this plugin uses state_dir as the state directory itself, not as the root of per-app directories")
 	}
 }
