@@ -118,7 +118,7 @@
 // script, and so on. Those intermediate processes are launchers: they live
 // only as long as one server does, so they would give every relaunch a new
 // identity. The walk therefore goes up from the server's parent and stops at
-// the nearest ancestor that is not a launcher, reading at most [MaxDepth]
+// the nearest ancestor that is not a launcher, reading at most 16 (maxDepth)
 // ancestors ([ErrTooDeep] beyond). [Identity.Chain] lists the processes it
 // walked through.
 //

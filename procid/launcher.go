@@ -12,9 +12,8 @@ import (
 // defaultLaunchers are the process names the walk always treats as
 // launchers: processes that sit between an MCP host and the stdio server it
 // starts and live only as long as that server. The shells among them count
-// only when they run a command (see the package documentation). Read it
-// through [DefaultLaunchers], which returns a copy; add names with the open
-// option "launchers" or [EnvLaunchers].
+// only when they run a command (see the package documentation). Add names
+// with the open option "launchers" or [EnvLaunchers] ([NewLauncherSet]).
 //
 // The runners, as observed (pnpm 12.21.0, yarn 1.22.22, bun 1.4.5, deno
 // 2.9.6, uv, pdm, hatch, poetry and pipx from PyPI): each runs one script or
@@ -102,17 +101,6 @@ var sharedServers = [...]struct{ kind, names string }{
 			" cool-retro-term deepin-terminal cosmic-term blackbox rio Terminal iTerm2 iTermServer "},
 }
 
-// SharedServers returns a copy of the names of processes that serve
-// unrelated sessions (remote-login servers, terminal multiplexers, terminal
-// emulators) and are never taken for the MCP host ([ErrSharedServer]).
-func SharedServers() []string {
-	var out []string
-	for _, s := range sharedServers {
-		out = append(out, strings.Fields(s.names)...)
-	}
-	return out
-}
-
 // sharedServerKind returns what kind of shared server p is (see
 // [sharedServers]), or "" when it is none. The candidates are Name, the
 // base name of Args[0], and each of them cut before a ": " title ("sshd:
@@ -142,18 +130,6 @@ func sharedServerKind(p Process) string {
 		}
 	}
 	return ""
-}
-
-// DefaultLaunchers returns a copy of the default launcher names, in the
-// order of the package documentation.
-func DefaultLaunchers() []string {
-	return append([]string(nil), defaultLaunchers...)
-}
-
-// Reapers returns a copy of the names of init systems, supervisors and
-// subreapers that are never taken for the MCP host.
-func Reapers() []string {
-	return append([]string(nil), reapers...)
 }
 
 // LauncherSet is the set of launcher names in effect for one store: the

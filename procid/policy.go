@@ -31,8 +31,9 @@ var (
 	// unrelated sessions at once, so that two different MCP hosts' servers
 	// would both resolve to it: a remote-login server (sshd, sshd-session
 	// under ssh connection sharing), a terminal multiplexer (tmux, screen)
-	// or a terminal emulator or terminal server ([SharedServers]). As for
-	// ErrReaper, resuming under it could resume someone else's session.
+	// or a terminal emulator or terminal server (sharedServers in
+	// launcher.go). As for ErrReaper, resuming under it could resume
+	// someone else's session.
 	ErrSharedServer = errors.New("the MCP host would be a process shared by unrelated sessions")
 
 	// ErrRace: a process's parent pid or start time changed while the
@@ -45,7 +46,7 @@ var (
 	// apart from one of a previous boot.
 	ErrNoBootID = errors.New("cannot read the kernel boot ID (is /proc mounted?)")
 
-	// ErrTooDeep: more than [MaxDepth] ancestors would have to be walked
+	// ErrTooDeep: more than 16 (maxDepth) ancestors would have to be walked
 	// to get past the launchers.
 	ErrTooDeep = errors.New("too many launcher processes above the server")
 
@@ -105,9 +106,9 @@ var (
 	ErrNoAnswer = errors.New("the host gave no usable answer")
 )
 
-// MaxDepth is the most ancestors the walk reads, the host included; a chain
-// of more than MaxDepth-1 launchers fails with [ErrTooDeep].
-const MaxDepth = 16
+// maxDepth is the most ancestors the walk reads, the host included; a chain
+// of more than maxDepth-1 launchers fails with [ErrTooDeep].
+const maxDepth = 16
 
 // EnvLaunchers is the environment variable (reported in facts.env) that
 // adds launcher names: a comma-separated list such as "my-wrapper,direnv".
@@ -115,8 +116,8 @@ const EnvLaunchers = "MCP_RESUME_LAUNCHERS"
 
 // Roles of [hostfuncs.Process.Role] in a chain.
 const (
-	RoleLauncher = "launcher"
-	RoleHost     = "host"
+	roleLauncher = "launcher"
+	roleHost     = "host"
 )
 
 // Process is one process as the kernel describes it, seen while walking
@@ -173,9 +174,9 @@ type Identity struct {
 func (id Identity) WireChain(ok bool) []hostfuncs.Process {
 	out := make([]hostfuncs.Process, 0, len(id.Chain))
 	for i, p := range id.Chain {
-		role := RoleLauncher
+		role := roleLauncher
 		if ok && i == len(id.Chain)-1 {
-			role = RoleHost
+			role = roleHost
 		}
 		args := p.Args
 		if args == nil {
@@ -268,8 +269,8 @@ func walk(w walker, self Process, set LauncherSet) (Identity, error) {
 		return Identity{Chain: chain}, wrap("resolve MCP host of pid "+itoa(pid)+": "+msg, errs...)
 	}
 	for {
-		if len(chain) == MaxDepth {
-			return fail("the "+itoa(MaxDepth)+" nearest ancestors ("+quote(chain[0].Name)+" to "+quote(chain[len(chain)-1].Name)+") are all launchers; session resume is off",
+		if len(chain) == maxDepth {
+			return fail("the "+itoa(maxDepth)+" nearest ancestors ("+quote(chain[0].Name)+" to "+quote(chain[len(chain)-1].Name)+") are all launchers; session resume is off",
 				ErrTooDeep)
 		}
 		if child.PPID <= 1 {
