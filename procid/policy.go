@@ -121,7 +121,10 @@ const (
 )
 
 // Process is one process as the kernel describes it, seen while walking
-// ancestors.
+// ancestors. It is the rules' view, not the report: the walk also keeps
+// what only the rules need (whether it is a zombie, its program image), and
+// has no role yet. The chain element the plugin reports (whoami, JSON, with
+// its role) is [hostfuncs.Process]; [Identity.WireChain] makes those.
 type Process struct {
 	// PID is the process ID.
 	PID int
