@@ -235,7 +235,7 @@ func renderPlugin(ctx context.Context, input []byte) ([]byte, error) {
 		return nil, fmt.Errorf("cannot run the plugin: %w", err)
 	}
 	defer p.Close(ctx)
-	rc, out, err := p.Call("render", input)
+	rc, out, err := p.Call(hostfuncs.ExportRender, input)
 	if err != nil || rc != 0 {
 		var e hostfuncs.Error
 		if err != nil && json.Unmarshal([]byte(err.Error()), &e) == nil && e.Message != "" {
