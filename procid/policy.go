@@ -270,9 +270,17 @@ func describe(p Process) string {
 type walker interface {
 	// step reads child's parent and then child again, in that order (one
 	// host call): the parent read in between is the child's real parent
-	// when the child is unchanged. perr and aerr wrap ErrNotFound when that
-	// process is gone. err is set when the host gave no usable answer.
-	step(child Process) (parent Process, perr error, again Process, aerr error, err error)
+	// when the child is unchanged. The error is set when the host gave no
+	// usable answer; a process that could not be read is in the result.
+	step(child Process) (stepResult, error)
+}
+
+// stepResult is what one step of the walk read.
+type stepResult struct {
+	parent    Process // the child's parent, as read
+	parentErr error   // why the parent could not be read; wraps ErrNotFound when it is gone
+	again     Process // the child, read again after its parent
+	againErr  error   // why the child could not be read again; wraps ErrNotFound when it is gone
 }
 
 // walk goes from self's parent up to the nearest ancestor that is not a
@@ -294,18 +302,19 @@ func walk(w walker, self Process, set LauncherSet) (Identity, error) {
 			return fail(describe(child)+" has parent pid "+itoa(child.PPID)+": it was orphaned (restart the MCP host) or the host is outside this PID namespace; session resume is off",
 				ErrReaper)
 		}
-		parent, perr, again, aerr, err := w.step(child)
+		r, err := w.step(child)
+		parent, again := r.parent, r.again
 		switch {
 		case err != nil:
 			return fail("read parent of "+describe(child), err)
-		case perr != nil && errors.Is(perr, ErrNotFound):
-			return fail("parent of "+describe(child)+" exited during the walk; retry", ErrRace, perr)
-		case perr != nil:
-			return fail("read parent of "+describe(child), perr)
-		case aerr != nil && errors.Is(aerr, ErrNotFound):
-			return fail(describe(child)+" exited during the walk; retry", ErrRace, aerr)
-		case aerr != nil:
-			return fail("re-read "+describe(child), aerr)
+		case r.parentErr != nil && errors.Is(r.parentErr, ErrNotFound):
+			return fail("parent of "+describe(child)+" exited during the walk; retry", ErrRace, r.parentErr)
+		case r.parentErr != nil:
+			return fail("read parent of "+describe(child), r.parentErr)
+		case r.againErr != nil && errors.Is(r.againErr, ErrNotFound):
+			return fail(describe(child)+" exited during the walk; retry", ErrRace, r.againErr)
+		case r.againErr != nil:
+			return fail("re-read "+describe(child), r.againErr)
 		case again.PPID != child.PPID || again.StartTime != child.StartTime:
 			return fail(describe(child)+" changed from parent "+itoa(child.PPID)+" start "+child.StartTime+" to parent "+itoa(again.PPID)+" start "+again.StartTime+" while its parent was read; retry",
 				ErrRace)
