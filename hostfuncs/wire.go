@@ -1,14 +1,6 @@
-// Package wire holds the payloads that cross the boundary between the
-// mcp-resume plugin and a host (ABI version 3): the names of the host
-// functions the plugin imports, the JSON documents they take and return, the
-// plugin's exports and their JSON, and the name rule every host enforces
-// (ValidName).
-//
-// It is the Go statement of hostfuncs/README.md, imported by the plugin (built
-// for wasip1) and by the Go host alike. The plugin encodes and decodes these
-// documents with the reflection-free codecs of codec.go (EncodeJSON and
-// DecodeJSON methods, on jsontext); the Go host uses encoding/json and the
-// json tags below, which state the same contract.
+// The payload types and names of the contract, in the order of
+// hostfuncs/README.md; the package documentation is in doc.go.
+
 package hostfuncs
 
 // ABIVersion is the version of the contract between plugin and host. The
