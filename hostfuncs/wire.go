@@ -431,22 +431,32 @@ type NamesOutput struct {
 	LockSocket string `json:"lock_socket,omitempty"`
 }
 
-// Host states of ListedFile.Host and PrunedFile.Host.
+// Liveness of the MCP host a file names (ListedFile.Host, PrunedFile.Host),
+// as the plugin's liveness policy decides it (procid.Liveness). "Host" here
+// is the MCP host, not the program running the plugin.
 const (
 	HostAlive   = "alive"   // that process is running with that start time
 	HostGone    = "gone"    // no such process, or the pid now names another process or boot
 	HostUnknown = "unknown" // cannot tell (permissions, another PID namespace, platform)
 )
 
-// ListedFile is one token file reported by ExportList. Instance is the
-// 16-hex-digit instance suffix of the name, if any.
+// ListedFile is one token file reported by ExportList (never its token);
+// package host calls it TokenFile.
 type ListedFile struct {
-	Name       string `json:"name"`
-	PID        int    `json:"pid"`
-	StartTime  string `json:"start_time"`
-	Instance   string `json:"instance,omitempty"`
-	Host       string `json:"host"`
-	AgeSeconds int64  `json:"age_seconds"`
+	// Name is the file name, token-<pid>-<start_time>[-<instance>].
+	Name string `json:"name"`
+	// PID and StartTime identify the MCP host the file belongs to, as
+	// parsed from Name (start time format: procid, "Start time").
+	PID       int    `json:"pid"`
+	StartTime string `json:"start_time"`
+	// Instance is the 16-hex-digit instance suffix of the name, "" for none.
+	Instance string `json:"instance,omitempty"`
+	// Host says whether that MCP host is still running: HostAlive,
+	// HostGone or HostUnknown.
+	Host string `json:"host"`
+	// AgeSeconds is the time since the file was last written, in whole
+	// seconds (negative when the clock moved back).
+	AgeSeconds int64 `json:"age_seconds"`
 }
 
 // ListOutput is the output of ExportList.
@@ -456,15 +466,19 @@ type ListOutput struct {
 
 // Reasons of PrunedFile.Reason.
 const (
-	ReasonHostGone = "host_gone" // its host process is gone
-	ReasonAged     = "aged"      // its host cannot be checked and it is older than 30 days
+	ReasonHostGone = "host_gone" // its MCP host process is gone
+	ReasonAged     = "aged"      // its MCP host cannot be checked and the file is older than 30 days
 )
 
 // PrunedFile is one file ExportPrune removed, and why.
 type PrunedFile struct {
-	Name   string `json:"name"`
+	// Name is the file name (a token or lock file).
+	Name string `json:"name"`
+	// Reason is ReasonHostGone or ReasonAged.
 	Reason string `json:"reason"`
-	Host   string `json:"host"`
+	// Host is the liveness of the MCP host the file named (HostGone or
+	// HostUnknown).
+	Host string `json:"host"`
 }
 
 // PruneOutput is the output of ExportPrune.
@@ -472,14 +486,21 @@ type PruneOutput struct {
 	Removed []PrunedFile `json:"removed"`
 }
 
-// Process is one process of the ancestor chain ExportWhoami reports.
+// Process is one process of the ancestor chain ExportWhoami reports,
+// nearest the server first. (procid.Process is the policy's own view of a
+// process during the walk; this is what it reports.)
 type Process struct {
-	PID       int      `json:"pid"`
-	PPID      int      `json:"ppid"`
-	Name      string   `json:"name"`
-	Args      []string `json:"args"`
-	StartTime string   `json:"start_time"`
-	// Role is "launcher" or "host".
+	PID int `json:"pid"`
+	// PPID is the parent's pid; 0 outside this PID namespace.
+	PPID int `json:"ppid"`
+	// Name is the kernel's short name (Linux comm, at most 15 bytes; macOS
+	// p_comm, at most 16).
+	Name string `json:"name"`
+	// Args is the argument vector, [] when it cannot be read.
+	Args []string `json:"args"`
+	// StartTime is the process's start time (procid, "Start time").
+	StartTime string `json:"start_time"`
+	// Role is "launcher" (skipped by the walk) or "host" (the MCP host).
 	Role string `json:"role"`
 }
 
@@ -491,18 +512,31 @@ type WhoamiInput struct {
 }
 
 // WhoamiOutput is the output of ExportWhoami: the MCP host this process
-// resolves, how, and the names it would use. Error says why the identity is
-// unavailable (then PID, StartTime and the names are empty).
+// resolves, how, and the names it would use; package host calls it
+// Identity.
 type WhoamiOutput struct {
-	PID            int       `json:"pid,omitempty"`
-	StartTime      string    `json:"start_time,omitempty"`
-	Stdio          string    `json:"stdio,omitempty"`
-	InstanceSuffix string    `json:"instance_suffix,omitempty"`
-	TokenFile      string    `json:"token_file,omitempty"`
-	LockFile       string    `json:"lock_file,omitempty"`
-	StateDir       string    `json:"state_dir"`
-	Chain          []Process `json:"chain"`
-	Error          string    `json:"error,omitempty"`
+	// PID and StartTime identify the MCP host; empty when Error is set.
+	PID       int    `json:"pid,omitempty"`
+	StartTime string `json:"start_time,omitempty"`
+	// Stdio says how the MCP host's hold on the server's stdin and stdout
+	// was checked ("verified: ...", "not checked: ...").
+	Stdio string `json:"stdio,omitempty"`
+	// InstanceSuffix is the 16-hex-digit instance part of the names, ""
+	// for none.
+	InstanceSuffix string `json:"instance_suffix,omitempty"`
+	// TokenFile and LockFile are the names this instance would use; empty
+	// when Error is set.
+	TokenFile string `json:"token_file,omitempty"`
+	LockFile  string `json:"lock_file,omitempty"`
+	// StateDir is the absolute state directory (the app's own, under the
+	// state root).
+	StateDir string `json:"state_dir"`
+	// Chain is the ancestor chain walked, nearest first; the MCP host, when
+	// resolved, is last with Role "host".
+	Chain []Process `json:"chain"`
+	// Error says why the identity is unavailable (resume is then off), ""
+	// when it is available.
+	Error string `json:"error,omitempty"`
 }
 
 // MaxNameLen is the longest name, in bytes, of the host rule (ValidName).
