@@ -396,9 +396,9 @@ func (e *kindError) Error() string {
 	return "wire: cannot read JSON " + e.got.String() + " as " + e.want
 }
 
-// KindName names a JSON value's kind for people: "a string", "a number",
+// kindName names a JSON value's kind for people: "a string", "a number",
 // "true or false", "null", "an object", "a list".
-func KindName(k jsontext.Kind) string {
+func kindName(k jsontext.Kind) string {
 	switch k {
 	case '"':
 		return "a string"
@@ -424,7 +424,7 @@ func KindName(k jsontext.Kind) string {
 type OptionError struct {
 	Option string
 	Want   string // "a string", "a list of strings"
-	Got    string // KindName of the value given, "a list holding a number" for a bad element
+	Got    string // kindName of the value given, "a list holding a number" for a bad element
 	Hint   string // what to do, "" for none
 }
 
@@ -446,7 +446,7 @@ func member(option, want, hint string, read func() error) error {
 	if !ok {
 		return err
 	}
-	got := KindName(ke.got)
+	got := kindName(ke.got)
 	if ke.want != "array" && want != "a string" {
 		got = "a list holding " + got
 	}
