@@ -1,5 +1,10 @@
 package procid
 
+// This file is over 500 lines for one reason: TestResolve is a single table
+// of every walk the policy must get right (launcher chains, shells, npm
+// titles, reapers, shared servers, depth), about 300 lines of cases that
+// read best side by side; the other tests here are short.
+
 import (
 	"errors"
 	"strings"
