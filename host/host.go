@@ -18,7 +18,8 @@ import (
 
 // EnvStateDir names the environment variable the plugin reads for the state
 // root (the directory holding one state directory per app) when
-// Options.StateDir is empty.
+// Options.StateRoot is empty. It is named after the variable, whose name
+// predates the distinction.
 const EnvStateDir = "MCP_RESUME_STATE_DIR"
 
 // EnvInstance names the environment variable the plugin reads for the
@@ -67,12 +68,15 @@ var ErrInvalidToken = errors.New("invalid token")
 
 // Options configures Open. A nil *Options uses every default.
 type Options struct {
-	// StateDir is the state root, made absolute against the working
-	// directory: token files live in <StateDir>/<app> (uppercase letters of
-	// the app written as '+' and the lowercase letter), so two apps given one
-	// StateDir never share a file. Empty: $MCP_RESUME_STATE_DIR, else the
-	// per-user default root (hostfuncs/README.md, "Plugin exports").
-	StateDir string
+	// StateRoot is the state root, the directory that holds one state
+	// directory per app, made absolute against the working directory: token
+	// files live in <StateRoot>/<app> (uppercase letters of the app written
+	// as '+' and the lowercase letter; Store.StateDir), so two apps given one
+	// StateRoot never share a file. Empty: $MCP_RESUME_STATE_DIR, else the
+	// per-user default root (hostfuncs/README.md, "Plugin exports"). The
+	// open export's JSON calls it state_dir, as do the Python and
+	// TypeScript options.
+	StateRoot string
 	// Logger receives the plugin's log lines (spec 000, Logging Strategy).
 	// Defaults to slog.Default(), whose output is stderr unless you change it.
 	Logger *slog.Logger
@@ -165,10 +169,10 @@ func openWith(ctx context.Context, app string, opts *Options, funcs *primitives.
 		o = *opts
 	}
 	in := hostfuncs.OpenInput{App: app, Launchers: o.Launchers}
-	if o.StateDir != "" {
-		abs, err := filepath.Abs(o.StateDir)
+	if o.StateRoot != "" {
+		abs, err := filepath.Abs(o.StateRoot)
 		if err != nil {
-			return nil, fmt.Errorf("%w: state directory %q: %v", ErrInvalidOption, o.StateDir, err)
+			return nil, fmt.Errorf("%w: state root %q: %v", ErrInvalidOption, o.StateRoot, err)
 		}
 		in.StateDir = abs
 	}
@@ -248,7 +252,7 @@ func (s *Store) StateDir() string {
 }
 
 // StateRoot returns the directory that holds one state directory per app:
-// Options.StateDir, else $MCP_RESUME_STATE_DIR, else the per-user default
+// Options.StateRoot, else $MCP_RESUME_STATE_DIR, else the per-user default
 // (for example ~/.local/state/mcp-resume), as the plugin computes it; "" for
 // a nil Store.
 func (s *Store) StateRoot() string {

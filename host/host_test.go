@@ -30,7 +30,7 @@ func open(t testing.TB, dir string, logger *slog.Logger) *host.Store {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s, err := host.Open(context.Background(), "test-app", &host.Options{StateDir: filepath.Dir(dir), Logger: logger, CacheDir: sharedCacheDir, Instance: host.NoInstance})
+	s, err := host.Open(context.Background(), "test-app", &host.Options{StateRoot: filepath.Dir(dir), Logger: logger, CacheDir: sharedCacheDir, Instance: host.NoInstance})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestOpen_InvalidApp(t *testing.T) {
 	}
 }
 
-// The state directory: an option made absolute, else $MCP_RESUME_STATE_DIR
+// The state root: Options.StateRoot made absolute, else $MCP_RESUME_STATE_DIR
 // (read by the plugin from the facts), else the plugin's per-app default.
 func TestOpen_StateDir(t *testing.T) {
 	ctx := context.Background()
@@ -69,14 +69,14 @@ func TestOpen_StateDir(t *testing.T) {
 
 	t.Chdir(t.TempDir())
 	o := *quiet
-	o.StateDir = "rel/state"
+	o.StateRoot = "rel/state"
 	s, err := host.Open(ctx, "test-app", &o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	wd, _ := os.Getwd()
 	if want := filepath.Join(wd, "rel", "state", "test-app"); s.StateDir() != want {
-		t.Errorf("relative StateDir: %q, want %q", s.StateDir(), want)
+		t.Errorf("relative StateRoot: %q, want %q", s.StateDir(), want)
 	}
 	s.Close(ctx)
 
@@ -272,7 +272,7 @@ func TestStore_StdoutUntouched(t *testing.T) {
 		defer func() { os.Stdout = saved }()
 		ctx := context.Background()
 		logger := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug}))
-		s, err := host.Open(ctx, "test-app", &host.Options{StateDir: t.TempDir() + "/s", Logger: logger, CacheDir: sharedCacheDir, Instance: host.NoInstance})
+		s, err := host.Open(ctx, "test-app", &host.Options{StateRoot: t.TempDir() + "/s", Logger: logger, CacheDir: sharedCacheDir, Instance: host.NoInstance})
 		if err != nil {
 			t.Error(err)
 			return

@@ -135,7 +135,7 @@ func openStore(ctx context.Context, app, dir, instance string) (*host.Store, err
 	if instance == "" && os.Getenv(host.EnvInstance) == "" {
 		instance = host.NoInstance
 	}
-	return host.Open(ctx, app, &host.Options{StateDir: dir, Instance: instance, Logger: slog.New(slog.DiscardHandler)})
+	return host.Open(ctx, app, &host.Options{StateRoot: dir, Instance: instance, Logger: slog.New(slog.DiscardHandler)})
 }
 
 // whoami is the plugin's answer for this process, or for the server pid.
@@ -176,7 +176,7 @@ func collect(ctx context.Context, cmd, app, dir string) ([]appResult, error) {
 		if err != nil {
 			return nil, err
 		}
-		r := appResult{App: a, StateDir: store.StateDir()}
+		r := appResult{App: a, StateRoot: store.StateDir()}
 		if cmd == "list" {
 			r.Files, err = store.List(ctx)
 		} else {

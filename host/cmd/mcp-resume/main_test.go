@@ -230,7 +230,7 @@ func TestListApps(t *testing.T) {
 func perAppRoots(t *testing.T) {
 	t.Helper()
 	dir := t.TempDir()
-	s, err := host.Open(t.Context(), "probe", &host.Options{StateDir: dir, Instance: host.NoInstance, Logger: slog.New(slog.DiscardHandler)})
+	s, err := host.Open(t.Context(), "probe", &host.Options{StateRoot: dir, Instance: host.NoInstance, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
