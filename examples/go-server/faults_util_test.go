@@ -762,7 +762,7 @@ func helperLoader() int {
 		var ans loaderAnswer
 		events := &eventCounter{counts: map[string]int{}}
 		store, err := host.Open(ctx, "example-go", &host.Options{
-			StateDir: sc.Text(),
+			StateRoot: sc.Text(),
 			Logger:   slog.New(events),
 		})
 		if err != nil {
