@@ -763,7 +763,7 @@ func helperLoader() int {
 		events := &eventCounter{counts: map[string]int{}}
 		store, err := host.Open(ctx, "example-go", &host.Options{
 			StateRoot: sc.Text(),
-			Logger:   slog.New(events),
+			Logger:    slog.New(events),
 		})
 		if err != nil {
 			ans.OpenErr = err.Error()
