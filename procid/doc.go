@@ -12,6 +12,10 @@
 // way the plugin does. Its API is unstable before v1: it changes with the
 // contract of hostfuncs/README.md (whose ABI version the plugin reports).
 //
+// In this package "the host" is the MCP host being identified. The program
+// that runs the plugin (the Extism host, your MCP server process) appears
+// only through its host functions, and is called that.
+//
 // It cannot see the operating system. It works purely from the answers of
 // the host primitives of hostfuncs/README.md: the facts of mcp_resume_facts
 // ([hostfuncs.Facts]) and the batched read-only operations of

@@ -14,8 +14,8 @@ import (
 // Information Unavailable").
 var (
 	// ErrUnsupported: the operating system is neither Linux nor macOS
-	// (spec 000, "Platform Support"), or the host cannot answer an
-	// operation the rule needs there.
+	// (spec 000, "Platform Support"), or the host functions cannot answer
+	// an operation the rule needs there.
 	ErrUnsupported = errors.New("process identity is not supported on this operating system")
 
 	// ErrNotFound: no process with the requested pid exists.
@@ -88,14 +88,14 @@ var (
 	// not_found while kill(pid, 0) answers permission (fault 12).
 	ErrHidden = errors.New("the process exists but /proc hides it")
 
-	// ErrPermission: the host answered "permission" for an operation the
-	// rule needs.
+	// ErrPermission: the host functions answered "permission" for an
+	// operation the rule needs.
 	ErrPermission = errors.New("permission denied")
 
 	// ErrExe: on Linux the resolved host's program image cannot be
 	// identified: stat of /proc/<pid>/exe failed (another user's or a
-	// non-dumpable process: permission; a host without the exe operation:
-	// unsupported). A process keeps its pid and start time across
+	// non-dumpable process: permission; host functions without the exe
+	// operation: unsupported). A process keeps its pid and start time across
 	// execve(2), so without the image an exec'd host would inherit its
 	// predecessor's session.
 	ErrExe = errors.New("cannot identify the MCP host's program image")
