@@ -176,7 +176,7 @@ func collect(ctx context.Context, cmd, app, dir string) ([]appResult, error) {
 		if err != nil {
 			return nil, err
 		}
-		r := appResult{App: a, StateRoot: store.StateDir()}
+		r := appResult{App: a, StateDir: store.StateDir()}
 		if cmd == "list" {
 			r.Files, err = store.List(ctx)
 		} else {
