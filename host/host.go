@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 
 	extism "github.com/extism/go-sdk"
 
@@ -69,7 +68,8 @@ var ErrInvalidToken = errors.New("invalid token")
 // Options configures Open. A nil *Options uses every default.
 type Options struct {
 	// StateRoot is the state root, the directory that holds one state
-	// directory per app, made absolute against the working directory: token
+	// directory per app; a relative one is taken against the working
+	// directory (by the plugin, from facts.cwd, as in every language): token
 	// files live in <StateRoot>/<app> (uppercase letters of the app written
 	// as '+' and the lowercase letter; Store.StateDir), so two apps given one
 	// StateRoot never share a file. Empty: $MCP_RESUME_STATE_DIR, else the
@@ -136,6 +136,7 @@ type Store struct {
 	plugin    *extism.Plugin
 	logger    *slog.Logger
 	funcs     *primitives.Funcs
+	calls     primitives.Handler // serves the plugin's host function calls: funcs, or a test's wrapper of it
 	stateDir  string
 	stateRoot string
 	engine    loader.Engine
@@ -168,14 +169,9 @@ func openWith(ctx context.Context, app string, opts *Options, funcs *primitives.
 	if opts != nil {
 		o = *opts
 	}
-	in := hostfuncs.OpenInput{App: app, Launchers: o.Launchers}
-	if o.StateRoot != "" {
-		abs, err := filepath.Abs(o.StateRoot)
-		if err != nil {
-			return nil, fmt.Errorf("%w: state root %q: %v", ErrInvalidOption, o.StateRoot, err)
-		}
-		in.StateDir = abs
-	}
+	// StateRoot goes to the plugin exactly as given: the plugin makes a
+	// relative one absolute against facts.cwd (hostfuncs/README.md, "open").
+	in := hostfuncs.OpenInput{App: app, StateDir: o.StateRoot, Launchers: o.Launchers}
 	if o.Instance != "" {
 		in.Instance = &o.Instance
 	}
@@ -209,7 +205,7 @@ func load(ctx context.Context, cacheDir string, funcs *primitives.Funcs, logger 
 	if err != nil {
 		return nil, fmt.Errorf("%w: loading: %v", ErrPlugin, err)
 	}
-	s := &Store{sem: make(chan struct{}, 1), plugin: p, logger: logger, funcs: funcs, engine: engine}
+	s := &Store{sem: make(chan struct{}, 1), plugin: p, logger: logger, funcs: funcs, calls: funcs, engine: engine}
 	out, callErr, err := s.call(ctx, hostfuncs.ExportABIVersion, nil)
 	if err != nil || callErr != nil || string(out) != hostfuncs.ABIVersion {
 		s.Close(ctx)
@@ -237,6 +233,9 @@ func (s *Store) open(ctx context.Context, input []byte) error {
 		return fmt.Errorf("%w: open returned malformed JSON: %v", ErrPlugin, err)
 	}
 	s.stateDir, s.stateRoot = o.StateDir, o.StateRoot
+	// The confinement rule: the file functions act in open's state_dir, for
+	// good ("" leaves them answering invalid_request; resume is then off).
+	s.funcs.SetStateDir(o.StateDir)
 	return nil
 }
 
@@ -448,7 +447,7 @@ func (s *Store) call(ctx context.Context, export string, input []byte) (out []by
 			s.logger.Error("mcp-resume plugin failed; session resume skipped for this call", "export", export, "error", err)
 		}
 	}()
-	cctx := primitives.NewContext(context.WithoutCancel(ctx), s.funcs)
+	cctx := primitives.NewContext(context.WithoutCancel(ctx), s.calls)
 	rc, out, err := s.plugin.CallWithContext(cctx, export, input)
 	if err != nil && rc == 1 {
 		var e hostfuncs.Error
