@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -95,27 +96,40 @@ var fixturePaths = map[string]struct {
 	hostfuncs.OpFDs:     {"<P>/fd", false},
 }
 
-var fixturePID = regexp.MustCompile(`^(self|[1-9][0-9]{0,9})$`)
+var digits = regexp.MustCompile(`^[1-9][0-9]{0,9}$`)
+
+func validPID(pid string, self bool) bool {
+	n, err := strconv.ParseInt(pid, 10, 64)
+	return self && pid == hostfuncs.PIDSelf || digits.MatchString(pid) && err == nil && n <= math.MaxInt32
+}
 
 // inspect answers one operation from the pinned system.
 func (p *pinnedSystem) inspect(raw json.RawMessage) json.RawMessage {
 	var op struct {
 		Op      string   `json:"op"`
 		PID     *string  `json:"pid"`
-		FD      *int     `json:"fd"`
+		FD      *int64   `json:"fd"`
 		Targets []string `json:"targets"`
 	}
 	if json.Unmarshal(raw, &op) != nil || raw[0] != '{' {
 		return pinnedError(hostfuncs.CodeInvalidRequest, "operation is not an object")
 	}
+	// Validated as the real host validates: a pid is digits without a
+	// leading zero within 1..2147483647 ("self" for the /proc operations),
+	// an fd 0..2147483647; whatever answers holds.
+	fx, isProc := fixturePaths[op.Op]
+	needPID := isProc && strings.Contains(fx.path, "<P>") || slices.Contains([]string{hostfuncs.OpKill0, hostfuncs.OpExe, hostfuncs.OpSysctl, hostfuncs.OpProcargs, hostfuncs.OpPs}, op.Op)
+	needFD := isProc && strings.Contains(fx.path, "<N>") || op.Op == hostfuncs.OpFstat || op.Op == hostfuncs.OpPeer
+	if needPID && (op.PID == nil || !validPID(*op.PID, isProc)) || needFD && (op.FD == nil || *op.FD < 0 || *op.FD > math.MaxInt32) {
+		return pinnedError(hostfuncs.CodeInvalidRequest, `bad "pid" or "fd"`)
+	}
 	key := op.Op + " "
 	switch {
-	case op.PID != nil:
+	case needPID:
 		key += *op.PID
-	case op.FD != nil:
-		key += strconv.Itoa(*op.FD)
+	case needFD:
+		key += strconv.FormatInt(*op.FD, 10)
 	}
-	fx, isProc := fixturePaths[op.Op]
 	switch {
 	case isProc:
 	case p.answers[key] != nil:
@@ -132,17 +146,11 @@ func (p *pinnedSystem) inspect(raw json.RawMessage) json.RawMessage {
 		return pinnedError(hostfuncs.CodeInvalidRequest, "unknown operation "+strconv.Quote(op.Op))
 	}
 	path := fx.path
-	if strings.Contains(path, "<P>") {
-		if op.PID == nil || !fixturePID.MatchString(*op.PID) {
-			return pinnedError(hostfuncs.CodeInvalidRequest, `bad "pid"`)
-		}
+	if needPID {
 		path = strings.Replace(path, "<P>", *op.PID, 1)
 	}
-	if strings.Contains(path, "<N>") {
-		if op.FD == nil || *op.FD < 0 {
-			return pinnedError(hostfuncs.CodeInvalidRequest, `bad "fd"`)
-		}
-		path = strings.Replace(path, "<N>", strconv.Itoa(*op.FD), 1)
+	if needFD {
+		path = strings.Replace(path, "<N>", strconv.FormatInt(*op.FD, 10), 1)
 	}
 	if !p.linux {
 		return pinnedError(hostfuncs.CodeUnsupported, "no /proc on the pinned system")

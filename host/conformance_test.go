@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/mcp-resume/mcp-resume/host"
 	"github.com/mcp-resume/mcp-resume/host/internal/primitives"
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
@@ -452,8 +454,10 @@ func makeFiles(t *testing.T, dir string, files map[string]content, parents bool)
 			}
 		}
 		if c.AgeDays > 0 {
+			// The entry's own times, a symlink's included (never its target's).
 			old := time.Now().Add(-time.Duration(c.AgeDays * float64(24*time.Hour)))
-			if err := os.Chtimes(p, old, old); err != nil {
+			tv := []unix.Timeval{unix.NsecToTimeval(old.UnixNano()), unix.NsecToTimeval(old.UnixNano())}
+			if err := unix.Lutimes(p, tv); err != nil {
 				t.Fatal(err)
 			}
 		}

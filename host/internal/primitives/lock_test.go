@@ -122,7 +122,9 @@ func TestLock_RefusesSymlinkDirFIFO(t *testing.T) {
 	}
 	for _, name := range []string{"lock-link", "lock-dir", "lock-fifo"} {
 		done := make(chan hostfuncs.Empty, 1)
-		go func() { done <- call[hostfuncs.Empty](t, f, hostfuncs.FnLock, hostfuncs.LockRequest{Name: name, Socket: "mcp-resume-test-" + name}) }()
+		go func() {
+			done <- call[hostfuncs.Empty](t, f, hostfuncs.FnLock, hostfuncs.LockRequest{Name: name, Socket: "mcp-resume-test-" + name})
+		}()
 		select {
 		case r := <-done:
 			if r.Error == nil || r.Error.Code != hostfuncs.CodeUnsafe {
