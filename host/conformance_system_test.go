@@ -73,10 +73,10 @@ func (p *pinnedSystem) Call(fn string, req []byte) []byte {
 // fstat a terminal, exe one program image for every pid, the rest
 // unsupported.
 const (
-	conformanceExe       = `{"dev":"2049","ino":"1234567"}`
-	conformanceFstat     = `{"type":"char"}`
-	conformanceKill0     = `{"error":{"code":"not_found","message":"no such process (conformance default)"}}`
-	conformanceUnanswerd = `{"error":{"code":"unsupported","message":"not answered here (conformance default)"}}`
+	conformanceExe        = `{"dev":"2049","ino":"1234567"}`
+	conformanceFstat      = `{"type":"char"}`
+	conformanceKill0      = `{"error":{"code":"not_found","message":"no such process (conformance default)"}}`
+	conformanceUnanswered = `{"error":{"code":"unsupported","message":"not answered here (conformance default)"}}`
 )
 
 // fixturePaths maps the typed /proc operations to the fixture tree
@@ -141,7 +141,7 @@ func (p *pinnedSystem) inspect(raw json.RawMessage) json.RawMessage {
 	case op.Op == hostfuncs.OpExe:
 		return json.RawMessage(conformanceExe)
 	case slices.Contains([]string{hostfuncs.OpPeer, hostfuncs.OpSysctl, hostfuncs.OpProcargs, hostfuncs.OpPs}, op.Op):
-		return json.RawMessage(conformanceUnanswerd)
+		return json.RawMessage(conformanceUnanswered)
 	default:
 		return pinnedError(hostfuncs.CodeInvalidRequest, "unknown operation "+strconv.Quote(op.Op))
 	}

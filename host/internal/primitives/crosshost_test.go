@@ -26,7 +26,7 @@ from mcp_resume._hostfuncs import HostFunctions
 import logging
 d, name, sock = sys.argv[1:4]
 f = HostFunctions(logging.getLogger("holder"))
-f.confine(d)  # as a successful open fixes it
+f.set_state_dir(d)  # as a successful open fixes it
 r = json.loads(f.call("mcp_resume_lock", json.dumps({"name": name, "socket": sock}).encode()))
 print("error " + json.dumps(r) if r.get("error") else "held", flush=True)
 time.sleep(600)
@@ -166,7 +166,7 @@ from mcp_resume._hostfuncs import HostFunctions
 out = {}
 for p in sys.argv[1:]:
     f = HostFunctions(logging.getLogger("codes"))
-    f.confine(p)
+    f.set_state_dir(p)
     r = json.loads(f.call("mcp_resume_prepare_dir", json.dumps({"op": "mkdir", "path": p}).encode()))
     out[p] = (r.get("error") or {}).get("code", "")
 print(json.dumps(out, sort_keys=True, separators=(",", ":")))

@@ -27,8 +27,9 @@ const MaxReadLimit = 1 << 20
 //   - "mkdir": mkdir(path, 0700), one directory, never its parents; only the
 //     state directory open fixed, or one of its ancestors.
 func (f *Funcs) prepareDir(r struct {
-	Op, Path *string
-	Follow   bool
+	Op     *string `json:"op"`
+	Path   *string `json:"path"`
+	Follow bool    `json:"follow"`
 }) (any, *hostfuncs.Error) {
 	if r.Op == nil || r.Path == nil {
 		return nil, invalid(`mcp_resume_prepare_dir: request lacks "op" or "path"`)
@@ -125,8 +126,8 @@ func openFile(p, name string, flags int) (*os.File, *hostfuncs.Error) {
 // read serves mcp_resume_read: the first min(size, limit) bytes of a
 // regular file, limit 1..MaxReadLimit.
 func (f *Funcs) read(r struct {
-	Name  *string
-	Limit *int
+	Name  *string `json:"name"`
+	Limit *int    `json:"limit"`
 }) (any, *hostfuncs.Error) {
 	p, werr := f.path("name", r.Name)
 	if werr != nil {
@@ -155,8 +156,9 @@ func (f *Funcs) read(r struct {
 // file may be empty, which the plugin treats as corrupt (spec 000, Token
 // File Corrupted).
 func (f *Funcs) write(r struct {
-	Name, Temp *string
-	Data       []byte // absent or null: nil; "" decodes to an empty, non-nil slice
+	Name *string `json:"name"`
+	Temp *string `json:"temp"`
+	Data []byte  `json:"data"` // absent or null: nil; "" decodes to an empty, non-nil slice
 }) (any, *hostfuncs.Error) {
 	p, werr := f.path("name", r.Name)
 	if werr != nil {
@@ -190,7 +192,9 @@ func (f *Funcs) write(r struct {
 // remove serves mcp_resume_remove with unlink(2), which never follows a
 // symlink and never removes a directory (os.Remove would fall back to
 // rmdir): a directory answers unsafe (EISDIR on Linux).
-func (f *Funcs) remove(r struct{ Name *string }) (any, *hostfuncs.Error) {
+func (f *Funcs) remove(r struct {
+	Name *string `json:"name"`
+}) (any, *hostfuncs.Error) {
 	p, werr := f.path("name", r.Name)
 	if werr != nil {
 		return nil, werr
@@ -232,19 +236,27 @@ func (f *Funcs) list(struct{}) (any, *hostfuncs.Error) {
 // Close or process exit (the kernel releases it however the process dies).
 // The file is opened O_RDONLY|O_CREAT|O_NONBLOCK (created 0600 if missing,
 // never deleted) and must be a regular file (a FIFO planted there answers
-// unsafe without hanging). On Linux, when socket is set, the abstract Unix
-// socket is bound (bindAbstract): that is the lock between hosts; then
-// flock(LOCK_EX|LOCK_NB) on the file covers servers in other network
-// namespaces. Busy when either is held elsewhere. Taking a lock this Funcs
-// already holds succeeds.
+// unsafe without hanging). On Linux, when socket (1-107 bytes, no NUL; ""
+// or absent: none) is given, the abstract Unix socket is bound (bindAbstract): that is the lock
+// between hosts; then flock(LOCK_EX|LOCK_NB) on the file covers servers in
+// other network namespaces. Busy when either is held elsewhere; either
+// failing releases the other. Taking a lock this Funcs already holds
+// succeeds.
 func (f *Funcs) lock(r struct {
-	Name   *string
-	Socket string
+	Name   *string `json:"name"`
+	Socket *string `json:"socket"` // null: none
 }) (any, *hostfuncs.Error) {
 	name := r.Name
 	p, werr := f.path("name", name)
 	if werr != nil {
 		return nil, werr
+	}
+	socket := ""
+	if r.Socket != nil {
+		socket = *r.Socket
+	}
+	if len(socket) > 107 || strings.IndexByte(socket, 0) >= 0 {
+		return nil, invalid(`"socket" must be at most 107 bytes without NUL ("" or absent: none)`)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -256,8 +268,8 @@ func (f *Funcs) lock(r struct {
 		return nil, werr
 	}
 	var err error
-	if r.Socket != "" && bindAbstract != nil {
-		h.socks, err = bindAbstract(r.Socket)
+	if socket != "" && bindAbstract != nil {
+		h.socks, err = bindAbstract(socket)
 	}
 	if err == nil {
 		err = syscall.Flock(int(h.file.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)

@@ -12,6 +12,7 @@
 package primitives
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -27,6 +28,8 @@ import (
 	"time"
 
 	extism "github.com/extism/go-sdk"
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
 )
@@ -183,12 +186,18 @@ func (f *Funcs) Call(fn string, req []byte) []byte {
 	return hostfuncs.Pad8(b)
 }
 
-// serve decodes req into a T (encoding/json: field names match
-// case-insensitively) and runs fn on it; a document that is not JSON, or a
-// field of the wrong type, is invalid_request. A nil answer means {}.
+// serve decodes req, which must be one JSON object, into a T and runs fn
+// on it (hostfuncs/README.md, "Calling convention"). Member names match
+// exactly (go-json-experiment, unlike encoding/json, which matches them in
+// any case); a repeated member keeps its last value, as in Python and
+// JavaScript. Not JSON, not an object, invalid UTF-8 or a member of the
+// wrong type is invalid_request. A nil answer means {}.
 func serve[T any](req []byte, fn func(T) (any, *hostfuncs.Error)) (any, *hostfuncs.Error) {
 	var r T
-	if err := json.Unmarshal(req, &r); err != nil {
+	if trimmed := bytes.TrimLeft(req, " \t\r\n"); len(trimmed) == 0 || trimmed[0] != '{' {
+		return nil, invalid("request is not a JSON object")
+	}
+	if err := jsonv2.Unmarshal(req, &r, jsontext.AllowDuplicateNames(true)); err != nil {
 		return nil, invalid("request is not the JSON document the contract defines: " + err.Error())
 	}
 	return fn(r)
@@ -248,8 +257,10 @@ func cwd() string {
 
 // logRequest is mcp_resume_log's request; pointers tell a missing field.
 type logRequest struct {
-	Level, Event, Message *string
-	Detail                string
+	Level   *string `json:"level"`
+	Event   *string `json:"event"`
+	Message *string `json:"message"`
+	Detail  string  `json:"detail"`
 }
 
 // log writes Message through the slog.Logger at Level (debug, info, warn,
@@ -272,31 +283,22 @@ func (f *Funcs) log(r logRequest) (any, *hostfuncs.Error) {
 	return nil, nil
 }
 
-// osError maps an operating-system error to the contract's codes
-// (hostfuncs/README.md, "Error codes"), the same for every host function:
-// ENOENT, ESRCH and EBADF not_found; EACCES and EPERM permission; ELOOP (a
-// symbolic link refused by O_NOFOLLOW) and EISDIR unsafe; ENOTDIR not_dir;
-// EEXIST exists; ENOSPC and EDQUOT no_space; EROFS read_only; the rest io.
+// errnoCodes maps errno values to the contract's codes, the same for every
+// host function (hostfuncs/README.md, "Error codes"; ELOOP is a symbolic
+// link refused by O_NOFOLLOW); any other error is io.
+var errnoCodes = map[syscall.Errno]string{
+	syscall.ENOENT: hostfuncs.CodeNotFound, syscall.ESRCH: hostfuncs.CodeNotFound, syscall.EBADF: hostfuncs.CodeNotFound,
+	syscall.EACCES: hostfuncs.CodePermission, syscall.EPERM: hostfuncs.CodePermission,
+	syscall.ELOOP: hostfuncs.CodeUnsafe, syscall.EISDIR: hostfuncs.CodeUnsafe, syscall.ENOTDIR: hostfuncs.CodeNotDir,
+	syscall.EEXIST: hostfuncs.CodeExists, syscall.ENOSPC: hostfuncs.CodeNoSpace, syscall.EDQUOT: hostfuncs.CodeNoSpace,
+	syscall.EROFS: hostfuncs.CodeReadOnly,
+}
+
+// osError is the contract error of err (errnoCodes), its message "op: err".
 func osError(op string, err error) *hostfuncs.Error {
 	code := hostfuncs.CodeIO
-	var errno syscall.Errno
-	if errors.As(err, &errno) {
-		switch errno {
-		case syscall.ENOENT, syscall.ESRCH, syscall.EBADF:
-			code = hostfuncs.CodeNotFound
-		case syscall.EACCES, syscall.EPERM:
-			code = hostfuncs.CodePermission
-		case syscall.ELOOP, syscall.EISDIR:
-			code = hostfuncs.CodeUnsafe
-		case syscall.ENOTDIR:
-			code = hostfuncs.CodeNotDir
-		case syscall.EEXIST:
-			code = hostfuncs.CodeExists
-		case syscall.ENOSPC, syscall.EDQUOT:
-			code = hostfuncs.CodeNoSpace
-		case syscall.EROFS:
-			code = hostfuncs.CodeReadOnly
-		}
+	if errno := syscall.Errno(0); errors.As(err, &errno) && errnoCodes[errno] != "" {
+		code = errnoCodes[errno]
 	}
 	return &hostfuncs.Error{Code: code, Message: op + ": " + err.Error()}
 }

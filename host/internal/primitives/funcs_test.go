@@ -53,7 +53,7 @@ func TestFuncs_RefusesNames(t *testing.T) {
 func TestFuncs_MalformedRequests(t *testing.T) {
 	f := prepare(t, stateDir(t))
 	for _, fn := range append(hostfuncs.Functions(), "no_such_function") {
-		for _, req := range []string{"{not json", "[]", `"x"`} {
+		for _, req := range []string{"{not json", "[]", `"x"`, "null", "1", "", "   ", "{}x", "{\"level\":\"\xff\"}"} {
 			var resp hostfuncs.Empty
 			out := f.Call(fn, []byte(req))
 			if err := json.Unmarshal(out, &resp); err != nil {
@@ -87,6 +87,8 @@ func TestFuncs_MissingFields(t *testing.T) {
 		{hostfuncs.FnRemove, `{"name":7}`},
 		{hostfuncs.FnLock, `{}`},
 		{hostfuncs.FnLock, `{"name":"lock-1","socket":7}`},
+		{hostfuncs.FnLock, `{"name":"lock-1","socket":"a\u0000b"}`},
+		{hostfuncs.FnLock, `{"name":"lock-1","socket":"` + strings.Repeat("s", 108) + `"}`},
 		{hostfuncs.FnLog, `{"level":"info","message":"m"}`},
 		{hostfuncs.FnLog, `{"level":"info","event":"e"}`},
 		{hostfuncs.FnLog, `{"event":"e","message":"m"}`},
@@ -97,6 +99,11 @@ func TestFuncs_MissingFields(t *testing.T) {
 		{hostfuncs.FnPrepareDir, `{"op":"stat"}`},
 		{hostfuncs.FnPrepareDir, `{"op":"stat","path":"/tmp","follow":"yes"}`},
 		{hostfuncs.FnInspect, `{}`},
+		// Member names are exact: "NAME" is not "name".
+		{hostfuncs.FnRemove, `{"NAME":"token-5-1.a"}`},
+		{hostfuncs.FnRead, `{"Name":"token-5-1.a","limit":10}`},
+		// A repeated member keeps its last value, as in Python and JavaScript.
+		{hostfuncs.FnRemove, `{"name":"token-5-1.a","name":"../x"}`},
 	} {
 		if r := call[hostfuncs.Empty](t, f, c.fn, []byte(c.req)); r.Error == nil || r.Error.Code != hostfuncs.CodeInvalidRequest {
 			t.Errorf("%s(%s) = %+v; want invalid_request", c.fn, c.req, r.Error)

@@ -1,7 +1,6 @@
 package primitives
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
 )
@@ -40,10 +42,10 @@ var procOps = map[string]struct {
 // inspectOp is one decoded operation. Pointers tell a missing field from a
 // zero one (fd 0 is stdin); a field of the wrong JSON type fails decoding.
 type inspectOp struct {
-	Op      string
-	PID     *string
-	FD      *int64
-	Targets []string
+	Op      string   `json:"op"`
+	PID     *string  `json:"pid"`
+	FD      *int64   `json:"fd"`
+	Targets []string `json:"targets"`
 }
 
 // result is one answer of mcp_resume_inspect: a success object or
@@ -61,14 +63,16 @@ func unsupported(msg string) result {
 // read-only operations, one result each, in order. An operation that is
 // not an object, is unknown or has a field of the wrong type or range
 // answers invalid_request; no path crosses the boundary.
-func inspect(r struct{ Ops *[]json.RawMessage }) (any, *hostfuncs.Error) {
+func inspect(r struct {
+	Ops *[]jsontext.Value `json:"ops"`
+}) (any, *hostfuncs.Error) {
 	if r.Ops == nil || len(*r.Ops) == 0 || len(*r.Ops) > hostfuncs.MaxInspectOps {
 		return nil, invalid(fmt.Sprintf(`mcp_resume_inspect: "ops" must be a list of 1 to %d operations`, hostfuncs.MaxInspectOps))
 	}
 	results := make([]result, len(*r.Ops))
 	for i, raw := range *r.Ops {
 		var op inspectOp
-		if err := json.Unmarshal(raw, &op); err != nil || raw[0] != '{' {
+		if err := jsonv2.Unmarshal(raw, &op, jsontext.AllowDuplicateNames(true)); err != nil || raw.Kind() != '{' {
 			results[i] = failed(invalid(fmt.Sprintf("operation %d is not the JSON object the contract defines", i)))
 		} else if results[i] = inspectOne(op); results[i] == nil {
 			results[i] = failed(invalid(fmt.Sprintf("unknown operation %q", op.Op)))
@@ -127,7 +131,15 @@ func inspectOne(op inspectOp) result {
 			}
 			return result{}
 		case hostfuncs.OpExe:
-			return exeStat(pid)
+			// stat(2) follows the link to the program file the process
+			// runs, even a deleted one; an inode may exceed 2^53.
+			var st syscall.Stat_t
+			if runtime.GOOS != "linux" {
+				return unsupported("no /proc on this system")
+			} else if err := syscall.Stat("/proc/"+pid+"/exe", &st); err != nil {
+				return failed(osError("stat /proc/"+pid+"/exe", err))
+			}
+			return result{"dev": strconv.FormatUint(uint64(st.Dev), 10), "ino": strconv.FormatUint(st.Ino, 10)}
 		case hostfuncs.OpSysctl, hostfuncs.OpProcargs:
 			return sysctl(op.Op, n)
 		}
@@ -186,7 +198,8 @@ func readProc(path string) ([]byte, error) {
 // fds lists dir, a /proc/<pid>/fd: each fd with its link target and the
 // octal "flags:" of /proc/<pid>/fdinfo/<fd> (proc_pid_fdinfo(5)) as a
 // number, -1 when fdinfo cannot be read; sorted by fd. With targets, only
-// fds whose target is one of them. An fd that closes meanwhile is skipped.
+// fds whose target is one of them. An fd that closes meanwhile is skipped:
+// the errors are those of opening dir.
 func fds(dir string, targets []string) result {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -199,9 +212,7 @@ func fds(dir string, targets []string) result {
 			continue
 		}
 		target, err := os.Readlink(dir + "/" + e.Name())
-		if err != nil && !errors.Is(err, syscall.ENOENT) {
-			return failed(osError("readlink "+dir+"/"+e.Name(), err))
-		} else if err == nil && (targets == nil || slices.Contains(targets, target)) {
+		if err == nil && (targets == nil || slices.Contains(targets, target)) {
 			out = append(out, hostfuncs.FD{FD: n, Target: target, Flags: fdFlags(dir + "info/" + e.Name())}) // /proc/<pid>/fdinfo/<n>
 		}
 	}
@@ -236,22 +247,6 @@ func fstat(fd int) result {
 		return result{"type": t}
 	}
 	return result{"type": hostfuncs.FileTypeOther}
-}
-
-// exeStat answers "exe": stat(2) of /proc/<pid>/exe, which follows the link
-// to the program file the process runs, even a deleted one: its device and
-// inode as decimal strings (an inode may exceed 2^53). ENOENT (the process
-// is gone, or a kernel thread) answers not_found; EACCES or EPERM (another
-// user's process, or one that is not dumpable) permission.
-func exeStat(pid string) result {
-	if runtime.GOOS != "linux" {
-		return unsupported("no /proc on this system")
-	}
-	var st syscall.Stat_t
-	if err := syscall.Stat("/proc/"+pid+"/exe", &st); err != nil {
-		return failed(osError("stat /proc/"+pid+"/exe", err))
-	}
-	return result{"dev": strconv.FormatUint(uint64(st.Dev), 10), "ino": strconv.FormatUint(st.Ino, 10)}
 }
 
 // Set where the system has them (lock_linux.go, sysctl_darwin.go); nil

@@ -30,11 +30,12 @@ const sunPathLen = 108
 // another process (or socket) holds either form, and nothing stays bound.
 // Always padded first, so two hosts that both bind both never each hold one.
 func bindAbstractLinux(name string) ([]int, error) {
-	if len(name) >= sunPathLen {
-		return nil, syscall.ENAMETOOLONG
+	forms := []string{name + strings.Repeat("\x00", sunPathLen-1-len(name)), name}
+	if forms[0] == forms[1] { // a 107-byte name fills sun_path: one form
+		forms = forms[:1]
 	}
 	var fds []int
-	for _, addr := range []string{name + strings.Repeat("\x00", sunPathLen-1-len(name)), name} {
+	for _, addr := range forms {
 		fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 		if err == nil {
 			// A leading '@' makes Go write a NUL: the abstract namespace,

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -99,8 +100,12 @@ func TestLock_ExclusiveUntilClose(t *testing.T) {
 		t.Fatalf("second holder got %+v, want busy", r.Error)
 	}
 	a.Close()
-	if r := call[hostfuncs.Empty](t, b, hostfuncs.FnLock, req); r.Error != nil {
+	// "socket" "" or null means none: the file's flock alone.
+	if r := call[hostfuncs.Empty](t, b, hostfuncs.FnLock, []byte(`{"name":"lock-5-1.a","socket":""}`)); r.Error != nil {
 		t.Fatalf("after Close: %v", r.Error)
+	}
+	if r := call[hostfuncs.Empty](t, a, hostfuncs.FnLock, []byte(`{"name":"lock-5-1.a","socket":null}`)); r.Error == nil || r.Error.Code != hostfuncs.CodeBusy {
+		t.Fatalf("flock held by another store: %+v, want busy", r.Error)
 	}
 	b.Close()
 	if info, err := os.Stat(filepath.Join(dir, "lock-5-1.a")); err != nil || info.Mode().Perm() != 0o600 {
@@ -170,5 +175,42 @@ func TestLock_ReleasedByKill9(t *testing.T) {
 	cmd.Wait()
 	if r := call[hostfuncs.Empty](t, f, hostfuncs.FnLock, req); r.Error != nil {
 		t.Fatalf("after kill -9: %v", r.Error)
+	}
+}
+
+// On Linux the abstract socket is the lock between hosts: two stores with
+// different files (another directory, another name) but one socket exclude
+// each other until Close. Both forms are bound (/proc/net/unix lists the
+// padded one as @<name>@@@… and the unpadded one as @<name>); a 107-byte
+// name fills sun_path, so its two forms are one address, bound once.
+func TestLock_SocketIsTheLock(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("abstract sockets exist on Linux only")
+	}
+	short := fmt.Sprintf("mcp-resume-test-%d", os.Getpid())
+	long := short + "-" + strings.Repeat("s", 106-len(short))
+	for _, socket := range []string{short, long} {
+		a, b := prepare(t, stateDir(t)), prepare(t, stateDir(t))
+		if r := call[hostfuncs.Empty](t, a, hostfuncs.FnLock, hostfuncs.LockRequest{Name: "lock-a", Socket: socket}); r.Error != nil {
+			t.Fatalf("lock with a %d-byte socket: %v", len(socket), r.Error)
+		}
+		unix, _ := os.ReadFile("/proc/net/unix")
+		forms := []string{" @" + socket + "\n", " @" + socket + "@"}
+		if len(socket) == 107 {
+			forms = forms[:1]
+		}
+		for _, form := range forms {
+			if !strings.Contains(string(unix), form) {
+				t.Errorf("/proc/net/unix lacks %q", form)
+			}
+		}
+		if r := call[hostfuncs.Empty](t, b, hostfuncs.FnLock, hostfuncs.LockRequest{Name: "lock-b", Socket: socket}); r.Error == nil || r.Error.Code != hostfuncs.CodeBusy {
+			t.Errorf("another file, the same %d-byte socket = %+v, want busy", len(socket), r.Error)
+		}
+		a.Close()
+		if r := call[hostfuncs.Empty](t, b, hostfuncs.FnLock, hostfuncs.LockRequest{Name: "lock-b", Socket: socket}); r.Error != nil {
+			t.Errorf("after Close: %v", r.Error)
+		}
+		b.Close()
 	}
 }
