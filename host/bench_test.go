@@ -138,7 +138,7 @@ func runBench(name string, n int) benchResult {
 	}
 	defer os.RemoveAll(tmp)
 	dir := filepath.Join(tmp, "state")
-	opts := &host.Options{StateDir: dir, Logger: slog.New(slog.DiscardHandler), CacheDir: sharedCacheDir, Instance: host.NoInstance}
+	opts := &host.Options{StateRoot: dir, Logger: slog.New(slog.DiscardHandler), CacheDir: sharedCacheDir, Instance: host.NoInstance}
 	s, err := host.Open(ctx, "bench-app", opts)
 	if err != nil {
 		return benchResult{Error: err.Error()}

@@ -55,7 +55,7 @@ func cacheChild(dir string) int {
 	defer os.RemoveAll(state)
 	var engine string
 	for i := range 2 {
-		s, err := host.Open(ctx, "cache-app", &host.Options{CacheDir: dir, StateDir: state, Instance: strconv.Itoa(i), Logger: logger})
+		s, err := host.Open(ctx, "cache-app", &host.Options{CacheDir: dir, StateRoot: state, Instance: strconv.Itoa(i), Logger: logger})
 		if err != nil {
 			fmt.Println("error", err)
 			return 1

@@ -19,9 +19,9 @@ func Example() {
 	defer os.RemoveAll(dir)
 	open := func() *host.Store {
 		s, err := host.Open(ctx, "my-server", &host.Options{
-			StateDir: dir,
-			Logger:   slog.New(slog.DiscardHandler),
-			Instance: host.NoInstance,
+			StateRoot: dir,
+			Logger:    slog.New(slog.DiscardHandler),
+			Instance:  host.NoInstance,
 		})
 		if err != nil {
 			fmt.Println("no session resume:", err) // serve anyway: a nil store is resume off

@@ -33,7 +33,7 @@ func fdsChild(report string) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	s, err := host.Open(ctx, "fds-app", &host.Options{CacheDir: filepath.Join(dir, "cache"), StateDir: filepath.Join(dir, "state"), Instance: host.NoInstance, Logger: slog.New(slog.DiscardHandler)})
+	s, err := host.Open(ctx, "fds-app", &host.Options{CacheDir: filepath.Join(dir, "cache"), StateRoot: filepath.Join(dir, "state"), Instance: host.NoInstance, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return 1
 	}

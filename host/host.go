@@ -1,46 +1,3 @@
-// Package host embeds the mcp-resume plugin in a Go MCP server: open a Store
-// for your server app, Load the token to offer the broker, Store the token
-// the broker returns, Reject a token the broker refused.
-//
-//	store, err := host.Open(ctx, "my-server", nil)
-//	if err != nil { ... } // a bad app name or a broken plugin: serve without resume
-//	defer store.Close(ctx) // a nil *Store is "resume off": every method is safe
-//	if token, ok := store.Load(ctx); ok {
-//		sess, err := broker.Resume(ctx, token)
-//		if err != nil { store.Reject(ctx) } // then start a fresh session
-//	}
-//	store.Store(ctx, sess.Token)
-//
-// All of the resume policy is the plugin (plugin.wasm, built from
-// procid and plugin/internal/resume), the same Wasm module the Python and
-// TypeScript packages run: which process is the MCP host, the state
-// directory, the instance key, the app-name and token rules. This package
-// supplies the host functions of hostfuncs/README.md (OS primitives, no
-// policy) and runs the plugin on Extism's Go SDK over wazero. It implements
-// spec 000 ("MCP Server Session Resume Specification v1"): failures are
-// logged through log/slog, never returned as a reason to stop the server, and
-// nothing is ever written to stdout.
-//
-// # Switching resume off
-//
-// MCP_RESUME=off in the server's environment turns resume off: Open still
-// succeeds, logs one line ("Session resume turned off by MCP_RESUME=off",
-// event resume_off), and from then on Load finds nothing and Store and
-// Reject do nothing; no process is inspected and no file or directory is
-// read or written. The plugin reads the switch (it is policy, like every
-// other MCP_RESUME_* variable), so every host language honours it the same
-// way. The plugin is therefore still loaded: with MCP_RESUME=off a start
-// saves the plugin's identity and file work (a few ms), not the loading of
-// the module (docs/BENCHMARKS.md, `make bench-go`, mode "MCP_RESUME=off").
-//
-// # Startup
-//
-// The plugin is compiled once per process and cached on disk across
-// processes (Options.CacheDir). The first start on a machine does not wait
-// for wazero's compiler: it runs on wazero's interpreter while a background
-// goroutine compiles the module into the cache, which the next start loads.
-// Nothing waits for that goroutine (not Close, not process exit), and a
-// process killed during it leaves nothing a later start would read.
 package host
 
 import (
@@ -60,7 +17,8 @@ import (
 
 // EnvStateDir names the environment variable the plugin reads for the state
 // root (the directory holding one state directory per app) when
-// Options.StateDir is empty.
+// Options.StateRoot is empty. It is named after the variable, whose name
+// predates the distinction.
 const EnvStateDir = "MCP_RESUME_STATE_DIR"
 
 // EnvInstance names the environment variable the plugin reads for the
@@ -68,7 +26,7 @@ const EnvStateDir = "MCP_RESUME_STATE_DIR"
 // configuration can set it per server entry.
 const EnvInstance = "MCP_RESUME_INSTANCE"
 
-// NoInstance, as Options.Instance, treats every instance under one host as
+// NoInstance, as Options.Instance, treats every instance under one MCP host as
 // the same one: the file is the spec's plain token-<pid>-<start_time>, and
 // only one instance at a time resumes.
 const NoInstance = "-"
@@ -82,7 +40,7 @@ var (
 	// ErrInvalidOption: the plugin refused an option (code invalid_option).
 	ErrInvalidOption = errors.New("invalid option")
 	// ErrPlugin: the plugin cannot be compiled or instantiated, speaks
-	// another ABI version than this host, or failed without an answer.
+	// another ABI version than this package, or failed without an answer.
 	ErrPlugin = errors.New("mcp-resume plugin unusable")
 )
 
@@ -109,12 +67,16 @@ var ErrInvalidToken = errors.New("invalid token")
 
 // Options configures Open. A nil *Options uses every default.
 type Options struct {
-	// StateDir is the state root, made absolute against the working
-	// directory: token files live in <StateDir>/<app> (uppercase letters of
-	// the app written as '+' and the lowercase letter), so two apps given one
-	// StateDir never share a file. Empty: $MCP_RESUME_STATE_DIR, else the
-	// per-user default root (hostfuncs/README.md, "Plugin exports").
-	StateDir string
+	// StateRoot is the state root, the directory that holds one state
+	// directory per app; a relative one is taken against the working
+	// directory (by the plugin, from facts.cwd, as in every language): token
+	// files live in <StateRoot>/<app> (uppercase letters of the app written
+	// as '+' and the lowercase letter; Store.StateDir), so two apps given one
+	// StateRoot never share a file. Empty: $MCP_RESUME_STATE_DIR, else the
+	// per-user default root (hostfuncs/README.md, "Plugin exports"). The
+	// open export's JSON calls it state_dir, as do the Python and
+	// TypeScript options.
+	StateRoot string
 	// Logger receives the plugin's log lines (spec 000, Logging Strategy).
 	// Defaults to slog.Default(), whose output is stderr unless you change it.
 	Logger *slog.Logger
@@ -194,7 +156,7 @@ var wasmModule = plugin.Wasm
 // example `invalid app name "a/b": use 1-64 letters, ...`); and ErrPlugin
 // when the plugin cannot run; in every case the server should
 // carry on without resume, which the nil *Store returned does. Problems with
-// the host identity or the state directory are not errors: they switch
+// the MCP host's identity or the state directory are not errors: they switch
 // resume off and are logged on the first Load or Store (spec 000, Parent
 // Process Information Unavailable).
 func Open(ctx context.Context, app string, opts *Options) (*Store, error) {
@@ -207,9 +169,9 @@ func openWith(ctx context.Context, app string, opts *Options, funcs *primitives.
 	if opts != nil {
 		o = *opts
 	}
-	// StateDir goes to the plugin exactly as given: the plugin makes a
+	// StateRoot goes to the plugin exactly as given: the plugin makes a
 	// relative one absolute against facts.cwd (hostfuncs/README.md, "open").
-	in := hostfuncs.OpenInput{App: app, StateDir: o.StateDir, Launchers: o.Launchers}
+	in := hostfuncs.OpenInput{App: app, StateDir: o.StateRoot, Launchers: o.Launchers}
 	if o.Instance != "" {
 		in.Instance = &o.Instance
 	}
@@ -277,9 +239,11 @@ func (s *Store) open(ctx context.Context, input []byte) error {
 	return nil
 }
 
-// StateDirectory returns the absolute state directory this Store uses, as
-// the plugin decided it; "" for a nil Store.
-func (s *Store) StateDirectory() string {
+// StateDir returns the absolute state directory this Store uses, the app's
+// own directory under the state root (StateRoot) where its token and lock
+// files live (hostfuncs/README.md calls it the state directory), as the
+// plugin decided it; "" for a nil Store.
+func (s *Store) StateDir() string {
 	if s == nil {
 		return ""
 	}
@@ -287,7 +251,7 @@ func (s *Store) StateDirectory() string {
 }
 
 // StateRoot returns the directory that holds one state directory per app:
-// Options.StateDir, else $MCP_RESUME_STATE_DIR, else the per-user default
+// Options.StateRoot, else $MCP_RESUME_STATE_DIR, else the per-user default
 // (for example ~/.local/state/mcp-resume), as the plugin computes it; "" for
 // a nil Store.
 func (s *Store) StateRoot() string {
@@ -336,8 +300,10 @@ func (s *Store) Store(ctx context.Context, token string) error {
 
 // Reject tells the store the broker refused the token Load returned: the
 // token file is deleted unless it already holds a newer token (spec 000,
-// Broker Rejects Token; seed 004, reconnection race). A nil Store, or a ctx
-// done before the plugin is called, does nothing.
+// Broker Rejects Token), so that in the reconnection race (a delayed
+// rejection arriving after a newer session was stored) the newer token
+// survives. A nil Store, or a ctx done before the plugin is called, does
+// nothing.
 func (s *Store) Reject(ctx context.Context) {
 	if s == nil {
 		return
@@ -345,105 +311,49 @@ func (s *Store) Reject(ctx context.Context) {
 	_, _, _ = s.call(ctx, hostfuncs.ExportReject, nil)
 }
 
-// HostState says whether the MCP host a token file names is still running.
-type HostState string
-
-// Host states, as the plugin's liveness policy decides them.
-const (
-	HostAlive   HostState = hostfuncs.HostAlive   // that process runs with that start time
-	HostGone    HostState = hostfuncs.HostGone    // no such process, or the pid names another process or boot
-	HostUnknown HostState = hostfuncs.HostUnknown // cannot tell (permissions, another PID namespace, platform)
+// The answers of List, Prune and Whoami are the plugin's export outputs as
+// hostfuncs states them (hostfuncs/README.md, "Plugin exports"), not copies:
+// one type per concept, the same JSON in every host language, and
+// `mcp-resume` hands them to the plugin's render export unchanged. Their
+// Host fields and constants (hostfuncs.HostAlive, HostGone, HostUnknown;
+// hostfuncs.ReasonHostGone, ReasonAged) describe the MCP host, not this
+// package.
+type (
+	// TokenFile is one token file of the state directory as List reports it
+	// (never its token).
+	TokenFile = hostfuncs.ListedFile
+	// PrunedFile is one file Prune removed, and why.
+	PrunedFile = hostfuncs.PrunedFile
+	// Identity is the MCP host this process resolves and the names it
+	// would use, as Whoami reports it.
+	Identity = hostfuncs.WhoamiOutput
+	// Process is one process of the ancestor chain of an Identity.
+	Process = hostfuncs.Process
 )
 
-// TokenFile is one token file of the state directory (never its token).
-type TokenFile struct {
-	// Name is the file name, token-<pid>-<start_time>[-<instance>].
-	Name string `json:"name"`
-	// PID and StartTime identify the MCP host the file belongs to.
-	PID       int    `json:"pid"`
-	StartTime string `json:"start_time"`
-	// Instance is the 16-hex-digit instance suffix, "" for none.
-	Instance string `json:"instance,omitempty"`
-	// Host says whether that host is still running.
-	Host HostState `json:"host"`
-	// AgeSeconds is the time since the file was last written, in whole seconds.
-	AgeSeconds int64 `json:"age_seconds"`
-}
-
 // List reports the token files in the state directory and whether their
-// hosts are alive, through the plugin's list export (the same answer in
+// MCP hosts are alive, through the plugin's list export (the same answer in
 // every language). It fails when the plugin does (for example a missing
 // state directory) and for a nil Store.
 func (s *Store) List(ctx context.Context) ([]TokenFile, error) {
-	var out struct {
-		Files []TokenFile `json:"files"`
-	}
+	var out hostfuncs.ListOutput
 	if err := s.callJSON(ctx, hostfuncs.ExportList, nil, &out); err != nil {
 		return nil, err
 	}
 	return out.Files, nil
 }
 
-// PruneReason says why Prune removed a file.
-type PruneReason string
-
-// Prune reasons.
-const (
-	// ReasonHostGone: the file's host process is gone.
-	ReasonHostGone PruneReason = hostfuncs.ReasonHostGone
-	// ReasonAged: the file's host cannot be checked and the token file is
-	// older than 30 days.
-	ReasonAged PruneReason = hostfuncs.ReasonAged
-)
-
-// PrunedFile is one file Prune removed, and why.
-type PrunedFile struct {
-	Name   string      `json:"name"`
-	Reason PruneReason `json:"reason"`
-	Host   HostState   `json:"host"`
-}
-
 // Prune removes the token and lock files of MCP hosts that are gone, and
-// token files older than 30 days whose host cannot be checked, never those
-// of a live host nor this instance's own (the plugin's prune export). The
-// first Load, Store or Reject already prunes once while resume is on;
-// `mcp-resume prune` calls this on any state directory.
+// token files older than 30 days whose MCP host cannot be checked, never
+// those of a live MCP host nor this instance's own (the plugin's prune
+// export). The first Load, Store or Reject already prunes once while resume
+// is on; `mcp-resume prune` calls this on any state directory.
 func (s *Store) Prune(ctx context.Context) ([]PrunedFile, error) {
-	var out struct {
-		Removed []PrunedFile `json:"removed"`
-	}
+	var out hostfuncs.PruneOutput
 	if err := s.callJSON(ctx, hostfuncs.ExportPrune, nil, &out); err != nil {
 		return nil, err
 	}
 	return out.Removed, nil
-}
-
-// Process is one process of the ancestor chain Whoami reports.
-type Process struct {
-	PID       int      `json:"pid"`
-	PPID      int      `json:"ppid"`
-	Name      string   `json:"name"`
-	Args      []string `json:"args"`
-	StartTime string   `json:"start_time"`
-	// Role is "launcher" (skipped) or "host" (the MCP host).
-	Role string `json:"role"`
-}
-
-// Identity is the MCP host this process resolves and the names it would use
-// (the plugin's whoami export).
-type Identity struct {
-	PID       int    `json:"pid,omitempty"`
-	StartTime string `json:"start_time,omitempty"`
-	// Stdio says how the host's hold on this process's stdin/stdout was checked.
-	Stdio string `json:"stdio,omitempty"`
-	// InstanceSuffix is the 16-hex-digit instance part of the names, "" for none.
-	InstanceSuffix string    `json:"instance_suffix,omitempty"`
-	TokenFile      string    `json:"token_file,omitempty"`
-	LockFile       string    `json:"lock_file,omitempty"`
-	StateDir       string    `json:"state_dir"`
-	Chain          []Process `json:"chain"`
-	// Error says why the identity is unavailable (resume is then off), "" when it is.
-	Error string `json:"error,omitempty"`
 }
 
 // Whoami reports the MCP host this process resolves, the ancestor chain the
@@ -458,7 +368,7 @@ func (s *Store) Whoami(ctx context.Context) (Identity, error) {
 
 // WhoamiFor is Whoami for the running MCP server process pid (the plugin's
 // whoami export with input {"pid": pid}; `mcp-resume whoami --pid`): the
-// host it would resolve, the chain, and the file names with this Store's
+// MCP host it would resolve, the chain, and the file names with this Store's
 // instance key and state directory. Every rule is the server's own, except
 // that on Linux a socket on the server's stdio cannot be checked from
 // outside (only the socket's holder can ask for its peer), so Stdio may
@@ -473,7 +383,7 @@ func (s *Store) WhoamiFor(ctx context.Context, pid int) (Identity, error) {
 }
 
 // Close releases the plugin instance and the lock on the token file, so
-// another instance under the same host may take it over. It is safe to call
+// another instance under the same MCP host may take it over. It is safe to call
 // more than once, and on a nil Store; later calls to other methods do nothing.
 func (s *Store) Close(ctx context.Context) error {
 	if s == nil {

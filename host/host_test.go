@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/mcp-resume/mcp-resume/host"
+	"github.com/mcp-resume/mcp-resume/hostfuncs"
 )
 
 // These tests run the real plugin with the real identity of this test
@@ -29,7 +30,7 @@ func open(t testing.TB, dir string, logger *slog.Logger) *host.Store {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s, err := host.Open(context.Background(), "test-app", &host.Options{StateDir: filepath.Dir(dir), Logger: logger, CacheDir: sharedCacheDir, Instance: host.NoInstance})
+	s, err := host.Open(context.Background(), "test-app", &host.Options{StateRoot: filepath.Dir(dir), Logger: logger, CacheDir: sharedCacheDir, Instance: host.NoInstance})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +61,7 @@ func TestOpen_InvalidApp(t *testing.T) {
 	}
 }
 
-// The state directory: an option made absolute, else $MCP_RESUME_STATE_DIR
+// The state root: Options.StateRoot made absolute, else $MCP_RESUME_STATE_DIR
 // (read by the plugin from the facts), else the plugin's per-app default.
 func TestOpen_StateDir(t *testing.T) {
 	ctx := context.Background()
@@ -68,14 +69,14 @@ func TestOpen_StateDir(t *testing.T) {
 
 	t.Chdir(t.TempDir())
 	o := *quiet
-	o.StateDir = "rel/state"
+	o.StateRoot = "rel/state"
 	s, err := host.Open(ctx, "test-app", &o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	wd, _ := os.Getwd()
-	if want := filepath.Join(wd, "rel", "state", "test-app"); s.StateDirectory() != want {
-		t.Errorf("relative StateDir: %q, want %q", s.StateDirectory(), want)
+	if want := filepath.Join(wd, "rel", "state", "test-app"); s.StateDir() != want {
+		t.Errorf("relative StateRoot: %q, want %q", s.StateDir(), want)
 	}
 	s.Close(ctx)
 
@@ -85,8 +86,8 @@ func TestOpen_StateDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.StateDirectory() != filepath.Join(env, "test-app") || s.StateRoot() != env {
-		t.Errorf("StateDirectory() = %q, StateRoot() = %q, want %q in %q", s.StateDirectory(), s.StateRoot(), "test-app", env)
+	if s.StateDir() != filepath.Join(env, "test-app") || s.StateRoot() != env {
+		t.Errorf("StateDir() = %q, StateRoot() = %q, want %q in %q", s.StateDir(), s.StateRoot(), "test-app", env)
 	}
 	s.Close(ctx)
 
@@ -104,9 +105,9 @@ func TestOpen_StateDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close(ctx)
-	if a.StateDirectory() == b.StateDirectory() || filepath.Base(a.StateDirectory()) != "one" ||
-		filepath.Dir(a.StateDirectory()) != a.StateRoot() || !strings.HasPrefix(a.StateRoot(), home+"/") {
-		t.Errorf("defaults: %q (root %q), %q", a.StateDirectory(), a.StateRoot(), b.StateDirectory())
+	if a.StateDir() == b.StateDir() || filepath.Base(a.StateDir()) != "one" ||
+		filepath.Dir(a.StateDir()) != a.StateRoot() || !strings.HasPrefix(a.StateRoot(), home+"/") {
+		t.Errorf("defaults: %q (root %q), %q", a.StateDir(), a.StateRoot(), b.StateDir())
 	}
 }
 
@@ -131,8 +132,8 @@ func TestNilStore(t *testing.T) {
 	if _, err := s.List(ctx); err == nil {
 		t.Error("List on a nil store succeeded")
 	}
-	if s.StateDirectory() != "" {
-		t.Error("StateDirectory on a nil store")
+	if s.StateDir() != "" {
+		t.Error("StateDir on a nil store")
 	}
 }
 
@@ -165,7 +166,7 @@ func TestStore_RoundTripListWhoami(t *testing.T) {
 	}
 	files, err := s.List(ctx)
 	if err != nil || len(files) != 1 || files[0].Name != id.TokenFile || files[0].PID != id.PID ||
-		files[0].StartTime != id.StartTime || files[0].Host != host.HostAlive {
+		files[0].StartTime != id.StartTime || files[0].Host != hostfuncs.HostAlive {
 		t.Fatalf("List = %+v, %v", files, err)
 	}
 	s.Close(ctx)
@@ -198,7 +199,7 @@ func TestStore_PruneGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	removed, err := s.Prune(ctx)
-	if err != nil || len(removed) != 1 || removed[0].Name != gone || removed[0].Reason != host.ReasonHostGone || removed[0].Host != host.HostGone {
+	if err != nil || len(removed) != 1 || removed[0].Name != gone || removed[0].Reason != hostfuncs.ReasonHostGone || removed[0].Host != hostfuncs.HostGone {
 		t.Fatalf("Prune = %+v, %v", removed, err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, id.TokenFile)); err != nil {
@@ -223,7 +224,7 @@ func TestOpen_RefusesOlderABI(t *testing.T) {
 	}
 	defer host.SetWasmForTest(module)()
 	s, err := host.Open(context.Background(), "test-app", &host.Options{CacheDir: "-", Logger: slog.New(slog.DiscardHandler)})
-	if !errors.Is(err, host.ErrPlugin) || s != nil || !strings.Contains(err.Error(), `plugin ABI version "3", this host implements "4"`) {
+	if !errors.Is(err, host.ErrPlugin) || s != nil || !strings.Contains(err.Error(), `plugin ABI version "3", this host implements "`+hostfuncs.ABIVersion+`"`) {
 		t.Errorf("Open with an ABI 3 plugin = %v, %v", s, err)
 	}
 }
@@ -271,7 +272,7 @@ func TestStore_StdoutUntouched(t *testing.T) {
 		defer func() { os.Stdout = saved }()
 		ctx := context.Background()
 		logger := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug}))
-		s, err := host.Open(ctx, "test-app", &host.Options{StateDir: t.TempDir() + "/s", Logger: logger, CacheDir: sharedCacheDir, Instance: host.NoInstance})
+		s, err := host.Open(ctx, "test-app", &host.Options{StateRoot: t.TempDir() + "/s", Logger: logger, CacheDir: sharedCacheDir, Instance: host.NoInstance})
 		if err != nil {
 			t.Error(err)
 			return

@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 	sharedCacheDir = dir
 	// Fill the cache: open once, wait for the background compile.
 	ctx := context.Background()
-	if s, err := host.Open(ctx, "test-app", &host.Options{CacheDir: dir, StateDir: dir + "/state", Logger: slog.New(slog.DiscardHandler)}); err == nil {
+	if s, err := host.Open(ctx, "test-app", &host.Options{CacheDir: dir, StateRoot: dir + "/state", Logger: slog.New(slog.DiscardHandler)}); err == nil {
 		s.Close(ctx)
 	}
 	host.WaitCompileForTest(ctx, dir)

@@ -13,7 +13,8 @@ import (
 	"github.com/mcp-resume/mcp-resume/host"
 )
 
-// Memory stays flat over 10,000 calls (issue 10, item 5): the Go heap, the
+// Memory stays flat over 10,000 calls (a long-running server must not grow
+// with every call it makes): the Go heap, the
 // process's RSS and the Extism kernel memory after 10,000 load/store calls
 // against after the first 1,000, then after 5,000 more. Between 1k and 10k
 // the guest's linear memory (part of the Go heap here) still grows once, by

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/mcp-resume/mcp-resume/host"
@@ -19,8 +18,10 @@ func TestRefusals_SaidOnce(t *testing.T) {
 		t.Errorf("Open(a/b) = %v; want %q matching ErrInvalidApp", err, want)
 	}
 	s := open(t, filepath.Join(t.TempDir(), "state", "test-app"), nil)
+	// The plugin's message names the problem once; this package adds no
+	// prefix of its own (no "invalid token: invalid token: ...").
 	err = s.Store(ctx, "two words")
-	if !errors.Is(err, host.ErrInvalidToken) || strings.Count(err.Error(), "invalid token") != 1 || !strings.HasPrefix(err.Error(), "invalid token: ") {
-		t.Errorf("Store(two words) = %v; want one \"invalid token\", matching ErrInvalidToken", err)
+	if want := "invalid token: token has byte 0x20 at offset 3; only visible ASCII (0x21-0x7E) is allowed; pass the token exactly as the broker issued it"; !errors.Is(err, host.ErrInvalidToken) || err.Error() != want {
+		t.Errorf("Store(two words) = %v; want %q matching ErrInvalidToken", err, want)
 	}
 }

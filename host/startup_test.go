@@ -34,7 +34,7 @@ const (
 func startupChild(dir string) int {
 	ctx := context.Background()
 	state := filepath.Join(dir, "..", "state")
-	s, err := host.Open(ctx, "startup-app", &host.Options{CacheDir: dir, StateDir: state, Instance: host.NoInstance, Logger: slog.New(slog.DiscardHandler)})
+	s, err := host.Open(ctx, "startup-app", &host.Options{CacheDir: dir, StateRoot: state, Instance: host.NoInstance, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		fmt.Println("error", err)
 		return 1
@@ -205,7 +205,7 @@ func TestStartup_CloseDoesNotWait(t *testing.T) {
 	// Not under t.TempDir: the compile goes on after the test, into a
 	// directory TestMain removes at the end.
 	dir := filepath.Join(sharedCacheDir, "close-test")
-	s, err := host.Open(ctx, "startup-app", &host.Options{CacheDir: dir, StateDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
+	s, err := host.Open(ctx, "startup-app", &host.Options{CacheDir: dir, StateRoot: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,14 +1,7 @@
-// Package wire holds the payloads that cross the boundary between the
-// mcp-resume plugin and a host (ABI version 3): the names of the host
-// functions the plugin imports, the JSON documents they take and return, the
-// plugin's exports and their JSON, and the name rule every host enforces
-// (ValidName).
-//
-// It is the Go statement of hostfuncs/README.md, imported by the plugin (built
-// for wasip1) and by the Go host alike. The plugin encodes and decodes these
-// documents with the reflection-free codecs of codec.go (EncodeJSON and
-// DecodeJSON methods, on jsontext); the Go host uses encoding/json and the
-// json tags below, which state the same contract.
+// The host functions' names and payloads, in the order of
+// hostfuncs/README.md; the plugin's exports and their JSON are in
+// exports.go, the package documentation in doc.go.
+
 package hostfuncs
 
 // ABIVersion is the version of the contract between plugin and host. The
@@ -42,22 +35,6 @@ func Functions() []string {
 	return []string{FnFacts, FnInspect, FnPrepareDir, FnRead, FnWrite, FnRemove, FnList, FnLock, FnLog}
 }
 
-// Exports of the plugin.
-const (
-	ExportABIVersion = "mcp_resume_abi_version"
-	ExportOpen       = "open"
-	ExportLoad       = "load"
-	ExportStore      = "store"
-	ExportReject     = "reject"
-	ExportNames      = "names"
-	ExportList       = "list"
-	ExportPrune      = "prune"
-	ExportWhoami     = "whoami"
-	// ExportRender turns whoami, list and prune answers into what the
-	// mcp-resume command line prints (plugin/internal/render); it needs no open.
-	ExportRender = "render"
-)
-
 // Error codes a host function may return in Error.Code.
 const (
 	// CodeNotFound: the file, directory or process does not exist (ENOENT,
@@ -90,20 +67,6 @@ const (
 	CodeNoSpace = "no_space"
 	// CodeReadOnly: the file system is mounted read-only (EROFS).
 	CodeReadOnly = "read_only"
-)
-
-// Error codes of the plugin's exports (ExportError.Code).
-const (
-	// CodeInvalidToken: store was given a token that is not 1-4096 bytes of
-	// visible ASCII (spec 000, Token File Corrupted, applied to input).
-	CodeInvalidToken = "invalid_token"
-	// CodeInvalidApp: open was given an app name that breaks the app rule.
-	CodeInvalidApp = "invalid_app"
-	// CodeInvalidOption: open was given an option it cannot use (a relative
-	// state_dir while facts.cwd is empty, a malformed request).
-	CodeInvalidOption = "invalid_option"
-	// CodeNotOpen: an export other than open ran before a successful open.
-	CodeNotOpen = "not_open"
 )
 
 // Error is the failure half of every host-function response, and the JSON
@@ -387,130 +350,6 @@ type LogRequest struct {
 	Event   string `json:"event"`
 	Message string `json:"message"`
 	Detail  string `json:"detail,omitempty"`
-}
-
-// OpenInput is the input of ExportOpen: what the server declared through
-// its host API. Every field but App is optional; the plugin fills the
-// defaults from Facts.
-type OpenInput struct {
-	// App is the server application name (1-64 of [A-Za-z0-9._-], starting
-	// with a letter or digit).
-	App string `json:"app"`
-	// StateDir overrides the state root, exactly as the user gave it: the
-	// plugin makes a relative one absolute against Facts.Cwd and cleans it.
-	// Empty: the environment's MCP_RESUME_STATE_DIR, else the per-user
-	// default.
-	StateDir string `json:"state_dir,omitempty"`
-	// Instance is the declared instance key; nil means "not declared" (the
-	// default applies), "" or "-" means "no instance".
-	Instance *string `json:"instance,omitempty"`
-	// Launchers are extra launcher names, added to the defaults and to
-	// MCP_RESUME_LAUNCHERS.
-	Launchers []string `json:"launchers,omitempty"`
-	// AppMissing is set by DecodeJSON when the input has no app member or
-	// a null one (a host's None, null or undefined), so the error can say
-	// so rather than quote an empty name. Not part of the JSON.
-	AppMissing bool `json:"-"`
-}
-
-// OpenOutput is the output of ExportOpen.
-type OpenOutput struct {
-	// StateDir is the absolute, clean state directory this store uses.
-	// When open succeeds with it non-empty, the host fixes it as this
-	// store's state directory for good (the confinement rule): the file
-	// functions act on names directly inside it.
-	StateDir string `json:"state_dir"`
-	// StateRoot is the directory that holds every app's default state
-	// directory (the default StateDir without its last element).
-	StateRoot string `json:"state_root"`
-	// Resume is false when resume is already known to be off (the
-	// MCP_RESUME=off switch, an unsupported OS); true otherwise.
-	Resume bool `json:"resume"`
-}
-
-// NamesOutput is the output of ExportNames: this instance's token and lock
-// file names, both "" when the identity is unavailable.
-type NamesOutput struct {
-	Token string `json:"token,omitempty"`
-	Lock  string `json:"lock,omitempty"`
-	// LockSocket is the abstract socket of the lock (LockRequest.Socket): a
-	// host on Linux that cannot bind it inside a synchronous host
-	// function (Node) binds it ahead of the first load, store or reject.
-	LockSocket string `json:"lock_socket,omitempty"`
-}
-
-// Host states of ListedFile.Host and PrunedFile.Host.
-const (
-	HostAlive   = "alive"   // that process is running with that start time
-	HostGone    = "gone"    // no such process, or the pid now names another process or boot
-	HostUnknown = "unknown" // cannot tell (permissions, another PID namespace, platform)
-)
-
-// ListedFile is one token file reported by ExportList. Instance is the
-// 16-hex-digit instance suffix of the name, if any.
-type ListedFile struct {
-	Name       string `json:"name"`
-	PID        int    `json:"pid"`
-	StartTime  string `json:"start_time"`
-	Instance   string `json:"instance,omitempty"`
-	Host       string `json:"host"`
-	AgeSeconds int64  `json:"age_seconds"`
-}
-
-// ListOutput is the output of ExportList.
-type ListOutput struct {
-	Files []ListedFile `json:"files"`
-}
-
-// Reasons of PrunedFile.Reason.
-const (
-	ReasonHostGone = "host_gone" // its host process is gone
-	ReasonAged     = "aged"      // its host cannot be checked and it is older than 30 days
-)
-
-// PrunedFile is one file ExportPrune removed, and why.
-type PrunedFile struct {
-	Name   string `json:"name"`
-	Reason string `json:"reason"`
-	Host   string `json:"host"`
-}
-
-// PruneOutput is the output of ExportPrune.
-type PruneOutput struct {
-	Removed []PrunedFile `json:"removed"`
-}
-
-// Process is one process of the ancestor chain ExportWhoami reports.
-type Process struct {
-	PID       int      `json:"pid"`
-	PPID      int      `json:"ppid"`
-	Name      string   `json:"name"`
-	Args      []string `json:"args"`
-	StartTime string   `json:"start_time"`
-	// Role is "launcher" or "host".
-	Role string `json:"role"`
-}
-
-// WhoamiInput is the optional input of ExportWhoami. Empty input, or a PID
-// of 0, is this process; another PID asks what that running server process
-// would resolve (`mcp-resume whoami --pid`).
-type WhoamiInput struct {
-	PID int `json:"pid,omitempty"`
-}
-
-// WhoamiOutput is the output of ExportWhoami: the MCP host this process
-// resolves, how, and the names it would use. Error says why the identity is
-// unavailable (then PID, StartTime and the names are empty).
-type WhoamiOutput struct {
-	PID            int       `json:"pid,omitempty"`
-	StartTime      string    `json:"start_time,omitempty"`
-	Stdio          string    `json:"stdio,omitempty"`
-	InstanceSuffix string    `json:"instance_suffix,omitempty"`
-	TokenFile      string    `json:"token_file,omitempty"`
-	LockFile       string    `json:"lock_file,omitempty"`
-	StateDir       string    `json:"state_dir"`
-	Chain          []Process `json:"chain"`
-	Error          string    `json:"error,omitempty"`
 }
 
 // MaxNameLen is the longest name, in bytes, of the host rule (ValidName).

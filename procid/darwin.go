@@ -322,23 +322,24 @@ type darwinWalker struct {
 }
 
 // step implements walker.
-func (w darwinWalker) step(child Process) (Process, error, Process, error, error) {
+func (w darwinWalker) step(child Process) (stepResult, error) {
 	ops := []hostfuncs.InspectOp{opPID(hostfuncs.OpSysctl, child.PPID), opPID(hostfuncs.OpProcargs, child.PPID), opPID(hostfuncs.OpSysctl, child.PID)}
 	if w.ps {
 		ops = []hostfuncs.InspectOp{opPID(hostfuncs.OpPs, child.PPID), opPID(hostfuncs.OpPs, child.PID)}
 	}
 	res, err := inspect(w.in, ops)
 	if err != nil {
-		return Process{}, nil, Process{}, nil, err
+		return stepResult{}, err
 	}
+	var r stepResult
 	if w.ps {
-		parent, perr := darwinProcess(child.PPID, res[0], nil, true)
-		again, aerr := darwinProcess(child.PID, res[1], nil, true)
-		return parent, perr, again, aerr, nil
+		r.parent, r.parentErr = darwinProcess(child.PPID, res[0], nil, true)
+		r.again, r.againErr = darwinProcess(child.PID, res[1], nil, true)
+		return r, nil
 	}
-	parent, perr := darwinProcess(child.PPID, res[0], &res[1], false)
-	again, aerr := darwinProcess(child.PID, res[2], nil, false)
-	return parent, perr, again, aerr, nil
+	r.parent, r.parentErr = darwinProcess(child.PPID, res[0], &res[1], false)
+	r.again, r.againErr = darwinProcess(child.PID, res[2], nil, false)
+	return r, nil
 }
 
 // darwinSelf reads the server process with sysctl, or with ps when the host

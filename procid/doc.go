@@ -1,20 +1,29 @@
-// Package policy holds every rule of mcp-resume that decides whose session
+// Package procid holds every rule of mcp-resume that decides whose session
 // is resumed: which process is the MCP host that launched this stdio MCP
-// server, whether that host holds the server's stdio, whether the host a
-// token file was written under is still alive, and the defaults of the open
-// export (state directory, app name, instance key, launchers, the
-// MCP_RESUME switch; see [Configure], [AppDirName], [DefaultInstanceKey]
-// and [VolatileEnv]). It is compiled into the plugin (plugin/plugin.wasm),
-// so every host (Go, Python, TypeScript) runs the same rules, and it is
-// tested natively with fixture answers.
+// server ([Resolve]), whether that host holds the server's stdio, and
+// whether the MCP host a token file was written under is still alive
+// ([Liveness]). It is compiled into the plugin (plugin/plugin.wasm), so
+// every host language (Go, Python, TypeScript) runs the same rules, and it
+// is tested natively with fixture answers. The defaults of the plugin's open
+// export (state directory, app name, instance key, the MCP_RESUME switch)
+// are not here but in plugin/internal/resume (config.go).
+//
+// The package is importable so that other tools can resolve an MCP host the
+// way the plugin does. Its API is unstable before v1: it changes with the
+// contract of hostfuncs/README.md (whose ABI version the plugin reports).
+//
+// In this package "the host" is the MCP host being identified. The program
+// that runs the plugin (the Extism host, your MCP server process) appears
+// only through its host functions, and is called that.
 //
 // It cannot see the operating system. It works purely from the answers of
 // the host primitives of hostfuncs/README.md: the facts of mcp_resume_facts
-// ([wire.Facts]) and the batched read-only operations of mcp_resume_inspect
-// (an [Inspector]). Any answer it cannot use (not parseable, the wrong number
-// of results, a missing field, a host function that failed without
-// answering) means "cannot tell": for identity that turns resume off
-// ([ErrNoAnswer]), for liveness it is wire.HostUnknown, never "gone".
+// ([hostfuncs.Facts]) and the batched read-only operations of
+// mcp_resume_inspect (an [Inspector]). Any answer it cannot use (not
+// parseable, the wrong number of results, a missing field, a host function
+// that failed without answering) means "cannot tell": for identity that
+// turns resume off ([ErrNoAnswer]), for liveness it is
+// [hostfuncs.HostUnknown], never "gone".
 //
 // The rule throughout is the spec's: "Better to lose session resume than risk
 // resuming someone else's session" (spec 000, "Parent Process Information
@@ -113,7 +122,7 @@
 // script, and so on. Those intermediate processes are launchers: they live
 // only as long as one server does, so they would give every relaunch a new
 // identity. The walk therefore goes up from the server's parent and stops at
-// the nearest ancestor that is not a launcher, reading at most [MaxDepth]
+// the nearest ancestor that is not a launcher, reading at most 16 (maxDepth)
 // ancestors ([ErrTooDeep] beyond). [Identity.Chain] lists the processes it
 // walked through.
 //
@@ -146,8 +155,8 @@
 //     hosts. Skipping them would resolve to the terminal emulator or
 //     multiplexer that all their sibling shells share, and terminal 2 would
 //     resume terminal 1's session. On macOS, Args of another user's process
-//     are unknown. The option table per shell is procid's
-//     shellTable, checked against the real shells.
+//     are unknown. The option table per shell is shellTable (shell.go),
+//     checked against the real shells.
 //   - It is npm titling itself: Name or Args[0] is "npm " followed by the
 //     command's positional words, such as "npm exec foo", "npm x foo", "npm
 //     start", "npm run dev", "npm run-script dev", "npm test", "npm restart"
@@ -161,8 +170,9 @@
 //     at a time, exits with it, and holds no session of its own.
 //   - It is node running a package manager: the base name of Args[0] is
 //     node or nodejs and the base name of Args[1], without a .js, .cjs or
-//     .mjs extension, is npm, npx, npm-cli, npx-cli, pnpm, pnpx, yarn or
-//     yarnpkg, or a Yarn 2+ release ("yarn-4.5.0.cjs").
+//     .mjs extension, is a package manager's script (nodeTools in
+//     launcher.go: npm, npx, pnpm, yarn, ...) or a Yarn 2+ release
+//     ("yarn-4.5.0.cjs").
 //   - It is bun running a package script or binary: the base name of
 //     Args[0] is bun and its first word is "x", or "run" followed by a
 //     script name, or a script name ("bun dev"). A script name has no '/'
@@ -172,34 +182,13 @@
 //   - It is "deno task": the base name of Args[0] is deno and its first
 //     word is "task" ("deno run host.ts" runs in the deno process).
 //
-// The runners, as observed (pnpm 12.21.0, yarn 1.22.22, bun 1.4.5, deno
-// 2.9.6, uv, pdm, hatch, poetry and pipx from PyPI): each runs one script or
-// command as its child and exits with it, or replaces itself with it, and
-// none holds another session, so each is a launcher:
-//
-//   - npm run/start/test/... and npm exec/npx: retitled, see above.
-//   - pnpm (native binary, comm pnpm, also pn, pnpx and pnx; or node
-//     running pnpm.cjs): "pnpm start" runs "sh -c <script>" as its child.
-//   - yarn: node running yarn.js ("yarn start", "yarn <script>" run "/bin/sh
-//     -c <script>").
-//   - bun x / bunx, bun run <script>: the script's command is bun's child.
-//   - deno task: the task's command is deno's child.
-//   - uv run, uv tool run, uvx (which execs "uv tool uvx"): comm uv.
-//   - pdm run, hatch run: python running the pdm or hatch script, comm pdm
-//     or hatch; hatch runs the command through "sh -c".
-//   - poetry run, pipx run: exec the command, so no process of theirs is
-//     left above the server; their names stay on the list for older
-//     versions.
-//
-// The default launchers ([DefaultLaunchers]) are
-//
-//	sh bash dash zsh ksh mksh ash fish
-//	env nice nohup setsid stdbuf time timeout ionice taskset chrt
-//	uv uvx pipx poetry hatch pdm
-//	npm npx pnpm pnpx pn pnx yarn bunx
-//
-// sudo, doas, su and similar are deliberately absent: they change the user,
-// and a session must not be resumed across users.
+// The launcher names and the runners behind them (npm, pnpm, yarn, bun,
+// deno, uv, pdm, hatch, poetry, pipx, as observed) are listed in one place
+// only, launcher.go (defaultLaunchers, nodeTools, with why each is there).
+// A runner counts as a launcher because it runs one script or command as
+// its child and exits with it, or replaces itself with it, and holds no
+// session of its own. sudo, doas, su and similar are deliberately absent:
+// they change the user, and a session must not be resumed across users.
 //
 // To add launchers, list their names in the open option "launchers" or in
 // the environment variable MCP_RESUME_LAUNCHERS (comma-separated, for example
@@ -218,10 +207,9 @@
 //   - it reaches a parent pid of 0 or 1: the server or one of its launchers
 //     was orphaned and re-parented, or the host is outside the server's PID
 //     namespace; or
-//   - the resolved host's Name or Args[0] base name is one of [Reapers]:
-//     init, systemd, launchd, kthreadd, tini, docker-init, dumb-init,
-//     catatonit, s6-svscan, s6-supervise, runit, runsv, runsvdir,
-//     openrc-init, containerd-shim, containerd-shim-runc-v2, conmon.
+//   - the resolved host's Name or Args[0] base name is an init system,
+//     supervisor or subreaper (reapers in launcher.go: init, systemd,
+//     launchd, tini, containerd-shim, ...).
 //
 // As a consequence a server whose host runs as pid 1, such as a host that is
 // the entry point of a container, gets no session resume.
@@ -231,37 +219,29 @@
 // Some processes are the parent of many unrelated sessions at the same time,
 // so that servers launched by two different MCP hosts (or from two
 // terminals) would both resolve to them. They are never taken for the host
-// either: when the walk reaches one ([SharedServers]), by Name (as for
-// reapers, truncation included), the base name of Args[0], or either of
-// them before a ": " title, Resolve fails with [ErrSharedServer] and resume
-// is off, even when the name is also listed as a launcher:
+// either: when the walk reaches one (sharedServers in launcher.go), by Name
+// (as for reapers, truncation included), the base name of Args[0], or
+// either of them before a ": " title, Resolve fails with [ErrSharedServer]
+// and resume is off, even when the name is also listed as a launcher. The
+// kinds, and why each is shared:
 //
-//   - remote-login servers: sshd, sshd-session, dropbear, mosh-server,
-//     telnetd, in.telnetd, rlogind, in.rlogind, rshd, in.rshd. With ssh
-//     connection sharing (ControlMaster/ControlPersist) every channel of one
+//   - remote-login servers (sshd, sshd-session, ...). With ssh connection
+//     sharing (ControlMaster/ControlPersist) every channel of one
 //     connection, so every "ssh host server" of every local MCP host, is a
-//     child of one "sshd: user@notty" (comm sshd; from OpenSSH 9.8 comm
-//     sshd-session, title "sshd-session: user@notty"), which also holds the
-//     channels' pipes, so the stdio check cannot tell them apart. Without
-//     sharing each launch gets a new sshd, so a resume could never happen
-//     there anyway: no real setup loses resume through this rule.
-//   - terminal multiplexers: tmux ("tmux: server", its argv that of the
-//     first client), screen (server argv[0] SCREEN), zellij, dtach, abduco,
-//     byobu. A server started as a window command ("tmux new-window CMD") has
-//     the multiplexer as its host and loses resume; one started from a
-//     window's interactive shell has that shell as its host.
-//   - terminal emulators and terminal servers: gnome-terminal-server,
-//     gnome-terminal, kgx, ptyxis, ptyxis-agent, konsole, yakuake, xterm,
-//     uxterm, rxvt, urxvt, urxvtd, rxvt-unicode, kitty, alacritty, foot,
-//     footclient, wezterm, wezterm-gui, wezterm-mux-server, tilix,
-//     terminator, xfce4-terminal, mate-terminal, lxterminal, qterminal,
-//     terminology, sakura, guake, tilda, st, ghostty, contour,
-//     cool-retro-term, deepin-terminal, cosmic-term, blackbox, rio, and on
-//     macOS Terminal, iTerm2, iTermServer. A terminal that starts a server
-//     as a tab's command without a shell loses resume. Terminals that are
-//     MCP hosts themselves (VS Code and other editors, Warp) are not on the
-//     list: their own servers must resume, and their tabs' interactive
-//     shells are hosts before the walk reaches them.
+//     child of one "sshd: user@notty", which also holds the channels'
+//     pipes, so the stdio check cannot tell them apart. Without sharing
+//     each launch gets a new sshd, so a resume could never happen there
+//     anyway: no real setup loses resume through this rule.
+//   - terminal multiplexers (tmux, screen, ...). A server started as a
+//     window command ("tmux new-window CMD") has the multiplexer as its host
+//     and loses resume; one started from a window's interactive shell has
+//     that shell as its host.
+//   - terminal emulators and terminal servers (gnome-terminal-server,
+//     kitty, iTerm2, ...). A terminal that starts a server as a tab's
+//     command without a shell loses resume. Terminals that are MCP hosts
+//     themselves (VS Code and other editors, Warp) are not on the list:
+//     their own servers must resume, and their tabs' interactive shells are
+//     hosts before the walk reaches them.
 //
 // # Hidden processes
 //

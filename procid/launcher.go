@@ -6,14 +6,38 @@ import (
 )
 
 // This file is the one place in the repository that lists launchers, shells,
-// node tools and reapers (issue 9: no list or rule exists twice).
+// node tools and reapers: no list or rule exists twice, so a name added here
+// reaches every host language through the plugin.
 
 // defaultLaunchers are the process names the walk always treats as
 // launchers: processes that sit between an MCP host and the stdio server it
 // starts and live only as long as that server. The shells among them count
-// only when they run a command (see the package documentation). Read it
-// through [DefaultLaunchers], which returns a copy; add names with the open
-// option "launchers" or [EnvLaunchers].
+// only when they run a command (see the package documentation). Add names
+// with the open option "launchers" or [EnvLaunchers] ([NewLauncherSet]).
+//
+// The runners, as observed (pnpm 12.21.0, yarn 1.22.22, bun 1.4.5, deno
+// 2.9.6, uv, pdm, hatch, poetry and pipx from PyPI): each runs one script or
+// command as its child and exits with it, or replaces itself with it, and
+// none holds another session, so each is a launcher:
+//
+//   - npm run/start/test/... and npm exec/npx: npm retitles itself (see
+//     isNPMTitle).
+//   - pnpm (native binary, comm pnpm, also pn, pnpx and pnx; or node
+//     running pnpm.cjs): "pnpm start" runs "sh -c <script>" as its child.
+//   - yarn: node running yarn.js ("yarn start", "yarn <script>" run "/bin/sh
+//     -c <script>").
+//   - bun x / bunx, bun run <script>: the script's command is bun's child
+//     (see bunRunsScript).
+//   - deno task: the task's command is deno's child.
+//   - uv run, uv tool run, uvx (which execs "uv tool uvx"): comm uv.
+//   - pdm run, hatch run: python running the pdm or hatch script, comm pdm
+//     or hatch; hatch runs the command through "sh -c".
+//   - poetry run, pipx run: exec the command, so no process of theirs is
+//     left above the server; their names stay on the list for older
+//     versions.
+//
+// sudo, doas, su and similar are deliberately absent: they change the user,
+// and a session must not be resumed across users.
 var defaultLaunchers = []string{
 	// Shells, as used by "sh -c", spawn(..., {shell: true}) and wrapper scripts.
 	"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish",
@@ -77,17 +101,6 @@ var sharedServers = [...]struct{ kind, names string }{
 			" cool-retro-term deepin-terminal cosmic-term blackbox rio Terminal iTerm2 iTermServer "},
 }
 
-// SharedServers returns a copy of the names of processes that serve
-// unrelated sessions (remote-login servers, terminal multiplexers, terminal
-// emulators) and are never taken for the MCP host ([ErrSharedServer]).
-func SharedServers() []string {
-	var out []string
-	for _, s := range sharedServers {
-		out = append(out, strings.Fields(s.names)...)
-	}
-	return out
-}
-
 // sharedServerKind returns what kind of shared server p is (see
 // [sharedServers]), or "" when it is none. The candidates are Name, the
 // base name of Args[0], and each of them cut before a ": " title ("sshd:
@@ -117,18 +130,6 @@ func sharedServerKind(p Process) string {
 		}
 	}
 	return ""
-}
-
-// DefaultLaunchers returns a copy of the default launcher names, in the
-// order of the package documentation.
-func DefaultLaunchers() []string {
-	return append([]string(nil), defaultLaunchers...)
-}
-
-// Reapers returns a copy of the names of init systems, supervisors and
-// subreapers that are never taken for the MCP host.
-func Reapers() []string {
-	return append([]string(nil), reapers...)
 }
 
 // LauncherSet is the set of launcher names in effect for one store: the

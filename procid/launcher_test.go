@@ -92,12 +92,12 @@ func TestLauncherSet_IsLauncher(t *testing.T) {
 
 func TestNewLauncherSet(t *testing.T) {
 	set := NewLauncherSet([]string{"baz", " ", " qux "}, " foo, ,bar,")
-	for _, n := range append(DefaultLaunchers(), "foo", "bar", "baz", "qux") {
+	for _, n := range append(append([]string(nil), defaultLaunchers...), "foo", "bar", "baz", "qux") {
 		if !set[n] {
 			t.Errorf("NewLauncherSet lacks %q", n)
 		}
 	}
-	if want := len(DefaultLaunchers()) + 4; len(set) != want {
+	if want := len(defaultLaunchers) + 4; len(set) != want {
 		t.Errorf("NewLauncherSet has %d names, want %d: %v", len(set), want, set)
 	}
 	for _, n := range []string{"", "sudo", "doas", "su"} {
@@ -175,25 +175,12 @@ func TestSharedServerKind(t *testing.T) {
 			}
 		})
 	}
-	for _, n := range SharedServers() {
-		if NewLauncherSet(nil, "")[n] {
-			t.Errorf("%s is both a launcher and a shared server", n)
+	for _, s := range sharedServers {
+		for _, n := range strings.Fields(s.names) {
+			if NewLauncherSet(nil, "")[n] {
+				t.Errorf("%s is both a launcher and a shared server", n)
+			}
 		}
-	}
-}
-
-// TestDefaults_Copies: the exported lists are copies; changing one changes
-// nothing for the next caller.
-func TestDefaults_Copies(t *testing.T) {
-	l := DefaultLaunchers()
-	l[0] = "sudo"
-	if DefaultLaunchers()[0] != "sh" {
-		t.Error("DefaultLaunchers returned the package's own slice")
-	}
-	r := Reapers()
-	r[0] = "claude"
-	if Reapers()[0] != "init" {
-		t.Error("Reapers returned the package's own slice")
 	}
 }
 

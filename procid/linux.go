@@ -239,7 +239,7 @@ type linuxWalker struct {
 // program image (exe), the child's stat again, and kill(parent, 0) for the
 // hidden-host rule. The image is read before the child is re-read, so the
 // race check covers it too.
-func (w linuxWalker) step(child Process) (Process, error, Process, error, error) {
+func (w linuxWalker) step(child Process) (stepResult, error) {
 	res, err := inspect(w.in, []hostfuncs.InspectOp{
 		opStat(child.PPID), opCmdline(child.PPID),
 		opPID(hostfuncs.OpExe, child.PPID),
@@ -247,14 +247,15 @@ func (w linuxWalker) step(child Process) (Process, error, Process, error, error)
 		opPID(hostfuncs.OpKill0, child.PPID),
 	})
 	if err != nil {
-		return Process{}, nil, Process{}, nil, err
+		return stepResult{}, err
 	}
-	parent, perr := w.base.process(child.PPID, res[0], &res[1], &res[4])
-	if perr == nil {
-		parent.exe, parent.exeErr = exeID(parent.PID, res[2])
+	var r stepResult
+	r.parent, r.parentErr = w.base.process(child.PPID, res[0], &res[1], &res[4])
+	if r.parentErr == nil {
+		r.parent.exe, r.parent.exeErr = exeID(r.parent.PID, res[2])
 	}
-	again, aerr := w.base.process(child.PID, res[3], nil, nil)
-	return parent, perr, again, aerr, nil
+	r.again, r.againErr = w.base.process(child.PID, res[3], nil, nil)
+	return r, nil
 }
 
 // resolveLinux implements ResolveFor on Linux for the server process pid.

@@ -4,10 +4,15 @@ import (
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
 )
 
-// HostRef names the host a token or lock file was written under: the pid
-// and start time parsed from its name.
+// HostRef names the MCP host a token or lock file was written under: the
+// pid and start time parsed from its name.
 type HostRef struct {
-	PID       int
+	// PID is the host's process ID.
+	PID int
+	// StartTime is the host start time the file was named with: on Linux
+	// "<ticks>.<boot_id>.<pid_ns>.<dev>x<ino>" (or without the image, as
+	// older files carry it), on macOS "<tv_sec>.c<hex of p_comm>" or older
+	// forms (package documentation, "Start time").
 	StartTime string
 }
 

@@ -14,8 +14,8 @@ import (
 // Information Unavailable").
 var (
 	// ErrUnsupported: the operating system is neither Linux nor macOS
-	// (spec 000, "Platform Support"), or the host cannot answer an
-	// operation the rule needs there.
+	// (spec 000, "Platform Support"), or the host functions cannot answer
+	// an operation the rule needs there.
 	ErrUnsupported = errors.New("process identity is not supported on this operating system")
 
 	// ErrNotFound: no process with the requested pid exists.
@@ -31,8 +31,9 @@ var (
 	// unrelated sessions at once, so that two different MCP hosts' servers
 	// would both resolve to it: a remote-login server (sshd, sshd-session
 	// under ssh connection sharing), a terminal multiplexer (tmux, screen)
-	// or a terminal emulator or terminal server ([SharedServers]). As for
-	// ErrReaper, resuming under it could resume someone else's session.
+	// or a terminal emulator or terminal server (sharedServers in
+	// launcher.go). As for ErrReaper, resuming under it could resume
+	// someone else's session.
 	ErrSharedServer = errors.New("the MCP host would be a process shared by unrelated sessions")
 
 	// ErrRace: a process's parent pid or start time changed while the
@@ -45,7 +46,7 @@ var (
 	// apart from one of a previous boot.
 	ErrNoBootID = errors.New("cannot read the kernel boot ID (is /proc mounted?)")
 
-	// ErrTooDeep: more than [MaxDepth] ancestors would have to be walked
+	// ErrTooDeep: more than 16 (maxDepth) ancestors would have to be walked
 	// to get past the launchers.
 	ErrTooDeep = errors.New("too many launcher processes above the server")
 
@@ -87,14 +88,14 @@ var (
 	// not_found while kill(pid, 0) answers permission (fault 12).
 	ErrHidden = errors.New("the process exists but /proc hides it")
 
-	// ErrPermission: the host answered "permission" for an operation the
-	// rule needs.
+	// ErrPermission: the host functions answered "permission" for an
+	// operation the rule needs.
 	ErrPermission = errors.New("permission denied")
 
 	// ErrExe: on Linux the resolved host's program image cannot be
 	// identified: stat of /proc/<pid>/exe failed (another user's or a
-	// non-dumpable process: permission; a host without the exe operation:
-	// unsupported). A process keeps its pid and start time across
+	// non-dumpable process: permission; host functions without the exe
+	// operation: unsupported). A process keeps its pid and start time across
 	// execve(2), so without the image an exec'd host would inherit its
 	// predecessor's session.
 	ErrExe = errors.New("cannot identify the MCP host's program image")
@@ -105,9 +106,9 @@ var (
 	ErrNoAnswer = errors.New("the host gave no usable answer")
 )
 
-// MaxDepth is the most ancestors the walk reads, the host included; a chain
-// of more than MaxDepth-1 launchers fails with [ErrTooDeep].
-const MaxDepth = 16
+// maxDepth is the most ancestors the walk reads, the host included; a chain
+// of more than maxDepth-1 launchers fails with [ErrTooDeep].
+const maxDepth = 16
 
 // EnvLaunchers is the environment variable (reported in facts.env) that
 // adds launcher names: a comma-separated list such as "my-wrapper,direnv".
@@ -115,12 +116,15 @@ const EnvLaunchers = "MCP_RESUME_LAUNCHERS"
 
 // Roles of [hostfuncs.Process.Role] in a chain.
 const (
-	RoleLauncher = "launcher"
-	RoleHost     = "host"
+	roleLauncher = "launcher"
+	roleHost     = "host"
 )
 
 // Process is one process as the kernel describes it, seen while walking
-// ancestors.
+// ancestors. It is the rules' view, not the report: the walk also keeps
+// what only the rules need (whether it is a zombie, its program image), and
+// has no role yet. The chain element the plugin reports (whoami, JSON, with
+// its role) is [hostfuncs.Process]; [Identity.WireChain] makes those.
 type Process struct {
 	// PID is the process ID.
 	PID int
@@ -173,9 +177,9 @@ type Identity struct {
 func (id Identity) WireChain(ok bool) []hostfuncs.Process {
 	out := make([]hostfuncs.Process, 0, len(id.Chain))
 	for i, p := range id.Chain {
-		role := RoleLauncher
+		role := roleLauncher
 		if ok && i == len(id.Chain)-1 {
-			role = RoleHost
+			role = roleHost
 		}
 		args := p.Args
 		if args == nil {
@@ -266,9 +270,17 @@ func describe(p Process) string {
 type walker interface {
 	// step reads child's parent and then child again, in that order (one
 	// host call): the parent read in between is the child's real parent
-	// when the child is unchanged. perr and aerr wrap ErrNotFound when that
-	// process is gone. err is set when the host gave no usable answer.
-	step(child Process) (parent Process, perr error, again Process, aerr error, err error)
+	// when the child is unchanged. The error is set when the host gave no
+	// usable answer; a process that could not be read is in the result.
+	step(child Process) (stepResult, error)
+}
+
+// stepResult is what one step of the walk read.
+type stepResult struct {
+	parent    Process // the child's parent, as read
+	parentErr error   // why the parent could not be read; wraps ErrNotFound when it is gone
+	again     Process // the child, read again after its parent
+	againErr  error   // why the child could not be read again; wraps ErrNotFound when it is gone
 }
 
 // walk goes from self's parent up to the nearest ancestor that is not a
@@ -282,26 +294,27 @@ func walk(w walker, self Process, set LauncherSet) (Identity, error) {
 		return Identity{Chain: chain}, wrap("resolve MCP host of pid "+itoa(pid)+": "+msg, errs...)
 	}
 	for {
-		if len(chain) == MaxDepth {
-			return fail("the "+itoa(MaxDepth)+" nearest ancestors ("+quote(chain[0].Name)+" to "+quote(chain[len(chain)-1].Name)+") are all launchers; session resume is off",
+		if len(chain) == maxDepth {
+			return fail("the "+itoa(maxDepth)+" nearest ancestors ("+quote(chain[0].Name)+" to "+quote(chain[len(chain)-1].Name)+") are all launchers; session resume is off",
 				ErrTooDeep)
 		}
 		if child.PPID <= 1 {
 			return fail(describe(child)+" has parent pid "+itoa(child.PPID)+": it was orphaned (restart the MCP host) or the host is outside this PID namespace; session resume is off",
 				ErrReaper)
 		}
-		parent, perr, again, aerr, err := w.step(child)
+		r, err := w.step(child)
+		parent, again := r.parent, r.again
 		switch {
 		case err != nil:
 			return fail("read parent of "+describe(child), err)
-		case perr != nil && errors.Is(perr, ErrNotFound):
-			return fail("parent of "+describe(child)+" exited during the walk; retry", ErrRace, perr)
-		case perr != nil:
-			return fail("read parent of "+describe(child), perr)
-		case aerr != nil && errors.Is(aerr, ErrNotFound):
-			return fail(describe(child)+" exited during the walk; retry", ErrRace, aerr)
-		case aerr != nil:
-			return fail("re-read "+describe(child), aerr)
+		case r.parentErr != nil && errors.Is(r.parentErr, ErrNotFound):
+			return fail("parent of "+describe(child)+" exited during the walk; retry", ErrRace, r.parentErr)
+		case r.parentErr != nil:
+			return fail("read parent of "+describe(child), r.parentErr)
+		case r.againErr != nil && errors.Is(r.againErr, ErrNotFound):
+			return fail(describe(child)+" exited during the walk; retry", ErrRace, r.againErr)
+		case r.againErr != nil:
+			return fail("re-read "+describe(child), r.againErr)
 		case again.PPID != child.PPID || again.StartTime != child.StartTime:
 			return fail(describe(child)+" changed from parent "+itoa(child.PPID)+" start "+child.StartTime+" to parent "+itoa(again.PPID)+" start "+again.StartTime+" while its parent was read; retry",
 				ErrRace)

@@ -1,5 +1,10 @@
 package procid
 
+// This file is over 500 lines for one reason: TestResolve is a single table
+// of every walk the policy must get right (launcher chains, shells, npm
+// titles, reapers, shared servers, depth), about 300 lines of cases that
+// read best side by side; the other tests here are short.
+
 import (
 	"errors"
 	"strings"
@@ -533,13 +538,13 @@ func TestResolve_Unsupported(t *testing.T) {
 func TestIdentity_WireChain(t *testing.T) {
 	id := Identity{Chain: []Process{{PID: 200, PPID: 100, Name: "sh", Args: []string{"sh", "-c", "x"}, StartTime: "1"}, {PID: 100, PPID: 50, Name: "claude", StartTime: "2"}}}
 	want := []hostfuncs.Process{
-		{PID: 200, PPID: 100, Name: "sh", Args: []string{"sh", "-c", "x"}, StartTime: "1", Role: RoleLauncher},
-		{PID: 100, PPID: 50, Name: "claude", Args: []string{}, StartTime: "2", Role: RoleHost},
+		{PID: 200, PPID: 100, Name: "sh", Args: []string{"sh", "-c", "x"}, StartTime: "1", Role: roleLauncher},
+		{PID: 100, PPID: 50, Name: "claude", Args: []string{}, StartTime: "2", Role: roleHost},
 	}
 	if d := diff(want, id.WireChain(true)); d != "" {
 		t.Errorf("WireChain(true) %s", d)
 	}
-	want[1].Role = RoleLauncher
+	want[1].Role = roleLauncher
 	if d := diff(want, id.WireChain(false)); d != "" {
 		t.Errorf("WireChain(false) %s", d)
 	}

@@ -141,7 +141,7 @@ func TestShells(t *testing.T) {
 		})
 	}
 	// Every shell on the launcher list has a parse.
-	for _, n := range DefaultLaunchers() {
+	for _, n := range defaultLaunchers {
 		if _, ok := shellSpecOf(n); !ok && strings.Contains(" sh bash dash zsh ksh mksh ash fish ", " "+n+" ") {
 			t.Errorf("shell %s has no option parse", n)
 		}

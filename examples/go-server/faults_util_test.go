@@ -762,8 +762,8 @@ func helperLoader() int {
 		var ans loaderAnswer
 		events := &eventCounter{counts: map[string]int{}}
 		store, err := host.Open(ctx, "example-go", &host.Options{
-			StateDir: sc.Text(),
-			Logger:   slog.New(events),
+			StateRoot: sc.Text(),
+			Logger:    slog.New(events),
 		})
 		if err != nil {
 			ans.OpenErr = err.Error()

@@ -135,7 +135,7 @@ func openStore(ctx context.Context, app, dir, instance string) (*host.Store, err
 	if instance == "" && os.Getenv(host.EnvInstance) == "" {
 		instance = host.NoInstance
 	}
-	return host.Open(ctx, app, &host.Options{StateDir: dir, Instance: instance, Logger: slog.New(slog.DiscardHandler)})
+	return host.Open(ctx, app, &host.Options{StateRoot: dir, Instance: instance, Logger: slog.New(slog.DiscardHandler)})
 }
 
 // whoami is the plugin's answer for this process, or for the server pid.
@@ -176,7 +176,7 @@ func collect(ctx context.Context, cmd, app, dir string) ([]appResult, error) {
 		if err != nil {
 			return nil, err
 		}
-		r := appResult{App: a, StateDir: store.StateDirectory()}
+		r := appResult{App: a, StateDir: store.StateDir()}
 		if cmd == "list" {
 			r.Files, err = store.List(ctx)
 		} else {
@@ -235,7 +235,7 @@ func renderPlugin(ctx context.Context, input []byte) ([]byte, error) {
 		return nil, fmt.Errorf("cannot run the plugin: %w", err)
 	}
 	defer p.Close(ctx)
-	rc, out, err := p.Call("render", input)
+	rc, out, err := p.Call(hostfuncs.ExportRender, input)
 	if err != nil || rc != 0 {
 		var e hostfuncs.Error
 		if err != nil && json.Unmarshal([]byte(err.Error()), &e) == nil && e.Message != "" {

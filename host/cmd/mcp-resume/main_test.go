@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/host"
+	"github.com/mcp-resume/mcp-resume/hostfuncs"
 )
 
 // whoamiJSON runs `whoami --json` in this process.
@@ -91,11 +92,11 @@ func TestListPrune(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &listed); err != nil || len(listed) != 2 {
 		t.Fatalf("list = %s (%v)", out.String(), err)
 	}
-	status := map[string]host.HostState{}
+	status := map[string]string{}
 	for _, f := range listed {
 		status[f.Name] = f.Host
 	}
-	if status[live] != host.HostAlive || status[gone] != host.HostGone {
+	if status[live] != hostfuncs.HostAlive || status[gone] != hostfuncs.HostGone {
 		t.Fatalf("list statuses = %v", status)
 	}
 
@@ -229,12 +230,12 @@ func TestListApps(t *testing.T) {
 func perAppRoots(t *testing.T) {
 	t.Helper()
 	dir := t.TempDir()
-	s, err := host.Open(t.Context(), "probe", &host.Options{StateDir: dir, Instance: host.NoInstance, Logger: slog.New(slog.DiscardHandler)})
+	s, err := host.Open(t.Context(), "probe", &host.Options{StateRoot: dir, Instance: host.NoInstance, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close(t.Context())
-	if s.StateDirectory() != filepath.Join(dir, "probe") {
+	if s.StateDir() != filepath.Join(dir, "probe") {
 		t.Skip("this plugin uses state_dir as the state directory itself, not as the root of per-app directories")
 	}
 }

@@ -6,42 +6,26 @@
 // It is plain Go: the plugin (plugin/guest) compiles it to Wasm and forwards
 // its exports here; tests run it natively against a Caller. It never touches
 // the operating system itself: facts, process inspection, files and logging
-// all go through a Caller, and every policy decision about processes (who
-// the MCP host is, whether a file's host is alive, the defaults of open)
-// comes from internal/procid.
+// all go through a Caller. Every policy decision about processes (who the
+// MCP host is, whether a file's host is alive) comes from procid; the
+// defaults of open are config.go's.
+//
+// Files by concern: resume.go opens the store and runs load, store and
+// reject; list.go lists and prunes the state directory; whoami.go reports
+// the identity; names.go holds the token and file-name rules; config.go the
+// open defaults; dir.go the state directory's checks; files.go the plugin's
+// rules about the names in it.
 //
 // A Store is not safe for concurrent use; hosts serialise calls into the
 // plugin instance that owns it.
 package resume
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"strconv"
-	"strings"
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
 	"github.com/mcp-resume/mcp-resume/procid"
 )
-
-// MaxTokenBytes is the largest token the store accepts, in bytes.
-const MaxTokenBytes = 4096
-
-// FilePrefix starts every token file name: token-<parent_pid>-<parent_start_time>
-// (spec 000, Token File Naming Strategy), followed by -<instance> when the
-// host tells server instances apart.
-const FilePrefix = "token-"
-
-// LockPrefix starts the name of the lock file that the instance owning a
-// token file holds for its lifetime: lock-<parent_pid>-<parent_start_time>[-<instance>].
-const LockPrefix = "lock-"
-
-// MaxAge is how old (by modification time) a token file may grow when its
-// host's liveness cannot be checked, before Prune removes it. A file whose
-// host is alive is never removed, whatever its age; a lock file is removed
-// only when its host is gone.
-const MaxAge = 30 * 24 * 60 * 60 // seconds
 
 // The spec's log lines, verbatim (spec 000, Logging Strategy), and ours.
 const (
@@ -92,10 +76,6 @@ const (
 	EventKeyInexact          = "instance_key_inexact"
 	EventHostIdentified      = "host_identified"
 )
-
-// ErrInvalidToken is the sentinel of a hostfuncs.CodeInvalidToken failure of
-// Store.Store (a token that is not 1–4096 bytes of visible ASCII, 0x21–0x7E).
-var ErrInvalidToken = errors.New("invalid token")
 
 // Caller invokes one host function: fn is a hostfuncs.Fn* name, req its JSON
 // request; it returns the JSON response. In Wasm it is the imported function;
@@ -275,21 +255,6 @@ func (s *Store) resolveNames() bool {
 	return true
 }
 
-// ChainText is the ancestor chain in one line, from the server's parent up
-// to the host, for the host_identified debug line: each process as
-// <pid> <name> (<role>), separated by " > ", e.g.
-// "4300 npm exec serv (launcher) > 4242 claude (host)".
-func ChainText(chain []hostfuncs.Process) string {
-	out := ""
-	for i, p := range chain {
-		if i > 0 {
-			out += " > "
-		}
-		out += strconv.Itoa(p.PID) + " " + p.Name + " (" + p.Role + ")"
-	}
-	return out
-}
-
 // Names is the names export: the token and lock file names of this
 // instance, from the identity alone, without touching any file; both ""
 // (an empty object) when resume is off or the identity is unavailable. Hosts
@@ -362,7 +327,7 @@ func (s *Store) Store(token string) *hostfuncs.Error {
 		return notOpen()
 	}
 	if problem := CheckToken([]byte(token)); problem != "" {
-		return &hostfuncs.Error{Code: hostfuncs.CodeInvalidToken, Message: ErrInvalidToken.Error() + ": " + problem + "; pass the token exactly as the broker issued it"}
+		return &hostfuncs.Error{Code: hostfuncs.CodeInvalidToken, Message: "invalid token: " + problem + "; pass the token exactly as the broker issued it"}
 	}
 	s.init()
 	if !s.enabled {
@@ -409,223 +374,6 @@ func (s *Store) Reject() *hostfuncs.Error {
 	}
 	s.remove()
 	return nil
-}
-
-// fixListDir makes sure the state directory is judged usable for list and
-// prune without creating it (prepareDir without create: no "mkdir"). It reports
-// false when there is nothing to list: resume off, no state directory, or a
-// directory that does not exist; and a hostfuncs.CodeIO error, worded by
-// prepareDir, when the directory is unusable.
-func (s *Store) fixListDir() (bool, *hostfuncs.Error) {
-	if s.listDir {
-		return true, nil
-	}
-	if s.cfg.Off || s.cfg.StateDir == "" {
-		return false, nil
-	}
-	found, werr := s.prepareDir(false)
-	switch {
-	case werr != nil:
-		return false, &hostfuncs.Error{Code: hostfuncs.CodeIO, Message: werr.Message}
-	case !found:
-		return false, nil
-	}
-	s.listDir = true
-	return true, nil
-}
-
-// dirError is the hostfuncs.CodeIO export error for a state directory the host
-// refused or could not list: the host's message, which names the directory
-// when it comes from a real host's prepare_dir, else that message after
-// "state directory <dir>: ". The host's code is not repeated in it: the
-// directory is said once, so a CLI can print the message as it is.
-func dirError(dir string, err error) *hostfuncs.Error {
-	msg := err.Error()
-	if werr, ok := err.(*hostfuncs.Error); ok {
-		msg = werr.Message
-	}
-	if !strings.Contains(msg, dir) {
-		msg = "state directory " + dir + ": " + msg
-	}
-	return &hostfuncs.Error{Code: hostfuncs.CodeIO, Message: msg}
-}
-
-// hosts answers liveness for files with procid.Liveness (one inspect call
-// for up to 20 files on Linux).
-func (s *Store) hosts(files []listed) []string {
-	refs := make([]procid.HostRef, len(files))
-	for i, f := range files {
-		refs[i] = procid.HostRef{PID: f.parsed.PID, StartTime: f.parsed.StartTime}
-	}
-	if !s.factsOK || len(refs) == 0 {
-		states := make([]string, len(refs))
-		for i := range states {
-			states[i] = hostfuncs.HostUnknown
-		}
-		return states
-	}
-	return procid.Liveness(s.facts, s.inspect, refs)
-}
-
-// List is the list export: every token file in the state directory whose
-// name parses as token-<pid>-<start_time>[-<instance>], with whether its host
-// is alive, gone or unknown (procid.Liveness) and its age in seconds. It
-// needs no identity, never reads a token, and never creates the state
-// directory (a missing one lists nothing). With MCP_RESUME=off it lists
-// nothing. Errors: hostfuncs.CodeNotOpen; hostfuncs.CodeIO when the directory cannot
-// be listed.
-func (s *Store) List() (hostfuncs.ListOutput, *hostfuncs.Error) {
-	out := hostfuncs.ListOutput{Files: []hostfuncs.ListedFile{}}
-	if !s.opened {
-		return out, notOpen()
-	}
-	ok, werr := s.fixListDir()
-	if !ok {
-		return out, werr
-	}
-	all, err := s.entries()
-	if errCode(err) == hostfuncs.CodeNotFound {
-		return out, nil
-	}
-	if err != nil {
-		return out, dirError(s.cfg.StateDir, err)
-	}
-	files := scan(all, FilePrefix)
-	states := s.hosts(files)
-	for i, f := range files {
-		out.Files = append(out.Files, hostfuncs.ListedFile{Name: f.name, PID: f.parsed.PID, StartTime: f.parsed.StartTime,
-			Instance: f.parsed.Instance, Host: states[i], AgeSeconds: f.age})
-	}
-	return out, nil
-}
-
-// Prune is the prune export: it removes the token and lock files of hosts
-// that are gone (the pid is absent, a zombie, or names another process or
-// boot) and the token files whose host cannot be checked once older than
-// MaxAge (never lock files: their modification time never moves, so age
-// says nothing about whether an instance still holds one). It never removes
-// a live host's files, nor this instance's own. It needs no identity, so
-// `mcp-resume prune` can run it for any state directory, and never creates
-// the directory. Failures are skipped: when unsure, keep. Error:
-// hostfuncs.CodeNotOpen.
-func (s *Store) Prune() (hostfuncs.PruneOutput, *hostfuncs.Error) {
-	if !s.opened {
-		return hostfuncs.PruneOutput{Removed: []hostfuncs.PrunedFile{}}, notOpen()
-	}
-	none := hostfuncs.PruneOutput{Removed: []hostfuncs.PrunedFile{}}
-	if ok, _ := s.fixListDir(); !ok {
-		return none, nil
-	}
-	all, err := s.entries()
-	if err != nil {
-		return none, nil
-	}
-	return s.prune(all), nil
-}
-
-// prune implements Prune on all, a listing of the judged state directory.
-func (s *Store) prune(all []hostfuncs.ListEntry) hostfuncs.PruneOutput {
-	out := hostfuncs.PruneOutput{Removed: []hostfuncs.PrunedFile{}}
-	var files []listed
-	for _, f := range scan(all, FilePrefix, LockPrefix) {
-		if f.name != s.file && f.name != s.lock {
-			files = append(files, f)
-		}
-	}
-	states := s.hosts(files)
-	for i, f := range files {
-		reason := ""
-		switch {
-		case states[i] == hostfuncs.HostGone:
-			// A gone host's names can never be computed again, so its
-			// lock is dead for sure.
-			reason = hostfuncs.ReasonHostGone
-		case states[i] == hostfuncs.HostUnknown && f.age > MaxAge && f.prefix == FilePrefix:
-			reason = hostfuncs.ReasonAged
-		default:
-			continue
-		}
-		var e hostfuncs.Empty
-		if err := s.invoke(hostfuncs.FnRemove, hostfuncs.NameRequest{Name: f.name}, &e, &e.Error); err != nil {
-			continue
-		}
-		out.Removed = append(out.Removed, hostfuncs.PrunedFile{Name: f.name, Reason: reason, Host: states[i]})
-		detail := f.name + ": host " + states[i]
-		if reason == hostfuncs.ReasonAged {
-			detail += ", older than 30 days"
-		}
-		s.log(hostfuncs.LevelInfo, EventStaleRemoved, MsgStaleRemoved, detail)
-	}
-	return out
-}
-
-// Whoami is the whoami export: the MCP host this process resolves
-// (procid.Resolve), the chain of processes walked with their roles, how the
-// stdio check went, the instance suffix, the file names it would use and the
-// state directory. It touches no file. When the identity is unavailable,
-// Error says why and the chain holds what was read.
-//
-// input is empty or the JSON hostfuncs.WhoamiInput: a pid other than this
-// process's asks what that running server would resolve
-// (procid.ResolveFor), with this store's instance key and state directory;
-// it does not change this store's own identity. Errors: hostfuncs.CodeNotOpen;
-// hostfuncs.CodeInvalidOption for input that is not a WhoamiInput or a pid below 1.
-func (s *Store) Whoami(input []byte) (hostfuncs.WhoamiOutput, *hostfuncs.Error) {
-	out := hostfuncs.WhoamiOutput{Chain: []hostfuncs.Process{}}
-	if !s.opened {
-		return out, notOpen()
-	}
-	var in hostfuncs.WhoamiInput
-	if err := in.DecodeJSON(input); err != nil {
-		return out, &hostfuncs.Error{Code: hostfuncs.CodeInvalidOption, Message: "whoami input: " + err.Error()}
-	}
-	if in.PID < 0 || in.PID == 1 {
-		return out, &hostfuncs.Error{Code: hostfuncs.CodeInvalidOption, Message: "pid " + strconv.Itoa(in.PID) + " is not a server process: give the pid of a running MCP server"}
-	}
-	out.StateDir = s.cfg.StateDir
-	out.InstanceSuffix = InstanceSuffix(s.cfg.InstanceKey)
-	if in.PID != 0 && in.PID != s.facts.PID {
-		return s.whoamiOther(in.PID, out), nil
-	}
-	ok := s.resolveNames()
-	out.Chain = s.id.WireChain(ok)
-	if !ok {
-		switch {
-		case s.cfg.Off:
-			out.Error = MsgResumeOff
-		case s.cfg.KeyProblem != "":
-			out.Error = MsgKeyInexact + ": " + s.cfg.KeyProblem
-		default:
-			out.Error = s.idProblem()
-		}
-		return out, nil
-	}
-	out.PID, out.StartTime, out.Stdio = s.id.PID, s.id.StartTime, s.id.Stdio
-	out.TokenFile, out.LockFile = s.file, s.lock
-	return out, nil
-}
-
-// whoamiOther fills out for the running server process pid
-// (procid.ResolveFor), without touching this store's own identity.
-func (s *Store) whoamiOther(pid int, out hostfuncs.WhoamiOutput) hostfuncs.WhoamiOutput {
-	if s.cfg.Off {
-		out.Error = MsgResumeOff
-		return out
-	}
-	if !s.factsOK || s.cfg.Problem != "" && s.cfg.StateDir != "" {
-		out.Error = s.cfg.Problem
-		return out
-	}
-	id, err := procid.ResolveFor(s.facts, pid, s.cfg.Launchers, s.inspect)
-	out.Chain = id.WireChain(err == nil)
-	if err != nil {
-		out.Error = err.Error()
-		return out
-	}
-	out.PID, out.StartTime, out.Stdio = id.PID, id.StartTime, id.Stdio
-	out.TokenFile = FileName(id.PID, id.StartTime, out.InstanceSuffix)
-	out.LockFile = lockName(id.PID, id.StartTime, out.InstanceSuffix)
-	return out
 }
 
 // remove deletes the token file, logging (not returning) a failure.
@@ -679,115 +427,4 @@ func (s *Store) invoke(fn string, req request, resp response, errField **hostfun
 		return *errField
 	}
 	return nil
-}
-
-// CheckToken returns "" if b is a valid token (1–MaxTokenBytes bytes, each
-// 0x21–0x7E), else a description of the first problem that never quotes the
-// token itself. Anything else found in a token file is corrupt (spec 000,
-// Token File Corrupted).
-func CheckToken(b []byte) string {
-	switch {
-	case len(b) == 0:
-		return "token is empty"
-	case len(b) > MaxTokenBytes:
-		return "token is longer than " + strconv.Itoa(MaxTokenBytes) + " bytes"
-	}
-	for i, c := range b {
-		if c < 0x21 || c > 0x7e {
-			return "token has byte 0x" + hex.EncodeToString([]byte{c}) + " at offset " + strconv.Itoa(i) + "; only visible ASCII (0x21-0x7E) is allowed"
-		}
-	}
-	return ""
-}
-
-// InstanceSuffix returns the file-name suffix for an instance key: "" for
-// "", else the first 16 hex digits of its SHA-256 (the key may hold a
-// server's arguments, so only a digest reaches the file system).
-func InstanceSuffix(instance string) string {
-	if instance == "" {
-		return ""
-	}
-	sum := sha256.Sum256([]byte(instance))
-	return hex.EncodeToString(sum[:8])
-}
-
-// FileName returns token-<pid>-<startTime> (spec 000, Token File Naming
-// Strategy), with -<suffix> appended when suffix (from InstanceSuffix) is set.
-func FileName(pid int, startTime, suffix string) string {
-	return name(FilePrefix, pid, startTime, suffix)
-}
-
-func lockName(pid int, startTime, suffix string) string {
-	return name(LockPrefix, pid, startTime, suffix)
-}
-
-func name(prefix string, pid int, startTime, suffix string) string {
-	n := prefix + strconv.Itoa(pid) + "-" + startTime
-	if suffix != "" {
-		n += "-" + suffix
-	}
-	return n
-}
-
-// Name is a token or lock file name taken apart.
-type Name struct {
-	PID       int
-	StartTime string
-	Instance  string // 16 hex digits, or "" when the host did not tell instances apart
-}
-
-// ParseName splits a name made by FileName (prefix FilePrefix) or for a lock
-// (LockPrefix) back into its parts; ok is false for any other name.
-func ParseName(prefix, name string) (Name, bool) {
-	rest, found := strings.CutPrefix(name, prefix)
-	if !found {
-		return Name{}, false
-	}
-	p, rest, found := strings.Cut(rest, "-")
-	if !found {
-		return Name{}, false
-	}
-	start, inst, _ := strings.Cut(rest, "-")
-	if !validStartTime(start) || (inst != "" || strings.HasSuffix(rest, "-")) && !isHex16(inst) {
-		return Name{}, false
-	}
-	pid, err := strconv.Atoi(p)
-	if err != nil || pid <= 1 || strconv.Itoa(pid) != p {
-		return Name{}, false
-	}
-	return Name{PID: pid, StartTime: start, Instance: inst}, true
-}
-
-func isHex16(s string) bool {
-	if len(s) != 16 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if !(s[i] >= '0' && s[i] <= '9' || s[i] >= 'a' && s[i] <= 'f') {
-			return false
-		}
-	}
-	return true
-}
-
-// MaxStartTimeLen is the longest start time a file name may carry, in
-// bytes: the Linux form <ticks>.<boot_id>.<pid_ns>.<exe_dev>x<exe_ino> is
-// at most 20+1+32+1+20+1+20+1+20 = 116 bytes (policy's package
-// documentation, "Start time").
-const MaxStartTimeLen = 128
-
-// validStartTime reports whether s may be the start time in a file name:
-// 1-MaxStartTimeLen bytes of [a-z0-9.] (the forms of policy's start times,
-// and those written before).
-func validStartTime(s string) bool {
-	if len(s) == 0 || len(s) > MaxStartTimeLen {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.') {
-			return false
-		}
-	}
-	return true
 }

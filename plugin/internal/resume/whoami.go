@@ -1,0 +1,95 @@
+package resume
+
+// The whoami export: the identity this store resolves, and what it would
+// be for another running server process, for `mcp-resume whoami`.
+
+import (
+	"strconv"
+
+	"github.com/mcp-resume/mcp-resume/hostfuncs"
+	"github.com/mcp-resume/mcp-resume/procid"
+)
+
+// Whoami is the whoami export: the MCP host this process resolves
+// (procid.Resolve), the chain of processes walked with their roles, how the
+// stdio check went, the instance suffix, the file names it would use and the
+// state directory. It touches no file. When the identity is unavailable,
+// Error says why and the chain holds what was read.
+//
+// input is empty or the JSON hostfuncs.WhoamiInput: a pid other than this
+// process's asks what that running server would resolve
+// (procid.ResolveFor), with this store's instance key and state directory;
+// it does not change this store's own identity. Errors: hostfuncs.CodeNotOpen;
+// hostfuncs.CodeInvalidOption for input that is not a WhoamiInput or a pid below 1.
+func (s *Store) Whoami(input []byte) (hostfuncs.WhoamiOutput, *hostfuncs.Error) {
+	out := hostfuncs.WhoamiOutput{Chain: []hostfuncs.Process{}}
+	if !s.opened {
+		return out, notOpen()
+	}
+	var in hostfuncs.WhoamiInput
+	if err := in.DecodeJSON(input); err != nil {
+		return out, &hostfuncs.Error{Code: hostfuncs.CodeInvalidOption, Message: "whoami input: " + err.Error()}
+	}
+	if in.PID < 0 || in.PID == 1 {
+		return out, &hostfuncs.Error{Code: hostfuncs.CodeInvalidOption, Message: "pid " + strconv.Itoa(in.PID) + " is not a server process: give the pid of a running MCP server"}
+	}
+	out.StateDir = s.cfg.StateDir
+	out.InstanceSuffix = InstanceSuffix(s.cfg.InstanceKey)
+	if in.PID != 0 && in.PID != s.facts.PID {
+		return s.whoamiOther(in.PID, out), nil
+	}
+	ok := s.resolveNames()
+	out.Chain = s.id.WireChain(ok)
+	if !ok {
+		switch {
+		case s.cfg.Off:
+			out.Error = MsgResumeOff
+		case s.cfg.KeyProblem != "":
+			out.Error = MsgKeyInexact + ": " + s.cfg.KeyProblem
+		default:
+			out.Error = s.idProblem()
+		}
+		return out, nil
+	}
+	out.PID, out.StartTime, out.Stdio = s.id.PID, s.id.StartTime, s.id.Stdio
+	out.TokenFile, out.LockFile = s.file, s.lock
+	return out, nil
+}
+
+// whoamiOther fills out for the running server process pid
+// (procid.ResolveFor), without touching this store's own identity.
+func (s *Store) whoamiOther(pid int, out hostfuncs.WhoamiOutput) hostfuncs.WhoamiOutput {
+	if s.cfg.Off {
+		out.Error = MsgResumeOff
+		return out
+	}
+	if !s.factsOK || s.cfg.Problem != "" && s.cfg.StateDir != "" {
+		out.Error = s.cfg.Problem
+		return out
+	}
+	id, err := procid.ResolveFor(s.facts, pid, s.cfg.Launchers, s.inspect)
+	out.Chain = id.WireChain(err == nil)
+	if err != nil {
+		out.Error = err.Error()
+		return out
+	}
+	out.PID, out.StartTime, out.Stdio = id.PID, id.StartTime, id.Stdio
+	out.TokenFile = FileName(id.PID, id.StartTime, out.InstanceSuffix)
+	out.LockFile = lockName(id.PID, id.StartTime, out.InstanceSuffix)
+	return out
+}
+
+// ChainText is the ancestor chain in one line, from the server's parent up
+// to the host, for the host_identified debug line: each process as
+// <pid> <name> (<role>), separated by " > ", e.g.
+// "4300 npm exec serv (launcher) > 4242 claude (host)".
+func ChainText(chain []hostfuncs.Process) string {
+	out := ""
+	for i, p := range chain {
+		if i > 0 {
+			out += " > "
+		}
+		out += strconv.Itoa(p.PID) + " " + p.Name + " (" + p.Role + ")"
+	}
+	return out
+}
