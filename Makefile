@@ -73,10 +73,10 @@ fuzz-smoke:
 # as root): as another user it says so and is skipped.
 # After an intended change: make test-faults FAULTS_FLAGS=-update-fault-table
 test-faults: build python-setup typescript-setup
-	$(GO) vet -tags faults ./examples/go-server/
+	$(GO) vet -tags faults ./examples/faults/
 	@if [ "$$(id -u)" != 0 ]; then echo "test-faults: SKIPPED, the fault suite needs root (CI runs it as root)"; else \
-	echo "$(GO) test -tags faults -count=1 -timeout 20m -run '^TestFaults$$' ./examples/go-server/ -args -faults.require $(FAULTS_FLAGS)"; \
-	$(GO) test -tags faults -count=1 -timeout 20m -run '^TestFaults$$' ./examples/go-server/ -args -faults.require $(FAULTS_FLAGS); fi
+	echo "$(GO) test -tags faults -count=1 -timeout 20m -run '^TestFaults$$' ./examples/faults/ -args -faults.require $(FAULTS_FLAGS)"; \
+	$(GO) test -tags faults -count=1 -timeout 20m -run '^TestFaults$$' ./examples/faults/ -args -faults.require $(FAULTS_FLAGS); fi
 
 test: test-go fuzz-smoke $(if $(wildcard sdk-bindings/python/python.mk),python-test) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-test) test-faults
 

@@ -1,6 +1,6 @@
 //go:build linux && faults
 
-package main_test
+package faults_test
 
 // Faults 26-28: one lock for every host, no directories in another user's
 // home, one message per unusable state directory. See docs/RELIABILITY.md.
