@@ -95,7 +95,7 @@ func (e *env) startBroker() {
 // vars is the environment every launch gets: the broker URL, the state
 // root, and extra.
 func (e *env) vars() []string {
-	return append([]string{"MCP_RESUME_BROKER_URL=" + e.broker.URL, e.stateVar(e.stateDir)}, e.extra...)
+	return append([]string{"MCP_EXAMPLE_BROKER_URL=" + e.broker.URL, e.stateVar(e.stateDir)}, e.extra...)
 }
 
 // stateVar is the MCP_RESUME_STATE_DIR setting under which the server

@@ -1,38 +1,40 @@
 #!/usr/bin/env node
 // Startup and memory benchmark of the TypeScript binding.
 //
-//   node sdk-bindings/typescript/bench/startup.mjs [-n 20]      (or: make typescript-bench)
+//   node examples/bench/typescript/startup.mjs [-n 20]      (or: make typescript-bench)
 //
-// 1. Startup: launches the example server (node examples/typescript-server/dist/server.js)
-//    as a child of this process, alternating
-//      baseline  MCP_RESUME_BENCH=baseline: imports + McpServer construction, then exit
-//      load      MCP_RESUME_BENCH=load: the same, then ResumeTokenStore.open() and one
-//                load(), then exit right after the load answer
+// 1. Startup: launches the example server's startup (examples/typescript-server, run by
+//    its benchmark stand-in server-start.mjs, which stops at the measured point) as a
+//    child of this process, alternating
+//      baseline  the server's imports + McpServer construction, then exit
+//      load      the same, then ResumeTokenStore.open() and one load(), then exit
+//                right after the load answer
 //    and times spawn -> exit (ms), and the child's peak RSS (process.resourceUsage().maxRSS,
 //    read at exit by a --require'd hook both modes load). A token file for this process's
 //    identity (the server's MCP host) is written first, so load() finds and validates a
 //    token as on a real relaunch. Prints median, p90 and mean per mode, the ratio load/
-//    baseline (issue 10 target: <= 1.25) and the RSS difference (target: <= +20 MiB).
-// 2. Memory: one store, 10,000 store() calls (test/fixtures/memory.mjs in a fresh
+//    baseline (target: <= 1.25, so resume costs a quarter of the server's start at most)
+//    and the RSS difference (target: <= +20 MiB).
+// 2. Memory: one store, 10,000 store() calls (the binding's test/fixtures/memory.mjs in a fresh
 //    process with --expose-gc): RSS, JS heap and external memory after 0, 1,000 and
 //    10,000 calls; and the same loop on the bare Extism SDK without plugin.reset(),
 //    the 1.0.3 trap the store avoids.
 //
 // Prints Markdown tables on stdout.
 import { spawn } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
-const PKG = fileURLToPath(new URL("../", import.meta.url));
-const ROOT = path.resolve(PKG, "../..");
-const SERVER = path.join(ROOT, "examples", "typescript-server", "dist", "server.js");
+const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
+const PKG = path.join(ROOT, "sdk-bindings", "typescript"); // the binding
+const EXAMPLE = path.join(ROOT, "examples", "typescript-server");
 const nIdx = process.argv.indexOf("-n");
 const N = nIdx > 0 ? Number(process.argv[nIdx + 1]) : Number(process.env.N ?? 20);
 const WARMUP = 2;
 
-if (!existsSync(SERVER) || !existsSync(path.join(PKG, "dist", "index.js"))) {
+if (!existsSync(path.join(EXAMPLE, "dist", "broker.js")) || !existsSync(path.join(EXAMPLE, "node_modules")) || !existsSync(path.join(PKG, "dist", "index.js"))) {
   console.error("build first: make typescript-setup");
   process.exit(2);
 }
@@ -42,12 +44,18 @@ const stateDir = path.join(work, "state");
 mkdirSync(stateDir, { mode: 0o700 });
 chmodSync(stateDir, 0o700);
 
+// The server's startup, run from the work directory, whose node_modules links to the
+// example's: its imports load exactly the files the server loads (server-start.mjs).
+const SERVER = path.join(work, "server-start.mjs");
+copyFileSync(fileURLToPath(new URL("./server-start.mjs", import.meta.url)), SERVER);
+symlinkSync(path.join(EXAMPLE, "node_modules"), path.join(work, "node_modules"));
+
 // This process is the server's MCP host: file a token under its identity, as
 // a server it launched would (a child node process storing through the
 // binding: the plugin names the file).
 const TOKEN = "bench-token-" + "x".repeat(31);
 const tokenFile = await new Promise((resolve, reject) => {
-  const code = `import { ResumeTokenStore } from ${JSON.stringify(new URL("../dist/index.js", import.meta.url).href)};
+  const code = `import { ResumeTokenStore } from ${JSON.stringify(pathToFileURL(path.join(PKG, "dist", "index.js")).href)};
     const s = await ResumeTokenStore.open({ app: "bench", stateDir: process.env.MCP_RESUME_STATE_DIR });
     await s.store(${JSON.stringify(TOKEN)});
     process.stdout.write((await s.whoami()).tokenFile ?? "");
@@ -68,9 +76,9 @@ function once(mode) {
   return new Promise((resolve, reject) => {
     const t0 = process.hrtime.bigint();
     const flags = mode === "tierup" ? ["--no-liftoff-only"] : [];
-    const p = spawn(process.execPath, [...flags, "--require", RSS_HOOK, SERVER], {
+    const p = spawn(process.execPath, [...flags, "--require", RSS_HOOK, SERVER, mode === "tierup" ? "load" : mode], {
       cwd: ROOT,
-      env: { ...process.env, MCP_RESUME_BENCH: mode === "tierup" ? "load" : mode, MCP_RESUME_STATE_DIR: stateDir, MCP_RESUME_BROKER_URL: "http://127.0.0.1:9" },
+      env: { ...process.env, MCP_RESUME_STATE_DIR: stateDir },
       stdio: ["ignore", "pipe", "pipe", "pipe"],
     });
     let out = "";
