@@ -3,7 +3,7 @@
 #   make demo               a Go MCP server resumes its session across a relaunch
 #   make demo LANG=python   the same with the Python server (LANG=typescript for Node)
 #   make test               everything CI runs
-#   make bench              benchmarks (results in docs/BENCHMARKS.md)
+#   make bench              benchmarks (examples/bench; results in docs/BENCHMARKS.md)
 #   make wasm               rebuild plugin/plugin.wasm (reproducible)
 
 ROOT := $(abspath .)
@@ -73,10 +73,10 @@ fuzz-smoke:
 # as root): as another user it says so and is skipped.
 # After an intended change: make test-faults FAULTS_FLAGS=-update-fault-table
 test-faults: build python-setup typescript-setup
-	$(GO) vet -tags faults ./examples/go-server/
+	$(GO) vet -tags faults ./examples/faults/
 	@if [ "$$(id -u)" != 0 ]; then echo "test-faults: SKIPPED, the fault suite needs root (CI runs it as root)"; else \
-	echo "$(GO) test -tags faults -count=1 -timeout 20m -run '^TestFaults$$' ./examples/go-server/ -args -faults.require $(FAULTS_FLAGS)"; \
-	$(GO) test -tags faults -count=1 -timeout 20m -run '^TestFaults$$' ./examples/go-server/ -args -faults.require $(FAULTS_FLAGS); fi
+	echo "$(GO) test -tags faults -count=1 -timeout 20m -run '^TestFaults$$' ./examples/faults/ -args -faults.require $(FAULTS_FLAGS)"; \
+	$(GO) test -tags faults -count=1 -timeout 20m -run '^TestFaults$$' ./examples/faults/ -args -faults.require $(FAULTS_FLAGS); fi
 
 test: test-go fuzz-smoke $(if $(wildcard sdk-bindings/python/python.mk),python-test) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-test) test-faults
 
@@ -96,13 +96,15 @@ bench-go: build
 	$(GO) test -run '^$$' -bench OpenLoad -benchtime 200x -count 1 ./host/
 	$(GO) test -run '^$$' -bench InspectStart -benchtime 2000x -count 1 ./host/internal/primitives/
 	$(GO) test -run '^TestMemoryFlat_10kCalls$$' -count 1 -v ./host/
-	$(GO) run ./host/internal/startbench -server bin/go-server -cli bin/mcp-resume
+	$(GO) build -o bin/ ./examples/bench/gostart
+	$(GO) run ./host/internal/startbench -server bin/gostart
 
-# The MCP handshake (issue 10): each example server driven by the official Go
-# SDK client, process start to `initialize` answered, resume on against
-# MCP_RESUME=off, alternating runs (examples/initbench).
+# The MCP handshake: each example server driven by the official Go SDK
+# client, process start to `initialize` answered, resume on against
+# MCP_RESUME=off, alternating runs (examples/bench/initbench). Resume must
+# not delay the answer a host waits for before it offers the server's tools.
 bench-init: build python-setup typescript-setup
-	$(GO) run ./examples/initbench -broker bin/broker -n 20
+	$(GO) run ./examples/bench/initbench -broker bin/broker -n 20
 
 bench: bench-go $(if $(wildcard sdk-bindings/python/python.mk),python-bench) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-bench) bench-init
 

@@ -61,8 +61,8 @@ func run(ctx context.Context, brokerPath string, argv []string, logs io.Writer) 
 		return err
 	}
 	defer broker.Stop()
-	env := []string{"MCP_RESUME_BROKER_URL=" + broker.URL, "MCP_RESUME_STATE_DIR=" + stateDir}
-	os.Setenv("MCP_RESUME_BROKER_URL", broker.URL)
+	env := []string{"MCP_EXAMPLE_BROKER_URL=" + broker.URL, "MCP_RESUME_STATE_DIR=" + stateDir}
+	os.Setenv("MCP_EXAMPLE_BROKER_URL", broker.URL)
 	os.Setenv("MCP_RESUME_STATE_DIR", stateDir)
 
 	fmt.Printf("broker: %s\nstate directory: %s\nserver: %s\nhost (this process): pid %d\n\n", broker.URL, stateDir, strings.Join(argv, " "), os.Getpid())

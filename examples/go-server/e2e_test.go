@@ -87,7 +87,7 @@ func (e *env) startBroker() {
 }
 
 func (e *env) vars() []string {
-	return append([]string{"MCP_RESUME_BROKER_URL=" + e.broker.URL, e.stateVar(e.stateDir)}, e.extra...)
+	return append([]string{"MCP_EXAMPLE_BROKER_URL=" + e.broker.URL, e.stateVar(e.stateDir)}, e.extra...)
 }
 
 // stateVar is the MCP_RESUME_STATE_DIR setting under which the server
@@ -203,7 +203,7 @@ func TestResume_CorruptFile(t *testing.T) {
 func TestResume_BrokerRejects(t *testing.T) {
 	e := newEnv(t)
 	// The new broker listens on another URL, which would change the default
-	// instance key (MCP_RESUME_BROKER_URL is part of the environment) and
+	// instance key (MCP_EXAMPLE_BROKER_URL is part of the environment) and
 	// so the token file: declare the instance to keep one file.
 	e.extra = []string{"MCP_RESUME_INSTANCE=broker-test"}
 	first, _ := e.launch([]string{bin.server}, "")
@@ -323,8 +323,9 @@ func helperHost() int {
 // TestResume_SeveralInstances: one MCP host runs two copies of the server at
 // once. Copies launched differently (here, different arguments) keep their
 // own sessions; identical copies never share one: the second runs without
-// resume while the first holds the token file (issue 5; spec 000's Known
-// Limitation lifted).
+// resume while the first holds the token file, so two copies never resume
+// each other's session (spec 000's Known Limitation, one session per host,
+// lifted by the instance key and the token file's lock).
 func TestResume_SeveralInstances(t *testing.T) {
 	ctx := context.Background()
 	launchBoth := func(e *env, a, b []string) (mcphost.SessionInfo, mcphost.SessionInfo) {
@@ -429,7 +430,7 @@ func TestHandshake_BrokerUnreachable(t *testing.T) {
 	e.broker.Stop()
 	e.startBroker() // for newEnv's cleanup; the server is pointed at the dead URL
 	ctx := context.Background()
-	srv, err := mcphost.Launch(ctx, []string{bin.server}, []string{"MCP_RESUME_BROKER_URL=" + url, e.stateVar(e.stateDir)}, e.stderr)
+	srv, err := mcphost.Launch(ctx, []string{bin.server}, []string{"MCP_EXAMPLE_BROKER_URL=" + url, e.stateVar(e.stateDir)}, e.stderr)
 	if err != nil {
 		t.Fatalf("initialize with the broker down: %v\nserver stderr:\n%s", err, e.stderr)
 	}

@@ -4,13 +4,16 @@
 //
 // Environment:
 //
-//	MCP_RESUME_BROKER_URL  the token broker (examples/broker), required
-//	MCP_RESUME_STATE_DIR   overrides the state directory (optional)
-//	MCP_RESUME_BENCH       "load": open the store, load once, exit 0 (startup benchmark);
-//	                       "baseline": the same startup without the store
-//	MCP_RESUME             "off": session resume off (the plugin logs
-//	                       "Session resume turned off by MCP_RESUME=off"
-//	                       and reads or writes nothing)
+//	MCP_EXAMPLE_BROKER_URL  the token broker (examples/broker), required;
+//	                        this server's own setting, hence not MCP_RESUME_*
+//	MCP_RESUME_STATE_DIR    overrides the state directory (optional)
+//	MCP_RESUME              "off": session resume off (the plugin logs
+//	                        "Session resume turned off by MCP_RESUME=off"
+//	                        and reads or writes nothing)
+//
+// The MCP_RESUME_* variables are the library's (package host, read by the
+// plugin); a server copied from this one keeps them and names its own
+// settings with its own prefix.
 //
 // Tools: remember(note) -> "remembered"; recall() -> {"notes": [...]};
 // session_info() -> {"session_id": string, "resumed": bool}.
@@ -42,6 +45,11 @@ import (
 	"github.com/mcp-resume/mcp-resume/host"
 )
 
+// EnvBrokerURL names the environment variable holding the token broker's
+// URL (examples/broker). It is this server's setting, not the library's, so
+// it does not use the MCP_RESUME_ prefix.
+const EnvBrokerURL = "MCP_EXAMPLE_BROKER_URL"
+
 // App is this server's app name: its token files live in their own state
 // directory, apart from every other MCP server's.
 const App = "example-go"
@@ -60,7 +68,7 @@ func main() {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, logger); err != nil {
+	if err := serve(ctx, logger); err != nil {
 		logger.Error("go-server stopped", "error", err)
 		os.Exit(1)
 	}
@@ -79,30 +87,6 @@ const brokerTimeout = 5 * time.Second
 // just rotated is stored before the process exits.
 const shutdownWait = 3 * brokerTimeout
 
-func run(ctx context.Context, logger *slog.Logger) error {
-	bench := os.Getenv("MCP_RESUME_BENCH")
-	if bench == "" {
-		return serve(ctx, logger)
-	}
-	// The startup benchmarks' modes: the server's own startup, then (load)
-	// the store and its first load answer, in sequence, and exit there.
-	newServer() // the server's own startup, which "baseline" measures alone
-	if bench == "baseline" {
-		return nil
-	}
-	store, err := host.Open(ctx, appName(), &host.Options{Logger: logger})
-	if err != nil {
-		logger.Warn("session resume unavailable", "error", err)
-	}
-	if bench == "load" {
-		// The measured point is the load answer: exit there, skipping teardown.
-		store.Load(ctx)
-		os.Exit(0)
-	}
-	store.Close(ctx)
-	return fmt.Errorf("MCP_RESUME_BENCH=%q: want load or baseline", bench)
-}
-
 // serve runs the MCP server on stdio. The broker session is established in
 // a goroutine that starts once the client has finished the initialize
 // handshake (or at the first tool call, whichever comes first), so
@@ -110,9 +94,9 @@ func run(ctx context.Context, logger *slog.Logger) error {
 // or the broker. It returns when the client disconnects or ctx ends, once
 // that goroutine is done (at most shutdownWait later) and the store closed.
 func serve(ctx context.Context, logger *slog.Logger) error {
-	brokerURL := os.Getenv("MCP_RESUME_BROKER_URL")
+	brokerURL := os.Getenv(EnvBrokerURL)
 	if brokerURL == "" {
-		return errors.New("MCP_RESUME_BROKER_URL is not set: point it at the token broker (go run ./examples/broker prints its URL)")
+		return errors.New(EnvBrokerURL + " is not set: point it at the token broker (go run ./examples/broker prints its URL)")
 	}
 	s := &state{
 		broker: brokerclient.New(brokerURL, &http.Client{Timeout: brokerTimeout}),
@@ -164,10 +148,6 @@ func (s *state) startup(ctx context.Context, logger *slog.Logger) {
 }
 
 var serverInfo = &mcp.Implementation{Name: "mcp-resume-example-go", Version: "0.1.0"}
-
-func newServer() *mcp.Server {
-	return mcp.NewServer(serverInfo, nil)
-}
 
 // establish gets a broker session: the stored one if the broker still honours
 // its token, else a fresh one; and stores the token the broker returns. A nil
@@ -267,7 +247,7 @@ func (s *state) current(ctx context.Context) (brokerclient.Session, error) {
 	case <-ctx.Done():
 		return brokerclient.Session{}, fmt.Errorf("no broker session yet: %w", ctx.Err())
 	case <-t.C:
-		return brokerclient.Session{}, fmt.Errorf("no broker session: startup still running after %v (is the broker at MCP_RESUME_BROKER_URL reachable?)", sessionWait)
+		return brokerclient.Session{}, fmt.Errorf("no broker session: startup still running after %v (is the broker at %s reachable?)", sessionWait, EnvBrokerURL)
 	}
 	if s.err != nil {
 		return s.session, fmt.Errorf("no broker session: %w", s.err)

@@ -3,7 +3,7 @@ survives relaunches by the same MCP host through mcp-resume (``mcp_resume``).
 
 Run it (after ``make python-setup``) from the repository root::
 
-    MCP_RESUME_BROKER_URL=http://127.0.0.1:PORT .venv/bin/python examples/python-server/server.py
+    MCP_EXAMPLE_BROKER_URL=http://127.0.0.1:PORT .venv/bin/python examples/python-server/server.py
 
 Arguments: any (for example ``--profile work``); the server itself ignores
 them. The resume plugin takes them as the instance key (its default, from the
@@ -15,13 +15,15 @@ instance under this host holds the token file, session resume disabled for this
 instance" and runs with a fresh session.
 
 Environment:
-  MCP_RESUME_BROKER_URL  the token broker (examples/broker), required
-  MCP_RESUME_STATE_DIR   overrides the state directory (optional)
-  MCP_RESUME_INSTANCE    overrides the instance key (default: the arguments; "-": none)
-  MCP_RESUME_BENCH       "load": open the store, load once, exit 0 (startup benchmark);
-                         "baseline": the same startup without the store
-  MCP_RESUME             "off": session resume off (the plugin logs "Session resume turned
-                         off by MCP_RESUME=off" and reads or writes nothing)
+  MCP_EXAMPLE_BROKER_URL  the token broker (examples/broker), required; this server's own
+                          setting, hence not MCP_RESUME_*
+  MCP_RESUME_STATE_DIR    overrides the state directory (optional)
+  MCP_RESUME_INSTANCE     overrides the instance key (default: the arguments; "-": none)
+  MCP_RESUME              "off": session resume off (the plugin logs "Session resume turned
+                          off by MCP_RESUME=off" and reads or writes nothing)
+
+The MCP_RESUME_* variables are the library's (read by the plugin); a server copied from this
+one keeps them and names its own settings with its own prefix.
 
 Tools: ``remember(note)`` -> ``remembered``; ``recall()`` -> ``{"notes": [...]}``;
 ``session_info()`` -> ``{"session_id": str, "resumed": bool}``.
@@ -68,6 +70,10 @@ if TYPE_CHECKING:
 #: (the fault suite runs the Go, Python and TypeScript example servers as one app, to show that servers on
 #: different hosts exclude one another through one lock).
 APP = os.environ.get("EXAMPLE_APP") or "example-python"
+
+#: The environment variable holding the token broker's URL: this server's own setting, not the library's,
+#: so not MCP_RESUME_*.
+ENV_BROKER_URL = "MCP_EXAMPLE_BROKER_URL"
 
 #: Upper bound of every broker request, in seconds.
 HTTP_TIMEOUT_S = 5.0
@@ -305,7 +311,7 @@ class State:
         if not self._ready.is_set():
             raise ToolError(
                 f"no broker session: startup still running after {SESSION_WAIT_S:g} s "
-                "(is the broker at MCP_RESUME_BROKER_URL reachable?)"
+                f"(is the broker at {ENV_BROKER_URL} reachable?)"
             )
         if self._session is None:
             raise ToolError(f"no broker session: {self._error}")
@@ -324,7 +330,8 @@ class State:
 
 def new_server(state: State | None = None) -> MCPServer:
     """The MCP server object (official SDK; ``MCPServer`` is FastMCP's name since mcp 2), with ``state``'s
-    lifespan. Imports the SDK."""
+    lifespan (``None``: none, as the startup benchmark, examples/bench/python/server_start.py, builds it).
+    Imports the SDK."""
     from mcp.server.mcpserver import MCPServer
 
     return MCPServer("mcp-resume-example-python", version="0.1.0", lifespan=state.lifespan if state else None)
@@ -352,40 +359,17 @@ def register(server: MCPServer, state: State) -> None:
 
 
 def main() -> int:
-    """Run the server; return the exit status (0, or 1 without ``MCP_RESUME_BROKER_URL``).
+    """Run the server; return the exit status (0, or 1 without ``MCP_EXAMPLE_BROKER_URL``).
 
-    Serving: the resume store is constructed first (it opens and loads in
-    its own thread), then the SDK imports, the server is built and serves
-    stdio at once; its lifespan establishes the broker session in the
-    background, so ``initialize`` waits for neither the plugin nor the broker.
-
-    The startup benchmarks' modes run in sequence instead: logging, MCPServer
-    construction, then (unless ``MCP_RESUME_BENCH=baseline``) the resume store
-    (the synchronous ``ResumeTokenStore``) and its first ``load``;
-    ``MCP_RESUME_BENCH=load`` exits right there, before any broker call.
+    The resume store is constructed first (it opens and loads in its own
+    thread), then the SDK imports, the server is built and serves stdio at
+    once; its lifespan establishes the broker session in the background, so
+    ``initialize`` waits for neither the plugin nor the broker.
     """
     setup_logging()
-    bench = os.environ.get("MCP_RESUME_BENCH", "")
-    if bench:
-        new_server()
-        if bench == "baseline":
-            return 0
-        # Imported here, so that the baseline start pays nothing of mcp_resume and the difference is
-        # everything resume costs, its import included.
-        from mcp_resume import ResumeTokenStore
-
-        try:
-            with ResumeTokenStore(APP) as store:
-                store.load()
-        except Exception as e:  # noqa: BLE001 - as open_store: serve without resume
-            log.warning("session resume unavailable: %s", e)
-        return 0
-    broker_url = os.environ.get("MCP_RESUME_BROKER_URL", "")
+    broker_url = os.environ.get(ENV_BROKER_URL, "")
     if not broker_url:
-        log.error(
-            "MCP_RESUME_BROKER_URL is not set: point it at the token broker "
-            "(go run ./examples/broker prints its URL)"
-        )
+        log.error("%s is not set: point it at the token broker (go run ./examples/broker prints its URL)", ENV_BROKER_URL)
         return 1
     state = State(Broker(broker_url), open_store())  # first: the store opens while the SDK imports
     try:

@@ -8,6 +8,7 @@
 #                       suite: unit, conformance, end to end (needs Go on PATH
 #                       to build the broker)
 #   make python-bench   startup cost of resume in the example server
+#                       (examples/bench/python/bench_startup.py)
 
 PYTHON ?= python3
 PY_VENV := $(ROOT)/.venv
@@ -38,4 +39,4 @@ python-test: python-setup
 	cd $(ROOT) && $(PY) -m pytest -p no:cacheprovider sdk-bindings/python/tests
 
 python-bench: python-setup
-	cd $(ROOT) && $(PY) sdk-bindings/python/bench/bench_startup.py --runs 15
+	cd $(ROOT) && $(PY) examples/bench/python/bench_startup.py --runs 15

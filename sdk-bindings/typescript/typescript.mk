@@ -5,6 +5,7 @@
 #   make typescript-setup   npm ci + tsc for the binding and the example (idempotent)
 #   make typescript-test    type-check, then conformance, unit and end-to-end tests (needs Go on PATH)
 #   make typescript-bench   startup (load vs baseline) and memory benchmark, Markdown tables
+#                           (examples/bench/typescript/startup.mjs)
 #
 # $(TYPESCRIPT_SERVER_CMD) runs the example server from the repository root.
 
@@ -42,7 +43,7 @@ typescript-test: typescript-setup
 	cd $(TS_BINDING) && $(NODE) --import tsx --test test/*.test.ts
 
 typescript-bench: typescript-setup
-	cd $(ROOT) && $(NODE) sdk-bindings/typescript/bench/startup.mjs -n 20
+	cd $(ROOT) && $(NODE) examples/bench/typescript/startup.mjs -n 20
 
 typescript-clean:
 	rm -rf $(TS_BINDING)/node_modules $(TS_BINDING)/dist $(TS_BINDING)/plugin.wasm $(TS_EXAMPLE)/node_modules $(TS_EXAMPLE)/dist

@@ -6,23 +6,29 @@
  *
  * Environment:
  *
- * - `MCP_RESUME_BROKER_URL`: the token broker (examples/broker), required.
+ * - `MCP_EXAMPLE_BROKER_URL`: the token broker (examples/broker), required;
+ *   this server's own setting, hence not `MCP_RESUME_*`.
  * - `MCP_RESUME_STATE_DIR`: overrides the state directory (optional).
  * - `MCP_RESUME_INSTANCE`: tells this instance apart from others the same MCP
  *   host runs at once (optional; default: this process's arguments, which
  *   the server otherwise ignores). Identical instances share one token file,
  *   which only the first holds.
- * - `MCP_RESUME_BENCH`: `load` opens the store, calls `load()` once and
- *   exits 0 (startup benchmark); `baseline` does the same startup without
- *   the store and exits at the same point.
  * - `MCP_RESUME`: `off` turns session resume off (the plugin logs `Session
  *   resume turned off by MCP_RESUME=off` and reads or writes nothing).
- * - `MCP_RESUME_BENCH_ELD`: `1` logs, once the broker session is
+ * - `MCP_EXAMPLE_BENCH_ELD`: `1` logs, once the broker session is
  *   established, the event loop's longest delay up to the handshake and
- *   during the store's startup (examples/initbench measures with it).
- * - `MCP_RESUME_BENCH_EAGER`: `1` starts the store before the transport
+ *   during the store's startup (examples/bench/initbench measures with it).
+ * - `MCP_EXAMPLE_BENCH_EAGER`: `1` starts the store before the transport
  *   connects instead of after the handshake, the order this server does not
- *   use, kept so that examples/initbench can measure what it costs.
+ *   use, kept so that examples/bench/initbench can measure what it costs.
+ *
+ * The `MCP_RESUME_*` variables are the library's (read by the plugin); a
+ * server copied from this one keeps them and names its own settings with
+ * its own prefix. The two `MCP_EXAMPLE_BENCH_*` hooks are the only
+ * benchmark code left in a server (its startup benchmark runs
+ * examples/bench/typescript/server-start.mjs instead): they observe and
+ * reorder this server's own event loop during the handshake, which nothing
+ * outside the process can do; a copy of this server can drop them.
  *
  * Tools: `remember(note)` → `remembered`; `recall()` → `{"notes": [...]}`;
  * `session_info()` → `{"session_id": string, "resumed": boolean}`.
@@ -56,6 +62,12 @@ import { BrokerClient, BrokerRejectedError, type Session } from "./broker.js";
  * hosts exclude one another through one lock).
  */
 export const APP = process.env["EXAMPLE_APP"] || "example-typescript";
+
+/**
+ * The environment variable holding the token broker's URL: this server's
+ * own setting, not the library's, so not `MCP_RESUME_*`.
+ */
+export const ENV_BROKER_URL = "MCP_EXAMPLE_BROKER_URL";
 
 /** How long a tool call waits for the broker session startup establishes in the background, in milliseconds. */
 export const SESSION_WAIT_MS = 20_000;
@@ -111,25 +123,6 @@ function text(s: string): { content: Array<{ type: "text"; text: string }> } {
 type Outcome = { session: Session; error?: undefined } | { session?: undefined; error: string };
 
 /**
- * The `MCP_RESUME_BENCH=load|baseline` startup benchmark modes: the
- * server's own startup, then (load) the store and its first `load()` answer,
- * in sequence; exits 0 at the measured point.
- */
-async function benchMode(bench: string): Promise<never> {
-  newServer();
-  if (bench === "baseline") process.exit(0);
-  let store: ResumeTokenStore | undefined;
-  try {
-    store = await ResumeTokenStore.open({ app: APP, logger });
-  } catch (e) {
-    logger.warn("session resume unavailable", { error: (e as Error).message });
-  }
-  // The measured point is the load answer: exit there, skipping teardown.
-  await store?.load();
-  process.exit(0);
-}
-
-/**
  * Opens the store and establishes the broker session, yielding to the
  * event loop before each synchronous plugin step. Never rejects.
  */
@@ -155,7 +148,7 @@ async function startup(broker: BrokerClient): Promise<Outcome> {
 /**
  * The event loop's delay (perf_hooks.monitorEventLoopDelay, 1 ms
  * resolution) up to the handshake and during startup, logged once on
- * stderr (`MCP_RESUME_BENCH_ELD=1`).
+ * stderr (`MCP_EXAMPLE_BENCH_ELD=1`).
  */
 function delayMonitor(): { handshake(): void; done(): void } {
   const h = monitorEventLoopDelay({ resolution: 1 });
@@ -175,17 +168,12 @@ function delayMonitor(): { handshake(): void; done(): void } {
 }
 
 async function main(): Promise<void> {
-  const bench = process.env["MCP_RESUME_BENCH"];
-  if (bench) await benchMode(bench);
-
-  const brokerURL = process.env["MCP_RESUME_BROKER_URL"];
+  const brokerURL = process.env[ENV_BROKER_URL];
   if (!brokerURL) {
-    logger.error(
-      "MCP_RESUME_BROKER_URL is not set: point it at the token broker (go run ./examples/broker prints its URL)",
-    );
+    logger.error(`${ENV_BROKER_URL} is not set: point it at the token broker (go run ./examples/broker prints its URL)`);
     process.exit(1);
   }
-  const eld = process.env["MCP_RESUME_BENCH_ELD"] === "1" ? delayMonitor() : undefined;
+  const eld = process.env["MCP_EXAMPLE_BENCH_ELD"] === "1" ? delayMonitor() : undefined;
   const broker = new BrokerClient(brokerURL);
   let started: Promise<Outcome> | undefined;
   const start = (): Promise<Outcome> =>
@@ -197,7 +185,7 @@ async function main(): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<Outcome>((resolve) => {
       timer = setTimeout(
-        () => resolve({ error: `startup still running after ${SESSION_WAIT_MS / 1000} s (is the broker at MCP_RESUME_BROKER_URL reachable?)` }),
+        () => resolve({ error: `startup still running after ${SESSION_WAIT_MS / 1000} s (is the broker at ${ENV_BROKER_URL} reachable?)` }),
         SESSION_WAIT_MS,
       );
     });
@@ -231,7 +219,7 @@ async function main(): Promise<void> {
     },
   );
 
-  if (process.env["MCP_RESUME_BENCH_EAGER"] === "1") void start();
+  if (process.env["MCP_EXAMPLE_BENCH_EAGER"] === "1") void start();
   // initialize has been answered: the plugin's synchronous work may run now.
   server.server.oninitialized = () => {
     eld?.handshake();

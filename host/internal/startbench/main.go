@@ -1,32 +1,45 @@
 // Command startbench measures how long a Go MCP server takes from process
 // start to its first Load answer, and its peak RSS, against a floor measured
-// in the same run: the cost mcp-resume adds to every launch (issue 10).
+// in the same run: the cost mcp-resume adds to every launch. Its targets:
+// warm start within 1.15x of the floor, peak RSS within floor + 6 MiB, a
+// first-ever (cold) start within 4x of a warm one.
 //
-//	go run ./host/internal/startbench -server bin/go-server -cli bin/mcp-resume [-n 20]
+//	go run ./host/internal/startbench -server bin/gostart [-n 20]
 //
-// It launches each child with MCP_RESUME_BENCH set (the server exits right
-// after the measured point) and times spawn to exit; peak RSS is the
-// child's ru_maxrss (wait4). Modes, run in turn (one run of each, n rounds,
-// the order rotating every round so that drift on a shared machine hits all
-// modes alike):
+// The server is examples/bench/gostart, the Go example server's startup
+// stopped at the measured point (argument load or baseline), so the example
+// server carries no benchmark mode. startbench lives under host/ rather
+// than examples/bench/ because its floor and its phase timings open modules
+// through host/internal/loader and host/internal/primitives, which Go's
+// internal-package rule lets only code under host/ import.
+//
+// It times each child from spawn to exit; peak RSS is the child's ru_maxrss
+// (wait4). The child's stdout is a pipe this process reads, as an MCP
+// host's is, so the plugin resolves this process as the host. Modes, run in
+// turn (one run of each, n rounds, the order rotating every round so that
+// drift on a shared machine hits all modes alike):
 //
 //	floor          ./floor: the server's startup with a minimal go-pdk module
 //	               (./floorguest, one export, built with the plugin's flags)
 //	               opened exactly as package host opens the plugin, warm cache
-//	baseline       the server without mcp-resume (MCP_RESUME_BENCH=baseline)
+//	baseline       the server without mcp-resume (gostart baseline)
 //	warm           Open + Load, compilation cache holding the plugin
 //	cold           Open + Load, empty compilation cache (a fresh one per run):
 //	               the interpreter answers while the compiler runs in the background
+//	               (its own XDG_CACHE_HOME is part of the plugin's default
+//	               instance key, so its Load finds no token file)
 //	off            warm, with MCP_RESUME=off (the plugin loads, does nothing)
 //
 // The warm caches are filled before the runs, in this process, through
 // host/internal/loader (the same code and cache layout the children use).
-// A token file for this process's identity (as `mcp-resume whoami`, run as
-// a child, reports it) is written first, so Load resolves the host, finds
-// and validates a token as on a real relaunch. It prints Markdown tables.
+// A token file for this process's identity (named after the lock file an
+// untimed warm-up Load leaves) is written first, so Load resolves the host,
+// finds and validates a token as on a real relaunch. It prints Markdown
+// tables.
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -37,6 +50,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -47,8 +61,7 @@ import (
 )
 
 func main() {
-	server := flag.String("server", "bin/go-server", "example server binary")
-	cli := flag.String("cli", "bin/mcp-resume", "mcp-resume command binary")
+	server := flag.String("server", "bin/gostart", "the Go example server's startup (examples/bench/gostart)")
 	n := flag.Int("n", 20, "runs per mode")
 	fillDir := flag.String("fill", "", "internal: fill this cache directory with the plugin and -fill-module, then exit")
 	fillModule := flag.String("fill-module", "", "internal: the second module for -fill")
@@ -68,7 +81,7 @@ func main() {
 		}
 		return
 	}
-	if err := run(*server, *cli, *n); err != nil {
+	if err := run(*server, *n); err != nil {
 		fmt.Fprintln(os.Stderr, "startbench:", err)
 		os.Exit(1)
 	}
@@ -83,7 +96,7 @@ type mode struct {
 	rss  []int64 // KiB
 }
 
-func run(server, cli string, n int) error {
+func run(server string, n int) error {
 	tmp, err := os.MkdirTemp("", "startbench-")
 	if err != nil {
 		return err
@@ -95,21 +108,6 @@ func run(server, cli string, n int) error {
 	}
 	stateDir := filepath.Join(tmp, "state")
 	if err := os.Mkdir(stateDir, 0o700); err != nil {
-		return err
-	}
-	// A child's MCP host is this process: ask one for the token file name.
-	out, err := exec.Command(cli, "whoami", "--json").Output()
-	if err != nil {
-		return fmt.Errorf("%s whoami: %w", cli, err)
-	}
-	var id struct {
-		TokenFile string `json:"token_file"`
-		Error     string `json:"error"`
-	}
-	if err := json.Unmarshal(out, &id); err != nil || id.TokenFile == "" {
-		return fmt.Errorf("%s whoami: no token file (%v %s)", cli, err, id.Error)
-	}
-	if err := os.WriteFile(filepath.Join(stateDir, id.TokenFile), []byte("tok-startbench"), 0o600); err != nil {
 		return err
 	}
 	// Fill the warm cache for both modules, as a long-running server would,
@@ -124,15 +122,24 @@ func run(server, cli string, n int) error {
 		return fmt.Errorf("filling the warm cache: %w", err)
 	}
 	base := []string{"MCP_RESUME_STATE_DIR=" + stateDir, "XDG_CACHE_HOME=" + warm}
+	// The children's MCP host is this process: an untimed Load leaves the
+	// lock file of its identity, and a token file of that name makes every
+	// measured Load take the resume path (find, validate, read).
+	if _, _, err := launch([]string{server, "load"}, base); err != nil {
+		return fmt.Errorf("warm-up load: %w", err)
+	}
+	if err := plantToken(filepath.Join(stateDir, "example-go")); err != nil {
+		return err
+	}
 	fixed := func(env ...string) func(int) []string { return func(int) []string { return env } }
 	modes := []*mode{
 		{name: "floor: minimal go-pdk module, warm", argv: []string{floorBin}, env: fixed()},
-		{name: "baseline: server without resume", argv: []string{server}, env: fixed("MCP_RESUME_BENCH=baseline")},
-		{name: "plugin, warm cache", argv: []string{server}, env: fixed("MCP_RESUME_BENCH=load")},
-		{name: "plugin, cold cache (first start)", argv: []string{server}, env: func(i int) []string {
-			return []string{"MCP_RESUME_BENCH=load", "XDG_CACHE_HOME=" + filepath.Join(tmp, fmt.Sprintf("cold-%d", i))}
+		{name: "baseline: server without resume", argv: []string{server, "baseline"}, env: fixed()},
+		{name: "plugin, warm cache", argv: []string{server, "load"}, env: fixed()},
+		{name: "plugin, cold cache (first start)", argv: []string{server, "load"}, env: func(i int) []string {
+			return []string{"XDG_CACHE_HOME=" + filepath.Join(tmp, fmt.Sprintf("cold-%d", i))}
 		}},
-		{name: "plugin, warm, MCP_RESUME=off", argv: []string{server}, env: fixed("MCP_RESUME_BENCH=load", "MCP_RESUME=off")},
+		{name: "plugin, warm, MCP_RESUME=off", argv: []string{server, "load"}, env: fixed("MCP_RESUME=off")},
 	}
 	// One untimed launch of each binary, so the page cache holds them.
 	for _, m := range modes[:2] {
@@ -207,7 +214,7 @@ func run(server, cli string, n int) error {
 			col(func(p phaseTimes) time.Duration { return p.HostTime }), all[0].HostCalls)
 	}
 	fmt.Println()
-	fmt.Printf("Targets (issue 10): warm ≤ 1.15× floor: %.2f× (%s); peak RSS ≤ floor + 6 MiB: %+.1f MiB (%s); cold ≤ 4× warm: %.2f× (%s)\n",
+	fmt.Printf("Targets: warm ≤ 1.15× floor: %.2f× (%s); peak RSS ≤ floor + 6 MiB: %+.1f MiB (%s); cold ≤ 4× warm: %.2f× (%s)\n",
 		ratio(median(warmM.d), median(floor.d)), met(ratio(median(warmM.d), median(floor.d)) <= 1.15),
 		float64(median(warmM.rss)-median(floor.rss))/1024, met(median(warmM.rss)-median(floor.rss) <= 6*1024),
 		ratio(median(cold.d), median(warmM.d)), met(ratio(median(cold.d), median(warmM.d)) <= 4))
@@ -356,17 +363,34 @@ func fill(wasm []byte, cacheDir string) error {
 	return nil
 }
 
+// plantToken writes a token file next to the one lock file in appDir,
+// under the same name: the token of the identity that lock is for.
+func plantToken(appDir string) error {
+	locks, _ := filepath.Glob(filepath.Join(appDir, "lock-*"))
+	if len(locks) != 1 {
+		return fmt.Errorf("after the warm-up load, %s holds %d lock files, want 1 (did the plugin resolve this process as the host? see its log above)", appDir, len(locks))
+	}
+	name := "token-" + strings.TrimPrefix(filepath.Base(locks[0]), "lock-")
+	return os.WriteFile(filepath.Join(appDir, name), []byte("tok-startbench"), 0o600)
+}
+
 // launch runs argv with env added and returns spawn-to-exit time and the
-// child's peak RSS in KiB.
+// child's peak RSS in KiB. The child's stdout is a pipe to this process, as
+// an MCP host's is (the plugin checks that its host holds the server's
+// stdio); it must stay empty.
 func launch(argv, env []string) (time.Duration, int64, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), env...)
-	cmd.Stderr = os.Stderr
+	var stdout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, os.Stderr
 	start := time.Now()
 	if err := cmd.Run(); err != nil {
 		return 0, 0, err
 	}
 	d := time.Since(start)
+	if stdout.Len() > 0 {
+		return 0, 0, fmt.Errorf("%s wrote to stdout: %q", argv[0], stdout.Bytes())
+	}
 	var rss int64
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		rss = int64(ru.Maxrss) // KiB on Linux

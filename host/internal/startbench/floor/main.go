@@ -6,7 +6,8 @@
 // export) opened exactly as package host opens the plugin (host/internal/
 // loader: extism go-sdk on wazero, WASI, the nine host functions, the same
 // compilation cache and engines). It calls the export once and exits 0, as
-// the server does after its first load answer under MCP_RESUME_BENCH=load.
+// examples/bench/gostart (the server's startup) does after its first load
+// answer.
 //
 // startbench builds it: the module is built into a temporary directory and
 // embedded through `go build -overlay`, so no binary is committed; the build
@@ -36,7 +37,8 @@ func main() {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	// The example server creates its MCP server first (examples/go-server).
+	// The example server creates its MCP server first (examples/go-server,
+	// examples/bench/gostart).
 	_ = mcp.NewServer(&mcp.Implementation{Name: "mcp-resume-floor", Version: "0.1.0"}, nil)
 	p, _, err := loader.Instance(ctx, floorWasm, "", nil)
 	if err != nil {

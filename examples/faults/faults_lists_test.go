@@ -1,6 +1,6 @@
 //go:build linux && faults
 
-package main_test
+package faults_test
 
 // Faults 18 to 20: processes the walk must never take for the host, shells
 // that are hosts although their arguments name a file, and npm's retitled

@@ -1,6 +1,6 @@
 //go:build linux && faults
 
-package main_test
+package faults_test
 
 import (
 	"context"

@@ -1,6 +1,6 @@
 //go:build linux && faults
 
-package main_test
+package faults_test
 
 // Faults 26-28: one lock for every host, no directories in another user's
 // home, one message per unusable state directory. See docs/RELIABILITY.md.
@@ -178,7 +178,7 @@ func (u realUser) argv() []string {
 // env is what a server of this user sees: its HOME, no state or cache
 // directory set, the broker.
 func (u realUser) env(f *fx) []string {
-	return []string{"MCP_RESUME_BROKER_URL=" + f.broker.URL, "HOME=" + u.home, "XDG_STATE_HOME=", "XDG_CACHE_HOME=", "USER=" + u.name, "LOGNAME=" + u.name}
+	return []string{"MCP_EXAMPLE_BROKER_URL=" + f.broker.URL, "HOME=" + u.home, "XDG_STATE_HOME=", "XDG_CACHE_HOME=", "USER=" + u.name, "LOGNAME=" + u.name}
 }
 
 // 27. A server run as root with an unprivileged user's HOME (sudo -E) on a

@@ -1,6 +1,6 @@
-"""Stress helpers of the fault-injection suite (examples/go-server/faults_test.go),
+"""Stress helpers of the fault-injection suite (examples/faults/faults_test.go),
 faults 8 (SIGKILL during store) and 9 (concurrent instances), for the Python
-binding: the same three modes as the Go helpers in faults_util_test.go, through
+binding: the same three modes as the Go helpers in faults_helpers_test.go, through
 the binding's public API (``mcp_resume.ResumeTokenStore``), the real plugin in
 the real Python host.
 
@@ -20,7 +20,7 @@ Run by the suite as ``.venv/bin/python faults_stress.py`` with FAULTS_HELPER:
 
 Stress tokens are self-checking (``s<seed>.i<iter>.<filler>.<crc32>``), so a
 partial or garbled one is detected; the format is stressToken in
-faults_util_test.go. Nothing but the protocol above goes to stdout; the
+faults_helpers_test.go. Nothing but the protocol above goes to stdout; the
 binding's log lines (warnings and up) go to stderr.
 """
 

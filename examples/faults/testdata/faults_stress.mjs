@@ -1,8 +1,8 @@
 /**
- * Stress helpers of the fault-injection suite (examples/go-server/faults_test.go),
+ * Stress helpers of the fault-injection suite (examples/faults/faults_test.go),
  * faults 8 (SIGKILL during store) and 9 (concurrent instances), for the
  * TypeScript binding: the same three modes as the Go helpers in
- * faults_util_test.go and faults_stress.py, through the binding's public API
+ * faults_helpers_test.go and faults_stress.py, through the binding's public API
  * (`ResumeTokenStore` of sdk-bindings/typescript/dist, which `make
  * typescript-setup` builds), the real plugin in the real Node host.
  *
@@ -20,7 +20,7 @@
  *   `{"instance", "stored", "loads", "invalid", "rejects", "events", "open_errs"}`.
  *
  * Stress tokens are self-checking (`s<seed>.i<iter>.<filler>.<crc32>`); the
- * format is stressToken in faults_util_test.go. Nothing but the protocol goes
+ * format is stressToken in faults_helpers_test.go. Nothing but the protocol goes
  * to stdout; warnings and up go to stderr.
  */
 import { createInterface } from "node:readline";

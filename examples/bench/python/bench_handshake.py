@@ -7,7 +7,7 @@ directory (``XDG_CACHE_HOME``) and state directory, against the real Go broker (
 the answer of a first ``session_info`` tool call; then kills it. Servers alternate run by run, so machine drift
 hits all alike. Prints a markdown table: medians and p90 in ms, and each median's ratio to the first server's.
 
-    .venv/bin/python sdk-bindings/python/bench/bench_handshake.py --runs 9 \\
+    .venv/bin/python examples/bench/python/bench_handshake.py --runs 9 \\
         --server before=/tmp/server_before.py --server after=examples/python-server/server.py
 
 ``--warm`` fills one cache directory first and reuses it (a warm start) instead.
@@ -93,7 +93,7 @@ def main() -> int:
                               text=True)
     assert broker.stdout is not None
     url = broker.stdout.readline().removeprefix("broker listening on ").strip()
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("EXTISM_", "MCP_RESUME"))}
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("EXTISM_", "MCP_RESUME", "MCP_EXAMPLE"))}
     results: dict[str, list[tuple[float, float]]] = {label: [] for label, _ in servers}
     root = tempfile.mkdtemp(prefix="mcp-resume-handshake-")
     try:
@@ -103,7 +103,7 @@ def main() -> int:
                 run_dir = tempfile.mkdtemp(dir=root)
                 cache = warm_cache if args.warm else os.path.join(run_dir, "cache")
                 env = {**base, "XDG_CACHE_HOME": cache, "MCP_RESUME_STATE_DIR": os.path.join(run_dir, "state"),
-                       "MCP_RESUME_BROKER_URL": url, **({"PYTHONPATH": pythonpath[label]} if pythonpath[label] else {})}
+                       "MCP_EXAMPLE_BROKER_URL": url, **({"PYTHONPATH": pythonpath[label]} if pythonpath[label] else {})}
                 t = run_once(args.python, path, env)
                 if i > 0:
                     results[label].append(t)

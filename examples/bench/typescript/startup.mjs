@@ -1,38 +1,41 @@
 #!/usr/bin/env node
 // Startup and memory benchmark of the TypeScript binding.
 //
-//   node sdk-bindings/typescript/bench/startup.mjs [-n 20]      (or: make typescript-bench)
+//   node examples/bench/typescript/startup.mjs [-n 20]      (or: make typescript-bench)
 //
-// 1. Startup: launches the example server (node examples/typescript-server/dist/server.js)
-//    as a child of this process, alternating
-//      baseline  MCP_RESUME_BENCH=baseline: imports + McpServer construction, then exit
-//      load      MCP_RESUME_BENCH=load: the same, then ResumeTokenStore.open() and one
-//                load(), then exit right after the load answer
+// 1. Startup: launches the example server's startup (examples/typescript-server, run by
+//    its benchmark stand-in server-start.mjs, which stops at the measured point) as a
+//    child of this process, alternating
+//      baseline  the server's imports + McpServer construction, then exit
+//      load      the same, then ResumeTokenStore.open() and one load(), then exit
+//                right after the load answer
 //    and times spawn -> exit (ms), and the child's peak RSS (process.resourceUsage().maxRSS,
 //    read at exit by a --require'd hook both modes load). A token file for this process's
-//    identity (the server's MCP host) is written first, so load() finds and validates a
+//    identity (the server's MCP host: the children's stdout is a FIFO it holds) is written
+//    after a first load, named after that load's lock file, so load() finds and validates a
 //    token as on a real relaunch. Prints median, p90 and mean per mode, the ratio load/
-//    baseline (issue 10 target: <= 1.25) and the RSS difference (target: <= +20 MiB).
-// 2. Memory: one store, 10,000 store() calls (test/fixtures/memory.mjs in a fresh
+//    baseline (target: <= 1.25, so resume costs a quarter of the server's start at most)
+//    and the RSS difference (target: <= +20 MiB).
+// 2. Memory: one store, 10,000 store() calls (the binding's test/fixtures/memory.mjs in a fresh
 //    process with --expose-gc): RSS, JS heap and external memory after 0, 1,000 and
 //    10,000 calls; and the same loop on the bare Extism SDK without plugin.reset(),
 //    the 1.0.3 trap the store avoids.
 //
 // Prints Markdown tables on stdout.
-import { spawn } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { chmodSync, closeSync, constants, copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
-const PKG = fileURLToPath(new URL("../", import.meta.url));
-const ROOT = path.resolve(PKG, "../..");
-const SERVER = path.join(ROOT, "examples", "typescript-server", "dist", "server.js");
+const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
+const PKG = path.join(ROOT, "sdk-bindings", "typescript"); // the binding
+const EXAMPLE = path.join(ROOT, "examples", "typescript-server");
 const nIdx = process.argv.indexOf("-n");
 const N = nIdx > 0 ? Number(process.argv[nIdx + 1]) : Number(process.env.N ?? 20);
 const WARMUP = 2;
 
-if (!existsSync(SERVER) || !existsSync(path.join(PKG, "dist", "index.js"))) {
+if (!existsSync(path.join(EXAMPLE, "dist", "broker.js")) || !existsSync(path.join(EXAMPLE, "node_modules")) || !existsSync(path.join(PKG, "dist", "index.js"))) {
   console.error("build first: make typescript-setup");
   process.exit(2);
 }
@@ -42,21 +45,35 @@ const stateDir = path.join(work, "state");
 mkdirSync(stateDir, { mode: 0o700 });
 chmodSync(stateDir, 0o700);
 
-// This process is the server's MCP host: file a token under its identity, as
-// a server it launched would (a child node process storing through the
-// binding: the plugin names the file).
-const TOKEN = "bench-token-" + "x".repeat(31);
-const tokenFile = await new Promise((resolve, reject) => {
-  const code = `import { ResumeTokenStore } from ${JSON.stringify(new URL("../dist/index.js", import.meta.url).href)};
-    const s = await ResumeTokenStore.open({ app: "bench", stateDir: process.env.MCP_RESUME_STATE_DIR });
-    await s.store(${JSON.stringify(TOKEN)});
-    process.stdout.write((await s.whoami()).tokenFile ?? "");
-    await s.close();`;
-  const p = spawn(process.execPath, ["--input-type=module", "-e", code], { cwd: ROOT, env: { ...process.env, MCP_RESUME_STATE_DIR: stateDir }, stdio: ["ignore", "pipe", "inherit"] });
+// The server's startup, run from the work directory, whose node_modules links to the
+// example's: its imports load exactly the files the server loads (server-start.mjs).
+const SERVER = path.join(work, "server-start.mjs");
+copyFileSync(fileURLToPath(new URL("./server-start.mjs", import.meta.url)), SERVER);
+symlinkSync(path.join(EXAMPLE, "node_modules"), path.join(work, "node_modules"));
+
+// The children's stdout is a FIFO this process holds open for reading, as an MCP host
+// holds its end of a server's stdout, so the plugin resolves this process as the host.
+// (Node's "pipe" stdio is a socket pair, whose peer the TypeScript host cannot identify.)
+const STDOUT_FIFO = path.join(work, "stdout.fifo");
+execFileSync("mkfifo", ["-m", "600", STDOUT_FIFO]);
+const stdoutFd = openSync(STDOUT_FIFO, constants.O_RDONLY | constants.O_NONBLOCK);
+
+/** What the children wrote to stdout since the last call ("" when nothing). */
+function drainStdout() {
+  const buf = Buffer.alloc(65536);
   let out = "";
-  p.stdout.on("data", (d) => (out += d));
-  p.on("exit", (c) => (c === 0 && out ? resolve(path.join(stateDir, out)) : reject(new Error(`could not file the bench token (exit ${c})`))));
-});
+  for (;;) {
+    let n = 0;
+    try {
+      n = readSync(stdoutFd, buf);
+    } catch (e) {
+      if (e.code === "EAGAIN") return out;
+      throw e;
+    }
+    if (n === 0) return out;
+    out += buf.subarray(0, n).toString();
+  }
+}
 
 // Loaded by every measured child (both modes alike): writes its peak RSS (KiB) to fd 3 at exit.
 const RSS_HOOK = path.join(work, "rss-hook.cjs");
@@ -66,21 +83,22 @@ writeFileSync(RSS_HOOK, `process.on("exit", () => { try { require("fs").writeSyn
 // the flags alone), to show what compiling the plugin for Liftoff only saves.
 function once(mode) {
   return new Promise((resolve, reject) => {
-    const t0 = process.hrtime.bigint();
     const flags = mode === "tierup" ? ["--no-liftoff-only"] : [];
-    const p = spawn(process.execPath, [...flags, "--require", RSS_HOOK, SERVER], {
+    const stdout = openSync(STDOUT_FIFO, "w");
+    const t0 = process.hrtime.bigint();
+    const p = spawn(process.execPath, [...flags, "--require", RSS_HOOK, SERVER, mode === "tierup" ? "load" : mode], {
       cwd: ROOT,
-      env: { ...process.env, MCP_RESUME_BENCH: mode === "tierup" ? "load" : mode, MCP_RESUME_STATE_DIR: stateDir, MCP_RESUME_BROKER_URL: "http://127.0.0.1:9" },
-      stdio: ["ignore", "pipe", "pipe", "pipe"],
+      env: { ...process.env, MCP_RESUME_STATE_DIR: stateDir },
+      stdio: ["ignore", stdout, "pipe", "pipe"],
     });
-    let out = "";
+    closeSync(stdout);
     let err = "";
     let rss = "";
-    p.stdout.on("data", (d) => (out += d));
     p.stderr.on("data", (d) => (err += d));
     p.stdio[3].on("data", (d) => (rss += d));
     p.on("close", (code) => {
       const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+      const out = drainStdout();
       if (code !== 0) return reject(new Error(`${mode}: exit ${code}: ${err}`));
       if (out !== "") return reject(new Error(`${mode}: wrote to stdout: ${out}`));
       if (err.includes("WARN") || err.includes("ERROR")) return reject(new Error(`${mode}: ${err}`));
@@ -94,6 +112,17 @@ const stats = (xs) => {
   const q = (p) => s[Math.min(s.length - 1, Math.ceil(p * s.length) - 1)];
   return { median: (s[(s.length - 1) >> 1] + s[s.length >> 1]) / 2, p90: q(0.9), mean: s.reduce((a, b) => a + b, 0) / s.length, min: s[0], max: s[s.length - 1] };
 };
+
+// This process is the server's MCP host: a first load leaves the lock file of its identity,
+// and a token file of that name makes every measured load find and validate a token, as
+// on a real relaunch.
+await once("load");
+const TOKEN = "bench-token-" + "x".repeat(31);
+const appDir = path.join(stateDir, "example-typescript");
+const locks = readdirSync(appDir).filter((n) => n.startsWith("lock-"));
+if (locks.length !== 1) throw new Error(`after the first load, ${appDir} holds ${locks.length} lock files, want 1`);
+const tokenFile = path.join(appDir, "token-" + locks[0].slice("lock-".length));
+writeFileSync(tokenFile, TOKEN, { mode: 0o600 });
 
 const times = { baseline: [], load: [], tierup: [] };
 const rss = { baseline: [], load: [], tierup: [] };
@@ -135,10 +164,11 @@ function memory(mode) {
   const dir = path.join(work, `mem-${mode}`);
   mkdirSync(dir, { mode: 0o700 });
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, ["--expose-gc", path.join(PKG, "test", "fixtures", "memory.mjs"), "dist", dir, "10000", mode], { stdio: ["ignore", "pipe", "inherit"] });
-    let out = "";
-    p.stdout.on("data", (d) => (out += d));
-    p.on("exit", (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`memory.mjs ${mode} exited ${code}`))));
+    // Its stdout is the FIFO too: the store it drives must resolve this process as its host.
+    const stdout = openSync(STDOUT_FIFO, "w");
+    const p = spawn(process.execPath, ["--expose-gc", path.join(PKG, "test", "fixtures", "memory.mjs"), "dist", dir, "10000", mode], { stdio: ["ignore", stdout, "inherit"] });
+    closeSync(stdout);
+    p.on("exit", (code) => (code === 0 ? resolve(JSON.parse(drainStdout())) : reject(new Error(`memory.mjs ${mode} exited ${code}`))));
   });
 }
 const MiB = (x) => (x / 1048576).toFixed(1);
@@ -154,4 +184,5 @@ const grow = (r) => f((r["10000"].rss - r["1000"].rss) / 1048576);
 const heap = (r) => `${MiB(r["1000"].heapUsed)} → ${MiB(r["10000"].heapUsed)}`;
 console.log(`\nFrom 1,000 to 10,000 calls: RSS ${grow(withReset)} MiB, JS heap ${heap(withReset)} MiB with the store; ` +
   `RSS ${grow(noReset)} MiB, JS heap ${heap(noReset)} MiB on the bare SDK without reset\n`);
+closeSync(stdoutFd);
 rmSync(work, { recursive: true, force: true });
