@@ -441,7 +441,7 @@ export async function loadStore(logger: Logger, wasm: string | URL = PLUGIN_WASM
     // A bare Module: a manifest would make 1.0.3 touch `Response`, loading undici (~25 ms, ~4 MiB); noFetch: its `fetch`.
     plugin = await extism.createPlugin(module, {
       useWasi: true,
-      enableWasiOutput: false, // never the process's stdout: it carries JSON-RPC
+      enableWasiOutput: false, // never the process's stdout (JSON-RPC); unset, 1.0.3 takes it from $EXTISM_ENABLE_WASI_OUTPUT
       runInWorker: false, // host functions run synchronously on this thread
       functions: { [NAMESPACE]: Object.fromEntries(FUNCTIONS.map((n) => [n, hostFn(n)])), "extism:host/env": extismEnvExtras() },
       ...{ logger: consoleFor(logger), config: {}, allowedPaths: {}, allowedHosts: [], fetch: noFetch },
