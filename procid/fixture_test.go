@@ -33,8 +33,8 @@ const testNS = "4026531836"
 
 // system answers inspect operations from fixture maps.
 type system struct {
-	files   map[string][]byte             // read: path -> content
-	links   map[string]string             // readlink: path -> target
+	files   map[string][]byte                  // read: path -> content
+	links   map[string]string                  // readlink: path -> target
 	fds     map[string][]hostfuncs.FD          // fds: "self" or pid -> fds
 	answers map[string]hostfuncs.InspectResult // "<op> <pid or fd>" -> result
 	// afterOp, when set, runs after each operation is answered; tests use
@@ -44,7 +44,7 @@ type system struct {
 	// answer a wrong number of results with short.
 	fail, short bool
 
-	calls int              // inspect calls made
+	calls int                   // inspect calls made
 	ops   []hostfuncs.InspectOp // every operation asked, in order
 }
 

@@ -30,9 +30,9 @@ package main
 import (
 	"github.com/extism/go-pdk"
 
+	"github.com/mcp-resume/mcp-resume/hostfuncs"
 	"github.com/mcp-resume/mcp-resume/plugin/internal/render"
 	"github.com/mcp-resume/mcp-resume/plugin/internal/resume"
-	"github.com/mcp-resume/mcp-resume/hostfuncs"
 )
 
 // Host function imports; see hostfuncs.Fn* for the names and hostfuncs/README.md

@@ -21,8 +21,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/mcp-resume/mcp-resume/procid"
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
+	"github.com/mcp-resume/mcp-resume/procid"
 )
 
 // MaxTokenBytes is the largest token the store accepts, in bytes.

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-resume/mcp-resume/plugin/internal/resume"
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
+	"github.com/mcp-resume/mcp-resume/plugin/internal/resume"
 )
 
 // The store runs natively here against testHost (host_test.go): real files
@@ -477,7 +477,7 @@ func TestStore_ListMissingDir(t *testing.T) {
 }
 
 // TestStore_CorruptAndReject: corrupt files are removed (spec 000, Token File
-// Corrupted); reject keeps a newer token (seed 004).
+// Corrupted); reject keeps a newer token (the reconnection race).
 func TestStore_CorruptAndReject(t *testing.T) {
 	for name, content := range map[string]string{"empty": "", "space": "a b", "newline": "tok\n", "huge": strings.Repeat("x", 4097)} {
 		h, dir := newHost(t)
