@@ -49,6 +49,7 @@ export class HostError extends Error {
 }
 
 const bad = (message: string): HostError => new HostError("invalid_request", message);
+const INT_MAX = 0x7fffffff;
 
 /** A Node system error as a {@link HostError} coded by {@link ERRNO_CODES}, its message prefixed `what: `; a HostError as is. */
 function osError(what: string, e: unknown): HostError {
@@ -100,8 +101,22 @@ export function nameOf(req: Json, key = "name"): string {
   return n;
 }
 
+/**
+ * The `pid` of an inspect op: decimal digits without a leading zero, 1..2147483647, or `"self"` where `self` is
+ * true (hostfuncs/README.md, `mcp_resume_inspect`). @throws {@link HostError} `invalid_request` otherwise.
+ */
+export function pidOf(op: Json, self: boolean): string {
+  const p = op["pid"];
+  if (typeof p !== "string" || !((self && p === "self") || (/^[1-9][0-9]*$/.test(p) && Number(p) <= INT_MAX))) throw bad(`pid ${JSON.stringify(p)} is not a process ID${self ? ' or "self"' : ""}`);
+  return p;
+}
+
+/** The `fd` of an inspect op, an integer 0..2147483647. @throws {@link HostError} `invalid_request` otherwise. */
+export function fdOf(op: Json): number {
+  return int(op, "fd", 0, INT_MAX);
+}
+
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
-const INT_MAX = 0x7fffffff;
 const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK } = fs.constants;
 /** `O_EXLOCK` on macOS (`<sys/fcntl.h>`); Node's `fs.constants` lacks it. */
 const O_EXLOCK_DARWIN = 0x20;
@@ -179,6 +194,7 @@ export class HostFunctions {
   call(fn: string, request: Uint8Array): Uint8Array {
     let resp: unknown;
     try {
+      if (this.#closed) throw bad("the store is closed");
       const req = orElse(() => JSON.parse(Buffer.from(request).toString("utf8")) as unknown, undefined);
       if (req === null || typeof req !== "object" || Array.isArray(req)) throw bad("the request is not a JSON object");
       resp = this.#dispatch(fn, req as Json);
@@ -221,8 +237,8 @@ export class HostFunctions {
       case "mcp_resume_list":
         return this.#list(this.#file());
       case "mcp_resume_lock": {
-        const socket = req["socket"] ?? "";
-        if (typeof socket !== "string" || socket.includes("\0")) throw bad('"socket" must be a string without NUL');
+        const socket = req["socket"] ?? ""; // absent: none (Linux requires it, macOS ignores it)
+        if (typeof socket !== "string" || req["socket"] === "" || Buffer.byteLength(socket) > 107 || socket.includes("\0")) throw bad('"socket" must be a string of 1 to 107 bytes without NUL');
         this.#lock(this.#file(req), socket);
         return {};
       }
@@ -271,16 +287,12 @@ export class HostFunctions {
    *   of the wrong type or range, `unsupported` for a `/proc` op off Linux, else the errno's code.
    */
   protected inspect(op: Json): Json {
-    const pid = (self: boolean): string => {
-      const p = op["pid"];
-      if (typeof p !== "string" || !((self && p === "self") || (/^[1-9][0-9]*$/.test(p) && Number(p) <= INT_MAX))) throw bad(`pid ${JSON.stringify(p)} is not a process ID${self ? ' or "self"' : ""}`);
-      return p;
-    };
+    const pid = (self: boolean): string => pidOf(op, self);
     const proc = (rel: string): string => {
       if (this.system() !== "linux") throw new HostError("unsupported", `no /proc on ${this.system()}`);
       return this.proc(rel);
     };
-    const fd = (): number => int({ fd: 0, ...op }, "fd", 0, INT_MAX); // absent is 0: Go omits a zero fd
+    const fd = (): number => fdOf(op);
     const name = String(op["op"]);
     const p = PROC_OPS[name];
     if (p) {
@@ -322,7 +334,7 @@ export class HostFunctions {
 
   /** `fds`: the entries of `/proc/<pid>/fd` sorted by fd, with target and fdinfo flags (-1 when unreadable), filtered by `targets`. */
   #fds(pid: string, targets: unknown, proc: (rel: string) => string): Json[] {
-    if (targets !== undefined && (!Array.isArray(targets) || targets.some((t) => typeof t !== "string"))) throw bad('"targets" must be a list of strings');
+    if (targets != null && (!Array.isArray(targets) || targets.some((t) => typeof t !== "string"))) throw bad('"targets" must be a list of strings');
     const out: Json[] = [];
     for (const n of sys(`list /proc/${pid}/fd`, () => fs.readdirSync(proc(`${pid}/fd`))).filter((x) => /^[0-9]+$/.test(x))) {
       let target: string;
@@ -332,7 +344,7 @@ export class HostFunctions {
         if ((e as NodeJS.ErrnoException).code === "ENOENT") continue; // closed during the listing
         throw osError(`readlink /proc/${pid}/fd/${n}`, e);
       }
-      if (targets && !(targets as string[]).includes(target)) continue;
+      if (targets != null && !(targets as string[]).includes(target)) continue;
       const m = /^flags:\s*([0-7]+)\s*$/m.exec(orElse(() => readFile(proc(`${pid}/fdinfo/${n}`), 4096).toString("latin1"), ""));
       out.push({ fd: Number(n), target, flags: m ? parseInt(m[1]!, 8) : -1 });
     }
@@ -453,7 +465,6 @@ export class HostFunctions {
     if (process.platform !== "linux" && !darwin) throw new HostError("unsupported", `no lock on ${process.platform}`);
     if (!darwin && socket === "") throw bad(`lock ${file}: "socket" is required on Linux (the plugin's lock_socket)`);
     if (darwin && this.#held.has(file)) return; // a second O_EXLOCK open would conflict with our own
-    if (this.#closed) throw new HostError("io", `lock ${file}: the store is closed`);
     const fd = sys(`lock ${file}`, () => {
       try {
         return fs.openSync(file, O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | (darwin ? O_EXLOCK_DARWIN : 0), 0o600);
@@ -476,7 +487,7 @@ export class HostFunctions {
     throw new HostError("io", `lock ${file} was not taken ahead: the store binds the plugin's lock_socket before the first load, store or reject`);
   }
 
-  /** Releases every lock this instance holds (the lock files stay); later locks fail with `io`. Idempotent; never rejects. */
+  /** Releases every lock this instance holds (the lock files stay); every later call answers `invalid_request`. Idempotent; never rejects. */
   async close(): Promise<void> {
     this.#closed = true;
     await Promise.all(this.#pending);

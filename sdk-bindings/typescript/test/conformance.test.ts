@@ -18,7 +18,7 @@ import * as path from "node:path";
 import { after, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
-import { HostError, HostFunctions, type ErrorCode, type Json } from "../src/hostfuncs.js";
+import { fdOf, HostError, HostFunctions, pidOf, type ErrorCode, type Json } from "../src/hostfuncs.js";
 import type { LogFields, Logger } from "../src/logger.js";
 import { callExport, loadStore, type ExportResult } from "../src/store.js";
 import { PinnedHost } from "./helpers.js";
@@ -147,7 +147,8 @@ class FixtureHost extends PinnedHost {
   protected override inspect(op: Json): Json {
     const o = String(op["op"]);
     if (!["kill0", "exe", "fstat", "peer", "sysctl", "procargs", "ps"].includes(o)) return super.inspect(op);
-    const answer = this.sys.answers?.[`${o} ${o === "fstat" || o === "peer" ? (op["fd"] ?? 0) : op["pid"]}`];
+    // Validated as the real host validates it, whatever the answers hold.
+    const answer = this.sys.answers?.[`${o} ${o === "fstat" || o === "peer" ? fdOf(op) : pidOf(op, false)}`];
     if (answer) {
       const e = answer["error"] as { code: ErrorCode; message: string } | undefined;
       if (e) throw new HostError(e.code, e.message);

@@ -186,6 +186,7 @@ describe("mcp_resume_inspect", { skip: !LINUX && "Linux /proc" }, () => {
     assert.ok(only!["fds"].some((x: { fd: number }) => x.fd === 0));
     assert.equal(inspect(f, { op: "fds", pid: "2147483646" })[0]!["error"].code, "not_found");
     assert.equal(inspect(f, { op: "fds", pid: "self", targets: "x" })[0]!["error"].code, "invalid_request");
+    assert.deepEqual(inspect(f, { op: "fds", pid: "self", targets: null })[0]!["fds"].length, fds.length, "targets null: no filter");
   });
   test("fds of another user's process is permission", { skip: ROOT_USER && "root reads every process" }, () => {
     assert.equal(inspect(f, { op: "fds", pid: "1" })[0]!["error"].code, "permission");
@@ -209,7 +210,7 @@ describe("mcp_resume_inspect", { skip: !LINUX && "Linux /proc" }, () => {
   test("kill0 of another user's process is permission (EPERM)", { skip: ROOT_USER && "root may signal every process" }, () => {
     assert.equal(inspect(f, { op: "kill0", pid: "1" })[0]!["error"].code, "permission");
   });
-  test("fstat of any fd: the real file types (/dev/null is char, a shell pipe fifo); a negative fd is refused", () => {
+  test("fstat of any fd: the real file types (/dev/null is char, a shell pipe fifo); a negative or missing fd is refused", () => {
     const code = `import("${new URL("../src/hostfuncs.ts", import.meta.url).href}").then(({ HostFunctions }) => {
       const f = new HostFunctions({ logger: console });
       const req = { ops: [{ op: "fstat", fd: 0 }, { op: "fstat", fd: 1 }, { op: "fstat", fd: -1 }, { op: "fstat" }, { op: "fstat", fd: 2 }] };
@@ -219,7 +220,7 @@ describe("mcp_resume_inspect", { skip: !LINUX && "Linux /proc" }, () => {
     const r = JSON.parse(res.stderr) as { results: Answer[] };
     assert.deepEqual(r.results.slice(0, 2), [{ type: "char" }, { type: "fifo" }]);
     assert.equal(r.results[2]!["error"].code, "invalid_request", "a negative fd");
-    assert.deepEqual(r.results[3], { type: "char" }, "an absent fd is 0 (Go omits a zero fd)");
+    assert.equal(r.results[3]!["error"].code, "invalid_request", "fd is required");
     assert.deepEqual(r.results[4], { type: "socket" }, "fd 2, as facts.stdio_fds may name one, is answered (spawnSync's stderr: libuv gives children socket pairs)");
   });
   test("peer, sysctl and procargs are unsupported in Node; ps is unsupported off macOS", () => {
@@ -537,9 +538,10 @@ describe("mcp_resume_lock", { skip: !LINUX && "the abstract-socket lock is Linux
     await f.close();
     assert.ok(!listed(), "unbound once closed");
   });
-  test("no socket, or a socket not taken ahead, answers an error explaining why", () => {
-    const { call } = setup();
-    assert.equal(call("mcp_resume_lock", { name: LOCK }).error.code, "invalid_request");
+  test("no socket, a malformed one, or one not taken ahead answers an error explaining why", () => {
+    const { call, dir } = setup();
+    for (const socket of [undefined, null, "", "x".repeat(108), "a\0b", 5]) assert.equal(call("mcp_resume_lock", { name: LOCK, socket }).error.code, "invalid_request", String(socket));
+    assert.deepEqual(fs.readdirSync(dir), [], "refused before any system call");
     const r = call("mcp_resume_lock", { name: LOCK, socket: SOCK() });
     assert.equal(r.error.code, "io");
     assert.match(r.error.message, /not taken ahead/);
@@ -559,12 +561,14 @@ describe("mcp_resume_lock", { skip: !LINUX && "the abstract-socket lock is Linux
     assert.ok(fs.lstatSync(path.join(dir, "lock-1-2.f")).isFIFO());
     await f.close();
   });
-  test("after close, the lock fails with io", async () => {
-    const { call, f } = setup();
+  test("after close, every function answers invalid_request and binds nothing", async () => {
+    const { call, f, dir } = setup();
     const socket = SOCK();
     await f.close();
     await f.lockAhead(socket);
-    assert.equal(call("mcp_resume_lock", { name: LOCK, socket }).error.code, "io");
+    assert.equal(call("mcp_resume_lock", { name: LOCK, socket }).error.code, "invalid_request");
+    for (const fn of FUNCTIONS) assert.equal(call(fn, { name: "t", temp: ".t.tmp", limit: 1, data: "", ops: [{ op: "self" }], op: "stat", path: dir }).error?.code, "invalid_request", fn);
+    assert.deepEqual(fs.readdirSync(dir), []);
   });
   test("released when the holding process is killed with SIGKILL (a real child process)", async () => {
     const { dir, call, f } = setup();
