@@ -86,12 +86,7 @@ function int(req: Json, key: string, min: number, max: number): number {
   return v;
 }
 
-/**
- * The name rule (hostfuncs/README.md, "Names"): `req[key]` must be one path
- * element, 1–255 UTF-8 bytes, not `.` or `..`, without `/` or NUL.
- *
- * @returns the name. @throws {@link HostError} `invalid_request` otherwise, before any system call.
- */
+/** `req[key]` if it obeys the name rule (hostfuncs/README.md, "Names and the state directory"), else throws `invalid_request`. */
 export function nameOf(req: Json, key = "name"): string {
   const n = req[key];
   const len = typeof n === "string" && Buffer.from(n).toString() === n ? Buffer.byteLength(n) : 0; // 0: not a string, or a lone surrogate
@@ -101,17 +96,14 @@ export function nameOf(req: Json, key = "name"): string {
   return n;
 }
 
-/**
- * The `pid` of an inspect op: decimal digits without a leading zero, 1..2147483647, or `"self"` where `self` is
- * true (hostfuncs/README.md, `mcp_resume_inspect`). @throws {@link HostError} `invalid_request` otherwise.
- */
+/** The `pid` of an inspect op (`P` of hostfuncs/README.md, `mcp_resume_inspect`; `"self"` only if `self`), else throws `invalid_request`. */
 export function pidOf(op: Json, self: boolean): string {
   const p = op["pid"];
   if (typeof p !== "string" || !((self && p === "self") || (/^[1-9][0-9]*$/.test(p) && Number(p) <= INT_MAX))) throw bad(`pid ${JSON.stringify(p)} is not a process ID${self ? ' or "self"' : ""}`);
   return p;
 }
 
-/** The `fd` of an inspect op, an integer 0..2147483647. @throws {@link HostError} `invalid_request` otherwise. */
+/** The `fd` of an inspect op, an integer 0..2147483647, else throws `invalid_request`. */
 export function fdOf(op: Json): number {
   return int(op, "fd", 0, INT_MAX);
 }
@@ -121,11 +113,7 @@ const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK } = fs.const
 /** `O_EXLOCK` on macOS (`<sys/fcntl.h>`); Node's `fs.constants` lacks it. */
 const O_EXLOCK_DARWIN = 0x20;
 
-/**
- * The `/proc` ops of `mcp_resume_inspect`: `data` reads the first 65536
- * bytes, `target` reads the link, of `/proc/<path(P, N)>`; `pid`: the op
- * takes a `pid` (`"self"` allowed), `fd`: an `fd`.
- */
+/** The file-backed `/proc` ops: `/proc/<path(P, N)>` read (`data`) or readlink'd (`target`); `pid`/`fd`: members they take. */
 const PROC_OPS: Record<string, { read: "data" | "target"; path: (p: string, n: number) => string; pid?: true; fd?: true }> = {
   boot_id: { read: "data", path: () => "sys/kernel/random/boot_id" },
   self: { read: "target", path: () => "self" },
@@ -155,12 +143,7 @@ const regular = (what: string) => (st: fs.Stats): void => {
   if (!st.isFile()) throw new HostError("unsafe", `${what} is not a regular file`);
 };
 
-/**
- * The host functions of one store. The state directory is set by
- * {@link HostFunctions.confine} once the plugin's `open` succeeded; the file
- * functions answer `invalid_request` before that. One instance is one lock
- * holder: two instances exclude each other, in one process or two.
- */
+/** The host functions of one store, confined by {@link HostFunctions.confine}; one lock holder (two instances exclude each other). */
 export class HostFunctions {
   readonly #logger: Logger;
   #dir: string | undefined;
@@ -176,10 +159,7 @@ export class HostFunctions {
     this.#logger = config.logger;
   }
 
-  /**
-   * Sets this store's state directory for good (hostfuncs/README.md, `open`, confinement): the `state_dir` of a
-   * successful `open`. Once set, or for `""`, it changes nothing.
-   */
+  /** Sets the store's state directory for good: the `state_dir` of a successful `open` (a later call, or `""`, changes nothing). */
   confine(dir: string): void {
     if (this.#dir === undefined && dir !== "") this.#dir = dir;
   }
@@ -254,12 +234,7 @@ export class HostFunctions {
     }
   }
 
-  /**
-   * `mcp_resume_facts` of this process (hostfuncs/README.md, `mcp_resume_facts`): `home` is `$HOME` when absolute,
-   * else `os.userInfo().homedir` when absolute, else `""`; `cwd` is `process.cwd()` (`""` when it fails); `args`
-   * are `process.argv.slice(2)`. Node decodes argv, the environment and the working directory with U+FFFD for
-   * invalid bytes.
-   */
+  /** `mcp_resume_facts` of this process (hostfuncs/README.md, `mcp_resume_facts`); the conformance runner pins others. */
   protected facts(): Json {
     const abs = (p: string | undefined): string => (p !== undefined && path.isAbsolute(p) ? p : "");
     const home = abs(process.env["HOME"]) || abs(orElse(() => userInfo().homedir, undefined));
@@ -287,46 +262,45 @@ export class HostFunctions {
    *   of the wrong type or range, `unsupported` for a `/proc` op off Linux, else the errno's code.
    */
   protected inspect(op: Json): Json {
-    const pid = (self: boolean): string => pidOf(op, self);
     const proc = (rel: string): string => {
       if (this.system() !== "linux") throw new HostError("unsupported", `no /proc on ${this.system()}`);
       return this.proc(rel);
     };
-    const fd = (): number => fdOf(op);
     const name = String(op["op"]);
     const p = PROC_OPS[name];
     if (p) {
-      const rel = p.path(p.pid ? pid(true) : "", p.fd ? fd() : 0);
+      const rel = p.path(p.pid ? pidOf(op, true) : "", p.fd ? fdOf(op) : 0);
       if (p.read === "data") return { data: sys(`read /proc/${rel}`, () => readFile(proc(rel), 65536)).toString("base64") };
       return { target: sys(`readlink /proc/${rel}`, () => fs.readlinkSync(proc(rel))) };
     }
     switch (name) {
       case "fds":
-        return { fds: this.#fds(pid(true), op["targets"], proc) };
+        return { fds: this.#fds(pidOf(op, true), op["targets"], proc) };
       case "kill0": {
-        const n = Number(pid(false));
+        const n = Number(pidOf(op, false));
         sys(`kill(${n}, 0)`, () => process.kill(n, 0));
         return {};
       }
       case "exe": {
         // stat(2) follows /proc/<pid>/exe to the program file; bigint: an inode may exceed 2^53.
-        const rel = `${pid(false)}/exe`;
+        const rel = `${pidOf(op, false)}/exe`;
         const st = sys(`stat /proc/${rel}`, () => fs.statSync(proc(rel), { bigint: true }));
         return { dev: st.dev.toString(), ino: st.ino.toString() };
       }
       case "fstat": {
-        const st = sys(`fstat ${fd()}`, () => fs.fstatSync(fd()));
+        const fd = fdOf(op);
+        const st = sys(`fstat ${fd}`, () => fs.fstatSync(fd));
         return { type: st.isFIFO() ? "fifo" : st.isSocket() ? "socket" : st.isCharacterDevice() ? "char" : st.isFile() ? "file" : st.isDirectory() ? "dir" : "other" };
       }
       case "peer":
-        fd();
+        fdOf(op);
         throw new HostError("unsupported", "Node cannot read SO_PEERCRED");
       case "sysctl":
       case "procargs":
-        pid(false);
+        pidOf(op, false);
         throw new HostError("unsupported", "Node cannot call sysctl");
       case "ps":
-        return this.#ps(Number(pid(false)));
+        return this.#ps(Number(pidOf(op, false)));
       default:
         throw bad(`unknown operation ${JSON.stringify(op["op"])}`);
     }
@@ -364,11 +338,7 @@ export class HostFunctions {
     return { data: data.toString("base64"), args: run(["-ww", "-o", "args="]).toString("base64") };
   }
 
-  /**
-   * `mcp_resume_prepare_dir` (hostfuncs/README.md, `mcp_resume_prepare_dir`) on an absolute, clean `path`: `stat`
-   * (lstat, or stat with `follow`: type, uid, `mode & 0o7777`) or `mkdir` (one directory, 0700; only the state
-   * directory or an ancestor of it).
-   */
+  /** `mcp_resume_prepare_dir`: `stat` or `mkdir` (only the state directory or an ancestor) of an absolute, clean path. */
   #prepareDir(req: Json): Json {
     const [op, dir] = [str(req, "op"), str(req, "path")];
     if (!path.posix.isAbsolute(dir) || path.posix.normalize(dir) !== dir || (dir !== "/" && dir.endsWith("/")) || dir.includes("\0")) {
@@ -454,12 +424,7 @@ export class HostFunctions {
     this.#pending.delete(attempt);
   }
 
-  /**
-   * `mcp_resume_lock` (hostfuncs/README.md, `mcp_resume_lock`): opens the lock file
-   * `O_RDONLY|O_CREAT|O_NOFOLLOW|O_NONBLOCK` 0600 (never deleted; not a regular file: `unsafe`), then on Linux
-   * answers what {@link lockAhead} found for `socket`; on macOS it adds `O_EXLOCK` (the flock of the Go and Python
-   * hosts) and keeps the file open.
-   */
+  /** `mcp_resume_lock`: the lock file checked, then on Linux what {@link lockAhead} found; on macOS `O_EXLOCK`, kept open. */
   #lock(file: string, socket: string): void {
     const darwin = process.platform === "darwin";
     if (process.platform !== "linux" && !darwin) throw new HostError("unsupported", `no lock on ${process.platform}`);
