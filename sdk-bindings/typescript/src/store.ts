@@ -62,9 +62,10 @@ export interface PrunedFile {
 /**
  * What {@link ResumeTokenStore.whoami} reports: the MCP host this process
  * resolves to (`pid`, `startTime`; absent with `error` saying why when the
- * identity is unavailable), how the `stdio` check went (fault 11c), the
- * `instanceSuffix`, the `tokenFile` and `lockFile` names, the `stateDir`,
- * and the `chain` of processes walked from the server's parent to the host.
+ * identity is unavailable), how the `stdio` check went (whether the host
+ * holds the server's stdin and stdout), the `instanceSuffix`, the
+ * `tokenFile` and `lockFile` names, the `stateDir`, and the `chain` of
+ * processes walked from the server's parent to the host.
  */
 export interface Whoami {
   pid?: number;
