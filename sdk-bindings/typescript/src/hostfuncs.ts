@@ -75,6 +75,21 @@ function orElse<T>(fn: () => T, fallback: T): T {
   }
 }
 
+/** `b` as UTF-8 with every byte of an invalid sequence as one U+FFFD, as Go's encoding/json sends it (Node's decoder gives one per sequence). */
+function utf8(b: Buffer): string {
+  let out = b.toString("utf8");
+  if (!out.includes("\ufffd")) return out;
+  const strict = new TextDecoder("utf-8", { fatal: true });
+  out = "";
+  for (let i = 0; i < b.length; ) {
+    const n = b[i]! < 0xc0 ? 1 : b[i]! < 0xe0 ? 2 : b[i]! < 0xf0 ? 3 : 4;
+    const one = orElse(() => strict.decode(b.subarray(i, i + n)), undefined);
+    out += one ?? "\ufffd";
+    i += one === undefined ? 1 : n;
+  }
+  return out;
+}
+
 /** The field `key` of `req`: a string (`str`), an integer in `[min, max]` (`int`), else `invalid_request`. */
 function str(req: Json, key: string): string {
   if (typeof req[key] !== "string") throw bad(`request lacks the string ${JSON.stringify(key)}`);
@@ -271,7 +286,7 @@ export class HostFunctions {
     if (p) {
       const rel = p.path(p.pid ? pidOf(op, true) : "", p.fd ? fdOf(op) : 0);
       if (p.read === "data") return { data: sys(`read /proc/${rel}`, () => readFile(proc(rel), 65536)).toString("base64") };
-      return { target: sys(`readlink /proc/${rel}`, () => fs.readlinkSync(proc(rel))) };
+      return { target: utf8(sys(`readlink /proc/${rel}`, () => fs.readlinkSync(proc(rel), { encoding: "buffer" }))) };
     }
     switch (name) {
       case "fds":
@@ -313,7 +328,7 @@ export class HostFunctions {
     for (const n of sys(`list /proc/${pid}/fd`, () => fs.readdirSync(proc(`${pid}/fd`))).filter((x) => /^[0-9]+$/.test(x))) {
       let target: string;
       try {
-        target = fs.readlinkSync(proc(`${pid}/fd/${n}`));
+        target = utf8(fs.readlinkSync(proc(`${pid}/fd/${n}`), { encoding: "buffer" }));
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code === "ENOENT") continue; // closed during the listing
         throw osError(`readlink /proc/${pid}/fd/${n}`, e);
@@ -389,7 +404,7 @@ export class HostFunctions {
       const st = orElse(() => fs.lstatSync(Buffer.concat([Buffer.from(dir + "/"), raw])), undefined);
       if (!st) continue; // removed meanwhile
       const type = st.isFile() ? "file" : st.isDirectory() ? "dir" : st.isSymbolicLink() ? "symlink" : "other";
-      files.push({ name: raw.toString("utf8"), type, age_seconds: Math.floor((Date.now() - st.mtimeMs) / 1000) });
+      files.push({ name: utf8(raw), type, age_seconds: Math.floor((Date.now() - st.mtimeMs) / 1000) });
     }
     return { files };
   }

@@ -161,17 +161,20 @@ describe("mcp_resume_inspect", { skip: !LINUX && "Linux /proc" }, () => {
     ];
     for (const op of refused) assert.equal(inspect(f, op)[0]!["error"]?.code, "invalid_request", JSON.stringify(op));
   });
-  test("a missing process is not_found; data is capped at 65536 bytes; a symlink is never followed (unsafe)", () => {
+  test("a missing process is not_found; data is capped at 65536 bytes; a symlink is never followed (unsafe); link targets as UTF-8", () => {
     assert.equal(inspect(f, { op: "stat", pid: "2147483646" })[0]!["error"].code, "not_found");
     // A mapped /proc shows what the real one cannot: a 70000-byte cmdline, a symlink at stat.
     const root = tempDir();
     fs.mkdirSync(path.join(root, "7"), { recursive: true });
     fs.writeFileSync(path.join(root, "7", "cmdline"), "x".repeat(70000));
     fs.symlinkSync("/etc/hostname", path.join(root, "7", "stat"));
+    fs.mkdirSync(path.join(root, "7", "fd"));
+    fs.symlinkSync(Buffer.from([0x2f, 0x66, 0xf0, 0x9f, 0x98, 0x21]), Buffer.from(path.join(root, "7", "fd", "3")));
     const mapped = new PinnedHost({ logger: quiet }, root, "linux");
-    const [big, link] = inspect(mapped, { op: "cmdline", pid: "7" }, { op: "stat", pid: "7" });
+    const [big, link, target] = inspect(mapped, { op: "cmdline", pid: "7" }, { op: "stat", pid: "7" }, { op: "fd_link", pid: "7", fd: 3 });
     assert.equal(Buffer.from(big!["data"], "base64").length, 65536);
     assert.equal(link!["error"].code, "unsafe", "O_NOFOLLOW: ELOOP is unsafe");
+    assert.equal(target!["target"], "/f\ufffd\ufffd\ufffd!", "a link target that is not UTF-8: each invalid byte as U+FFFD");
   });
   test("fds: this process's fds sorted, with targets and fdinfo flags; targets filters", () => {
     const [all] = inspect(f, { op: "fds", pid: "self" });
@@ -482,10 +485,10 @@ describe("mcp_resume_remove and mcp_resume_list", () => {
     fs.rmSync(dir, { recursive: true });
     assert.equal(call("mcp_resume_list", {}).error.code, "not_found");
   });
-  test("list: a name that is not UTF-8 is sent with U+FFFD, its type still read from lstat of the real name", { skip: !LINUX && "Linux file names are bytes" }, () => {
+  test("list: a name that is not UTF-8 has each invalid byte as U+FFFD (a cut sequence too), its type from lstat of the real name", { skip: !LINUX && "Linux file names are bytes" }, () => {
     const { call, dir } = setup();
-    fs.writeFileSync(Buffer.concat([Buffer.from(dir + "/"), Buffer.from([0x74, 0xff, 0x78])]), "x");
-    assert.deepEqual(call("mcp_resume_list", {}).files.map((x: Answer) => [x["name"], x["type"]]), [["t\ufffdx", "file"]]);
+    fs.writeFileSync(Buffer.concat([Buffer.from(dir + "/"), Buffer.from([0x74, 0xe2, 0x82, 0x78, 0xff, 0xc3, 0xa9, 0xef, 0xbf, 0xbd])]), "x");
+    assert.deepEqual(call("mcp_resume_list", {}).files.map((x: Answer) => [x["name"], x["type"]]), [["t\ufffd\ufffdx\ufffd\u00e9\ufffd", "file"]]);
   });
 });
 
