@@ -57,6 +57,12 @@ function osError(what: string, e: unknown): HostError {
   return new HostError(ERRNO_CODES[(e as NodeJS.ErrnoException | null)?.code ?? ""] ?? "io", `${what}: ${(e as Error | null)?.message ?? String(e)}`);
 }
 
+/** Any error as the wire's `{code, message}` ({@link osError}: a HostError as is, an unknown failure `io`). */
+function toWire(e: unknown, what: string): { code: ErrorCode; message: string } {
+  const { code, message } = osError(what, e);
+  return { code, message };
+}
+
 /** Runs `fn`, throwing {@link osError}`(what, …)` for what it throws. */
 function sys<T>(what: string, fn: () => T): T {
   try {
@@ -282,7 +288,7 @@ export class HostFunctions {
       return this.proc(rel);
     };
     const name = String(op["op"]);
-    const p = PROC_OPS[name];
+    const p = Object.hasOwn(PROC_OPS, name) ? PROC_OPS[name] : undefined;
     if (p) {
       const rel = p.path(p.pid ? pidOf(op, true) : "", p.fd ? fdOf(op) : 0);
       if (p.read === "data") return { data: sys(`read /proc/${rel}`, () => readFile(proc(rel), 65536)).toString("base64") };
@@ -474,10 +480,4 @@ export class HostFunctions {
     for (const h of this.#held.values()) typeof h === "number" ? fs.closeSync(h) : h.close();
     this.#held.clear();
   }
-}
-
-/** Any error as the wire's `{code, message}`: {@link HostError} as is, anything else `io`. */
-function toWire(e: unknown, what: string): { code: ErrorCode; message: string } {
-  if (e instanceof HostError) return { code: e.code, message: e.message };
-  return { code: "io", message: `${what} failed: ${(e as Error | null)?.message ?? String(e)}` };
 }

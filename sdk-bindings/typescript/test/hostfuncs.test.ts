@@ -158,6 +158,9 @@ describe("mcp_resume_inspect", { skip: !LINUX && "Linux /proc" }, () => {
       { op: "sysctl", pid: "self" },
       { op: "fds", pid: "0" },
       { op: "STAT", pid: "1" },
+      { op: "constructor" },
+      { op: "__proto__" },
+      { op: "toString", pid: "1" },
     ];
     for (const op of refused) assert.equal(inspect(f, op)[0]!["error"]?.code, "invalid_request", JSON.stringify(op));
   });
