@@ -1,16 +1,16 @@
 /**
- * The nine host functions of the plugin (hostfuncs/README.md, ABI version 4)
- * for Node: operating-system primitives with **no policy** (the plugin
- * decides). None ever throws: every failure, a malformed request included,
- * is the response `{"error": {"code", "message"}}`. Node specifics: `peer`,
- * `sysctl` and `procargs` answer `unsupported`; on macOS `ps` runs `/bin/ps`;
- * the lock is an abstract Unix socket on Linux, taken ahead of the plugin's
- * call by {@link HostFunctions.lockAhead}, and `O_EXLOCK` on macOS.
+ * The nine host functions of the plugin for Node (hostfuncs/README.md, ABI
+ * version 5): operating-system primitives with no policy. None ever throws:
+ * every failure, a malformed request included, is the response
+ * `{"error": {"code", "message"}}`. Node specifics: `peer`, `sysctl` and
+ * `procargs` answer `unsupported`; on macOS `ps` runs `/bin/ps`; the lock is
+ * an abstract Unix socket on Linux, bound ahead of the plugin's call by
+ * {@link HostFunctions.lockAhead}, and `O_EXLOCK` on macOS. Node opens every
+ * file close-on-exec (libuv adds `O_CLOEXEC`).
  *
  * @packageDocumentation
  */
 import { spawnSync } from "node:child_process";
-import { randomBytes } from "node:crypto";
 import * as fs from "node:fs";
 import { createServer, type Server } from "node:net";
 import { userInfo } from "node:os";
@@ -19,7 +19,7 @@ import * as path from "node:path";
 import { safeLog, type LogLevel, type Logger } from "./logger.js";
 
 /** Version of the plugin/host contract this host implements. */
-export const ABI_VERSION = "4";
+export const ABI_VERSION = "5";
 
 /** Wasm import module of every host function (Extism's default for user functions). */
 export const NAMESPACE = "extism:host/user";
@@ -29,31 +29,12 @@ export const FUNCTIONS = ["mcp_resume_facts", "mcp_resume_inspect", "mcp_resume_
   "mcp_resume_remove", "mcp_resume_list", "mcp_resume_lock", "mcp_resume_log"] as const;
 
 /** Error codes of the contract (hostfuncs/README.md, "Error codes"). */
-export type ErrorCode =
-  | "not_found"
-  | "permission"
-  | "unsupported"
-  | "invalid_request"
-  | "unsafe"
-  | "busy"
-  | "not_dir"
-  | "exists"
-  | "no_space"
-  | "read_only"
-  | "io";
+export type ErrorCode = "not_found" | "permission" | "unsupported" | "invalid_request" | "unsafe" | "busy" | "not_dir" | "exists" | "no_space" | "read_only" | "io";
 
-/** errno names with a code of their own (hostfuncs/README.md, "Error codes"); ELOOP is handled apart. */
+/** errno names and their codes (hostfuncs/README.md, "Error codes"); any other errno is `io`. */
 const ERRNO_CODES: Record<string, ErrorCode> = {
-  ENOENT: "not_found",
-  ESRCH: "not_found",
-  EBADF: "not_found",
-  EACCES: "permission",
-  EPERM: "permission",
-  ENOTDIR: "not_dir",
-  EEXIST: "exists",
-  ENOSPC: "no_space",
-  EDQUOT: "no_space",
-  EROFS: "read_only",
+  ENOENT: "not_found", ESRCH: "not_found", EBADF: "not_found", EACCES: "permission", EPERM: "permission", ELOOP: "unsafe",
+  ENOTDIR: "not_dir", EEXIST: "exists", ENOSPC: "no_space", EDQUOT: "no_space", EROFS: "read_only", EISDIR: "unsafe",
 };
 
 /** A JSON object: a request, a response, an inspect operation or its result. */
@@ -61,59 +42,114 @@ export type Json = Record<string, unknown>;
 
 /** A failure answered as `{"error": {code, message}}`; thrown inside, caught by {@link HostFunctions.call}. */
 export class HostError extends Error {
-  /** @param code - the contract's error code. @param message - what failed and what to do; never a token. */
+  /** @param code - the contract's error code. @param message - what failed; never a token. */
   constructor(readonly code: ErrorCode, message: string) {
     super(message);
   }
 }
 
 const bad = (message: string): HostError => new HostError("invalid_request", message);
+const INT_MAX = 0x7fffffff;
 
-/** Maps a Node system error to the contract's codes ({@link ERRNO_CODES}, else `io`); `ELOOP` (a refused symlink) is `unsafe` where files are concerned. */
-function osError(op: string, e: unknown, symlinkUnsafe = false): HostError {
-  const code = (e as NodeJS.ErrnoException | null)?.code ?? "";
-  const msg = `${op}: ${(e as Error | null)?.message ?? String(e)}`;
-  if (symlinkUnsafe && code === "ELOOP") return new HostError("unsafe", `${op}: it is a symbolic link, which is never followed`);
-  return new HostError(ERRNO_CODES[code] ?? "io", msg);
+/** A Node system error as a {@link HostError} coded by {@link ERRNO_CODES}, its message prefixed `what: `; a HostError as is. */
+function osError(what: string, e: unknown): HostError {
+  if (e instanceof HostError) return e;
+  return new HostError(ERRNO_CODES[(e as NodeJS.ErrnoException | null)?.code ?? ""] ?? "io", `${what}: ${(e as Error | null)?.message ?? String(e)}`);
 }
 
-/** Runs `fn`; a system error becomes {@link osError}`(what, …)`, a {@link HostError} passes through. */
-function sys<T>(what: string, fn: () => T, symlinkUnsafe = false): T {
+/** Any error as the wire's `{code, message}` ({@link osError}: a HostError as is, an unknown failure `io`). */
+function toWire(e: unknown, what: string): { code: ErrorCode; message: string } {
+  const { code, message } = osError(what, e);
+  return { code, message };
+}
+
+/** Runs `fn`, throwing {@link osError}`(what, …)` for what it throws. */
+function sys<T>(what: string, fn: () => T): T {
   try {
     return fn();
   } catch (e) {
-    throw e instanceof HostError ? e : osError(what, e, symlinkUnsafe);
+    throw osError(what, e);
   }
 }
 
-/** The request's field `key`, which must be a string (`int`: an integer), else `invalid_request`. */
+/** `fn()`, or `fallback` when it throws. */
+function orElse<T>(fn: () => T, fallback: T): T {
+  try {
+    return fn();
+  } catch {
+    return fallback;
+  }
+}
+
+/** `b` as UTF-8 with every byte of an invalid sequence as one U+FFFD, as Go's encoding/json sends it (Node's decoder gives one per sequence). */
+function utf8(b: Buffer): string {
+  let out = b.toString("utf8");
+  if (!out.includes("\ufffd")) return out;
+  const strict = new TextDecoder("utf-8", { fatal: true });
+  out = "";
+  for (let i = 0; i < b.length; ) {
+    const n = b[i]! < 0xc0 ? 1 : b[i]! < 0xe0 ? 2 : b[i]! < 0xf0 ? 3 : 4;
+    const one = orElse(() => strict.decode(b.subarray(i, i + n)), undefined);
+    out += one ?? "\ufffd";
+    i += one === undefined ? 1 : n;
+  }
+  return out;
+}
+
+/** The field `key` of `req`: a string (`str`), an integer in `[min, max]` (`int`), else `invalid_request`. */
 function str(req: Json, key: string): string {
   if (typeof req[key] !== "string") throw bad(`request lacks the string ${JSON.stringify(key)}`);
   return req[key] as string;
 }
-function int(req: Json, key: string): number {
-  if (!Number.isSafeInteger(req[key])) throw bad(`request lacks the integer ${JSON.stringify(key)}`);
-  return req[key] as number;
+function int(req: Json, key: string, min: number, max: number): number {
+  const v = req[key];
+  if (typeof v !== "number" || !Number.isInteger(v) || v < min || v > max) throw bad(`${JSON.stringify(key)} must be an integer from ${min} to ${max}`);
+  return v;
 }
 
-/** The name rule (hostfuncs/README.md, "Names"): 1–255 of `[A-Za-z0-9._-]`, not starting with `.`. */
-export function validName(name: unknown): name is string {
-  return typeof name === "string" && /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,254}$/.test(name);
+/** `req[key]` if it obeys the name rule (hostfuncs/README.md, "Names and the state directory"), else throws `invalid_request`. */
+export function nameOf(req: Json, key = "name"): string {
+  const n = req[key];
+  const len = typeof n === "string" && Buffer.from(n).toString() === n ? Buffer.byteLength(n) : 0; // 0: not a string, or a lone surrogate
+  if (typeof n !== "string" || len < 1 || len > 255 || n === "." || n === ".." || /[/\0]/.test(n)) {
+    throw bad(`${key} ${JSON.stringify(n)} is not one path element (1-255 bytes, not . or .., no / or NUL)`);
+  }
+  return n;
+}
+
+/** The `pid` of an inspect op (`P` of hostfuncs/README.md, `mcp_resume_inspect`; `"self"` only if `self`), else throws `invalid_request`. */
+export function pidOf(op: Json, self: boolean): string {
+  const p = op["pid"];
+  if (typeof p !== "string" || !((self && p === "self") || (/^[1-9][0-9]*$/.test(p) && Number(p) <= INT_MAX))) throw bad(`pid ${JSON.stringify(p)} is not a process ID${self ? ' or "self"' : ""}`);
+  return p;
+}
+
+/** The `fd` of an inspect op, an integer 0..2147483647, else throws `invalid_request`. */
+export function fdOf(op: Json): number {
+  return int(op, "fd", 0, INT_MAX);
 }
 
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
-const PID = "(?:self|[1-9][0-9]*)";
-/** The `/proc` allowlist (hostfuncs/README.md, "The allowlist"), checked before any system call. */
-const ALLOWED = { read: new RegExp(`^/proc/(?:sys/kernel/random/boot_id|self/timens_offsets|${PID}/(?:stat|cmdline))$`),
-  readlink: new RegExp(`^/proc/(?:self|${PID}/ns/pid|${PID}/fd/[0-9]+)$`) };
-const DIGITS = /^[1-9][0-9]*$/;
-const PROC_READ_MAX = 65536; // most bytes an inspect "read" returns
+const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK } = fs.constants;
+/** `O_EXLOCK` on macOS (`<sys/fcntl.h>`); Node's `fs.constants` lacks it. */
+const O_EXLOCK_DARWIN = 0x20;
 
-/** Reads at most `max` bytes of `file`, opened `O_RDONLY|O_NOFOLLOW` (plus `flags`); `fstatOk` may refuse the open file. */
-function readFile(file: string, max: number, flags = 0, fstatOk?: (st: fs.Stats) => void): Buffer {
-  const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | flags);
+/** The file-backed `/proc` ops: `/proc/<path(P, N)>` read (`data`) or readlink'd (`target`); `pid`/`fd`: members they take. */
+const PROC_OPS: Record<string, { read: "data" | "target"; path: (p: string, n: number) => string; pid?: true; fd?: true }> = {
+  boot_id: { read: "data", path: () => "sys/kernel/random/boot_id" },
+  self: { read: "target", path: () => "self" },
+  timens: { read: "data", path: () => "self/timens_offsets" },
+  stat: { read: "data", pid: true, path: (p) => `${p}/stat` },
+  cmdline: { read: "data", pid: true, path: (p) => `${p}/cmdline` },
+  pid_ns: { read: "target", pid: true, path: (p) => `${p}/ns/pid` },
+  fd_link: { read: "target", pid: true, fd: true, path: (p, n) => `${p}/fd/${n}` },
+};
+
+/** Reads at most `max` bytes of `file`, opened `O_RDONLY|O_NOFOLLOW|flags`; `check` may refuse the open file by its fstat. */
+function readFile(file: string, max: number, flags = 0, check?: (st: fs.Stats) => void): Buffer {
+  const fd = fs.openSync(file, O_RDONLY | O_NOFOLLOW | flags);
   try {
-    fstatOk?.(fs.fstatSync(fd));
+    check?.(fs.fstatSync(fd));
     const buf = Buffer.allocUnsafe(max);
     let n = 0;
     for (let r = 1; n < max && r > 0; n += r) r = fs.readSync(fd, buf, n, max - n, null);
@@ -123,41 +159,30 @@ function readFile(file: string, max: number, flags = 0, fstatOk?: (st: fs.Stats)
   }
 }
 
-/**
- * Configuration of {@link HostFunctions}: the `logger` of `mcp_resume_log`;
- * only the conformance runner sets `procRoot` (the directory read for
- * `/proc`, default `"/proc"`) and `os` (the system `/proc` and `ps` assume,
- * default `process.platform`; the lock always uses the real one).
- */
-export interface HostConfig {
-  logger: Logger;
-  procRoot?: string;
-  os?: string;
-}
+/** A check for {@link readFile}: anything but a regular file is `unsafe` (a FIFO, a directory, a device). */
+const regular = (what: string) => (st: fs.Stats): void => {
+  if (!st.isFile()) throw new HostError("unsafe", `${what} is not a regular file`);
+};
 
-/**
- * The host functions of one store. The state directory is fixed by the first
- * successful `mcp_resume_prepare_dir` (the confinement rule); the file
- * functions answer `invalid_request` before that. One instance is one lock
- * holder: two instances exclude each other, in one process or two.
- */
+/** The host functions of one store, confined by {@link HostFunctions.confine}; one lock holder (two instances exclude each other). */
 export class HostFunctions {
   readonly #logger: Logger;
-  readonly #proc: string;
-  readonly #os: string;
   #dir: string | undefined;
-  /** Locks held until close(): abstract socket servers (Linux) or O_EXLOCK descriptors (macOS), by key. */
+  /** Locks held until close(): abstract socket servers (Linux) or O_EXLOCK descriptors (macOS), by socket or path. */
   readonly #held = new Map<string, Server | number>();
-  /** What lockAhead() found for keys it could not take. */
+  /** What lockAhead() found for sockets it could not bind. */
   readonly #failed = new Map<string, HostError>();
   readonly #pending = new Set<Promise<void>>();
   #closed = false;
 
-  /** @param config - logger, and the conformance runner's `/proc` mapping. */
-  constructor(config: HostConfig) {
+  /** @param config - `logger` receives the `mcp_resume_log` lines. */
+  constructor(config: { logger: Logger }) {
     this.#logger = config.logger;
-    this.#proc = config.procRoot ?? "/proc";
-    this.#os = config.os ?? process.platform;
+  }
+
+  /** Sets the store's state directory for good: the `state_dir` of a successful `open` (a later call, or `""`, changes nothing). */
+  confine(dir: string): void {
+    if (this.#dir === undefined && dir !== "") this.#dir = dir;
   }
 
   /**
@@ -170,18 +195,15 @@ export class HostFunctions {
   call(fn: string, request: Uint8Array): Uint8Array {
     let resp: unknown;
     try {
-      let req: unknown;
-      try {
-        req = JSON.parse(Buffer.from(request).toString("utf8"));
-      } catch {} // not JSON
+      if (this.#closed) throw bad("the store is closed");
+      const req = orElse(() => JSON.parse(Buffer.from(request).toString("utf8")) as unknown, undefined);
       if (req === null || typeof req !== "object" || Array.isArray(req)) throw bad("the request is not a JSON object");
       resp = this.#dispatch(fn, req as Json);
     } catch (e) {
       resp = { error: toWire(e, fn) };
     }
-    let out = JSON.stringify(resp);
-    out += " ".repeat((8 - (Buffer.byteLength(out) % 8)) % 8);
-    return Buffer.from(out, "utf8");
+    const out = JSON.stringify(resp);
+    return Buffer.from(out + " ".repeat((8 - (Buffer.byteLength(out) % 8)) % 8), "utf8");
   }
 
   #dispatch(fn: string, req: Json): Json {
@@ -191,44 +213,41 @@ export class HostFunctions {
       case "mcp_resume_inspect": {
         const ops = req["ops"];
         if (!Array.isArray(ops) || ops.length < 1 || ops.length > 64) throw bad('"ops" must hold 1 to 64 operations');
-        return {
-          results: ops.map((op: unknown) => {
-            try {
-              if (op === null || typeof op !== "object" || Array.isArray(op)) throw bad("an operation must be a JSON object");
-              return this.inspect(op as Json);
-            } catch (e) {
-              return { error: toWire(e, String((op as Json | null)?.["op"])) };
-            }
-          }),
-        };
+        return { results: ops.map((op: unknown) => {
+          try {
+            if (op === null || typeof op !== "object" || Array.isArray(op)) throw bad("an operation must be a JSON object");
+            return this.inspect(op as Json);
+          } catch (e) {
+            return { error: toWire(e, String((op as Json | null)?.["op"])) };
+          }
+        }) };
       }
       case "mcp_resume_prepare_dir":
         return this.#prepareDir(req);
-      case "mcp_resume_read":
-        return this.#read(this.#file(req), int(req, "limit"));
-      case "mcp_resume_write": {
-        const data = str(req, "data");
-        if (!BASE64.test(data)) throw bad('"data" is not standard base64');
-        return this.#write(this.#file(req), Buffer.from(data, "base64"));
+      case "mcp_resume_read": {
+        const [file, limit] = [this.#file(req), int(req, "limit", 1, 1 << 20)];
+        return { data: sys(`read ${file}`, () => readFile(file, limit, O_NONBLOCK, regular(file))).toString("base64") };
       }
-      case "mcp_resume_remove":
-        sys(`remove ${String(req["name"])}`, () => fs.unlinkSync(this.#file(req)));
+      case "mcp_resume_write":
+        return this.#write(this.#file(req), this.#file(req, "temp"), str(req, "data"));
+      case "mcp_resume_remove": {
+        const file = this.#file(req);
+        sys(`remove ${file}`, () => fs.unlinkSync(file));
         return {};
+      }
       case "mcp_resume_list":
-        return this.#list(str(req, "prefix"));
+        return this.#list(this.#file());
       case "mcp_resume_lock": {
-        const socket = req["socket"] ?? "";
-        if (typeof socket !== "string" || socket.includes("\0")) throw bad('"socket" must be a string without NUL');
+        const socket = req["socket"] ?? ""; // absent: none (Linux requires it, macOS ignores it)
+        if (typeof socket !== "string" || req["socket"] === "" || Buffer.byteLength(socket) > 107 || socket.includes("\0")) throw bad('"socket" must be a string of 1 to 107 bytes without NUL');
         this.#lock(this.#file(req), socket);
         return {};
       }
       case "mcp_resume_log": {
-        const level = str(req, "level");
+        const [level, event, message, detail] = [str(req, "level"), str(req, "event"), str(req, "message"), req["detail"] ?? ""];
         if (!["debug", "info", "warn", "error"].includes(level)) throw bad(`unknown level ${JSON.stringify(level)}: use debug, info, warn or error`);
-        const [event, message] = [str(req, "event"), str(req, "message")];
-        if (event === "" || message === "") throw bad('"event" and "message" must not be empty');
-        const detail = typeof req["detail"] === "string" && req["detail"] !== "" ? { detail: req["detail"] } : {};
-        safeLog(this.#logger, level as LogLevel, message, { event, ...detail });
+        if (typeof detail !== "string") throw bad('"detail" must be a string');
+        safeLog(this.#logger, level as LogLevel, message, { event, ...(detail !== "" ? { detail } : {}) });
         return {};
       }
       default:
@@ -236,128 +255,100 @@ export class HostFunctions {
     }
   }
 
-  /**
-   * `mcp_resume_facts` of this process (hostfuncs/README.md): `home` is `$HOME` when it is set and absolute, else
-   * the password database's home directory of the effective uid (`os.userInfo()`, as Go's `os/user` and Python's
-   * `pwd`), else `""`; `cwd` is `process.cwd()` (`""` when it fails); `args` are `process.argv.slice(2)`; `env` is
-   * every variable. Node decodes argv, the environment and the working directory as UTF-8 with U+FFFD in place of
-   * invalid bytes, which is what the contract asks. The conformance runner overrides it.
-   */
-  facts(): Json {
-    let home = process.env["HOME"] ?? "";
-    if (!path.isAbsolute(home)) {
-      try {
-        home = userInfo().homedir;
-      } catch {
-        home = ""; // no password-database entry
-      }
-      if (!path.isAbsolute(home)) home = "";
-    }
-    let cwd = "";
-    try {
-      cwd = process.cwd();
-    } catch {} // a deleted working directory: ""
+  /** `mcp_resume_facts` of this process (hostfuncs/README.md, `mcp_resume_facts`); the conformance runner pins others. */
+  protected facts(): Json {
+    const abs = (p: string | undefined): string => (p !== undefined && path.isAbsolute(p) ? p : "");
+    const home = abs(process.env["HOME"]) || abs(orElse(() => userInfo().homedir, undefined));
     const env = Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => typeof e[1] === "string"));
-    const [euid, xdg] = [process.geteuid?.() ?? -1, process.env["XDG_STATE_HOME"] ?? ""];
-    return { os: process.platform, pid: process.pid, euid, home, xdg_state_home: xdg, cwd, args: process.argv.slice(2), env, runtime: "node" };
+    return { os: process.platform, pid: process.pid, euid: process.geteuid?.() ?? -1, home, xdg_state_home: process.env["XDG_STATE_HOME"] ?? "",
+      cwd: orElse(() => process.cwd(), ""), args: process.argv.slice(2), env, runtime: "node" };
+  }
+
+  /** The path of `/proc/<rel>`. The conformance runner's subclass maps it into a fixture tree. */
+  protected proc(rel: string): string {
+    return `/proc/${rel}`;
+  }
+
+  /** The system the inspect answers are for (`facts.os`): this one; the conformance runner's subclass pins another. */
+  protected system(): string {
+    return process.platform;
   }
 
   /**
-   * One `mcp_resume_inspect` operation (hostfuncs/README.md, table of ops);
-   * the conformance runner overrides those without a file to read.
+   * One `mcp_resume_inspect` operation (hostfuncs/README.md, `mcp_resume_inspect`).
    *
-   * @param op - `{"op", "path" | "pid" | "fd" | "targets"}`.
+   * @param op - `{"op", "pid"?, "fd"?, "targets"?}`; other fields are ignored.
    * @returns the success object of that op.
-   * @throws {@link HostError}, answered as that result's `error`.
+   * @throws {@link HostError}, answered as that result's `error`: `invalid_request` for an unknown op or a field
+   *   of the wrong type or range, `unsupported` for a `/proc` op off Linux, else the errno's code.
    */
-  inspect(op: Json): Json {
-    switch (op["op"]) {
-      case "read": {
-        const p = this.#procPath(op, ALLOWED.read);
-        return { data: sys(`read ${String(op["path"])}`, () => readFile(p, PROC_READ_MAX)).toString("base64") };
-      }
-      case "readlink": {
-        const p = this.#procPath(op, ALLOWED.readlink);
-        return { target: sys(`readlink ${String(op["path"])}`, () => fs.readlinkSync(p)) };
-      }
+  protected inspect(op: Json): Json {
+    const proc = (rel: string): string => {
+      if (this.system() !== "linux") throw new HostError("unsupported", `no /proc on ${this.system()}`);
+      return this.proc(rel);
+    };
+    const name = String(op["op"]);
+    const p = Object.hasOwn(PROC_OPS, name) ? PROC_OPS[name] : undefined;
+    if (p) {
+      const rel = p.path(p.pid ? pidOf(op, true) : "", p.fd ? fdOf(op) : 0);
+      if (p.read === "data") return { data: sys(`read /proc/${rel}`, () => readFile(proc(rel), 65536)).toString("base64") };
+      return { target: utf8(sys(`readlink /proc/${rel}`, () => fs.readlinkSync(proc(rel), { encoding: "buffer" }))) };
+    }
+    switch (name) {
       case "fds":
-        return { fds: this.#fds(op) };
+        return { fds: this.#fds(pidOf(op, true), op["targets"], proc) };
       case "kill0": {
-        const pid = this.#pid(op);
-        sys(`kill(${pid}, 0)`, () => process.kill(pid, 0));
+        const n = Number(pidOf(op, false));
+        sys(`kill(${n}, 0)`, () => process.kill(n, 0));
         return {};
       }
       case "exe": {
         // stat(2) follows /proc/<pid>/exe to the program file; bigint: an inode may exceed 2^53.
-        const pid = this.#pid(op);
-        if (this.#os !== "linux") throw new HostError("unsupported", `no /proc on ${this.#os}`);
-        const st = sys(`stat /proc/${pid}/exe`, () => fs.statSync(`${this.#proc}/${pid}/exe`, { bigint: true }));
+        const rel = `${pidOf(op, false)}/exe`;
+        const st = sys(`stat /proc/${rel}`, () => fs.statSync(proc(rel), { bigint: true }));
         return { dev: st.dev.toString(), ino: st.ino.toString() };
       }
       case "fstat": {
-        const fd = op["fd"] ?? 0;
-        if (typeof fd !== "number" || !Number.isInteger(fd) || fd < 0 || fd > 0x7fffffff) throw bad('"fd" must be a file descriptor number (0 to 2147483647)');
-        const st = sys(`fstat ${fd}`, () => fs.fstatSync(fd)); // EBADF (closed) is not_found
-        const type = st.isFIFO() ? "fifo" : st.isSocket() ? "socket" : st.isCharacterDevice() ? "char" : st.isFile() ? "file" : st.isDirectory() ? "dir" : "other";
-        return { type };
+        const fd = fdOf(op);
+        const st = sys(`fstat ${fd}`, () => fs.fstatSync(fd));
+        return { type: st.isFIFO() ? "fifo" : st.isSocket() ? "socket" : st.isCharacterDevice() ? "char" : st.isFile() ? "file" : st.isDirectory() ? "dir" : "other" };
       }
       case "peer":
+        fdOf(op);
         throw new HostError("unsupported", "Node cannot read SO_PEERCRED");
       case "sysctl":
       case "procargs":
+        pidOf(op, false);
         throw new HostError("unsupported", "Node cannot call sysctl");
       case "ps":
-        return this.#ps(this.#pid(op));
+        return this.#ps(Number(pidOf(op, false)));
       default:
         throw bad(`unknown operation ${JSON.stringify(op["op"])}`);
     }
   }
 
-  /** Checks `op.path` against `allowed`, then maps it under the `/proc` root. */
-  #procPath(op: Json, allowed: RegExp): string {
-    const p = op["path"];
-    if (typeof p !== "string" || !allowed.test(p)) throw bad(`path ${JSON.stringify(p)} is not on the /proc allowlist`);
-    if (this.#os !== "linux") throw new HostError("unsupported", `no /proc on ${this.#os}`);
-    return this.#proc + p.slice("/proc".length);
-  }
-
-  #pid(op: Json): number {
-    const pid = op["pid"];
-    if (typeof pid !== "string" || !DIGITS.test(pid) || Number(pid) > 0x7fffffff) throw bad(`pid ${JSON.stringify(pid)} is not a process ID`);
-    return Number(pid);
-  }
-
-  /** `fds`: `/proc/<pid>/fd`, sorted by fd, each with its target and fdinfo flags (-1 when unreadable). */
-  #fds(op: Json): Json[] {
-    const pid = op["pid"];
-    if (pid !== "self" && (typeof pid !== "string" || !DIGITS.test(pid))) throw bad(`pid ${JSON.stringify(pid)} is not a process ID or "self"`);
-    const targets = op["targets"];
-    if (targets !== undefined && (!Array.isArray(targets) || targets.some((t) => typeof t !== "string"))) throw bad('"targets" must be a list of strings');
-    if (this.#os !== "linux") throw new HostError("unsupported", `no /proc on ${this.#os}`);
-    const dir = `${this.#proc}/${pid}/fd`;
+  /** `fds`: the entries of `/proc/<pid>/fd` sorted by fd, with target and fdinfo flags (-1 when unreadable), filtered by `targets`. */
+  #fds(pid: string, targets: unknown, proc: (rel: string) => string): Json[] {
+    if (targets != null && (!Array.isArray(targets) || targets.some((t) => typeof t !== "string"))) throw bad('"targets" must be a list of strings');
     const out: Json[] = [];
-    for (const n of sys(`list /proc/${pid}/fd`, () => fs.readdirSync(dir)).filter((x) => /^[0-9]+$/.test(x))) {
+    for (const n of sys(`list /proc/${pid}/fd`, () => fs.readdirSync(proc(`${pid}/fd`))).filter((x) => /^[0-9]+$/.test(x))) {
       let target: string;
       try {
-        target = fs.readlinkSync(`${dir}/${n}`);
+        target = utf8(fs.readlinkSync(proc(`${pid}/fd/${n}`), { encoding: "buffer" }));
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code === "ENOENT") continue; // closed during the listing
         throw osError(`readlink /proc/${pid}/fd/${n}`, e);
       }
-      if (targets && !(targets as string[]).includes(target)) continue;
-      let flags = -1;
-      try {
-        const m = /^flags:\s*([0-7]+)\s*$/m.exec(readFile(`${this.#proc}/${pid}/fdinfo/${n}`, 4096).toString("latin1"));
-        if (m) flags = parseInt(m[1]!, 8);
-      } catch {} // -1: fdinfo cannot be read
-      out.push({ fd: Number(n), target, flags });
+      if (targets != null && !(targets as string[]).includes(target)) continue;
+      const m = /^flags:\s*([0-7]+)\s*$/m.exec(orElse(() => readFile(proc(`${pid}/fdinfo/${n}`), 4096).toString("latin1"), ""));
+      out.push({ fd: Number(n), target, flags: m ? parseInt(m[1]!, 8) : -1 });
     }
     return out.sort((a, b) => (a["fd"] as number) - (b["fd"] as number));
   }
 
-  /** `ps` (macOS): the raw output of `/bin/ps`, which the plugin parses. */
+  /** `ps` (macOS): the raw output of `LC_ALL=C TZ=UTC0 /bin/ps`, which the plugin parses; `not_found` when it prints nothing. */
   #ps(pid: number): Json {
-    if (this.#os !== "darwin") throw new HostError("unsupported", `ps is only asked on macOS, not ${this.#os}`);
+    if (this.system() !== "darwin") throw new HostError("unsupported", `ps is only asked on macOS, not ${this.system()}`);
     const run = (args: string[]): Buffer => {
       const r = spawnSync("/bin/ps", [...args, "-p", String(pid)], { env: { ...process.env, LC_ALL: "C", TZ: "UTC0" }, stdio: ["ignore", "pipe", "ignore"] });
       if (r.error || (r.status !== 0 && r.status !== 1)) throw new HostError("io", `run /bin/ps: ${r.error?.message ?? `exit ${r.status}`}`);
@@ -368,86 +359,39 @@ export class HostFunctions {
     return { data: data.toString("base64"), args: run(["-ww", "-o", "args="]).toString("base64") };
   }
 
-  /**
-   * `mcp_resume_prepare_dir`: one primitive on an absolute, clean `path`,
-   * with no rule about owners or modes (the plugin judges): `stat` (lstat,
-   * or stat with `follow`: type, uid, `mode & 0o7777`), `mkdir` (one
-   * directory, 0700; once a directory is fixed only it or an ancestor),
-   * `fix` (the confinement rule, then sweep `.*.tmp` files older than
-   * `sweep_seconds`).
-   */
+  /** `mcp_resume_prepare_dir`: `stat` or `mkdir` (only the state directory or an ancestor) of an absolute, clean path. */
   #prepareDir(req: Json): Json {
     const [op, dir] = [str(req, "op"), str(req, "path")];
     if (!path.posix.isAbsolute(dir) || path.posix.normalize(dir) !== dir || (dir !== "/" && dir.endsWith("/")) || dir.includes("\0")) {
       throw bad(`path ${JSON.stringify(dir)} is not an absolute, clean path`);
     }
-    switch (op) {
-      case "stat": {
-        const follow = req["follow"] ?? false;
-        if (typeof follow !== "boolean") throw bad('"follow" must be a boolean');
-        const st = sys(`stat ${dir}`, () => (follow ? fs.statSync(dir) : fs.lstatSync(dir)));
-        const type = st.isSymbolicLink() ? "symlink" : st.isDirectory() ? "dir" : st.isFile() ? "file" : "other";
-        return { type, uid: st.uid, mode: st.mode & 0o7777 };
-      }
-      case "mkdir": {
-        const fixed = this.#dir;
-        if (fixed !== undefined && dir !== "/" && fixed !== dir && !fixed.startsWith(dir + "/")) {
-          throw bad(`this store's state directory is ${fixed}; mkdir ${dir} is outside it`);
-        }
-        sys(`mkdir ${dir}`, () => fs.mkdirSync(dir, { mode: 0o700 }));
-        return {};
-      }
-      case "fix":
-        break;
-      default:
-        throw bad(`unknown mcp_resume_prepare_dir op ${JSON.stringify(op)}: want stat, mkdir or fix`);
+    if (op === "stat") {
+      const follow = req["follow"] ?? false;
+      if (typeof follow !== "boolean") throw bad('"follow" must be a boolean');
+      const st = sys(`stat ${dir}`, () => (follow ? fs.statSync(dir) : fs.lstatSync(dir)));
+      return { type: st.isSymbolicLink() ? "symlink" : st.isDirectory() ? "dir" : st.isFile() ? "file" : "other", uid: st.uid, mode: st.mode & 0o7777 };
     }
-    const sweepSeconds = int(req, "sweep_seconds");
-    if (sweepSeconds < 0) throw bad("sweep_seconds must not be negative");
-    if (this.#dir !== undefined && this.#dir !== dir) throw bad(`this store's state directory is ${this.#dir}; it cannot move to ${dir}`);
-    this.#dir = dir;
-    try {
-      for (const n of fs.readdirSync(dir)) {
-        if (!n.startsWith(".") || !n.endsWith(".tmp")) continue;
-        const p = path.join(dir, n);
-        const t = fs.lstatSync(p, { throwIfNoEntry: false });
-        if (t?.isFile() && Date.now() - t.mtimeMs > sweepSeconds * 1000) fs.rmSync(p, { force: true });
-      }
-    } catch {} // best effort
+    if (op !== "mkdir") throw bad(`unknown mcp_resume_prepare_dir op ${JSON.stringify(op)}: want stat or mkdir`);
+    const sd = this.#dir;
+    if (sd === undefined || (dir !== "/" && sd !== dir && !sd.startsWith(dir + "/"))) throw bad(`mkdir ${dir}: only the state directory (${sd ?? "none before open"}) or an ancestor may be made`);
+    sys(`mkdir ${dir}`, () => fs.mkdirSync(dir, { mode: 0o700 }));
     return {};
   }
 
-  /** The state directory (the confinement rule); with a request, the path of its `name` there (the name rule). */
-  #file(req?: Json): string {
-    const name = req?.["name"];
-    if (this.#dir === undefined) throw bad("no state directory: mcp_resume_prepare_dir has not succeeded");
-    if (req && !validName(name)) throw bad(`file name ${JSON.stringify(name)} is not allowed: names are 1-255 of [A-Za-z0-9._-], not starting with a dot`);
-    return req ? path.join(this.#dir, name as string) : this.#dir;
+  /** The state directory, `invalid_request` before `open` succeeded; with a request, the path of its name `key` there ({@link nameOf}). */
+  #file(req?: Json, key = "name"): string {
+    if (this.#dir === undefined) throw bad("no state directory: the plugin's open has not succeeded");
+    return req ? path.join(this.#dir, nameOf(req, key)) : this.#dir;
   }
 
-  /** `mcp_resume_read`: `O_NOFOLLOW|O_NONBLOCK`, regular files only, at most `limit` bytes. */
-  #read(file: string, limit: number): Json {
-    if (limit < 1 || limit > 1 << 20) throw bad(`limit ${limit} is outside 1..1048576`);
-    const name = path.basename(file);
-    const regular = (st: fs.Stats): void => {
-      if (!st.isFile()) throw new HostError("unsafe", `${name} is not a regular file`);
-    };
-    return { data: sys(`read ${name}`, () => readFile(file, limit, fs.constants.O_NONBLOCK, regular), true).toString("base64") };
-  }
-
-  /**
-   * `mcp_resume_write`: atomic replace through `.<name>.<16 hex>.tmp`
-   * (`O_CREAT|O_EXCL|O_NOFOLLOW`, 0600) renamed over the name; a symlink at
-   * the name is replaced, not followed. No fsync (see the README).
-   */
-  #write(file: string, data: Buffer): Json {
-    const name = path.basename(file);
-    const tmp = path.join(path.dirname(file), `.${name}.${randomBytes(8).toString("hex")}.tmp`);
-    const flags = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW;
-    const fd = sys(`create a temporary file for ${name}`, () => fs.openSync(tmp, flags, 0o600));
+  /** `mcp_resume_write`: `tmp` created `O_CREAT|O_EXCL|O_NOFOLLOW` 0600, written, closed, renamed over `file`; unlinked on any later failure. */
+  #write(file: string, tmp: string, data: string): Json {
+    if (!BASE64.test(data)) throw bad('"data" is not standard base64');
+    const fd = sys(`create ${tmp}`, () => fs.openSync(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600));
     try {
+      const buf = Buffer.from(data, "base64");
       try {
-        for (let off = 0; off < data.length; ) off += fs.writeSync(fd, data, off, data.length - off);
+        for (let off = 0; off < buf.length; ) off += fs.writeSync(fd, buf, off, buf.length - off);
       } finally {
         fs.closeSync(fd);
       }
@@ -455,34 +399,31 @@ export class HostFunctions {
       return {};
     } catch (e) {
       fs.rmSync(tmp, { force: true });
-      throw osError(`write ${name}`, e);
+      throw osError(`write ${file}`, e);
     }
   }
 
-  /** `mcp_resume_list`: regular files with valid names and the prefix, sorted, with their age (lstat). */
-  #list(prefix: string): Json {
-    const dir = this.#file();
+  /** `mcp_resume_list`: every entry of `dir` with its `lstat` type and age (floor(now − mtime) seconds); one whose lstat fails is skipped. */
+  #list(dir: string): Json {
     const files: Json[] = [];
-    for (const name of sys("list the state directory", () => fs.readdirSync(dir)).filter((n) => validName(n) && n.startsWith(prefix)).sort()) {
-      const st = fs.lstatSync(path.join(dir, name), { throwIfNoEntry: false });
-      if (st?.isFile()) files.push({ name, age_seconds: Math.floor((Date.now() - Math.floor(st.mtimeMs)) / 1000) });
+    for (const raw of sys(`list ${dir}`, () => fs.readdirSync(dir, { encoding: "buffer" }))) {
+      const st = orElse(() => fs.lstatSync(Buffer.concat([Buffer.from(dir + "/"), raw])), undefined);
+      if (!st) continue; // removed meanwhile
+      const type = st.isFile() ? "file" : st.isDirectory() ? "dir" : st.isSymbolicLink() ? "symlink" : "other";
+      files.push({ name: utf8(raw), type, age_seconds: Math.floor((Date.now() - st.mtimeMs) / 1000) });
     }
     return { files };
   }
 
   /**
-   * Linux: takes a lock ahead of the synchronous `mcp_resume_lock`, which
-   * then answers from the outcome, by binding the abstract socket `socket`
-   * (the `lock_socket` of the plugin's `names` export, the same name the Go
-   * and Python hosts bind); the kernel frees it when the process exits,
-   * however it exits. Touches no file. Elsewhere it does nothing. Never
-   * rejects.
+   * Linux: binds the abstract socket `socket` (the plugin's `lock_socket`; libuv pads it to the whole `sun_path`)
+   * ahead of the synchronous `mcp_resume_lock`, which answers from the outcome; the kernel frees it when the
+   * process exits, however it exits. Touches no file. Elsewhere it does nothing. Never rejects.
    *
    * @param socket - the abstract socket name, without its leading NUL.
    */
   async lockAhead(socket: string): Promise<void> {
-    if (process.platform !== "linux" || this.#closed || socket === "" || socket.includes("\0")) return;
-    if (this.#held.has(socket)) return;
+    if (process.platform !== "linux" || this.#closed || socket === "" || socket.includes("\0") || this.#held.has(socket)) return;
     const attempt = new Promise<Server>((resolve, reject) => {
       const server = createServer((conn) => conn.destroy());
       server.once("error", reject);
@@ -496,8 +437,7 @@ export class HostFunctions {
         this.#failed.delete(socket);
       },
       (e: NodeJS.ErrnoException) => {
-        const busy = e?.code === "EADDRINUSE";
-        this.#failed.set(socket, busy ? new HostError("busy", "the lock is held by another server instance") : osError("lock: bind abstract socket", e));
+        this.#failed.set(socket, e?.code === "EADDRINUSE" ? new HostError("busy", "held by another server instance") : osError("bind the abstract socket", e));
       },
     );
     this.#pending.add(attempt);
@@ -505,63 +445,39 @@ export class HostFunctions {
     this.#pending.delete(attempt);
   }
 
-  /**
-   * `mcp_resume_lock`: creates the lock file (0600, `O_NOFOLLOW`, regular
-   * only, never deleted), then on Linux answers what {@link lockAhead}
-   * found for `socket`, and on macOS opens it with `O_EXLOCK|O_NONBLOCK`
-   * (the flock lock of the Go and Python hosts) and keeps it open.
-   */
+  /** `mcp_resume_lock`: the lock file checked, then on Linux what {@link lockAhead} found; on macOS `O_EXLOCK`, kept open. */
   #lock(file: string, socket: string): void {
-    const name = path.basename(file);
     const darwin = process.platform === "darwin";
     if (process.platform !== "linux" && !darwin) throw new HostError("unsupported", `no lock on ${process.platform}`);
-    if (!darwin && socket === "") throw bad(`lock ${name}: "socket" is required on Linux (the plugin's lock_socket)`);
-    const key = darwin ? file : socket;
-    if (darwin && this.#held.has(key)) return; // a second O_EXLOCK open would conflict with our own
-    if (this.#closed) throw new HostError("io", `lock ${name}: the store is closed`);
-    let fd: number;
+    if (!darwin && socket === "") throw bad(`lock ${file}: "socket" is required on Linux (the plugin's lock_socket)`);
+    if (darwin && this.#held.has(file)) return; // a second O_EXLOCK open would conflict with our own
+    const fd = sys(`lock ${file}`, () => {
+      try {
+        return fs.openSync(file, O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | (darwin ? O_EXLOCK_DARWIN : 0), 0o600);
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        throw darwin && (code === "EWOULDBLOCK" || code === "EAGAIN") ? new HostError("busy", "held by another server instance") : e;
+      }
+    });
     try {
-      fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_CREAT | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK | (darwin ? O_EXLOCK_DARWIN : 0), 0o600);
-    } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code;
-      if (darwin && (code === "EWOULDBLOCK" || code === "EAGAIN")) throw new HostError("busy", `${name} is held by another server instance`);
-      if (code === "EISDIR") throw new HostError("unsafe", `${name} is a directory, not a regular file`);
-      throw osError(`open lock ${name}`, e, true);
-    }
-    try {
-      if (!sys(`inspect lock ${name}`, () => fs.fstatSync(fd)).isFile()) throw new HostError("unsafe", `${name} is not a regular file`);
+      regular(file)(sys(`fstat ${file}`, () => fs.fstatSync(fd)));
     } catch (e) {
       fs.closeSync(fd);
       throw e;
     }
-    if (darwin) {
-      this.#held.set(key, fd);
-      return;
-    }
+    if (darwin) return void this.#held.set(file, fd);
     fs.closeSync(fd);
-    if (this.#held.has(key)) return;
-    const failed = this.#failed.get(key);
-    if (failed) throw new HostError(failed.code, failed.code === "busy" ? `${name} is held by another server instance` : `lock ${name}: ${failed.message}`);
-    throw new HostError(
-      "io",
-      `lock ${name} was not taken ahead: Node binds sockets asynchronously, so the store binds the lock_socket of the plugin's names export before the first load, store or reject`,
-    );
+    if (this.#held.has(socket)) return;
+    const failed = this.#failed.get(socket);
+    if (failed) throw new HostError(failed.code, `lock ${file}: ${failed.message}`);
+    throw new HostError("io", `lock ${file} was not taken ahead: the store binds the plugin's lock_socket before the first load, store or reject`);
   }
 
-  /** Releases every lock this instance holds (the lock files stay); later locks fail with `io`. Idempotent; never rejects. */
+  /** Releases every lock this instance holds (the lock files stay); every later call answers `invalid_request`. Idempotent; never rejects. */
   async close(): Promise<void> {
     this.#closed = true;
     await Promise.all(this.#pending);
     for (const h of this.#held.values()) typeof h === "number" ? fs.closeSync(h) : h.close();
     this.#held.clear();
   }
-}
-
-/** `O_EXLOCK` on macOS (`<sys/fcntl.h>`); Node's `fs.constants` lacks it. */
-const O_EXLOCK_DARWIN = 0x20;
-
-/** Any error as the wire's `{code, message}`: {@link HostError} as is, anything else `io`. */
-function toWire(e: unknown, what: string): { code: ErrorCode; message: string } {
-  if (e instanceof HostError) return { code: e.code, message: e.message };
-  return { code: "io", message: `${what} failed: ${(e as Error | null)?.message ?? String(e)}` };
 }

@@ -8,6 +8,6 @@
  * @packageDocumentation
  */
 export { ResumeTokenStore, ResumeError, InvalidAppError, InvalidOptionError, InvalidTokenError, PluginError } from "./store.js";
-export type { ListedFile, OpenOptions, PrunedFile, Whoami } from "./store.js";
+export type { OpenOptions, PrunedFile, TokenFile, Whoami } from "./store.js";
 export { ABI_VERSION } from "./hostfuncs.js";
 export { createStderrLogger, type Logger, type LogFields, type LogLevel, type StderrLoggerOptions } from "./logger.js";

@@ -4,8 +4,6 @@
  *
  * @packageDocumentation
  */
-import * as path from "node:path";
-
 import type { Plugin } from "@extism/extism";
 
 import { compiledModule, extismEnvExtras, loadExtism } from "./extism.js";
@@ -21,7 +19,7 @@ if (process.env["MCP_RESUME"] !== "off") compiledModule(PLUGIN_WASM_URL).catch((
 export interface OpenOptions {
   /** The MCP server application name (1–64 of `[A-Za-z0-9._-]`, starting with a letter or digit); it names the default state directory. */
   app: string;
-  /** The state root, made absolute against the current directory: token files live in `<stateDir>/<app>`, so apps never share a directory. Default: `$MCP_RESUME_STATE_DIR`, else per user (XDG on Linux, `~/Library/Application Support` on macOS). */
+  /** The state root, as given (the plugin makes a relative one absolute against the working directory): token files live in `<stateDir>/<app>`, so apps never share a directory. Default: `$MCP_RESUME_STATE_DIR`, else per user (XDG on Linux, `~/Library/Application Support` on macOS). */
   stateDir?: string;
   /** Receives the spec's log lines (spec 000, "Logging Strategy"). Default {@link createStderrLogger}(). Never one that writes to stdout. */
   logger?: Logger;
@@ -45,7 +43,7 @@ export interface OpenOptions {
  * `host` still runs (`unknown`: cannot tell) and `ageSeconds` (now minus its
  * modification time, whole seconds).
  */
-export interface ListedFile {
+export interface TokenFile {
   name: string;
   pid: number;
   startTime: string;
@@ -64,9 +62,10 @@ export interface PrunedFile {
 /**
  * What {@link ResumeTokenStore.whoami} reports: the MCP host this process
  * resolves to (`pid`, `startTime`; absent with `error` saying why when the
- * identity is unavailable), how the `stdio` check went (fault 11c), the
- * `instanceSuffix`, the `tokenFile` and `lockFile` names, the `stateDir`,
- * and the `chain` of processes walked from the server's parent to the host.
+ * identity is unavailable), how the `stdio` check went (whether the host
+ * holds the server's stdin and stdout), the `instanceSuffix`, the
+ * `tokenFile` and `lockFile` names, the `stateDir`, and the `chain` of
+ * processes walked from the server's parent to the host.
  */
 export interface Whoami {
   pid?: number;
@@ -97,8 +96,8 @@ export class InvalidTokenError extends ResumeError {}
 
 /**
  * Thrown by {@link ResumeTokenStore.open} when the plugin cannot be loaded,
- * speaks another ABI version (`plugin ABI version "2", this host implements
- * "4"`) or refuses an option; by `list`, `prune`, `whoami` when it fails.
+ * speaks another ABI version (`plugin ABI version "4", this host implements
+ * "5"`) or refuses an option; by `list`, `prune`, `whoami` when it fails.
  */
 export class PluginError extends ResumeError {}
 
@@ -150,8 +149,9 @@ function jsonSafe(option: string, v: unknown, inList = false): unknown {
 /**
  * The plugin's `open` input for `options`. Values go to the plugin as they
  * are (a string for `launchers` arrives as a string and is refused, never
- * split into letters); only a non-empty string `stateDir` is made absolute
- * here, and an iterable `launchers` other than a string becomes an array.
+ * split into letters; a relative `stateDir` is the plugin's to resolve);
+ * only an iterable `launchers` other than a string becomes an array, and an
+ * empty `stateDir` is left out (the default).
  */
 function openInput(options: OpenOptions | undefined): Record<string, unknown> {
   const o = (options ?? {}) as unknown as Record<string, unknown>;
@@ -159,7 +159,7 @@ function openInput(options: OpenOptions | undefined): Record<string, unknown> {
   if (o["app"] !== undefined) input["app"] = jsonSafe("app", o["app"]);
   const dir = o["stateDir"];
   if (typeof dir === "string") {
-    if (dir !== "") input["state_dir"] = path.resolve(dir);
+    if (dir !== "") input["state_dir"] = dir;
   } else if (dir !== undefined) input["state_dir"] = jsonSafe("state_dir", dir);
   if (o["instance"] !== undefined) input["instance"] = jsonSafe("instance", o["instance"]);
   let l = o["launchers"];
@@ -240,7 +240,7 @@ export class ResumeTokenStore {
     return store;
   }
 
-  /** The absolute state directory this store uses (from the plugin's `open`). */
+  /** The absolute state directory this store uses (from the plugin's `open`; the host functions are confined to it). */
   get stateDir(): string {
     return this.#stateDir;
   }
@@ -293,7 +293,7 @@ export class ResumeTokenStore {
    * @returns the files, sorted by name.
    * @throws {@link PluginError} (rejection) when the store is closed or the plugin fails.
    */
-  async list(): Promise<ListedFile[]> {
+  async list(): Promise<TokenFile[]> {
     return camel((await this.#json("list"))["files"] ?? []);
   }
 
@@ -386,9 +386,11 @@ export class ResumeTokenStore {
       }
       const r = await this.#raw(name, input);
       if (name === "open" && r.ok) {
+        // Confinement (hostfuncs/README.md, `open`): the file functions act only inside the state_dir open answered.
         const o = JSON.parse(decoder.decode(r.output)) as { state_dir?: unknown; state_root?: unknown };
-        this.#stateDir = String(o.state_dir ?? "");
-        this.#stateRoot = String(o.state_root ?? "");
+        this.#stateDir = typeof o.state_dir === "string" ? o.state_dir : "";
+        this.#stateRoot = typeof o.state_root === "string" ? o.state_root : "";
+        this.funcs.confine(this.#stateDir);
       }
       return r;
     }).catch((e: unknown) => ({ ok: false as const, code: "plugin_failed", message: String((e as Error)?.message ?? e) }));
@@ -440,7 +442,7 @@ export async function loadStore(logger: Logger, wasm: string | URL = PLUGIN_WASM
     // A bare Module: a manifest would make 1.0.3 touch `Response`, loading undici (~25 ms, ~4 MiB); noFetch: its `fetch`.
     plugin = await extism.createPlugin(module, {
       useWasi: true,
-      enableWasiOutput: false, // never the process's stdout: it carries JSON-RPC
+      enableWasiOutput: false, // never the process's stdout (JSON-RPC); unset, 1.0.3 takes it from $EXTISM_ENABLE_WASI_OUTPUT
       runInWorker: false, // host functions run synchronously on this thread
       functions: { [NAMESPACE]: Object.fromEntries(FUNCTIONS.map((n) => [n, hostFn(n)])), "extism:host/env": extismEnvExtras() },
       ...{ logger: consoleFor(logger), config: {}, allowedPaths: {}, allowedHosts: [], fetch: noFetch },

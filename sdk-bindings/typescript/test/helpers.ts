@@ -1,5 +1,6 @@
 // Shared helpers of the TypeScript binding's tests: paths, temporary
-// directories, the real Go broker, the real Go-built test plugin.
+// directories, the real Go broker, the real Go-built test plugin, and the
+// host functions with /proc and the system pinned (test code only).
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, readlinkSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -7,6 +8,9 @@ import * as path from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+
+import { HostFunctions } from "../src/hostfuncs.js";
+import type { Logger } from "../src/logger.js";
 
 export const execFileP = promisify(execFile);
 
@@ -143,4 +147,26 @@ export function startTimeOf(pid: number): string {
   const ns = /^pid:\[(\d+)\]$/.exec(readlinkSync("/proc/self/ns/pid"))![1]!;
   const exe = statSync(`/proc/${pid}/exe`, { bigint: true }); // the program image: an exec makes another host
   return `${ticks}.${boot}.${ns}.${exe.dev}x${exe.ino}`;
+}
+
+/**
+ * The real host functions with `/proc` read from `procRoot` and the inspect
+ * answers given for the system `os` (`facts.os`; the lock keeps the real
+ * one): the conformance runner's fixture tree, and the unit tests of what a
+ * real /proc cannot show (a 70000-byte file, a symlink, macOS's `ps` run here).
+ */
+export class PinnedHost extends HostFunctions {
+  constructor(
+    config: { logger: Logger },
+    private readonly procRoot: string,
+    private readonly os: string,
+  ) {
+    super(config);
+  }
+  protected override proc(rel: string): string {
+    return path.join(this.procRoot, rel);
+  }
+  protected override system(): string {
+    return this.os;
+  }
 }

@@ -1,6 +1,8 @@
-// The host functions as OS primitives (hostfuncs/README.md), called natively
-// on real files, the real /proc and real processes; the conformance suite
-// runs the same code under the plugin.
+// The host functions as OS primitives (hostfuncs/README.md, ABI 5), called
+// natively on real files, the real /proc and real processes; the conformance
+// suite runs the same code under the plugin. PinnedHost (test code) maps
+// /proc into a temporary tree or pins another system where the real one
+// cannot show a case.
 import assert from "node:assert/strict";
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
@@ -8,9 +10,9 @@ import { userInfo } from "node:os";
 import * as path from "node:path";
 import { after, describe, test } from "node:test";
 
-import { FUNCTIONS, HostFunctions, validName } from "../src/hostfuncs.js";
+import { FUNCTIONS, HostFunctions } from "../src/hostfuncs.js";
 import type { LogFields, Logger } from "../src/logger.js";
-import { cleanupTemps, PKG, startHolder, tempDir } from "./helpers.js";
+import { cleanupTemps, PinnedHost, PKG, startHolder, tempDir } from "./helpers.js";
 
 after(cleanupTemps);
 
@@ -28,7 +30,7 @@ function caller(f: HostFunctions) {
   };
 }
 
-/** Host functions over a fresh 0700 state directory, prepared. */
+/** Host functions confined to a fresh state directory (as after open), which they made (mkdir, 0700). */
 function setup() {
   const root = tempDir("hostfuncs-");
   const dir = path.join(root, "state");
@@ -36,8 +38,8 @@ function setup() {
   const add = (level: string) => (message: string, fields?: LogFields) => logs.push({ level, message, fields });
   const f = new HostFunctions({ logger: { debug: add("debug"), info: add("info"), warn: add("warn"), error: add("error") } });
   const call = caller(f);
+  f.confine(dir);
   assert.deepEqual(call("mcp_resume_prepare_dir", { op: "mkdir", path: dir }), {});
-  assert.deepEqual(call("mcp_resume_prepare_dir", { op: "fix", path: dir, sweep_seconds: 60 }), {});
   return { root, dir, f, call, logs };
 }
 
@@ -112,48 +114,70 @@ describe("mcp_resume_inspect", { skip: !LINUX && "Linux /proc" }, () => {
     assert.equal((gone as { error?: { code: string } }).error?.code, "not_found");
     for (const bad of ["0", "01", "self", ""]) assert.equal((inspect(f, { op: "exe", pid: bad })[0] as { error?: { code: string } }).error?.code, "invalid_request");
   });
-  test("read and readlink of allowlisted /proc paths answer the real files", () => {
-    const [self, stat, cmdline, boot, ns] = inspect(
+  test("the typed /proc ops answer the real files: boot_id, self, timens, stat, cmdline, pid_ns, fd_link", () => {
+    const [boot, self, stat, cmdline, ns, fd0, selfStat] = inspect(
       f,
-      { op: "readlink", path: "/proc/self" },
-      { op: "read", path: `/proc/${process.pid}/stat` },
-      { op: "read", path: "/proc/self/cmdline" },
-      { op: "read", path: "/proc/sys/kernel/random/boot_id" },
-      { op: "readlink", path: "/proc/self/ns/pid" },
+      { op: "boot_id" },
+      { op: "self" },
+      { op: "stat", pid: String(process.pid) },
+      { op: "cmdline", pid: "self" },
+      { op: "pid_ns", pid: "self" },
+      { op: "fd_link", pid: String(process.pid), fd: 0 },
+      { op: "stat", pid: "self" },
     );
+    assert.match(Buffer.from(boot!["data"], "base64").toString(), /^[0-9a-f-]{36}\n$/);
     assert.equal(self!["target"], String(process.pid));
     const startOf = (stat: string): string => stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]!; // field 22, starttime
     const got = Buffer.from(stat!["data"], "base64").toString();
     assert.ok(got.startsWith(`${process.pid} (node) `), got);
     assert.equal(startOf(got), startOf(fs.readFileSync(`/proc/${process.pid}/stat`, "latin1")));
+    assert.equal(startOf(Buffer.from(selfStat!["data"], "base64").toString()), startOf(got));
     assert.equal(Buffer.from(cmdline!["data"], "base64").toString().split("\0")[0], process.execPath);
-    assert.match(Buffer.from(boot!["data"], "base64").toString(), /^[0-9a-f-]{36}\n$/);
-    assert.match(ns!["target"], /^pid:\[\d+\]$/);
-    const [timens, other] = inspect(f, { op: "read", path: "/proc/self/timens_offsets" }, { op: "read", path: `/proc/${process.pid}/timens_offsets` });
+    assert.equal(ns!["target"], fs.readlinkSync("/proc/self/ns/pid"));
+    assert.equal(fd0!["target"], fs.readlinkSync("/proc/self/fd/0"));
+    const [timens] = inspect(f, { op: "timens" });
     if (fs.existsSync("/proc/self/timens_offsets")) assert.deepEqual(Buffer.from(timens!["data"], "base64"), fs.readFileSync("/proc/self/timens_offsets"));
     else assert.equal(timens!["error"]?.code, "not_found");
-    assert.equal(other!["error"]?.code, "invalid_request", "only this process's own time-namespace offsets");
   });
-  test("the allowlist is checked before any system call: everything else is invalid_request", () => {
-    const paths = ["/etc/passwd", "/proc/self/environ", "/proc/1/../self/stat", "/proc/01/stat", "/proc/self/fd", "/proc/self/root", "/proc//self/stat", "/proc/self/stat/", "proc/self/stat"];
-    for (const p of paths) {
-      for (const op of ["read", "readlink"]) assert.equal(inspect(f, { op, path: p })[0]!["error"]?.code, "invalid_request", `${op} ${p}`);
-    }
-    assert.equal(inspect(f, { op: "read", path: "/proc/self" })[0]!["error"]?.code, "invalid_request", "/proc/self is only ever read with readlink");
-    assert.equal(inspect(f, { op: "readlink", path: "/proc/self/stat" })[0]!["error"]?.code, "invalid_request");
+  test("no paths: an unknown op, a bad pid or fd is invalid_request, before any system call", () => {
+    const refused = [
+      { op: "read", path: "/proc/self/stat" },
+      { op: "readlink", path: "/proc/self" },
+      { op: "stat", path: "/etc/passwd" },
+      { op: "stat" },
+      { op: "stat", pid: "01" },
+      { op: "stat", pid: "../1" },
+      { op: "stat", pid: 100 },
+      { op: "cmdline", pid: "2147483648" },
+      { op: "pid_ns", pid: "1/../self" },
+      { op: "fd_link", pid: "self", fd: -1 },
+      { op: "fd_link", pid: "self", fd: "0" },
+      { op: "fd_link", pid: "self", fd: 1.5 },
+      { op: "fd_link", pid: "self", fd: 2147483648 },
+      { op: "kill0", pid: "self" },
+      { op: "sysctl", pid: "self" },
+      { op: "fds", pid: "0" },
+      { op: "STAT", pid: "1" },
+      { op: "constructor" },
+      { op: "__proto__" },
+      { op: "toString", pid: "1" },
+    ];
+    for (const op of refused) assert.equal(inspect(f, op)[0]!["error"]?.code, "invalid_request", JSON.stringify(op));
   });
-  test("a missing process is not_found; reads are capped at 65536 bytes", () => {
-    const [gone] = inspect(f, { op: "read", path: "/proc/2147483646/stat" });
-    assert.equal(gone!["error"].code, "not_found");
-    // The cap is the same code path as any read: a fixture file under a mapped /proc shows it.
+  test("a missing process is not_found; data is capped at 65536 bytes; a symlink is never followed (unsafe); link targets as UTF-8", () => {
+    assert.equal(inspect(f, { op: "stat", pid: "2147483646" })[0]!["error"].code, "not_found");
+    // A mapped /proc shows what the real one cannot: a 70000-byte cmdline, a symlink at stat.
     const root = tempDir();
     fs.mkdirSync(path.join(root, "7"), { recursive: true });
     fs.writeFileSync(path.join(root, "7", "cmdline"), "x".repeat(70000));
     fs.symlinkSync("/etc/hostname", path.join(root, "7", "stat"));
-    const mapped = new HostFunctions({ logger: quiet, procRoot: root });
-    const [big, link] = inspect(mapped, { op: "read", path: "/proc/7/cmdline" }, { op: "read", path: "/proc/7/stat" });
+    fs.mkdirSync(path.join(root, "7", "fd"));
+    fs.symlinkSync(Buffer.from([0x2f, 0x66, 0xf0, 0x9f, 0x98, 0x21]), Buffer.from(path.join(root, "7", "fd", "3")));
+    const mapped = new PinnedHost({ logger: quiet }, root, "linux");
+    const [big, link, target] = inspect(mapped, { op: "cmdline", pid: "7" }, { op: "stat", pid: "7" }, { op: "fd_link", pid: "7", fd: 3 });
     assert.equal(Buffer.from(big!["data"], "base64").length, 65536);
-    assert.equal(link!["error"].code, "io", "O_NOFOLLOW: a symlink is not read");
+    assert.equal(link!["error"].code, "unsafe", "O_NOFOLLOW: ELOOP is unsafe");
+    assert.equal(target!["target"], "/f\ufffd\ufffd\ufffd!", "a link target that is not UTF-8: each invalid byte as U+FFFD");
   });
   test("fds: this process's fds sorted, with targets and fdinfo flags; targets filters", () => {
     const [all] = inspect(f, { op: "fds", pid: "self" });
@@ -167,8 +191,8 @@ describe("mcp_resume_inspect", { skip: !LINUX && "Linux /proc" }, () => {
     for (const x of only!["fds"]) assert.equal(x.target, fd0.target);
     assert.ok(only!["fds"].some((x: { fd: number }) => x.fd === 0));
     assert.equal(inspect(f, { op: "fds", pid: "2147483646" })[0]!["error"].code, "not_found");
-    assert.equal(inspect(f, { op: "fds", pid: "0" })[0]!["error"].code, "invalid_request");
     assert.equal(inspect(f, { op: "fds", pid: "self", targets: "x" })[0]!["error"].code, "invalid_request");
+    assert.deepEqual(inspect(f, { op: "fds", pid: "self", targets: null })[0]!["fds"].length, fds.length, "targets null: no filter");
   });
   test("fds of another user's process is permission", { skip: ROOT_USER && "root reads every process" }, () => {
     assert.equal(inspect(f, { op: "fds", pid: "1" })[0]!["error"].code, "permission");
@@ -192,7 +216,7 @@ describe("mcp_resume_inspect", { skip: !LINUX && "Linux /proc" }, () => {
   test("kill0 of another user's process is permission (EPERM)", { skip: ROOT_USER && "root may signal every process" }, () => {
     assert.equal(inspect(f, { op: "kill0", pid: "1" })[0]!["error"].code, "permission");
   });
-  test("fstat of any fd: the real file types (/dev/null is char, a shell pipe fifo); a negative fd is refused", () => {
+  test("fstat of any fd: the real file types (/dev/null is char, a shell pipe fifo); a negative or missing fd is refused", () => {
     const code = `import("${new URL("../src/hostfuncs.ts", import.meta.url).href}").then(({ HostFunctions }) => {
       const f = new HostFunctions({ logger: console });
       const req = { ops: [{ op: "fstat", fd: 0 }, { op: "fstat", fd: 1 }, { op: "fstat", fd: -1 }, { op: "fstat" }, { op: "fstat", fd: 2 }] };
@@ -202,7 +226,7 @@ describe("mcp_resume_inspect", { skip: !LINUX && "Linux /proc" }, () => {
     const r = JSON.parse(res.stderr) as { results: Answer[] };
     assert.deepEqual(r.results.slice(0, 2), [{ type: "char" }, { type: "fifo" }]);
     assert.equal(r.results[2]!["error"].code, "invalid_request", "a negative fd");
-    assert.deepEqual(r.results[3], { type: "char" }, "an absent fd is 0 (Go omits a zero fd)");
+    assert.equal(r.results[3]!["error"].code, "invalid_request", "fd is required");
     assert.deepEqual(r.results[4], { type: "socket" }, "fd 2, as facts.stdio_fds may name one, is answered (spawnSync's stderr: libuv gives children socket pairs)");
   });
   test("peer, sysctl and procargs are unsupported in Node; ps is unsupported off macOS", () => {
@@ -214,66 +238,76 @@ describe("mcp_resume_inspect", { skip: !LINUX && "Linux /proc" }, () => {
     for (const ops of [[], Array(65).fill({ op: "kill0", pid: "1" }), "x", undefined]) {
       assert.equal(call("mcp_resume_inspect", { ops }).error?.code, "invalid_request", JSON.stringify(ops)?.slice(0, 20));
     }
-    const rs = inspect(f, { op: "nope" }, null, { op: "kill0", pid: String(process.pid) });
-    assert.deepEqual(rs.map((r) => r["error"]?.code), ["invalid_request", "invalid_request", undefined]);
+    const rs = inspect(f, { op: "nope" }, null, [], { op: "kill0", pid: String(process.pid) });
+    assert.deepEqual(rs.map((r) => r["error"]?.code), ["invalid_request", "invalid_request", "invalid_request", undefined]);
     assert.equal(inspect(f, ...Array(64).fill({ op: "kill0", pid: String(process.pid) })).length, 64);
   });
   test("ps (asked on macOS): the raw output of LC_ALL=C TZ=UTC0 /bin/ps, not_found when it prints nothing (run here with Linux's ps)", { skip: !fs.existsSync("/bin/ps") && "no /bin/ps" }, () => {
-    const mac = new HostFunctions({ logger: quiet, os: "darwin" });
+    const mac = new PinnedHost({ logger: quiet }, "/proc", "darwin");
     const [me, gone] = inspect(mac, { op: "ps", pid: String(process.pid) }, { op: "ps", pid: "2147483646" });
     assert.match(Buffer.from(me!["data"], "base64").toString(), new RegExp(`^\\s*${process.pid}\\s+${process.ppid}\\s+\\S+\\s+\\w{3} \\w{3} +\\d+ \\d\\d:\\d\\d:\\d\\d \\d{4} node\\n$`));
     assert.equal(Buffer.from(me!["args"], "base64").toString().split(" ")[0], process.execPath);
     assert.equal(gone!["error"].code, "not_found");
   });
-  test("off Linux the /proc operations are unsupported", () => {
-    const mac = new HostFunctions({ logger: quiet, os: "darwin" });
-    const rs = inspect(mac, { op: "read", path: "/proc/self/stat" }, { op: "readlink", path: "/proc/self" }, { op: "fds", pid: "self" }, { op: "read", path: "/etc/passwd" });
-    assert.deepEqual(rs.map((r) => r["error"]?.code), ["unsupported", "unsupported", "unsupported", "invalid_request"]);
+  test("off Linux the /proc operations are unsupported; a bad op is still invalid_request", () => {
+    const mac = new PinnedHost({ logger: quiet }, "/proc", "darwin");
+    const ops = [{ op: "boot_id" }, { op: "self" }, { op: "timens" }, { op: "stat", pid: "self" }, { op: "cmdline", pid: "1" }, { op: "pid_ns", pid: "1" },
+      { op: "fd_link", pid: "self", fd: 0 }, { op: "fds", pid: "self" }, { op: "exe", pid: "1" }, { op: "stat", pid: "x" }];
+    assert.deepEqual(inspect(mac, ...ops).map((r) => r["error"]?.code), [...Array(9).fill("unsupported"), "invalid_request"]);
   });
 });
 
 describe("names and confinement", () => {
-  test("valid names", () => {
-    for (const n of ["token-1-2.a", "a", "A_b-c.d", "x".repeat(255), "-x", "_x"]) assert.ok(validName(n), n);
-    for (const n of ["", ".x", "a/b", "..", "a\0b", "tök", "x".repeat(256), 5]) assert.ok(!validName(n), String(n));
-  });
-  test("file functions refuse bad names and answer invalid_request before prepare_dir succeeded", () => {
-    const { call, root } = setup();
+  const ONE_ELEMENT = ["token-1-2.a", "a", ".hidden", ".x.0123456789abcdef.tmp", "...", "tök", "a b", "x".repeat(255), "é".repeat(127)];
+  const NOT_ONE = ["", ".", "..", "a/b", "/etc/passwd", "../outside", "a\0b", "x".repeat(256), "é".repeat(128), "\ud800", 7, null];
+  test("a name is one path element: 1-255 bytes, not . or .., no / or NUL; anything else is invalid_request before any system call", () => {
+    const { call, dir, root } = setup();
     fs.writeFileSync(path.join(root, "outside"), "victim");
-    for (const fn of ["mcp_resume_read", "mcp_resume_write", "mcp_resume_remove", "mcp_resume_lock"]) {
-      for (const name of ["/etc/passwd", "../outside", "a/b", "a\0b", "", ".hidden", "tök", "x".repeat(256), 7]) {
-        assert.equal(call(fn, { name, limit: 10, data: "eA==" }).error?.code, "invalid_request", `${fn} ${JSON.stringify(name)}`);
+    for (const name of NOT_ONE) {
+      for (const fn of ["mcp_resume_read", "mcp_resume_write", "mcp_resume_remove", "mcp_resume_lock"]) {
+        assert.equal(call(fn, { name, temp: ".t.tmp", limit: 10, data: "eA==", socket: "s" }).error?.code, "invalid_request", `${fn} ${JSON.stringify(name)}`);
       }
+      assert.equal(call("mcp_resume_write", { name: "t", temp: name, data: "eA==" }).error?.code, "invalid_request", `write temp ${JSON.stringify(name)}`);
     }
     assert.equal(fs.readFileSync(path.join(root, "outside"), "utf8"), "victim");
-    const fresh = caller(new HostFunctions({ logger: quiet }));
-    for (const fn of ["mcp_resume_read", "mcp_resume_write", "mcp_resume_remove", "mcp_resume_lock", "mcp_resume_list"]) {
-      assert.equal(fresh(fn, { name: "t", limit: 10, data: "", prefix: "" }).error?.code, "invalid_request", fn);
+    assert.deepEqual(fs.readdirSync(dir), []);
+    for (const name of ONE_ELEMENT) {
+      assert.deepEqual(call("mcp_resume_write", { name, temp: name === ".w.tmp" ? ".v.tmp" : ".w.tmp", data: "eA==" }), {}, JSON.stringify(name));
+      assert.deepEqual(call("mcp_resume_read", { name, limit: 10 }), { data: "eA==" }, JSON.stringify(name));
+      assert.deepEqual(call("mcp_resume_remove", { name }), {}, JSON.stringify(name));
     }
+    assert.deepEqual(fs.readdirSync(dir), []);
   });
-  test("prepare_dir: the first fix fixes the directory; another path is refused (fix and mkdir), the same one again succeeds", () => {
-    const { call, dir, root } = setup();
-    assert.equal(call("mcp_resume_prepare_dir", { op: "fix", path: path.join(root, "other"), sweep_seconds: 60 }).error?.code, "invalid_request");
-    assert.equal(call("mcp_resume_prepare_dir", { op: "mkdir", path: path.join(root, "other") }).error?.code, "invalid_request");
-    assert.ok(!fs.existsSync(path.join(root, "other")));
-    assert.deepEqual(call("mcp_resume_prepare_dir", { op: "fix", path: dir, sweep_seconds: 60 }), {});
-    assert.equal(call("mcp_resume_prepare_dir", { op: "mkdir", path: root }).error?.code, "exists", "an ancestor of the fixed directory");
-  });
-  test("prepare_dir: the path must be absolute and clean; the op known", () => {
+  test("before open set the state directory the file functions and mkdir answer invalid_request; confine fixes it for good", () => {
     const root = tempDir();
-    const call = caller(new HostFunctions({ logger: quiet }));
+    const f = new HostFunctions({ logger: quiet });
+    const call = caller(f);
+    const all = () => ["mcp_resume_read", "mcp_resume_write", "mcp_resume_remove", "mcp_resume_lock", "mcp_resume_list"].map((fn) => call(fn, { name: "t", temp: ".t.tmp", limit: 10, data: "" }).error?.code);
+    f.confine("");
+    assert.deepEqual(all(), Array(5).fill("invalid_request"));
+    assert.equal(call("mcp_resume_prepare_dir", { op: "mkdir", path: path.join(root, "s") }).error?.code, "invalid_request");
+    assert.equal(call("mcp_resume_prepare_dir", { op: "stat", path: root }).type, "dir", "stat needs no state directory");
+    fs.mkdirSync(path.join(root, "s"));
+    f.confine(path.join(root, "s"));
+    f.confine(root); // changes nothing
+    assert.deepEqual(call("mcp_resume_write", { name: "t", temp: ".t.tmp", data: "" }), {});
+    assert.deepEqual(fs.readdirSync(path.join(root, "s")), ["t"]);
+    assert.deepEqual(call("mcp_resume_list", {}).files.map((x: Answer) => x["name"]), ["t"]);
+  });
+  test("prepare_dir: the path must be absolute and clean; the op stat or mkdir (fix is gone)", () => {
+    const root = tempDir();
+    const f = new HostFunctions({ logger: quiet });
+    f.confine(`${root}/state`);
+    const call = caller(f);
     for (const p of ["rel/state", `${root}/a/../state`, `${root}/./state`, `${root}/state/`, `${root}//state`, ""]) {
-      for (const op of ["stat", "mkdir", "fix"]) assert.equal(call("mcp_resume_prepare_dir", { op, path: p, sweep_seconds: 60 }).error?.code, "invalid_request", `${op} ${p}`);
+      for (const op of ["stat", "mkdir"]) assert.equal(call("mcp_resume_prepare_dir", { op, path: p }).error?.code, "invalid_request", `${op} ${p}`);
     }
-    assert.equal(call("mcp_resume_prepare_dir", { op: "fix", path: `${root}/s` }).error?.code, "invalid_request", "sweep_seconds is required");
-    assert.equal(call("mcp_resume_prepare_dir", { op: "create", path: `${root}/s` }).error?.code, "invalid_request", "unknown op");
-    assert.equal(call("mcp_resume_prepare_dir", { path: `${root}/s`, sweep_seconds: 60 }).error?.code, "invalid_request", "op is required");
+    for (const op of ["fix", "create", undefined]) assert.equal(call("mcp_resume_prepare_dir", { op, path: `${root}/state`, sweep_seconds: 60 }).error?.code, "invalid_request", String(op));
     assert.deepEqual(fs.readdirSync(root), []);
   });
 });
 
 describe("mcp_resume_prepare_dir", () => {
-  const prep = (dir: string, extra: object = {}) => caller(new HostFunctions({ logger: quiet }))("mcp_resume_prepare_dir", { op: "fix", path: dir, sweep_seconds: 60, ...extra });
   const prim = caller(new HostFunctions({ logger: quiet }));
   test("stat reports type, uid and mode & 0o7777, following a symlink only when asked; precise error codes", () => {
     const root = tempDir();
@@ -296,46 +330,39 @@ describe("mcp_resume_prepare_dir", () => {
     assert.equal(stat("missing").error.code, "not_found");
     assert.equal(stat("file/x").error.code, "not_dir");
   });
-  test("mkdir makes one directory 0700, never parents, never through a symlink; precise error codes", () => {
+  test("mkdir makes one directory 0700, only the state directory or an ancestor, never parents, never through a symlink; precise error codes", () => {
     const root = tempDir();
     fs.writeFileSync(path.join(root, "file"), "x");
     fs.symlinkSync("nowhere", path.join(root, "dangling"));
-    const mkdir = (p: string): Answer => prim("mcp_resume_prepare_dir", { op: "mkdir", path: path.join(root, p) });
-    assert.deepEqual(mkdir("made"), {});
-    assert.equal(fs.statSync(path.join(root, "made")).mode & 0o777, 0o700);
-    assert.equal(mkdir("made").error.code, "exists");
-    assert.equal(mkdir("file").error.code, "exists");
-    assert.equal(mkdir("dangling").error.code, "exists");
+    /** mkdir `p` by host functions confined to the state directory `state` (both under root). */
+    const mkdir = (state: string, p = state): Answer => {
+      const f = new HostFunctions({ logger: quiet });
+      f.confine(path.join(root, state));
+      return caller(f)("mcp_resume_prepare_dir", { op: "mkdir", path: path.join(root, p) });
+    };
+    assert.deepEqual(mkdir("made/state", "made"), {}, "an ancestor");
+    assert.deepEqual(mkdir("made/state"), {}, "the state directory");
+    assert.equal(fs.statSync(path.join(root, "made/state")).mode & 0o777, 0o700);
+    assert.equal(mkdir("made/state").error.code, "exists");
+    assert.equal(mkdir("made/state", "other").error.code, "invalid_request", "outside the state directory's path");
+    assert.equal(mkdir("made/state", "made/state/sub").error.code, "invalid_request", "below the state directory");
+    assert.equal(mkdir("made/statex/s", "made/state").error.code, "invalid_request", "a sibling sharing a prefix is no ancestor");
+    assert.equal(mkdir("file/state", "file").error.code, "exists");
+    assert.equal(mkdir("dangling/state", "dangling").error.code, "exists");
     assert.ok(!fs.existsSync(path.join(root, "nowhere")), "not created through the dangling symlink");
     assert.equal(mkdir("file/x").error.code, "not_dir");
     assert.equal(mkdir("no/such").error.code, "not_found");
+    assert.ok(!fs.existsSync(path.join(root, "other")));
   });
-  test("fix holds no rule about modes: the plugin judges (a 0755 directory is fixed)", () => {
-    const dir = path.join(tempDir(), "state");
-    fs.mkdirSync(dir);
-    fs.chmodSync(dir, 0o755);
-    assert.deepEqual(prep(dir), {});
-  });
-  test("deletes regular .*.tmp files older than sweep_seconds, keeps fresh ones and everything else", () => {
-    const dir = path.join(tempDir(), "state");
-    fs.mkdirSync(dir, { mode: 0o700 });
-    const old = new Date(Date.now() - 61_000);
-    const make = (name: string, isDir = false): void => {
-      const p = path.join(dir, name);
-      if (isDir) fs.mkdirSync(p);
-      else fs.writeFileSync(p, "tok-");
-      fs.utimesSync(p, old, old);
-    };
-    make(".token-1-2.a.00112233aabbccdd.tmp");
-    fs.writeFileSync(path.join(dir, ".token-1-2.a.ffeeddccbbaa9988.tmp"), "tok-"); // a live writer's
-    make(".dir.tmp", true);
-    make("token-1-2.a.tmp");
-    make(".token-1-2.a.tmpx");
-    fs.symlinkSync("/etc/passwd", path.join(dir, ".link.tmp"));
-    assert.deepEqual(prep(dir), {});
-    assert.deepEqual(fs.readdirSync(dir).sort(), [".dir.tmp", ".link.tmp", ".token-1-2.a.ffeeddccbbaa9988.tmp", ".token-1-2.a.tmpx", "token-1-2.a.tmp"]);
-    assert.deepEqual(prep(dir, { sweep_seconds: 0 }), {});
-    assert.ok(!fs.readdirSync(dir).includes(".token-1-2.a.ffeeddccbbaa9988.tmp"), "sweep_seconds 0 sweeps every temporary file");
+  test("sweeps nothing: old temporary files stay (the plugin sweeps them through remove)", () => {
+    const { call, dir } = setup();
+    const tmp = path.join(dir, ".token-1-2.a.00112233aabbccdd.tmp");
+    fs.writeFileSync(tmp, "tok-");
+    const old = new Date(Date.now() - 3600_000);
+    fs.utimesSync(tmp, old, old);
+    assert.equal(call("mcp_resume_prepare_dir", { op: "stat", path: dir }).type, "dir");
+    assert.equal(call("mcp_resume_prepare_dir", { op: "mkdir", path: dir }).error.code, "exists");
+    assert.deepEqual(call("mcp_resume_list", {}).files, [{ name: path.basename(tmp), type: "file", age_seconds: 3600 }]);
   });
 });
 
@@ -371,49 +398,62 @@ describe("mcp_resume_read", () => {
 });
 
 describe("mcp_resume_write", () => {
-  test("atomic replace, mode 0600, no temporary file left; a symlink at the name is replaced, not followed", () => {
+  const TEMP = ".t.0123456789abcdef.tmp";
+  test("temp renamed over the name: mode 0600, nothing else left; a symlink at the name is replaced, not followed", () => {
     const { call, dir, root } = setup();
     fs.writeFileSync(path.join(dir, "t"), "old", { mode: 0o644 });
-    assert.deepEqual(call("mcp_resume_write", { name: "t", data: Buffer.from("new-token").toString("base64") }), {});
+    assert.deepEqual(call("mcp_resume_write", { name: "t", temp: TEMP, data: Buffer.from("new-token").toString("base64") }), {});
     assert.equal(fs.readFileSync(path.join(dir, "t"), "utf8"), "new-token");
     assert.equal(fs.statSync(path.join(dir, "t")).mode & 0o777, 0o600);
     fs.writeFileSync(path.join(root, "victim"), "secret");
     fs.symlinkSync("../victim", path.join(dir, "l"));
-    assert.deepEqual(call("mcp_resume_write", { name: "l", data: "dG9r" }), {});
+    assert.deepEqual(call("mcp_resume_write", { name: "l", temp: ".l.tmp", data: "dG9r" }), {});
     assert.ok(fs.lstatSync(path.join(dir, "l")).isFile());
     assert.equal(fs.readFileSync(path.join(root, "victim"), "utf8"), "secret");
     assert.deepEqual(fs.readdirSync(dir).sort(), ["l", "t"]);
   });
-  test("a directory at the name fails with io and the temporary file is removed", () => {
-    const { call, dir } = setup();
-    fs.mkdirSync(path.join(dir, "t"));
-    assert.equal(call("mcp_resume_write", { name: "t", data: "dG9r" }).error.code, "io");
-    assert.deepEqual(fs.readdirSync(dir), ["t"]);
-  });
-  test("data is required and must be standard base64", () => {
-    const { call, dir } = setup();
-    for (const data of ["***", "YQ", 5, "YQ==YQ==", null, undefined]) assert.equal(call("mcp_resume_write", { name: "t", data }).error.code, "invalid_request", String(data));
-    assert.deepEqual(fs.readdirSync(dir), []);
-  });
-  test("the temporary file is .<name>.<16 hex>.tmp next to the name (seen with inotify)", async () => {
+  test("the temporary file is exactly the plugin's temp, created next to the name (seen with inotify): the host draws no random name", async () => {
     const { call, dir } = setup();
     const seen = new Set<string>();
     const w = fs.watch(dir, (_e, name) => name && seen.add(String(name)));
     try {
-      call("mcp_resume_write", { name: "token-1-2.a", data: "dG9r" });
-      call("mcp_resume_write", { name: "token-1-2.a", data: "dG9r" });
+      assert.deepEqual(call("mcp_resume_write", { name: "token-1-2.a", temp: ".token-1-2.a.00000000000000aa.tmp", data: "dG9r" }), {});
+      assert.deepEqual(call("mcp_resume_write", { name: "token-1-2.a", temp: ".token-1-2.a.00000000000000bb.tmp", data: "dG9r" }), {});
       await new Promise((r) => setTimeout(r, 200));
     } finally {
       w.close();
     }
-    const temps = [...seen].filter((n) => n !== "token-1-2.a");
-    assert.equal(temps.length, 2, [...seen].join(", "));
-    for (const t of temps) assert.match(t, /^\.token-1-2\.a\.[0-9a-f]{16}\.tmp$/);
+    assert.deepEqual([...seen].sort(), [".token-1-2.a.00000000000000aa.tmp", ".token-1-2.a.00000000000000bb.tmp", "token-1-2.a"]);
+  });
+  test("temp already there (a file or a symlink): exists; it stays as it was, the name is untouched, nothing else is made", () => {
+    const { call, dir, root } = setup();
+    fs.writeFileSync(path.join(dir, TEMP), "another writer's");
+    fs.writeFileSync(path.join(dir, "t"), "old");
+    fs.writeFileSync(path.join(root, "victim"), "secret");
+    fs.symlinkSync("../victim", path.join(dir, ".l.tmp"));
+    assert.equal(call("mcp_resume_write", { name: "t", temp: TEMP, data: "dG9r" }).error.code, "exists");
+    assert.equal(call("mcp_resume_write", { name: "t", temp: ".l.tmp", data: "dG9r" }).error.code, "exists");
+    assert.deepEqual(fs.readdirSync(dir).sort(), [".l.tmp", TEMP, "t"]);
+    assert.equal(fs.readFileSync(path.join(dir, TEMP), "utf8"), "another writer's");
+    assert.equal(fs.readFileSync(path.join(dir, "t"), "utf8"), "old");
+    assert.equal(fs.readFileSync(path.join(root, "victim"), "utf8"), "secret");
+  });
+  test("a directory at the name: unsafe (EISDIR) and the temporary file is removed", () => {
+    const { call, dir } = setup();
+    fs.mkdirSync(path.join(dir, "t"));
+    assert.equal(call("mcp_resume_write", { name: "t", temp: TEMP, data: "dG9r" }).error.code, "unsafe");
+    assert.deepEqual(fs.readdirSync(dir), ["t"]);
+  });
+  test("data and temp are required; data must be standard base64", () => {
+    const { call, dir } = setup();
+    for (const data of ["***", "YQ", 5, "YQ==YQ==", null, undefined]) assert.equal(call("mcp_resume_write", { name: "t", temp: TEMP, data }).error.code, "invalid_request", String(data));
+    assert.equal(call("mcp_resume_write", { name: "t", data: "dG9r" }).error.code, "invalid_request", "no temp");
+    assert.deepEqual(fs.readdirSync(dir), []);
   });
 });
 
 describe("mcp_resume_remove and mcp_resume_list", () => {
-  test("remove unlinks files and symlinks (never their target), never a directory; missing is not_found", () => {
+  test("remove unlinks files and symlinks (never their target); a directory is unsafe; missing is not_found", () => {
     const { call, dir, root } = setup();
     fs.writeFileSync(path.join(root, "victim"), "secret");
     fs.symlinkSync("../victim", path.join(dir, "l"));
@@ -421,27 +461,37 @@ describe("mcp_resume_remove and mcp_resume_list", () => {
     fs.mkdirSync(path.join(dir, "d"));
     assert.deepEqual(call("mcp_resume_remove", { name: "l" }), {});
     assert.deepEqual(call("mcp_resume_remove", { name: "t" }), {});
-    assert.ok(call("mcp_resume_remove", { name: "d" }).error);
+    assert.equal(call("mcp_resume_remove", { name: "d" }).error?.code, "unsafe");
     assert.equal(call("mcp_resume_remove", { name: "nope" }).error.code, "not_found");
     assert.deepEqual(fs.readdirSync(dir), ["d"]);
     assert.equal(fs.readFileSync(path.join(root, "victim"), "utf8"), "secret");
   });
-  test("list: regular files with valid names and the prefix, sorted by byte value, with their age (lstat)", () => {
+  test("list: every entry with its lstat type and age (floor, may be negative); request fields ignored; never the contents", () => {
     const { call, dir } = setup();
-    for (const n of ["token-b", "token-a", "token-C", "other", ".token-hidden"]) fs.writeFileSync(path.join(dir, n), "x");
-    const old = new Date(Date.now() - 3_600_200);
-    fs.utimesSync(path.join(dir, "token-a"), old, old);
-    fs.symlinkSync("token-a", path.join(dir, "token-link"));
-    fs.mkdirSync(path.join(dir, "token-dir"));
-    execFileSync("mkfifo", [path.join(dir, "token-fifo")]);
-    const r = call("mcp_resume_list", { prefix: "token-" });
-    assert.deepEqual(r.files.map((x: Answer) => x["name"]), ["token-C", "token-a", "token-b"]);
-    assert.ok([3600, 3601].includes(r.files[1].age_seconds), `age ${r.files[1].age_seconds}: whole seconds, rounded down`);
-    assert.ok(r.files[0].age_seconds <= 1);
-    assert.deepEqual(call("mcp_resume_list", { prefix: "" }).files.map((x: Answer) => x["name"]), ["other", "token-C", "token-a", "token-b"]);
-    assert.equal(call("mcp_resume_list", {}).error.code, "invalid_request", "prefix is required");
+    for (const n of ["token-b", "other", ".token-hidden", "a b"]) fs.writeFileSync(path.join(dir, n), "secret-token");
+    const at = (n: string, ms: number) => fs.utimesSync(path.join(dir, n), new Date(Date.now() + ms), new Date(Date.now() + ms));
+    at("token-b", -3_600_200);
+    at("other", 10_500); // the clock moved back: negative age
+    fs.symlinkSync("nowhere", path.join(dir, "link"));
+    fs.mkdirSync(path.join(dir, "sub"));
+    execFileSync("mkfifo", [path.join(dir, "fifo")]);
+    const r = call("mcp_resume_list", { prefix: "token-", ignored: true });
+    const byName = Object.fromEntries((r.files as Answer[]).map((x) => [x["name"], x]));
+    assert.deepEqual(Object.keys(byName).sort(), [".token-hidden", "a b", "fifo", "link", "other", "sub", "token-b"]);
+    assert.deepEqual(Object.fromEntries(Object.entries(byName).map(([n, x]) => [n, (x as Answer)["type"]])), {
+      ".token-hidden": "file", "a b": "file", fifo: "other", link: "symlink", other: "file", sub: "dir", "token-b": "file",
+    });
+    assert.ok([3600, 3601].includes(byName["token-b"]!["age_seconds"]), `age ${byName["token-b"]!["age_seconds"]}: whole seconds, rounded down`);
+    assert.ok([-11, -10].includes(byName["other"]!["age_seconds"]), `age ${byName["other"]!["age_seconds"]}: floor of a negative age`);
+    assert.ok(!JSON.stringify(r).includes("secret"));
+    assert.deepEqual(call("mcp_resume_list", {}), r, "no field needed");
     fs.rmSync(dir, { recursive: true });
-    assert.equal(call("mcp_resume_list", { prefix: "" }).error.code, "not_found");
+    assert.equal(call("mcp_resume_list", {}).error.code, "not_found");
+  });
+  test("list: a name that is not UTF-8 has each invalid byte as U+FFFD (a cut sequence too), its type from lstat of the real name", { skip: !LINUX && "Linux file names are bytes" }, () => {
+    const { call, dir } = setup();
+    fs.writeFileSync(Buffer.concat([Buffer.from(dir + "/"), Buffer.from([0x74, 0xe2, 0x82, 0x78, 0xff, 0xc3, 0xa9, 0xef, 0xbf, 0xbd])]), "x");
+    assert.deepEqual(call("mcp_resume_list", {}).files.map((x: Answer) => [x["name"], x["type"]]), [["t\ufffd\ufffdx\ufffd\u00e9\ufffd", "file"]]);
   });
 });
 
@@ -465,7 +515,7 @@ describe("mcp_resume_lock", { skip: !LINUX && "the abstract-socket lock is Linux
     const { call, dir, f } = setup();
     const other = new HostFunctions({ logger: quiet });
     const call2 = caller(other);
-    assert.deepEqual(call2("mcp_resume_prepare_dir", { op: "fix", path: dir, sweep_seconds: 60 }), {});
+    other.confine(dir);
     const [socket, socket2] = [SOCK(), SOCK()];
     await f.lockAhead(socket);
     await other.lockAhead(socket);
@@ -494,32 +544,37 @@ describe("mcp_resume_lock", { skip: !LINUX && "the abstract-socket lock is Linux
     await f.close();
     assert.ok(!listed(), "unbound once closed");
   });
-  test("no socket, or a socket not taken ahead, answers an error explaining why", () => {
-    const { call } = setup();
-    assert.equal(call("mcp_resume_lock", { name: LOCK }).error.code, "invalid_request");
+  test("no socket, a malformed one, or one not taken ahead answers an error explaining why", () => {
+    const { call, dir } = setup();
+    for (const socket of [undefined, null, "", "x".repeat(108), "a\0b", 5]) assert.equal(call("mcp_resume_lock", { name: LOCK, socket }).error.code, "invalid_request", String(socket));
+    assert.deepEqual(fs.readdirSync(dir), [], "refused before any system call");
     const r = call("mcp_resume_lock", { name: LOCK, socket: SOCK() });
     assert.equal(r.error.code, "io");
     assert.match(r.error.message, /not taken ahead/);
   });
-  test("a symlink or a directory at the lock name is unsafe, the target untouched", async () => {
+  test("a symlink, a directory or a FIFO at the lock name is unsafe at once (a FIFO never hangs), the target untouched", async () => {
     const { call, dir, root, f } = setup();
     fs.writeFileSync(path.join(root, "victim"), "secret");
     fs.symlinkSync(path.join(root, "victim"), path.join(dir, LOCK));
     fs.mkdirSync(path.join(dir, "lock-1-2.a"));
-    const [s1, s2] = [SOCK(), SOCK()];
-    await f.lockAhead(s1);
-    await f.lockAhead(s2);
-    assert.equal(call("mcp_resume_lock", { name: LOCK, socket: s1 }).error.code, "unsafe");
-    assert.equal(call("mcp_resume_lock", { name: "lock-1-2.a", socket: s2 }).error.code, "unsafe");
+    execFileSync("mkfifo", [path.join(dir, "lock-1-2.f")]);
+    const socket = SOCK();
+    await f.lockAhead(socket);
+    const t0 = Date.now();
+    for (const name of [LOCK, "lock-1-2.a", "lock-1-2.f"]) assert.equal(call("mcp_resume_lock", { name, socket }).error?.code, "unsafe", name);
+    assert.ok(Date.now() - t0 < 1000, "returned at once");
     assert.equal(fs.readFileSync(path.join(root, "victim"), "utf8"), "secret");
+    assert.ok(fs.lstatSync(path.join(dir, "lock-1-2.f")).isFIFO());
     await f.close();
   });
-  test("after close, the lock fails with io", async () => {
-    const { call, f } = setup();
+  test("after close, every function answers invalid_request and binds nothing", async () => {
+    const { call, f, dir } = setup();
     const socket = SOCK();
     await f.close();
     await f.lockAhead(socket);
-    assert.equal(call("mcp_resume_lock", { name: LOCK, socket }).error.code, "io");
+    assert.equal(call("mcp_resume_lock", { name: LOCK, socket }).error.code, "invalid_request");
+    for (const fn of FUNCTIONS) assert.equal(call(fn, { name: "t", temp: ".t.tmp", limit: 1, data: "", ops: [{ op: "self" }], op: "stat", path: dir }).error?.code, "invalid_request", fn);
+    assert.deepEqual(fs.readdirSync(dir), []);
   });
   test("released when the holding process is killed with SIGKILL (a real child process)", async () => {
     const { dir, call, f } = setup();
@@ -540,11 +595,13 @@ describe("mcp_resume_lock", { skip: !LINUX && "the abstract-socket lock is Linux
 });
 
 describe("mcp_resume_log", () => {
-  test("routes to the logger with event and detail; level, event and message are required", () => {
+  test("routes to the logger with event and detail; an unknown level and non-string fields are invalid_request", () => {
     const { call, logs } = setup();
     assert.deepEqual(call("mcp_resume_log", { level: "warn", event: "token_corrupted", message: "Token file corrupted, treating as stale", detail: "why" }), {});
     assert.deepEqual(call("mcp_resume_log", { level: "info", event: "e", message: "m" }), {});
-    for (const req of [{ event: "e", message: "m" }, { level: "info", message: "m" }, { level: "info", event: "e" }, { level: "loud", event: "e", message: "m" }, { level: "info", event: "", message: "m" }]) {
+    const refused = [{ event: "e", message: "m" }, { level: "info", message: "m" }, { level: "info", event: "e" }, { level: "loud", event: "e", message: "m" },
+      { level: "INFO", event: "e", message: "m" }, { level: "info", event: 1, message: "m" }, { level: "info", event: "e", message: "m", detail: 5 }];
+    for (const req of refused) {
       assert.equal(call("mcp_resume_log", req).error?.code, "invalid_request", JSON.stringify(req));
     }
     assert.deepEqual(logs, [

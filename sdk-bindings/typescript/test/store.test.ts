@@ -66,7 +66,7 @@ describe("open", () => {
     await assert.rejects(ResumeTokenStore.open(undefined as never), InvalidAppError);
     for (const app of ["a", "A9", "github-server", "x.y_z-1", "x".repeat(64)]) await (await open({ app })).store.close();
   });
-  test("state directory: the option made absolute, else MCP_RESUME_STATE_DIR, else the plugin's default", async () => {
+  test("state directory: the option as given (the plugin makes a relative one absolute against facts.cwd), else MCP_RESUME_STATE_DIR, else the plugin's default", async () => {
     const saved = process.env["MCP_RESUME_STATE_DIR"];
     try {
       const envDir = path.join(tempDir(), "from-env");
@@ -346,7 +346,7 @@ describe("shipped plugin", () => {
     assert.ok(!imports.some((i) => i.name === "get_log_level"));
     assert.deepEqual(imports.filter((i) => i.module === NAMESPACE).map((i) => i.name).sort(), [...FUNCTIONS].sort());
     assert.equal(FUNCTIONS.length, 9);
-    assert.equal(ABI_VERSION, "4");
+    assert.equal(ABI_VERSION, "5");
   });
 });
 
@@ -357,7 +357,7 @@ describe("Extism 1.0.3 traps", () => {
     const d = tempDir("testplugin-");
     const env = { GOOS: "wasip1", GOARCH: "wasm" };
     const build = (abi: string, out: string) => goBuild("./sdk-bindings/typescript/test/testdata/testplugin", path.join(d, out), env, ["-buildmode=c-shared", `-ldflags=-X main.abiVersion=${abi}`]);
-    [tpOld, tpCur] = await Promise.all([build("3", "old.wasm"), build(ABI_VERSION, "cur.wasm")]);
+    [tpOld, tpCur] = await Promise.all([build("4", "old.wasm"), build(ABI_VERSION, "cur.wasm")]);
   });
   test("get_log_level: a go-pdk plugin using pdk.Log fails to load in bare 1.0.3, and links with extismEnvExtras", async () => {
     const extism = await loadExtism();
@@ -369,8 +369,23 @@ describe("Extism 1.0.3 traps", () => {
   });
   test("ABI mismatch: PluginError naming both versions; pdk.Log reaches our logger, not stdout", async () => {
     const { logger, lines } = capture();
-    await assert.rejects(loadStore(logger, tpOld), (e: unknown) => e instanceof PluginError && e.code === "plugin_unusable" && e.message.includes(`plugin ABI version "3", this host implements "4"`));
+    await assert.rejects(loadStore(logger, tpOld), (e: unknown) => e instanceof PluginError && e.code === "plugin_unusable" && e.message.includes(`plugin ABI version "4", this host implements "5"`));
     assert.deepEqual(lines, [{ level: "warn", message: "testplugin: ABI version asked", fields: { event: "extism_log" } }]);
+  });
+  test("the guest's stdout never reaches the process's stdout, even with EXTISM_ENABLE_WASI_OUTPUT set, which the bare SDK honours", async () => {
+    // The test plugin writes a line to its WASI stdout in mcp_resume_abi_version, which loadStore calls.
+    const dist = (f: string) => JSON.stringify(new URL(`../dist/${f}`, import.meta.url).href);
+    const env = { ...process.env, EXTISM_ENABLE_WASI_OUTPUT: "1", TP: tpCur };
+    const ours = await nodeEval(`import { loadStore } from ${dist("store.js")};
+      const s = await loadStore({ debug() {}, info() {}, warn() {}, error() {} }, process.env.TP); await s.close();`, env);
+    assert.equal(ours.code, 0, ours.stderr);
+    assert.equal(ours.stdout, "");
+    const bare = await nodeEval(`import { createPlugin } from "@extism/extism"; import { compiledModule, extismEnvExtras } from ${dist("extism.js")};
+      const quiet = { debug() {}, trace() {}, log() {}, info() {}, warn() {}, error() {} };
+      const p = await createPlugin({ wasm: [{ module: await compiledModule(process.env.TP) }] }, { useWasi: true, functions: { "extism:host/env": extismEnvExtras() }, logger: quiet });
+      await p.call("mcp_resume_abi_version"); await p.close();`, env);
+    assert.equal(bare.code, 0, bare.stderr);
+    assert.equal(bare.stdout, "testplugin: guest stdout\n", "the trap is real: without enableWasiOutput: false the variable connects the guest's stdout");
   });
   test("a plugin that traps or fails: load/store/reject log and never throw; list/prune/whoami reject", async () => {
     const { logger, lines } = capture();

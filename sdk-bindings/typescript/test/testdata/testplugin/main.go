@@ -6,7 +6,8 @@
 // get_log_level, which @extism/extism 1.0.3 does not provide; and its
 // exports misbehave on purpose:
 //
-//	mcp_resume_abi_version  logs a warning with pdk.Log, outputs abiVersion (set with -ldflags -X main.abiVersion=N)
+//	mcp_resume_abi_version  logs a warning with pdk.Log, writes a line to its WASI stdout (which must never
+//	                        reach the process's stdout), outputs abiVersion (set with -ldflags -X main.abiVersion=N)
 //	open                    succeeds, state directory /nonexistent
 //	load                    traps (panics)
 //	store                   fails with an error string that is not the contract's JSON
@@ -17,18 +18,23 @@
 // The tests build it twice, with the host's ABI version and with the
 // previous one:
 //
-//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -ldflags=-X=main.abiVersion=2 -o <tmp>.wasm ./sdk-bindings/typescript/test/testdata/testplugin
+//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -ldflags=-X=main.abiVersion=4 -o <tmp>.wasm ./sdk-bindings/typescript/test/testdata/testplugin
 //
 // It lives under testdata so `go build ./...` and `go vet ./...` skip it.
 package main
 
-import "github.com/extism/go-pdk"
+import (
+	"os"
+
+	"github.com/extism/go-pdk"
+)
 
 var abiVersion = "0"
 
 //go:wasmexport mcp_resume_abi_version
 func abi() int32 {
 	pdk.Log(pdk.LogWarn, "testplugin: ABI version asked")
+	os.Stdout.WriteString("testplugin: guest stdout\n")
 	pdk.OutputString(abiVersion)
 	return 0
 }
