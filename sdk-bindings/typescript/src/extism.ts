@@ -54,7 +54,7 @@ const modules = new Map<string, Promise<WasmModule>>();
  * "Compile the module once per process"), for V8's baseline compiler only (`--liftoff-only`
  * while `WebAssembly.compile` starts, then the default again, unless the process set a liftoff
  * flag itself): the plugin's few short calls never pay for TurboFan tier-up, ~90 ms and ~20 MiB
- * RSS at the first `load` (bench/startup.mjs measures it).
+ * RSS at the first `load` (examples/bench/typescript/startup.mjs measures it).
  *
  * @param file - absolute path or `file:` URL of the `.wasm`.
  * @returns the compiled module, shared by later calls.
