@@ -321,7 +321,7 @@ func (s *Store) Reject(ctx context.Context) {
 type (
 	// TokenFile is one token file of the state directory as List reports it
 	// (never its token).
-	TokenFile = hostfuncs.ListedFile
+	TokenFile = hostfuncs.TokenFile
 	// PrunedFile is one file Prune removed, and why.
 	PrunedFile = hostfuncs.PrunedFile
 	// Identity is the MCP host this process resolves and the names it

@@ -9,7 +9,7 @@
 // plugin and answers its host functions (package host for Go, the Python
 // and TypeScript bindings). The application that launched that server, the
 // process the plugin identifies, is always called the MCP host; it appears
-// only in payloads (ListedFile.Host, WhoamiOutput.PID).
+// only in payloads (TokenFile.Host, WhoamiOutput.PID).
 //
 // Both sides import this package. The plugin (built for wasip1) encodes and
 // decodes with the reflection-free codecs of codec.go (the EncodeJSON and

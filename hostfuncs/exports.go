@@ -84,7 +84,7 @@ type NamesOutput struct {
 	LockSocket string `json:"lock_socket,omitempty"`
 }
 
-// Liveness of the MCP host a file names (ListedFile.Host, PrunedFile.Host),
+// Liveness of the MCP host a file names (TokenFile.Host, PrunedFile.Host),
 // as the plugin's liveness policy decides it (procid.Liveness). "Host" here
 // is the MCP host, not the program running the plugin.
 const (
@@ -93,9 +93,9 @@ const (
 	HostUnknown = "unknown" // cannot tell (permissions, another PID namespace, platform)
 )
 
-// ListedFile is one token file reported by ExportList (never its token);
+// TokenFile is one token file reported by ExportList (never its token);
 // package host calls it TokenFile.
-type ListedFile struct {
+type TokenFile struct {
 	// Name is the file name, token-<pid>-<start_time>[-<instance>].
 	Name string `json:"name"`
 	// PID and StartTime identify the MCP host the file belongs to, as
@@ -114,7 +114,7 @@ type ListedFile struct {
 
 // ListOutput is the output of ExportList.
 type ListOutput struct {
-	Files []ListedFile `json:"files"`
+	Files []TokenFile `json:"files"`
 }
 
 // Reasons of PrunedFile.Reason.

@@ -39,7 +39,7 @@ func stdIndent(t *testing.T, v any) []byte {
 type renderApp struct {
 	App      string                 `json:"app"`
 	StateDir string                 `json:"state_dir"`
-	Files    []hostfuncs.ListedFile `json:"files,omitempty"`
+	Files    []hostfuncs.TokenFile  `json:"files,omitempty"`
 	Removed  []hostfuncs.PrunedFile `json:"removed,omitempty"`
 }
 
@@ -55,7 +55,7 @@ type renderInput struct {
 type listRow struct {
 	App      string `json:"app"`
 	StateDir string `json:"state_dir"`
-	hostfuncs.ListedFile
+	hostfuncs.TokenFile
 }
 
 type pruneRow struct {
@@ -78,9 +78,9 @@ func render(t *testing.T, in renderInput) []byte {
 }
 
 var apps = []renderApp{
-	{App: "zeta", StateDir: "/r/zeta", Files: []hostfuncs.ListedFile{{Name: "token-9-1.ab.4", PID: 9, StartTime: "1.ab.4", Host: "gone", AgeSeconds: 7200}},
+	{App: "zeta", StateDir: "/r/zeta", Files: []hostfuncs.TokenFile{{Name: "token-9-1.ab.4", PID: 9, StartTime: "1.ab.4", Host: "gone", AgeSeconds: 7200}},
 		Removed: []hostfuncs.PrunedFile{{Name: "lock-9-1.ab.4", Reason: hostfuncs.ReasonHostGone, Host: "gone"}}},
-	{App: "alpha", StateDir: "/r/alpha", Files: []hostfuncs.ListedFile{
+	{App: "alpha", StateDir: "/r/alpha", Files: []hostfuncs.TokenFile{
 		{Name: "token-4242-98765.0f.1-0123456789abcdef", PID: 4242, StartTime: "98765.0f.1", Instance: "0123456789abcdef", Host: "alive", AgeSeconds: 5},
 		{Name: "token-77-é<&>", PID: 77, StartTime: "é<&>", Host: "unknown", AgeSeconds: 40 * 86400}},
 		Removed: []hostfuncs.PrunedFile{{Name: "token-77-1", Reason: hostfuncs.ReasonAged, Host: "unknown"}}},
@@ -98,8 +98,8 @@ func TestRenderList(t *testing.T) {
 		t.Errorf("list text:\n%s\nwant\n%s", got, want)
 	}
 	gotJSON := render(t, renderInput{Command: "list", JSON: true, Apps: apps})
-	wantJSON := stdIndent(t, []listRow{{App: "alpha", StateDir: "/r/alpha", ListedFile: apps[1].Files[0]},
-		{App: "alpha", StateDir: "/r/alpha", ListedFile: apps[1].Files[1]}, {App: "zeta", StateDir: "/r/zeta", ListedFile: apps[0].Files[0]}})
+	wantJSON := stdIndent(t, []listRow{{App: "alpha", StateDir: "/r/alpha", TokenFile: apps[1].Files[0]},
+		{App: "alpha", StateDir: "/r/alpha", TokenFile: apps[1].Files[1]}, {App: "zeta", StateDir: "/r/zeta", TokenFile: apps[0].Files[0]}})
 	if !bytes.Equal(gotJSON, wantJSON) {
 		t.Errorf("list JSON:\n%s\nwant\n%s", gotJSON, wantJSON)
 	}

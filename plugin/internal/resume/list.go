@@ -81,7 +81,7 @@ func (s *Store) hosts(files []listed) []string {
 // nothing. Errors: hostfuncs.CodeNotOpen; hostfuncs.CodeIO when the directory cannot
 // be listed.
 func (s *Store) List() (hostfuncs.ListOutput, *hostfuncs.Error) {
-	out := hostfuncs.ListOutput{Files: []hostfuncs.ListedFile{}}
+	out := hostfuncs.ListOutput{Files: []hostfuncs.TokenFile{}}
 	if !s.opened {
 		return out, notOpen()
 	}
@@ -99,7 +99,7 @@ func (s *Store) List() (hostfuncs.ListOutput, *hostfuncs.Error) {
 	files := scan(all, FilePrefix)
 	states := s.hosts(files)
 	for i, f := range files {
-		out.Files = append(out.Files, hostfuncs.ListedFile{Name: f.name, PID: f.parsed.PID, StartTime: f.parsed.StartTime,
+		out.Files = append(out.Files, hostfuncs.TokenFile{Name: f.name, PID: f.parsed.PID, StartTime: f.parsed.StartTime,
 			Instance: f.parsed.Instance, Host: states[i], AgeSeconds: f.age})
 	}
 	return out, nil
