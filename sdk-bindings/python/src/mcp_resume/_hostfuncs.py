@@ -1,10 +1,8 @@
-"""The nine host functions of the mcp-resume contract, ABI 5 (``hostfuncs/README.md``).
+"""The nine host functions of the mcp-resume contract, ABI 5: OS primitives with no policy.
 
-OS primitives with no policy: the plugin decides what every answer means. Each
-function takes a JSON request and answers a JSON object; nothing here raises,
-every failure is ``{"error": {"code", "message"}}`` (Extism's Python SDK
-swallows exceptions raised in host functions). Requests, answers and error
-codes are the README's; the docstrings below say what this host does for each.
+Requests, answers and error codes are ``hostfuncs/README.md``'s; the docstrings
+say what this host does. Nothing raises: every failure is an answer
+``{"error": {"code", "message"}}`` (Extism's Python SDK swallows exceptions).
 """
 
 from __future__ import annotations
@@ -116,14 +114,6 @@ def _exact(v: Any) -> Any:
     return v
 
 
-def _read_fd(fd: int, cap: int) -> bytes:
-    """Read up to ``cap`` bytes from ``fd`` (until EOF). Raises ``OSError``."""
-    data = b""
-    while len(data) < cap and (chunk := os.read(fd, cap - len(data))):
-        data += chunk
-    return data
-
-
 def _read_file(path: str, cap: int, flags: int = 0, regular: bool = False) -> bytes:
     """The first ``cap`` bytes of ``path``, opened ``O_RDONLY|O_NOFOLLOW|O_CLOEXEC|flags``; ``regular``:
     ``unsafe`` unless the open descriptor is a regular file. Raises :class:`_Fail`."""
@@ -132,13 +122,29 @@ def _read_file(path: str, cap: int, flags: int = 0, regular: bool = False) -> by
     except OSError as e:
         raise _os_fail(f"open {os.path.basename(path)}", e) from None
     try:
-        if regular and not stat.S_ISREG(mode := os.fstat(fd).st_mode):
-            raise _Fail("unsafe", f"{os.path.basename(path)} is not a regular file (mode {stat.filemode(mode)})")
-        return _read_fd(fd, cap)
+        if regular:
+            _regular(fd, os.path.basename(path))
+        data = b""
+        while len(data) < cap and (chunk := os.read(fd, cap - len(data))):
+            data += chunk
+        return data
     except OSError as e:
         raise _os_fail(f"read {os.path.basename(path)}", e) from None
     finally:
         os.close(fd)
+
+
+def _regular(fd: int, name: str) -> None:
+    """``unsafe`` unless ``fd`` is a regular file. Raises ``OSError`` when it cannot be inspected."""
+    if not stat.S_ISREG(mode := os.fstat(fd).st_mode):
+        raise _Fail("unsafe", f"{name} is not a regular file (mode {stat.filemode(mode)})")
+
+
+def _kind(mode: int, kinds: tuple[str, ...] = ("file", "dir", "symlink")) -> str:
+    """The type of ``mode`` among ``kinds`` (of file, dir, symlink, fifo, socket, char), else ``other``."""
+    tests = {"file": stat.S_ISREG, "dir": stat.S_ISDIR, "symlink": stat.S_ISLNK, "fifo": stat.S_ISFIFO,
+             "socket": stat.S_ISSOCK, "char": stat.S_ISCHR}
+    return next((k for k in kinds if tests[k](mode)), "other")
 
 
 def _home() -> str:
@@ -184,10 +190,7 @@ def _real_primitive(op: str, key: Any) -> dict[str, Any]:
             st = os.stat(f"/proc/{key}/exe")  # follows the link to the program file
             return {"dev": str(st.st_dev), "ino": str(st.st_ino)}
         if op == "fstat":
-            mode = os.fstat(key).st_mode
-            kinds = ((stat.S_ISFIFO, "fifo"), (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "char"),
-                     (stat.S_ISREG, "file"), (stat.S_ISDIR, "dir"))
-            return {"type": next((k for test, k in kinds if test(mode)), "other")}
+            return {"type": _kind(os.fstat(key).st_mode, ("fifo", "socket", "char", "file", "dir"))}
         if op == "peer" and hasattr(socket, "SO_PEERCRED"):
             s = socket.socket(fileno=key)
             try:
@@ -426,12 +429,10 @@ class HostFunctions:
             if not isinstance(follow, bool):
                 raise _Fail("invalid_request", "request field 'follow' is not a bool")
             try:
-                m = (os.stat(path) if follow else os.lstat(path))
+                st = os.stat(path) if follow else os.lstat(path)
             except OSError as e:
                 raise _os_fail(f"stat {path}", e) from None
-            kind = ("symlink" if stat.S_ISLNK(m.st_mode) else "dir" if stat.S_ISDIR(m.st_mode)
-                    else "file" if stat.S_ISREG(m.st_mode) else "other")
-            return {"type": kind, "uid": m.st_uid, "mode": m.st_mode & 0o7777}
+            return {"type": _kind(st.st_mode), "uid": st.st_uid, "mode": st.st_mode & 0o7777}
         if op != "mkdir":
             raise _Fail("invalid_request", f"unknown mcp_resume_prepare_dir op {op!r}: want stat or mkdir")
         sd = self._state_dir
@@ -500,10 +501,8 @@ class HostFunctions:
                 for e in it:
                     with contextlib.suppress(OSError):
                         st = e.stat(follow_symlinks=False)
-                        m = st.st_mode
-                        kind = ("file" if stat.S_ISREG(m) else "dir" if stat.S_ISDIR(m)
-                                else "symlink" if stat.S_ISLNK(m) else "other")
-                        files.append({"name": _exact(e.name), "type": kind, "age_seconds": math.floor(now - st.st_mtime)})
+                        age = math.floor(now - st.st_mtime)
+                        files.append({"name": _exact(e.name), "type": _kind(st.st_mode), "age_seconds": age})
         except OSError as e:
             raise _os_fail("list state directory", e) from None
         return {"files": files}
@@ -522,16 +521,13 @@ class HostFunctions:
         with self._mu:
             if name in self._locks:
                 return {}
-            try:
-                socks = _bind_abstract(sock_name) if sock_name and sys.platform.startswith("linux") else []
-            except OSError as e:
-                code = "busy" if e.errno == errno.EADDRINUSE else _ERRNO_CODES.get(e.errno or 0, "io")
-                raise _Fail(code, f"lock {name}: abstract socket: {e.strerror or e}") from None
+            socks: list[socket.socket] = []
             fd = -1
             try:
+                if sock_name and sys.platform.startswith("linux"):
+                    socks = _bind_abstract(sock_name)
                 fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NONBLOCK | _O_FLAGS, 0o600)
-                if not stat.S_ISREG(mode := os.fstat(fd).st_mode):
-                    raise _Fail("unsafe", f"{name} is not a regular file (mode {stat.filemode(mode)})")
+                _regular(fd, name)
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BaseException as e:
                 for sock in socks:
@@ -539,7 +535,7 @@ class HostFunctions:
                 if fd >= 0:
                     os.close(fd)
                 if isinstance(e, OSError):
-                    busy = e.errno in (errno.EWOULDBLOCK, errno.EAGAIN)
+                    busy = e.errno in (errno.EADDRINUSE, errno.EWOULDBLOCK)
                     raise (_Fail("busy", f"{name} is held by another server instance") if busy
                            else _os_fail(f"lock {name}", e)) from None
                 raise
