@@ -1,8 +1,8 @@
 package hostfuncs
 
 // JSON codecs for the documents the plugin writes and reads, so that the
-// plugin links neither reflection-based encoding/json nor fmt (issue 10: a
-// lean guest). Decoding reads tokens with the jsontext package
+// plugin links neither reflection-based encoding/json nor fmt (a lean guest:
+// reflection and fmt would add hundreds of kilobytes to plugin.wasm). Decoding reads tokens with the jsontext package
 // (github.com/go-json-experiment/json, the upstream of Go's
 // encoding/json/v2); encoding quotes strings with jsontext.AppendQuote and
 // escapes the document with encoding/json's HTMLEscape, neither of which
@@ -179,18 +179,17 @@ func (e Error) EncodeJSON() ([]byte, error) {
 }
 
 // EncodeJSON returns the JSON request of FnInspect. Unlike encoding/json with
-// InspectOp's tags, it writes "fd" exactly for OpFstat and OpPeer, fd 0
-// included (hostfuncs/README.md, mcp_resume_inspect), and never for other
-// operations. The error is always nil.
+// InspectOp's tags, it writes "fd" exactly for OpFstat, OpPeer and OpFDLink,
+// fd 0 included (hostfuncs/README.md, mcp_resume_inspect), and never for
+// other operations. The error is always nil.
 func (r InspectRequest) EncodeJSON() ([]byte, error) {
 	return encodeObject(func(en *encoder) {
 		en.array("ops", r.Ops == nil, len(r.Ops), func(i int) {
 			op := r.Ops[i]
 			en.begin()
 			en.str("op", op.Op)
-			en.strOmit("path", op.Path)
 			en.strOmit("pid", op.PID)
-			if op.Op == OpFstat || op.Op == OpPeer {
+			if op.Op == OpFstat || op.Op == OpPeer || op.Op == OpFDLink {
 				en.int("fd", int64(op.FD))
 			}
 			if len(op.Targets) > 0 {
@@ -210,7 +209,6 @@ func (r PrepareDirRequest) EncodeJSON() ([]byte, error) {
 		if r.Follow {
 			en.boolean("follow", true)
 		}
-		en.int("sweep_seconds", int64(r.SweepSeconds))
 	})
 }
 
@@ -242,14 +240,15 @@ func (r ReadRequest) EncodeJSON() ([]byte, error) {
 func (r WriteRequest) EncodeJSON() ([]byte, error) {
 	return encodeObject(func(en *encoder) {
 		en.str("name", r.Name)
+		en.str("temp", r.Temp)
 		en.bytes("data", r.Data)
 	})
 }
 
-// EncodeJSON returns the JSON request of FnList. The error is always
+// EncodeJSON returns the JSON request of FnList, {}. The error is always
 // nil.
 func (r ListRequest) EncodeJSON() ([]byte, error) {
-	return encodeObject(func(en *encoder) { en.str("prefix", r.Prefix) })
+	return encodeObject(func(en *encoder) {})
 }
 
 // EncodeJSON returns the JSON request of FnLog. The error is always nil.
@@ -834,9 +833,11 @@ func (r *ListResponse) DecodeJSON(b []byte) error {
 		case "files":
 			return slice(d, &r.Files, func(d *decoder, e *ListEntry) error {
 				return d.object(func(d *decoder, name string) error {
-					switch field(name, "name", "age_seconds") {
+					switch field(name, "name", "type", "age_seconds") {
 					case "name":
 						return d.str(&e.Name)
+					case "type":
+						return d.str(&e.Type)
 					case "age_seconds":
 						return d.int64(&e.AgeSeconds)
 					}

@@ -33,16 +33,16 @@ func TestEncodeMatchesEncodingJSON(t *testing.T) {
 		b, err := e.EncodeJSON()
 		sameJSON(t, e, b, err)
 		for _, v := range []interface{ EncodeJSON() ([]byte, error) }{
-			PrepareDirRequest{Op: DirOpFix, Path: s, SweepSeconds: 60},
+			PrepareDirRequest{Op: DirOpMkdir, Path: s},
 			PrepareDirRequest{Op: DirOpStat, Path: s, Follow: true},
-			PrepareDirRequest{Op: s, Path: s, SweepSeconds: -1},
+			PrepareDirRequest{Op: s, Path: s},
 			NameRequest{Name: s},
 			LockRequest{Name: s, Socket: s},
 			LockRequest{Name: s},
 			ReadRequest{Name: s, Limit: 4097},
-			WriteRequest{Name: s, Data: []byte(s)},
+			WriteRequest{Name: s, Temp: s, Data: []byte(s)},
 			WriteRequest{Name: s},
-			ListRequest{Prefix: s},
+			ListRequest{},
 			LogRequest{Level: s, Event: s, Message: s, Detail: s},
 			LogRequest{Level: "info", Event: "e", Message: s},
 			OpenOutput{StateDir: s, StateRoot: s, Resume: true},
@@ -86,18 +86,21 @@ func TestEncodeInvalidUTF8(t *testing.T) {
 }
 
 // TestEncodeInspectRequest checks the one deliberate difference from
-// encoding/json: "fd" is written for fstat and peer, fd 0 included, and for
-// no other operation.
+// encoding/json: "fd" is written for fstat, peer and fd_link, fd 0 included,
+// and for no other operation.
 func TestEncodeInspectRequest(t *testing.T) {
 	r := InspectRequest{Ops: []InspectOp{
-		{Op: OpFstat, FD: 0}, {Op: OpPeer, FD: 1}, {Op: OpRead, Path: "/proc/1/stat", FD: 3},
+		{Op: OpFstat, FD: 0}, {Op: OpPeer, FD: 1}, {Op: OpStat, PID: "1", FD: 3}, {Op: OpFDLink, PID: PIDSelf, FD: 0},
+		{Op: OpBootID}, {Op: OpSelf}, {Op: OpTimens}, {Op: OpCmdline, PID: "12"}, {Op: OpPidNS, PID: PIDSelf},
 		{Op: OpFDs, PID: "self", Targets: []string{"pipe:[1]"}}, {Op: OpFDs, PID: "9", Targets: []string{}},
 	}}
 	got, err := r.EncodeJSON()
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"ops":[{"op":"fstat","fd":0},{"op":"peer","fd":1},{"op":"read","path":"/proc/1/stat"},{"op":"fds","pid":"self","targets":["pipe:[1]"]},{"op":"fds","pid":"9"}]}`
+	want := `{"ops":[{"op":"fstat","fd":0},{"op":"peer","fd":1},{"op":"stat","pid":"1"},{"op":"fd_link","pid":"self","fd":0},` +
+		`{"op":"boot_id"},{"op":"self"},{"op":"timens"},{"op":"cmdline","pid":"12"},{"op":"pid_ns","pid":"self"},` +
+		`{"op":"fds","pid":"self","targets":["pipe:[1]"]},{"op":"fds","pid":"9"}]}`
 	if string(got) != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
@@ -155,7 +158,8 @@ var decodeInputs = []string{
 	`{"results":[{"fds":[{"fd":0,"target":"pipe:[5]","flags":32768},{"fd":1,"target":"/dev/null","flags":-1}]},{"fds":[]},{"peer_pid":null,"args":"YXJncw=="}]}`,
 	`{"results":[]}`, `{"results":null}`, `{"results":[{"data":"not base64!"}]}`, `{"results":[{"data":""}]}`,
 	`{"data":"dG9rLUE="}`, `{"data":null}`, `{"data":""}`, `{"data":"dG9r\nLUE="}`,
-	`{"files":[{"name":"token-1-2","age_seconds":-5},{"name":"lock-1-2","age_seconds":30}]}`, `{"files":[]}`,
+	`{"files":[{"name":"token-1-2","type":"file","age_seconds":-5},{"name":"lock-1-2","age_seconds":30},{"name":"d","type":"dir"}]}`, `{"files":[]}`,
+	`{"files":[{"name":"x","type":1}]}`,
 	`{"type":"dir","uid":1000,"mode":1023}`, `{"type":"symlink","uid":0,"mode":511,"error":null}`, `{"uid":-1}`, `{"mode":"0700"}`,
 	`{"bad":"\xff\xfe","app":"\ud800"}`, "{\"app\":\"\xff\xfe!\",\"state_dir\":\"\xed\xa0\x80\"}", `{"APP":"x","State_Dir":"/s","ERROR":{"CODE":"c"},"PID":3}`,
 	"{\"\u212a\":1,\"\u017fTATE_DIR\":\"/k\"}", `{"app":"a","App":"b"}`,

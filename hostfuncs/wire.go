@@ -1,7 +1,8 @@
 // Package wire holds the payloads that cross the boundary between the
 // mcp-resume plugin and a host (ABI version 3): the names of the host
 // functions the plugin imports, the JSON documents they take and return, the
-// plugin's exports and their JSON, and the name rule every host enforces.
+// plugin's exports and their JSON, and the name rule every host enforces
+// (ValidName).
 //
 // It is the Go statement of hostfuncs/README.md, imported by the plugin (built
 // for wasip1) and by the Go host alike. The plugin encodes and decodes these
@@ -13,7 +14,7 @@ package hostfuncs
 // ABIVersion is the version of the contract between plugin and host. The
 // plugin returns it from its ExportABIVersion export; a host refuses a plugin
 // whose version differs from the one it implements.
-const ABIVersion = "4"
+const ABIVersion = "5"
 
 // Namespace is the Wasm import module of every host function. It is the
 // Extism default for user host functions.
@@ -60,7 +61,7 @@ const (
 // Error codes a host function may return in Error.Code.
 const (
 	// CodeNotFound: the file, directory or process does not exist (ENOENT,
-	// ESRCH, an empty sysctl answer, a closed fd for "fstat").
+	// ESRCH, an empty sysctl answer, EBADF: a closed fd for fstat and peer).
 	CodeNotFound = "not_found"
 	// CodePermission: the OS refused (EACCES, EPERM): another user's
 	// process, a /proc mounted hidepid, a non-dumpable process.
@@ -68,11 +69,13 @@ const (
 	// CodeUnsupported: this host cannot answer this operation on this
 	// system or runtime (Node has no SO_PEERCRED and no sysctl).
 	CodeUnsupported = "unsupported"
-	// CodeInvalidRequest: malformed JSON, a missing field, a path outside
-	// the inspect allowlist, or a name that breaks the name rule.
+	// CodeInvalidRequest: malformed JSON, a missing field or one of the
+	// wrong type or range, an unknown operation, a name that breaks the
+	// name rule, or a file function called before open fixed the state
+	// directory.
 	CodeInvalidRequest = "invalid_request"
-	// CodeUnsafe: a symlink, a non-regular file, or a state directory with
-	// the wrong owner or mode.
+	// CodeUnsafe: a symlink (ELOOP), a directory (EISDIR) or another
+	// non-regular file where a regular file is required.
 	CodeUnsafe = "unsafe"
 	// CodeBusy: another process holds the lock (FnLock).
 	CodeBusy = "busy"
@@ -97,7 +100,7 @@ const (
 	// CodeInvalidApp: open was given an app name that breaks the app rule.
 	CodeInvalidApp = "invalid_app"
 	// CodeInvalidOption: open was given an option it cannot use (a relative
-	// state_dir, a malformed request).
+	// state_dir while facts.cwd is empty, a malformed request).
 	CodeInvalidOption = "invalid_option"
 	// CodeNotOpen: an export other than open ran before a successful open.
 	CodeNotOpen = "not_open"
@@ -158,11 +161,18 @@ type Facts struct {
 	Error    *Error `json:"error,omitempty"`
 }
 
-// Inspect operations (InspectOp.Op).
+// Inspect operations (InspectOp.Op): typed questions, no paths. The host
+// builds each /proc path itself from the operation (hostfuncs/README.md,
+// "mcp_resume_inspect"); a host answers for the system facts.os names.
 const (
-	OpRead     = "read"     // Path: bytes of an allowlisted /proc file
-	OpReadlink = "readlink" // Path: target of an allowlisted /proc link
-	OpFDs      = "fds"      // PID: the open fds of a process, with targets and flags
+	OpBootID   = "boot_id"  // Data: /proc/sys/kernel/random/boot_id
+	OpSelf     = "self"     // Target: readlink /proc/self
+	OpTimens   = "timens"   // Data: /proc/self/timens_offsets
+	OpStat     = "stat"     // PID ("self" ok): Data of /proc/<pid>/stat
+	OpCmdline  = "cmdline"  // PID ("self" ok): Data of /proc/<pid>/cmdline
+	OpPidNS    = "pid_ns"   // PID ("self" ok): Target of readlink /proc/<pid>/ns/pid
+	OpFDLink   = "fd_link"  // PID ("self" ok), FD: Target of readlink /proc/<pid>/fd/<fd>
+	OpFDs      = "fds"      // PID ("self" ok): the open fds of a process, with targets and flags
 	OpKill0    = "kill0"    // PID: kill(pid, 0)
 	OpFstat    = "fstat"    // FD: the file type of this process's fd (one of facts.stdio_fds)
 	OpPeer     = "peer"     // FD: SO_PEERCRED pid of this process's socket fd
@@ -171,6 +181,10 @@ const (
 	OpPs       = "ps"       // PID: ps output where sysctl is impossible (macOS, Node)
 	OpExe      = "exe"      // PID: device and inode of the program image, stat(2) of /proc/<pid>/exe (Linux)
 )
+
+// PIDSelf is the PID of an operation about the calling process itself,
+// allowed for OpStat, OpCmdline, OpPidNS, OpFDLink and OpFDs.
+const PIDSelf = "self"
 
 // InspectRequest asks FnInspect for up to MaxInspectOps operations at once,
 // so a start makes few host calls.
@@ -185,15 +199,14 @@ const MaxInspectOps = 64
 // depends on Op; see hostfuncs/README.md, "mcp_resume_inspect".
 type InspectOp struct {
 	Op string `json:"op"`
-	// Path, for read and readlink: an absolute path on the allowlist.
-	Path string `json:"path,omitempty"`
-	// PID, for fds ("self" or decimal digits, as a string) and for kill0,
-	// sysctl, procargs and ps (decimal digits).
+	// PID, a string: for stat, cmdline, pid_ns, fd_link and fds PIDSelf or
+	// decimal digits without a leading zero, 1..2147483647; for kill0, exe,
+	// sysctl, procargs and ps the digits only.
 	PID string `json:"pid,omitempty"`
-	// FD, for fstat and peer: 0 (stdin) or 1 (stdout). Beware: the
-	// omitempty tag drops fd 0, so an encoder must write "fd" itself for
-	// fstat and peer (InspectRequest.EncodeJSON does; the field stays an
-	// int so that literals read naturally).
+	// FD, for fstat, peer and fd_link: an fd number, 0..2147483647. Beware:
+	// the omitempty tag drops fd 0, so an encoder must write "fd" itself for
+	// those three (InspectRequest.EncodeJSON does; the field stays an int so
+	// that literals read naturally).
 	FD int `json:"fd,omitempty"`
 	// Targets, for fds: report only fds whose link target is one of these
 	// (nil reports every fd).
@@ -210,12 +223,13 @@ type InspectResponse struct {
 // InspectResult is the answer to one InspectOp: exactly one of the success
 // fields for its Op, or Error.
 type InspectResult struct {
-	// Data: read (the file's first 65536 bytes), sysctl, procargs (raw
-	// bytes), ps (the stat line). Base64 in JSON.
+	// Data: boot_id, timens, stat, cmdline (the file's first 65536
+	// bytes), sysctl, procargs (raw bytes), ps (the stat line). Base64 in
+	// JSON.
 	Data []byte `json:"data,omitempty"`
 	// Args: ps only, the output of `ps -ww -o args=` (base64 in JSON).
 	Args []byte `json:"args,omitempty"`
-	// Target: readlink.
+	// Target: self, pid_ns, fd_link (the link's target).
 	Target string `json:"target,omitempty"`
 	// FDs: fds.
 	FDs []FD `json:"fds,omitempty"`
@@ -253,29 +267,24 @@ const (
 
 // Operations of FnPrepareDir (PrepareDirRequest.Op). The plugin walks and
 // judges the state directory with "stat" and "mkdir" (plugin/internal/resume,
-// dir.go) and then fixes it with "fix"; the host holds no rule about owners,
-// modes or where a directory may be created.
+// dir.go); the host holds no rule about owners or modes. The state
+// directory itself is fixed by a successful open (OpenOutput.StateDir).
 const (
 	// DirOpStat: lstat(Path) (stat(Path) with Follow); answers DirStat.
 	DirOpStat = "stat"
-	// DirOpMkdir: mkdir(Path, 0700), exactly one directory, never parents.
+	// DirOpMkdir: mkdir(Path, 0700), exactly one directory, never parents;
+	// only the open state directory or one of its ancestors.
 	DirOpMkdir = "mkdir"
-	// DirOpFix: fix Path as the state directory (the confinement rule) and
-	// delete the host's temporary files older than SweepSeconds.
-	DirOpFix = "fix"
 )
 
 // PrepareDirRequest is one operation of FnPrepareDir on an absolute, clean
-// Path: DirOpStat, DirOpMkdir or DirOpFix.
+// Path: DirOpStat or DirOpMkdir.
 type PrepareDirRequest struct {
 	Op   string `json:"op"`
 	Path string `json:"path"`
 	// Follow (DirOpStat only): stat rather than lstat, so a symbolic link
 	// reports what it points at.
 	Follow bool `json:"follow,omitempty"`
-	// SweepSeconds (DirOpFix; ignored by the other ops): how old a leftover
-	// temporary file must be before it is deleted, in seconds.
-	SweepSeconds int `json:"sweep_seconds"`
 }
 
 // Types of DirStat.Type.
@@ -288,7 +297,7 @@ const (
 
 // DirStat answers FnPrepareDir: for DirOpStat the Type, owner UID and Mode
 // (st_mode & 07777: permission, setuid, setgid and sticky bits) of the path;
-// for DirOpMkdir and DirOpFix nothing but a possible Error.
+// for DirOpMkdir nothing but a possible Error.
 type DirStat struct {
 	Type  string `json:"type,omitempty"`
 	UID   int    `json:"uid"`
@@ -329,28 +338,35 @@ type ReadResponse struct {
 }
 
 // WriteRequest asks FnWrite to replace file Name with Data (base64 in JSON),
-// mode 0600.
+// mode 0600, through the temporary file Temp: create Temp exclusively,
+// write, close, rename Temp to Name. The plugin names Temp
+// ".<Name>.<16 lowercase hex digits from the guest's random source>.tmp"
+// (plugin/internal/resume); both obey ValidName.
 type WriteRequest struct {
 	Name string `json:"name"`
+	Temp string `json:"temp"`
 	Data []byte `json:"data"`
 }
 
-// ListRequest asks FnList for the regular files whose names start with Prefix.
-type ListRequest struct {
-	Prefix string `json:"prefix"`
-}
+// ListRequest asks FnList for every entry of the state directory. It has no
+// fields; the plugin filters the answer (regular files, its own name rule,
+// a prefix) itself.
+type ListRequest struct{}
 
-// ListResponse answers FnList, sorted by name.
+// ListResponse answers FnList, in any order.
 type ListResponse struct {
 	Files []ListEntry `json:"files"`
 	Error *Error      `json:"error,omitempty"`
 }
 
-// ListEntry is one file of FnList: its name and its age in whole seconds
-// (now minus its modification time, from lstat; may be negative when the
-// clock moved back).
+// ListEntry is one entry directly in the state directory: its name (bytes
+// that are not UTF-8 sent as U+FFFD), its Type from lstat (one of the Stat*
+// values: StatFile, StatDir, StatSymlink, StatOther) and its age in whole
+// seconds (floor of now minus its modification time, from lstat; negative
+// when the clock moved back).
 type ListEntry struct {
 	Name       string `json:"name"`
+	Type       string `json:"type"`
 	AgeSeconds int64  `json:"age_seconds"`
 }
 
@@ -380,8 +396,10 @@ type OpenInput struct {
 	// App is the server application name (1-64 of [A-Za-z0-9._-], starting
 	// with a letter or digit).
 	App string `json:"app"`
-	// StateDir overrides the state directory (absolute path). Empty: the
-	// environment's MCP_RESUME_STATE_DIR, else the per-app default.
+	// StateDir overrides the state root, exactly as the user gave it: the
+	// plugin makes a relative one absolute against Facts.Cwd and cleans it.
+	// Empty: the environment's MCP_RESUME_STATE_DIR, else the per-user
+	// default.
 	StateDir string `json:"state_dir,omitempty"`
 	// Instance is the declared instance key; nil means "not declared" (the
 	// default applies), "" or "-" means "no instance".
@@ -397,7 +415,10 @@ type OpenInput struct {
 
 // OpenOutput is the output of ExportOpen.
 type OpenOutput struct {
-	// StateDir is the absolute state directory this store uses.
+	// StateDir is the absolute, clean state directory this store uses.
+	// When open succeeds with it non-empty, the host fixes it as this
+	// store's state directory for good (the confinement rule): the file
+	// functions act on names directly inside it.
 	StateDir string `json:"state_dir"`
 	// StateRoot is the directory that holds every app's default state
 	// directory (the default StateDir without its last element).
@@ -492,17 +513,20 @@ type WhoamiOutput struct {
 	Error          string    `json:"error,omitempty"`
 }
 
-// ValidName reports whether name may name a file in the state directory:
-// 1–255 bytes of [A-Za-z0-9._-], not starting with a dot. So no path
-// separators, no NUL, no ".." and no hidden files (hosts keep dot-names for
-// their own temporary files). Every host enforces this rule on every request.
+// MaxNameLen is the longest name, in bytes, of the host rule (ValidName).
+const MaxNameLen = 255
+
+// ValidName reports whether name obeys the host rule for names given to
+// FnRead, FnWrite (name and temp), FnRemove and FnLock: one path element,
+// 1–255 bytes, not "." or "..", no '/', no NUL byte. Every host refuses
+// anything else with CodeInvalidRequest before any system call. The
+// plugin's own naming policy is stricter (plugin/internal/resume).
 func ValidName(name string) bool {
-	if len(name) == 0 || len(name) > 255 || name[0] == '.' {
+	if len(name) == 0 || len(name) > MaxNameLen || name == "." || name == ".." {
 		return false
 	}
 	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+		if name[i] == '/' || name[i] == 0 {
 			return false
 		}
 	}

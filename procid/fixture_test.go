@@ -33,8 +33,8 @@ const testNS = "4026531836"
 
 // system answers inspect operations from fixture maps.
 type system struct {
-	files   map[string][]byte             // read: path -> content
-	links   map[string]string             // readlink: path -> target
+	files   map[string][]byte                  // read: path -> content
+	links   map[string]string                  // readlink: path -> target
 	fds     map[string][]hostfuncs.FD          // fds: "self" or pid -> fds
 	answers map[string]hostfuncs.InspectResult // "<op> <pid or fd>" -> result
 	// afterOp, when set, runs after each operation is answered; tests use
@@ -44,7 +44,7 @@ type system struct {
 	// answer a wrong number of results with short.
 	fail, short bool
 
-	calls int              // inspect calls made
+	calls int                   // inspect calls made
 	ops   []hostfuncs.InspectOp // every operation asked, in order
 }
 
@@ -88,18 +88,41 @@ func (s *system) inspect(ops []hostfuncs.InspectOp) ([]hostfuncs.InspectResult, 
 	return out, nil
 }
 
-func (s *system) answer(op hostfuncs.InspectOp) hostfuncs.InspectResult {
+// opPath maps a typed /proc operation to the file it reads, as every host
+// does (hostfuncs/README.md, "mcp_resume_inspect"): link is true for the
+// operations that answer a link target. ok is false for other operations.
+func opPath(op hostfuncs.InspectOp) (path string, link, ok bool) {
 	switch op.Op {
-	case hostfuncs.OpRead:
-		if b, ok := s.files[op.Path]; ok {
+	case hostfuncs.OpBootID:
+		return procBootID, false, true
+	case hostfuncs.OpTimens:
+		return procTimens, false, true
+	case hostfuncs.OpSelf:
+		return procSelf, true, true
+	case hostfuncs.OpStat:
+		return "/proc/" + op.PID + "/stat", false, true
+	case hostfuncs.OpCmdline:
+		return "/proc/" + op.PID + "/cmdline", false, true
+	case hostfuncs.OpPidNS:
+		return "/proc/" + op.PID + "/ns/pid", true, true
+	case hostfuncs.OpFDLink:
+		return "/proc/" + op.PID + "/fd/" + strconv.Itoa(op.FD), true, true
+	}
+	return "", false, false
+}
+
+func (s *system) answer(op hostfuncs.InspectOp) hostfuncs.InspectResult {
+	if path, link, ok := opPath(op); ok {
+		if link {
+			if t, ok := s.links[path]; ok {
+				return hostfuncs.InspectResult{Target: t}
+			}
+		} else if b, ok := s.files[path]; ok {
 			return hostfuncs.InspectResult{Data: b}
 		}
 		return errResult(hostfuncs.CodeNotFound)
-	case hostfuncs.OpReadlink:
-		if t, ok := s.links[op.Path]; ok {
-			return hostfuncs.InspectResult{Target: t}
-		}
-		return errResult(hostfuncs.CodeNotFound)
+	}
+	switch op.Op {
 	case hostfuncs.OpFDs:
 		if r, ok := s.answers["fds "+op.PID]; ok {
 			return r

@@ -12,7 +12,8 @@ import (
 // This file holds the Linux rules: /proc/<pid>/stat parsing, the boot ID,
 // the PID namespace, the own-/proc check and the walk's batched reads.
 
-// Paths of the /proc allowlist (hostfuncs/README.md, "The allowlist").
+// The /proc files behind the typed inspect operations (hostfuncs/README.md,
+// "mcp_resume_inspect"), named in error messages.
 const (
 	procSelf   = "/proc/self"
 	procBootID = "/proc/sys/kernel/random/boot_id"
@@ -159,7 +160,7 @@ type linuxBase struct {
 // baseOps are the first three operations of every Linux batch: readlink
 // /proc/self, the boot ID, /proc/self/ns/pid.
 func baseOps() []hostfuncs.InspectOp {
-	return []hostfuncs.InspectOp{opReadlink(procSelf), opRead(procBootID), opReadlink(procSelfNS)}
+	return []hostfuncs.InspectOp{opSelf(), opBootID(), opSelfNS()}
 }
 
 // checkBase reads the answers to baseOps. /proc/self must name facts.pid:
@@ -240,9 +241,9 @@ type linuxWalker struct {
 // race check covers it too.
 func (w linuxWalker) step(child Process) (Process, error, Process, error, error) {
 	res, err := inspect(w.in, []hostfuncs.InspectOp{
-		opRead(procStat(child.PPID)), opRead(procCmdline(child.PPID)),
+		opStat(child.PPID), opCmdline(child.PPID),
 		opPID(hostfuncs.OpExe, child.PPID),
-		opRead(procStat(child.PID)),
+		opStat(child.PID),
 		opPID(hostfuncs.OpKill0, child.PPID),
 	})
 	if err != nil {
@@ -279,13 +280,13 @@ func resolveLinux(f hostfuncs.Facts, pid int, set LauncherSet, in Inspector) (Id
 	// base (0-2), the server's stat (3) and cmdline (4), the time-namespace
 	// offsets (5), then what its stdin and stdout are: fstat (6, 7) and
 	// /proc link (8, 9) of this process's fds, or another's fd list (6).
-	ops := append(baseOps(), opRead(procStat(pid)), opRead(procCmdline(pid)), opRead(procTimens))
+	ops := append(baseOps(), opStat(pid), opCmdline(pid), opTimens())
 	if other {
 		ops = append(ops, hostfuncs.InspectOp{Op: hostfuncs.OpFDs, PID: strconv.Itoa(pid)})
 	} else {
 		ops = append(ops,
 			hostfuncs.InspectOp{Op: hostfuncs.OpFstat, FD: sfd[0]}, hostfuncs.InspectOp{Op: hostfuncs.OpFstat, FD: sfd[1]},
-			opReadlink(procSelfFD(sfd[0])), opReadlink(procSelfFD(sfd[1])))
+			opSelfFD(sfd[0]), opSelfFD(sfd[1]))
 	}
 	res, err := inspect(in, ops)
 	if err != nil {

@@ -48,7 +48,7 @@ func Liveness(f hostfuncs.Facts, in Inspector, refs []HostRef) []string {
 			hi := min(lo+per, len(refs))
 			ops := baseOps()
 			for _, r := range refs[lo:hi] {
-				ops = append(ops, opRead(procStat(r.PID)), opPID(hostfuncs.OpKill0, r.PID), opPID(hostfuncs.OpExe, r.PID))
+				ops = append(ops, opStat(r.PID), opPID(hostfuncs.OpKill0, r.PID), opPID(hostfuncs.OpExe, r.PID))
 			}
 			res, err := inspect(in, ops)
 			if err != nil {

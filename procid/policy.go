@@ -236,9 +236,23 @@ func code(r hostfuncs.InspectResult) string {
 	return r.Error.Code
 }
 
-// Op constructors, so the batches below read like the contract's table.
-func opRead(path string) hostfuncs.InspectOp     { return hostfuncs.InspectOp{Op: hostfuncs.OpRead, Path: path} }
-func opReadlink(path string) hostfuncs.InspectOp { return hostfuncs.InspectOp{Op: hostfuncs.OpReadlink, Path: path} }
+// Op constructors, so the batches below read like the contract's table
+// (hostfuncs/README.md, "mcp_resume_inspect"). Each op is typed: the host
+// builds the /proc path from it, so no path crosses the boundary.
+func opBootID() hostfuncs.InspectOp { return hostfuncs.InspectOp{Op: hostfuncs.OpBootID} }
+func opSelf() hostfuncs.InspectOp   { return hostfuncs.InspectOp{Op: hostfuncs.OpSelf} }
+func opTimens() hostfuncs.InspectOp { return hostfuncs.InspectOp{Op: hostfuncs.OpTimens} }
+func opSelfNS() hostfuncs.InspectOp {
+	return hostfuncs.InspectOp{Op: hostfuncs.OpPidNS, PID: hostfuncs.PIDSelf}
+}
+func opStat(pid int) hostfuncs.InspectOp    { return opPID(hostfuncs.OpStat, pid) }
+func opCmdline(pid int) hostfuncs.InspectOp { return opPID(hostfuncs.OpCmdline, pid) }
+
+// opSelfFD asks for the target of this process's fd (readlink
+// /proc/self/fd/<fd>).
+func opSelfFD(fd int) hostfuncs.InspectOp {
+	return hostfuncs.InspectOp{Op: hostfuncs.OpFDLink, PID: hostfuncs.PIDSelf, FD: fd}
+}
 func opPID(op string, pid int) hostfuncs.InspectOp {
 	return hostfuncs.InspectOp{Op: op, PID: strconv.Itoa(pid)}
 }

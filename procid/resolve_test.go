@@ -402,7 +402,7 @@ func TestResolve_Race(t *testing.T) {
 			sys := newSystem(300).put(initProc, terminal, claude, npmExec, shC, serverNode)
 			done := false
 			sys.afterOp = func(op hostfuncs.InspectOp) {
-				if op.Op == hostfuncs.OpRead && op.Path == procStat(tt.atPID) && !done {
+				if path, _, _ := opPath(op); path == procStat(tt.atPID) && !done {
 					done = true
 					tt.change(sys)
 				}

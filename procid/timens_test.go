@@ -51,7 +51,7 @@ func TestResolve_TimeNamespace(t *testing.T) {
 			in := func(ops []hostfuncs.InspectOp) ([]hostfuncs.InspectResult, error) {
 				res, err := sys.inspect(ops)
 				for i, op := range ops {
-					if op.Op == hostfuncs.OpRead && op.Path == procTimens && err == nil {
+					if op.Op == hostfuncs.OpTimens && err == nil {
 						if r, ok := sys.answers["read "+procTimens]; ok {
 							res[i] = r
 						}
@@ -106,7 +106,7 @@ func TestResolve_StdioFDs(t *testing.T) {
 		}
 		for _, op := range sys.ops {
 			if (op.Op == hostfuncs.OpFstat || op.Op == hostfuncs.OpPeer) && op.FD != 7 && op.FD != 8 ||
-				op.Op == hostfuncs.OpReadlink && strings.HasPrefix(op.Path, "/proc/self/fd/") && op.Path != "/proc/self/fd/7" && op.Path != "/proc/self/fd/8" {
+				op.Op == hostfuncs.OpFDLink && (op.PID != hostfuncs.PIDSelf || op.FD != 7 && op.FD != 8) {
 				t.Errorf("asked %+v, want only fds 7 and 8", op)
 			}
 		}

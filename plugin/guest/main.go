@@ -7,9 +7,9 @@
 //
 //	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath -ldflags="-buildid= -s -w" -o plugin/plugin.wasm ./plugin/guest
 //
-// Exports (hostfuncs/README.md, "Plugin exports"; ABI version 4):
+// Exports (hostfuncs/README.md, "Plugin exports"; ABI version 5):
 //
-//	mcp_resume_abi_version  () -> "4"
+//	mcp_resume_abi_version  () -> "5"
 //	open                    (JSON {"app","state_dir"?,"instance"?,"launchers"?}) -> JSON {"state_dir","state_root","resume"}
 //	load                    () -> token bytes, or empty output when there is none
 //	store                   (token bytes) -> empty
@@ -23,16 +23,16 @@
 // Each returns 0 on success and 1 on failure, with the Extism error string
 // set to the JSON {"code","message"} (codes in hostfuncs). This file is
 // thin glue; the logic lives in plugin/internal/resume and internal/procid. JSON
-// goes through the codecs of hostfuncs (no encoding/json, no fmt: issue
-// 10, a lean guest; plugin_test.go holds the size budget).
+// goes through the codecs of hostfuncs (no encoding/json, no fmt: a lean
+// guest; plugin_test.go holds the size budget).
 package main
 
 import (
 	"github.com/extism/go-pdk"
 
+	"github.com/mcp-resume/mcp-resume/hostfuncs"
 	"github.com/mcp-resume/mcp-resume/plugin/internal/render"
 	"github.com/mcp-resume/mcp-resume/plugin/internal/resume"
-	"github.com/mcp-resume/mcp-resume/hostfuncs"
 )
 
 // Host function imports; see hostfuncs.Fn* for the names and hostfuncs/README.md

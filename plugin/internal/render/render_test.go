@@ -37,18 +37,18 @@ func stdIndent(t *testing.T, v any) []byte {
 // the Go CLI builds it (and the Python and TypeScript CLIs, from the
 // plugin's own answers).
 type renderApp struct {
-	App      string            `json:"app"`
-	StateDir string            `json:"state_dir"`
+	App      string                 `json:"app"`
+	StateDir string                 `json:"state_dir"`
 	Files    []hostfuncs.ListedFile `json:"files,omitempty"`
 	Removed  []hostfuncs.PrunedFile `json:"removed,omitempty"`
 }
 
 type renderInput struct {
-	Command      string            `json:"command"`
-	JSON         bool              `json:"json,omitempty"`
-	ShowStateDir bool              `json:"show_state_dir,omitempty"`
+	Command      string                 `json:"command"`
+	JSON         bool                   `json:"json,omitempty"`
+	ShowStateDir bool                   `json:"show_state_dir,omitempty"`
 	Whoami       hostfuncs.WhoamiOutput `json:"whoami"`
-	Apps         []renderApp       `json:"apps"`
+	Apps         []renderApp            `json:"apps"`
 }
 
 // listRow and pruneRow are the Go CLI's former JSON rows.

@@ -229,6 +229,29 @@ func keyProblem(declared *string, declaredFrom string, f hostfuncs.Facts) string
 	return ""
 }
 
+// declaredRoot is the state root of a declared state_dir, which hosts pass
+// exactly as their user gave it: an absolute one cleaned, a relative one
+// joined to the server's working directory cwd (facts.cwd) and cleaned, as
+// a path the user typed is read (hostfuncs/README.md, open). Error:
+// hostfuncs.CodeInvalidOption for a relative state_dir when cwd is not an
+// absolute path (getcwd failed) or holds bytes the host could not carry
+// exactly (U+FFFD), so that the directory is never a guess.
+func declaredRoot(dir, cwd string) (string, *hostfuncs.Error) {
+	if path.IsAbs(dir) {
+		return path.Clean(dir), nil
+	}
+	why := ""
+	switch {
+	case !path.IsAbs(cwd):
+		why = "the server's working directory is unknown (the host could not read it)"
+	case undecodable(cwd):
+		why = "the server's working directory holds bytes the host could not carry exactly"
+	default:
+		return path.Join(cwd, dir), nil
+	}
+	return "", &hostfuncs.Error{Code: hostfuncs.CodeInvalidOption, Message: "state_dir " + strconv.Quote(dir) + " is a relative path and " + why + "; give an absolute path"}
+}
+
 // Config is what the open export settles from the server's declaration and
 // the host's facts.
 type Config struct {
@@ -265,8 +288,9 @@ func (c Config) Resume() bool { return !c.Off && c.Problem == "" && c.KeyProblem
 //
 //   - app must be given (in.AppMissing false) and pass ValidApp, else the
 //     error code is hostfuncs.CodeInvalidApp;
-//   - the state root: the declared state_dir (absolute, else
-//     hostfuncs.CodeInvalidOption), else env MCP_RESUME_STATE_DIR (absolute, else
+//   - the state root: the declared state_dir as the user gave it (a
+//     relative one is taken from facts.cwd: declaredRoot), else env
+//     MCP_RESUME_STATE_DIR (absolute, else
 //     hostfuncs.CodeInvalidOption), else per user: on macOS
 //     <home>/Library/Application Support/mcp-resume; elsewhere
 //     <xdg_state_home>/mcp-resume when xdg_state_home is absolute, else
@@ -308,10 +332,11 @@ func Configure(in hostfuncs.OpenInput, f hostfuncs.Facts, factsOK bool) (Config,
 	env := func(k string) string { return f.Env[k] }
 	switch {
 	case in.StateDir != "":
-		if !path.IsAbs(in.StateDir) {
-			return Config{}, &hostfuncs.Error{Code: hostfuncs.CodeInvalidOption, Message: "state_dir " + strconv.Quote(in.StateDir) + " is not an absolute path"}
+		root, werr := declaredRoot(in.StateDir, f.Cwd)
+		if werr != nil {
+			return Config{}, werr
 		}
-		c.StateRoot = path.Clean(in.StateDir)
+		c.StateRoot = root
 	case env(EnvStateDir) != "":
 		if !path.IsAbs(env(EnvStateDir)) {
 			return Config{}, &hostfuncs.Error{Code: hostfuncs.CodeInvalidOption, Message: EnvStateDir + " " + strconv.Quote(env(EnvStateDir)) + " is not an absolute path"}

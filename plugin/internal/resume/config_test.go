@@ -73,10 +73,13 @@ func TestConfigure(t *testing.T) {
 			want:  Config{App: "app", StateDir: "/srv/state/x/app", StateRoot: "/srv/state/x", InstanceKey: "work"},
 		},
 		{
-			name:  "env state dir is a root; declared instance wins over env",
-			in:    hostfuncs.OpenInput{App: "app", Instance: strp("mine")},
-			facts: with(linux, func(f *hostfuncs.Facts) { f.Env["MCP_RESUME_STATE_DIR"] = "/e/dir"; f.Env["MCP_RESUME_INSTANCE"] = "work" }),
-			want:  Config{App: "app", StateDir: "/e/dir/app", StateRoot: "/e/dir", InstanceKey: "mine"},
+			name: "env state dir is a root; declared instance wins over env",
+			in:   hostfuncs.OpenInput{App: "app", Instance: strp("mine")},
+			facts: with(linux, func(f *hostfuncs.Facts) {
+				f.Env["MCP_RESUME_STATE_DIR"] = "/e/dir"
+				f.Env["MCP_RESUME_INSTANCE"] = "work"
+			}),
+			want: Config{App: "app", StateDir: "/e/dir/app", StateRoot: "/e/dir", InstanceKey: "mine"},
 		},
 		{
 			name:  "root state dir",
@@ -328,4 +331,3 @@ func TestConfigure_AppDirNameAlias(t *testing.T) {
 		}
 	}
 }
-

@@ -11,15 +11,14 @@ import (
 
 // This file holds the rules about the state directory: when it may be
 // created, what makes it usable, and how every failure is worded. Hosts only
-// answer the primitives of mcp_resume_prepare_dir ("stat", "mkdir", "fix",
+// answer the primitives of mcp_resume_prepare_dir ("stat", "mkdir",
 // hostfuncs/README.md) with a precise error code, so the verdict and its
 // words are the same in every host language.
 
 // modeSticky is the sticky bit of DirStat.Mode (S_ISVTX).
 const modeSticky = 0o1000
 
-// prepareDir makes the state directory usable and fixes it with the host
-// (spec 000, MCP Server Startup step 2, and Security Considerations).
+// prepareDir makes the state directory usable (spec 000, MCP Server Startup step 2, and Security Considerations).
 //
 // With create it creates a missing directory and its missing parents (mode
 // 0700, one "mkdir" each), but only when the deepest existing ancestor may
@@ -58,10 +57,6 @@ func (s *Store) prepareDir(create bool) (found bool, werr *hostfuncs.Error) {
 	}
 	if werr := judgeDir(dir, st, euid); werr != nil {
 		return false, werr
-	}
-	var fix hostfuncs.DirStat
-	if err := s.invoke(hostfuncs.FnPrepareDir, hostfuncs.PrepareDirRequest{Op: hostfuncs.DirOpFix, Path: dir, SweepSeconds: SweepSeconds}, &fix, &fix.Error); err != nil {
-		return false, dirFailure("use", dir, asWireError(err))
 	}
 	return true, nil
 }

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcp-resume/mcp-resume/plugin/internal/resume"
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
+	"github.com/mcp-resume/mcp-resume/plugin/internal/resume"
 )
 
 // TestStore_StateDirVerdicts pins, for every kind of unusable state

@@ -9,15 +9,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/mcp-resume/mcp-resume/plugin/internal/resume"
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
+	"github.com/mcp-resume/mcp-resume/plugin/internal/resume"
 )
 
 // testHost is a small host for the store's native tests: the file
@@ -28,8 +27,10 @@ import (
 type testHost struct {
 	t     *testing.T
 	facts hostfuncs.Facts
-	// proc answers mcp_resume_inspect: "read <path>", "readlink <path>",
-	// "kill0 <pid>", "fstat <fd>", "fds <pid>"... An operation without an
+	// proc answers mcp_resume_inspect: "read <path>" (boot_id, timens,
+	// stat, cmdline), "readlink <path>" (self, pid_ns, fd_link) with the
+	// /proc path a host reads for the typed operation, "kill0 <pid>",
+	// "fstat <fd>", "fds <pid>"... An operation without an
 	// entry gets not_found (fstat: "char"; peer, sysctl, procargs, ps:
 	// unsupported), as in the conformance runner.
 	proc map[string]hostfuncs.InspectResult
@@ -46,9 +47,10 @@ type testHost struct {
 	// user's directory, which a test cannot chown without root).
 	owner  map[string]int
 	mkdirs []string // directories made by "mkdir", in order
+	temps  []string // the temp names of every write request, in order
 	cfgDir string   // a state directory a test case sets instead of the default
 
-	dir   string         // fixed by prepare_dir
+	dir   string         // fixed by a successful open (the confinement rule)
 	calls map[string]int // host function -> calls
 	reqs  []string       // every request, "fn json"
 	logs  []hostfuncs.LogRequest
@@ -110,9 +112,12 @@ func (h *testHost) sibling() *testHost {
 func (h *testHost) open(input string) *resume.Store {
 	h.t.Helper()
 	s := resume.New(h.call)
-	if _, werr := s.Open([]byte(input)); werr != nil {
+	out, werr := s.Open([]byte(input))
+	if werr != nil {
 		h.t.Fatalf("Open(%s): %v", input, werr)
 	}
+	// A host takes open's state_dir as the store's state directory.
+	h.dir = out.StateDir
 	return s
 }
 
@@ -196,6 +201,9 @@ func (h *testHost) call(fn string, req []byte) []byte {
 			}
 			return respond(st)
 		case hostfuncs.DirOpMkdir:
+			if h.dir == "" || r.Path != h.dir && !strings.HasPrefix(h.dir, r.Path+"/") {
+				return errResp(hostfuncs.CodeInvalidRequest, "mkdir outside the open state directory's path")
+			}
 			if err := os.Mkdir(r.Path, 0o700); err != nil {
 				if errors.Is(err, fs.ErrExist) {
 					return errResp(hostfuncs.CodeExists, err.Error())
@@ -203,12 +211,6 @@ func (h *testHost) call(fn string, req []byte) []byte {
 				return osErr(err)
 			}
 			h.mkdirs = append(h.mkdirs, r.Path)
-			return respond(hostfuncs.Empty{})
-		case hostfuncs.DirOpFix:
-			if h.dir != "" && h.dir != r.Path {
-				return errResp(hostfuncs.CodeInvalidRequest, "state directory is fixed")
-			}
-			h.dir = r.Path
 			return respond(hostfuncs.Empty{})
 		}
 		return errResp(hostfuncs.CodeInvalidRequest, "unknown prepare_dir op")
@@ -220,19 +222,22 @@ func (h *testHost) call(fn string, req []byte) []byte {
 		h.logs = append(h.logs, r)
 		return respond(hostfuncs.Empty{})
 	}
-	// File functions: confined to the prepared directory.
+	// File functions: confined to the directory open answered.
 	var r struct {
-		Name   string  `json:"name"`
-		Limit  int     `json:"limit"`
-		Data   []byte  `json:"data"`
-		Prefix *string `json:"prefix"`
+		Name  string `json:"name"`
+		Temp  string `json:"temp"`
+		Limit int    `json:"limit"`
+		Data  []byte `json:"data"`
 	}
 	if err := json.Unmarshal(req, &r); err != nil || h.dir == "" {
 		return errResp(hostfuncs.CodeInvalidRequest, "bad request or no state directory")
 	}
 	p := filepath.Join(h.dir, r.Name)
-	if fn != hostfuncs.FnList && !hostfuncs.ValidName(r.Name) {
+	if fn != hostfuncs.FnList && !hostfuncs.ValidName(r.Name) || fn == hostfuncs.FnWrite && !hostfuncs.ValidName(r.Temp) {
 		return errResp(hostfuncs.CodeInvalidRequest, "bad name")
+	}
+	if fn == hostfuncs.FnWrite {
+		h.temps = append(h.temps, r.Temp)
 	}
 	switch fn {
 	case hostfuncs.FnRead:
@@ -248,11 +253,20 @@ func (h *testHost) call(fn string, req []byte) []byte {
 		n, _ := f.Read(b)
 		return respond(hostfuncs.ReadResponse{Data: b[:n]})
 	case hostfuncs.FnWrite:
-		tmp := filepath.Join(h.dir, "."+r.Name+".x.tmp")
-		if err := os.WriteFile(tmp, r.Data, 0o600); err != nil {
+		tmp := filepath.Join(h.dir, r.Temp)
+		f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+		if err != nil {
 			return osErr(err)
 		}
-		if err := os.Rename(tmp, p); err != nil {
+		_, err = f.Write(r.Data)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Rename(tmp, p)
+		}
+		if err != nil {
+			_ = os.Remove(tmp)
 			return osErr(err)
 		}
 		return respond(hostfuncs.Empty{})
@@ -262,22 +276,28 @@ func (h *testHost) call(fn string, req []byte) []byte {
 		}
 		return respond(hostfuncs.Empty{})
 	case hostfuncs.FnList:
-		if r.Prefix == nil {
-			return errResp(hostfuncs.CodeInvalidRequest, "no prefix")
-		}
 		entries, err := os.ReadDir(h.dir)
 		if err != nil {
 			return osErr(err)
 		}
+		// Every entry, in reverse order: the plugin filters and sorts.
 		out := hostfuncs.ListResponse{Files: []hostfuncs.ListEntry{}}
-		for _, e := range entries {
+		for _, e := range slices.Backward(entries) {
 			info, err := e.Info()
-			if err != nil || !e.Type().IsRegular() || !hostfuncs.ValidName(e.Name()) || !strings.HasPrefix(e.Name(), *r.Prefix) {
+			if err != nil {
 				continue
 			}
-			out.Files = append(out.Files, hostfuncs.ListEntry{Name: e.Name(), AgeSeconds: int64(math.Floor(time.Since(info.ModTime()).Seconds()))})
+			typ := hostfuncs.StatOther
+			switch {
+			case info.Mode().IsRegular():
+				typ = hostfuncs.StatFile
+			case info.IsDir():
+				typ = hostfuncs.StatDir
+			case info.Mode()&fs.ModeSymlink != 0:
+				typ = hostfuncs.StatSymlink
+			}
+			out.Files = append(out.Files, hostfuncs.ListEntry{Name: e.Name(), Type: typ, AgeSeconds: int64(math.Floor(time.Since(info.ModTime()).Seconds()))})
 		}
-		sort.Slice(out.Files, func(i, j int) bool { return out.Files[i].Name < out.Files[j].Name })
 		return respond(out)
 	case hostfuncs.FnLock:
 		if holder, ok := h.locks[r.Name]; ok && holder != h {
@@ -319,9 +339,24 @@ func osErr(err error) []byte {
 func (h *testHost) inspect(op map[string]any) hostfuncs.InspectResult {
 	name, _ := op["op"].(string)
 	key := name
+	pid, _ := op["pid"].(string)
 	switch name {
-	case hostfuncs.OpRead, hostfuncs.OpReadlink:
-		key += " " + fmt.Sprint(op["path"])
+	case hostfuncs.OpBootID:
+		key = "read /proc/sys/kernel/random/boot_id"
+	case hostfuncs.OpTimens:
+		key = "read /proc/self/timens_offsets"
+	case hostfuncs.OpSelf:
+		key = "readlink /proc/self"
+	case hostfuncs.OpStat, hostfuncs.OpCmdline:
+		key = "read /proc/" + pid + "/" + name
+	case hostfuncs.OpPidNS:
+		key = "readlink /proc/" + pid + "/ns/pid"
+	case hostfuncs.OpFDLink:
+		fd, ok := op["fd"].(float64)
+		if !ok || pid == "" {
+			return fail(hostfuncs.CodeInvalidRequest)
+		}
+		key = "readlink /proc/" + pid + "/fd/" + strconv.Itoa(int(fd))
 	case hostfuncs.OpFstat, hostfuncs.OpPeer:
 		fd, ok := op["fd"].(float64)
 		if !ok {

@@ -1,6 +1,6 @@
 // Package resume is the resume-token store of spec 000 ("MCP Server Session
 // Resume Specification v1"), written against the host-function contract of
-// hostfuncs/README.md (ABI version 3) so that one implementation serves
+// hostfuncs/README.md (ABI version 5) so that one implementation serves
 // every host.
 //
 // It is plain Go: the plugin (plugin/guest) compiles it to Wasm and forwards
@@ -21,8 +21,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/mcp-resume/mcp-resume/procid"
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
+	"github.com/mcp-resume/mcp-resume/procid"
 )
 
 // MaxTokenBytes is the largest token the store accepts, in bytes.
@@ -43,11 +43,6 @@ const LockPrefix = "lock-"
 // only when its host is gone.
 const MaxAge = 30 * 24 * 60 * 60 // seconds
 
-// SweepSeconds is how old a leftover temporary file of the host must be
-// before mcp_resume_prepare_dir deletes it (a writer killed between creating
-// and renaming it holds one for microseconds).
-const SweepSeconds = 60
-
 // The spec's log lines, verbatim (spec 000, Logging Strategy), and ours.
 const (
 	MsgNotFound            = "Token file not found (first run or clean slate)"
@@ -58,7 +53,8 @@ const (
 	MsgWriteFailedPrefix   = "Failed to write token file: "
 	// Ours: the state directory failed the host's ownership/mode checks.
 	MsgDirUnusable = "State directory unusable, session resume disabled for this instance"
-	// Ours: reject found a different (newer) token in the file and kept it (seed 004).
+	// Ours: reject found a different (newer) token in the file and kept it
+	// (the reconnection race: another instance stored a newer token meanwhile).
 	MsgRejectKeptNewer = "Token file holds a newer token, leaving it in place"
 	// Ours: deleting a corrupted or rejected token file failed.
 	MsgDeleteFailedPrefix = "Failed to delete token file: "
@@ -117,7 +113,8 @@ type Store struct {
 
 	initDone bool
 	enabled  bool // identity verified, state directory usable, lock held
-	listDir  bool // the state directory is fixed for list and prune
+	listDir  bool // the state directory is judged usable for list and prune
+	swept    bool // stale temporary files were swept (entries)
 	file     string
 	lock     string
 
@@ -149,7 +146,9 @@ func notOpen() *hostfuncs.Error {
 // that is not a string; hostfuncs.CodeInvalidOption for input that is not the
 // JSON of hostfuncs.OpenInput, an option of the wrong JSON kind (the message
 // names the option, the kind expected and the kind given: hostfuncs.OptionError),
-// a relative state directory, or a second Open. Each message says the thing
+// a relative state directory when the working directory is unknown
+// (declaredRoot), or a second Open. On success the host fixes the answer's
+// StateDir as this store's state directory for good (the confinement rule). Each message says the thing
 // once; hosts show it as it is.
 func (s *Store) Open(input []byte) (hostfuncs.OpenOutput, *hostfuncs.Error) {
 	if s.opened {
@@ -209,6 +208,9 @@ func (s *Store) init() {
 		return
 	}
 	s.listDir = true
+	// The directory is judged: sweep now, whether or not the lock is free;
+	// the same listing serves the prune below.
+	all, lerr := s.entries()
 	// Instances that cannot be told apart share one name: the first owns
 	// it for its lifetime, the others run without resume (several server
 	// instances under one host; spec 000's Known Limitation). On Linux every
@@ -223,7 +225,9 @@ func (s *Store) init() {
 		return
 	}
 	s.enabled = true
-	s.prune()
+	if lerr == nil {
+		s.prune(all)
+	}
 }
 
 // idProblem says why the identity is unavailable.
@@ -369,8 +373,7 @@ func (s *Store) Store(token string) *hostfuncs.Error {
 		s.log(hostfuncs.LevelInfo, EventResumed, MsgResumed, "")
 	}
 	s.offered = false
-	var w hostfuncs.Empty
-	if err := s.invoke(hostfuncs.FnWrite, hostfuncs.WriteRequest{Name: s.file, Data: []byte(token)}, &w, &w.Error); err != nil {
+	if err := s.write(s.file, []byte(token)); err != nil {
 		s.log(hostfuncs.LevelError, EventWriteFailed, MsgWriteFailedPrefix+err.Error(), "")
 		return nil
 	}
@@ -382,8 +385,8 @@ func (s *Store) Store(token string) *hostfuncs.Error {
 // token last loaded or stored. It logs "Broker rejected resume token,
 // starting fresh session" and deletes the token file, but only if the file
 // still holds that token, so a newer token written meanwhile by another
-// instance survives (spec 000, Broker Rejects Token; seed 004, reconnection
-// race). Without a current token it does nothing. Error: hostfuncs.CodeNotOpen.
+// instance survives (spec 000, Broker Rejects Token; the reconnection race:
+// a delayed reject deleting a session resumed meanwhile). Without a current token it does nothing. Error: hostfuncs.CodeNotOpen.
 func (s *Store) Reject() *hostfuncs.Error {
 	if !s.opened {
 		return notOpen()
@@ -408,8 +411,8 @@ func (s *Store) Reject() *hostfuncs.Error {
 	return nil
 }
 
-// fixListDir makes sure the state directory is fixed for list and prune
-// without creating it (prepareDir without create: no "mkdir"). It reports
+// fixListDir makes sure the state directory is judged usable for list and
+// prune without creating it (prepareDir without create: no "mkdir"). It reports
 // false when there is nothing to list: resume off, no state directory, or a
 // directory that does not exist; and a hostfuncs.CodeIO error, worded by
 // prepareDir, when the directory is unusable.
@@ -447,36 +450,6 @@ func dirError(dir string, err error) *hostfuncs.Error {
 	return &hostfuncs.Error{Code: hostfuncs.CodeIO, Message: msg}
 }
 
-// listed is one token or lock file found in the state directory.
-type listed struct {
-	prefix string
-	name   string
-	parsed Name
-	age    int64
-}
-
-// scan lists the files of the state directory whose names parse with one
-// of prefixes (mcp_resume_list, one call).
-func (s *Store) scan(prefixes ...string) ([]listed, error) {
-	var r hostfuncs.ListResponse
-	prefix := ""
-	if len(prefixes) == 1 {
-		prefix = prefixes[0]
-	}
-	if err := s.invoke(hostfuncs.FnList, hostfuncs.ListRequest{Prefix: prefix}, &r, &r.Error); err != nil {
-		return nil, err
-	}
-	var out []listed
-	for _, p := range prefixes {
-		for _, e := range r.Files {
-			if n, ok := ParseName(p, e.Name); ok {
-				out = append(out, listed{prefix: p, name: e.Name, parsed: n, age: e.AgeSeconds})
-			}
-		}
-	}
-	return out, nil
-}
-
 // hosts answers liveness for files with procid.Liveness (one inspect call
 // for up to 20 files on Linux).
 func (s *Store) hosts(files []listed) []string {
@@ -510,13 +483,14 @@ func (s *Store) List() (hostfuncs.ListOutput, *hostfuncs.Error) {
 	if !ok {
 		return out, werr
 	}
-	files, err := s.scan(FilePrefix)
+	all, err := s.entries()
 	if errCode(err) == hostfuncs.CodeNotFound {
 		return out, nil
 	}
 	if err != nil {
 		return out, dirError(s.cfg.StateDir, err)
 	}
+	files := scan(all, FilePrefix)
 	states := s.hosts(files)
 	for i, f := range files {
 		out.Files = append(out.Files, hostfuncs.ListedFile{Name: f.name, PID: f.parsed.PID, StartTime: f.parsed.StartTime,
@@ -538,21 +512,22 @@ func (s *Store) Prune() (hostfuncs.PruneOutput, *hostfuncs.Error) {
 	if !s.opened {
 		return hostfuncs.PruneOutput{Removed: []hostfuncs.PrunedFile{}}, notOpen()
 	}
+	none := hostfuncs.PruneOutput{Removed: []hostfuncs.PrunedFile{}}
 	if ok, _ := s.fixListDir(); !ok {
-		return hostfuncs.PruneOutput{Removed: []hostfuncs.PrunedFile{}}, nil
+		return none, nil
 	}
-	return s.prune(), nil
+	all, err := s.entries()
+	if err != nil {
+		return none, nil
+	}
+	return s.prune(all), nil
 }
 
-// prune implements Prune once the state directory is fixed.
-func (s *Store) prune() hostfuncs.PruneOutput {
+// prune implements Prune on all, a listing of the judged state directory.
+func (s *Store) prune(all []hostfuncs.ListEntry) hostfuncs.PruneOutput {
 	out := hostfuncs.PruneOutput{Removed: []hostfuncs.PrunedFile{}}
-	all, err := s.scan(FilePrefix, LockPrefix)
-	if err != nil {
-		return out
-	}
 	var files []listed
-	for _, f := range all {
+	for _, f := range scan(all, FilePrefix, LockPrefix) {
 		if f.name != s.file && f.name != s.lock {
 			files = append(files, f)
 		}

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-resume/mcp-resume/plugin/internal/resume"
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
+	"github.com/mcp-resume/mcp-resume/plugin/internal/resume"
 )
 
 // The store runs natively here against testHost (host_test.go): real files
@@ -100,14 +100,15 @@ func TestStore_RoundTrip(t *testing.T) {
 // TestStore_StartCalls pins what a start costs: the host calls of open and
 // the first load for a server launched directly by its host, with a
 // terminal for stdio (no stdio call) and no state directory yet: creating
-// it costs five mcp_resume_prepare_dir calls (stat it, stat its parent,
-// mkdir, stat it again, fix); an existing one costs two (stat, fix).
+// it and its parent costs six mcp_resume_prepare_dir calls (stat it, stat
+// its parent and grandparent, two mkdirs, stat it again); an existing one
+// costs one (stat). One mcp_resume_list serves the sweep and the prune.
 func TestStore_StartCalls(t *testing.T) {
 	h, dir := newHost(t)
 	s := h.open(openInput(dir))
 	mustLoad(t, s)
 	want := map[string]int{
-		hostfuncs.FnFacts: 1, hostfuncs.FnInspect: 3, hostfuncs.FnPrepareDir: 7, hostfuncs.FnLock: 1,
+		hostfuncs.FnFacts: 1, hostfuncs.FnInspect: 3, hostfuncs.FnPrepareDir: 6, hostfuncs.FnLock: 1,
 		hostfuncs.FnList: 1, hostfuncs.FnRead: 1, hostfuncs.FnLog: 2, // host_identified (debug), token_not_found
 	}
 	if d := diffMap(want, h.calls); d != "" {
@@ -169,7 +170,7 @@ func TestStore_OpenErrors(t *testing.T) {
 		{`{}`, hostfuncs.CodeInvalidApp, `app name missing: give the server's application name, 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit`},
 		{`{"app": null}`, hostfuncs.CodeInvalidApp, `app name missing: give the server's application name, 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit`},
 		{`{"app": 5}`, hostfuncs.CodeInvalidApp, `app must be a string, not a number`},
-		{`{"app": "a", "state_dir": "relative"}`, hostfuncs.CodeInvalidOption, `state_dir "relative" is not an absolute path`},
+		{`{"app": "a", "state_dir": "relative"}`, hostfuncs.CodeInvalidOption, `state_dir "relative" is a relative path and the server's working directory is unknown (the host could not read it); give an absolute path`},
 		{`{"app": "a", "state_dir": 1}`, hostfuncs.CodeInvalidOption, `state_dir must be a string, not a number: give an absolute path, or leave it out for the default`},
 		{`not json`, hostfuncs.CodeInvalidOption, ""},
 		{``, hostfuncs.CodeInvalidOption, ""},
