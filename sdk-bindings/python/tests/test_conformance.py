@@ -159,7 +159,7 @@ def test_conformance(path: Path, tmp_path: Path) -> None:
                 # A second, independent instance confined to the state directory directly (no prepare_dir).
                 other = HostFunctions(logging.getLogger("mcp_resume.conformance.other"))
                 others.append(other)
-                other.confine(str(state))
+                other.set_state_dir(str(state))
                 names = json.loads(call_export(store, "names", b"")[0] or b"{}")
                 socket = names.get("lock_socket", "") if names.get("lock") == call["name"] else ""
                 req = {"name": call["name"], "socket": socket}

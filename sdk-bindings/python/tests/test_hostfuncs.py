@@ -75,7 +75,7 @@ def bare(logs: Lines | None = None) -> HostFunctions:
 def funcs(state: Path | str, logs: Lines | None = None) -> HostFunctions:
     """HostFunctions confined to ``state``, as the store confines them after a successful ``open``."""
     f = bare(logs)
-    f.confine(str(state))
+    f.set_state_dir(str(state))
     return f
 
 
@@ -234,16 +234,16 @@ def test_file_functions_confined_before_open(state: Path, fn: str) -> None:
     f = bare()
     assert code(call(f, fn, req)) == "invalid_request"
     assert code(call(f, "mcp_resume_prepare_dir", {"op": "mkdir", "path": str(state / "sub")})) == "invalid_request"
-    f.confine("")  # an open that answered no state directory fixes none
+    f.set_state_dir("")  # an open that answered no state directory fixes none
     assert code(call(f, fn, req)) == "invalid_request"
     assert (state / TOKEN_NAME).read_text() == "x" and os.listdir(state) == [TOKEN_NAME] and f.state_dir == ""
 
 
-def test_confine_is_for_good(tmp_path: Path) -> None:
+def test_state_dir_is_fixed_for_good(tmp_path: Path) -> None:
     f = funcs(tmp_path / "a")
-    f.confine(str(tmp_path / "a"))
+    f.set_state_dir(str(tmp_path / "a"))
     with pytest.raises(ValueError):
-        f.confine(str(tmp_path / "b"))
+        f.set_state_dir(str(tmp_path / "b"))
     assert f.state_dir == str(tmp_path / "a")
 
 
@@ -520,7 +520,7 @@ LOCK_CHILD = r"""
 import json, logging, sys
 from mcp_resume._hostfuncs import HostFunctions
 f = HostFunctions(logging.getLogger("child"))
-f.confine(sys.argv[1])
+f.set_state_dir(sys.argv[1])
 print(f.call("mcp_resume_lock", json.dumps({"name": sys.argv[2], "socket": sys.argv[3]}).encode()).decode().strip(), flush=True)
 sys.stdin.read()
 """

@@ -236,7 +236,7 @@ def _bind_abstract(name: str) -> list[socket.socket]:
 class HostFunctions:
     """The host functions of one store (Go ``primitives.Funcs``); thread-safe.
 
-    ``logger`` receives ``mcp_resume_log``'s lines. State: the store's state directory (:meth:`confine`,
+    ``logger`` receives ``mcp_resume_log``'s lines. State: the store's state directory (:meth:`set_state_dir`,
     after ``open`` succeeds; the file functions answer ``invalid_request`` before), the locks of
     ``mcp_resume_lock`` until :meth:`close`, and the stdio copies of :meth:`keep_stdio`. The conformance
     runner substitutes :meth:`facts`, :meth:`os_name`, :attr:`proc_root` and :meth:`_primitive` in a subclass
@@ -254,10 +254,10 @@ class HostFunctions:
 
     @property
     def state_dir(self) -> str:
-        """The state directory the file functions act in, ``""`` before :meth:`confine`."""
+        """The state directory the file functions act in, ``""`` before :meth:`set_state_dir`."""
         return self._state_dir
 
-    def confine(self, state_dir: str) -> None:
+    def set_state_dir(self, state_dir: str) -> None:
         """Fix ``state_dir`` (the ``state_dir`` of a successful ``open``) as this store's state directory for
         good (README, "Confinement"); ``""`` leaves none. Raises ``ValueError`` when another one is fixed."""
         with self._mu:
@@ -445,7 +445,7 @@ class HostFunctions:
         return {}
 
     def _dir(self) -> str:
-        """The state directory; ``invalid_request`` before :meth:`confine`."""
+        """The state directory; ``invalid_request`` before :meth:`set_state_dir`."""
         if not self._state_dir:
             raise _Fail("invalid_request", "no state directory: open has not succeeded")
         return self._state_dir

@@ -167,7 +167,7 @@ class ResumeTokenStore:
                                   f'"{ABI_VERSION}"; reinstall mcp-resume so plugin and host match')
             out = json.loads(self._export("open", req))
             self._state_dir: str = out["state_dir"]
-            self._funcs.confine(self._state_dir)  # the file functions act in it, and only in it, from now on
+            self._funcs.set_state_dir(self._state_dir)  # the file functions act in it, and only in it, from now on
             self._state_root: str = out.get("state_root") or ""
             self._resume: bool = bool(out["resume"])
         except ResumeStoreError:
