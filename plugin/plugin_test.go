@@ -102,8 +102,8 @@ func TestWasmSize(t *testing.T) {
 }
 
 // forbidden are prefixes of the Wasm function names (Go's, with '/' and
-// '*' spelled '_') of code that must not be linked into the plugin (issue
-// 10): fmt, and encoding/json's reflection-based encoder and decoder. go-pdk
+// '*' spelled '_') of code that must not be linked into the plugin (a lean
+// guest): fmt, and encoding/json's reflection-based encoder and decoder. go-pdk
 // imports encoding/json, so its init and a few methods stay; they cost
 // little as long as nothing marshals.
 var forbidden = []string{
@@ -139,7 +139,7 @@ func TestGuestLinks(t *testing.T) {
 	for _, name := range names {
 		for _, p := range forbidden {
 			if strings.HasPrefix(name, p) {
-				t.Errorf("the plugin links %s (issue 10: no fmt and no reflection-based JSON in the guest; use hostfuncs's codecs and strconv)", name)
+				t.Errorf("the plugin links %s (a lean guest: no fmt and no reflection-based JSON; use hostfuncs's codecs and strconv)", name)
 			}
 		}
 	}

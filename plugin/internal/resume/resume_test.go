@@ -477,7 +477,7 @@ func TestStore_ListMissingDir(t *testing.T) {
 }
 
 // TestStore_CorruptAndReject: corrupt files are removed (spec 000, Token File
-// Corrupted); reject keeps a newer token (seed 004).
+// Corrupted); reject keeps a newer token (the reconnection race).
 func TestStore_CorruptAndReject(t *testing.T) {
 	for name, content := range map[string]string{"empty": "", "space": "a b", "newline": "tok\n", "huge": strings.Repeat("x", 4097)} {
 		h, dir := newHost(t)
