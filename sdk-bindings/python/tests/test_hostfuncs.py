@@ -352,6 +352,7 @@ def test_prepare_dir_stat(tmp_path: Path) -> None:
     assert prim("stat", tmp_path / "file") == {"type": "file", "uid": uid, "mode": 0o600}
     assert prim("stat", tmp_path / "link") == {"type": "symlink", "uid": uid, "mode": 0o777}
     assert prim("stat", tmp_path / "link", follow=True) == {"type": "dir", "uid": uid, "mode": 0o755}
+    assert prim("stat", tmp_path / "link", follow=None) == prim("stat", tmp_path / "link"), "null: the default"
     assert prim("stat", tmp_path / "dangling") == {"type": "symlink", "uid": uid, "mode": 0o777}
     assert code(prim("stat", tmp_path / "dangling", follow=True)) == "not_found"
     assert code(prim("stat", tmp_path / "missing")) == "not_found"
@@ -394,6 +395,22 @@ def test_log_levels_and_fields(state: Path, logs: Lines, capsys: pytest.CaptureF
         assert code(call(f, "mcp_resume_log", req)) == "invalid_request", req
     assert len(logs.records) == n, "a refused line is not logged"
     assert capsys.readouterr().out == ""
+
+
+def test_closed_store_answers_invalid_request(state: Path) -> None:
+    """Closing a store releases what its host functions hold; a call after that acts on nothing."""
+    f = funcs(state)
+    assert lock(f) == {}
+    f.close()
+    (state / TOKEN_NAME).write_text("x")
+    for fn in FUNCTIONS:
+        req = {"name": TOKEN_NAME, "temp": TEMP_NAME, "limit": 9, "data": "", "ops": [{"op": "self"}],
+               "op": "stat", "path": str(state), "level": "info", "event": "e", "message": "m"}
+        assert code(call(f, fn, req)) == "invalid_request", fn
+    assert sorted(os.listdir(state)) == [LOCK_NAME, TOKEN_NAME]
+    g = funcs(state)
+    assert lock(g) == {}, "the lock was released"
+    g.close()
 
 
 def test_log_broken_handler(state: Path) -> None:
@@ -444,7 +461,9 @@ LOCK_SOCKET = f"mcp-resume-lock-pytest-{os.getpid()}-{random.randrange(1 << 32):
 
 
 def lock(f: HostFunctions, name: str = LOCK_NAME, socket: str | None = None) -> dict[str, Any]:
-    return call(f, "mcp_resume_lock", {"name": name, "socket": f"{LOCK_SOCKET}-{len(name)}" if socket is None else socket})
+    """Take the lock ``name`` with ``socket`` (``None``: one per name; ``""``: none, flock alone)."""
+    req = {"name": name} if socket == "" else {"name": name, "socket": socket or f"{LOCK_SOCKET}-{len(name)}"}
+    return call(f, "mcp_resume_lock", req)
 
 
 def test_lock_busy_idempotent_released_by_close(state: Path) -> None:
@@ -460,11 +479,12 @@ def test_lock_busy_idempotent_released_by_close(state: Path) -> None:
     a.close()
     a.close()
     assert lock(b) == {}
-    assert code(lock(a)) == "busy"
+    c = funcs(state)
+    assert code(lock(c)) == "busy"
     b.close()
     assert sorted(os.listdir(state)) == [LOCK_NAME, LOCK_NAME + "-0123456789abcdef"], "a lock file was deleted"
-    assert lock(a) == {}
-    a.close()
+    assert lock(c) == {}
+    c.close()
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="abstract sockets are Linux's")
@@ -513,7 +533,13 @@ def test_lock_refusals(state: Path, tmp_path: Path) -> None:
     (state / LOCK_NAME).mkdir()
     assert code(lock(f)) == "unsafe"
     assert code(call(f, "mcp_resume_lock", {})) == "invalid_request"
-    assert f._locks == {}
+    os.rmdir(state / LOCK_NAME)
+    for sock in ("", "x" * 108, "a\x00b", 5, ["x"]):
+        assert code(call(f, "mcp_resume_lock", {"name": LOCK_NAME, "socket": sock})) == "invalid_request", sock
+    assert f._locks == {} and os.listdir(state) == [], "refused before any system call"
+    assert call(f, "mcp_resume_lock", {"name": LOCK_NAME, "socket": None}) == {}, "null: no socket"
+    assert call(f, "mcp_resume_lock", {"name": LOCK_NAME + "-2", "socket": LOCK_SOCKET + "y" * (107 - len(LOCK_SOCKET))}) == {}
+    f.close()
 
 
 LOCK_CHILD = r"""
@@ -913,6 +939,17 @@ def test_inspect_fds_unreadable_link_is_an_answer(tmp_path: Path) -> None:
     assert code(inspect(f, {"op": "fds", "pid": "4242"})[0]) == "io"
     os.rmdir(fd / "4")
     assert inspect(f, {"op": "fds", "pid": "4242"})[0]["fds"][0]["target"] == "pipe:[7]"
+
+
+def test_link_targets_not_utf8_become_fffd(tmp_path: Path) -> None:
+    """A link target with bytes that are not UTF-8 (a deleted file's name, say) is sent with one U+FFFD per byte."""
+    fd = tmp_path / "proc" / "4242" / "fd"
+    fd.mkdir(parents=True)
+    os.symlink(b"/tmp/a\xff\xe2\x82b", os.path.join(os.fsencode(fd), b"0"))
+    f = pinned_functions(System(facts={"os": "linux", "pid": 100}, proc=str(tmp_path / "proc")))(logging.getLogger("x"))
+    link, fds = inspect(f, {"op": "fd_link", "pid": "4242", "fd": 0}, {"op": "fds", "pid": "4242", "targets": ["/tmp/a\ufffd\ufffd\ufffdb"]})
+    assert link == {"target": "/tmp/a\ufffd\ufffd\ufffdb"}
+    assert fds == {"fds": [{"fd": 0, "target": "/tmp/a\ufffd\ufffd\ufffdb", "flags": -1}]}
 
 
 def test_fstat_any_fd() -> None:

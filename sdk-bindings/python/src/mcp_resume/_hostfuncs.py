@@ -86,12 +86,12 @@ def _field(doc: dict[str, Any], key: str, kind: type) -> Any:
 
 
 def _name(doc: dict[str, Any], key: str = "name") -> str:
-    """``doc[key]`` if it is one path element (1-255 bytes, not ``.`` or ``..``, no ``/`` or NUL), else
-    ``invalid_request``: the whole host rule for names (README, "Names")."""
+    """``doc[key]`` if it is one path element (1-255 bytes of UTF-8, not ``.`` or ``..``, no ``/`` or NUL), else
+    ``invalid_request``: the whole host rule (README, "Names and the state directory")."""
     v = doc.get(key)
     try:
-        raw = os.fsencode(v) if isinstance(v, str) else b""
-    except UnicodeError:
+        raw = v.encode() if isinstance(v, str) else b""
+    except UnicodeError:  # a lone surrogate escape
         raw = b""
     if not 1 <= len(raw) <= 255 or raw in (b".", b"..") or b"/" in raw or b"\0" in raw:
         raise _Fail("invalid_request", f"{key} {v!r} is not one path element of 1-255 bytes")
@@ -214,16 +214,13 @@ def _real_primitive(op: str, key: Any) -> dict[str, Any]:
     raise _Fail("unsupported", f"{op}: not offered on this system")
 
 
-def _bind_abstract(name: str) -> list[socket.socket]:
+def _bind_abstract(raw: bytes) -> list[socket.socket]:
     """Bind the lock's abstract Unix socket ``name`` in both forms (README, ``mcp_resume_lock``): padded to the
-    whole ``sun_path`` first (Node's form), then unpadded. Returns the bound close-on-exec sockets; raises
+    whole ``sun_path`` first (Node's form), then unpadded (``raw``: 1-107 bytes). Returns the bound close-on-exec sockets; raises
     ``OSError`` (``EADDRINUSE``: held elsewhere), leaving nothing bound."""
-    raw = name.encode()
-    if len(raw) >= _SUN_PATH_LEN:
-        raise OSError(errno.ENAMETOOLONG, "abstract socket name too long")
     socks: list[socket.socket] = []
     try:
-        for addr in (b"\0" + raw + b"\0" * (_SUN_PATH_LEN - 1 - len(raw)), b"\0" + raw):
+        for addr in dict.fromkeys((b"\0" + raw + b"\0" * (_SUN_PATH_LEN - 1 - len(raw)), b"\0" + raw)):  # one at 107
             socks.append(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
             socks[-1].bind(addr)
     except OSError:
@@ -251,6 +248,7 @@ class HostFunctions:
         self._mu = threading.Lock()
         self._locks: dict[str, tuple[int, list[socket.socket]]] = {}
         self._stdio: list[int] | None = None
+        self._closed = False
 
     @property
     def state_dir(self) -> str:
@@ -307,9 +305,11 @@ class HostFunctions:
                     os.close(fd)
 
     def close(self) -> None:
-        """Release every lock (its descriptor and sockets; the files stay) and the stdio copies. Idempotent."""
+        """Release every lock (its descriptor and sockets; the files stay) and the stdio copies; every call
+        answers ``invalid_request`` from now on. Idempotent."""
         self.release_stdio()
         with self._mu:
+            self._closed = True
             held, self._locks = list(self._locks.values()), {}
         for fd, socks in held:
             with contextlib.suppress(OSError):
@@ -326,6 +326,8 @@ class HostFunctions:
         to a multiple of 8 bytes. Never raises: a malformed request or an unknown function answers
         ``invalid_request``, an unexpected failure ``io``."""
         try:
+            if self._closed:
+                raise _Fail("invalid_request", f"{fn}: this store is closed")
             try:
                 doc = json.loads(req)
             except (ValueError, UnicodeDecodeError) as e:
@@ -383,7 +385,7 @@ class HostFunctions:
         if kind == "data":
             return {"data": _b64(_read_file(full, _PROC_READ_CAP))}
         try:
-            return {"target": os.readlink(full)}
+            return {"target": _exact(os.readlink(full))}
         except OSError as e:
             raise _os_fail(f"readlink /proc/{path}", e) from None
 
@@ -405,7 +407,7 @@ class HostFunctions:
         out = []
         for n in sorted(int(n) for n in names if n.isdigit()):
             try:
-                target = os.readlink(f"{base}/fd/{n}")
+                target = _exact(os.readlink(f"{base}/fd/{n}"))
             except OSError as e:
                 if e.errno in (errno.ENOENT, errno.ESRCH):
                     continue
@@ -425,8 +427,8 @@ class HostFunctions:
         if not path.startswith("/") or path.startswith("//") or os.path.normpath(path) != path or "\0" in path:
             raise _Fail("invalid_request", f"path {path!r} is not an absolute, clean path")
         if op == "stat":
-            follow = doc.get("follow", False)
-            if not isinstance(follow, bool):
+            follow = doc.get("follow")
+            if follow is not None and not isinstance(follow, bool):
                 raise _Fail("invalid_request", "request field 'follow' is not a bool")
             try:
                 st = os.stat(path) if follow else os.lstat(path)
@@ -513,9 +515,10 @@ class HostFunctions:
         regular) and ``flock(LOCK_EX|LOCK_NB)`` it. ``busy`` from either releases the other. Held already: ``{}``."""
         name = _name(doc)
         path = os.path.join(self._dir(), name)
-        sock_name = doc.get("socket") or ""
-        if not isinstance(sock_name, str) or "\0" in sock_name:
-            raise _Fail("invalid_request", "request field 'socket' is not a string without NUL")
+        sock_name = doc.get("socket")
+        raw = sock_name.encode("utf-8", "surrogatepass") if isinstance(sock_name, str) else b""
+        if sock_name is not None and not (1 <= len(raw) < _SUN_PATH_LEN and b"\0" not in raw):
+            raise _Fail("invalid_request", "request field 'socket' is not a string of 1-107 bytes without NUL")
         if fcntl is None:  # pragma: no cover
             raise _Fail("unsupported", "lock: this platform has no flock")
         with self._mu:
@@ -525,7 +528,7 @@ class HostFunctions:
             fd = -1
             try:
                 if sock_name and sys.platform.startswith("linux"):
-                    socks = _bind_abstract(sock_name)
+                    socks = _bind_abstract(raw)
                 fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NONBLOCK | _O_FLAGS, 0o600)
                 _regular(fd, name)
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
