@@ -54,8 +54,9 @@ _PROC_OPS = {"boot_id": ("data", "sys/kernel/random/boot_id"), "self": ("target"
              "cmdline": ("data", "{pid}/cmdline"), "pid_ns": ("target", "{pid}/ns/pid"),
              "fd_link": ("target", "{pid}/fd/{fd}")}
 #: The other ops, answered by :meth:`HostFunctions._primitive`: op -> the request field it takes.
-_PRIMITIVES = {"kill0": "pid", "exe": "pid", "sysctl": "pid", "procargs": "pid", "ps": "pid", "fstat": "fd", "peer": "fd"}
-#: errno -> contract code (abi5, "Errors"); anything else is io.
+_PRIMITIVES = {"kill0": "pid", "exe": "pid", "sysctl": "pid", "procargs": "pid", "ps": "pid",
+               "fstat": "fd", "peer": "fd"}
+#: errno -> contract code (README, "Error codes"); anything else is io.
 _ERRNO_CODES = {errno.ENOENT: "not_found", errno.ESRCH: "not_found", errno.EBADF: "not_found",
                 errno.EACCES: "permission", errno.EPERM: "permission", errno.ELOOP: "unsafe", errno.EISDIR: "unsafe",
                 errno.ENOTDIR: "not_dir", errno.EEXIST: "exists", errno.ENOSPC: "no_space",
@@ -215,12 +216,13 @@ def _real_primitive(op: str, key: Any) -> dict[str, Any]:
 
 
 def _bind_abstract(raw: bytes) -> list[socket.socket]:
-    """Bind the lock's abstract Unix socket ``name`` in both forms (README, ``mcp_resume_lock``): padded to the
-    whole ``sun_path`` first (Node's form), then unpadded (``raw``: 1-107 bytes). Returns the bound close-on-exec sockets; raises
-    ``OSError`` (``EADDRINUSE``: held elsewhere), leaving nothing bound."""
+    """Bind the lock's abstract Unix socket ``raw`` (1-107 bytes) in both forms (README, ``mcp_resume_lock``):
+    padded to the whole ``sun_path`` first (Node's form), then unpadded; one address when they coincide (107
+    bytes). Returns the bound close-on-exec sockets; raises ``OSError`` (``EADDRINUSE``: held elsewhere),
+    leaving nothing bound."""
     socks: list[socket.socket] = []
     try:
-        for addr in dict.fromkeys((b"\0" + raw + b"\0" * (_SUN_PATH_LEN - 1 - len(raw)), b"\0" + raw)):  # one at 107
+        for addr in dict.fromkeys((b"\0" + raw + b"\0" * (_SUN_PATH_LEN - 1 - len(raw)), b"\0" + raw)):
             socks.append(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
             socks[-1].bind(addr)
     except OSError:
@@ -257,7 +259,7 @@ class HostFunctions:
 
     def set_state_dir(self, state_dir: str) -> None:
         """Fix ``state_dir`` (the ``state_dir`` of a successful ``open``) as this store's state directory for
-        good (README, "Confinement"); ``""`` leaves none. Raises ``ValueError`` when another one is fixed."""
+        good (README, "Names and the state directory"); ``""`` leaves none. Raises ``ValueError`` when another one is fixed."""
         with self._mu:
             if self._state_dir and state_dir != self._state_dir:
                 raise ValueError(f"state directory already fixed at {self._state_dir}, not {state_dir}")
