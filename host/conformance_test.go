@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/mcp-resume/mcp-resume/host"
 	"github.com/mcp-resume/mcp-resume/host/internal/primitives"
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
@@ -26,9 +28,10 @@ import (
 // The shared cases of hostfuncs/conformance, run against the real plugin in
 // the Go host with its real host functions on real files; only the system
 // (facts, a fixture /proc tree, the answers of kill0/fstat/peer/sysctl/
-// procargs/ps) is pinned, through primitives.Fixture. The Python and
-// TypeScript suites run the same files. hostfuncs/conformance/README.md is
-// the format and the procedure followed step by step below.
+// procargs/ps/exe) is pinned, by the test's wrapper of the host functions
+// (pinnedSystem, conformance_system_test.go). The Python and TypeScript
+// suites run the same files. hostfuncs/conformance/README.md is the format
+// and the procedure followed step by step below.
 
 const conformanceDir = "../hostfuncs/conformance"
 
@@ -166,9 +169,10 @@ func runCase(t *testing.T, raw []byte) {
 		t.Fatal(err)
 	}
 	makeFiles(t, procRoot, sys.Proc, true)
+	// Logs are captured from the start: open logs too.
 	logs := &captureHandler{}
-	fixture := &primitives.Fixture{Facts: sys.Facts, ProcRoot: procRoot, Answers: sys.Answers, NoAnswer: sys.NoAnswer}
-	funcs := primitives.New(primitives.Config{Logger: slog.New(logs), Fixture: fixture})
+	funcs := primitives.New(primitives.Config{Logger: slog.New(logs)})
+	pinned := newPinnedSystem(funcs, sys, procRoot)
 	// Step 3: the state directory of app "conformance" under the state
 	// root root/state.
 	dir := filepath.Join(root, "state", "conformance")
@@ -189,7 +193,7 @@ func runCase(t *testing.T, raw []byte) {
 	makeFiles(t, dir, c.FilesBefore, false)
 
 	// Step 5: load, check the ABI version, open.
-	store, err := host.LoadForTest(ctx, sharedCacheDir, funcs, slog.New(logs))
+	store, err := host.LoadForTest(ctx, sharedCacheDir, funcs, pinned, slog.New(logs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,6 +213,15 @@ func runCase(t *testing.T, raw []byte) {
 	} else if callErr != nil {
 		t.Fatalf("open failed: %v", callErr)
 	}
+	if callErr == nil {
+		// As every host does: open's state_dir is the state directory of
+		// the file functions, for good (the confinement rule).
+		var o hostfuncs.OpenOutput
+		if err := json.Unmarshal(out, &o); err != nil {
+			t.Fatalf("open output %q: %v", out, err)
+		}
+		funcs.SetStateDir(o.StateDir)
+	}
 
 	// Step 6: the calls.
 	for i := 0; opened && i < len(c.Calls); i++ {
@@ -224,17 +237,18 @@ func runCase(t *testing.T, raw []byte) {
 			}
 			continue
 		case "hold_lock":
-			// A second, independent instance of the lock function, with
-			// the socket the plugin names for this lock.
+			// A second, independent instance of the host functions whose
+			// state directory is set directly (no prepare_dir), taking the
+			// lock with the socket the plugin names for it.
 			other := primitives.New(primitives.Config{})
 			defer other.Close()
-			prep, _ := json.Marshal(hostfuncs.PrepareDirRequest{Op: hostfuncs.DirOpFix, Path: dir, SweepSeconds: 60})
+			if !other.SetStateDir(dir) {
+				t.Fatalf("hold_lock: SetStateDir(%s) refused", dir)
+			}
 			lock, _ := json.Marshal(hostfuncs.LockRequest{Name: cl.Name, Socket: lockSocket(t, ctx, store, cl.Name)})
-			for _, r := range [][2]string{{hostfuncs.FnPrepareDir, string(prep)}, {hostfuncs.FnLock, string(lock)}} {
-				var resp hostfuncs.Empty
-				if out := other.Call(r[0], []byte(r[1])); json.Unmarshal(out, &resp) != nil || resp.Error != nil {
-					t.Fatalf("hold_lock %s: %s", r[0], out)
-				}
+			var resp hostfuncs.Empty
+			if out := other.Call(hostfuncs.FnLock, lock); json.Unmarshal(out, &resp) != nil || resp.Error != nil {
+				t.Fatalf("hold_lock: %s", out)
 			}
 			continue
 		case "":
@@ -440,8 +454,10 @@ func makeFiles(t *testing.T, dir string, files map[string]content, parents bool)
 			}
 		}
 		if c.AgeDays > 0 {
+			// The entry's own times, a symlink's included (never its target's).
 			old := time.Now().Add(-time.Duration(c.AgeDays * float64(24*time.Hour)))
-			if err := os.Chtimes(p, old, old); err != nil {
+			tv := []unix.Timeval{unix.NsecToTimeval(old.UnixNano()), unix.NsecToTimeval(old.UnixNano())}
+			if err := unix.Lutimes(p, tv); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -449,7 +465,7 @@ func makeFiles(t *testing.T, dir string, files map[string]content, parents bool)
 }
 
 // checkFiles compares dir with want; exact also demands no other entries
-// (temporary files included).
+// (step 7: temporary files count like any other name).
 func checkFiles(t *testing.T, dir string, want map[string]content, exact bool) {
 	t.Helper()
 	var names []string

@@ -14,9 +14,15 @@ import (
 // step 6) over host functions pinned to a fixture system.
 
 // LoadForTest loads the plugin over funcs and checks its ABI version, as
-// Open does, without calling open.
-func LoadForTest(ctx context.Context, cacheDir string, funcs *primitives.Funcs, logger *slog.Logger) (*Store, error) {
-	return load(ctx, cacheDir, funcs, logger)
+// Open does, without calling open. When calls is not nil, it serves the
+// plugin's host function calls in place of funcs (the conformance runner's
+// pinned system wraps funcs); Close still closes funcs.
+func LoadForTest(ctx context.Context, cacheDir string, funcs *primitives.Funcs, calls primitives.Handler, logger *slog.Logger) (*Store, error) {
+	s, err := load(ctx, cacheDir, funcs, logger)
+	if err == nil && calls != nil {
+		s.calls = calls
+	}
+	return s, err
 }
 
 // CallForTest calls export with input: its output, or the error it

@@ -49,7 +49,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 
 	extism "github.com/extism/go-sdk"
 
@@ -175,6 +174,7 @@ type Store struct {
 	plugin    *extism.Plugin
 	logger    *slog.Logger
 	funcs     *primitives.Funcs
+	calls     primitives.Handler // serves the plugin's host function calls: funcs, or a test's wrapper of it
 	stateDir  string
 	stateRoot string
 	engine    loader.Engine
@@ -207,14 +207,9 @@ func openWith(ctx context.Context, app string, opts *Options, funcs *primitives.
 	if opts != nil {
 		o = *opts
 	}
-	in := hostfuncs.OpenInput{App: app, Launchers: o.Launchers}
-	if o.StateDir != "" {
-		abs, err := filepath.Abs(o.StateDir)
-		if err != nil {
-			return nil, fmt.Errorf("%w: state directory %q: %v", ErrInvalidOption, o.StateDir, err)
-		}
-		in.StateDir = abs
-	}
+	// StateDir goes to the plugin exactly as given: the plugin makes a
+	// relative one absolute against facts.cwd (hostfuncs/README.md, "open").
+	in := hostfuncs.OpenInput{App: app, StateDir: o.StateDir, Launchers: o.Launchers}
 	if o.Instance != "" {
 		in.Instance = &o.Instance
 	}
@@ -248,7 +243,7 @@ func load(ctx context.Context, cacheDir string, funcs *primitives.Funcs, logger 
 	if err != nil {
 		return nil, fmt.Errorf("%w: loading: %v", ErrPlugin, err)
 	}
-	s := &Store{sem: make(chan struct{}, 1), plugin: p, logger: logger, funcs: funcs, engine: engine}
+	s := &Store{sem: make(chan struct{}, 1), plugin: p, logger: logger, funcs: funcs, calls: funcs, engine: engine}
 	out, callErr, err := s.call(ctx, hostfuncs.ExportABIVersion, nil)
 	if err != nil || callErr != nil || string(out) != hostfuncs.ABIVersion {
 		s.Close(ctx)
@@ -276,6 +271,9 @@ func (s *Store) open(ctx context.Context, input []byte) error {
 		return fmt.Errorf("%w: open returned malformed JSON: %v", ErrPlugin, err)
 	}
 	s.stateDir, s.stateRoot = o.StateDir, o.StateRoot
+	// The confinement rule: the file functions act in open's state_dir, for
+	// good ("" leaves them answering invalid_request; resume is then off).
+	s.funcs.SetStateDir(o.StateDir)
 	return nil
 }
 
@@ -539,7 +537,7 @@ func (s *Store) call(ctx context.Context, export string, input []byte) (out []by
 			s.logger.Error("mcp-resume plugin failed; session resume skipped for this call", "export", export, "error", err)
 		}
 	}()
-	cctx := primitives.NewContext(context.WithoutCancel(ctx), s.funcs)
+	cctx := primitives.NewContext(context.WithoutCancel(ctx), s.calls)
 	rc, out, err := s.plugin.CallWithContext(cctx, export, input)
 	if err != nil && rc == 1 {
 		var e hostfuncs.Error

@@ -26,7 +26,7 @@ from mcp_resume._hostfuncs import HostFunctions
 import logging
 d, name, sock = sys.argv[1:4]
 f = HostFunctions(logging.getLogger("holder"))
-f.call("mcp_resume_prepare_dir", json.dumps({"op": "fix", "path": d, "sweep_seconds": 60}).encode())
+f.confine(d)  # as a successful open fixes it
 r = json.loads(f.call("mcp_resume_lock", json.dumps({"name": name, "socket": sock}).encode()))
 print("error " + json.dumps(r) if r.get("error") else "held", flush=True)
 time.sleep(600)
@@ -53,7 +53,7 @@ func startHolder(t *testing.T, lang, dir, name, socket string) *holder {
 		}
 		cmd = exec.Command(py, "-c", pythonHolder, dir, name, socket)
 	case "node":
-		dist := filepath.Join(repo, "sdk-bindings", "typescript", "dist", "primitives.js")
+		dist := filepath.Join(repo, "sdk-bindings", "typescript", "dist", "hostfuncs.js")
 		node, err := exec.LookPath("node")
 		if _, serr := os.Stat(dist); err != nil || serr != nil {
 			t.Skipf("no node or %s: run make typescript-setup to test the lock across hosts", dist)
@@ -156,15 +156,17 @@ func callLock(f *primitives.Funcs, name, socket string) *hostfuncs.Error {
 }
 
 // codesProbe prints, as JSON, the code each mcp_resume_prepare_dir "mkdir"
-// answers for the paths given after "--" in its arguments: it runs in the
-// Go test binary (HOSTFUNCS_CODES), and as the same few lines in Python and
-// Node below.
+// answers for the paths given after "--" in its arguments, each path made
+// the state directory of a fresh instance first (mkdir acts only there): it
+// runs in the Go test binary (HOSTFUNCS_CODES), and as the same few lines in
+// Python and Node below.
 const pythonCodes = `
 import json, sys, logging
 from mcp_resume._hostfuncs import HostFunctions
-f = HostFunctions(logging.getLogger("codes"))
 out = {}
 for p in sys.argv[1:]:
+    f = HostFunctions(logging.getLogger("codes"))
+    f.confine(p)
     r = json.loads(f.call("mcp_resume_prepare_dir", json.dumps({"op": "mkdir", "path": p}).encode()))
     out[p] = (r.get("error") or {}).get("code", "")
 print(json.dumps(out, sort_keys=True, separators=(",", ":")))
@@ -172,9 +174,10 @@ print(json.dumps(out, sort_keys=True, separators=(",", ":")))
 
 const nodeCodes = `
 const { HostFunctions } = await import(process.env.HOSTFUNCS_DIST);
-const f = new HostFunctions({ logger: { debug() {}, info() {}, warn() {}, error() {} } });
 const out = {};
 for (const p of process.argv.slice(1)) {
+  const f = new HostFunctions({ logger: { debug() {}, info() {}, warn() {}, error() {} } });
+  f.confine(p);
   const r = JSON.parse(Buffer.from(f.call("mcp_resume_prepare_dir", Buffer.from(JSON.stringify({ op: "mkdir", path: p })))).toString());
   out[p] = r.error?.code ?? "";
 }
@@ -185,9 +188,10 @@ func init() { codesProbe = goCodes }
 
 // goCodes is the Go side of the probe, run by TestMain in a child.
 func goCodes(paths []string) string {
-	f := primitives.New(primitives.Config{})
 	out := map[string]string{}
 	for _, p := range paths {
+		f := primitives.New(primitives.Config{})
+		f.SetStateDir(p)
 		var r hostfuncs.Empty
 		req, _ := json.Marshal(hostfuncs.PrepareDirRequest{Op: hostfuncs.DirOpMkdir, Path: p})
 		json.Unmarshal(f.Call(hostfuncs.FnPrepareDir, req), &r)
@@ -215,7 +219,7 @@ func TestPrepareDir_CodesAcrossHosts(t *testing.T) {
 	}
 	repo, _ := filepath.Abs("../../..")
 	py := filepath.Join(repo, ".venv", "bin", "python")
-	dist := filepath.Join(repo, "sdk-bindings", "typescript", "dist", "primitives.js")
+	dist := filepath.Join(repo, "sdk-bindings", "typescript", "dist", "hostfuncs.js")
 	node, err := exec.LookPath("node")
 	if _, perr := os.Stat(py); perr != nil {
 		t.Skipf("no %s: run make python-setup", py)

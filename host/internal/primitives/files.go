@@ -1,16 +1,13 @@
 package primitives
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -27,244 +24,261 @@ const MaxReadLimit = 1 << 20
 //
 //   - "stat": lstat(path), or stat(path) with follow; the type ("dir",
 //     "file", "symlink", "other"), owner uid and st_mode & 07777;
-//   - "mkdir": mkdir(path, 0700), one directory, never its parents; once a
-//     directory is fixed, only that directory or one of its ancestors;
-//   - "fix": fix path as this store's state directory (the confinement
-//     rule: a later fix of another path is invalid_request) and delete this
-//     host's temporary files older than sweepSeconds.
-//
-// Errors carry the precise code of the OS error (osError): not_found,
-// not_dir, exists, permission, no_space, read_only, else io.
-func (f *Funcs) prepareDir(op, path string, follow bool, sweepSeconds int64) (hostfuncs.DirStat, *hostfuncs.Error) {
-	if !filepath.IsAbs(path) || filepath.Clean(path) != path || strings.ContainsRune(path, 0) {
-		return hostfuncs.DirStat{}, invalid(fmt.Sprintf("path %q is not an absolute, clean path", path))
+//   - "mkdir": mkdir(path, 0700), one directory, never its parents; only the
+//     state directory open fixed, or one of its ancestors.
+func (f *Funcs) prepareDir(r struct {
+	Op, Path *string
+	Follow   bool
+}) (any, *hostfuncs.Error) {
+	if r.Op == nil || r.Path == nil {
+		return nil, invalid(`mcp_resume_prepare_dir: request lacks "op" or "path"`)
 	}
-	switch op {
+	p := *r.Path
+	if !filepath.IsAbs(p) || filepath.Clean(p) != p || strings.IndexByte(p, 0) >= 0 {
+		return nil, invalid(fmt.Sprintf("path %q is not an absolute, clean path", p))
+	}
+	switch *r.Op {
 	case hostfuncs.DirOpStat:
 		stat := os.Lstat
-		if follow {
+		if r.Follow {
 			stat = os.Stat
 		}
-		info, err := stat(path)
+		info, err := stat(p)
 		if err != nil {
-			return hostfuncs.DirStat{}, osError("stat "+path, err, false)
+			return nil, osError("stat "+p, err)
 		}
-		return dirStat(info), nil
+		st := hostfuncs.DirStat{Type: fileType(info.Mode())}
+		if sys, ok := info.Sys().(*syscall.Stat_t); ok {
+			st.UID, st.Mode = int(sys.Uid), int(sys.Mode&0o7777)
+		}
+		return st, nil
 	case hostfuncs.DirOpMkdir:
-		if dir := f.Dir(); dir != "" && dir != path && !strings.HasPrefix(dir, path+"/") && path != "/" {
-			return hostfuncs.DirStat{}, invalid(fmt.Sprintf("this store's state directory is %s; mkdir %s is outside it", dir, path))
+		if dir := f.stateDir(); dir == "" || dir != p && p != "/" && !strings.HasPrefix(dir, p+"/") {
+			return nil, invalid(fmt.Sprintf("mkdir %s: only the state directory open answered (%q) or one of its ancestors", p, dir))
 		}
-		if err := os.Mkdir(path, 0o700); err != nil {
-			return hostfuncs.DirStat{}, osError("mkdir "+path, err, false)
+		if err := os.Mkdir(p, 0o700); err != nil {
+			return nil, osError("mkdir "+p, err)
 		}
-		return hostfuncs.DirStat{}, nil
-	case hostfuncs.DirOpFix:
-		if sweepSeconds < 0 {
-			return hostfuncs.DirStat{}, invalid("sweep_seconds must not be negative")
-		}
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		if f.dir != "" && f.dir != path {
-			return hostfuncs.DirStat{}, invalid(fmt.Sprintf("this store's state directory is %s; it cannot move to %s", f.dir, path))
-		}
-		f.dir = path
-		sweepTemporaries(path, time.Duration(sweepSeconds)*time.Second)
-		return hostfuncs.DirStat{}, nil
+		return nil, nil
 	}
-	return hostfuncs.DirStat{}, invalid(fmt.Sprintf("unknown mcp_resume_prepare_dir op %q: want stat, mkdir or fix", op))
+	return nil, invalid(fmt.Sprintf("unknown mcp_resume_prepare_dir op %q: want stat or mkdir", *r.Op))
 }
 
-// sweepTemporaries deletes leftover temporary files (".<name>.<random>.tmp",
-// from a writer killed between create and rename) older than maxAge. Best
-// effort: failures are ignored.
-func sweepTemporaries(dir string, maxAge time.Duration) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return
+// fileType is the contract's name for the type of mode (from lstat).
+func fileType(mode fs.FileMode) string {
+	switch {
+	case mode&fs.ModeSymlink != 0:
+		return hostfuncs.StatSymlink
+	case mode.IsDir():
+		return hostfuncs.StatDir
+	case mode.IsRegular():
+		return hostfuncs.StatFile
 	}
-	for _, e := range entries {
-		n := e.Name()
-		if !strings.HasPrefix(n, ".") || !strings.HasSuffix(n, ".tmp") || !e.Type().IsRegular() {
-			continue
-		}
-		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > maxAge {
-			_ = syscall.Unlink(filepath.Join(dir, n))
-		}
-	}
+	return hostfuncs.StatOther
 }
 
-// path returns the state directory and the full path of name, or
-// invalid_request when no state directory is fixed yet or name breaks
-// hostfuncs.ValidName.
-func (f *Funcs) path(name string) (dir, p string, werr *hostfuncs.Error) {
-	dir = f.Dir()
+func (f *Funcs) stateDir() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.dir
+}
+
+// path returns the full path of name in the state directory, or
+// invalid_request, before any system call, when no state directory is fixed
+// yet or name is not one path element (hostfuncs.ValidName).
+func (f *Funcs) path(field string, name *string) (string, *hostfuncs.Error) {
+	if name == nil {
+		return "", invalid(fmt.Sprintf("request lacks %q", field))
+	}
+	if !hostfuncs.ValidName(*name) {
+		return "", invalid(fmt.Sprintf("%s %q is not one path element (1-255 bytes, not . or .., no / or NUL)", field, *name))
+	}
+	dir := f.stateDir()
 	if dir == "" {
-		return "", "", invalid("no state directory yet: mcp_resume_prepare_dir must succeed first")
+		return "", invalid("no state directory: the plugin's open has not succeeded")
 	}
-	if !hostfuncs.ValidName(name) {
-		return "", "", invalid(fmt.Sprintf("file name %q is not allowed: names are 1-255 of [A-Za-z0-9._-], not starting with a dot", name))
+	return dir + "/" + *name, nil
+}
+
+// openFile opens p with flags|O_NOFOLLOW|O_CLOEXEC (os.OpenFile adds
+// O_CLOEXEC) and refuses anything but a regular file with unsafe: a FIFO,
+// device or directory planted at a name (O_NONBLOCK in flags keeps a FIFO
+// from blocking the open).
+func openFile(p, name string, flags int) (*os.File, *hostfuncs.Error) {
+	file, err := os.OpenFile(p, flags|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, osError("open "+name, err)
 	}
-	return dir, filepath.Join(dir, name), nil
+	info, err := file.Stat()
+	if err == nil && !info.Mode().IsRegular() {
+		err = fmt.Errorf("not a regular file (mode %s)", info.Mode())
+		file.Close()
+		return nil, &hostfuncs.Error{Code: hostfuncs.CodeUnsafe, Message: name + ": " + err.Error()}
+	}
+	if err != nil {
+		file.Close()
+		return nil, osError("fstat "+name, err)
+	}
+	return file, nil
 }
 
 // read serves mcp_resume_read: the first min(size, limit) bytes of a
-// regular file, opened O_NOFOLLOW|O_NONBLOCK (a FIFO planted at the name
-// must not hang the server).
-func (f *Funcs) read(name string, limit int) ([]byte, *hostfuncs.Error) {
-	_, p, werr := f.path(name)
+// regular file, limit 1..MaxReadLimit.
+func (f *Funcs) read(r struct {
+	Name  *string
+	Limit *int
+}) (any, *hostfuncs.Error) {
+	p, werr := f.path("name", r.Name)
 	if werr != nil {
 		return nil, werr
 	}
-	if limit <= 0 || limit > MaxReadLimit {
-		return nil, invalid(fmt.Sprintf("limit %d is outside 1..%d", limit, MaxReadLimit))
+	if r.Limit == nil || *r.Limit < 1 || *r.Limit > MaxReadLimit {
+		return nil, invalid(fmt.Sprintf(`"limit" must be an integer 1..%d`, MaxReadLimit))
 	}
-	file, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, osError("open "+name, err, true)
+	file, werr := openFile(p, *r.Name, os.O_RDONLY|syscall.O_NONBLOCK)
+	if werr != nil {
+		return nil, werr
 	}
 	defer file.Close()
-	if werr := checkRegular(file, name); werr != nil {
-		return nil, werr
-	}
-	data, err := io.ReadAll(io.LimitReader(file, int64(limit)))
+	data, err := io.ReadAll(io.LimitReader(file, int64(*r.Limit)))
 	if err != nil {
-		return nil, osError("read "+name, err, true)
+		return nil, osError("read "+*r.Name, err)
 	}
-	return data, nil
+	return hostfuncs.ReadResponse{Data: data}, nil
 }
 
-// write serves mcp_resume_write: replace the file atomically with a 0600
-// temporary file created O_EXCL|O_NOFOLLOW next to it, written, then renamed
-// over the name. A reader sees the old token or the new one, never a torn
-// write, and a symlink planted at the name is replaced, not followed.
-func (f *Funcs) write(name string, data []byte) *hostfuncs.Error {
-	dir, p, werr := f.path(name)
+// write serves mcp_resume_write: create temp exclusively (mode 0600, never
+// through a symlink), write data, close, rename it over name, so a reader
+// sees the old file or the new one, never a torn write. On any failure
+// after the create, temp is unlinked. No fsync: rename already makes the
+// replace atomic for readers and process crashes; after a power loss the
+// file may be empty, which the plugin treats as corrupt (spec 000, Token
+// File Corrupted).
+func (f *Funcs) write(r struct {
+	Name, Temp *string
+	Data       []byte // absent or null: nil; "" decodes to an empty, non-nil slice
+}) (any, *hostfuncs.Error) {
+	p, werr := f.path("name", r.Name)
 	if werr != nil {
-		return werr
+		return nil, werr
 	}
-	var rnd [8]byte
-	_, _ = rand.Read(rnd[:])
-	tmp := filepath.Join(dir, "."+name+"."+hex.EncodeToString(rnd[:])+".tmp")
-	file, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	tp, werr := f.path("temp", r.Temp)
+	if werr != nil {
+		return nil, werr
+	}
+	if r.Data == nil {
+		return nil, invalid(`mcp_resume_write: request lacks "data"`)
+	}
+	file, err := os.OpenFile(tp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
-		return osError("create temporary file for "+name, err, false)
+		return nil, osError("create "+*r.Temp, err)
 	}
-	// No fsync: rename already makes the replace atomic for readers and
-	// process crashes; after a power loss the file may be empty, which load
-	// treats as corrupt (spec 000, Token File Corrupted). fsync would cost
-	// milliseconds on every store.
-	_, err = file.Write(data)
+	_, err = file.Write(r.Data)
 	if cerr := file.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, p)
+		err = syscall.Rename(tp, p) // not os.Rename, which answers EEXIST for a directory at p by its own lstat
 	}
 	if err != nil {
-		_ = os.Remove(tmp)
-		return osError("write "+name, err, false)
+		_ = syscall.Unlink(tp)
+		return nil, osError("write "+*r.Name, err)
 	}
-	return nil
+	return nil, nil
 }
 
-// remove serves mcp_resume_remove with unlink, which never follows a symlink
-// and never removes a directory (os.Remove would fall back to rmdir).
-func (f *Funcs) remove(name string) *hostfuncs.Error {
-	_, p, werr := f.path(name)
+// remove serves mcp_resume_remove with unlink(2), which never follows a
+// symlink and never removes a directory (os.Remove would fall back to
+// rmdir): a directory answers unsafe (EISDIR on Linux).
+func (f *Funcs) remove(r struct{ Name *string }) (any, *hostfuncs.Error) {
+	p, werr := f.path("name", r.Name)
 	if werr != nil {
-		return werr
+		return nil, werr
 	}
 	if err := syscall.Unlink(p); err != nil {
-		return osError("remove "+name, &os.PathError{Op: "unlink", Path: name, Err: err}, false)
+		return nil, osError("unlink "+*r.Name, err)
 	}
-	return nil
+	return nil, nil
 }
 
-// list serves mcp_resume_list: the regular files directly in the state
-// directory whose names obey hostfuncs.ValidName and start with prefix, sorted by
-// byte value, each with its age (now minus its lstat modification time) in
-// whole seconds, rounded down. It never reads file contents.
-func (f *Funcs) list(prefix string) ([]hostfuncs.ListEntry, *hostfuncs.Error) {
-	dir := f.Dir()
+// list serves mcp_resume_list: every entry directly in the state directory
+// with its type and age (floor of now minus its lstat modification time, in
+// seconds; negative when the clock moved back), in directory order. An entry
+// whose lstat fails (removed meanwhile) is skipped. It never reads
+// contents; the plugin filters and sorts.
+func (f *Funcs) list(struct{}) (any, *hostfuncs.Error) {
+	dir := f.stateDir()
 	if dir == "" {
-		return nil, invalid("no state directory yet: mcp_resume_prepare_dir must succeed first")
+		return nil, invalid("no state directory: the plugin's open has not succeeded")
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, osError("list state directory", err, false)
+		return nil, osError("list state directory", err)
 	}
 	now := time.Now()
-	files := []hostfuncs.ListEntry{}
+	files := make([]hostfuncs.ListEntry, 0, len(entries))
 	for _, e := range entries {
-		n := e.Name()
-		if !e.Type().IsRegular() || !hostfuncs.ValidName(n) || !strings.HasPrefix(n, prefix) {
-			continue
-		}
 		info, err := e.Info() // lstat
 		if err != nil {
-			continue // removed meanwhile
+			continue
 		}
 		age := int64(math.Floor(now.Sub(info.ModTime()).Seconds()))
-		files = append(files, hostfuncs.ListEntry{Name: n, AgeSeconds: age})
+		files = append(files, hostfuncs.ListEntry{Name: e.Name(), Type: fileType(info.Mode()), AgeSeconds: age})
 	}
-	sort.Slice(files, func(i, j int) bool { return files[i].Name < files[j].Name })
-	return files, nil
+	return hostfuncs.ListResponse{Files: files}, nil
 }
 
-// lock serves mcp_resume_lock: an exclusive advisory lock on the file name,
-// created 0600 if missing and never deleted, held until Close or process
-// exit (the kernel releases it however the process dies). On Linux (socket
-// is ignored elsewhere), when socket is set, it first binds that abstract
-// Unix socket name (bindAbstract: both the form Node binds for the same lock
-// and the unpadded one), then takes flock on the file
-// (which older hosts and servers in another network namespace take): busy
-// when either is held elsewhere. Taking a lock this Funcs already holds
-// succeeds.
-func (f *Funcs) lock(name, socket string) *hostfuncs.Error {
-	_, p, werr := f.path(name)
+// lock serves mcp_resume_lock: an exclusive lock named name, held until
+// Close or process exit (the kernel releases it however the process dies).
+// The file is opened O_RDONLY|O_CREAT|O_NONBLOCK (created 0600 if missing,
+// never deleted) and must be a regular file (a FIFO planted there answers
+// unsafe without hanging). On Linux, when socket is set, the abstract Unix
+// socket is bound (bindAbstract): that is the lock between hosts; then
+// flock(LOCK_EX|LOCK_NB) on the file covers servers in other network
+// namespaces. Busy when either is held elsewhere. Taking a lock this Funcs
+// already holds succeeds.
+func (f *Funcs) lock(r struct {
+	Name   *string
+	Socket string
+}) (any, *hostfuncs.Error) {
+	name := r.Name
+	p, werr := f.path("name", name)
 	if werr != nil {
-		return werr
+		return nil, werr
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if _, held := f.locks[name]; held {
-		return nil
+	if _, held := f.locks[*name]; held {
+		return nil, nil
 	}
 	var h heldLock
-	if socket != "" && runtime.GOOS == "linux" {
-		fds, err := bindAbstract(socket)
-		switch {
-		case errors.Is(err, syscall.EADDRINUSE):
-			return &hostfuncs.Error{Code: hostfuncs.CodeBusy, Message: name + " is held by another server instance"}
-		case err != nil:
-			return osError("lock "+name+": bind abstract socket", err, false)
-		}
-		h.socks = fds
+	if h.file, werr = openFile(p, *name, os.O_RDONLY|os.O_CREATE|syscall.O_NONBLOCK); werr != nil {
+		return nil, werr
 	}
-	// os.OpenFile sets O_CLOEXEC: a child process must not inherit the lock.
-	file, err := os.OpenFile(p, os.O_RDONLY|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
+	var err error
+	if r.Socket != "" && bindAbstract != nil {
+		h.socks, err = bindAbstract(r.Socket)
+	}
+	if err == nil {
+		err = syscall.Flock(int(h.file.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	}
 	if err != nil {
 		h.release()
-		return osError("open lock "+name, err, true)
-	}
-	h.file = file
-	if werr := checkRegular(file, name); werr != nil {
-		h.release()
-		return werr
-	}
-	if err := flock(file); err != nil {
-		h.release()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return &hostfuncs.Error{Code: hostfuncs.CodeBusy, Message: name + " is held by another server instance"}
+		if errors.Is(err, syscall.EADDRINUSE) || errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, &hostfuncs.Error{Code: hostfuncs.CodeBusy, Message: *name + " is held by another server instance"}
 		}
-		return osError("lock "+name, err, false)
+		return nil, osError("lock "+*name, err)
 	}
-	f.locks[name] = h
-	return nil
+	f.locks[*name] = h
+	return nil, nil
 }
 
+// bindAbstract binds the lock's abstract Unix socket (linux.go); nil where
+// there are none (the lock is then the flock alone).
+var bindAbstract func(name string) ([]int, error)
+
 // heldLock is one lock taken by mcp_resume_lock: the open, flocked file
-// and the bound abstract sockets (bindAbstract; none off Linux).
+// and the bound abstract sockets (none off Linux).
 type heldLock struct {
 	file  *os.File
 	socks []int

@@ -1,31 +1,32 @@
-// Package hostfuncs is the Go implementation of the nine host functions the
-// mcp-resume plugin imports (ABI version 3, hostfuncs/README.md): facts about
-// this process, read-only process inspection (/proc, kill(pid, 0), fstat,
-// SO_PEERCRED, sysctl), a filesystem confined to one state directory, an
-// advisory lock, and logging. They are OS primitives and hold no policy: which
-// process is the MCP host, whether a host is alive, where the state directory
-// is and what a valid token is are decided by the plugin (procid).
+// Package primitives is the Go implementation of the nine host functions the
+// mcp-resume plugin imports (ABI version 5, hostfuncs/README.md): facts about
+// this process, typed read-only process inspection (/proc, kill(pid, 0),
+// fstat, SO_PEERCRED, sysctl), a filesystem confined to the state directory
+// the plugin's open answered, an advisory lock, and logging. They are OS
+// primitives and hold no policy: which process is the MCP host, whether a
+// host is alive, which files are tokens and which temporary files are stale
+// are decided by the plugin (procid, plugin/internal/resume).
 //
-// Funcs.Call serves one request natively (used by tests); Funcs.Extism wraps
-// the same code as Extism host functions for the plugin.
+// Funcs.Call serves one request natively; Shared wraps it as Extism host
+// functions for the plugin.
 package primitives
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io/fs"
 	"log/slog"
 	"os"
 	"os/user"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	extism "github.com/extism/go-sdk"
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
 )
@@ -35,10 +36,6 @@ import (
 type Config struct {
 	// Logger receives the plugin's log lines (mcp_resume_log); nil discards them.
 	Logger *slog.Logger
-	// Fixture pins the system the functions report. FOR THE CONFORMANCE
-	// TESTS ONLY (hostfuncs/conformance/README.md); production code leaves it
-	// nil, and then every answer comes from the real operating system.
-	Fixture *Fixture
 	// Trace, when set, is called after every host function call with the
 	// function's name, its request and how long it took. For benchmarks and
 	// debugging (host's BenchmarkOpenLoad counts the primitives a start
@@ -46,42 +43,15 @@ type Config struct {
 	Trace func(fn string, req []byte, took time.Duration)
 }
 
-// Fixture is the test-only seam of the shared conformance cases
-// (hostfuncs/conformance/README.md, "Running a case", step 2). With it,
-// mcp_resume_facts answers Facts as is, the /proc operations of
-// mcp_resume_inspect run their real code under ProcRoot instead of /proc,
-// and the operations that have no file to read answer from Answers, never
-// from the real system. Nothing else changes: the file functions, the lock
-// and the log act on real files.
-type Fixture struct {
-	// Facts is the JSON object mcp_resume_facts answers, as is. Its "os"
-	// field decides whether the /proc operations are supported ("linux").
-	Facts json.RawMessage
-	// ProcRoot is the directory that stands in for /proc.
-	ProcRoot string
-	// Answers holds results of kill0, fstat, peer, sysctl, procargs and ps,
-	// keyed "<op> <pid or fd>" (for example "kill0 4242", "fstat 0"). An
-	// operation without an entry gets the conformance default: kill0
-	// not_found, fstat {"type":"char"}, the others unsupported.
-	Answers map[string]json.RawMessage
-	// NoAnswer names host functions whose response is replaced by the 8
-	// bytes "not json", as when an SDK swallows a host function's exception.
-	NoAnswer []string
-}
-
-// Funcs implements the host functions for one store. The state directory
-// is fixed by the first successful mcp_resume_prepare_dir (the confinement
-// rule); the file functions answer invalid_request before that. It is safe
-// for concurrent use.
+// Funcs implements the host functions for one store. The file functions
+// act inside the state directory set by SetStateDir (the confinement rule)
+// and answer invalid_request before it. It is safe for concurrent use.
 type Funcs struct {
-	logger  *slog.Logger
-	fixture *Fixture
-	trace   func(string, []byte, time.Duration)
-	procOK  bool   // the /proc operations are supported here
-	proc    string // the directory read for /proc
+	logger *slog.Logger
+	trace  func(string, []byte, time.Duration)
 
 	mu    sync.Mutex
-	dir   string              // the confined state directory; "" until prepare_dir succeeds
+	dir   string              // the confined state directory; "" until SetStateDir
 	locks map[string]heldLock // held until Close
 }
 
@@ -91,15 +61,24 @@ func New(cfg Config) *Funcs {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	f := &Funcs{logger: logger, fixture: cfg.Fixture, trace: cfg.Trace, procOK: runtime.GOOS == "linux", proc: "/proc", locks: map[string]heldLock{}}
-	if fx := cfg.Fixture; fx != nil {
-		var facts struct {
-			OS string `json:"os"`
-		}
-		_ = json.Unmarshal(fx.Facts, &facts)
-		f.procOK, f.proc = facts.OS == "linux", fx.ProcRoot
+	return &Funcs{logger: logger, trace: cfg.Trace, locks: map[string]heldLock{}}
+}
+
+// SetStateDir fixes dir, the state_dir field of a successful open's output
+// (hostfuncs.OpenOutput), as this store's state directory for good
+// (hostfuncs/README.md, "Confinement fixed at open"). It reports whether dir
+// is now the state directory: false, changing nothing, when dir is not an
+// absolute clean path or another directory is already fixed.
+func (f *Funcs) SetStateDir(dir string) bool {
+	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir || strings.IndexByte(dir, 0) >= 0 {
+		return false
 	}
-	return f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.dir == "" {
+		f.dir = dir
+	}
+	return f.dir == dir
 }
 
 // Close releases every lock taken through mcp_resume_lock (the process
@@ -115,150 +94,108 @@ func (f *Funcs) Close() error {
 	return nil
 }
 
-// Dir returns the state directory fixed by the first successful
-// mcp_resume_prepare_dir, or "" before one.
-func (f *Funcs) Dir() string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.dir
+// Handler serves host function calls: fn is a hostfuncs.Fn* name, req its
+// JSON request, the result its JSON response. *Funcs is the real one; a
+// test may wrap it.
+type Handler interface {
+	Call(fn string, req []byte) []byte
 }
 
-// Call serves one host function call: fn is a hostfuncs.Fn* name and req its JSON
-// request; it returns the JSON response, padded to a multiple of 8 bytes
-// (hostfuncs.Pad8). It never panics and never fails without an answer: an unknown
-// function or a malformed request gets an invalid_request error, every OS
-// failure one of the contract's codes (hostfuncs/README.md, "Error codes").
+type ctxKey struct{}
+
+// NewContext returns ctx carrying h, for plugin calls through the host
+// functions of Shared.
+func NewContext(ctx context.Context, h Handler) context.Context {
+	return context.WithValue(ctx, ctxKey{}, h)
+}
+
+// Shared returns the nine host functions for a module compiled once and
+// instantiated by many stores (hostfuncs/README.md, "Loading the plugin").
+// Each reads its JSON request from plugin memory, serves it with the
+// Handler that NewContext put in the context of the plugin call (Extism
+// passes that context to host functions) and writes the JSON response back.
+// A call without a Handler, or a failure to touch plugin memory, returns
+// offset 0, which the plugin reads as "cannot tell" (hostfuncs/README.md,
+// "Calling convention").
+func Shared() []extism.HostFunction {
+	names := hostfuncs.Functions()
+	fns := make([]extism.HostFunction, 0, len(names))
+	for _, name := range names {
+		hf := extism.NewHostFunctionWithStack(name, func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
+			req, err := p.ReadBytes(stack[0])
+			stack[0] = 0
+			h, _ := ctx.Value(ctxKey{}).(Handler)
+			if err != nil || h == nil {
+				return
+			}
+			if out, err := p.WriteBytes(h.Call(name, req)); err == nil {
+				stack[0] = out
+			}
+		}, []extism.ValueType{extism.ValueTypePTR}, []extism.ValueType{extism.ValueTypePTR})
+		hf.SetNamespace(hostfuncs.Namespace)
+		fns = append(fns, hf)
+	}
+	return fns
+}
+
+// Call serves one host function call: fn is a hostfuncs.Fn* name and req its
+// JSON request; it returns the JSON response, padded to a multiple of 8 bytes
+// (hostfuncs.Pad8). It never panics and never fails without an answer: an
+// unknown function or a malformed request (not JSON, a required field
+// missing or of the wrong type) gets invalid_request, every OS failure one
+// of the contract's codes (osError).
 func (f *Funcs) Call(fn string, req []byte) []byte {
 	if f.trace != nil {
 		start := time.Now()
 		defer func() { f.trace(fn, req, time.Since(start)) }()
 	}
-	if f.fixture != nil && slices.Contains(f.fixture.NoAnswer, fn) {
-		return []byte("not json")
-	}
 	var resp any
+	var werr *hostfuncs.Error
 	switch fn {
 	case hostfuncs.FnFacts:
-		var r struct{}
-		if err := decode(req, &r); err != nil {
-			return err
-		}
-		if f.fixture != nil {
-			return hostfuncs.Pad8(append([]byte(nil), f.fixture.Facts...))
-		}
-		resp = facts()
+		resp, werr = serve(req, func(struct{}) (any, *hostfuncs.Error) { return facts(), nil })
 	case hostfuncs.FnInspect:
-		resp = f.inspect(req)
+		resp, werr = serve(req, inspect)
 	case hostfuncs.FnPrepareDir:
-		var r struct {
-			Op           *string `json:"op"`
-			Path         *string `json:"path"`
-			Follow       bool    `json:"follow"`
-			SweepSeconds int64   `json:"sweep_seconds"`
-		}
-		if err := decode(req, &r); err != nil {
-			return err
-		}
-		if r.Op == nil || r.Path == nil {
-			return missing(fn, `"op" and "path"`)
-		}
-		st, werr := f.prepareDir(*r.Op, *r.Path, r.Follow, r.SweepSeconds)
-		if werr != nil {
-			resp = empty(werr)
-		} else {
-			resp = st
-		}
+		resp, werr = serve(req, f.prepareDir)
 	case hostfuncs.FnRead:
-		var r struct {
-			Name  string `json:"name"`
-			Limit *int   `json:"limit"`
-		}
-		if err := decode(req, &r); err != nil {
-			return err
-		}
-		if r.Limit == nil {
-			return missing(fn, `"limit"`)
-		}
-		data, werr := f.read(r.Name, *r.Limit)
-		if werr != nil {
-			resp = empty(werr)
-		} else {
-			resp = hostfuncs.ReadResponse{Data: data}
-		}
+		resp, werr = serve(req, f.read)
 	case hostfuncs.FnWrite:
-		var r hostfuncs.WriteRequest
-		if err := decode(req, &r); err != nil {
-			return err
-		}
-		if r.Data == nil { // absent or null; "" decodes to an empty, non-nil slice
-			return missing(fn, `"data"`)
-		}
-		resp = empty(f.write(r.Name, r.Data))
+		resp, werr = serve(req, f.write)
 	case hostfuncs.FnRemove:
-		var r hostfuncs.NameRequest
-		if err := decode(req, &r); err != nil {
-			return err
-		}
-		resp = empty(f.remove(r.Name))
+		resp, werr = serve(req, f.remove)
 	case hostfuncs.FnList:
-		var r struct {
-			Prefix *string `json:"prefix"`
-		}
-		if err := decode(req, &r); err != nil {
-			return err
-		}
-		if r.Prefix == nil {
-			return missing(fn, `"prefix"`)
-		}
-		files, werr := f.list(*r.Prefix)
-		if werr != nil {
-			resp = empty(werr)
-		} else {
-			resp = hostfuncs.ListResponse{Files: files}
-		}
+		resp, werr = serve(req, f.list)
 	case hostfuncs.FnLock:
-		var r hostfuncs.LockRequest
-		if err := decode(req, &r); err != nil {
-			return err
-		}
-		resp = empty(f.lock(r.Name, r.Socket))
+		resp, werr = serve(req, f.lock)
 	case hostfuncs.FnLog:
-		var r hostfuncs.LogRequest
-		if err := decode(req, &r); err != nil {
-			return err
-		}
-		resp = empty(f.log(r))
+		resp, werr = serve(req, f.log)
 	default:
-		return errorResponse(hostfuncs.CodeInvalidRequest, "unknown host function "+fn)
+		werr = invalid("unknown host function " + fn)
+	}
+	if werr != nil || resp == nil {
+		resp = hostfuncs.Empty{Error: werr}
 	}
 	b, err := json.Marshal(resp)
 	if err != nil {
-		return errorResponse(hostfuncs.CodeIO, err.Error())
+		b, _ = json.Marshal(hostfuncs.Empty{Error: &hostfuncs.Error{Code: hostfuncs.CodeIO, Message: err.Error()}})
 	}
 	return hostfuncs.Pad8(b)
 }
 
-// errorResponse is the JSON {"error": {"code", "message"}}.
-func errorResponse(code, message string) []byte {
-	b, _ := json.Marshal(hostfuncs.Empty{Error: &hostfuncs.Error{Code: code, Message: message}})
-	return hostfuncs.Pad8(b)
-}
-
-func empty(werr *hostfuncs.Error) hostfuncs.Empty { return hostfuncs.Empty{Error: werr} }
-
-func missing(fn, field string) []byte {
-	return errorResponse(hostfuncs.CodeInvalidRequest, fn+": request lacks "+field)
-}
-
-func decode(req []byte, v any) []byte {
-	if err := json.Unmarshal(req, v); err != nil {
-		return errorResponse(hostfuncs.CodeInvalidRequest, "request is not the JSON document the contract defines: "+err.Error())
+// serve decodes req into a T (encoding/json: field names match
+// case-insensitively) and runs fn on it; a document that is not JSON, or a
+// field of the wrong type, is invalid_request. A nil answer means {}.
+func serve[T any](req []byte, fn func(T) (any, *hostfuncs.Error)) (any, *hostfuncs.Error) {
+	var r T
+	if err := json.Unmarshal(req, &r); err != nil {
+		return nil, invalid("request is not the JSON document the contract defines: " + err.Error())
 	}
-	return nil
+	return fn(r)
 }
 
-func invalid(format string) *hostfuncs.Error {
-	return &hostfuncs.Error{Code: hostfuncs.CodeInvalidRequest, Message: format}
+func invalid(msg string) *hostfuncs.Error {
+	return &hostfuncs.Error{Code: hostfuncs.CodeInvalidRequest, Message: msg}
 }
 
 // facts answers mcp_resume_facts from this process (hostfuncs/README.md,
@@ -309,60 +246,57 @@ func cwd() string {
 	return d
 }
 
-// log emits one plugin log line through the slog.Logger at its level, with
-// event and detail as attributes (hostfuncs/README.md, "mcp_resume_log").
-func (f *Funcs) log(r hostfuncs.LogRequest) *hostfuncs.Error {
-	if r.Level == "" || r.Event == "" || r.Message == "" {
-		return invalid(`mcp_resume_log: request lacks "level", "event" or "message"`)
+// logRequest is mcp_resume_log's request; pointers tell a missing field.
+type logRequest struct {
+	Level, Event, Message *string
+	Detail                string
+}
+
+// log writes Message through the slog.Logger at Level (debug, info, warn,
+// error), with Event and Detail (when not empty) as attributes
+// (hostfuncs/README.md, "mcp_resume_log"). Which events exist is plugin
+// policy: the host has no per-event logic.
+func (f *Funcs) log(r logRequest) (any, *hostfuncs.Error) {
+	if r.Level == nil || r.Event == nil || r.Message == nil {
+		return nil, invalid(`mcp_resume_log: request lacks "level", "event" or "message"`)
 	}
-	var level slog.Level
-	switch r.Level {
-	case hostfuncs.LevelDebug:
-		level = slog.LevelDebug
-	case hostfuncs.LevelInfo:
-		level = slog.LevelInfo
-	case hostfuncs.LevelWarn:
-		level = slog.LevelWarn
-	case hostfuncs.LevelError:
-		level = slog.LevelError
-	default:
-		return invalid("mcp_resume_log: unknown level " + r.Level + ": use debug, info, warn or error")
+	l, ok := map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}[*r.Level]
+	if !ok {
+		return nil, invalid("mcp_resume_log: unknown level " + strconv.Quote(*r.Level) + ": use debug, info, warn or error")
 	}
-	attrs := []slog.Attr{slog.String("event", r.Event)}
+	attrs := []slog.Attr{slog.String("event", *r.Event)}
 	if r.Detail != "" {
 		attrs = append(attrs, slog.String("detail", r.Detail))
 	}
-	f.logger.LogAttrs(context.Background(), level, r.Message, attrs...)
-	return nil
+	f.logger.LogAttrs(context.Background(), l, *r.Message, attrs...)
+	return nil, nil
 }
 
 // osError maps an operating-system error to the contract's codes
-// (hostfuncs/README.md, "Error codes"): not_found for ENOENT and ESRCH,
-// permission for EACCES and EPERM, not_dir for ENOTDIR, exists for EEXIST,
-// no_space for ENOSPC and EDQUOT, read_only for EROFS, io for the rest. Where a state-directory
-// file is opened (fileOpen), a symbolic link refused by O_NOFOLLOW (ELOOP)
-// and a directory (EISDIR) are unsafe.
-func osError(op string, err error, fileOpen bool) *hostfuncs.Error {
+// (hostfuncs/README.md, "Error codes"), the same for every host function:
+// ENOENT, ESRCH and EBADF not_found; EACCES and EPERM permission; ELOOP (a
+// symbolic link refused by O_NOFOLLOW) and EISDIR unsafe; ENOTDIR not_dir;
+// EEXIST exists; ENOSPC and EDQUOT no_space; EROFS read_only; the rest io.
+func osError(op string, err error) *hostfuncs.Error {
 	code := hostfuncs.CodeIO
-	switch {
-	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ESRCH):
-		code = hostfuncs.CodeNotFound
-	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
-		code = hostfuncs.CodePermission
-	case errors.Is(err, syscall.ENOTDIR):
-		code = hostfuncs.CodeNotDir
-	case errors.Is(err, syscall.EEXIST):
-		code = hostfuncs.CodeExists
-	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
-		code = hostfuncs.CodeNoSpace
-	case errors.Is(err, syscall.EROFS):
-		code = hostfuncs.CodeReadOnly
-	case fileOpen && errors.Is(err, syscall.ELOOP):
-		code = hostfuncs.CodeUnsafe
-		err = errors.New("it is a symbolic link, which is never followed")
-	case fileOpen && errors.Is(err, syscall.EISDIR):
-		code = hostfuncs.CodeUnsafe
-		err = errors.New("it is a directory, not a regular file")
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		switch errno {
+		case syscall.ENOENT, syscall.ESRCH, syscall.EBADF:
+			code = hostfuncs.CodeNotFound
+		case syscall.EACCES, syscall.EPERM:
+			code = hostfuncs.CodePermission
+		case syscall.ELOOP, syscall.EISDIR:
+			code = hostfuncs.CodeUnsafe
+		case syscall.ENOTDIR:
+			code = hostfuncs.CodeNotDir
+		case syscall.EEXIST:
+			code = hostfuncs.CodeExists
+		case syscall.ENOSPC, syscall.EDQUOT:
+			code = hostfuncs.CodeNoSpace
+		case syscall.EROFS:
+			code = hostfuncs.CodeReadOnly
+		}
 	}
 	return &hostfuncs.Error{Code: code, Message: op + ": " + err.Error()}
 }

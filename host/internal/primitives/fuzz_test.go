@@ -14,9 +14,6 @@ package primitives_test
 import (
 	"bufio"
 	"bytes"
-	"crypto/rand"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -28,7 +25,6 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"testing/cryptotest"
 	"unsafe"
 
 	"github.com/mcp-resume/mcp-resume/host/internal/primitives"
@@ -240,15 +236,13 @@ func closeFuncs(f *primitives.Funcs) {
 	}
 }
 
-// newFuncs returns Funcs confined to dir by a successful prepare_dir.
+// newFuncs returns Funcs whose state directory is dir, as open fixes it.
 func newFuncs(t *testing.T, dir string) *primitives.Funcs {
 	f := primitives.New(primitives.Config{
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
-	_ = os.MkdirAll(dir, 0o700)
-	req, _ := json.Marshal(hostfuncs.PrepareDirRequest{Op: hostfuncs.DirOpFix, Path: dir, SweepSeconds: 60})
-	if out := f.Call(hostfuncs.FnPrepareDir, req); strings.Contains(string(out), `"error"`) {
-		t.Fatalf("prepare_dir: %s", out)
+	if !f.SetStateDir(dir) {
+		t.Fatalf("SetStateDir(%s) refused", dir)
 	}
 	return f
 }
@@ -273,23 +267,26 @@ func FuzzCall(f *testing.F) {
 	for _, name := range names {
 		n, _ := json.Marshal(name)
 		f.Add(index(hostfuncs.FnRead), []byte(fmt.Sprintf(`{"name":%s,"limit":4097}`, n)))
-		f.Add(index(hostfuncs.FnWrite), []byte(fmt.Sprintf(`{"name":%s,"data":"dG9r"}`, n)))
+		f.Add(index(hostfuncs.FnWrite), []byte(fmt.Sprintf(`{"name":%s,"temp":".x.0000000000000001.tmp","data":"dG9r"}`, n)))
+		f.Add(index(hostfuncs.FnWrite), []byte(fmt.Sprintf(`{"name":"token-5-9.a","temp":%s,"data":"dG9r"}`, n)))
 		f.Add(index(hostfuncs.FnRemove), []byte(fmt.Sprintf(`{"name":%s}`, n)))
-		f.Add(index(hostfuncs.FnList), []byte(fmt.Sprintf(`{"prefix":%s}`, n)))
 		f.Add(index(hostfuncs.FnLock), []byte(fmt.Sprintf(`{"name":%s}`, n)))
+		f.Add(index(hostfuncs.FnLock), []byte(fmt.Sprintf(`{"name":%s,"socket":"mcp-resume-fuzz"}`, n)))
 		f.Add(index(hostfuncs.FnPrepareDir), []byte(fmt.Sprintf(`{"op":"stat","path":%s}`, n)))
+		f.Add(index(hostfuncs.FnPrepareDir), []byte(fmt.Sprintf(`{"op":"mkdir","path":%s}`, n)))
 	}
-	// Inspect: allowlisted paths, escapes from it, every operation.
-	for _, p := range []string{
-		"/proc/self", "/proc/self/stat", "/proc/1/stat", "/proc/self/cmdline", "/proc/sys/kernel/random/boot_id",
-		"/proc/self/ns/pid", "/proc/self/fd/0", "/proc/self/environ", "/proc/self/../self/stat", "/proc//stat",
-		"/proc/self/root/etc/passwd", "/etc/passwd", "/proc/self/fd/../stat", "proc/self/stat", "/proc/-1/stat",
-		"/proc/self/cwd", "/proc/self/fd/", "/proc/99999999999999999999/stat",
-	} {
-		ps, _ := json.Marshal(p)
-		f.Add(index(hostfuncs.FnInspect), []byte(fmt.Sprintf(`{"ops":[{"op":"read","path":%s},{"op":"readlink","path":%s}]}`, ps, ps)))
+	f.Add(index(hostfuncs.FnList), []byte(`{}`))
+	// Inspect: every typed operation, with pids and fds that try to leave
+	// the paths the host builds, and the ABI 4 path operations (gone).
+	for _, pid := range []string{`"self"`, `"1"`, `"../1"`, `"1/root"`, `"self/root"`, `"-1"`, `"01"`, `"99999999999999999999"`, `1`} {
+		for _, op := range []string{"stat", "cmdline", "pid_ns", "fds", "kill0", "exe"} {
+			f.Add(index(hostfuncs.FnInspect), []byte(fmt.Sprintf(`{"ops":[{"op":%q,"pid":%s}]}`, op, pid)))
+		}
+		f.Add(index(hostfuncs.FnInspect), []byte(fmt.Sprintf(`{"ops":[{"op":"fd_link","pid":%s,"fd":0}]}`, pid)))
 	}
 	for _, op := range []string{
+		`{"op":"self"}`, `{"op":"boot_id"}`, `{"op":"timens"}`, `{"op":"fd_link","pid":"self","fd":-1}`,
+		`{"op":"read","path":"/etc/passwd"}`, `{"op":"readlink","path":"/proc/self/cwd"}`, `{"op":"stat","pid":"self","path":"/etc/passwd"}`,
 		`{"op":"fds","pid":"self"}`, `{"op":"fds","pid":"self","targets":["pipe:[1]"]}`, `{"op":"fds","pid":"1"}`,
 		`{"op":"fds","pid":"../self"}`, `{"op":"kill0","pid":"1"}`, `{"op":"kill0","pid":"0"}`, `{"op":"kill0","pid":"-1"}`,
 		`{"op":"kill0","pid":"01"}`, `{"op":"kill0","pid":"4294967297"}`, `{"op":"kill0","pid":7}`, `{"op":"fstat","fd":0}`,
@@ -302,9 +299,10 @@ func FuzzCall(f *testing.F) {
 	malformed := []string{
 		"", "{", "null", "[]", `"x"`, "1", `{"name":1}`, `{"name":"x","limit":-1}`, `{"name":"x","limit":1e309}`,
 		`{"name":"x","limit":1048577}`, `{"name":"token-9-1.a","limit":1048576}`, `{"name":"x","data":"!!not base64"}`,
-		`{"name":"x","data":null}`, `{"NAME":"../sentinel","data":"dG9r"}`, `{"name":"ok","name":"../sentinel","data":"dG9r"}`,
-		`{"prefix":null}`, `{"prefix":"../"}`, `{"level":"x","message":"m"}`, `{"level":"error","event":"e","message":"m","detail":"\u0000"}`,
-		`{"ops":[]}`, `{"ops":null}`, `{"path":"/tmp","sweep_seconds":-1}`, "\xff\xfe", `{"name":"\ud800"}`,
+		`{"name":"x","temp":".x.tmp","data":null}`, `{"NAME":"../sentinel","temp":".x.tmp","data":"dG9r"}`,
+		`{"name":"ok","name":"../sentinel","temp":".x.tmp","data":"dG9r"}`, `{"name":"ok","temp":"../sentinel","data":"dG9r"}`,
+		`{"name":"ok","temp":"ok","data":"dG9r"}`, `{"name":"fifo","temp":"fifo","data":"dG9r"}`, `{"level":"x","message":"m"}`, `{"level":"error","event":"e","message":"m","detail":"\u0000"}`,
+		`{"ops":[]}`, `{"ops":null}`, `{"op":"fix","path":"/tmp","sweep_seconds":-1}`, "\xff\xfe", `{"name":"\ud800"}`,
 	}
 	for _, m := range malformed {
 		for _, fn := range fns {
@@ -319,42 +317,4 @@ func FuzzCall(f *testing.F) {
 		checkResponse(t, fn, funcs.Call(fn, req), codes)
 		tr.check(t)
 	})
-}
-
-// TestWrite_TempNameCollision forces the collision a planted symlink would
-// need: the temporary name write draws from crypto/rand is made predictable
-// and a symlink (to an existing file, then a dangling one) is planted at
-// exactly that name. O_CREAT|O_EXCL|O_NOFOLLOW makes the create fail with
-// EEXIST, so the write fails with an io error and nothing outside changes.
-func TestWrite_TempNameCollision(t *testing.T) {
-	tr := newTrap(t)
-	funcs := newFuncs(t, tr.state)
-	defer closeFuncs(funcs)
-	codes := contractCodes(t)
-	for _, target := range []string{"../sentinel", "../ghost"} {
-		cryptotest.SetGlobalRandom(t, 7)
-		var rnd [8]byte
-		rand.Read(rnd[:])
-		cryptotest.SetGlobalRandom(t, 7) // write draws these same 8 bytes
-		tmp := filepath.Join(tr.state, ".token-5-9.a."+hex.EncodeToString(rnd[:])+".tmp")
-		if err := os.Symlink(target, tmp); err != nil {
-			t.Fatal(err)
-		}
-		req, _ := json.Marshal(map[string]string{"name": "token-5-9.a", "data": base64.StdEncoding.EncodeToString([]byte("tok"))})
-		out := funcs.Call(hostfuncs.FnWrite, req)
-		checkResponse(t, hostfuncs.FnWrite, out, codes)
-		var resp hostfuncs.Empty
-		json.Unmarshal(out, &resp)
-		if resp.Error == nil || resp.Error.Code != hostfuncs.CodeExists || !strings.Contains(resp.Error.Message, "exists") {
-			t.Errorf("write through a planted temporary symlink to %s = %s, want exists", target, out)
-		}
-		if fi, err := os.Lstat(tmp); err != nil || fi.Mode()&os.ModeSymlink == 0 {
-			t.Errorf("the planted symlink was removed or replaced: %v %v", fi, err)
-		}
-		if _, err := os.Lstat(filepath.Join(tr.state, "token-5-9.a")); !os.IsNotExist(err) {
-			t.Errorf("token file exists after a failed write: %v", err)
-		}
-		tr.check(t)
-		os.Remove(tmp)
-	}
 }

@@ -1,16 +1,14 @@
 package primitives
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
-	"path/filepath"
+	"runtime"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -18,17 +16,34 @@ import (
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
 )
 
-// MaxProcRead is the most bytes the "read" operation returns of a /proc file.
+// MaxProcRead is the most bytes a "data" operation returns of a /proc file.
 const MaxProcRead = 65536
 
+// procOps are the /proc operations of mcp_resume_inspect (hostfuncs/README.md):
+// the path under /proc the host builds ("<P>" a checked pid or "self", "<N>"
+// a checked fd), and whether the answer is the link's "target" or the
+// file's "data".
+var procOps = map[string]struct {
+	path string
+	link bool
+}{
+	hostfuncs.OpBootID:  {"sys/kernel/random/boot_id", false},
+	hostfuncs.OpSelf:    {"self", true},
+	hostfuncs.OpTimens:  {"self/timens_offsets", false},
+	hostfuncs.OpStat:    {"<P>/stat", false},
+	hostfuncs.OpCmdline: {"<P>/cmdline", false},
+	hostfuncs.OpPidNS:   {"<P>/ns/pid", true},
+	hostfuncs.OpFDLink:  {"<P>/fd/<N>", true},
+	hostfuncs.OpFDs:     {"<P>/fd", false},
+}
+
 // inspectOp is one decoded operation. Pointers tell a missing field from a
-// zero one (fd 0 is stdin).
+// zero one (fd 0 is stdin); a field of the wrong JSON type fails decoding.
 type inspectOp struct {
-	Op      string   `json:"op"`
-	Path    *string  `json:"path"`
-	PID     *string  `json:"pid"`
-	FD      *int     `json:"fd"`
-	Targets []string `json:"targets"`
+	Op      string
+	PID     *string
+	FD      *int64
+	Targets []string
 }
 
 // result is one answer of mcp_resume_inspect: a success object or
@@ -38,293 +53,236 @@ type result = map[string]any
 
 func failed(werr *hostfuncs.Error) result { return result{"error": werr} }
 
-// inspect serves mcp_resume_inspect (hostfuncs/README.md): up to
-// hostfuncs.MaxInspectOps read-only operations, one result each, in order. Every
-// operation answers explicitly: a success object, or not_found, permission,
-// unsupported, invalid_request or io.
-func (f *Funcs) inspect(req []byte) any {
-	var r struct {
-		Ops []json.RawMessage `json:"ops"`
-	}
-	if err := json.Unmarshal(req, &r); err != nil {
-		return empty(invalid("mcp_resume_inspect: request is not the JSON document the contract defines: " + err.Error()))
-	}
-	if len(r.Ops) == 0 || len(r.Ops) > hostfuncs.MaxInspectOps {
-		return empty(invalid(fmt.Sprintf("mcp_resume_inspect: %d operations; send 1 to %d", len(r.Ops), hostfuncs.MaxInspectOps)))
-	}
-	results := make([]result, len(r.Ops))
-	for i, raw := range r.Ops {
-		var op inspectOp
-		if err := json.Unmarshal(raw, &op); err != nil {
-			results[i] = failed(invalid("operation is not the JSON object the contract defines: " + err.Error()))
-			continue
-		}
-		results[i] = f.inspectOne(op)
-	}
-	return map[string]any{"results": results}
+func unsupported(msg string) result {
+	return failed(&hostfuncs.Error{Code: hostfuncs.CodeUnsupported, Message: msg})
 }
 
-func (f *Funcs) inspectOne(op inspectOp) result {
-	switch op.Op {
-	case hostfuncs.OpRead, hostfuncs.OpReadlink:
-		if op.Path == nil {
-			return failed(invalid(op.Op + `: operation lacks "path"`))
+// inspect serves mcp_resume_inspect: 1 to hostfuncs.MaxInspectOps typed
+// read-only operations, one result each, in order. An operation that is
+// not an object, is unknown or has a field of the wrong type or range
+// answers invalid_request; no path crosses the boundary.
+func inspect(r struct{ Ops *[]json.RawMessage }) (any, *hostfuncs.Error) {
+	if r.Ops == nil || len(*r.Ops) == 0 || len(*r.Ops) > hostfuncs.MaxInspectOps {
+		return nil, invalid(fmt.Sprintf(`mcp_resume_inspect: "ops" must be a list of 1 to %d operations`, hostfuncs.MaxInspectOps))
+	}
+	results := make([]result, len(*r.Ops))
+	for i, raw := range *r.Ops {
+		var op inspectOp
+		if err := json.Unmarshal(raw, &op); err != nil || raw[0] != '{' {
+			results[i] = failed(invalid(fmt.Sprintf("operation %d is not the JSON object the contract defines", i)))
+		} else if results[i] = inspectOne(op); results[i] == nil {
+			results[i] = failed(invalid(fmt.Sprintf("unknown operation %q", op.Op)))
 		}
-		rel, ok := allowed(op.Op, *op.Path)
-		if !ok {
-			return failed(invalid(fmt.Sprintf("%s: %q is not on the /proc allowlist", op.Op, *op.Path)))
+	}
+	return map[string]any{"results": results}, nil
+}
+
+// inspectOne answers one operation; nil for an unknown one.
+func inspectOne(op inspectOp) result {
+	if p, ok := procOps[op.Op]; ok {
+		path := "/proc/" + p.path
+		if strings.Contains(path, "<P>") {
+			pid, werr := checkPID(op.PID, true)
+			if werr != nil {
+				return failed(werr)
+			}
+			path = strings.Replace(path, "<P>", pid, 1)
 		}
-		if !f.procOK {
-			return failed(unsupported("no /proc on this system"))
+		if strings.Contains(path, "<N>") {
+			fd, werr := checkFD(op.FD)
+			if werr != nil {
+				return failed(werr)
+			}
+			path = strings.Replace(path, "<N>", strconv.Itoa(fd), 1)
 		}
-		if op.Op == hostfuncs.OpRead {
-			return f.procRead(rel)
+		switch {
+		case runtime.GOOS != "linux":
+			return unsupported("no /proc on this system")
+		case op.Op == hostfuncs.OpFDs:
+			return fds(path, op.Targets)
+		case p.link:
+			target, err := os.Readlink(path)
+			if err != nil {
+				return failed(osError("readlink "+path, err))
+			}
+			return result{"target": target}
 		}
-		target, err := os.Readlink(filepath.Join(f.proc, rel))
+		data, err := readProc(path)
 		if err != nil {
-			return failed(osError("readlink "+*op.Path, err, false))
+			return failed(osError("read "+path, err))
 		}
-		return result{"target": target}
-	case hostfuncs.OpFDs:
-		if op.PID == nil || (*op.PID != "self" && !validPID(*op.PID)) {
-			return failed(invalid(`fds: "pid" must be "self" or decimal digits without a leading zero`))
+		return result{"data": data}
+	}
+	switch op.Op {
+	case hostfuncs.OpKill0, hostfuncs.OpExe, hostfuncs.OpSysctl, hostfuncs.OpProcargs, hostfuncs.OpPs:
+		pid, werr := checkPID(op.PID, false)
+		if werr != nil {
+			return failed(werr)
 		}
-		if !f.procOK {
-			return failed(unsupported("no /proc on this system"))
-		}
-		return f.fds(*op.PID, op.Targets)
-	case hostfuncs.OpKill0, hostfuncs.OpSysctl, hostfuncs.OpProcargs, hostfuncs.OpPs:
-		if op.PID == nil || !validPID(*op.PID) {
-			return failed(invalid(op.Op + `: "pid" must be decimal digits without a leading zero, at most 2147483647`))
-		}
-		if r, ok := f.pinned(op.Op + " " + *op.PID); ok {
-			return r
-		}
-		pid, _ := strconv.Atoi(*op.PID)
+		n, _ := strconv.Atoi(pid)
 		switch op.Op {
 		case hostfuncs.OpKill0:
-			if err := syscall.Kill(pid, 0); err != nil {
-				return failed(osError("kill(pid, 0)", err, false))
+			if err := syscall.Kill(n, 0); err != nil {
+				return failed(osError("kill(pid, 0)", err))
 			}
 			return result{}
-		case hostfuncs.OpSysctl:
-			return sysctlProc(pid)
-		case hostfuncs.OpProcargs:
-			return sysctlProcargs(pid)
-		default:
-			// The Go host answers sysctl on macOS, so it need not run ps.
-			return failed(unsupported("the Go host answers sysctl, not ps"))
+		case hostfuncs.OpExe:
+			return exeStat(pid)
+		case hostfuncs.OpSysctl, hostfuncs.OpProcargs:
+			return sysctl(op.Op, n)
 		}
-	case hostfuncs.OpExe:
-		if op.PID == nil || !validPID(*op.PID) {
-			return failed(invalid(op.Op + `: "pid" must be decimal digits without a leading zero, at most 2147483647`))
-		}
-		if r, ok := f.pinned(op.Op + " " + *op.PID); ok {
-			return r
-		}
-		if !f.procOK {
-			return failed(unsupported("no /proc on this system"))
-		}
-		return exeStat(filepath.Join(f.proc, *op.PID, "exe"), "/proc/"+*op.PID+"/exe")
+		// The Go host answers sysctl on macOS, so it need not run ps.
+		return unsupported("the Go host answers sysctl, not ps")
 	case hostfuncs.OpFstat, hostfuncs.OpPeer:
-		if op.FD == nil || *op.FD < 0 || *op.FD > math.MaxInt32 {
-			return failed(invalid(op.Op + `: "fd" must be a file descriptor number (0 to 2147483647)`))
+		fd, werr := checkFD(op.FD)
+		switch {
+		case werr != nil:
+			return failed(werr)
+		case op.Op == hostfuncs.OpFstat:
+			return fstat(fd)
+		case peerPID == nil:
+			return unsupported("SO_PEERCRED is read on Linux only")
 		}
-		if r, ok := f.pinned(op.Op + " " + strconv.Itoa(*op.FD)); ok {
-			return r
+		pid, err := peerPID(fd)
+		if err != nil {
+			return failed(osError(fmt.Sprintf("getsockopt(%d, SO_PEERCRED)", fd), err))
 		}
-		if op.Op == hostfuncs.OpFstat {
-			return fstat(*op.FD)
-		}
-		return peer(*op.FD)
-	default:
-		return failed(invalid(fmt.Sprintf("unknown operation %q", op.Op)))
+		return result{"peer_pid": pid}
 	}
+	return nil
 }
 
-// The conformance default answer of the exe operation, for every pid
-// (hostfuncs/conformance/README.md): never the real system's.
-const (
-	ConformanceExeDev = "2049"
-	ConformanceExeIno = "1234567"
-)
-
-func unsupported(msg string) *hostfuncs.Error {
-	return &hostfuncs.Error{Code: hostfuncs.CodeUnsupported, Message: msg}
-}
-
-// pinned answers an operation from the fixture (conformance tests only):
-// the pinned result, or the conformance default (hostfuncs/conformance/README.md).
-// ok is false when there is no fixture.
-func (f *Funcs) pinned(key string) (result, bool) {
-	if f.fixture == nil {
-		return nil, false
-	}
-	if raw, ok := f.fixture.Answers[key]; ok {
-		var r result
-		if err := json.Unmarshal(raw, &r); err != nil || r == nil {
-			return failed(&hostfuncs.Error{Code: hostfuncs.CodeIO, Message: "fixture answer for " + key + " is not a JSON object"}), true
-		}
-		return r, true
-	}
-	op, _, _ := strings.Cut(key, " ")
-	switch op {
-	case hostfuncs.OpKill0:
-		return failed(&hostfuncs.Error{Code: hostfuncs.CodeNotFound, Message: "no such process (conformance default)"}), true
-	case hostfuncs.OpFstat:
-		return result{"type": hostfuncs.FileTypeChar}, true
-	case hostfuncs.OpExe:
-		return result{"dev": ConformanceExeDev, "ino": ConformanceExeIno}, true
-	}
-	return failed(unsupported(op + " is not answered here (conformance default)")), true
-}
-
-// validPID reports whether s is a pid as the contract writes it: decimal
-// digits without a leading zero, within pid_t (so never 0, which kill(2)
-// would read as "my process group").
-func validPID(s string) bool {
-	if s == "" || s[0] < '1' || s[0] > '9' || len(s) > 10 {
-		return false
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	return err == nil && n <= math.MaxInt32
-}
-
-// digits reports whether s is 1-20 ASCII decimal digits.
-func digits(s string) bool {
-	if s == "" || len(s) > 20 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
+// checkPID checks an operation's "pid": decimal digits without a leading
+// zero, 1..2147483647 (so never 0, which kill(2) reads as "my process
+// group"), or "self" where self is allowed.
+func checkPID(pid *string, self bool) (string, *hostfuncs.Error) {
+	if pid != nil && (self && *pid == hostfuncs.PIDSelf || *pid != "" && (*pid)[0] != '0' && len(*pid) <= 10 && strings.Trim(*pid, "0123456789") == "") {
+		if n, _ := strconv.ParseInt(*pid, 10, 64); n <= math.MaxInt32 {
+			return *pid, nil
 		}
 	}
-	return true
+	return "", invalid(`"pid" must be a string of decimal digits without a leading zero, 1..2147483647` + map[bool]string{true: `, or "self"`}[self])
 }
 
-// allowed checks path against the /proc allowlist of op (hostfuncs/README.md,
-// "The allowlist") before any system call, and returns it relative to /proc.
-//
-//	read      /proc/sys/kernel/random/boot_id, /proc/self/timens_offsets,
-//	          /proc/<pid>/stat, /proc/<pid>/cmdline
-//	readlink  /proc/self, /proc/<pid>/ns/pid, /proc/<pid>/fd/<n>
-//
-// <pid> is "self" or digits, <n> digits. The "fds" operation builds its own
-// paths (/proc/<pid>/fd, /proc/<pid>/fdinfo/<n>) from a checked pid.
-func allowed(op, path string) (string, bool) {
-	rel, ok := strings.CutPrefix(path, "/proc/")
-	if !ok {
-		return "", false
+// checkFD checks an operation's "fd": an integer 0..2147483647.
+func checkFD(fd *int64) (int, *hostfuncs.Error) {
+	if fd == nil || *fd < 0 || *fd > math.MaxInt32 {
+		return 0, invalid(`"fd" must be an integer 0..2147483647`)
 	}
-	parts := strings.Split(rel, "/")
-	pid := len(parts) > 1 && (parts[0] == "self" || digits(parts[0]))
-	switch op {
-	case hostfuncs.OpRead:
-		ok = rel == "sys/kernel/random/boot_id" || rel == "self/timens_offsets" ||
-			pid && len(parts) == 2 && (parts[1] == "stat" || parts[1] == "cmdline")
-	case hostfuncs.OpReadlink:
-		ok = rel == "self" ||
-			pid && len(parts) == 3 && parts[1] == "ns" && parts[2] == "pid" ||
-			pid && len(parts) == 3 && parts[1] == "fd" && digits(parts[2])
-	}
-	return rel, ok
+	return int(*fd), nil
 }
 
-// procRead reads the first MaxProcRead bytes of an allowlisted /proc file,
-// opened O_RDONLY|O_NOFOLLOW.
-func (f *Funcs) procRead(rel string) result {
-	file, err := os.OpenFile(filepath.Join(f.proc, rel), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+// readProc reads the first MaxProcRead bytes of path, opened
+// O_RDONLY|O_NOFOLLOW|O_CLOEXEC.
+func readProc(path string) ([]byte, error) {
+	file, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
-		return failed(osError("open /proc/"+rel, err, false))
+		return nil, err
 	}
 	defer file.Close()
-	data, err := io.ReadAll(io.LimitReader(file, MaxProcRead))
-	if err != nil {
-		return failed(osError("read /proc/"+rel, err, false))
-	}
-	return result{"data": data}
+	return io.ReadAll(io.LimitReader(file, MaxProcRead))
 }
 
-// fds lists /proc/<pid>/fd: each fd with its link target and the octal
-// "flags:" of /proc/<pid>/fdinfo/<fd> (proc_pid_fdinfo(5)) as a number, -1
-// when fdinfo cannot be read; sorted by fd. With targets, only fds whose
-// target is one of them. An fd that closes during the listing is skipped.
-func (f *Funcs) fds(pid string, targets []string) result {
-	dir := filepath.Join(f.proc, pid, "fd")
+// fds lists dir, a /proc/<pid>/fd: each fd with its link target and the
+// octal "flags:" of /proc/<pid>/fdinfo/<fd> (proc_pid_fdinfo(5)) as a
+// number, -1 when fdinfo cannot be read; sorted by fd. With targets, only
+// fds whose target is one of them. An fd that closes meanwhile is skipped.
+func fds(dir string, targets []string) result {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return failed(osError("list /proc/"+pid+"/fd", err, false))
+		return failed(osError("list "+dir, err))
 	}
 	out := []hostfuncs.FD{}
 	for _, e := range entries {
-		if !digits(e.Name()) {
-			continue
-		}
 		n, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		target, err := os.Readlink(filepath.Join(dir, e.Name()))
-		if err != nil {
-			if werr := osError("", err, false); werr.Code == hostfuncs.CodeNotFound {
-				continue // closed during the listing
-			}
-			return failed(osError("readlink /proc/"+pid+"/fd/"+e.Name(), err, false))
+		target, err := os.Readlink(dir + "/" + e.Name())
+		if err != nil && !errors.Is(err, syscall.ENOENT) {
+			return failed(osError("readlink "+dir+"/"+e.Name(), err))
+		} else if err == nil && (targets == nil || slices.Contains(targets, target)) {
+			out = append(out, hostfuncs.FD{FD: n, Target: target, Flags: fdFlags(dir + "info/" + e.Name())}) // /proc/<pid>/fdinfo/<n>
 		}
-		if targets != nil && !slices.Contains(targets, target) {
-			continue
-		}
-		out = append(out, hostfuncs.FD{FD: n, Target: target, Flags: fdFlags(filepath.Join(f.proc, pid, "fdinfo", e.Name()))})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].FD < out[j].FD })
+	slices.SortFunc(out, func(a, b hostfuncs.FD) int { return a.FD - b.FD })
 	return result{"fds": out}
 }
 
 // fdFlags returns the octal "flags:" value of an fdinfo file, or -1.
 func fdFlags(path string) int {
-	file, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
-	if err != nil {
-		return -1
-	}
-	defer file.Close()
-	b, err := io.ReadAll(io.LimitReader(file, MaxProcRead))
-	if err != nil {
-		return -1
-	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "flags:"); ok {
+	b, _ := readProc(path)
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "flags:"); ok {
 			if n, err := strconv.ParseInt(strings.TrimSpace(v), 8, 64); err == nil && n >= 0 && n <= math.MaxInt32 {
 				return int(n)
 			}
-			return -1
+			break
 		}
 	}
 	return -1
 }
 
-// fstat reports the file type of this process's fd.
+// fstat reports the file type of this process's fd; a closed fd (EBADF)
+// answers not_found.
 func fstat(fd int) result {
 	var st syscall.Stat_t
 	if err := syscall.Fstat(fd, &st); err != nil {
-		if err == syscall.EBADF {
-			return failed(&hostfuncs.Error{Code: hostfuncs.CodeNotFound, Message: fmt.Sprintf("fd %d is closed", fd)})
-		}
-		return failed(osError(fmt.Sprintf("fstat(%d)", fd), err, false))
+		return failed(osError(fmt.Sprintf("fstat(%d)", fd), err))
 	}
-	t := hostfuncs.FileTypeOther
-	switch st.Mode & syscall.S_IFMT {
-	case syscall.S_IFIFO:
-		t = hostfuncs.FileTypeFIFO
-	case syscall.S_IFSOCK:
-		t = hostfuncs.FileTypeSocket
-	case syscall.S_IFCHR:
-		t = hostfuncs.FileTypeChar
-	case syscall.S_IFREG:
-		t = hostfuncs.FileTypeFile
-	case syscall.S_IFDIR:
-		t = hostfuncs.FileTypeDir
+	types := map[uint32]string{syscall.S_IFIFO: hostfuncs.FileTypeFIFO, syscall.S_IFSOCK: hostfuncs.FileTypeSocket,
+		syscall.S_IFCHR: hostfuncs.FileTypeChar, syscall.S_IFREG: hostfuncs.FileTypeFile, syscall.S_IFDIR: hostfuncs.FileTypeDir}
+	if t, ok := types[uint32(st.Mode)&syscall.S_IFMT]; ok {
+		return result{"type": t}
 	}
-	return result{"type": t}
+	return result{"type": hostfuncs.FileTypeOther}
+}
+
+// exeStat answers "exe": stat(2) of /proc/<pid>/exe, which follows the link
+// to the program file the process runs, even a deleted one: its device and
+// inode as decimal strings (an inode may exceed 2^53). ENOENT (the process
+// is gone, or a kernel thread) answers not_found; EACCES or EPERM (another
+// user's process, or one that is not dumpable) permission.
+func exeStat(pid string) result {
+	if runtime.GOOS != "linux" {
+		return unsupported("no /proc on this system")
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat("/proc/"+pid+"/exe", &st); err != nil {
+		return failed(osError("stat /proc/"+pid+"/exe", err))
+	}
+	return result{"dev": strconv.FormatUint(uint64(st.Dev), 10), "ino": strconv.FormatUint(st.Ino, 10)}
+}
+
+// Set where the system has them (lock_linux.go, sysctl_darwin.go); nil
+// answers unsupported.
+var (
+	// peerPID reads SO_PEERCRED (unix(7)) of this process's socket fd: the
+	// pid of the process that called socketpair or connect, 0 when it is
+	// outside this PID namespace. A closed fd fails with EBADF (not_found),
+	// not a socket with ENOTSOCK (io).
+	peerPID func(fd int) (int, error)
+	// sysctlRaw reads sysctl name.<pid> raw (macOS).
+	sysctlRaw func(name string, args ...int) ([]byte, error)
+)
+
+// sysctl answers "sysctl" (the raw struct kinfo_proc of sysctl
+// kern.proc.pid.<pid>) and "procargs" (raw kern.procargs2.<pid>) on macOS,
+// which the plugin decodes. An empty answer is not_found; EINVAL, the
+// kernel's answer to procargs for another user's process, permission.
+func sysctl(op string, pid int) result {
+	name := map[string]string{hostfuncs.OpSysctl: "kern.proc.pid", hostfuncs.OpProcargs: "kern.procargs2"}[op]
+	if sysctlRaw == nil {
+		return unsupported("sysctl " + name + " exists on macOS only")
+	}
+	b, err := sysctlRaw(name, pid)
+	switch {
+	case op == hostfuncs.OpProcargs && errors.Is(err, syscall.EINVAL):
+		return failed(&hostfuncs.Error{Code: hostfuncs.CodePermission, Message: "sysctl " + name + ": " + err.Error()})
+	case err != nil:
+		return failed(osError("sysctl "+name, err))
+	case len(b) == 0:
+		return failed(&hostfuncs.Error{Code: hostfuncs.CodeNotFound, Message: "sysctl " + name + ": no such process"})
+	}
+	return result{"data": b}
 }

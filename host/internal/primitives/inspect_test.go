@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,13 +36,10 @@ func rawOps(ops ...hostfuncs.InspectOp) []byte {
 	var parts []string
 	for _, op := range ops {
 		m := map[string]any{"op": op.Op}
-		if op.Path != "" {
-			m["path"] = op.Path
-		}
 		if op.PID != "" {
 			m["pid"] = op.PID
 		}
-		if op.Op == hostfuncs.OpFstat || op.Op == hostfuncs.OpPeer {
+		if op.Op == hostfuncs.OpFstat || op.Op == hostfuncs.OpPeer || op.Op == hostfuncs.OpFDLink {
 			m["fd"] = op.FD
 		}
 		if op.Targets != nil {
@@ -60,100 +58,98 @@ func code(r hostfuncs.InspectResult) string {
 	return r.Error.Code
 }
 
-// fixture writes files under a fresh proc root and returns Funcs reading it.
-func fixture(t *testing.T, os_ string, files map[string]string, answers map[string]string) *primitives.Funcs {
-	root := t.TempDir()
-	for p, content := range files {
-		full := filepath.Join(root, p)
-		os.MkdirAll(filepath.Dir(full), 0o755)
-		if target, ok := strings.CutPrefix(content, "->"); ok {
-			if err := os.Symlink(target, full); err != nil {
-				t.Fatal(err)
-			}
-			continue
+// Every typed operation is checked before any system call: a pid that is
+// not "self" or digits without a leading zero within 1..2147483647 (self
+// only where allowed), an fd outside 0..2147483647, a field of the wrong
+// JSON type, an operation that is not an object or is unknown. No path
+// crosses the boundary: a "path" field is ignored.
+func TestInspect_RefusesBadFields(t *testing.T) {
+	f := primitives.New(primitives.Config{})
+	var bad []string
+	for _, op := range []string{"stat", "cmdline", "pid_ns", "fds", "kill0", "exe", "sysctl", "procargs", "ps"} {
+		for _, pid := range []string{`"0"`, `"-1"`, `"01"`, `"2147483648"`, `"99999999999"`, `""`, `"../1"`, `"1/stat"`, `" 1"`, `"SELF"`, `1`, `null`} {
+			bad = append(bad, fmt.Sprintf(`{"op":%q,"pid":%s}`, op, pid))
 		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
+		bad = append(bad, fmt.Sprintf(`{"op":%q}`, op))
+	}
+	for _, op := range []string{"kill0", "exe", "sysctl", "procargs", "ps"} {
+		bad = append(bad, fmt.Sprintf(`{"op":%q,"pid":"self"}`, op))
+	}
+	for _, fd := range []string{`-1`, `2147483648`, `"0"`, `1.5`, `null`} {
+		bad = append(bad, `{"op":"fstat","fd":`+fd+`}`, `{"op":"peer","fd":`+fd+`}`, `{"op":"fd_link","pid":"self","fd":`+fd+`}`)
+	}
+	bad = append(bad, `{"op":"fd_link","pid":"self"}`, `{"op":"fd_link","fd":0}`, `{"op":"fds","pid":"self","targets":"pipe:[1]"}`,
+		`{"op":"fds","pid":"self","targets":[1]}`, `{"op":"read","path":"/proc/self/stat"}`, `{"op":"readlink","path":"/proc/self"}`,
+		`{"op":"nope"}`, `{}`, `{"op":7}`, `null`, `7`, `"boot_id"`, `["boot_id"]`)
+	var results []hostfuncs.InspectResult
+	for chunk := range slices.Chunk(bad, hostfuncs.MaxInspectOps) {
+		r := call[hostfuncs.InspectResponse](t, f, hostfuncs.FnInspect, []byte(`{"ops":[`+strings.Join(chunk, ",")+`]}`))
+		if r.Error != nil || len(r.Results) != len(chunk) {
+			t.Fatalf("%d operations: %+v", len(chunk), r)
 		}
+		results = append(results, r.Results...)
 	}
-	a := map[string]json.RawMessage{}
-	for k, v := range answers {
-		a[k] = json.RawMessage(v)
-	}
-	return primitives.New(primitives.Config{Fixture: &primitives.Fixture{
-		Facts: json.RawMessage(`{"os":"` + os_ + `","pid":100}`), ProcRoot: root, Answers: a,
-	}})
-}
-
-// The allowlist is checked before any system call: a path off it is refused
-// even when the (fixture) /proc holds a file there.
-func TestInspect_Allowlist(t *testing.T) {
-	f := fixture(t, "linux", map[string]string{
-		"100/environ": "SECRET=1", "100/stat": "100 (x) S 1", "1/root/etc/passwd": "root", "100/cwd": "->/",
-		"100/fd/3": "->pipe:[7]", "sys/kernel/random/boot_id": "id\n", "100/ns/pid": "->pid:[1]", "self": "->100",
-		"100/timens_offsets": "boottime -5 0\n",
-	}, nil)
-	for _, tc := range []struct{ op, path string }{
-		{"read", "/proc/self/environ"}, {"read", "/proc/1/root/etc/passwd"}, {"read", "/proc/self/../self/stat"},
-		{"read", "/proc/self/fd/3"}, {"read", "/etc/passwd"}, {"read", "proc/self/stat"}, {"read", "/proc/self"},
-		{"readlink", "/proc/self/cwd"}, {"readlink", "/proc/self/stat"}, {"readlink", "/proc/x1/ns/pid"},
-		{"readlink", "/proc/self/fd/3/"}, {"readlink", "/proc/self/fd/-3"}, {"read", "/proc/self/stat/"}, {"read", "/proc//stat"},
-		// Only this process's own time-namespace offsets.
-		{"read", "/proc/100/timens_offsets"}, {"read", "/proc/1/timens_offsets"}, {"readlink", "/proc/self/timens_offsets"},
-	} {
-		if r := inspect(t, f, hostfuncs.InspectOp{Op: tc.op, Path: tc.path})[0]; code(r) != hostfuncs.CodeInvalidRequest {
-			t.Errorf("%s %s = %+v, want invalid_request", tc.op, tc.path, r)
-		}
-	}
-	rs := inspect(t, f,
-		hostfuncs.InspectOp{Op: "read", Path: "/proc/self/stat"},
-		hostfuncs.InspectOp{Op: "readlink", Path: "/proc/self/fd/3"},
-		hostfuncs.InspectOp{Op: "read", Path: "/proc/sys/kernel/random/boot_id"},
-		hostfuncs.InspectOp{Op: "readlink", Path: "/proc/100/ns/pid"},
-		hostfuncs.InspectOp{Op: "readlink", Path: "/proc/self"},
-		hostfuncs.InspectOp{Op: "read", Path: "/proc/4242/stat"},
-		hostfuncs.InspectOp{Op: "read", Path: "/proc/self/timens_offsets"},
-	)
-	if string(rs[0].Data) != "100 (x) S 1" || rs[1].Target != "pipe:[7]" || string(rs[2].Data) != "id\n" ||
-		rs[3].Target != "pid:[1]" || rs[4].Target != "100" || code(rs[5]) != hostfuncs.CodeNotFound || string(rs[6].Data) != "boottime -5 0\n" {
-		t.Errorf("allowed reads = %+v", rs)
-	}
-}
-
-// read returns at most 65536 bytes and never follows a symlink at the last
-// element; without /proc (another os) the /proc operations are unsupported.
-func TestInspect_ReadCapNoFollow(t *testing.T) {
-	f := fixture(t, "linux", map[string]string{"100/cmdline": strings.Repeat("a", 70000), "100/stat": "->../200/stat", "200/stat": "200 (y) S 1"}, nil)
-	rs := inspect(t, f, hostfuncs.InspectOp{Op: "read", Path: "/proc/100/cmdline"}, hostfuncs.InspectOp{Op: "read", Path: "/proc/100/stat"})
-	if len(rs[0].Data) != primitives.MaxProcRead || rs[1].Error == nil || rs[1].Data != nil {
-		t.Errorf("cmdline %d bytes, stat through a symlink %+v", len(rs[0].Data), rs[1])
-	}
-	d := fixture(t, "darwin", map[string]string{"100/stat": "x"}, nil)
-	for _, op := range []hostfuncs.InspectOp{{Op: "read", Path: "/proc/100/stat"}, {Op: "readlink", Path: "/proc/self"}, {Op: "fds", PID: "self"}} {
-		if r := inspect(t, d, op)[0]; code(r) != hostfuncs.CodeUnsupported {
-			t.Errorf("%+v without /proc = %+v, want unsupported", op, r)
+	for i, op := range bad {
+		if code(results[i]) != hostfuncs.CodeInvalidRequest {
+			t.Errorf("%s = %+v, want invalid_request", op, results[i])
 		}
 	}
 }
 
-// The real /proc of this process.
+// The data operations read at most 65536 bytes: the cmdline of a child
+// whose arguments are longer.
+func TestInspect_ReadCap(t *testing.T) {
+	child := exec.Command("sh", "-c", "sleep 30", "sh", strings.Repeat("a", 70000))
+	if err := child.Start(); err != nil {
+		t.Skip(err)
+	}
+	defer func() { child.Process.Kill(); child.Wait() }()
+	r := inspect(t, primitives.New(primitives.Config{}), hostfuncs.InspectOp{Op: "cmdline", PID: strconv.Itoa(child.Process.Pid)})[0]
+	if r.Error != nil || len(r.Data) != primitives.MaxProcRead {
+		t.Errorf("cmdline of a 70000-byte argument: %d bytes, %+v", len(r.Data), r.Error)
+	}
+}
+
+// The typed /proc operations on the real /proc of this process, each
+// against what the test reads itself.
 func TestInspect_RealProc(t *testing.T) {
 	f := primitives.New(primitives.Config{})
+	me, parent := strconv.Itoa(os.Getpid()), strconv.Itoa(os.Getppid())
 	rs := inspect(t, f,
-		hostfuncs.InspectOp{Op: "readlink", Path: "/proc/self"},
-		hostfuncs.InspectOp{Op: "read", Path: "/proc/self/stat"},
-		hostfuncs.InspectOp{Op: "read", Path: "/proc/sys/kernel/random/boot_id"},
-		hostfuncs.InspectOp{Op: "readlink", Path: "/proc/self/ns/pid"},
-		hostfuncs.InspectOp{Op: "read", Path: "/proc/" + strconv.Itoa(os.Getppid()) + "/cmdline"},
-		hostfuncs.InspectOp{Op: "read", Path: "/proc/2147483646/stat"},
+		hostfuncs.InspectOp{Op: "self"},
+		hostfuncs.InspectOp{Op: "boot_id"},
+		hostfuncs.InspectOp{Op: "timens"},
+		hostfuncs.InspectOp{Op: "stat", PID: "self"},
+		hostfuncs.InspectOp{Op: "stat", PID: me},
+		hostfuncs.InspectOp{Op: "cmdline", PID: parent},
+		hostfuncs.InspectOp{Op: "pid_ns", PID: "self"},
+		hostfuncs.InspectOp{Op: "pid_ns", PID: me},
+		hostfuncs.InspectOp{Op: "fd_link", PID: "self", FD: 0},
+		hostfuncs.InspectOp{Op: "stat", PID: "2147483646"},
+		hostfuncs.InspectOp{Op: "fd_link", PID: "self", FD: 2147483646},
 		hostfuncs.InspectOp{Op: "sysctl", PID: "1"},
+		hostfuncs.InspectOp{Op: "procargs", PID: "1"},
 		hostfuncs.InspectOp{Op: "ps", PID: "1"},
 	)
-	me := strconv.Itoa(os.Getpid())
-	if rs[0].Target != me || !strings.HasPrefix(string(rs[1].Data), me+" (") || len(bytes.TrimSpace(rs[2].Data)) != 36 ||
-		!strings.HasPrefix(rs[3].Target, "pid:[") || len(rs[4].Data) == 0 || code(rs[5]) != hostfuncs.CodeNotFound ||
-		code(rs[6]) != hostfuncs.CodeUnsupported || code(rs[7]) != hostfuncs.CodeUnsupported {
-		t.Errorf("real /proc answers: %+v", rs)
+	read := func(p string) string { b, _ := os.ReadFile(p); return string(b) }
+	link := func(p string) string { s, _ := os.Readlink(p); return s }
+	if rs[0].Target != me || string(rs[1].Data) != read("/proc/sys/kernel/random/boot_id") || len(bytes.TrimSpace(rs[1].Data)) != 36 {
+		t.Errorf("self, boot_id = %+v, %+v", rs[0], rs[1])
+	}
+	if timens := read("/proc/self/timens_offsets"); timens != "" && string(rs[2].Data) != timens || timens == "" && code(rs[2]) != hostfuncs.CodeNotFound {
+		t.Errorf("timens = %+v, want %q", rs[2], timens)
+	}
+	if !strings.HasPrefix(string(rs[3].Data), me+" (") || !strings.HasPrefix(string(rs[4].Data), me+" (") || string(rs[5].Data) != read("/proc/"+parent+"/cmdline") {
+		t.Errorf("stat, cmdline = %+v %+v %+v", rs[3], rs[4], rs[5])
+	}
+	if ns := link("/proc/self/ns/pid"); !strings.HasPrefix(ns, "pid:[") || rs[6].Target != ns || rs[7].Target != ns {
+		t.Errorf("pid_ns = %+v %+v, want %q", rs[6], rs[7], ns)
+	}
+	if rs[8].Target != link("/proc/self/fd/0") || code(rs[9]) != hostfuncs.CodeNotFound || code(rs[10]) != hostfuncs.CodeNotFound {
+		t.Errorf("fd_link 0, stat of a missing pid, fd_link of a closed fd = %+v %+v %+v", rs[8], rs[9], rs[10])
+	}
+	if code(rs[11]) != hostfuncs.CodeUnsupported || code(rs[12]) != hostfuncs.CodeUnsupported || code(rs[13]) != hostfuncs.CodeUnsupported {
+		t.Errorf("sysctl, procargs, ps on Linux = %+v", rs[11:])
 	}
 }
 
@@ -306,7 +302,7 @@ func TestInspect_FDsOfPipeChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { child.Process.Kill(); child.Wait() }()
-	self := inspect(t, f, hostfuncs.InspectOp{Op: "readlink", Path: fmt.Sprintf("/proc/self/fd/%d", r.Fd())})[0]
+	self := inspect(t, f, hostfuncs.InspectOp{Op: "fd_link", PID: "self", FD: int(r.Fd())})[0]
 	if !strings.HasPrefix(self.Target, "pipe:[") {
 		t.Fatalf("readlink of our pipe end = %+v", self)
 	}
@@ -395,14 +391,14 @@ func TestInspect_Batch(t *testing.T) {
 	f := primitives.New(primitives.Config{})
 	many := make([]hostfuncs.InspectOp, hostfuncs.MaxInspectOps+1)
 	for i := range many {
-		many[i] = hostfuncs.InspectOp{Op: "readlink", Path: "/proc/self"}
+		many[i] = hostfuncs.InspectOp{Op: "self"}
 	}
-	for _, req := range [][]byte{rawOps(many...), []byte(`{"ops":[]}`), []byte(`{}`), []byte(`[]`)} {
+	for _, req := range [][]byte{rawOps(many...), []byte(`{"ops":[]}`), []byte(`{}`), []byte(`[]`), []byte(`{"ops":null}`), []byte(`{"ops":{"op":"self"}}`)} {
 		if r := call[hostfuncs.InspectResponse](t, f, hostfuncs.FnInspect, req); r.Error == nil || r.Error.Code != hostfuncs.CodeInvalidRequest {
 			t.Errorf("inspect(%.40s) = %+v, want invalid_request", req, r)
 		}
 	}
-	r := call[hostfuncs.InspectResponse](t, f, hostfuncs.FnInspect, []byte(`{"ops":[{"op":"readlink","path":"/proc/self"},7,{"op":"nope"},{"op":"fstat"},{"op":"fstat","fd":-1}]}`))
+	r := call[hostfuncs.InspectResponse](t, f, hostfuncs.FnInspect, []byte(`{"ops":[{"op":"self"},7,{"op":"nope"},{"op":"fstat"},{"op":"fstat","fd":-1}]}`))
 	if len(r.Results) != 5 || r.Results[0].Target == "" {
 		t.Fatalf("mixed batch = %+v", r)
 	}
@@ -413,52 +409,27 @@ func TestInspect_Batch(t *testing.T) {
 	}
 }
 
-// The conformance seam: pinned answers, the defaults for the rest (never the
-// real system), pinned facts, and functions that answer "not json".
-func TestFixture(t *testing.T) {
-	f := fixture(t, "linux", nil, map[string]string{"kill0 4242": `{}`, "fstat 0": `{"type":"fifo"}`, "peer 1": `{"peer_pid":4242}`})
-	rs := inspect(t, f,
-		hostfuncs.InspectOp{Op: "kill0", PID: "4242"}, hostfuncs.InspectOp{Op: "kill0", PID: "1"},
-		hostfuncs.InspectOp{Op: "fstat", FD: 0}, hostfuncs.InspectOp{Op: "fstat", FD: 1},
-		hostfuncs.InspectOp{Op: "peer", FD: 1}, hostfuncs.InspectOp{Op: "peer", FD: 0},
-		hostfuncs.InspectOp{Op: "sysctl", PID: "1"}, hostfuncs.InspectOp{Op: "procargs", PID: "1"}, hostfuncs.InspectOp{Op: "ps", PID: "1"},
-		hostfuncs.InspectOp{Op: "exe", PID: "1"},
-	)
-	if rs[0].Error != nil || code(rs[1]) != hostfuncs.CodeNotFound || rs[2].Type != "fifo" || rs[3].Type != "char" ||
-		*rs[4].PeerPID != 4242 || code(rs[5]) != hostfuncs.CodeUnsupported || code(rs[6]) != hostfuncs.CodeUnsupported ||
-		code(rs[7]) != hostfuncs.CodeUnsupported || code(rs[8]) != hostfuncs.CodeUnsupported || rs[9].Dev != "2049" || rs[9].Ino != "1234567" {
-		t.Errorf("fixture answers = %+v", rs)
-	}
-	if out := string(f.Call(hostfuncs.FnFacts, []byte(`{}`))); strings.TrimSpace(out) != `{"os":"linux","pid":100}` {
-		t.Errorf("facts = %s", out)
-	}
-	g := primitives.New(primitives.Config{Fixture: &primitives.Fixture{Facts: json.RawMessage(`{}`), NoAnswer: []string{hostfuncs.FnInspect}}})
-	if out := g.Call(hostfuncs.FnInspect, rawOps(hostfuncs.InspectOp{Op: "readlink", Path: "/proc/self"})); string(out) != "not json" {
-		t.Errorf("no_answer = %q", out)
-	}
-}
-
 // BenchmarkInspectStart replays, natively, the inspect batches the plugin
 // sends at a start whose host is its parent (three calls, 15 operations):
-// the cost of the ABI 3 primitives alone, without Wasm.
+// the cost of the primitives alone, without Wasm.
 func BenchmarkInspectStart(b *testing.B) {
 	f := primitives.New(primitives.Config{})
 	me, parent := strconv.Itoa(os.Getpid()), strconv.Itoa(os.Getppid())
 	first := rawOps(
-		hostfuncs.InspectOp{Op: "readlink", Path: "/proc/self"},
-		hostfuncs.InspectOp{Op: "read", Path: "/proc/sys/kernel/random/boot_id"},
-		hostfuncs.InspectOp{Op: "readlink", Path: "/proc/self/ns/pid"},
-		hostfuncs.InspectOp{Op: "read", Path: "/proc/" + me + "/stat"},
-		hostfuncs.InspectOp{Op: "read", Path: "/proc/" + me + "/cmdline"},
+		hostfuncs.InspectOp{Op: "self"},
+		hostfuncs.InspectOp{Op: "boot_id"},
+		hostfuncs.InspectOp{Op: "pid_ns", PID: "self"},
+		hostfuncs.InspectOp{Op: "stat", PID: me},
+		hostfuncs.InspectOp{Op: "cmdline", PID: me},
 		hostfuncs.InspectOp{Op: "fstat", FD: 0},
 		hostfuncs.InspectOp{Op: "fstat", FD: 1},
-		hostfuncs.InspectOp{Op: "readlink", Path: "/proc/self/fd/1"},
-		hostfuncs.InspectOp{Op: "readlink", Path: "/proc/self/fd/0"},
+		hostfuncs.InspectOp{Op: "fd_link", PID: "self", FD: 1},
+		hostfuncs.InspectOp{Op: "fd_link", PID: "self", FD: 0},
 	)
 	walk := rawOps(
-		hostfuncs.InspectOp{Op: "read", Path: "/proc/" + parent + "/stat"},
-		hostfuncs.InspectOp{Op: "read", Path: "/proc/" + parent + "/cmdline"},
-		hostfuncs.InspectOp{Op: "read", Path: "/proc/" + me + "/stat"},
+		hostfuncs.InspectOp{Op: "stat", PID: parent},
+		hostfuncs.InspectOp{Op: "cmdline", PID: parent},
+		hostfuncs.InspectOp{Op: "stat", PID: me},
 		hostfuncs.InspectOp{Op: "kill0", PID: parent},
 	)
 	target, _ := os.Readlink("/proc/self/fd/1")

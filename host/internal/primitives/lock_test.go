@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -49,17 +50,16 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// prepare returns Funcs confined to dir by a successful prepare_dir.
+// prepare returns Funcs whose state directory is dir (as a successful open
+// fixes it), creating dir if needed.
 func prepare(t testing.TB, dir string) *primitives.Funcs {
 	f := primitives.New(primitives.Config{})
 	_ = os.MkdirAll(dir, 0o700)
-	req, _ := json.Marshal(hostfuncs.PrepareDirRequest{Op: hostfuncs.DirOpFix, Path: dir, SweepSeconds: 60})
-	var resp hostfuncs.Empty
-	if err := json.Unmarshal(f.Call(hostfuncs.FnPrepareDir, req), &resp); err != nil || resp.Error != nil {
+	if !f.SetStateDir(dir) {
 		if t == nil {
-			panic(fmt.Sprint(resp.Error, err))
+			panic("SetStateDir(" + dir + ") refused")
 		}
-		t.Fatalf("prepare_dir(%s): %v %v", dir, resp.Error, err)
+		t.Fatalf("SetStateDir(%s) refused", dir)
 	}
 	return f
 }
@@ -108,19 +108,38 @@ func TestLock_ExclusiveUntilClose(t *testing.T) {
 	}
 }
 
-func TestLock_RefusesSymlinkAndFIFO(t *testing.T) {
+// Only a regular file is a lock: a symlink (never followed, its target not
+// created), a directory and a FIFO answer unsafe, the FIFO without hanging
+// (opened O_NONBLOCK, then fstat).
+func TestLock_RefusesSymlinkDirFIFO(t *testing.T) {
 	dir := stateDir(t)
 	f := prepare(t, dir)
 	defer f.Close()
 	os.Symlink("elsewhere", filepath.Join(dir, "lock-link"))
 	os.Mkdir(filepath.Join(dir, "lock-dir"), 0o700)
-	for _, name := range []string{"lock-link", "lock-dir"} {
-		if r := call[hostfuncs.Empty](t, f, hostfuncs.FnLock, hostfuncs.NameRequest{Name: name}); r.Error == nil || r.Error.Code != hostfuncs.CodeUnsafe {
-			t.Errorf("lock(%s) = %+v, want unsafe", name, r.Error)
+	if err := syscall.Mkfifo(filepath.Join(dir, "lock-fifo"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"lock-link", "lock-dir", "lock-fifo"} {
+		done := make(chan hostfuncs.Empty, 1)
+		go func() {
+			done <- call[hostfuncs.Empty](t, f, hostfuncs.FnLock, hostfuncs.LockRequest{Name: name, Socket: "mcp-resume-test-" + name})
+		}()
+		select {
+		case r := <-done:
+			if r.Error == nil || r.Error.Code != hostfuncs.CodeUnsafe {
+				t.Errorf("lock(%s) = %+v, want unsafe", name, r.Error)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("lock(%s) hangs", name)
 		}
 	}
 	if _, err := os.Lstat(filepath.Join(dir, "elsewhere")); !os.IsNotExist(err) {
 		t.Errorf("lock followed the symlink: %v", err)
+	}
+	// The refused locks hold nothing: another instance takes them.
+	if r := call[hostfuncs.Empty](t, f, hostfuncs.FnLock, hostfuncs.LockRequest{Name: "lock-ok", Socket: "mcp-resume-test-lock-fifo"}); r.Error != nil {
+		t.Errorf("the socket of a refused lock stayed bound: %v", r.Error)
 	}
 }
 

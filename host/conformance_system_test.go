@@ -1,0 +1,240 @@
+package host_test
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/mcp-resume/mcp-resume/host/internal/primitives"
+	"github.com/mcp-resume/mcp-resume/hostfuncs"
+)
+
+// pinnedSystem is the conformance runner's host functions
+// (hostfuncs/conformance/README.md, "Running a case", step 2): the real
+// primitives.Funcs for the state directory, the lock and the log, and the
+// case's pinned system for everything that describes the machine.
+// mcp_resume_facts answers the case's facts as is; mcp_resume_inspect
+// answers the typed /proc operations from the fixture tree root/proc (only
+// when the pinned facts.os is "linux", else unsupported) and the others
+// from the case's answers or the conformance defaults, never from the real
+// system; a function named in no_answer is not run at all and answers the
+// 8 bytes "not json". This is test code: production Funcs has no pinned mode.
+type pinnedSystem struct {
+	*primitives.Funcs
+	facts    json.RawMessage
+	linux    bool   // facts.os is "linux"
+	proc     string // the fixture tree standing in for /proc
+	answers  map[string]json.RawMessage
+	noAnswer []string
+}
+
+func newPinnedSystem(funcs *primitives.Funcs, sys system, proc string) *pinnedSystem {
+	var facts struct {
+		OS string `json:"os"`
+	}
+	_ = json.Unmarshal(sys.Facts, &facts)
+	return &pinnedSystem{Funcs: funcs, facts: sys.Facts, linux: facts.OS == "linux", proc: proc, answers: sys.Answers, noAnswer: sys.NoAnswer}
+}
+
+// Call implements primitives.Handler.
+func (p *pinnedSystem) Call(fn string, req []byte) []byte {
+	switch {
+	case slices.Contains(p.noAnswer, fn):
+		return []byte("not json")
+	case fn == hostfuncs.FnFacts:
+		return p.facts
+	case fn == hostfuncs.FnInspect:
+		var r struct {
+			Ops []json.RawMessage `json:"ops"`
+		}
+		if err := json.Unmarshal(req, &r); err != nil || len(r.Ops) == 0 || len(r.Ops) > hostfuncs.MaxInspectOps {
+			return pinnedError(hostfuncs.CodeInvalidRequest, "mcp_resume_inspect: not 1 to 64 operations")
+		}
+		results := make([]json.RawMessage, len(r.Ops))
+		for i, raw := range r.Ops {
+			results[i] = p.inspect(raw)
+		}
+		out, _ := json.Marshal(map[string]any{"results": results})
+		return out
+	}
+	return p.Funcs.Call(fn, req)
+}
+
+// The conformance defaults of the answered operations: kill0 not_found,
+// fstat a terminal, exe one program image for every pid, the rest
+// unsupported.
+const (
+	conformanceExe       = `{"dev":"2049","ino":"1234567"}`
+	conformanceFstat     = `{"type":"char"}`
+	conformanceKill0     = `{"error":{"code":"not_found","message":"no such process (conformance default)"}}`
+	conformanceUnanswerd = `{"error":{"code":"unsupported","message":"not answered here (conformance default)"}}`
+)
+
+// fixturePaths maps the typed /proc operations to the fixture tree
+// (hostfuncs/README.md, "mcp_resume_inspect"; "<P>" the pid or "self", "<N>"
+// the fd); link answers "target", the others "data".
+var fixturePaths = map[string]struct {
+	path string
+	link bool
+}{
+	hostfuncs.OpBootID:  {"sys/kernel/random/boot_id", false},
+	hostfuncs.OpSelf:    {"self", true},
+	hostfuncs.OpTimens:  {"self/timens_offsets", false},
+	hostfuncs.OpStat:    {"<P>/stat", false},
+	hostfuncs.OpCmdline: {"<P>/cmdline", false},
+	hostfuncs.OpPidNS:   {"<P>/ns/pid", true},
+	hostfuncs.OpFDLink:  {"<P>/fd/<N>", true},
+	hostfuncs.OpFDs:     {"<P>/fd", false},
+}
+
+var digits = regexp.MustCompile(`^[1-9][0-9]{0,9}$`)
+
+func validPID(pid string, self bool) bool {
+	n, err := strconv.ParseInt(pid, 10, 64)
+	return self && pid == hostfuncs.PIDSelf || digits.MatchString(pid) && err == nil && n <= math.MaxInt32
+}
+
+// inspect answers one operation from the pinned system.
+func (p *pinnedSystem) inspect(raw json.RawMessage) json.RawMessage {
+	var op struct {
+		Op      string   `json:"op"`
+		PID     *string  `json:"pid"`
+		FD      *int64   `json:"fd"`
+		Targets []string `json:"targets"`
+	}
+	if json.Unmarshal(raw, &op) != nil || raw[0] != '{' {
+		return pinnedError(hostfuncs.CodeInvalidRequest, "operation is not an object")
+	}
+	// Validated as the real host validates: a pid is digits without a
+	// leading zero within 1..2147483647 ("self" for the /proc operations),
+	// an fd 0..2147483647; whatever answers holds.
+	fx, isProc := fixturePaths[op.Op]
+	needPID := isProc && strings.Contains(fx.path, "<P>") || slices.Contains([]string{hostfuncs.OpKill0, hostfuncs.OpExe, hostfuncs.OpSysctl, hostfuncs.OpProcargs, hostfuncs.OpPs}, op.Op)
+	needFD := isProc && strings.Contains(fx.path, "<N>") || op.Op == hostfuncs.OpFstat || op.Op == hostfuncs.OpPeer
+	if needPID && (op.PID == nil || !validPID(*op.PID, isProc)) || needFD && (op.FD == nil || *op.FD < 0 || *op.FD > math.MaxInt32) {
+		return pinnedError(hostfuncs.CodeInvalidRequest, `bad "pid" or "fd"`)
+	}
+	key := op.Op + " "
+	switch {
+	case needPID:
+		key += *op.PID
+	case needFD:
+		key += strconv.FormatInt(*op.FD, 10)
+	}
+	switch {
+	case isProc:
+	case p.answers[key] != nil:
+		return p.answers[key]
+	case op.Op == hostfuncs.OpKill0:
+		return json.RawMessage(conformanceKill0)
+	case op.Op == hostfuncs.OpFstat:
+		return json.RawMessage(conformanceFstat)
+	case op.Op == hostfuncs.OpExe:
+		return json.RawMessage(conformanceExe)
+	case slices.Contains([]string{hostfuncs.OpPeer, hostfuncs.OpSysctl, hostfuncs.OpProcargs, hostfuncs.OpPs}, op.Op):
+		return json.RawMessage(conformanceUnanswerd)
+	default:
+		return pinnedError(hostfuncs.CodeInvalidRequest, "unknown operation "+strconv.Quote(op.Op))
+	}
+	path := fx.path
+	if needPID {
+		path = strings.Replace(path, "<P>", *op.PID, 1)
+	}
+	if needFD {
+		path = strings.Replace(path, "<N>", strconv.FormatInt(*op.FD, 10), 1)
+	}
+	if !p.linux {
+		return pinnedError(hostfuncs.CodeUnsupported, "no /proc on the pinned system")
+	}
+	path = filepath.Join(p.proc, path)
+	var result any
+	var err error
+	switch {
+	case op.Op == hostfuncs.OpFDs:
+		result, err = fixtureFDs(path, op.Targets)
+	case fx.link:
+		var target string
+		target, err = os.Readlink(path)
+		result = map[string]string{"target": target}
+	default:
+		var data []byte
+		data, err = readNoFollow(path)
+		result = map[string][]byte{"data": data}
+	}
+	if err != nil {
+		return pinnedError(fixtureCode(err), err.Error())
+	}
+	out, _ := json.Marshal(result)
+	return out
+}
+
+// fixtureFDs lists a fixture fd directory as the fds operation does: each
+// fd's target and the octal flags of its fdinfo file (-1 without one),
+// sorted by fd, only those whose target is in targets when given.
+func fixtureFDs(dir string, targets []string) (any, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := []hostfuncs.FD{}
+	for _, e := range entries {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		target, err := os.Readlink(filepath.Join(dir, e.Name()))
+		if err != nil || targets != nil && !slices.Contains(targets, target) {
+			continue
+		}
+		flags := -1
+		info, _ := readNoFollow(filepath.Join(dir+"info", e.Name()))
+		for line := range strings.Lines(string(info)) {
+			if v, ok := strings.CutPrefix(line, "flags:"); ok {
+				if f, err := strconv.ParseInt(strings.TrimSpace(v), 8, 32); err == nil {
+					flags = int(f)
+				}
+			}
+		}
+		out = append(out, hostfuncs.FD{FD: n, Target: target, Flags: flags})
+	}
+	slices.SortFunc(out, func(a, b hostfuncs.FD) int { return a.FD - b.FD })
+	return map[string]any{"fds": out}, nil
+}
+
+func readNoFollow(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, 65536))
+}
+
+// fixtureCode maps a fixture read's error as the contract does.
+func fixtureCode(err error) string {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return hostfuncs.CodeNotFound
+	case errors.Is(err, fs.ErrPermission):
+		return hostfuncs.CodePermission
+	case errors.Is(err, syscall.ELOOP):
+		return hostfuncs.CodeUnsafe
+	case errors.Is(err, syscall.ENOTDIR):
+		return hostfuncs.CodeNotDir
+	}
+	return hostfuncs.CodeIO
+}
+
+func pinnedError(code, msg string) json.RawMessage {
+	out, _ := json.Marshal(hostfuncs.Empty{Error: &hostfuncs.Error{Code: code, Message: msg}})
+	return out
+}
