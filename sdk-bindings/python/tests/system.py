@@ -61,9 +61,9 @@ def make_files(directory: Path, files: dict[str, Any]) -> None:
             fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "wb") as f:
                 f.write(content_bytes(c))
-            if c.get("age_days", 0) > 0:
-                old = time.time() - c["age_days"] * 24 * 3600
-                os.utime(p, (old, old))
+        if c.get("age_days", 0) > 0:  # the entry's own time, a symlink's or a directory's too
+            old = time.time() - c["age_days"] * 24 * 3600
+            os.utime(p, (old, old), follow_symlinks=False)
 
 
 def check_files(directory: Path, want: dict[str, Any], exact: bool) -> list[str]:

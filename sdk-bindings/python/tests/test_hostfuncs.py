@@ -534,10 +534,11 @@ def test_lock_refusals(state: Path, tmp_path: Path) -> None:
     assert code(lock(f)) == "unsafe"
     assert code(call(f, "mcp_resume_lock", {})) == "invalid_request"
     os.rmdir(state / LOCK_NAME)
-    for sock in ("", "x" * 108, "a\x00b", 5, ["x"]):
+    for sock in ("x" * 108, "é" * 54, "a\x00b", 5, ["x"], False):
         assert code(call(f, "mcp_resume_lock", {"name": LOCK_NAME, "socket": sock})) == "invalid_request", sock
     assert f._locks == {} and os.listdir(state) == [], "refused before any system call"
     assert call(f, "mcp_resume_lock", {"name": LOCK_NAME, "socket": None}) == {}, "null: no socket"
+    assert call(f, "mcp_resume_lock", {"name": LOCK_NAME + "-1", "socket": ""}) == {}, "empty: no socket"
     assert call(f, "mcp_resume_lock", {"name": LOCK_NAME + "-2", "socket": LOCK_SOCKET + "y" * (107 - len(LOCK_SOCKET))}) == {}
     f.close()
 

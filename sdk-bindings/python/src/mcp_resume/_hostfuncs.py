@@ -517,9 +517,9 @@ class HostFunctions:
         regular) and ``flock(LOCK_EX|LOCK_NB)`` it. ``busy`` from either releases the other. Held already: ``{}``."""
         name = _name(doc)
         path = os.path.join(self._dir(), name)
-        sock_name = doc.get("socket")
+        sock_name = doc.get("socket")  # absent, null or "": no socket
         raw = sock_name.encode("utf-8", "surrogatepass") if isinstance(sock_name, str) else b""
-        if sock_name is not None and not (1 <= len(raw) < _SUN_PATH_LEN and b"\0" not in raw):
+        if sock_name not in (None, "") and not (raw and len(raw) < _SUN_PATH_LEN and b"\0" not in raw):
             raise _Fail("invalid_request", "request field 'socket' is not a string of 1-107 bytes without NUL")
         if fcntl is None:  # pragma: no cover
             raise _Fail("unsupported", "lock: this platform has no flock")
@@ -529,7 +529,7 @@ class HostFunctions:
             socks: list[socket.socket] = []
             fd = -1
             try:
-                if sock_name and sys.platform.startswith("linux"):
+                if raw and sys.platform.startswith("linux"):
                     socks = _bind_abstract(raw)
                 fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NONBLOCK | _O_FLAGS, 0o600)
                 _regular(fd, name)
