@@ -1,4 +1,4 @@
-"""The nine host functions of the mcp-resume contract, ABI 5: OS primitives with no policy.
+"""The nine host functions of the mcp-resume contract, ABI 5: OS primitives with no policy (POSIX).
 
 Requests, answers and error codes are ``hostfuncs/README.md``'s; the docstrings
 say what this host does. Nothing raises: every failure is an answer
@@ -12,6 +12,7 @@ import binascii
 import contextlib
 import ctypes
 import errno
+import fcntl
 import json
 import logging
 import math
@@ -24,11 +25,6 @@ import sys
 import threading
 import time
 from typing import Any
-
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - not POSIX: no flock, and resume is off anyway
-    fcntl = None  # type: ignore[assignment]
 
 __all__ = ["ABI_VERSION", "FUNCTIONS", "NAMESPACE", "HostFunctions"]
 
@@ -285,7 +281,7 @@ class HostFunctions:
         ``facts.stdio_fds`` until :meth:`release_stdio`: the MCP SDK points fds 0 and 1 at ``/dev/null`` while
         it serves, maybe before the plugin's stdio check (README, ``mcp_resume_facts``). A closed fd is
         reported as itself. Linux only; raises nothing."""
-        if self.os_name() != "linux" or self._stdio is not None or fcntl is None:
+        if self.os_name() != "linux" or self._stdio is not None:
             return
         copies = []
         for fd in (0, 1):
@@ -521,8 +517,6 @@ class HostFunctions:
         raw = sock_name.encode("utf-8", "surrogatepass") if isinstance(sock_name, str) else b""
         if sock_name not in (None, "") and not (raw and len(raw) < _SUN_PATH_LEN and b"\0" not in raw):
             raise _Fail("invalid_request", "request field 'socket' is not a string of 1-107 bytes without NUL")
-        if fcntl is None:  # pragma: no cover
-            raise _Fail("unsupported", "lock: this platform has no flock")
         with self._mu:
             if name in self._locks:
                 return {}
