@@ -113,8 +113,9 @@ class ResumeTokenStore:
     never raise (except :class:`InvalidTokenError`); nothing is written to stdout.
 
     Inputs, passed to the plugin's ``open`` (hostfuncs/README.md, "Plugin exports"): ``app`` (1-64 of
-    ``[A-Za-z0-9._-]``, starting with a letter or digit); ``state_dir`` (the state root; a relative one is
-    taken against the working directory: the store's directory is ``<state_dir>/<app>``, so apps never share one; default root
+    ``[A-Za-z0-9._-]``, starting with a letter or digit); ``state_dir`` (the state root, passed as given: the
+    plugin takes a relative one against the working directory; the store's directory is ``<state_dir>/<app>``,
+    so apps never share one; default root
     ``$MCP_RESUME_STATE_DIR``, else ``$XDG_STATE_HOME/mcp-resume`` or ``~/.local/state/mcp-resume``,
     macOS ``~/Library/Application Support/mcp-resume``; created 0700 on first use); ``logger`` (gets the spec's lines with ``extra={"event", "detail"}``;
     default ``logging.getLogger("mcp_resume")``); ``launchers`` (extra names to skip when looking for the
