@@ -1,18 +1,89 @@
-"""What the store tests share: the default conformance system's token and lock names (its MCP host is
-pid 4242, every program image ``2049x1234567``), a log capture, and a store class pinned to that system."""
+"""The pinned system (hostfuncs/conformance/README.md, "System"), test code only: host functions that
+answer ``facts`` and the primitives without a file from a case and read a fixture ``/proc`` tree, with
+everything else (files, locks, logging) real. Also what the store tests share: the default system's token
+and lock names (its MCP host is pid 4242, every program image ``2049x1234567``), a log capture, and a
+store class pinned to that system."""
 
 from __future__ import annotations
 
+import json
 import logging
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from mcp_resume import ResumeTokenStore
+from mcp_resume._hostfuncs import HostFunctions
 
-from system import load_system
+from system import CONFORMANCE, make_files, substitute
 
 PID, START = 4242, "98765.0f1e2d3c4b5a69788796a5b4c3d2e1f0.4026531836.2049x1234567"  # the conformance exe default
 TOKEN_NAME = f"token-{PID}-{START}"
 LOCK_NAME = f"lock-{PID}-{START}"
+
+
+@dataclass
+class System:
+    """A case's system: ``facts`` answered as is; ``proc``, the fixture directory read for ``/proc``;
+    ``answers`` of ``kill0``, ``exe``, ``fstat``, ``peer``, ``sysctl``, ``procargs``, ``ps`` keyed
+    ``"<op> <pid or fd>"``; ``no_answer``, host functions not run at all, answered ``not json``."""
+
+    facts: dict[str, Any]
+    proc: str
+    answers: dict[str, Any] = field(default_factory=dict)
+    no_answer: frozenset[str] = frozenset()
+
+
+#: What an op the case does not answer gets (the conformance README, "System"); else ``unsupported``.
+DEFAULT_ANSWERS: dict[str, dict[str, Any]] = {
+    "kill0": {"error": {"code": "not_found", "message": "kill0: no such process (pinned)"}},
+    "fstat": {"type": "char"}, "exe": {"dev": "2049", "ino": "1234567"}}
+
+
+class PinnedHostFunctions(HostFunctions):
+    """The real host functions with the system substituted: ``facts``, ``facts.os`` (the /proc ops answer
+    from the fixture tree only when it is ``linux``), the /proc root and the primitives without a file.
+    A subclass per system sets :attr:`system` (:func:`pinned_functions`)."""
+
+    system: System
+
+    def os_name(self) -> str:
+        return str(self.system.facts.get("os", ""))
+
+    def facts(self) -> dict[str, Any]:
+        return self.system.facts
+
+    def keep_stdio(self) -> None:
+        """No copies: the pinned facts name the stdio fds."""
+
+    def _primitive(self, op: str, key: Any) -> dict[str, Any]:
+        pinned = self.system.answers.get(f"{op} {key}")
+        unsupported = {"error": {"code": "unsupported", "message": f"{op}: not pinned"}}
+        return dict(pinned if pinned is not None else DEFAULT_ANSWERS.get(op, unsupported))
+
+    def call(self, fn: str, req: bytes) -> bytes:
+        """``fn`` as the real host answers it, unless the case lists it in ``no_answer``: then it is not run."""
+        return b"not json" if fn in self.system.no_answer else super().call(fn, req)
+
+
+def pinned_functions(system: System) -> type[HostFunctions]:
+    """The host functions' class for a store on ``system``."""
+    return type("PinnedHostFunctions", (PinnedHostFunctions,), {"system": system, "proc_root": system.proc})
+
+
+def load_system(spec: Any, root: Path) -> System:
+    """The pinned system of a case: ``spec`` is a name (``systems/<name>.json``), an object or ``None``
+    (``"default"``). Its ``proc`` entries are created under ``root/proc``."""
+    if spec is None:
+        spec = "default"
+    if isinstance(spec, str):
+        spec = json.loads((CONFORMANCE / "systems" / f"{spec}.json").read_text())
+    spec = substitute(spec, root)
+    proc = root / "proc"
+    proc.mkdir()
+    make_files(proc, spec.get("proc", {}))
+    return System(facts=spec["facts"], proc=str(proc), answers=spec.get("answers", {}),
+                  no_answer=frozenset(spec.get("no_answer", [])))
 
 
 class Capture(logging.Handler):
@@ -44,6 +115,6 @@ def pinned_store(root: Path) -> type[ResumeTokenStore]:
     pid 4242, nothing else runs."""
 
     class Store(ResumeTokenStore):
-        _system = load_system("default", root)
+        _host_functions = pinned_functions(load_system("default", root))
 
     return Store

@@ -1,23 +1,18 @@
 """The conformance format's building blocks (hostfuncs/conformance/README.md), shared by the tests.
 
 ``content_bytes`` / ``make_files`` / ``check_files`` read and write the
-*Content* forms; ``substitute`` replaces ``$ROOT`` and ``"$EUID"``;
-``load_system`` resolves a case's ``system`` (a name under ``systems/`` or an
-object) and materialises its ``proc`` tree, giving the pinned
-:class:`mcp_resume._hostfuncs.System` the host functions answer from.
+*Content* forms; ``substitute`` replaces ``$ROOT`` and ``"$EUID"``. The pinned system a case
+runs on is ``pinned.py``'s.
 """
 
 from __future__ import annotations
 
 import base64
-import json
 import os
 import stat
 import time
 from pathlib import Path
 from typing import Any
-
-from mcp_resume._hostfuncs import System
 
 from conftest import REPO_ROOT
 
@@ -66,9 +61,9 @@ def make_files(directory: Path, files: dict[str, Any]) -> None:
             fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "wb") as f:
                 f.write(content_bytes(c))
-            if c.get("age_days", 0) > 0:
-                old = time.time() - c["age_days"] * 24 * 3600
-                os.utime(p, (old, old))
+        if c.get("age_days", 0) > 0:  # the entry's own time, a symlink's or a directory's too
+            old = time.time() - c["age_days"] * 24 * 3600
+            os.utime(p, (old, old), follow_symlinks=False)
 
 
 def check_files(directory: Path, want: dict[str, Any], exact: bool) -> list[str]:
@@ -102,18 +97,3 @@ def check_files(directory: Path, want: dict[str, Any], exact: bool) -> list[str]
             if "mode" in c and stat.S_IMODE(st.st_mode) != int(c["mode"], 8):
                 errors.append(f"{name} mode = {stat.S_IMODE(st.st_mode):04o}, want {c['mode']}")
     return errors
-
-
-def load_system(spec: Any, root: Path) -> System:
-    """The pinned system of a case: ``spec`` is a name (``systems/<name>.json``), an object or ``None``
-    (``"default"``). Its ``proc`` entries are created under ``root/proc``."""
-    if spec is None:
-        spec = "default"
-    if isinstance(spec, str):
-        spec = json.loads((CONFORMANCE / "systems" / f"{spec}.json").read_text())
-    spec = substitute(spec, root)
-    proc = root / "proc"
-    proc.mkdir()
-    make_files(proc, spec.get("proc", {}))
-    return System(facts=spec["facts"], proc=str(proc), answers=spec.get("answers", {}),
-                  no_answer=frozenset(spec.get("no_answer", [])))

@@ -6,7 +6,9 @@ says: a fresh root, the case's system (facts, a fixture ``/proc`` tree under
 other operations), the state directory and files before, ``open`` with the
 case's object, the calls straight into the plugin exports (bytes and error
 codes, not the API's translation of them), then the files, the state
-directory and every log line above debug. Real ``plugin.wasm``, real Extism
+directory and every log line above debug, captured from before ``open`` (which
+logs ``resume_off``). A host function the case lists in ``no_answer`` is not
+run at all (``pinned.py``). Real ``plugin.wasm``, real Extism
 runtime, real host functions on real files; the same cases the Go and
 TypeScript hosts run.
 """
@@ -26,7 +28,8 @@ import pytest
 from mcp_resume import ResumeStoreError, ResumeTokenStore
 from mcp_resume._hostfuncs import HostFunctions
 
-from system import CONFORMANCE, check_files, content_bytes, load_system, make_files, substitute
+from pinned import load_system, pinned_functions
+from system import CONFORMANCE, check_files, content_bytes, make_files, substitute
 
 CASES = sorted((CONFORMANCE / "cases").glob("*.json"))
 _LEVELS = {logging.INFO: "info", logging.WARNING: "warn", logging.ERROR: "error"}
@@ -125,7 +128,7 @@ def test_conformance(path: Path, tmp_path: Path) -> None:
     class Store(ResumeTokenStore):
         """The binding's store on the pinned system, whose ``open`` sends the case's object as is."""
 
-        _system = system
+        _host_functions = pinned_functions(system)
 
         def _export(self, export: str, data: bytes = b"") -> bytes:
             if export != "open":
@@ -153,14 +156,15 @@ def test_conformance(path: Path, tmp_path: Path) -> None:
             if call.get("action") == "put_file":
                 (state / call["name"]).write_bytes(content_bytes(call["content"]))
             elif call.get("action") == "hold_lock":
+                # A second, independent instance confined to the state directory directly (no prepare_dir).
                 other = HostFunctions(logging.getLogger("mcp_resume.conformance.other"))
                 others.append(other)
+                other.set_state_dir(str(state))
                 names = json.loads(call_export(store, "names", b"")[0] or b"{}")
                 socket = names.get("lock_socket", "") if names.get("lock") == call["name"] else ""
-                for fn, req in (("mcp_resume_prepare_dir", {"op": "fix", "path": str(state), "sweep_seconds": 60}),
-                                ("mcp_resume_lock", {"name": call["name"], "socket": socket})):
-                    resp = json.loads(other.call(fn, json.dumps(req).encode()))
-                    assert not resp.get("error"), f"hold_lock {call['name']}: {fn}: {resp}"
+                req = {"name": call["name"], "socket": socket} if socket else {"name": call["name"]}
+                resp = json.loads(other.call("mcp_resume_lock", json.dumps(req).encode()))
+                assert not resp.get("error"), f"hold_lock {call['name']}: {resp}"
             else:
                 data = content_bytes(call["input"]) if "input" in call else b""
                 errors += check(f"call {i} {call['export']}", call["want"], *call_export(store, call["export"], data))

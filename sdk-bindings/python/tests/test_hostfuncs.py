@@ -1,11 +1,12 @@
-"""The host functions (hostfuncs/README.md, ABI 4) on the real system: real files, real /proc, real processes.
+"""The host functions (hostfuncs/README.md, ABI 5) on the real system: real files, real /proc, real processes.
 
-File functions: names are names (no paths, ``..``, NUL or hidden names),
-symlinks are never followed, a FIFO never blocks, writes are atomic and 0600,
-remove is unlink, list reports ages, the state directory is confined, 0700,
-ours, and loses stale temporaries; the lock excludes every other holder and
-dies with its process. Primitives: facts of this process, the /proc allowlist
-checked before any system call, ``read``/``readlink``/``fds`` on the real
+File functions: a name is one path element (no ``/``, NUL, ``.`` or ``..``, at
+most 255 bytes), symlinks are never followed, a FIFO never blocks, writes go
+through the plugin's temporary name, are atomic and 0600, remove is unlink
+(a directory is ``unsafe``), list reports every entry with its type and age,
+and nothing acts before ``open`` fixed the state directory; the lock excludes
+every other holder and dies with its process. Primitives: facts of this
+process, typed ``/proc`` ops checked before any system call on the real
 ``/proc`` (real pipes and child processes), ``kill0`` on real children,
 ``fstat`` and ``peer`` on real pipes and socket pairs (in child processes whose
 stdio they are). No call ever raises: every answer is a JSON object padded to
@@ -32,9 +33,11 @@ import pytest
 
 from mcp_resume._hostfuncs import FUNCTIONS, HostFunctions
 
+from pinned import System, pinned_functions
+
 TOKEN_NAME = "token-4242-98765.0f1e2d3c4b5a69788796a5b4c3d2e1f0.4026531836"
 LOCK_NAME = "lock-4242-98765.0f1e2d3c4b5a69788796a5b4c3d2e1f0.4026531836"
-TEMP_MAX_AGE_S = 60
+TEMP_NAME = f".{TOKEN_NAME}.0123456789abcdef.tmp"  # as the plugin names it
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs Linux /proc")
 
 
@@ -61,7 +64,7 @@ def state(tmp_path: Path) -> Path:
 
 
 def bare(logs: Lines | None = None) -> HostFunctions:
-    """HostFunctions with no state directory yet."""
+    """HostFunctions with no state directory yet (before ``open``)."""
     logger = logging.getLogger(f"mcp_resume.test.{random.random()}")
     logger.handlers[:] = [logs] if logs else []
     logger.setLevel(logging.DEBUG)
@@ -69,10 +72,10 @@ def bare(logs: Lines | None = None) -> HostFunctions:
     return HostFunctions(logger)
 
 
-def funcs(state: Path, logs: Lines | None = None) -> HostFunctions:
-    """HostFunctions confined to ``state`` (prepared, so the directory must be usable)."""
+def funcs(state: Path | str, logs: Lines | None = None) -> HostFunctions:
+    """HostFunctions confined to ``state``, as the store confines them after a successful ``open``."""
     f = bare(logs)
-    assert call(f, "mcp_resume_prepare_dir", {"op": "fix", "path": str(state), "sweep_seconds": TEMP_MAX_AGE_S}) == {}
+    f.set_state_dir(str(state))
     return f
 
 
@@ -89,33 +92,52 @@ def code(doc: dict[str, Any]) -> str | None:
     return err["code"] if err else None
 
 
-def prepare(f: HostFunctions, path: Path | str, sweep: int = TEMP_MAX_AGE_S) -> dict[str, Any]:
-    """``fix`` ``path`` as the state directory."""
-    return call(f, "mcp_resume_prepare_dir", {"op": "fix", "path": str(path), "sweep_seconds": sweep})
+def write(f: HostFunctions, name: str, data: bytes, temp: str = TEMP_NAME) -> dict[str, Any]:
+    return call(f, "mcp_resume_write", {"name": name, "temp": temp, "data": base64.b64encode(data).decode()})
 
 
-def prim(op: str, path: Path | str, **extra: Any) -> dict[str, Any]:
-    """One ``stat`` or ``mkdir`` primitive of ``mcp_resume_prepare_dir`` on a fresh HostFunctions."""
-    return call(bare(), "mcp_resume_prepare_dir", {"op": op, "path": str(path), **extra})
+def prim(op: str, path: Path | str, state: Path | str | None = None, **extra: Any) -> dict[str, Any]:
+    """One ``stat`` or ``mkdir`` of ``mcp_resume_prepare_dir`` on fresh HostFunctions confined to ``state``
+    (default ``path``: the state directory itself)."""
+    f = funcs(str(state if state is not None else path))
+    return call(f, "mcp_resume_prepare_dir", {"op": op, "path": str(path), **extra})
 
 
 # --- names ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "name",
-    ["/etc/passwd", "../outside", "..", ".", "a/b", "a\x00b", ".hidden", "", "x" * 256, "tok en", "tök", "a\\b", "a\n"],
-    ids=["absolute", "dotdot path", "dotdot", "dot", "slash", "NUL", "hidden", "empty", "too long", "space",
-         "non-ascii", "backslash", "trailing newline"],
-)
-@pytest.mark.parametrize("fn", ["mcp_resume_read", "mcp_resume_write", "mcp_resume_remove", "mcp_resume_lock"])
-def test_bad_names_refused(state: Path, tmp_path: Path, fn: str, name: str) -> None:
+BAD_NAMES = ["/etc/passwd", "../outside", "..", ".", "a/b", "a/", "a\x00b", "", "x" * 256, "é" * 128, 5, None]
+BAD_IDS = ["absolute", "dotdot path", "dotdot", "dot", "slash", "trailing slash", "NUL", "empty", "256 bytes",
+           "256 bytes of two-byte characters", "number", "missing"]
+
+
+@pytest.mark.parametrize("name", BAD_NAMES, ids=BAD_IDS)
+@pytest.mark.parametrize("fn,key", [("mcp_resume_read", "name"), ("mcp_resume_write", "name"),
+                                    ("mcp_resume_write", "temp"), ("mcp_resume_remove", "name"),
+                                    ("mcp_resume_lock", "name")])
+def test_names_not_one_path_element_refused(state: Path, tmp_path: Path, fn: str, key: str, name: Any) -> None:
+    """The whole host rule (README, "Names"): one path element of 1-255 bytes, refused before any system call."""
     (tmp_path / "outside").write_text("victim")
-    req: dict[str, Any] = {"name": name, "limit": 10, "data": base64.b64encode(b"x").decode()}
+    req: dict[str, Any] = {"name": TOKEN_NAME, "temp": TEMP_NAME, "limit": 10, "data": base64.b64encode(b"x").decode()}
+    req[key] = name
+    if name is None:
+        del req[key]
     doc = call(funcs(state), fn, req)
     assert code(doc) == "invalid_request", doc
     assert (tmp_path / "outside").read_text() == "victim"
     assert os.listdir(state) == []
+
+
+@pytest.mark.parametrize("name", [".hidden", "tok en", "tök", "a\\b", "a\n", "x" * 255, "é" * 127 + "x", "..."])
+def test_names_of_one_path_element_accepted(state: Path, name: str) -> None:
+    """Everything else is the plugin's policy, not the host's: such names are written, read, locked, removed."""
+    f = funcs(state)
+    assert write(f, name, b"tok", temp=".t.0123456789abcdef.tmp") == {}
+    assert base64.b64decode(call(f, "mcp_resume_read", {"name": name, "limit": 10})["data"]) == b"tok"
+    assert call(f, "mcp_resume_remove", {"name": name}) == {}
+    assert call(f, "mcp_resume_lock", {"name": name}) == {}
+    f.close()
+    assert os.listdir(state) == [name]
 
 
 # --- read ------------------------------------------------------------------------------
@@ -159,7 +181,7 @@ def test_read_directory_refused(state: Path) -> None:
 def test_write_atomic_0600(state: Path) -> None:
     f = funcs(state)
     for data in (b"tok-A", b"tok-B"):
-        assert call(f, "mcp_resume_write", {"name": TOKEN_NAME, "data": base64.b64encode(data).decode()}) == {}
+        assert write(f, TOKEN_NAME, data) == {}
         assert (state / TOKEN_NAME).read_bytes() == data
     assert stat.S_IMODE(os.stat(state / TOKEN_NAME).st_mode) == 0o600
     assert os.listdir(state) == [TOKEN_NAME], "a temporary file was left behind"
@@ -169,39 +191,65 @@ def test_write_replaces_symlink_without_following(state: Path, tmp_path: Path) -
     victim = tmp_path / "outside-token"
     victim.write_text("victim-token")
     os.symlink("../outside-token", state / TOKEN_NAME)
-    assert call(funcs(state), "mcp_resume_write", {"name": TOKEN_NAME, "data": base64.b64encode(b"tok-N").decode()}) == {}
+    assert write(funcs(state), TOKEN_NAME, b"tok-N") == {}
     assert victim.read_text() == "victim-token"
     assert not (state / TOKEN_NAME).is_symlink() and (state / TOKEN_NAME).read_bytes() == b"tok-N"
 
 
-def test_write_failure_removes_temp(state: Path) -> None:
-    (state / TOKEN_NAME).mkdir()  # rename over a directory fails
-    doc = call(funcs(state), "mcp_resume_write", {"name": TOKEN_NAME, "data": base64.b64encode(b"tok").decode()})
-    assert code(doc) == "io"
-    assert os.listdir(state) == [TOKEN_NAME]
+def test_write_over_a_directory_removes_temp(state: Path) -> None:
+    (state / TOKEN_NAME).mkdir()  # rename over a directory: EISDIR
+    assert code(write(funcs(state), TOKEN_NAME, b"tok")) == "unsafe"
+    assert os.listdir(state) == [TOKEN_NAME], "the temporary file was left behind"
+
+
+@pytest.mark.parametrize("kind", ["file", "symlink", "dangling symlink", "directory"])
+def test_write_temp_exists(state: Path, tmp_path: Path, kind: str) -> None:
+    """Something at ``temp`` (another writer's, or planted): ``exists``; it is left as it was, nothing of
+    this write is left, nothing is written through a link."""
+    (tmp_path / "target").write_text("keep")
+    if kind == "file":
+        (state / TEMP_NAME).write_text("another writer's")
+    elif kind == "directory":
+        (state / TEMP_NAME).mkdir()
+    else:
+        os.symlink("../target" if kind == "symlink" else "../nowhere", state / TEMP_NAME)
+    assert code(write(funcs(state), TOKEN_NAME, b"tok")) == "exists"
+    assert os.listdir(state) == [TEMP_NAME]
+    assert (tmp_path / "target").read_text() == "keep" and not (tmp_path / "nowhere").exists()
+    if kind == "file":
+        assert (state / TEMP_NAME).read_text() == "another writer's"
 
 
 def test_write_after_dir_removed(state: Path) -> None:
     f = funcs(state)
     os.rmdir(state)
-    assert code(call(f, "mcp_resume_write", {"name": TOKEN_NAME, "data": "dG9r"})) == "not_found"
+    assert code(write(f, TOKEN_NAME, b"tok")) == "not_found"
 
 
 @pytest.mark.parametrize("fn", ["mcp_resume_read", "mcp_resume_write", "mcp_resume_remove", "mcp_resume_lock", "mcp_resume_list"])
-def test_file_functions_confined_before_prepare(state: Path, fn: str) -> None:
-    """The confinement rule: no file function acts before a prepare_dir has succeeded."""
+def test_file_functions_confined_before_open(state: Path, fn: str) -> None:
+    """Confinement (README): no file function acts before ``open`` fixed the state directory, nor mkdir."""
     (state / TOKEN_NAME).write_text("x")
-    req = {"name": TOKEN_NAME, "limit": 10, "data": "dG9r", "prefix": ""}
+    req = {"name": TOKEN_NAME, "temp": TEMP_NAME, "limit": 10, "data": "dG9r"}
     f = bare()
     assert code(call(f, fn, req)) == "invalid_request"
-    assert code(call(f, "mcp_resume_prepare_dir", {"op": "fix", "path": str(state)})) == "invalid_request"
-    assert code(call(f, fn, req)) == "invalid_request", "a failed prepare_dir confines nothing"
-    assert (state / TOKEN_NAME).read_text() == "x" and f.dir is None
+    assert code(call(f, "mcp_resume_prepare_dir", {"op": "mkdir", "path": str(state / "sub")})) == "invalid_request"
+    f.set_state_dir("")  # an open that answered no state directory fixes none
+    assert code(call(f, fn, req)) == "invalid_request"
+    assert (state / TOKEN_NAME).read_text() == "x" and os.listdir(state) == [TOKEN_NAME] and f.state_dir == ""
+
+
+def test_state_dir_is_fixed_for_good(tmp_path: Path) -> None:
+    f = funcs(tmp_path / "a")
+    f.set_state_dir(str(tmp_path / "a"))
+    with pytest.raises(ValueError):
+        f.set_state_dir(str(tmp_path / "b"))
+    assert f.state_dir == str(tmp_path / "a")
 
 
 @pytest.mark.parametrize("data", [None, 5, "not base64!", "dG9r\n"], ids=["missing", "number", "garbage", "newline"])
 def test_write_bad_data(state: Path, data: Any) -> None:
-    req = {"name": TOKEN_NAME} if data is None else {"name": TOKEN_NAME, "data": data}
+    req = {"name": TOKEN_NAME, "temp": TEMP_NAME} if data is None else {"name": TOKEN_NAME, "temp": TEMP_NAME, "data": data}
     assert code(call(funcs(state), "mcp_resume_write", req)) == "invalid_request"
     assert os.listdir(state) == []
 
@@ -215,7 +263,7 @@ def test_remove(state: Path, tmp_path: Path) -> None:
     assert call(f, "mcp_resume_remove", {"name": TOKEN_NAME}) == {}
     assert code(call(f, "mcp_resume_remove", {"name": TOKEN_NAME})) == "not_found"
     (state / TOKEN_NAME).mkdir()
-    assert code(call(f, "mcp_resume_remove", {"name": TOKEN_NAME})) == "io"  # unlink, never rmdir
+    assert code(call(f, "mcp_resume_remove", {"name": TOKEN_NAME})) == "unsafe"  # unlink, never rmdir: EISDIR
     assert (state / TOKEN_NAME).is_dir()
     os.rmdir(state / TOKEN_NAME)
     (tmp_path / "target").write_text("keep")
@@ -227,58 +275,63 @@ def test_remove(state: Path, tmp_path: Path) -> None:
 # --- list ---------------------------------------------------------------------------------
 
 
-def test_list(state: Path, tmp_path: Path) -> None:
-    for n in ("token-2-b", "token-10-a", "token-1-c", "other"):
+def test_list_every_entry_with_type_and_age(state: Path, tmp_path: Path) -> None:
+    """Every entry, whatever its name or type (the plugin filters), typed from lstat, aged floor(now - mtime)."""
+    for n in ("token-2-b", "token-10-a", "other", ".token-x.0123456789abcdef.tmp", "tok en"):
         (state / n).write_text("x")
     (state / "token-dir").mkdir()
     os.symlink("token-2-b", state / "token-link")
+    os.symlink("nowhere", state / "dangling")
     os.mkfifo(state / "token-fifo")
-    (state / ".token-hidden").write_text("x")
+    fd = os.open(os.path.join(os.fsencode(state), b"tok\xe2\x82-\xff"), os.O_CREAT | os.O_WRONLY, 0o600)
+    os.close(fd)
     old = time.time() - 3 * 86400 - 0.5
     os.utime(state / "token-10-a", (old, old))
     future = time.time() + 100
-    os.utime(state / "token-1-c", (future, future))
+    os.utime(state / "other", (future, future))
     f = funcs(state)
-    files = call(f, "mcp_resume_list", {"prefix": "token-"})["files"]
-    assert [x["name"] for x in files] == ["token-1-c", "token-10-a", "token-2-b"]
+    files = call(f, "mcp_resume_list", {"prefix": "ignored"})["files"]
+    got = {x["name"]: x["type"] for x in files}
+    assert got == {"token-2-b": "file", "token-10-a": "file", "other": "file", ".token-x.0123456789abcdef.tmp": "file",
+                   "tok en": "file", "token-dir": "dir", "token-link": "symlink", "dangling": "symlink",
+                   "token-fifo": "other", "tok\ufffd\ufffd-\ufffd": "file"}, "one U+FFFD per byte that is not UTF-8"
     ages = {x["name"]: x["age_seconds"] for x in files}
     assert ages["token-10-a"] == 3 * 86400 and ages["token-2-b"] in (0, 1)
-    assert -101 <= ages["token-1-c"] <= -99, "a future mtime gives a negative age, rounded down"
-    names = [x["name"] for x in call(f, "mcp_resume_list", {"prefix": ""})["files"]]
-    assert names == ["other", "token-1-c", "token-10-a", "token-2-b"]
-    assert code(call(f, "mcp_resume_list", {})) == "invalid_request"
+    assert -101 <= ages["other"] <= -99, "a future mtime gives a negative age, rounded down"
+    assert {x["name"] for x in call(f, "mcp_resume_list", {})["files"]} == set(got), "fields are ignored"
     os.rename(state, tmp_path / "moved")
-    assert code(call(f, "mcp_resume_list", {"prefix": "token-"})) == "not_found"
+    assert code(call(f, "mcp_resume_list", {})) == "not_found"
+    assert call(funcs(tmp_path / "moved" / "token-dir"), "mcp_resume_list", {}) == {"files": []}
 
 
 # --- prepare_dir ------------------------------------------------------------------------------
 
 
-def test_prepare_dir_confinement(tmp_path: Path) -> None:
-    """The first fix fixes the directory: another path is refused (fix and mkdir), the same one succeeds again;
-    mkdir may still act on the fixed directory's ancestors."""
-    a, b = tmp_path / "a", tmp_path / "b"
-    a.mkdir(mode=0o700)
-    f = bare()
-    assert prepare(f, a) == {} and f.dir == str(a)
-    assert code(prepare(f, b)) == "invalid_request"
-    assert code(call(f, "mcp_resume_prepare_dir", {"op": "mkdir", "path": str(b)})) == "invalid_request"
-    assert not b.exists()
-    assert prepare(f, a) == {}
+def test_prepare_dir_mkdir_only_the_state_directory_and_its_ancestors(tmp_path: Path) -> None:
+    state = tmp_path / "root" / "app"
+    f = funcs(state)
+    for other in (tmp_path / "elsewhere", tmp_path / "root" / "app2", state / "sub", tmp_path / "ro"):
+        assert code(call(f, "mcp_resume_prepare_dir", {"op": "mkdir", "path": str(other)})) == "invalid_request"
+        assert not other.exists()
+    for path in (tmp_path / "root", state):
+        assert call(f, "mcp_resume_prepare_dir", {"op": "mkdir", "path": str(path)}) == {}
     assert code(call(f, "mcp_resume_prepare_dir", {"op": "mkdir", "path": str(tmp_path)})) == "exists"
 
 
 @pytest.mark.parametrize("path", ["relative/state", "/tmp/../x", "/tmp/./x", "/tmp/x/", "//tmp/x", "", 5, None])
-@pytest.mark.parametrize("op", ["stat", "mkdir", "fix"])
+@pytest.mark.parametrize("op", ["stat", "mkdir"])
 def test_prepare_dir_path_must_be_absolute_and_clean(path: Any, op: str) -> None:
-    assert code(call(bare(), "mcp_resume_prepare_dir", {"op": op, "path": path, "sweep_seconds": 60})) == "invalid_request"
+    f = funcs("/tmp/x")
+    assert code(call(f, "mcp_resume_prepare_dir", {"op": op, "path": path})) == "invalid_request"
     assert not os.path.exists("relative")
 
 
-def test_prepare_dir_op_required(tmp_path: Path) -> None:
-    for req in ({"path": str(tmp_path), "sweep_seconds": 60}, {"op": "create", "path": str(tmp_path)},
-                {"op": "fix", "path": str(tmp_path)}, {"op": "stat", "path": str(tmp_path), "follow": "yes"}):
-        assert code(call(bare(), "mcp_resume_prepare_dir", req)) == "invalid_request", req
+def test_prepare_dir_ops(tmp_path: Path) -> None:
+    """stat and mkdir only: ``fix`` and the sweep are gone from the host (the plugin sweeps, via remove)."""
+    f = funcs(tmp_path)
+    for req in ({"path": str(tmp_path)}, {"op": "create", "path": str(tmp_path)},
+                {"op": "fix", "path": str(tmp_path), "sweep_seconds": 60}, {"op": "stat", "path": str(tmp_path), "follow": "yes"}):
+        assert code(call(f, "mcp_resume_prepare_dir", req)) == "invalid_request", req
 
 
 def test_prepare_dir_stat(tmp_path: Path) -> None:
@@ -292,11 +345,14 @@ def test_prepare_dir_stat(tmp_path: Path) -> None:
     os.chmod(tmp_path / "file", 0o600)
     os.symlink("open", tmp_path / "link")
     os.symlink("nowhere", tmp_path / "dangling")
+    assert call(bare(), "mcp_resume_prepare_dir", {"op": "stat", "path": str(tmp_path / "open")})["mode"] == 0o755, \
+        "stat needs no state directory"
     assert prim("stat", tmp_path / "open") == {"type": "dir", "uid": uid, "mode": 0o755}
     assert prim("stat", tmp_path / "sticky") == {"type": "dir", "uid": uid, "mode": 0o1777}
     assert prim("stat", tmp_path / "file") == {"type": "file", "uid": uid, "mode": 0o600}
     assert prim("stat", tmp_path / "link") == {"type": "symlink", "uid": uid, "mode": 0o777}
     assert prim("stat", tmp_path / "link", follow=True) == {"type": "dir", "uid": uid, "mode": 0o755}
+    assert prim("stat", tmp_path / "link", follow=None) == prim("stat", tmp_path / "link"), "null: the default"
     assert prim("stat", tmp_path / "dangling") == {"type": "symlink", "uid": uid, "mode": 0o777}
     assert code(prim("stat", tmp_path / "dangling", follow=True)) == "not_found"
     assert code(prim("stat", tmp_path / "missing")) == "not_found"
@@ -316,14 +372,6 @@ def test_prepare_dir_mkdir(tmp_path: Path) -> None:
     assert code(prim("mkdir", tmp_path / "no" / "such")) == "not_found"
 
 
-def test_prepare_dir_fix_holds_no_rule(tmp_path: Path) -> None:
-    """The host judges nothing: a 0755 directory is fixed (the plugin refuses it, in every host alike)."""
-    loose = tmp_path / "loose"
-    loose.mkdir()
-    os.chmod(loose, 0o755)
-    assert prepare(bare(), loose) == {}
-
-
 # --- log -----------------------------------------------------------------------------------------
 
 
@@ -339,10 +387,30 @@ def test_log_levels_and_fields(state: Path, logs: Lines, capsys: pytest.CaptureF
         assert r.msg == "100%% done %%s: %s"
     call(f, "mcp_resume_log", {"level": "info", "event": "ev", "message": "m %s"})
     assert logs.records[-1].detail == "" and logs.records[-1].getMessage() == "m %s"  # type: ignore[attr-defined]
+    n = len(logs.records)
     for req in ({"level": "info", "message": "m"}, {"event": "e", "message": "m"}, {"level": "info", "event": "e"},
-                {"level": "bogus", "event": "e", "message": "m"}, {"level": "info", "event": 5, "message": "m"}):
+                {"level": "bogus", "event": "e", "message": "m"}, {"level": "warning", "event": "e", "message": "m"},
+                {"level": "INFO", "event": "e", "message": "m"}, {"level": "info", "event": 5, "message": "m"},
+                {"level": "info", "event": "e", "message": "m", "detail": 5}):
         assert code(call(f, "mcp_resume_log", req)) == "invalid_request", req
+    assert len(logs.records) == n, "a refused line is not logged"
     assert capsys.readouterr().out == ""
+
+
+def test_closed_store_answers_invalid_request(state: Path) -> None:
+    """Closing a store releases what its host functions hold; a call after that acts on nothing."""
+    f = funcs(state)
+    assert lock(f) == {}
+    f.close()
+    (state / TOKEN_NAME).write_text("x")
+    for fn in FUNCTIONS:
+        req = {"name": TOKEN_NAME, "temp": TEMP_NAME, "limit": 9, "data": "", "ops": [{"op": "self"}],
+               "op": "stat", "path": str(state), "level": "info", "event": "e", "message": "m"}
+        assert code(call(f, fn, req)) == "invalid_request", fn
+    assert sorted(os.listdir(state)) == [LOCK_NAME, TOKEN_NAME]
+    g = funcs(state)
+    assert lock(g) == {}, "the lock was released"
+    g.close()
 
 
 def test_log_broken_handler(state: Path) -> None:
@@ -374,42 +442,15 @@ def test_malformed_requests_answered(state: Path) -> None:
 def test_fuzz_never_raises(state: Path) -> None:
     f = funcs(state)
     rng = random.Random(0)
-    pieces = [b"{", b"}", b'"name"', b":", b",", b'"limit"', b"5", b'"data"', b'"prefix"', b'"..\\u0000"', b"[", b"]",
-              b"null", b'"ops"', b'"op"', b'"read"', b'"fds"', b'"pid"', b'"path"', b'"/proc/self/stat"', b'"fd"', b"0"]
+    pieces = [b"{", b"}", b'"name"', b":", b",", b'"limit"', b"5", b'"data"', b'"temp"', b'"..\\u0000"', b"[", b"]",
+              b"null", b'"ops"', b'"op"', b'"stat"', b'"fds"', b'"pid"', b'"self"', b'"fd_link"', b'"fd"', b"0",
+              b'"boot_id"', b'"pid_ns"', b'"x"', b'"\\ud800"']
     for _ in range(2000):
         req = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 8)))
         for fn in FUNCTIONS:
             call(f, fn, req)
     f.close()
     assert not [n for n in os.listdir(state) if n.startswith(".")]
-
-
-# --- prepare_dir: the sweep of leftover temporary files ------------------------------------------
-
-
-def _age(p: Path, seconds: float) -> None:
-    t = time.time() - seconds
-    os.utime(p, (t, t), follow_symlinks=False)
-
-
-def test_prepare_dir_sweeps_stale_temporaries(state: Path, tmp_path: Path) -> None:
-    stale = TEMP_MAX_AGE_S + 30
-    (state / f".{TOKEN_NAME}.00112233aabbccdd.tmp").write_text("tok-h")  # a killed writer's
-    _age(state / f".{TOKEN_NAME}.00112233aabbccdd.tmp", stale)
-    (state / f".{TOKEN_NAME}.ffeeddccbbaa9988.tmp").write_text("tok-")  # a live writer's: fresh
-    (state / ".adir.tmp").mkdir()
-    _age(state / ".adir.tmp", stale)
-    (tmp_path / "target").write_text("keep")
-    os.symlink("../target", state / ".link.tmp")
-    _age(state / ".link.tmp", stale)
-    for keep in ("token-x.tmp", ".hidden", TOKEN_NAME):
-        (state / keep).write_text("x")
-        _age(state / keep, stale)
-    assert prepare(bare(), state) == {}
-    assert sorted(os.listdir(state)) == sorted(
-        [f".{TOKEN_NAME}.ffeeddccbbaa9988.tmp", ".adir.tmp", ".link.tmp", "token-x.tmp", ".hidden", TOKEN_NAME]
-    )
-    assert (tmp_path / "target").read_text() == "keep"
 
 
 # --- lock ---------------------------------------------------------------------------------------
@@ -420,7 +461,9 @@ LOCK_SOCKET = f"mcp-resume-lock-pytest-{os.getpid()}-{random.randrange(1 << 32):
 
 
 def lock(f: HostFunctions, name: str = LOCK_NAME, socket: str | None = None) -> dict[str, Any]:
-    return call(f, "mcp_resume_lock", {"name": name, "socket": f"{LOCK_SOCKET}-{len(name)}" if socket is None else socket})
+    """Take the lock ``name`` with ``socket`` (``None``: one per name; ``""``: none, flock alone)."""
+    req = {"name": name} if socket == "" else {"name": name, "socket": socket or f"{LOCK_SOCKET}-{len(name)}"}
+    return call(f, "mcp_resume_lock", req)
 
 
 def test_lock_busy_idempotent_released_by_close(state: Path) -> None:
@@ -436,11 +479,12 @@ def test_lock_busy_idempotent_released_by_close(state: Path) -> None:
     a.close()
     a.close()
     assert lock(b) == {}
-    assert code(lock(a)) == "busy"
+    c = funcs(state)
+    assert code(lock(c)) == "busy"
     b.close()
     assert sorted(os.listdir(state)) == [LOCK_NAME, LOCK_NAME + "-0123456789abcdef"], "a lock file was deleted"
-    assert lock(a) == {}
-    a.close()
+    assert lock(c) == {}
+    c.close()
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="abstract sockets are Linux's")
@@ -489,14 +533,21 @@ def test_lock_refusals(state: Path, tmp_path: Path) -> None:
     (state / LOCK_NAME).mkdir()
     assert code(lock(f)) == "unsafe"
     assert code(call(f, "mcp_resume_lock", {})) == "invalid_request"
-    assert f._locks == {}
+    os.rmdir(state / LOCK_NAME)
+    for sock in ("x" * 108, "é" * 54, "a\x00b", 5, ["x"], False):
+        assert code(call(f, "mcp_resume_lock", {"name": LOCK_NAME, "socket": sock})) == "invalid_request", sock
+    assert f._locks == {} and os.listdir(state) == [], "refused before any system call"
+    assert call(f, "mcp_resume_lock", {"name": LOCK_NAME, "socket": None}) == {}, "null: no socket"
+    assert call(f, "mcp_resume_lock", {"name": LOCK_NAME + "-1", "socket": ""}) == {}, "empty: no socket"
+    assert call(f, "mcp_resume_lock", {"name": LOCK_NAME + "-2", "socket": LOCK_SOCKET + "y" * (107 - len(LOCK_SOCKET))}) == {}
+    f.close()
 
 
 LOCK_CHILD = r"""
 import json, logging, sys
 from mcp_resume._hostfuncs import HostFunctions
 f = HostFunctions(logging.getLogger("child"))
-f.call("mcp_resume_prepare_dir", json.dumps({"op": "fix", "path": sys.argv[1], "sweep_seconds": 60}).encode())
+f.set_state_dir(sys.argv[1])
 print(f.call("mcp_resume_lock", json.dumps({"name": sys.argv[2], "socket": sys.argv[3]}).encode()).decode().strip(), flush=True)
 sys.stdin.read()
 """
@@ -582,12 +633,12 @@ def test_facts_undecodable_bytes_become_fffd(monkeypatch: pytest.MonkeyPatch) ->
     """Arguments and environment values that differ only in bytes that are not UTF-8 (held by Python as
     surrogates) reach the plugin as U+FFFD, exactly as Go's JSON and Node's argv decoding send them; never as
     lone surrogate escapes."""
-    monkeypatch.setattr(sys, "argv", ["server.py", "--x=\udcff", "--x=\udcfe"])
+    monkeypatch.setattr(sys, "argv", ["server.py", "--x=\udcff", "--x=\udcfe", "--y=\udce2\udc82"])
     monkeypatch.setenv("MCP_RESUME_TEST_FF", "\udcff")
     raw = bare().call("mcp_resume_facts", b"{}")
     assert b"\\udc" not in raw
     facts = json.loads(raw)
-    assert facts["args"] == ["--x=\ufffd", "--x=\ufffd"]
+    assert facts["args"] == ["--x=\ufffd", "--x=\ufffd", "--y=\ufffd\ufffd"], "one U+FFFD per invalid byte, as Go sends"
     assert facts["env"]["MCP_RESUME_TEST_FF"] == "\ufffd"
 
 
@@ -636,28 +687,30 @@ def dead_pid() -> int:
     return p.pid
 
 
-@pytest.mark.parametrize("op,path", [
-    ("read", "/etc/passwd"), ("read", "/proc/self/environ"), ("read", "/proc/self/status"), ("read", "/proc/self"),
-    ("read", "/proc/1/../self/stat"), ("read", "/proc/01/stat"), ("read", "/proc/self/stat/"), ("read", "/proc//stat"),
-    ("read", "/proc/sys/kernel/random/uuid"), ("read", "/proc/self/fd/0"), ("read", "proc/self/stat"),
-    ("readlink", "/proc/self/exe"), ("readlink", "/proc/self/cwd"), ("readlink", "/proc/self/root"),
-    ("readlink", "/proc/self/fd"), ("readlink", "/proc/self/fd/x"), ("readlink", "/proc/self/ns/net"),
-    ("readlink", "/proc/self/stat"), ("readlink", "/tmp"), ("read", 5), ("readlink", None),
+@pytest.mark.parametrize("op", [
+    {"op": "read", "path": "/proc/self/stat"}, {"op": "readlink", "path": "/proc/self"}, {"op": "stat"},
+    {"op": "stat", "pid": "01"}, {"op": "stat", "pid": "0"}, {"op": "stat", "pid": 100}, {"op": "stat", "pid": "-1"},
+    {"op": "stat", "pid": "../1"}, {"op": "stat", "pid": "1/../self"}, {"op": "stat", "pid": "2147483648"},
+    {"op": "stat", "pid": "9" * 30}, {"op": "stat", "pid": " 1"}, {"op": "cmdline", "pid": "self/"},
+    {"op": "pid_ns", "pid": ""}, {"op": "fd_link", "pid": "self"}, {"op": "fd_link", "pid": "self", "fd": -1},
+    {"op": "fd_link", "pid": "self", "fd": "0"}, {"op": "fd_link", "pid": "self", "fd": True},
+    {"op": "fd_link", "pid": "self", "fd": 2**31}, {"op": "fd_link", "pid": "x", "fd": 0},
+    {"op": "fds", "pid": "01"}, {"op": "kill0", "pid": "self"}, {"op": "exe", "pid": "self"},
+    {"op": "environ", "pid": "self"}, {"op": "STAT", "pid": "self"}, {"op": 5}, {}, "stat", None, [],
 ])
-def test_inspect_allowlist(op: str, path: Any) -> None:
-    """Anything off the allowlist is invalid_request, though most of these exist and are readable."""
-    (res,) = inspect(bare(), {"op": op, "path": path})
+def test_inspect_typed_ops_checked_first(op: Any) -> None:
+    """No path is ever given: an unknown op or a field of the wrong type or range is invalid_request."""
+    (res,) = inspect(bare(), op)
     assert code(res) == "invalid_request", res
 
 
 @linux_only
-def test_inspect_read_and_readlink_self() -> None:
+def test_inspect_proc_ops_of_this_process() -> None:
     f = bare()
     me = os.getpid()
-    stat_, cmdline, boot, self_, ns, fd0 = inspect(
-        f, {"op": "read", "path": "/proc/self/stat"}, {"op": "read", "path": f"/proc/{me}/cmdline"},
-        {"op": "read", "path": "/proc/sys/kernel/random/boot_id"}, {"op": "readlink", "path": "/proc/self"},
-        {"op": "readlink", "path": f"/proc/{me}/ns/pid"}, {"op": "readlink", "path": "/proc/self/fd/0"},
+    stat_, cmdline, boot, self_, ns, fd0, stat_me = inspect(
+        f, {"op": "stat", "pid": "self"}, {"op": "cmdline", "pid": str(me)}, {"op": "boot_id"}, {"op": "self"},
+        {"op": "pid_ns", "pid": str(me)}, {"op": "fd_link", "pid": "self", "fd": 0}, {"op": "stat", "pid": str(me)},
     )
     assert base64.b64decode(stat_["data"]).startswith(f"{me} (".encode())
     assert base64.b64decode(cmdline["data"]) == Path(f"/proc/{me}/cmdline").read_bytes()
@@ -665,13 +718,12 @@ def test_inspect_read_and_readlink_self() -> None:
     assert self_ == {"target": str(me)}
     assert ns == {"target": os.readlink("/proc/self/ns/pid")} and ns["target"].startswith("pid:[")
     assert fd0 == {"target": os.readlink("/proc/self/fd/0")}
-    timens, other = inspect(f, {"op": "read", "path": "/proc/self/timens_offsets"},
-                            {"op": "read", "path": f"/proc/{me}/timens_offsets"})
+    assert base64.b64decode(stat_me["data"]).startswith(f"{me} (".encode())
+    (timens,) = inspect(f, {"op": "timens", "pid": "1"})  # fields it does not take are ignored
     if os.path.exists("/proc/self/timens_offsets"):
         assert base64.b64decode(timens["data"]) == Path("/proc/self/timens_offsets").read_bytes()
     else:
         assert code(timens) == "not_found"
-    assert code(other) == "invalid_request", "only this process's own time-namespace offsets"
 
 
 @linux_only
@@ -680,7 +732,7 @@ def test_inspect_read_capped_at_64k() -> None:
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     try:
         assert child.stdout is not None and child.stdout.readline() == b"up\n"  # exec has completed
-        (res,) = inspect(bare(), {"op": "read", "path": f"/proc/{child.pid}/cmdline"})
+        (res,) = inspect(bare(), {"op": "cmdline", "pid": str(child.pid)})
         data = base64.b64decode(res["data"])
         assert len(data) == 65536 and data.endswith(b"x" * 1000)
     finally:
@@ -690,10 +742,11 @@ def test_inspect_read_capped_at_64k() -> None:
 @linux_only
 def test_inspect_gone_process_not_found() -> None:
     pid = dead_pid()
-    res = inspect(bare(), {"op": "read", "path": f"/proc/{pid}/stat"}, {"op": "readlink", "path": f"/proc/{pid}/ns/pid"},
-                  {"op": "fds", "pid": str(pid)}, {"op": "kill0", "pid": str(pid)},
-                  {"op": "readlink", "path": f"/proc/self/fd/{10**6}"})
-    assert [code(r) for r in res] == ["not_found"] * 5, res
+    res = inspect(bare(), {"op": "stat", "pid": str(pid)}, {"op": "pid_ns", "pid": str(pid)},
+                  {"op": "fds", "pid": str(pid)}, {"op": "kill0", "pid": str(pid)}, {"op": "cmdline", "pid": str(pid)},
+                  {"op": "fd_link", "pid": "self", "fd": 10**6}, {"op": "exe", "pid": str(pid)},
+                  {"op": "fd_link", "pid": str(pid), "fd": 0})
+    assert [code(r) for r in res] == ["not_found"] * 8, res
 
 
 @linux_only
@@ -735,13 +788,13 @@ def test_inspect_kill0() -> None:
     child = subprocess.Popen(["sleep", "30"])
     try:
         res = inspect(bare(), {"op": "kill0", "pid": str(os.getpid())}, {"op": "kill0", "pid": str(child.pid)},
-                      {"op": "kill0", "pid": str(dead_pid())}, {"op": "kill0", "pid": "9" * 30})
+                      {"op": "kill0", "pid": str(dead_pid())}, {"op": "kill0", "pid": "2147483647"})
         assert [code(r) for r in res] == [None, None, "not_found", "not_found"], res
         assert res[0] == {} and res[1] == {}
     finally:
         child.kill()
         child.wait(30)
-    for pid in ("0", "-1", "01", "self", "", 5, None):
+    for pid in ("0", "-1", "01", "self", "", 5, None, "2147483648", "9" * 30):
         assert code(inspect(bare(), {"op": "kill0", "pid": pid})[0]) == "invalid_request", pid
 
 
@@ -750,7 +803,7 @@ import base64, json, logging, os, sys
 from mcp_resume._hostfuncs import HostFunctions  # imported first: nobody may not read the interpreter's files
 HostFunctions(logging.getLogger("x")).call("mcp_resume_inspect", b'{"ops": [{"op": "kill0", "pid": "1"}]}')
 os.setgid(65534); os.setuid(65534)
-ops = [{"op": "kill0", "pid": "1"}, {"op": "readlink", "path": "/proc/1/fd/0"}, {"op": "fds", "pid": "1"}]
+ops = [{"op": "kill0", "pid": "1"}, {"op": "fd_link", "pid": "1", "fd": 0}, {"op": "fds", "pid": "1"}]
 print(HostFunctions(logging.getLogger("x")).call("mcp_resume_inspect", json.dumps({"ops": ops}).encode()).decode())
 """
 
@@ -830,28 +883,45 @@ def test_inspect_unsupported_and_bad_ops() -> None:
     assert [code(r) for r in res] == [want_sysctl, want_sysctl, "unsupported"] + ["invalid_request"] * 6, res
 
 
-def test_pinned_system(tmp_path: Path) -> None:
-    """The conformance seam: facts and answers as pinned, /proc mapped, the allowlist still first."""
-    from mcp_resume._hostfuncs import System
-
-    (tmp_path / "proc" / "100").mkdir(parents=True)
-    (tmp_path / "proc" / "100" / "stat").write_text("100 (x) S 4242")
-    (tmp_path / "proc" / "100" / "environ").write_text("SECRET=1")
+def test_pinned_system(tmp_path: Path, logs: Lines) -> None:
+    """The conformance runner's seam (tests/pinned.py): facts and answers as pinned, the typed /proc ops read
+    the fixture tree, fields still checked first, a ``no_answer`` function not run at all."""
+    proc = tmp_path / "proc"
+    for path, text in (("100/stat", "100 (x) S 4242"), ("100/cmdline", "x\0"), ("sys/kernel/random/boot_id", "b\n"),
+                       ("100/timens_offsets", "boottime 0 0\n")):
+        (proc / path).parent.mkdir(parents=True, exist_ok=True)
+        (proc / path).write_text(text)
+    os.makedirs(proc / "100" / "ns")
+    os.makedirs(proc / "100" / "fd")
+    os.symlink("pid:[4026531836]", proc / "100" / "ns" / "pid")
+    os.symlink("/dev/pts/3", proc / "100" / "fd" / "0")
+    os.symlink("100", proc / "self")
     facts = {"os": "linux", "pid": 100}
-    sysm = System(facts=facts, proc=str(tmp_path / "proc"),
-                  answers={"kill0 4242": {}, "fstat 1": {"type": "fifo"}, "sysctl 7": {"error": {"code": "not_found", "message": "x"}}},
-                  no_answer=frozenset({"mcp_resume_log"}))
-    f = HostFunctions(logging.getLogger("pinned"), sysm)
+    system = System(facts=facts, proc=str(proc),
+                    answers={"kill0 4242": {}, "fstat 1": {"type": "fifo"}, "sysctl 7": {"error": {"code": "not_found", "message": "x"}}},
+                    no_answer=frozenset({"mcp_resume_log"}))
+    logger = logging.getLogger("mcp_resume.test.pinned")
+    logger.handlers[:] = [logs]
+    logger.propagate = False
+    f = pinned_functions(system)(logger)
     assert call(f, "mcp_resume_facts", {}) == facts
-    res = inspect(f, {"op": "read", "path": "/proc/100/stat"}, {"op": "read", "path": "/proc/100/environ"},
-                  {"op": "kill0", "pid": "4242"}, {"op": "kill0", "pid": str(os.getpid())}, {"op": "fstat", "fd": 0},
-                  {"op": "fstat", "fd": 1}, {"op": "peer", "fd": 0}, {"op": "sysctl", "pid": "7"}, {"op": "ps", "pid": "7"})
-    assert base64.b64decode(res[0]["data"]) == b"100 (x) S 4242"
-    assert [code(r) for r in res[1:]] == ["invalid_request", None, "not_found", None, None, "unsupported", "not_found", "unsupported"]
-    assert res[4] == {"type": "char"} and res[5] == {"type": "fifo"}
+    res = inspect(f, {"op": "stat", "pid": "100"}, {"op": "cmdline", "pid": "self"}, {"op": "boot_id"}, {"op": "self"},
+                  {"op": "timens"}, {"op": "pid_ns", "pid": "self"}, {"op": "fd_link", "pid": "self", "fd": 0},
+                  {"op": "fds", "pid": "self"}, {"op": "stat", "pid": "01"})
+    assert [base64.b64decode(r["data"]) for r in (res[0], res[1], res[2], res[4])] == [
+        b"100 (x) S 4242", b"x\0", b"b\n", b"boottime 0 0\n"]
+    assert res[3] == {"target": "100"} and res[5] == {"target": "pid:[4026531836]"} and res[6] == {"target": "/dev/pts/3"}
+    assert res[7] == {"fds": [{"fd": 0, "target": "/dev/pts/3", "flags": -1}]} and code(res[8]) == "invalid_request"
+    res = inspect(f, {"op": "kill0", "pid": "4242"}, {"op": "kill0", "pid": str(os.getpid())}, {"op": "fstat", "fd": 0},
+                  {"op": "fstat", "fd": 1}, {"op": "peer", "fd": 0}, {"op": "sysctl", "pid": "7"}, {"op": "ps", "pid": "7"},
+                  {"op": "exe", "pid": "4242"})
+    assert [code(r) for r in res] == [None, "not_found", None, None, "unsupported", "not_found", "unsupported", None]
+    assert res[2] == {"type": "char"} and res[3] == {"type": "fifo"} and res[7] == {"dev": "2049", "ino": "1234567"}
     assert f.call("mcp_resume_log", b'{"level":"info","event":"e","message":"m"}') == b"not json"
-    darwin = HostFunctions(logging.getLogger("pinned"), System(facts={"os": "darwin"}, proc=str(tmp_path / "proc")))
-    assert code(inspect(darwin, {"op": "read", "path": "/proc/100/stat"})[0]) == "unsupported"
+    assert logs.records == [], "a no_answer function is not run"
+    darwin = pinned_functions(System(facts={"os": "darwin"}, proc=str(proc)))(logger)
+    for op in ({"op": "stat", "pid": "100"}, {"op": "self"}, {"op": "fds", "pid": "self"}):
+        assert code(inspect(darwin, op)[0]) == "unsupported", op
 
 
 def test_inspect_fds_unreadable_link_is_an_answer(tmp_path: Path) -> None:
@@ -862,16 +932,25 @@ def test_inspect_fds_unreadable_link_is_an_answer(tmp_path: Path) -> None:
     found by the fault suite, fault 3a with CAP_DAC_READ_SEARCH). Only an fd
     that vanished during the listing (ENOENT) is skipped.
     """
-    from mcp_resume._hostfuncs import System
-
     fd = tmp_path / "proc" / "4242" / "fd"
     fd.mkdir(parents=True)
     os.symlink("pipe:[7]", fd / "3")
     (fd / "4").mkdir()  # readlink fails with EINVAL, not ENOENT
-    f = HostFunctions(logging.getLogger("pinned"), System(facts={"os": "linux", "pid": 100}, proc=str(tmp_path / "proc")))
+    f = pinned_functions(System(facts={"os": "linux", "pid": 100}, proc=str(tmp_path / "proc")))(logging.getLogger("x"))
     assert code(inspect(f, {"op": "fds", "pid": "4242"})[0]) == "io"
     os.rmdir(fd / "4")
     assert inspect(f, {"op": "fds", "pid": "4242"})[0]["fds"][0]["target"] == "pipe:[7]"
+
+
+def test_link_targets_not_utf8_become_fffd(tmp_path: Path) -> None:
+    """A link target with bytes that are not UTF-8 (a deleted file's name, say) is sent with one U+FFFD per byte."""
+    fd = tmp_path / "proc" / "4242" / "fd"
+    fd.mkdir(parents=True)
+    os.symlink(b"/tmp/a\xff\xe2\x82b", os.path.join(os.fsencode(fd), b"0"))
+    f = pinned_functions(System(facts={"os": "linux", "pid": 100}, proc=str(tmp_path / "proc")))(logging.getLogger("x"))
+    link, fds = inspect(f, {"op": "fd_link", "pid": "4242", "fd": 0}, {"op": "fds", "pid": "4242", "targets": ["/tmp/a\ufffd\ufffd\ufffdb"]})
+    assert link == {"target": "/tmp/a\ufffd\ufffd\ufffdb"}
+    assert fds == {"fds": [{"fd": 0, "target": "/tmp/a\ufffd\ufffd\ufffdb", "flags": -1}]}
 
 
 def test_fstat_any_fd() -> None:

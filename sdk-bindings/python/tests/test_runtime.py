@@ -11,6 +11,9 @@ file, so a symlink planted at its name is never written through. Every scenario 
 A process started with fd 0, 1 or 2 closed gets ``/dev/null`` there at import, before the plugin's memory
 image (a memfd) or anything else of ours is opened; the background compile started at import opens its
 files in a private descriptor table, so a descriptor the program frees meanwhile stays free.
+
+Nothing the environment asks of the Extism runtime reaches stdout: neither the guest's WASI stdout nor a
+dump of its memory.
 """
 
 from __future__ import annotations
@@ -360,3 +363,80 @@ def test_import_time_compile_yields_the_cpu(tmp_path: Path) -> None:
     out = json.loads(p.stdout)
     assert out["main"] == os.getpriority(os.PRIO_PROCESS, 0)
     assert out["thread"] == min(19, out["main"] + 10), out
+
+
+# --- nothing the environment asks reaches stdout -----------------------------------------------------------
+
+
+def _leb(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b, n = n & 0x7F, n >> 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _vec(*items: bytes) -> bytes:
+    return _leb(len(items)) + b"".join(items)
+
+
+def _str(s: str) -> bytes:
+    return _leb(len(s)) + s.encode()
+
+
+def stdout_writer_module(text: bytes) -> bytes:
+    """A real Wasm module whose ``mcp_resume_abi_version`` writes ``text`` to its WASI stdout (``fd_write`` on fd 1)
+    and then traps (``unreachable``), so the call fails."""
+    sec = lambda sid, body: bytes([sid]) + _leb(len(body)) + body  # noqa: E731
+    types = _vec(b"\x60\x04\x7f\x7f\x7f\x7f\x01\x7f", b"\x60\x00\x01\x7f")  # fd_write; the export
+    imports = _vec(_str("wasi_snapshot_preview1") + _str("fd_write") + b"\x00\x00")
+    exports = _vec(_str("memory") + b"\x02\x00", _str("mcp_resume_abi_version") + b"\x00\x01")
+    # fd_write(fd 1, iovs at 0, 1 iov, nwritten at 8); drop; unreachable
+    body = b"\x00" + b"\x41\x01\x41\x00\x41\x01\x41\x08\x10\x00\x1a\x00\x0b"
+    data = (16).to_bytes(4, "little") + len(text).to_bytes(4, "little") + b"\0" * 8 + text  # the iovec, then text
+    return (b"\x00asm\x01\x00\x00\x00" + sec(1, types) + sec(2, imports) + sec(3, _vec(b"\x01"))
+            + sec(5, _vec(b"\x00\x01")) + sec(7, exports) + sec(10, _vec(_leb(len(body)) + body))
+            + sec(11, _vec(b"\x00\x41\x00\x0b" + _leb(len(data)) + data)))
+
+
+WASI_CHILD = r"""
+import sys
+wasm, how, state = bytes.fromhex(sys.argv[1]), sys.argv[2], sys.argv[3]
+if how == "extism":  # the SDK as is: what the environment asks for is done
+    import extism
+    try:
+        extism.Plugin(wasm, wasi=True).call("mcp_resume_abi_version", b"")
+    except extism.Error:
+        pass
+else:
+    from mcp_resume import PluginError, ResumeTokenStore
+    class Store(ResumeTokenStore):
+        _wasm = wasm
+    try:
+        Store("app", state)
+    except PluginError:
+        pass
+    try:  # the shipped plugin, its open export failing
+        ResumeTokenStore("app", state, launchers="npx")
+    except ValueError:
+        pass
+"""
+
+
+def test_environment_cannot_connect_the_guest_to_stdout(tmp_path: Path) -> None:
+    """``EXTISM_ENABLE_WASI_OUTPUT`` would put the guest's stdout on the MCP stream and ``EXTISM_MEMDUMP`` would
+    dump the guest's memory (tokens included) whenever an export fails, to any path, ``/dev/stdout`` too: the
+    Extism runtime honours both (the bare SDK run shows it), the store neither."""
+    wasm = stdout_writer_module(b"guest stdout\n").hex()
+    for how in ("extism", "store"):
+        dump = tmp_path / f"memdump-{how}"
+        env = clean_env(EXTISM_ENABLE_WASI_OUTPUT="1", EXTISM_MEMDUMP=str(dump))
+        p = subprocess.run([sys.executable, "-c", WASI_CHILD, wasm, how, str(tmp_path / "state")], env=env,
+                           capture_output=True, timeout=300, cwd="/")
+        assert p.returncode == 0, p.stderr.decode()
+        if how == "extism":
+            assert p.stdout == b"guest stdout\n" and dump.exists(), "the runtime no longer honours these: rethink the test"
+        else:
+            assert p.stdout == b"", p.stdout
+            assert not dump.exists(), "the guest's memory was dumped"

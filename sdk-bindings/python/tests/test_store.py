@@ -57,7 +57,7 @@ def test_shipped_wasm_is_the_repository_plugin() -> None:
 
 
 def test_public_api() -> None:
-    assert mcp_resume.ABI_VERSION == "4" and mcp_resume.NO_INSTANCE == "-"
+    assert mcp_resume.ABI_VERSION == "5" and mcp_resume.NO_INSTANCE == "-"
     for e in (InvalidTokenError, InvalidAppError, mcp_resume.InvalidOptionError):
         assert issubclass(e, ValueError) and issubclass(e, ResumeStoreError)
     assert issubclass(PluginError, ResumeStoreError)
@@ -77,7 +77,7 @@ def test_state_dir_defaults_from_real_facts(monkeypatch: pytest.MonkeyPatch, tmp
         want = tmp_path / "home/Library/Application Support/mcp-resume/app1" if macos else tmp_path / "xdg/mcp-resume/app1"
         assert s.state_dir == str(want)
     if not macos:
-        monkeypatch.setenv("XDG_STATE_HOME", "relative/x")  # not absolute: ignored (the drift case of issue 9)
+        monkeypatch.setenv("XDG_STATE_HOME", "relative/x")  # not absolute: ignored, so a relative XDG_STATE_HOME never makes the directory drift with the working directory
         with ResumeTokenStore("app1") as s:
             assert s.state_dir == str(tmp_path / "home/.local/state/mcp-resume/app1")
     monkeypatch.setenv("MCP_RESUME_STATE_DIR", str(tmp_path / "env"))
@@ -89,9 +89,20 @@ def test_state_dir_defaults_from_real_facts(monkeypatch: pytest.MonkeyPatch, tmp
         assert s.state_dir == str(tmp_path / "explicit" / "+app1"), "case-folding file systems must not merge apps"
     monkeypatch.chdir(tmp_path)
     with ResumeTokenStore("app1", "rel") as s:
-        assert s.state_dir == str(tmp_path / "rel" / "app1"), "a declared state_dir is made absolute by the host"
+        assert s.state_dir == str(tmp_path / "rel" / "app1"), "the plugin makes a relative state_dir absolute (facts.cwd)"
+    with ResumeTokenStore("app1", "./rel/../rel2//") as s:
+        assert s.state_dir == str(tmp_path / "rel2" / "app1"), "and clean"
     for d in ("xdg", "env", "explicit", "rel"):
         assert not (tmp_path / d).exists(), f"open created {d}"
+
+
+def test_state_dir_sent_as_given() -> None:
+    """The host neither makes state_dir absolute nor cleans it: the plugin does, against facts.cwd."""
+    from mcp_resume._store import _open_request
+
+    for given, sent in (("rel/../x/", "rel/../x/"), (Path("rel"), "rel"), ("/a//b/", "/a//b/"), (b"rel", "rel")):
+        assert json.loads(_open_request("app", given, None, None))["state_dir"] == sent, given
+    assert "state_dir" not in json.loads(_open_request("app", "", None, None)), "empty: the default"
 
 
 def test_resume_off_switch(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capture: Capture) -> None:
@@ -200,20 +211,20 @@ def abi_module(version: str | None) -> bytes:
 
 
 def test_abi_mismatch_refused() -> None:
-    for version in ("3", "2", "1"):
+    for version in ("4", "3", "2", "1"):
         class Store(ResumeTokenStore):
             _wasm = abi_module(version)
 
         with pytest.raises(PluginError) as e:
             Store("app", "/nonexistent")
-        assert f'plugin ABI version "{version}", this host implements "4"' in str(e.value)
+        assert f'plugin ABI version "{version}", this host implements "5"' in str(e.value)
 
 
 def test_abi_export_missing() -> None:
     class Store(ResumeTokenStore):
         _wasm = abi_module(None)
 
-    with pytest.raises(PluginError, match='ABI version "unknown.*this host implements "4"'):
+    with pytest.raises(PluginError, match='ABI version "unknown.*this host implements "5"'):
         Store("app", "/nonexistent")
 
 

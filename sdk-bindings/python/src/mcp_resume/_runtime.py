@@ -7,8 +7,16 @@ through Extism's per-call host context. Unless ``EXTISM_CACHE_CONFIG`` is set,
 the compile uses a wasmtime cache under ``platformdirs.user_cache_dir("mcp-resume")``
 if that passes the state directory's rules (:func:`cache_config`: compiled code
 is code), else compiles in memory and logs one warning saying why.
-``EXTISM_ENABLE_WASI_OUTPUT`` (guest stdout on the MCP stream) is hidden from
-the runtime while an instance is created.
+Nothing the environment asks may make the runtime write to stdout, the MCP
+stream: ``EXTISM_ENABLE_WASI_OUTPUT`` (the guest's stdout and stderr become the
+process's) is hidden from the runtime while an instance is created (the only
+time it reads it: Extism builds the WASI context once per instance and rebuilds
+it only after a ``_start`` call, which the plugin does not export), and
+``EXTISM_MEMDUMP`` / ``EXTISM_COREDUMP`` (the guest's memory, tokens included,
+written to the path they name whenever an export fails) while the plugin is
+compiled (the runtime reads them then). The Python SDK has no other setting
+that reaches stdout: its log file is set only by an explicit
+``extism.set_log_file`` call, which this package never makes.
 """
 
 from __future__ import annotations
@@ -39,6 +47,8 @@ __all__ = ["CACHE_ENV", "cache_config", "cache_config_path", "cache_dir", "compi
 CACHE_ENV = "EXTISM_CACHE_CONFIG"
 #: The Extism runtime's variable that sends guest stdout/stderr to the process's.
 WASI_OUTPUT_ENV = "EXTISM_ENABLE_WASI_OUTPUT"
+#: The Extism runtime's variables naming files it dumps the guest's memory into when a call fails.
+DUMP_ENVS = ("EXTISM_MEMDUMP", "EXTISM_COREDUMP")
 
 _log = logging.getLogger("mcp_resume")
 _lock = threading.Lock()
@@ -204,6 +214,14 @@ def _env(name: str, value: str | None) -> Iterator[None]:
         os.environ.pop(name, None) if old is None else os.environ.update({name: old})
 
 
+@contextlib.contextmanager
+def _compile_env(cache: str | None) -> Iterator[None]:
+    """The environment the runtime reads while compiling: ``EXTISM_CACHE_CONFIG`` set to ``cache`` (``None``:
+    unset), no :data:`DUMP_ENVS`."""
+    with _env(CACHE_ENV, cache), _env(DUMP_ENVS[0], None), _env(DUMP_ENVS[1], None):
+        yield
+
+
 def _host_function(name: str) -> Any:
     """The Extism host function ``(i64) -> i64`` serving ``name`` through the call's HostFunctions. Never raises:
     no host context answers ``io``; an SDK failure leaves offset 0, which the plugin reads as "cannot tell"."""
@@ -238,14 +256,14 @@ def _compile(wasm: bytes, notes: list[tuple[int, str, dict[str, str]]]) -> Compi
                       {"event": "cache_unusable", "detail": why}))
     try:
         try:
-            with _env(CACHE_ENV, os.environ.get(CACHE_ENV) if user_set else (config or "")):
+            with _compile_env(os.environ.get(CACHE_ENV) if user_set else (config or "")):
                 return CompiledPlugin(wasm, wasi=True, functions=_functions)
         except extism.Error as first:
             if not user_set and config is None:
                 raise
             notes.append((logging.WARNING, f"mcp-resume: compiling with the wasmtime cache failed, compiling without it: "
                           f"{first}", {"event": "cache_unavailable", "detail": str(first)}))
-            with _env(CACHE_ENV, ""):
+            with _compile_env(""):
                 return CompiledPlugin(wasm, wasi=True, functions=_functions)
     except extism.Error as e:
         raise PluginError(f"mcp-resume plugin unusable: compiling: {e}") from e

@@ -16,7 +16,7 @@ import extism
 
 from . import _runtime
 from ._errors import InvalidAppError, InvalidOptionError, InvalidTokenError, PluginError, ResumeStoreError, from_code
-from ._hostfuncs import ABI_VERSION, HostFunctions, System
+from ._hostfuncs import ABI_VERSION, HostFunctions
 
 __all__ = ["NO_INSTANCE", "ResumeTokenStore", "TokenFile"]
 
@@ -84,15 +84,16 @@ def _refuse(option: str, got: str) -> Any:
 def _open_request(app: Any, state_dir: Any, launchers: Any, instance: Any) -> bytes:
     """The plugin's ``open`` input for the constructor's arguments. Values go to the plugin as they are,
     so that it, not this binding, decides what is wrong and says it the same way in every language
-    (``launchers="npx"`` arrives as a string and is refused, not split into letters); only path-likes
-    are made absolute paths here, and values JSON cannot carry are refused here with their Python type."""
+    (``launchers="npx"`` arrives as a string and is refused, not split into letters; a relative
+    ``state_dir`` is made absolute by the plugin against ``facts.cwd``); path-likes become their string,
+    and values JSON cannot carry are refused here with their Python type."""
     req: dict[str, Any] = {}
     if app is not None:
         req["app"] = _json_safe("app", app)
     if isinstance(state_dir, (str, bytes, os.PathLike)):
         path = os.fsdecode(os.fspath(state_dir))
         if path:
-            req["state_dir"] = os.path.abspath(path)
+            req["state_dir"] = path
     elif state_dir is not None:
         req["state_dir"] = _json_safe("state_dir", state_dir)
     if instance is not None:
@@ -112,8 +113,9 @@ class ResumeTokenStore:
     never raise (except :class:`InvalidTokenError`); nothing is written to stdout.
 
     Inputs, passed to the plugin's ``open`` (hostfuncs/README.md, "Plugin exports"): ``app`` (1-64 of
-    ``[A-Za-z0-9._-]``, starting with a letter or digit); ``state_dir`` (the state root, made absolute
-    here: the store's directory is ``<state_dir>/<app>``, so apps never share one; default root
+    ``[A-Za-z0-9._-]``, starting with a letter or digit); ``state_dir`` (the state root, passed as given: the
+    plugin takes a relative one against the working directory; the store's directory is ``<state_dir>/<app>``,
+    so apps never share one; default root
     ``$MCP_RESUME_STATE_DIR``, else ``$XDG_STATE_HOME/mcp-resume`` or ``~/.local/state/mcp-resume``,
     macOS ``~/Library/Application Support/mcp-resume``; created 0700 on first use); ``logger`` (gets the spec's lines with ``extra={"event", "detail"}``;
     default ``logging.getLogger("mcp_resume")``); ``launchers`` (extra names to skip when looking for the
@@ -126,13 +128,13 @@ class ResumeTokenStore:
     same in every language (``launchers="npx"``: "launchers must be a list of strings, not a string: ...";
     ``app=None``: "app name missing: ..."); values go to the plugin unconverted, so a string is never
     split into letters. Raises :class:`PluginError` when the plugin cannot be loaded or its ABI version is
-    not ``"4"``. Serve without resume then. Identity, directory or lock problems only turn resume off (logged).
+    not ``"5"``. Serve without resume then. Identity, directory or lock problems only turn resume off (logged).
     """
 
     #: The Wasm module to run instead of the shipped plugin (tests only).
     _wasm: bytes | None = None
-    #: A pinned system for the host functions (tests only: the conformance runner).
-    _system: System | None = None
+    #: The host functions' class (tests only: the conformance runner's pinned system subclasses it).
+    _host_functions: type[HostFunctions] = HostFunctions
 
     def __init__(self, app: str, state_dir: PathLike | None = None, *, logger: Logger | None = None,
                  launchers: Iterable[str] | None = None, instance: str | None = None, _defer: bool = False) -> None:
@@ -140,7 +142,7 @@ class ResumeTokenStore:
         req = _open_request(app, state_dir, launchers, instance)
         self._app = app
         self._logger: Logger = logger if logger is not None else logging.getLogger("mcp_resume")
-        self._funcs = HostFunctions(self._logger, self._system)
+        self._funcs = self._host_functions(self._logger)
         # The stdio check must see fds 0 and 1 as the MCP host set them up; the MCP SDK points them at
         # /dev/null once it serves stdio, maybe before the first load() (one inside a tool handler).
         self._funcs.keep_stdio()
@@ -166,6 +168,7 @@ class ResumeTokenStore:
                                   f'"{ABI_VERSION}"; reinstall mcp-resume so plugin and host match')
             out = json.loads(self._export("open", req))
             self._state_dir: str = out["state_dir"]
+            self._funcs.set_state_dir(self._state_dir)  # the file functions act in it, and only in it, from now on
             self._state_root: str = out.get("state_root") or ""
             self._resume: bool = bool(out["resume"])
         except ResumeStoreError:
