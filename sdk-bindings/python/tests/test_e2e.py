@@ -206,7 +206,7 @@ APP = "example-python"
 @pytest.fixture
 def env(tmp_path: Path, broker: Broker, cache_home: Path) -> dict[str, str]:
     return {
-        "MCP_RESUME_BROKER_URL": broker.url,
+        "MCP_EXAMPLE_BROKER_URL": broker.url,
         "MCP_RESUME_STATE_DIR": str(tmp_path / "state"),
         "XDG_CACHE_HOME": str(cache_home),
         "UV_CACHE_DIR": str(cache_home / "uv"),
@@ -355,7 +355,7 @@ def test_broker_rejects_token(tmp_path: Path, env: dict[str, str], hosts: Any, b
     (name,) = token_files(state)
     tokens = {(state / name).read_text()}
     broker.restart()
-    env = {**env, "MCP_RESUME_BROKER_URL": broker.url}
+    env = {**env, "MCP_EXAMPLE_BROKER_URL": broker.url}
     second = info(host.launch(*direct(), env, log2, [["session_info", {}]])[0])
     assert second["resumed"] is False and second["session_id"] != first["session_id"]
     assert MSG_REJECTED in _text(log2)
@@ -487,10 +487,13 @@ def test_identical_instances_second_runs_without_resume(tmp_path: Path, env: dic
 # --- stdout and startup modes, with the server as a plain subprocess ----------------------------
 
 
-def _run_server(env: dict[str, str], stdin: str = "", timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
-    full = {k: v for k, v in os.environ.items() if not k.startswith("MCP_RESUME_")}
+def _run_server(env: dict[str, str], stdin: str = "", timeout: float = 120.0,
+                argv: list[str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` (default: the example server) with ``env`` over a clean environment, to its exit."""
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("MCP_RESUME_", "MCP_EXAMPLE_"))}
     full.update(env)
-    return subprocess.run([PYTHON, str(SERVER)], input=stdin, env=full, capture_output=True, text=True, timeout=timeout, cwd=REPO_ROOT)
+    return subprocess.run([PYTHON, *(argv or [str(SERVER)])], input=stdin, env=full, capture_output=True, text=True,
+                          timeout=timeout, cwd=REPO_ROOT)
 
 
 def test_stdout_is_only_jsonrpc(tmp_path: Path, env: dict[str, str]) -> None:
@@ -541,8 +544,10 @@ def test_stdout_is_only_jsonrpc(tmp_path: Path, env: dict[str, str]) -> None:
 
 
 @pytest.mark.parametrize("mode", ["load", "baseline"])
-def test_bench_modes_exit_before_serving(tmp_path: Path, mode: str, cache_home: Path) -> None:
-    p = _run_server({"MCP_RESUME_BENCH": mode, "MCP_RESUME_STATE_DIR": str(tmp_path / "state"), "XDG_CACHE_HOME": str(cache_home)})
+def test_bench_stand_in_exits_before_serving(tmp_path: Path, mode: str, cache_home: Path) -> None:
+    """The startup benchmark's stand-in for the server (examples/bench/python) stops where it measures."""
+    p = _run_server({"MCP_RESUME_STATE_DIR": str(tmp_path / "state"), "XDG_CACHE_HOME": str(cache_home)},
+                    argv=[str(REPO_ROOT / "examples" / "bench" / "python" / "server_start.py"), mode])
     assert p.returncode == 0, p.stderr
     assert p.stdout == ""
     if mode == "load":
@@ -555,7 +560,7 @@ def test_missing_broker_url(tmp_path: Path, cache_home: Path) -> None:
     p = _run_server({"MCP_RESUME_STATE_DIR": str(tmp_path / "state"), "XDG_CACHE_HOME": str(cache_home)})
     assert p.returncode == 1
     assert p.stdout == ""
-    assert "MCP_RESUME_BROKER_URL is not set" in p.stderr
+    assert "MCP_EXAMPLE_BROKER_URL is not set" in p.stderr
 
 
 MSG_RESUME_OFF = "Session resume turned off by MCP_RESUME=off"

@@ -312,7 +312,7 @@ def _rpc(proc: subprocess.Popen[bytes], msg: dict[str, Any]) -> dict[str, Any] |
 def test_example_server_started_with_stderr_closed(tmp_path: Path, broker: Any) -> None:
     """A host that runs the server with ``2>&-``: the server serves, a tool call answers, and while it
     serves (the SDK has pointed fd 1 at a copy of fd 2) none of fds 0-2 is a file of ours."""
-    env = clean_env(MCP_RESUME_BROKER_URL=broker.url, MCP_RESUME_STATE_DIR=str(tmp_path / "state"),
+    env = clean_env(MCP_EXAMPLE_BROKER_URL=broker.url, MCP_RESUME_STATE_DIR=str(tmp_path / "state"),
                     XDG_CACHE_HOME=str(tmp_path / "cache"))
     proc = subprocess.Popen(["sh", "-c", f'exec {sys.executable} "$0" 2>&-', str(SERVER)], env=env,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
