@@ -14,7 +14,7 @@ package plugin
 
 import _ "embed"
 
-// Wasm is the plugin module (plugin.wasm), ABI version 4: it imports the
+// Wasm is the plugin module (plugin.wasm), ABI version 5 (hostfuncs.ABIVersion): it imports the
 // nine host functions and exports mcp_resume_abi_version, open, load,
 // store, reject, names, list, prune, whoami and render, as described in
 // hostfuncs/README.md.

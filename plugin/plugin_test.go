@@ -17,7 +17,7 @@ import (
 )
 
 // TestModule checks the committed plugin.wasm against the contract
-// (hostfuncs/README.md, ABI version 4): it imports exactly the nine host
+// (hostfuncs/README.md, ABI version 5): it imports exactly the nine host
 // functions in hostfuncs.Namespace, each (i64) -> i64, and exports every plugin
 // export as () -> i32.
 func TestModule(t *testing.T) {
