@@ -5,6 +5,8 @@ package faults_test
 // Faults 10-17: the host's identity is in doubt (PID reuse, orphaned
 // servers, /proc hiding the host, shared state roots, launches that differ,
 // undecodable arguments, a host that execs, HOME unset).
+// Slightly over 500 lines: these faults share the launch helpers below and
+// read as one family.
 
 import (
 	"bytes"

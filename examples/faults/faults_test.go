@@ -19,6 +19,10 @@ package faults_test
 // that need root, mount or PID namespaces skip without them; CI runs as
 // root, where they all run.
 //
+// This file (a little over 500 lines) is the suite's spine: the fault list,
+// TestFaults and the table merge; the faults themselves live in the
+// faults_*_test.go files by concern.
+//
 // The suite is behind the build tag "faults" so that the plain `go test
 // ./...` of `make test-go` does not run it; `make test-faults` does:
 //

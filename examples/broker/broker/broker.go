@@ -7,6 +7,9 @@
 // is its reference implementation. It is a demo: state lives in memory only
 // and is lost when the process exits.
 //
+// One file of about 590 lines: the handlers, the session table and the token
+// rotation share one lock and one set of invariants, read best together.
+//
 // # Tokens
 //
 // A token is 32 random bytes encoded as base64url without padding (43

@@ -1,5 +1,10 @@
 package primitives_test
 
+// Tests of the Go host functions on the real system, one per contract rule
+// of hostfuncs/README.md (names, confinement, each file function, facts,
+// log): a little over 500 lines because each rule gets its own real-file
+// test rather than a shared table that would hide which rule failed.
+
 import (
 	"bytes"
 	"encoding/json"
