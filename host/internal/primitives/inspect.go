@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"runtime"
@@ -198,8 +199,9 @@ func readProc(path string) ([]byte, error) {
 // fds lists dir, a /proc/<pid>/fd: each fd with its link target and the
 // octal "flags:" of /proc/<pid>/fdinfo/<fd> (proc_pid_fdinfo(5)) as a
 // number, -1 when fdinfo cannot be read; sorted by fd. With targets, only
-// fds whose target is one of them. An fd that closes meanwhile is skipped:
-// the errors are those of opening dir.
+// fds whose target is one of them. An fd that closes meanwhile is skipped;
+// any other failure to read a link (EACCES: a non-dumpable host seen by a
+// server without CAP_SYS_PTRACE) fails the whole op, as opening dir does.
 func fds(dir string, targets []string) result {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -212,7 +214,13 @@ func fds(dir string, targets []string) result {
 			continue
 		}
 		target, err := os.Readlink(dir + "/" + e.Name())
-		if err == nil && (targets == nil || slices.Contains(targets, target)) {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+			continue // closed during the listing
+		}
+		if err != nil { // cannot tell is not closed: a link the host may not read fails the op
+			return failed(osError("read link "+dir+"/"+e.Name(), err))
+		}
+		if targets == nil || slices.Contains(targets, target) {
 			out = append(out, hostfuncs.FD{FD: n, Target: target, Flags: fdFlags(dir + "info/" + e.Name())}) // /proc/<pid>/fdinfo/<n>
 		}
 	}
