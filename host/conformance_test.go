@@ -200,7 +200,7 @@ func runCase(t *testing.T, raw []byte) {
 	defer store.Close(ctx)
 	open := c.Open
 	if open == nil {
-		open = json.RawMessage(`{"app":"conformance","state_dir":"` + filepath.Dir(dir) + `"}`)
+		open = json.RawMessage(`{"app":"conformance","state_root":"` + filepath.Dir(dir) + `"}`)
 	}
 	out, callErr, err := store.CallForTest(ctx, hostfuncs.ExportOpen, open)
 	if err != nil {

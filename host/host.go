@@ -74,8 +74,8 @@ type Options struct {
 	// as '+' and the lowercase letter; Store.StateDir), so two apps given one
 	// StateRoot never share a file. Empty: $MCP_RESUME_STATE_DIR, else the
 	// per-user default root (hostfuncs/README.md, "Plugin exports"). The
-	// open export's JSON calls it state_dir, as do the Python and
-	// TypeScript options.
+	// open export's JSON calls it state_root, as do the Python option
+	// (state_root) and the TypeScript one (stateRoot).
 	StateRoot string
 	// Logger receives the plugin's log lines (spec 000, Logging Strategy).
 	// Defaults to slog.Default(), whose output is stderr unless you change it.
@@ -171,7 +171,7 @@ func openWith(ctx context.Context, app string, opts *Options, funcs *primitives.
 	}
 	// StateRoot goes to the plugin exactly as given: the plugin makes a
 	// relative one absolute against facts.cwd (hostfuncs/README.md, "open").
-	in := hostfuncs.OpenInput{App: app, StateDir: o.StateRoot, Launchers: o.Launchers}
+	in := hostfuncs.OpenInput{App: app, StateRoot: o.StateRoot, Launchers: o.Launchers}
 	if o.Instance != "" {
 		in.Instance = &o.Instance
 	}

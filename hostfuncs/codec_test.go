@@ -147,7 +147,7 @@ var decodables = []decodable{
 // decodeInputs are documents every decoder reads, valid and not.
 var decodeInputs = []string{
 	`{}`, `null`, `{}       `, " \n{ } \t", `{"error":{"code":"not_found","message":"gone"}}`, `{"error":null}`, `{"error":{}}`,
-	`{"app":"a","state_dir":"/s","instance":"","launchers":["x","y"]}`, `{"app":"a","instance":null,"launchers":null}`,
+	`{"app":"a","state_root":"/s","instance":"","launchers":["x","y"]}`, `{"app":"a","instance":null,"launchers":null}`,
 	`{"app":"a","launchers":[]}`, `{"app":"<\u003c>\ud83d\ude00 \"q\"","unknown":{"deep":[1,{"x":null}]},"app":"b"}`,
 	`{"os":"linux","pid":100,"euid":-1,"home":"/h","xdg_state_home":"","args":["--a","\u00e9"],"env":{"MCP_RESUME":"off","X":null},"runtime":"go"}`,
 	`{"os":"linux","pid":100,"env":{}}`,
@@ -161,8 +161,8 @@ var decodeInputs = []string{
 	`{"files":[{"name":"token-1-2","type":"file","age_seconds":-5},{"name":"lock-1-2","age_seconds":30},{"name":"d","type":"dir"}]}`, `{"files":[]}`,
 	`{"files":[{"name":"x","type":1}]}`,
 	`{"type":"dir","uid":1000,"mode":1023}`, `{"type":"symlink","uid":0,"mode":511,"error":null}`, `{"uid":-1}`, `{"mode":"0700"}`,
-	`{"bad":"\xff\xfe","app":"\ud800"}`, "{\"app\":\"\xff\xfe!\",\"state_dir\":\"\xed\xa0\x80\"}", `{"APP":"x","State_Dir":"/s","ERROR":{"CODE":"c"},"PID":3}`,
-	"{\"\u212a\":1,\"\u017fTATE_DIR\":\"/k\"}", `{"app":"a","App":"b"}`,
+	`{"bad":"\xff\xfe","app":"\ud800"}`, "{\"app\":\"\xff\xfe!\",\"state_root\":\"\xed\xa0\x80\"}", `{"APP":"x","State_Root":"/s","ERROR":{"CODE":"c"},"PID":3}`,
+	"{\"\u212a\":1,\"\u017fTATE_ROOT\":\"/k\"}", `{"app":"a","App":"b"}`,
 	``, `no response`, `[]`, `"s"`, `1`, `{`, `{"a":}`, `{"a":1,}`, `{} {}`, `{}x`, `{"app":1}`, `{"app":["x"]}`,
 	`{"launchers":"x"}`, `{"launchers":[1]}`, `{"error":"x"}`, `{"error":{"code":1}}`, `{"results":{}}`, `{"results":[1]}`,
 	`{"files":[{"age_seconds":"1"}]}`, `{"env":[]}`, `{"env":{"a":1}}`, `{"data":5}`, `{'a':1}`, `{"a":01}`, `{"a":NaN}`,
@@ -216,7 +216,7 @@ func TestOpenInputOptionErrors(t *testing.T) {
 		{`{"app":"a","launchers":{"x":1}}`, `launchers must be a list of strings, not an object: give a list of process names, e.g. ["my-wrapper"]`},
 		{`{"app":5}`, `app must be a string, not a number`},
 		{`{"app":["a"]}`, `app must be a string, not a list`},
-		{`{"app":"a","state_dir":true}`, `state_dir must be a string, not true or false: give an absolute path, or leave it out for the default`},
+		{`{"app":"a","state_root":true}`, `state_root must be a string, not true or false: give an absolute path, or leave it out for the default`},
 		{`{"app":"a","instance":7}`, `instance must be a string, not a number`},
 	} {
 		var in OpenInput

@@ -325,7 +325,7 @@ func (d *decoder) errorObj(p **Error) error {
 func (in *OpenInput) DecodeJSON(b []byte) error {
 	app := false
 	err := decodeObject(b, func(d *decoder, name string) error {
-		switch field(name, "app", "state_dir", "instance", "launchers") {
+		switch field(name, "app", "state_root", "instance", "launchers") {
 		case "app":
 			if d.d.PeekKind() == 'n' {
 				app = false
@@ -333,8 +333,8 @@ func (in *OpenInput) DecodeJSON(b []byte) error {
 			}
 			app = true
 			return member("app", "a string", "", func() error { return d.str(&in.App) })
-		case "state_dir":
-			return member("state_dir", "a string", "give an absolute path, or leave it out for the default", func() error { return d.str(&in.StateDir) })
+		case "state_root":
+			return member("state_root", "a string", "give an absolute path, or leave it out for the default", func() error { return d.str(&in.StateRoot) })
 		case "instance":
 			if d.d.PeekKind() == 'n' {
 				in.Instance = nil

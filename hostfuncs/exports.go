@@ -28,7 +28,7 @@ const (
 	// CodeInvalidApp: open was given an app name that breaks the app rule.
 	CodeInvalidApp = "invalid_app"
 	// CodeInvalidOption: open was given an option it cannot use (a relative
-	// state_dir while facts.cwd is empty, a malformed request).
+	// state_root while facts.cwd is empty, a malformed request).
 	CodeInvalidOption = "invalid_option"
 	// CodeNotOpen: an export other than open ran before a successful open.
 	CodeNotOpen = "not_open"
@@ -41,11 +41,11 @@ type OpenInput struct {
 	// App is the server application name (1-64 of [A-Za-z0-9._-], starting
 	// with a letter or digit).
 	App string `json:"app"`
-	// StateDir overrides the state root, exactly as the user gave it: the
-	// plugin makes a relative one absolute against Facts.Cwd and cleans it.
-	// Empty: the environment's MCP_RESUME_STATE_DIR, else the per-user
-	// default.
-	StateDir string `json:"state_dir,omitempty"`
+	// StateRoot overrides the state root (the directory holding one state
+	// directory per app), exactly as the user gave it: the plugin makes a
+	// relative one absolute against Facts.Cwd and cleans it. Empty: the
+	// environment's MCP_RESUME_STATE_DIR, else the per-user default.
+	StateRoot string `json:"state_root,omitempty"`
 	// Instance is the declared instance key; nil means "not declared" (the
 	// default applies), "" or "-" means "no instance".
 	Instance *string `json:"instance,omitempty"`

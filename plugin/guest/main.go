@@ -10,7 +10,7 @@
 // Exports (hostfuncs/README.md, "Plugin exports"; ABI version 5):
 //
 //	mcp_resume_abi_version  () -> "5"
-//	open                    (JSON {"app","state_dir"?,"instance"?,"launchers"?}) -> JSON {"state_dir","state_root","resume"}
+//	open                    (JSON {"app","state_root"?,"instance"?,"launchers"?}) -> JSON {"state_dir","state_root","resume"}
 //	load                    () -> token bytes, or empty output when there is none
 //	store                   (token bytes) -> empty
 //	reject                  () -> empty

@@ -41,9 +41,9 @@ if (!existsSync(path.join(EXAMPLE, "dist", "broker.js")) || !existsSync(path.joi
 }
 
 const work = mkdtempSync(path.join(tmpdir(), "mcp-resume-ts-bench-"));
-const stateDir = path.join(work, "state");
-mkdirSync(stateDir, { mode: 0o700 });
-chmodSync(stateDir, 0o700);
+const stateRoot = path.join(work, "state");
+mkdirSync(stateRoot, { mode: 0o700 });
+chmodSync(stateRoot, 0o700);
 
 // The server's startup, run from the work directory, whose node_modules links to the
 // example's: its imports load exactly the files the server loads (server-start.mjs).
@@ -88,7 +88,7 @@ function once(mode) {
     const t0 = process.hrtime.bigint();
     const p = spawn(process.execPath, [...flags, "--require", RSS_HOOK, SERVER, mode === "tierup" ? "load" : mode], {
       cwd: ROOT,
-      env: { ...process.env, MCP_RESUME_STATE_DIR: stateDir },
+      env: { ...process.env, MCP_RESUME_STATE_DIR: stateRoot },
       stdio: ["ignore", stdout, "pipe", "pipe"],
     });
     closeSync(stdout);
@@ -118,7 +118,7 @@ const stats = (xs) => {
 // on a real relaunch.
 await once("load");
 const TOKEN = "bench-token-" + "x".repeat(31);
-const appDir = path.join(stateDir, "example-typescript");
+const appDir = path.join(stateRoot, "example-typescript");
 const locks = readdirSync(appDir).filter((n) => n.startsWith("lock-"));
 if (locks.length !== 1) throw new Error(`after the first load, ${appDir} holds ${locks.length} lock files, want 1`);
 const tokenFile = path.join(appDir, "token-" + locks[0].slice("lock-".length));

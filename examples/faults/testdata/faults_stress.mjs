@@ -74,11 +74,11 @@ async function storeloop() {
 }
 
 async function loader() {
-  for await (const dir of lines()) {
+  for await (const root of lines()) {
     const counts = {};
     const ans = { found: false, valid: false, seed: 0, iter: 0, len: 0 };
     try {
-      const store = await ResumeTokenStore.open({ app: APP, stateDir: dir, logger: countingLogger(counts) });
+      const store = await ResumeTokenStore.open({ app: APP, stateRoot: root, logger: countingLogger(counts) });
       let tok;
       try {
         tok = await store.load();

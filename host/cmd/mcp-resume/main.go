@@ -5,8 +5,8 @@
 // mcp_resume` and `npx mcp-resume` print exactly the same:
 //
 //	mcp-resume whoami [--json] [--app NAME] [--instance KEY] [--pid PID]  the MCP host this process (or PID) resolves, and the chain walked
-//	mcp-resume list   [--json] [--app NAME] [--state-dir DIR]              token files per app: host alive, gone or unknown
-//	mcp-resume prune  [--json] [--app NAME] [--state-dir DIR]              delete the files of hosts that are gone, and old unknown ones
+//	mcp-resume list   [--json] [--app NAME] [--state-dir ROOT]             token files per app: host alive, gone or unknown
+//	mcp-resume prune  [--json] [--app NAME] [--state-dir ROOT]             delete the files of hosts that are gone, and old unknown ones
 //
 // list and prune cover every app directory under the state root (the
 // plugin's: --state-dir, else $MCP_RESUME_STATE_DIR, else per user, for
@@ -64,7 +64,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(io.Discard)
 	asJSON := fs.Bool("json", false, "print JSON")
 	app := fs.String("app", "", "server app name")
-	stateDir := fs.String("state-dir", "", "state root")
+	stateRoot := fs.String("state-dir", "", "state root")
 	instance := fs.String("instance", "", "instance key")
 	pid := fs.Int("pid", 0, "server pid")
 	if cmd != "whoami" && cmd != "list" && cmd != "prune" {
@@ -90,7 +90,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		req.ShowStateDir = *app != ""
 		req.Whoami, err = whoami(ctx, *app, *instance, *pid)
 	case "list", "prune":
-		req.Apps, err = collect(ctx, cmd, *app, *stateDir)
+		req.Apps, err = collect(ctx, cmd, *app, *stateRoot)
 	}
 	if err == nil {
 		var b, out []byte

@@ -166,7 +166,7 @@ func TestWhoamiPID(t *testing.T) {
 }
 
 // fixtureRoot makes a state root under XDG_STATE_HOME (the plugin's default
-// root, the same in every semantics of state_dir) with two apps' token
+// root, the same whatever the state_root option means) with two apps' token
 // files dated three days back, a directory that is no app's name, and a
 // stray file.
 func fixtureRoot(t *testing.T) (root string, files map[string]string) {
@@ -224,7 +224,7 @@ func TestListApps(t *testing.T) {
 	}
 }
 
-// perAppRoots skips a test that needs state_dir and MCP_RESUME_STATE_DIR to
+// perAppRoots skips a test that needs the state_root option and MCP_RESUME_STATE_DIR to
 // name the root of per-app directories when this plugin still uses them as
 // the state directory itself.
 func perAppRoots(t *testing.T) {
@@ -236,7 +236,7 @@ func perAppRoots(t *testing.T) {
 	}
 	defer s.Close(t.Context())
 	if s.StateDir() != filepath.Join(dir, "probe") {
-		t.Skip("this plugin uses state_dir as the state directory itself, not as the root of per-app directories")
+		t.Skip("this plugin uses the state root option as the state directory itself, not as the root of per-app directories")
 	}
 }
 

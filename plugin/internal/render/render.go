@@ -42,7 +42,7 @@ commands:
 flags:
   --json            print JSON instead of a table
   --app NAME        one server app (default: every app under the state root)
-  --state-dir DIR   the state root, one directory per app inside (list, prune;
+  --state-dir ROOT  the state root, one directory per app inside (list, prune;
                     default: $MCP_RESUME_STATE_DIR, else the per-user default)
   --instance KEY    the instance key whose file names whoami shows (default: $MCP_RESUME_INSTANCE, else none)
   --pid PID         whoami: answer for the running MCP server PID instead of this process

@@ -229,11 +229,11 @@ func keyProblem(declared *string, declaredFrom string, f hostfuncs.Facts) string
 	return ""
 }
 
-// declaredRoot is the state root of a declared state_dir, which hosts pass
+// declaredRoot is the state root of a declared state_root option, which hosts pass
 // exactly as their user gave it: an absolute one cleaned, a relative one
 // joined to the server's working directory cwd (facts.cwd) and cleaned, as
 // a path the user typed is read (hostfuncs/README.md, open). Error:
-// hostfuncs.CodeInvalidOption for a relative state_dir when cwd is not an
+// hostfuncs.CodeInvalidOption for a relative state_root when cwd is not an
 // absolute path (getcwd failed) or holds bytes the host could not carry
 // exactly (U+FFFD), so that the directory is never a guess.
 func declaredRoot(dir, cwd string) (string, *hostfuncs.Error) {
@@ -249,7 +249,7 @@ func declaredRoot(dir, cwd string) (string, *hostfuncs.Error) {
 	default:
 		return path.Join(cwd, dir), nil
 	}
-	return "", &hostfuncs.Error{Code: hostfuncs.CodeInvalidOption, Message: "state_dir " + strconv.Quote(dir) + " is a relative path and " + why + "; give an absolute path"}
+	return "", &hostfuncs.Error{Code: hostfuncs.CodeInvalidOption, Message: "state_root " + strconv.Quote(dir) + " is a relative path and " + why + "; give an absolute path"}
 }
 
 // Config is what the open export settles from the server's declaration and
@@ -262,7 +262,7 @@ type Config struct {
 	// directory), and then Problem says why.
 	StateDir string
 	// StateRoot is the directory that holds one state directory per app:
-	// the state_dir option, else MCP_RESUME_STATE_DIR, else the default
+	// the state_root option, else MCP_RESUME_STATE_DIR, else the default
 	// root; "" when unknown.
 	StateRoot string
 	// InstanceKey is the instance key; "" for none.
@@ -288,7 +288,7 @@ func (c Config) Resume() bool { return !c.Off && c.Problem == "" && c.KeyProblem
 //
 //   - app must be given (in.AppMissing false) and pass ValidApp, else the
 //     error code is hostfuncs.CodeInvalidApp;
-//   - the state root: the declared state_dir as the user gave it (a
+//   - the state root: the declared state_root as the user gave it (a
 //     relative one is taken from facts.cwd: declaredRoot), else env
 //     MCP_RESUME_STATE_DIR (absolute, else
 //     hostfuncs.CodeInvalidOption), else per user: on macOS
@@ -331,8 +331,8 @@ func Configure(in hostfuncs.OpenInput, f hostfuncs.Facts, factsOK bool) (Config,
 	}
 	env := func(k string) string { return f.Env[k] }
 	switch {
-	case in.StateDir != "":
-		root, werr := declaredRoot(in.StateDir, f.Cwd)
+	case in.StateRoot != "":
+		root, werr := declaredRoot(in.StateRoot, f.Cwd)
 		if werr != nil {
 			return Config{}, werr
 		}

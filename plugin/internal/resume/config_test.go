@@ -68,7 +68,7 @@ func TestConfigure(t *testing.T) {
 		},
 		{
 			name:  "declared state dir is a cleaned root; env instance",
-			in:    hostfuncs.OpenInput{App: "app", StateDir: "/srv//state/./x/"},
+			in:    hostfuncs.OpenInput{App: "app", StateRoot: "/srv//state/./x/"},
 			facts: with(linux, func(f *hostfuncs.Facts) { f.Env["MCP_RESUME_INSTANCE"] = "work" }),
 			want:  Config{App: "app", StateDir: "/srv/state/x/app", StateRoot: "/srv/state/x", InstanceKey: "work"},
 		},
@@ -83,7 +83,7 @@ func TestConfigure(t *testing.T) {
 		},
 		{
 			name:  "root state dir",
-			in:    hostfuncs.OpenInput{App: "MyApp", StateDir: "/", Instance: strp("-")},
+			in:    hostfuncs.OpenInput{App: "MyApp", StateRoot: "/", Instance: strp("-")},
 			facts: linux,
 			want:  Config{App: "MyApp", StateDir: "/+my+app", StateRoot: "/"},
 		},
@@ -131,20 +131,20 @@ func TestConfigure(t *testing.T) {
 		},
 		{
 			name:  "unsupported system",
-			in:    hostfuncs.OpenInput{App: "app", StateDir: "/s"},
+			in:    hostfuncs.OpenInput{App: "app", StateRoot: "/s"},
 			facts: with(linux, func(f *hostfuncs.Facts) { f.Args = nil; f.OS = "win32" }),
 			want:  Config{App: "app", StateDir: "/s/app", StateRoot: "/s", Problem: `process identity is not supported on "win32" (spec 000, Platform Support)`},
 		},
 		{
 			name:     "facts unusable",
-			in:       hostfuncs.OpenInput{App: "app", StateDir: "/s"},
+			in:       hostfuncs.OpenInput{App: "app", StateRoot: "/s"},
 			facts:    linux,
 			factsBad: true,
 			want:     Config{App: "app", StateDir: "/s/app", StateRoot: "/s", Problem: "mcp_resume_facts gave no usable answer"},
 		},
 		{name: "bad app", in: hostfuncs.OpenInput{App: "../x"}, facts: linux, wantCode: hostfuncs.CodeInvalidApp},
 		{name: "no app", in: hostfuncs.OpenInput{}, facts: linux, wantCode: hostfuncs.CodeInvalidApp},
-		{name: "relative state dir", in: hostfuncs.OpenInput{App: "a", StateDir: "state"}, facts: linux, wantCode: hostfuncs.CodeInvalidOption},
+		{name: "relative state root", in: hostfuncs.OpenInput{App: "a", StateRoot: "state"}, facts: linux, wantCode: hostfuncs.CodeInvalidOption},
 		{name: "relative env state dir", in: hostfuncs.OpenInput{App: "a"}, facts: with(linux, func(f *hostfuncs.Facts) { f.Env["MCP_RESUME_STATE_DIR"] = "rel" }), wantCode: hostfuncs.CodeInvalidOption},
 	}
 	for _, tt := range tests {
@@ -321,12 +321,12 @@ func TestConfigure_Launchers(t *testing.T) {
 // not such a name is still refused.
 func TestConfigure_AppDirNameAlias(t *testing.T) {
 	f := hostfuncs.Facts{OS: "linux", PID: 100, Home: "/home/u"}
-	c, werr := Configure(hostfuncs.OpenInput{App: "+my+app", StateDir: "/r"}, f, true)
+	c, werr := Configure(hostfuncs.OpenInput{App: "+my+app", StateRoot: "/r"}, f, true)
 	if werr != nil || c.App != "MyApp" || c.StateDir != "/r/+my+app" {
 		t.Errorf("Configure(+my+app) = %+v, %v; want app MyApp in /r/+my+app", c, werr)
 	}
 	for _, bad := range []string{"+", "+My", "a+", "++a", "+1"} {
-		if _, werr := Configure(hostfuncs.OpenInput{App: bad, StateDir: "/r"}, f, true); werr == nil || werr.Code != hostfuncs.CodeInvalidApp {
+		if _, werr := Configure(hostfuncs.OpenInput{App: bad, StateRoot: "/r"}, f, true); werr == nil || werr.Code != hostfuncs.CodeInvalidApp {
 			t.Errorf("Configure(%q) = %v, want invalid_app", bad, werr)
 		}
 	}

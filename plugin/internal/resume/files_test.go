@@ -154,17 +154,17 @@ func TestStore_ListFilters(t *testing.T) {
 	}
 }
 
-// TestStore_RelativeStateDir: hosts pass state_dir as the user gave it; the
+// TestStore_RelativeStateRoot: hosts pass state_root as the user gave it; the
 // plugin takes a relative one from the server's working directory and
 // cleans it, and refuses it when the working directory is unknown or
 // inexact.
-func TestStore_RelativeStateDir(t *testing.T) {
+func TestStore_RelativeStateRoot(t *testing.T) {
 	h, dir := newHost(t)
 	root := filepath.Dir(filepath.Dir(dir))
 	h.facts.Cwd = root + "/work/"
 	s := resume.New(h.call)
 	// No instance: the working directory is part of the default key.
-	out, werr := s.Open([]byte(`{"app":"conformance","state_dir":"../state/./","instance":""}`))
+	out, werr := s.Open([]byte(`{"app":"conformance","state_root":"../state/./","instance":""}`))
 	if werr != nil || out.StateDir != dir || out.StateRoot != filepath.Dir(dir) {
 		t.Fatalf("Open = %+v, %v; want state_dir %s", out, werr, dir)
 	}
@@ -181,8 +181,8 @@ func TestStore_RelativeStateDir(t *testing.T) {
 	} {
 		h, _ := newHost(t)
 		h.facts.Cwd = cwd
-		_, werr := resume.New(h.call).Open([]byte(`{"app":"conformance","state_dir":"state"}`))
-		want := `state_dir "state" is a relative path and ` + why + "; give an absolute path"
+		_, werr := resume.New(h.call).Open([]byte(`{"app":"conformance","state_root":"state"}`))
+		want := `state_root "state" is a relative path and ` + why + "; give an absolute path"
 		if werr == nil || werr.Code != hostfuncs.CodeInvalidOption || werr.Message != want {
 			t.Errorf("cwd %q: Open error %v, want %s", cwd, werr, want)
 		}

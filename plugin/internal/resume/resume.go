@@ -126,7 +126,7 @@ func notOpen() *hostfuncs.Error {
 // that is not a string; hostfuncs.CodeInvalidOption for input that is not the
 // JSON of hostfuncs.OpenInput, an option of the wrong JSON kind (the message
 // names the option, the kind expected and the kind given: hostfuncs.OptionError),
-// a relative state directory when the working directory is unknown
+// a relative state root when the working directory is unknown
 // (declaredRoot), or a second Open. On success the host fixes the answer's
 // StateDir as this store's state directory for good (the confinement rule). Each message says the thing
 // once; hosts show it as it is.
@@ -143,7 +143,7 @@ func (s *Store) Open(input []byte) (hostfuncs.OpenOutput, *hostfuncs.Error) {
 			}
 			return hostfuncs.OpenOutput{}, &hostfuncs.Error{Code: code, Message: oe.Error()}
 		}
-		return hostfuncs.OpenOutput{}, &hostfuncs.Error{Code: hostfuncs.CodeInvalidOption, Message: "open input is not the JSON object {\"app\", \"state_dir\"?, \"instance\"?, \"launchers\"?}: " + err.Error()}
+		return hostfuncs.OpenOutput{}, &hostfuncs.Error{Code: hostfuncs.CodeInvalidOption, Message: "open input is not the JSON object {\"app\", \"state_root\"?, \"instance\"?, \"launchers\"?}: " + err.Error()}
 	}
 	var f hostfuncs.Facts
 	out := s.call(hostfuncs.FnFacts, hostfuncs.Pad8([]byte("{}")))

@@ -20,7 +20,7 @@ import (
 // openInput opens app "conformance" with the state root whose
 // "conformance" directory is dir.
 func openInput(dir string) string {
-	b, _ := json.Marshal(hostfuncs.OpenInput{App: "conformance", StateDir: filepath.Dir(dir)})
+	b, _ := json.Marshal(hostfuncs.OpenInput{App: "conformance", StateRoot: filepath.Dir(dir)})
 	return string(b)
 }
 
@@ -168,8 +168,8 @@ func TestStore_OpenErrors(t *testing.T) {
 		{`{}`, hostfuncs.CodeInvalidApp, `app name missing: give the server's application name, 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit`},
 		{`{"app": null}`, hostfuncs.CodeInvalidApp, `app name missing: give the server's application name, 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit`},
 		{`{"app": 5}`, hostfuncs.CodeInvalidApp, `app must be a string, not a number`},
-		{`{"app": "a", "state_dir": "relative"}`, hostfuncs.CodeInvalidOption, `state_dir "relative" is a relative path and the server's working directory is unknown (the host could not read it); give an absolute path`},
-		{`{"app": "a", "state_dir": 1}`, hostfuncs.CodeInvalidOption, `state_dir must be a string, not a number: give an absolute path, or leave it out for the default`},
+		{`{"app": "a", "state_root": "relative"}`, hostfuncs.CodeInvalidOption, `state_root "relative" is a relative path and the server's working directory is unknown (the host could not read it); give an absolute path`},
+		{`{"app": "a", "state_root": 1}`, hostfuncs.CodeInvalidOption, `state_root must be a string, not a number: give an absolute path, or leave it out for the default`},
 		{`not json`, hostfuncs.CodeInvalidOption, ""},
 		{``, hostfuncs.CodeInvalidOption, ""},
 		{`{"app": "a", "launchers": "sh"}`, hostfuncs.CodeInvalidOption, `launchers must be a list of strings, not a string: give a list of process names, e.g. ["my-wrapper"]`},

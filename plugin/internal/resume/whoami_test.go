@@ -59,7 +59,7 @@ func TestStore_WhoamiPID(t *testing.T) {
 	h.proc["read /proc/310/cmdline"] = data("sh\x00-c\x00other-server\x00")
 	h.proc["fds 300"] = hostfuncs.InspectResult{FDs: []hostfuncs.FD{{FD: 0, Target: "pipe:[21]", Flags: 0}, {FD: 1, Target: "pipe:[22]", Flags: 1}, {FD: 2, Target: "/dev/null", Flags: 1}}}
 	h.proc["fds 4242"] = hostfuncs.InspectResult{FDs: []hostfuncs.FD{{FD: 7, Target: "pipe:[22]", Flags: 0}}}
-	s := h.open(`{"app": "a", "state_dir": ` + strconv.Quote(dir) + `, "instance": "-"}`)
+	s := h.open(`{"app": "a", "state_root": ` + strconv.Quote(dir) + `, "instance": "-"}`)
 
 	w, werr := s.Whoami([]byte(`{"pid": 300}`))
 	if werr != nil || w.Error != "" || w.PID != 4242 || w.TokenFile != tokenFile || len(w.Chain) != 2 || w.Chain[0].Role != "launcher" || w.Chain[1].Role != "host" ||

@@ -36,10 +36,12 @@ def test_flow(tmp_path: Path, PinnedAsync: type[AsyncResumeTokenStore]) -> None:
         async with PinnedAsync("app", tmp_path, logger=lg) as s:
             assert await s.load() is None
             await s.store("tok-A")
-        async with PinnedAsync("app", tmp_path, logger=lg) as s:
+        async with PinnedAsync("app", state_root=tmp_path, logger=lg) as s:
             assert await s.load() == "tok-A"  # the token loaded at construction
             await s.store("tok-B")
-            assert (await s.opened()).state_dir == str(tmp_path / "app")  # the app's directory under the root
+            opened = await s.opened()
+            assert opened.state_dir == str(tmp_path / "app")  # the app's directory under the root
+            assert opened.state_root == str(tmp_path)
         async with PinnedAsync("app", tmp_path, logger=lg) as s:
             assert await s.load() == "tok-B"
             await s.reject()

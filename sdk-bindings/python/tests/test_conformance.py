@@ -122,7 +122,7 @@ def test_conformance(path: Path, tmp_path: Path) -> None:
     logger.setLevel(logging.DEBUG)
     logger.propagate = False
 
-    open_req = case.get("open", {"app": "conformance", "state_dir": f"{root}/state"})
+    open_req = case.get("open", {"app": "conformance", "state_root": f"{root}/state"})
     opened: list[tuple[bytes, str | None]] = []
 
     class Store(ResumeTokenStore):

@@ -83,26 +83,26 @@ def test_state_dir_defaults_from_real_facts(monkeypatch: pytest.MonkeyPatch, tmp
     monkeypatch.setenv("MCP_RESUME_STATE_DIR", str(tmp_path / "env"))
     with ResumeTokenStore("app1") as s:
         assert s.state_dir == str(tmp_path / "env" / "app1"), "MCP_RESUME_STATE_DIR is the root of one directory per app"
-    with ResumeTokenStore("app1", tmp_path / "explicit") as s:
-        assert s.state_dir == str(tmp_path / "explicit" / "app1")
+    with ResumeTokenStore("app1", state_root=tmp_path / "explicit") as s:
+        assert s.state_dir == str(tmp_path / "explicit" / "app1") and s.state_root == str(tmp_path / "explicit")
     with ResumeTokenStore("App1", tmp_path / "explicit") as s:
         assert s.state_dir == str(tmp_path / "explicit" / "+app1"), "case-folding file systems must not merge apps"
     monkeypatch.chdir(tmp_path)
     with ResumeTokenStore("app1", "rel") as s:
-        assert s.state_dir == str(tmp_path / "rel" / "app1"), "the plugin makes a relative state_dir absolute (facts.cwd)"
+        assert s.state_dir == str(tmp_path / "rel" / "app1"), "the plugin makes a relative state_root absolute (facts.cwd)"
     with ResumeTokenStore("app1", "./rel/../rel2//") as s:
         assert s.state_dir == str(tmp_path / "rel2" / "app1"), "and clean"
     for d in ("xdg", "env", "explicit", "rel"):
         assert not (tmp_path / d).exists(), f"open created {d}"
 
 
-def test_state_dir_sent_as_given() -> None:
-    """The host neither makes state_dir absolute nor cleans it: the plugin does, against facts.cwd."""
+def test_state_root_sent_as_given() -> None:
+    """The host neither makes state_root absolute nor cleans it: the plugin does, against facts.cwd."""
     from mcp_resume._store import _open_request
 
     for given, sent in (("rel/../x/", "rel/../x/"), (Path("rel"), "rel"), ("/a//b/", "/a//b/"), (b"rel", "rel")):
-        assert json.loads(_open_request("app", given, None, None))["state_dir"] == sent, given
-    assert "state_dir" not in json.loads(_open_request("app", "", None, None)), "empty: the default"
+        assert json.loads(_open_request("app", given, None, None))["state_root"] == sent, given
+    assert "state_root" not in json.loads(_open_request("app", "", None, None)), "empty: the default"
 
 
 def test_resume_off_switch(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capture: Capture) -> None:
@@ -143,7 +143,7 @@ def test_app_not_a_string(app: Any, message: str, tmp_path: Path) -> None:
     ({"launchers": ["ok", 5]}, f"launchers must be a list of strings, not a list holding a number: {LAUNCHERS_HINT}"),
     ({"launchers": 5}, f"launchers must be a list of strings, not a number: {LAUNCHERS_HINT}"),
     ({"launchers": [b"npx"]}, "launchers must be a list of strings, not a list holding bytes"),
-    ({"state_dir": 5}, "state_dir must be a string, not a number: give an absolute path, or leave it out for the default"),
+    ({"state_root": 5}, "state_root must be a string, not a number: give an absolute path, or leave it out for the default"),
     ({"instance": 1.5}, "instance must be a string, not a number"),
     ({"instance": object()}, "instance must be a string, not object"),
 ])
@@ -151,7 +151,7 @@ def test_option_of_the_wrong_type(kwargs: dict[str, Any], message: str, tmp_path
     """A wrongly typed option is refused with its name, the type expected and the type given; a string for
     ``launchers`` is never split into letters."""
     with pytest.raises(mcp_resume.InvalidOptionError) as e:
-        ResumeTokenStore("app", **({"state_dir": tmp_path} | kwargs))
+        ResumeTokenStore("app", **({"state_root": tmp_path} | kwargs))
     assert str(e.value) == message and "wire:" not in str(e.value)
 
 

@@ -4,8 +4,8 @@
  *
  * ```
  * npx mcp-resume whoami [--json] [--app NAME] [--instance KEY] [--pid PID]
- * npx mcp-resume list   [--json] [--app NAME] [--state-dir DIR]
- * npx mcp-resume prune  [--json] [--app NAME] [--state-dir DIR]
+ * npx mcp-resume list   [--json] [--app NAME] [--state-dir ROOT]
+ * npx mcp-resume prune  [--json] [--app NAME] [--state-dir ROOT]
  * ```
  *
  * The same commands, flags, output and exit status as the Go command and
@@ -79,9 +79,9 @@ function parse(args: string[]): Opts {
  * `$MCP_RESUME_INSTANCE` (read by the plugin), else none: the CLI's own
  * arguments are not a server's.
  */
-function open(app: string, stateDir = "", instance = ""): Promise<ResumeTokenStore> {
+function open(app: string, stateRoot = "", instance = ""): Promise<ResumeTokenStore> {
   if (instance === "" && !process.env["MCP_RESUME_INSTANCE"]) instance = "-";
-  return ResumeTokenStore.open({ app, ...(stateDir ? { stateDir } : {}), ...(instance ? { instance } : {}), logger: quiet });
+  return ResumeTokenStore.open({ app, ...(stateRoot ? { stateRoot } : {}), ...(instance ? { instance } : {}), logger: quiet });
 }
 
 /** An export's output: its JSON (parse) or bytes. @throws ResumeError with the plugin's message. */

@@ -19,8 +19,8 @@ if (process.env["MCP_RESUME"] !== "off") compiledModule(PLUGIN_WASM_URL).catch((
 export interface OpenOptions {
   /** The MCP server application name (1–64 of `[A-Za-z0-9._-]`, starting with a letter or digit); it names the default state directory. */
   app: string;
-  /** The state root, as given (the plugin makes a relative one absolute against the working directory): token files live in `<stateDir>/<app>`, so apps never share a directory. Default: `$MCP_RESUME_STATE_DIR`, else per user (XDG on Linux, `~/Library/Application Support` on macOS). */
-  stateDir?: string;
+  /** The state root, the directory holding one state directory per app, as given (the plugin makes a relative one absolute against the working directory): token files live in `<stateRoot>/<app>` (the store's {@link ResumeTokenStore.stateDir}), so apps never share a directory. Default: `$MCP_RESUME_STATE_DIR`, else per user (XDG on Linux, `~/Library/Application Support` on macOS). */
+  stateRoot?: string;
   /** Receives the spec's log lines (spec 000, "Logging Strategy"). Default {@link createStderrLogger}(). Never one that writes to stdout. */
   logger?: Logger;
   /** Extra process names to skip when looking for the MCP host, added to the plugin's launchers and `$MCP_RESUME_LAUNCHERS`. */
@@ -130,7 +130,7 @@ function errorOf(r: { code: string; message: string }, what: string): ResumeErro
 }
 
 /** What each open option must be, in the plugin's words ("<option> must be <want>, not <got>"). */
-const WANT: Record<string, string> = { app: "a string", state_dir: "a string", instance: "a string", launchers: "a list of strings" };
+const WANT: Record<string, string> = { app: "a string", state_root: "a string", instance: "a string", launchers: "a list of strings" };
 
 /**
  * `v` when JSON carries it as it is, so that the plugin judges its type and
@@ -149,18 +149,18 @@ function jsonSafe(option: string, v: unknown, inList = false): unknown {
 /**
  * The plugin's `open` input for `options`. Values go to the plugin as they
  * are (a string for `launchers` arrives as a string and is refused, never
- * split into letters; a relative `stateDir` is the plugin's to resolve);
+ * split into letters; a relative `stateRoot` is the plugin's to resolve);
  * only an iterable `launchers` other than a string becomes an array, and an
- * empty `stateDir` is left out (the default).
+ * empty `stateRoot` is left out (the default).
  */
 function openInput(options: OpenOptions | undefined): Record<string, unknown> {
   const o = (options ?? {}) as unknown as Record<string, unknown>;
   const input: Record<string, unknown> = {};
   if (o["app"] !== undefined) input["app"] = jsonSafe("app", o["app"]);
-  const dir = o["stateDir"];
-  if (typeof dir === "string") {
-    if (dir !== "") input["state_dir"] = dir;
-  } else if (dir !== undefined) input["state_dir"] = jsonSafe("state_dir", dir);
+  const root = o["stateRoot"];
+  if (typeof root === "string") {
+    if (root !== "") input["state_root"] = root;
+  } else if (root !== undefined) input["state_root"] = jsonSafe("state_root", root);
   if (o["instance"] !== undefined) input["instance"] = jsonSafe("instance", o["instance"]);
   let l = o["launchers"];
   if (l !== undefined) {
@@ -240,7 +240,7 @@ export class ResumeTokenStore {
     return store;
   }
 
-  /** The absolute state directory this store uses (from the plugin's `open`; the host functions are confined to it). */
+  /** The absolute state directory this store uses, the app's own inside {@link stateRoot} (from the plugin's `open`; the host functions are confined to it). */
   get stateDir(): string {
     return this.#stateDir;
   }

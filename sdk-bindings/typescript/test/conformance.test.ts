@@ -198,7 +198,7 @@ describe("conformance", () => {
       const store = await loadStore(logger, undefined, new FixtureHost(sys, root, logger));
       const others: HostFunctions[] = [];
       try {
-        const opened = await callExport(store, "open", Buffer.from(JSON.stringify(c.open ?? { app: "conformance", state_dir: path.dirname(dir) })));
+        const opened = await callExport(store, "open", Buffer.from(JSON.stringify(c.open ?? { app: "conformance", state_root: path.dirname(dir) })));
         if (c.open_want) checkWant(opened, c.open_want, "open", "open");
         else assert.ok(opened.ok, `open: ${opened.ok ? "" : `${opened.code}: ${opened.message}`}`);
         for (const [i, cl] of (c.open_want?.error_code ? [] : (c.calls ?? [])).entries()) {

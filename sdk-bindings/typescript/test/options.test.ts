@@ -27,13 +27,13 @@ async function refusal(options: unknown): Promise<Error> {
 
 describe("options", () => {
   test("wrongly typed options name the option, the type expected and the type given", async () => {
-    const stateDir = path.join(tempDir(), "state");
+    const stateRoot = path.join(tempDir(), "state");
     const cases: Array<[Record<string, unknown>, typeof InvalidOptionError | typeof InvalidAppError, string]> = [
       [{ launchers: "npx" }, InvalidOptionError, `launchers must be a list of strings, not a string: ${HINT}`],
       [{ launchers: ["ok", 5] }, InvalidOptionError, `launchers must be a list of strings, not a list holding a number: ${HINT}`],
       [{ launchers: 5 }, InvalidOptionError, `launchers must be a list of strings, not a number: ${HINT}`],
       [{ launchers: [() => 1] }, InvalidOptionError, "launchers must be a list of strings, not a list holding a function"],
-      [{ stateDir: 5 }, InvalidOptionError, "state_dir must be a string, not a number: give an absolute path, or leave it out for the default"],
+      [{ stateRoot: 5 }, InvalidOptionError, "state_root must be a string, not a number: give an absolute path, or leave it out for the default"],
       [{ instance: 7 }, InvalidOptionError, "instance must be a string, not a number"],
       [{ instance: 7n }, InvalidOptionError, "instance must be a string, not a bigint"],
       [{ app: 5 }, InvalidAppError, "app must be a string, not a number"],
@@ -43,7 +43,7 @@ describe("options", () => {
     ];
     for (const [extra, cls, message] of cases) {
       const label = Object.entries(extra).map(([k, v]) => `${k}=${String(v)}`).join(",");
-      const e = await refusal({ app: "app", stateDir, logger: quiet, ...extra });
+      const e = await refusal({ app: "app", stateRoot, logger: quiet, ...extra });
       assert.ok(e instanceof cls, `${label}: ${e}`);
       assert.equal(e.message, message, label);
       assert.ok(!e.message.includes("wire:"));
@@ -51,9 +51,9 @@ describe("options", () => {
     assert.ok((await refusal({ app: "app", launchers: "npx", logger: quiet })) instanceof PluginError, "InvalidOptionError is a PluginError, as before");
   });
   test("launchers: any iterable of names", async () => {
-    const stateDir = path.join(tempDir(), "state");
+    const stateRoot = path.join(tempDir(), "state");
     for (const launchers of [["my-wrapper"], new Set(["a", "b"]), (function* () { yield "x"; })()]) {
-      await (await ResumeTokenStore.open({ app: "app", stateDir, logger: quiet, launchers: launchers as Iterable<string> as readonly string[] })).close();
+      await (await ResumeTokenStore.open({ app: "app", stateRoot, logger: quiet, launchers: launchers as Iterable<string> as readonly string[] })).close();
     }
   });
 });

@@ -38,7 +38,7 @@ const LOCK = `lock-${HOST.pid}-${HOST.startTime}`;
  * "test-app") with no instance, logging into `lines`. */
 async function open(extra: Partial<OpenOptions> = {}, dir = path.join(tempDir(), "state", "test-app")) {
   const { logger, lines } = capture();
-  const store = await ResumeTokenStore.open({ app: "test-app", stateDir: path.dirname(dir), logger, instance: "", ...extra });
+  const store = await ResumeTokenStore.open({ app: "test-app", stateRoot: path.dirname(dir), logger, instance: "", ...extra });
   return { store, dir, lines };
 }
 
@@ -74,10 +74,11 @@ describe("open", () => {
       const a = await ResumeTokenStore.open({ app: "x", logger: capture().logger });
       assert.equal(a.stateDir, path.join(envDir, "x"), "MCP_RESUME_STATE_DIR is the root of one directory per app");
       await a.close();
-      const b = await ResumeTokenStore.open({ app: "x", stateDir: "rel/dir", logger: capture().logger });
+      const b = await ResumeTokenStore.open({ app: "x", stateRoot: "rel/dir", logger: capture().logger });
       assert.equal(b.stateDir, path.resolve("rel/dir/x"));
+      assert.equal(b.stateRoot, path.resolve("rel/dir"), "stateRoot is the option, made absolute; stateDir the app's directory in it");
       await b.close();
-      const up = await ResumeTokenStore.open({ app: "X", stateDir: "rel/dir", logger: capture().logger });
+      const up = await ResumeTokenStore.open({ app: "X", stateRoot: "rel/dir", logger: capture().logger });
       assert.equal(up.stateDir, path.resolve("rel/dir/+x"), "case-folding file systems must not merge apps");
       await up.close();
       delete process.env["MCP_RESUME_STATE_DIR"];
@@ -267,7 +268,7 @@ describe("lock", { skip: !LINUX && "the abstract-socket lock is Linux's" }, () =
       nodeEval(`import { ResumeTokenStore } from ${JSON.stringify(DIST)};
         const events = [];
         const log = (m, f) => events.push(f?.event);
-        const s = await ResumeTokenStore.open({ app: "holder", stateDir: ${JSON.stringify(dir)}, instance: "", logger: { debug() {}, info: log, warn: log, error: log } });
+        const s = await ResumeTokenStore.open({ app: "holder", stateRoot: ${JSON.stringify(dir)}, instance: "", logger: { debug() {}, info: log, warn: log, error: log } });
         process.stdout.write(JSON.stringify({ token: (await s.load()) ?? null, events }));`);
     const { child, exited } = await startHolder("store", dir);
     try {
@@ -285,7 +286,7 @@ describe("lock", { skip: !LINUX && "the abstract-socket lock is Linux's" }, () =
   test("the lock never keeps the process alive (a store left open still lets node exit)", async () => {
     const sd = path.join(tempDir(), "s");
     const r = await nodeEval(`import { ResumeTokenStore } from ${JSON.stringify(DIST)};
-      const s = await ResumeTokenStore.open({ app: "w", stateDir: process.env.SD, instance: "" });
+      const s = await ResumeTokenStore.open({ app: "w", stateRoot: process.env.SD, instance: "" });
       await s.load(); await s.store("tok-A");
       process.stderr.write("loaded\\n");`, { ...process.env, SD: sd });
     assert.equal(r.code, 0, r.stderr);
@@ -401,7 +402,7 @@ describe("Extism 1.0.3 traps", () => {
   });
   test("the WASI warning is suppressed, other warnings are not; nothing reaches stdout", async () => {
     const code = `import { ResumeTokenStore } from ${JSON.stringify(DIST)};
-      const s = await ResumeTokenStore.open({ app: "w", stateDir: process.env.SD });
+      const s = await ResumeTokenStore.open({ app: "w", stateRoot: process.env.SD });
       await s.load(); await s.store("tok-A"); await s.load(); await s.close();
       process.emitWarning("other warning stays", "ExperimentalWarning");`;
     const r = await nodeEval(code, { ...process.env, SD: path.join(tempDir(), "s"), EXTISM_ENABLE_WASI_OUTPUT: "1" });

@@ -3,8 +3,8 @@
 ::
 
     python -m mcp_resume whoami [--json] [--app NAME] [--instance KEY] [--pid PID]
-    python -m mcp_resume list   [--json] [--app NAME] [--state-dir DIR]
-    python -m mcp_resume prune  [--json] [--app NAME] [--state-dir DIR]
+    python -m mcp_resume list   [--json] [--app NAME] [--state-dir ROOT]
+    python -m mcp_resume prune  [--json] [--app NAME] [--state-dir ROOT]
     python -m mcp_resume precompile     # fill the plugin's compilation cache now (install time)
 
 The same commands, flags, output and exit status as the Go command (``go run ./host/cmd/mcp-resume``) and
@@ -84,12 +84,12 @@ def _parse(args: list[str]) -> dict[str, Any]:
     return opts
 
 
-def _open(app: str, state_dir: str = "", instance: str = "") -> ResumeTokenStore:
+def _open(app: str, state_root: str = "", instance: str = "") -> ResumeTokenStore:
     """A quiet store for ``app``. The instance key is the declared one, else ``$MCP_RESUME_INSTANCE`` (read
     by the plugin), else none: the CLI's own arguments are not a server's."""
     if not instance and not os.environ.get("MCP_RESUME_INSTANCE"):
         instance = NO_INSTANCE
-    return ResumeTokenStore(app, state_dir or None, logger=_quiet(), instance=instance or None)
+    return ResumeTokenStore(app, state_root or None, logger=_quiet(), instance=instance or None)
 
 
 def _subdirs(root: str) -> list[str]:

@@ -46,7 +46,7 @@ class TokenFile:
 
 
 # What each open option must be, in the plugin's words (its messages say "<option> must be <want>, not <got>").
-_WANT = {"app": "a string", "state_dir": "a string", "instance": "a string", "launchers": "a list of strings"}
+_WANT = {"app": "a string", "state_root": "a string", "instance": "a string", "launchers": "a list of strings"}
 
 
 def _json_safe(option: str, value: Any) -> Any:
@@ -81,21 +81,21 @@ def _refuse(option: str, got: str) -> Any:
     raise (InvalidAppError if option == "app" else InvalidOptionError)(msg)
 
 
-def _open_request(app: Any, state_dir: Any, launchers: Any, instance: Any) -> bytes:
+def _open_request(app: Any, state_root: Any, launchers: Any, instance: Any) -> bytes:
     """The plugin's ``open`` input for the constructor's arguments. Values go to the plugin as they are,
     so that it, not this binding, decides what is wrong and says it the same way in every language
     (``launchers="npx"`` arrives as a string and is refused, not split into letters; a relative
-    ``state_dir`` is made absolute by the plugin against ``facts.cwd``); path-likes become their string,
+    ``state_root`` is made absolute by the plugin against ``facts.cwd``); path-likes become their string,
     and values JSON cannot carry are refused here with their Python type."""
     req: dict[str, Any] = {}
     if app is not None:
         req["app"] = _json_safe("app", app)
-    if isinstance(state_dir, (str, bytes, os.PathLike)):
-        path = os.fsdecode(os.fspath(state_dir))
+    if isinstance(state_root, (str, bytes, os.PathLike)):
+        path = os.fsdecode(os.fspath(state_root))
         if path:
-            req["state_dir"] = path
-    elif state_dir is not None:
-        req["state_dir"] = _json_safe("state_dir", state_dir)
+            req["state_root"] = path
+    elif state_root is not None:
+        req["state_root"] = _json_safe("state_root", state_root)
     if instance is not None:
         req["instance"] = _json_safe("instance", instance)
     if launchers is not None:
@@ -113,9 +113,9 @@ class ResumeTokenStore:
     never raise (except :class:`InvalidTokenError`); nothing is written to stdout.
 
     Inputs, passed to the plugin's ``open`` (hostfuncs/README.md, "Plugin exports"): ``app`` (1-64 of
-    ``[A-Za-z0-9._-]``, starting with a letter or digit); ``state_dir`` (the state root, passed as given: the
-    plugin takes a relative one against the working directory; the store's directory is ``<state_dir>/<app>``,
-    so apps never share one; default root
+    ``[A-Za-z0-9._-]``, starting with a letter or digit); ``state_root`` (the state root, the directory holding one state directory per app, passed as
+    given: the plugin takes a relative one against the working directory; the store's directory, the
+    ``state_dir`` property, is ``<state_root>/<app>``, so apps never share one; default root
     ``$MCP_RESUME_STATE_DIR``, else ``$XDG_STATE_HOME/mcp-resume`` or ``~/.local/state/mcp-resume``,
     macOS ``~/Library/Application Support/mcp-resume``; created 0700 on first use); ``logger`` (gets the spec's lines with ``extra={"event", "detail"}``;
     default ``logging.getLogger("mcp_resume")``); ``launchers`` (extra names to skip when looking for the
@@ -136,10 +136,10 @@ class ResumeTokenStore:
     #: The host functions' class (tests only: the conformance runner's pinned system subclasses it).
     _host_functions: type[HostFunctions] = HostFunctions
 
-    def __init__(self, app: str, state_dir: PathLike | None = None, *, logger: Logger | None = None,
+    def __init__(self, app: str, state_root: PathLike | None = None, *, logger: Logger | None = None,
                  launchers: Iterable[str] | None = None, instance: str | None = None, _defer: bool = False) -> None:
         # _defer (AsyncResumeTokenStore only): stop before the plugin; _connect() does the rest, in a worker thread.
-        req = _open_request(app, state_dir, launchers, instance)
+        req = _open_request(app, state_root, launchers, instance)
         self._app = app
         self._logger: Logger = logger if logger is not None else logging.getLogger("mcp_resume")
         self._funcs = self._host_functions(self._logger)
@@ -185,7 +185,8 @@ class ResumeTokenStore:
 
     @property
     def state_dir(self) -> str:
-        """The absolute state directory this store uses (from the plugin's ``open``)."""
+        """The absolute state directory this store uses, the app's own inside :attr:`state_root` (from the
+        plugin's ``open``)."""
         return self._state_dir
 
     @property
