@@ -151,11 +151,16 @@ function jsonSafe(option: string, v: unknown, inList = false): unknown {
  * are (a string for `launchers` arrives as a string and is refused, never
  * split into letters; a relative `stateRoot` is the plugin's to resolve);
  * only an iterable `launchers` other than a string becomes an array, and an
- * empty `stateRoot` is left out (the default).
+ * empty `stateRoot` is left out (the default). Throws InvalidOptionError
+ * for `stateDir`, the option's former name.
  */
 function openInput(options: OpenOptions | undefined): Record<string, unknown> {
   const o = (options ?? {}) as unknown as Record<string, unknown>;
   const input: Record<string, unknown> = {};
+  if (o["stateDir"] !== undefined) {
+    // The option was renamed; ignoring it would silently use the default root.
+    throw new InvalidOptionError("invalid_option", "stateDir is now stateRoot: the option names the state root, the directory that holds one state directory per app; rename it");
+  }
   if (o["app"] !== undefined) input["app"] = jsonSafe("app", o["app"]);
   const root = o["stateRoot"];
   if (typeof root === "string") {

@@ -34,6 +34,7 @@ describe("options", () => {
       [{ launchers: 5 }, InvalidOptionError, `launchers must be a list of strings, not a number: ${HINT}`],
       [{ launchers: [() => 1] }, InvalidOptionError, "launchers must be a list of strings, not a list holding a function"],
       [{ stateRoot: 5 }, InvalidOptionError, "state_root must be a string, not a number: give an absolute path, or leave it out for the default"],
+      [{ stateDir: "/tmp/x" }, InvalidOptionError, "stateDir is now stateRoot: the option names the state root, the directory that holds one state directory per app; rename it"],
       [{ instance: 7 }, InvalidOptionError, "instance must be a string, not a number"],
       [{ instance: 7n }, InvalidOptionError, "instance must be a string, not a bigint"],
       [{ app: 5 }, InvalidAppError, "app must be a string, not a number"],
