@@ -281,7 +281,7 @@ func faultSymlinks(t *testing.T, s *server) {
 		r := f.mustLog(lineResumed)
 		f.row("4b", "Symlinks at temporary names",
 			"2000 symlinks named `.token-<pid>-<start>.<16 hex>.tmp`, half to a sentinel file outside, half dangling",
-			"stores and resume worked; no target was written or created, the symlinks stayed; a temp name is 64 random bits opened O_CREAT|O_EXCL|O_NOFOLLOW, which fails on any existing name (a forced collision is hostfuncs' TestWrite_TempNameCollision)",
+			"stores and resume worked; no target was written or created, the symlinks stayed; a temp name is 64 random bits opened O_CREAT|O_EXCL|O_NOFOLLOW, which fails on any existing name (a forced collision is the Go host's TestWrite_Temp)",
 			[]string{r}, "no")
 	})
 	t.Run("lock_path", func(t *testing.T) {
