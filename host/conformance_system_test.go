@@ -79,23 +79,6 @@ const (
 	conformanceUnanswered = `{"error":{"code":"unsupported","message":"not answered here (conformance default)"}}`
 )
 
-// fixturePaths maps the typed /proc operations to the fixture tree
-// (hostfuncs/README.md, "mcp_resume_inspect"; "<P>" the pid or "self", "<N>"
-// the fd); link answers "target", the others "data".
-var fixturePaths = map[string]struct {
-	path string
-	link bool
-}{
-	hostfuncs.OpBootID:  {"sys/kernel/random/boot_id", false},
-	hostfuncs.OpSelf:    {"self", true},
-	hostfuncs.OpTimens:  {"self/timens_offsets", false},
-	hostfuncs.OpStat:    {"<P>/stat", false},
-	hostfuncs.OpCmdline: {"<P>/cmdline", false},
-	hostfuncs.OpPidNS:   {"<P>/ns/pid", true},
-	hostfuncs.OpFDLink:  {"<P>/fd/<N>", true},
-	hostfuncs.OpFDs:     {"<P>/fd", false},
-}
-
 var digits = regexp.MustCompile(`^[1-9][0-9]{0,9}$`)
 
 func validPID(pid string, self bool) bool {
@@ -117,9 +100,9 @@ func (p *pinnedSystem) inspect(raw json.RawMessage) json.RawMessage {
 	// Validated as the real host validates: a pid is digits without a
 	// leading zero within 1..2147483647 ("self" for the /proc operations),
 	// an fd 0..2147483647; whatever answers holds.
-	fx, isProc := fixturePaths[op.Op]
-	needPID := isProc && strings.Contains(fx.path, "<P>") || slices.Contains([]string{hostfuncs.OpKill0, hostfuncs.OpExe, hostfuncs.OpSysctl, hostfuncs.OpProcargs, hostfuncs.OpPs}, op.Op)
-	needFD := isProc && strings.Contains(fx.path, "<N>") || op.Op == hostfuncs.OpFstat || op.Op == hostfuncs.OpPeer
+	fx, isProc := hostfuncs.ProcOpOf(op.Op)
+	needPID := isProc && strings.Contains(fx.Path, "<P>") || slices.Contains([]string{hostfuncs.OpKill0, hostfuncs.OpExe, hostfuncs.OpSysctl, hostfuncs.OpProcargs, hostfuncs.OpPs}, op.Op)
+	needFD := isProc && strings.Contains(fx.Path, "<N>") || op.Op == hostfuncs.OpFstat || op.Op == hostfuncs.OpPeer
 	if needPID && (op.PID == nil || !validPID(*op.PID, isProc)) || needFD && (op.FD == nil || *op.FD < 0 || *op.FD > math.MaxInt32) {
 		return pinnedError(hostfuncs.CodeInvalidRequest, `bad "pid" or "fd"`)
 	}
@@ -145,7 +128,7 @@ func (p *pinnedSystem) inspect(raw json.RawMessage) json.RawMessage {
 	default:
 		return pinnedError(hostfuncs.CodeInvalidRequest, "unknown operation "+strconv.Quote(op.Op))
 	}
-	path := fx.path
+	path := fx.Path
 	if needPID {
 		path = strings.Replace(path, "<P>", *op.PID, 1)
 	}
@@ -161,7 +144,7 @@ func (p *pinnedSystem) inspect(raw json.RawMessage) json.RawMessage {
 	switch {
 	case op.Op == hostfuncs.OpFDs:
 		result, err = fixtureFDs(path, op.Targets)
-	case fx.link:
+	case fx.Link:
 		var target string
 		target, err = os.Readlink(path)
 		result = map[string]string{"target": target}

@@ -143,7 +143,42 @@ const (
 	OpProcargs = "procargs" // PID: raw kern.procargs2 (macOS)
 	OpPs       = "ps"       // PID: ps output where sysctl is impossible (macOS, Node)
 	OpExe      = "exe"      // PID: device and inode of the program image, stat(2) of /proc/<pid>/exe (Linux)
+
 )
+
+// ProcOp is what a /proc operation of mcp_resume_inspect reads: Path under
+// /proc, where "<P>" stands for the checked pid or "self" and "<N>" for the
+// checked fd, and whether the answer is the link's "target" (Link) or the
+// file's "data" (for OpFDs: the directory listed). It is the table of
+// hostfuncs/README.md, "mcp_resume_inspect", for Go hosts and runners.
+type ProcOp struct {
+	Path string
+	Link bool
+}
+
+// ProcOpOf returns what the /proc operation op reads, and false when op
+// is not one (kill0, exe, fstat… or unknown).
+func ProcOpOf(op string) (ProcOp, bool) {
+	switch op {
+	case OpBootID:
+		return ProcOp{"sys/kernel/random/boot_id", false}, true
+	case OpSelf:
+		return ProcOp{"self", true}, true
+	case OpTimens:
+		return ProcOp{"self/timens_offsets", false}, true
+	case OpStat:
+		return ProcOp{"<P>/stat", false}, true
+	case OpCmdline:
+		return ProcOp{"<P>/cmdline", false}, true
+	case OpPidNS:
+		return ProcOp{"<P>/ns/pid", true}, true
+	case OpFDLink:
+		return ProcOp{"<P>/fd/<N>", true}, true
+	case OpFDs:
+		return ProcOp{"<P>/fd", false}, true
+	}
+	return ProcOp{}, false
+}
 
 // PIDSelf is the PID of an operation about the calling process itself,
 // allowed for OpStat, OpCmdline, OpPidNS, OpFDLink and OpFDs.

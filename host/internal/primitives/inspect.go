@@ -22,24 +22,6 @@ import (
 // MaxProcRead is the most bytes a "data" operation returns of a /proc file.
 const MaxProcRead = 65536
 
-// procOps are the /proc operations of mcp_resume_inspect (hostfuncs/README.md):
-// the path under /proc the host builds ("<P>" a checked pid or "self", "<N>"
-// a checked fd), and whether the answer is the link's "target" or the
-// file's "data".
-var procOps = map[string]struct {
-	path string
-	link bool
-}{
-	hostfuncs.OpBootID:  {"sys/kernel/random/boot_id", false},
-	hostfuncs.OpSelf:    {"self", true},
-	hostfuncs.OpTimens:  {"self/timens_offsets", false},
-	hostfuncs.OpStat:    {"<P>/stat", false},
-	hostfuncs.OpCmdline: {"<P>/cmdline", false},
-	hostfuncs.OpPidNS:   {"<P>/ns/pid", true},
-	hostfuncs.OpFDLink:  {"<P>/fd/<N>", true},
-	hostfuncs.OpFDs:     {"<P>/fd", false},
-}
-
 // inspectOp is one decoded operation. Pointers tell a missing field from a
 // zero one (fd 0 is stdin); a field of the wrong JSON type fails decoding.
 type inspectOp struct {
@@ -84,8 +66,8 @@ func inspect(r struct {
 
 // inspectOne answers one operation; nil for an unknown one.
 func inspectOne(op inspectOp) result {
-	if p, ok := procOps[op.Op]; ok {
-		path := "/proc/" + p.path
+	if p, ok := hostfuncs.ProcOpOf(op.Op); ok {
+		path := "/proc/" + p.Path
 		if strings.Contains(path, "<P>") {
 			pid, werr := checkPID(op.PID, true)
 			if werr != nil {
@@ -105,7 +87,7 @@ func inspectOne(op inspectOp) result {
 			return unsupported("no /proc on this system")
 		case op.Op == hostfuncs.OpFDs:
 			return fds(path, op.Targets)
-		case p.link:
+		case p.Link:
 			target, err := os.Readlink(path)
 			if err != nil {
 				return failed(osError("readlink "+path, err))
