@@ -58,7 +58,7 @@ func faultCrossHostLock(t *testing.T, s *server) {
 		start := func(i int, signal *sync.WaitGroup) {
 			go func() {
 				defer done.Done()
-				results[i] = holdUntil(all[i].cmd(), append(f.vars(), app...), f, signal, &ready, release)
+				results[i] = holdUntil(all[i].cmd(), append(f.Vars(), app...), f, signal, &ready, release)
 			}()
 		}
 		start(lead, &leadReady)
@@ -103,7 +103,7 @@ func faultCrossHostLock(t *testing.T, s *server) {
 // then recalls and asks session_info again (same answer: alive) and kills
 // the server (launchWith).
 func holdUntil(argv, env []string, f *fx, first, ready *sync.WaitGroup, release <-chan struct{}) launchResult {
-	return launchWith(context.Background(), argv, env, f.stderr, "", false, func(srv *running) {
+	return launchWith(context.Background(), argv, env, f.Stderr, "", false, func(srv *running) {
 		if first != nil {
 			first.Done()
 		}
@@ -178,7 +178,7 @@ func (u realUser) argv() []string {
 // env is what a server of this user sees: its HOME, no state or cache
 // directory set, the broker.
 func (u realUser) env(f *fx) []string {
-	return []string{"MCP_EXAMPLE_BROKER_URL=" + f.broker.URL, "HOME=" + u.home, "XDG_STATE_HOME=", "XDG_CACHE_HOME=", "USER=" + u.name, "LOGNAME=" + u.name}
+	return []string{"MCP_EXAMPLE_BROKER_URL=" + f.Broker.URL, "HOME=" + u.home, "XDG_STATE_HOME=", "XDG_CACHE_HOME=", "USER=" + u.name, "LOGNAME=" + u.name}
 }
 
 // 27. A server run as root with an unprivileged user's HOME (sudo -E) on a
@@ -187,7 +187,7 @@ func faultRootWithUserHome(t *testing.T, s *server) {
 	u := newUser(t, s)
 	f := newFx(t, s)
 	app := map[string]string{"go": "example-go", "python": "example-python", "typescript": "example-typescript"}[s.name]
-	f.stateDir = filepath.Join(u.home, ".local", "state", "mcp-resume", app)
+	f.StateDir = filepath.Join(u.home, ".local", "state", "mcp-resume", app)
 	before := listing(t, u.home)
 	// root, HOME of the user (sudo -E keeps HOME). Root's compile cache
 	// goes elsewhere: where a compile cache may be created is the compile
@@ -225,7 +225,7 @@ func faultRootWithUserHome(t *testing.T, s *server) {
 		t.Errorf("the user's servers after root's: %+v then %+v; want a fresh session, then that session resumed", a, b)
 	}
 	resumed := f.mustLog(lineResumed)
-	if n := strings.Count(f.stderr.String(), lineDirUnusable); n != 1 {
+	if n := strings.Count(f.Stderr.String(), lineDirUnusable); n != 1 {
 		t.Errorf("%d lines %q, want only root's", n, lineDirUnusable)
 	}
 	outcome := "root: resume off, a fresh session, nothing created in the user's home; the user's next server starts and stores a session, the one after resumes it"
@@ -262,9 +262,9 @@ func faultStateDirNotDir(t *testing.T, s *server) {
 			if err := os.Mkdir(root, 0o700); err != nil {
 				t.Fatal(err)
 			}
-			path := filepath.Join(root, f.app) // the app's state directory in it
+			path := filepath.Join(root, f.App) // the app's state directory in it
 			c.setup(t, path)
-			f.stateDir = path
+			f.StateDir = path
 			r := f.launch(s.cmd(), nil, "")
 			if r.Resumed {
 				t.Errorf("resumed: %+v", r)

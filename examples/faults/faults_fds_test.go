@@ -25,7 +25,7 @@ func faultStderrClosed(t *testing.T, s *server) {
 		// The store has opened and loaded by the hook (session_info waits
 		// for the session, which needs the token): whatever the binding
 		// opened is open.
-		res := launchWith(context.Background(), argv, f.vars(), f.stderr, note, false, func(srv *running) {
+		res := launchWith(context.Background(), argv, f.Vars(), f.Stderr, note, false, func(srv *running) {
 			for fd := range low {
 				low[fd] = "closed"
 				if srv == nil {

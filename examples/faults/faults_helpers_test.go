@@ -27,6 +27,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-resume/mcp-resume/examples/internal/servertest"
 	"github.com/mcp-resume/mcp-resume/host"
 )
 
@@ -91,8 +92,8 @@ type remoteHost struct {
 // startRemoteHost runs wrapper (which must end with a shell script that
 // runs "$0") followed by the helper binary, as an MCP host that launches
 // server, and waits for its self line. env is added to this process's
-// environment; stderr goes to e.stderr.
-func startRemoteHost(t *testing.T, e *env, wrapper, server, env []string) *remoteHost {
+// environment; stderr goes to e.Stderr.
+func startRemoteHost(t *testing.T, e *servertest.Env, wrapper, server, env []string) *remoteHost {
 	t.Helper()
 	h := startRemoteHostAsync(t, e, wrapper, server, env)
 	h.readSelf()
@@ -101,20 +102,20 @@ func startRemoteHost(t *testing.T, e *env, wrapper, server, env []string) *remot
 
 // startRemoteHostAsync starts a helper host without waiting for its self
 // line (so two can start in the same clock tick); call readSelf next.
-func startRemoteHostAsync(t *testing.T, e *env, wrapper, server, env []string) *remoteHost {
+func startRemoteHostAsync(t *testing.T, e *servertest.Env, wrapper, server, env []string) *remoteHost {
 	t.Helper()
 	return startRemoteHostBin(t, e, wrapper, helperBin(t), server, env)
 }
 
 // startRemoteHostBin is startRemoteHostAsync with the helper binary at bin
 // (a copy another user can run).
-func startRemoteHostBin(t *testing.T, e *env, wrapper []string, bin string, server, env []string) *remoteHost {
+func startRemoteHostBin(t *testing.T, e *servertest.Env, wrapper []string, bin string, server, env []string) *remoteHost {
 	t.Helper()
 	args := append(append([]string{}, wrapper...), bin)
 	cmd := exec.Command(args[0], args[1:]...)
 	argv, _ := json.Marshal(server)
-	cmd.Env = append(append(append(os.Environ(), e.vars()...), env...), "FAULTS_HELPER=host", "FAULTS_ARGV="+string(argv))
-	cmd.Stderr = e.stderr
+	cmd.Env = append(append(append(os.Environ(), e.Vars()...), env...), "FAULTS_HELPER=host", "FAULTS_ARGV="+string(argv))
+	cmd.Stderr = e.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = 2 * time.Second
 	in, err := cmd.StdinPipe()

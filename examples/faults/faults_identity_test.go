@@ -29,7 +29,7 @@ func faultPIDReuse(t *testing.T, s *server) {
 	requireUnshare(t, "-p", "-f", "--mount-proc", "--kill-child")
 	t.Run("sequential", func(t *testing.T) {
 		f := newFx(t, s)
-		a := startRemoteHost(t, f.env, pidNSWrapper, s.cmd(), nil)
+		a := startRemoteHost(t, f.Env, pidNSWrapper, s.cmd(), nil)
 		a1, a2 := a.launch(), a.launch()
 		f.record(a1)
 		f.record(a2)
@@ -38,7 +38,7 @@ func faultPIDReuse(t *testing.T, s *server) {
 		}
 		a.close()
 		time.Sleep(30 * time.Millisecond) // a later clock tick
-		b := startRemoteHost(t, f.env, pidNSWrapper, s.cmd(), nil)
+		b := startRemoteHost(t, f.Env, pidNSWrapper, s.cmd(), nil)
 		if a.Self.PID != b.Self.PID || a.Self.Start == b.Self.Start {
 			t.Fatalf("hosts %+v and %+v: want the same pid and different start times", a.Self, b.Self)
 		}
@@ -73,8 +73,8 @@ func faultPIDReuse(t *testing.T, s *server) {
 		attempts := 0
 		for attempts < 50 {
 			attempts++
-			pa := startRemoteHostAsync(t, f.env, pidNSWrapper, s.cmd(), nil)
-			pb := startRemoteHostAsync(t, f.env, pidNSWrapper, s.cmd(), nil)
+			pa := startRemoteHostAsync(t, f.Env, pidNSWrapper, s.cmd(), nil)
+			pb := startRemoteHostAsync(t, f.Env, pidNSWrapper, s.cmd(), nil)
 			pa.readSelf()
 			pb.readSelf()
 			// The same tick and boot: all the start time had before it also
@@ -110,11 +110,11 @@ func faultPIDReuse(t *testing.T, s *server) {
 	})
 	t.Run("both_alive", func(t *testing.T) {
 		f := newFx(t, s)
-		a := startRemoteHost(t, f.env, pidNSWrapper, s.cmd(), nil)
+		a := startRemoteHost(t, f.Env, pidNSWrapper, s.cmd(), nil)
 		a1 := a.launch()
 		f.record(a1)
 		time.Sleep(30 * time.Millisecond)
-		b := startRemoteHost(t, f.env, pidNSWrapper, s.cmd(), nil)
+		b := startRemoteHost(t, f.Env, pidNSWrapper, s.cmd(), nil)
 		if a.Self.PID != b.Self.PID || a.Self.Start == b.Self.Start {
 			t.Fatalf("hosts %+v and %+v: want the same pid and different start times", a.Self, b.Self)
 		}
@@ -193,7 +193,7 @@ func faultOrphaned(t *testing.T, s *server) {
 		// of that namespace so the server's pid there equals the other
 		// host's pid out here.
 		script := `echo $((FAULTS_HOST_PID - 1)) > /proc/sys/kernel/ns_last_pid && $FAULTS_SERVER; exit $?`
-		h := startRemoteHost(t, f.env, nil, []string{"unshare", "-p", "-f", "--kill-child", "sh", "-c", script},
+		h := startRemoteHost(t, f.Env, nil, []string{"unshare", "-p", "-f", "--kill-child", "sh", "-c", script},
 			[]string{"FAULTS_SERVER=" + s.shell()})
 		r := h.launch()
 		f.record(r)
@@ -223,8 +223,8 @@ func faultOrphaned(t *testing.T, s *server) {
 			f := newFx(t, s)
 			cmd := exec.Command(helperBin(t))
 			argv, _ := json.Marshal([]string{"sh", "-c", orphanScript})
-			cmd.Env = append(append(os.Environ(), f.vars()...), "FAULTS_HELPER=subreaper", "FAULTS_ARGV="+string(argv), "FAULTS_SERVER="+s.shell(), "FAULTS_STDIO="+tc.stdio)
-			cmd.Stderr = f.stderr
+			cmd.Env = append(append(os.Environ(), f.Vars()...), "FAULTS_HELPER=subreaper", "FAULTS_ARGV="+string(argv), "FAULTS_SERVER="+s.shell(), "FAULTS_STDIO="+tc.stdio)
+			cmd.Stderr = f.Stderr
 			var out bytes.Buffer
 			cmd.Stdout = &out
 			done := make(chan error, 1)
@@ -235,7 +235,7 @@ func faultOrphaned(t *testing.T, s *server) {
 			select {
 			case err := <-done:
 				if err != nil {
-					t.Fatalf("subreaper helper: %v\n%s", err, f.stderr)
+					t.Fatalf("subreaper helper: %v\n%s", err, f.Stderr)
 				}
 			case <-time.After(90 * time.Second):
 				cmd.Process.Kill()
@@ -288,23 +288,23 @@ func faultProcHidden(t *testing.T, s *server) {
 	var control [2]launchResult
 	t.Run("control", func(t *testing.T) {
 		f := newFx(t, s)
-		f.stateDir = n.appDir(t, "state-12-control", f.app, 0o700)
+		f.StateDir = n.appDir(t, "state-12-control", f.App, 0o700)
 		// The server keeps CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH to list its
 		// root host's fds: without them the stdio check cannot tell and
 		// turns resume off (fault 22b).
-		h := startRemoteHost(t, f.env, wrapper, n.argvCaps(), append(n.env, "FAULTS_PROCOPTS=rw"))
+		h := startRemoteHost(t, f.Env, wrapper, n.argvCaps(), append(n.env, "FAULTS_PROCOPTS=rw"))
 		control[0], control[1] = h.launch(), h.launch()
 		f.record(control[0])
 		f.record(control[1])
 		if !control[1].Resumed || control[1].SessionID != control[0].SessionID {
-			t.Fatalf("without hidepid the uid-65534 server should resume under its root host: %+v %+v\n%s", control[0], control[1], f.stderr)
+			t.Fatalf("without hidepid the uid-65534 server should resume under its root host: %+v %+v\n%s", control[0], control[1], f.Stderr)
 		}
 	})
 	t.Run("hidepid", func(t *testing.T) {
 		f := newFx(t, s)
-		f.stateDir = n.appDir(t, "state-12", f.app, 0o700)
+		f.StateDir = n.appDir(t, "state-12", f.App, 0o700)
 		w := f.watchState()
-		h := startRemoteHost(t, f.env, wrapper, n.argv(), append(n.env, "FAULTS_PROCOPTS=hidepid=2"))
+		h := startRemoteHost(t, f.Env, wrapper, n.argv(), append(n.env, "FAULTS_PROCOPTS=hidepid=2"))
 		a, b := h.launch(), h.launch()
 		f.record(a)
 		f.record(b)
@@ -346,7 +346,7 @@ func faultSharedRoot(t *testing.T, s *server) {
 		t.Errorf("app %s did not resume its own session after app %s ran: %+v, want %s", s.app(), other.app(), again, a.SessionID)
 	}
 	me := hostNames(t)
-	root := filepath.Dir(f.stateDir)
+	root := filepath.Dir(f.StateDir)
 	for _, app := range []string{s.app(), other.app()} {
 		checkTokenFile(t, filepath.Join(root, app, me.token))
 	}
@@ -383,7 +383,7 @@ func faultLaunchesDiffer(t *testing.T, s *server) {
 		if !a2.Resumed || a2.SessionID != a.SessionID {
 			t.Errorf("project A reopened: %+v, want %s resumed", a2, a.SessionID)
 		}
-		if n := len(tokenNames(f.stateDir)); n != 2 {
+		if n := len(tokenNames(f.StateDir)); n != 2 {
 			t.Errorf("%d token files, want one per project", n)
 		}
 		f.row("14a", "One host, two projects (working directories)",
@@ -412,11 +412,11 @@ func faultLaunchesDiffer(t *testing.T, s *server) {
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			rw = launchOnce(context.Background(), s.cmd(), append(f.vars(), work...), f.stderr, "", false)
+			rw = launchOnce(context.Background(), s.cmd(), append(f.Vars(), work...), f.Stderr, "", false)
 		}()
 		go func() {
 			defer wg.Done()
-			rp = launchOnce(context.Background(), s.cmd(), append(f.vars(), personal...), f.stderr, "", false)
+			rp = launchOnce(context.Background(), s.cmd(), append(f.Vars(), personal...), f.Stderr, "", false)
 		}()
 		wg.Wait()
 		f.record(rw)
@@ -452,7 +452,7 @@ func faultUndecodableArgs(t *testing.T, s *server) {
 	if wrong {
 		t.Errorf("resumed with an inexact key: %+v %+v", b, a2)
 	}
-	if n := tokenNames(f.stateDir); len(n) != 0 {
+	if n := tokenNames(f.StateDir); len(n) != 0 {
 		t.Errorf("token files written for an inexact key: %v", n)
 	}
 	f.row("15", "Arguments differ only in undecodable bytes",
@@ -464,7 +464,7 @@ func faultUndecodableArgs(t *testing.T, s *server) {
 // 16. The host execs into another program.
 func faultHostExecs(t *testing.T, s *server) {
 	f := newFx(t, s)
-	h := startRemoteHost(t, f.env, nil, s.cmd(), nil)
+	h := startRemoteHost(t, f.Env, nil, s.cmd(), nil)
 	first := h.launch()
 	f.record(first)
 	before := h.Self
@@ -509,8 +509,8 @@ func faultHomeUnset(t *testing.T, s *server) {
 		skipFault(t, local+" does not exist to mount a tmpfs on")
 	}
 	ns.run("mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", local)
-	f.stateDir = filepath.Join(local, "state", "mcp-resume", f.app)
-	inside := ns.path(f.stateDir)
+	f.StateDir = filepath.Join(local, "state", "mcp-resume", f.App)
+	inside := ns.path(f.StateDir)
 	f.dirs = []string{inside}
 	argv := ns.argv(append([]string{"env", "-u", "HOME", "-u", "XDG_STATE_HOME", "-u", "MCP_RESUME_STATE_DIR"}, s.cmd()...)...)
 	first := f.launch(argv, nil, "no home")

@@ -138,12 +138,12 @@ func (d *loopbackSSHD) stop() {
 func faultSSHSharing(t *testing.T, s *server) {
 	d := startLoopbackSSHD(t)
 	f := newFx(t, s)
-	argv := d.argv(s.cmd(), f.vars())
+	argv := d.argv(s.cmd(), f.Vars())
 	// Host A (this process) opens the shared connection; its first client
 	// becomes the master and stays in the background.
 	a1 := f.launch(argv, nil, "")
 	// Host B, another process, uses the same connection.
-	b := startRemoteHost(t, f.env, nil, argv, nil)
+	b := startRemoteHost(t, f.Env, nil, argv, nil)
 	b1 := b.launch()
 	f.record(b1)
 	a2 := f.launch(argv, nil, "")
@@ -170,7 +170,7 @@ func faultInitFileShells(t *testing.T, s *server) {
 	if err := os.WriteFile(init, []byte("$FAULTS_SERVER\nexit $?\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	owner := startRemoteHost(t, f.env, nil, []string{"bash", "--init-file", init, "-i"}, []string{"FAULTS_SERVER=" + s.shell()})
+	owner := startRemoteHost(t, f.Env, nil, []string{"bash", "--init-file", init, "-i"}, []string{"FAULTS_SERVER=" + s.shell()})
 	t1 := owner.launch() // terminal 1
 	f.record(t1)
 	t2 := owner.launch() // terminal 2, another interactive shell of the same owner
@@ -206,7 +206,7 @@ func faultNPMRun(t *testing.T, s *server) {
 	a2 := f.launch(start, quiet, "")
 	a3 := f.launch(run, quiet, "")
 	if !a2.Resumed || a2.SessionID != a1.SessionID || !a3.Resumed || a3.SessionID != a1.SessionID {
-		t.Errorf("npm start then npm start then npm run serve: %+v, %+v, %+v; want the first session resumed twice\nstderr:\n%s", a1, a2, a3, f.stderr)
+		t.Errorf("npm start then npm start then npm run serve: %+v, %+v, %+v; want the first session resumed twice\nstderr:\n%s", a1, a2, a3, f.Stderr)
 	}
 	wrong := a1.Resumed
 	res := f.mustLog(lineResumed)

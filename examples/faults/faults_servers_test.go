@@ -82,7 +82,7 @@ func findServer(t *testing.T, l lang) *server {
 	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
 	switch l.name {
 	case "go":
-		s.argv, s.kills = []string{bin.server}, *faultKills
+		s.argv, s.kills = []string{bin.Server}, *faultKills
 	case "python":
 		py := filepath.Join(root, ".venv", "bin", "python")
 		script := filepath.Join(root, "examples", "python-server", "server.py")

@@ -26,8 +26,8 @@ func faultNoSpace(t *testing.T, s *server) {
 	mnt := filepath.Join(t.TempDir(), "mnt")
 	os.Mkdir(mnt, 0o700)
 	ns.run("mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", mnt)
-	f.stateDir = filepath.Join(mnt, "state", f.app)
-	inside := ns.path(f.stateDir)
+	f.StateDir = filepath.Join(mnt, "state", f.App)
+	inside := ns.path(f.StateDir)
 	f.dirs = []string{inside}
 	argv := ns.argv(s.cmd()...)
 
@@ -78,11 +78,11 @@ func faultReadOnly(t *testing.T, s *server) {
 		f := newFx(t, s)
 		me := hostNames(t)
 		first := f.launch(s.cmd(), nil, "")
-		tokenPath := filepath.Join(f.stateDir, me.token)
+		tokenPath := filepath.Join(f.StateDir, me.token)
 		before := mustRead(t, tokenPath)
 		ns := newMountNS(t)
-		ns.run("mount", "--bind", f.stateDir, f.stateDir)
-		ns.run("mount", "-o", "remount,bind,ro", f.stateDir)
+		ns.run("mount", "--bind", f.StateDir, f.StateDir)
+		ns.run("mount", "-o", "remount,bind,ro", f.StateDir)
 		argv := ns.argv(s.cmd()...)
 
 		second := f.launch(argv, nil, "")
@@ -107,13 +107,13 @@ func faultReadOnly(t *testing.T, s *server) {
 	t.Run("no_lock_file", func(t *testing.T) {
 		f := newFx(t, s)
 		first := f.launch(s.cmd(), nil, "")
-		locks, _ := filepath.Glob(filepath.Join(f.stateDir, "lock-*"))
+		locks, _ := filepath.Glob(filepath.Join(f.StateDir, "lock-*"))
 		for _, l := range locks {
 			os.Remove(l)
 		}
 		ns := newMountNS(t)
-		ns.run("mount", "--bind", f.stateDir, f.stateDir)
-		ns.run("mount", "-o", "remount,bind,ro", f.stateDir)
+		ns.run("mount", "--bind", f.StateDir, f.StateDir)
+		ns.run("mount", "-o", "remount,bind,ro", f.StateDir)
 		second := f.launch(ns.argv(s.cmd()...), nil, "")
 		var outcome string
 		var logs []string
@@ -142,12 +142,12 @@ func faultUnwritable(t *testing.T, s *server) {
 	n := newNobody(t, s)
 	t.Run("write_eacces", func(t *testing.T) {
 		f := newFx(t, s)
-		f.stateDir = n.appDir(t, "state-3a", f.app, 0o700)
-		lock := filepath.Join(f.stateDir, hostNames(t).lock)
+		f.StateDir = n.appDir(t, "state-3a", f.App, 0o700)
+		lock := filepath.Join(f.StateDir, hostNames(t).lock)
 		os.WriteFile(lock, nil, 0o600)
 		os.Chown(lock, 65534, 65534)
-		os.Chmod(f.stateDir, 0o500)
-		before := listing(t, f.stateDir)
+		os.Chmod(f.StateDir, 0o500)
+		before := listing(t, f.StateDir)
 		a := f.launch(n.argvCaps(), n.env, "")
 		b := f.launch(n.argvCaps(), n.env, "")
 		if a.Resumed || b.Resumed || a.SessionID == b.SessionID {
@@ -155,7 +155,7 @@ func faultUnwritable(t *testing.T, s *server) {
 		}
 		nf := f.mustLog(lineNotFound)
 		wf := f.mustLog(lineWriteFailed, "permission denied")
-		if after := listing(t, f.stateDir); after != before {
+		if after := listing(t, f.StateDir); after != before {
 			t.Errorf("state directory changed:\n%s\nwas:\n%s", after, before)
 		}
 		f.row("3a", "Unwritable state directory",
@@ -165,7 +165,7 @@ func faultUnwritable(t *testing.T, s *server) {
 	})
 	t.Run("lock_eacces", func(t *testing.T) {
 		f := newFx(t, s)
-		f.stateDir = n.appDir(t, "state-3b", f.app, 0o500)
+		f.StateDir = n.appDir(t, "state-3b", f.App, 0o500)
 		a := f.launch(n.argvCaps(), n.env, "")
 		if a.Resumed {
 			t.Errorf("resumed: %+v", a)
@@ -178,7 +178,7 @@ func faultUnwritable(t *testing.T, s *server) {
 		} else {
 			logs = []string{f.mustLog(lineWriteFailed, "permission denied")}
 		}
-		if entries, _ := os.ReadDir(f.stateDir); len(entries) != 0 {
+		if entries, _ := os.ReadDir(f.StateDir); len(entries) != 0 {
 			t.Errorf("files appeared in an unwritable directory: %v", entries)
 		}
 		f.row("3b", "Unwritable state directory, no lock file", "as 3a without the lock file", outcome, logs, "no")
@@ -187,7 +187,7 @@ func faultUnwritable(t *testing.T, s *server) {
 		f := newFx(t, s)
 		parent := filepath.Join(n.base, "root-owned")
 		os.Mkdir(parent, 0o755)
-		f.stateDir = filepath.Join(parent, "state", f.app)
+		f.StateDir = filepath.Join(parent, "state", f.App)
 		a := f.launch(n.argvCaps(), n.env, "")
 		if a.Resumed {
 			t.Errorf("resumed: %+v", a)
@@ -195,7 +195,7 @@ func faultUnwritable(t *testing.T, s *server) {
 		// The plugin creates a directory only inside one of this user's (or
 		// a root-owned sticky one): it never tries the mkdir.
 		du := f.mustLog(lineDirUnusable, "does not exist, and creating it would create", "which is owned by uid 0, not by this user (uid 65534)")
-		if _, err := os.Lstat(f.stateDir); !os.IsNotExist(err) {
+		if _, err := os.Lstat(f.StateDir); !os.IsNotExist(err) {
 			t.Errorf("state directory exists: %v", err)
 		}
 		f.row("3c", "State directory cannot be created",
@@ -209,13 +209,13 @@ func faultSymlinks(t *testing.T, s *server) {
 	t.Run("token_path", func(t *testing.T) {
 		f := newFx(t, s)
 		me := hostNames(t)
-		other := filepath.Join(t.TempDir(), "other", f.app)
-		otherRun := f.launch(s.cmd(), []string{f.stateVar(other)}, "")
+		other := filepath.Join(t.TempDir(), "other", f.App)
+		otherRun := f.launch(s.cmd(), []string{f.StateVar(other)}, "")
 		target := filepath.Join(other, me.token)
 		otherTok := mustRead(t, target)
 		f.tokens[string(otherTok)] = true
-		os.Mkdir(f.stateDir, 0o700)
-		link := filepath.Join(f.stateDir, me.token)
+		os.Mkdir(f.StateDir, 0o700)
+		link := filepath.Join(f.StateDir, me.token)
 		if err := os.Symlink(target, link); err != nil {
 			t.Fatal(err)
 		}
@@ -241,7 +241,7 @@ func faultSymlinks(t *testing.T, s *server) {
 	t.Run("temp_names", func(t *testing.T) {
 		f := newFx(t, s)
 		me := hostNames(t)
-		os.Mkdir(f.stateDir, 0o700)
+		os.Mkdir(f.StateDir, 0o700)
 		outside := t.TempDir()
 		sentinel := filepath.Join(outside, "sentinel")
 		os.WriteFile(sentinel, []byte("sentinel"), 0o600)
@@ -251,7 +251,7 @@ func faultSymlinks(t *testing.T, s *server) {
 			for j := range rnd {
 				rnd[j] = byte(rand.Uint32())
 			}
-			name := filepath.Join(f.stateDir, "."+me.token+"."+hex.EncodeToString(rnd[:])+".tmp")
+			name := filepath.Join(f.StateDir, "."+me.token+"."+hex.EncodeToString(rnd[:])+".tmp")
 			target := sentinel
 			if i%2 == 1 {
 				target = filepath.Join(outside, fmt.Sprintf("ghost-%d", i)) // dangling: O_CREAT through it would create it
@@ -277,7 +277,7 @@ func faultSymlinks(t *testing.T, s *server) {
 				t.Fatalf("planted symlink %s: %v %v", p, fi, err)
 			}
 		}
-		checkTokenFile(t, filepath.Join(f.stateDir, me.token))
+		checkTokenFile(t, filepath.Join(f.StateDir, me.token))
 		r := f.mustLog(lineResumed)
 		f.row("4b", "Symlinks at temporary names",
 			"2000 symlinks named `.token-<pid>-<start>.<16 hex>.tmp`, half to a sentinel file outside, half dangling",
@@ -287,10 +287,10 @@ func faultSymlinks(t *testing.T, s *server) {
 	t.Run("lock_path", func(t *testing.T) {
 		f := newFx(t, s)
 		me := hostNames(t)
-		os.Mkdir(f.stateDir, 0o700)
+		os.Mkdir(f.StateDir, 0o700)
 		sentinel := filepath.Join(t.TempDir(), "sentinel")
 		os.WriteFile(sentinel, []byte("sentinel"), 0o600)
-		os.Symlink(sentinel, filepath.Join(f.stateDir, me.lock))
+		os.Symlink(sentinel, filepath.Join(f.StateDir, me.lock))
 		a := f.launch(s.cmd(), nil, "")
 		if a.Resumed {
 			t.Errorf("resumed: %+v", a)
@@ -313,7 +313,7 @@ func faultMode0644(t *testing.T, s *server) {
 	f := newFx(t, s)
 	me := hostNames(t)
 	a := f.launch(s.cmd(), nil, "")
-	path := filepath.Join(f.stateDir, me.token)
+	path := filepath.Join(f.StateDir, me.token)
 	if err := os.Chmod(path, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -376,11 +376,11 @@ func faultUnusableDir(t *testing.T, s *server) {
 	for _, c := range cases {
 		t.Run(c.id, func(t *testing.T) {
 			f := newFx(t, s)
-			good := filepath.Join(t.TempDir(), "good", f.app)
-			s0 := f.launch(s.cmd(), []string{f.stateVar(good)}, "")
+			good := filepath.Join(t.TempDir(), "good", f.App)
+			s0 := f.launch(s.cmd(), []string{f.StateVar(good)}, "")
 			tok := mustRead(t, filepath.Join(good, me.token))
 			f.tokens[string(tok)] = true
-			path := filepath.Join(t.TempDir(), "state", f.app)
+			path := filepath.Join(t.TempDir(), "state", f.App)
 			os.Mkdir(filepath.Dir(path), 0o700)
 			watched := c.setup(t, path, tok)
 			var before string
@@ -388,7 +388,7 @@ func faultUnusableDir(t *testing.T, s *server) {
 				before = listing(t, watched)
 			}
 			w := watch(t, watched)
-			a := f.launch(s.cmd(), []string{f.stateVar(path)}, "")
+			a := f.launch(s.cmd(), []string{f.StateVar(path)}, "")
 			events := w.events()
 			wrong := a.SessionID == s0.SessionID
 			if wrong || a.Resumed {

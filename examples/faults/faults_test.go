@@ -56,6 +56,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-resume/mcp-resume/examples/internal/servertest"
 )
 
 var (
@@ -85,7 +87,7 @@ const (
 // Per-fault fixture.
 
 type fx struct {
-	*env
+	*servertest.Env
 	t      *testing.T
 	srv    *server
 	dirs   []string // more directories whose token files are snapshotted
@@ -97,15 +99,13 @@ type fx struct {
 }
 
 func newFx(t *testing.T, s *server) *fx {
-	f := &fx{env: newEnv(t), t: t, srv: s, tokens: map[string]bool{}}
 	// The server's app names its state directory under the root; "-" (no
 	// instance) keeps the names this suite computes (hostNames) free of a
 	// suffix whatever the launch's arguments, working directory and
 	// environment. Faults about the default instance key override it.
-	f.app = s.app()
-	f.stateDir = filepath.Join(filepath.Dir(f.stateDir), f.app)
-	f.extra = []string{"MCP_RESUME_INSTANCE=-"}
-	os.Mkdir(filepath.Dir(f.stateDir), 0o700) // the state root; the plugin creates the app's directory
+	f := &fx{Env: servertest.NewEnv(t, bin.Broker, s.app()), t: t, srv: s, tokens: map[string]bool{}}
+	f.Extra = []string{"MCP_RESUME_INSTANCE=-"}
+	os.Mkdir(filepath.Dir(f.StateDir), 0o700) // the state root; the plugin creates the app's directory
 	t.Cleanup(f.checkNoTokenInLogs)
 	return f
 }
@@ -115,7 +115,7 @@ func newFx(t *testing.T, s *server) *fx {
 // JSON-RPC to stdout.
 func (f *fx) launch(argv, extra []string, note string) launchResult {
 	f.t.Helper()
-	r := launchOnce(context.Background(), argv, append(f.vars(), extra...), f.stderr, note, false)
+	r := launchOnce(context.Background(), argv, append(f.Vars(), extra...), f.Stderr, note, false)
 	f.record(r)
 	return r
 }
@@ -124,7 +124,7 @@ func (f *fx) record(r launchResult) {
 	f.t.Helper()
 	f.results = append(f.results, r)
 	if r.SessionID == "" {
-		f.t.Fatalf("the server did not answer session_info: %s\nstderr:\n%s", r.Err, f.stderr)
+		f.t.Fatalf("the server did not answer session_info: %s\nstderr:\n%s", r.Err, f.Stderr)
 	}
 	if !r.Alive {
 		f.t.Errorf("the server stopped answering MCP calls: %s", r.Err)
@@ -139,7 +139,7 @@ func (f *fx) record(r launchResult) {
 
 // snapTokens remembers the content of every token file now present.
 func (f *fx) snapTokens() {
-	for _, d := range append([]string{f.stateDir}, f.dirs...) {
+	for _, d := range append([]string{f.StateDir}, f.dirs...) {
 		matches, _ := filepath.Glob(filepath.Join(d, "token-*"))
 		for _, m := range matches {
 			if fi, err := os.Lstat(m); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 && fi.Size() <= 4096 {
@@ -153,7 +153,7 @@ func (f *fx) snapTokens() {
 
 func (f *fx) checkNoTokenInLogs() {
 	f.snapTokens()
-	logs := f.stderr.String()
+	logs := f.Stderr.String()
 	if os.Getenv("FAULTS_DUMP_STDERR") != "" {
 		f.t.Logf("stderr:\n%s", logs)
 	}
@@ -167,7 +167,7 @@ func (f *fx) checkNoTokenInLogs() {
 // watchState watches the state directory; snapshots wait until the end.
 func (f *fx) watchState() *inotifyWatch {
 	f.noSnap = true
-	return watch(f.t, f.stateDir)
+	return watch(f.t, f.StateDir)
 }
 
 // findLog returns whether one stderr line contains every part. The first
@@ -176,7 +176,7 @@ func (f *fx) watchState() *inotifyWatch {
 // each host words OS errors its own way ("no space left on device",
 // "No space left on device") and quotes details its own way.
 func (f *fx) findLog(parts ...string) bool {
-	for _, line := range strings.Split(f.stderr.String(), "\n") {
+	for _, line := range strings.Split(f.Stderr.String(), "\n") {
 		if len(parts) > 0 && !strings.Contains(line, parts[0]) {
 			continue
 		}
@@ -200,7 +200,7 @@ func (f *fx) mustLog(parts ...string) string {
 	if f.findLog(parts...) {
 		return shown
 	}
-	f.t.Errorf("stderr lacks a line with %q\nstderr:\n%s", parts, f.stderr)
+	f.t.Errorf("stderr lacks a line with %q\nstderr:\n%s", parts, f.Stderr)
 	return "MISSING: " + shown
 }
 
@@ -216,7 +216,7 @@ func (f *fx) mustLogOne(line string, details ...string) string {
 	return f.mustLog(line, strings.Join(details, " or "))
 }
 
-func (f *fx) logged(s string) bool { return strings.Contains(f.stderr.String(), s) }
+func (f *fx) logged(s string) bool { return strings.Contains(f.Stderr.String(), s) }
 
 // row adds this fault's result for the fixture's language; alive and
 // stdout-clean come from every launch recorded.
@@ -383,7 +383,7 @@ func (n nobody) host(t *testing.T, f *fx) *remoteHost {
 		skipFault(t, fmt.Sprintf("a process of uid 65534 cannot execute %s (its real path is not reachable by other users): the %s server cannot run under a host of that user here", n.cmd[0], f.srv.title))
 	}
 	wrapper := append(setpriv, "sh", "-c", `exec "$0"`)
-	h := startRemoteHostBin(t, f.env, wrapper, bin, n.cmd, n.env)
+	h := startRemoteHostBin(t, f.Env, wrapper, bin, n.cmd, n.env)
 	h.readSelf()
 	return h
 }

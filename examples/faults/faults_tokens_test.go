@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcp-resume/mcp-resume/examples/internal/servertest"
 )
 
 func plantDir(t *testing.T, dir, name string, tok []byte, perm os.FileMode) {
@@ -93,12 +95,12 @@ func faultCorrupt(t *testing.T, s *server) {
 			var real []byte
 			var realSession string
 			if c.id == "7b" || c.id == "7e" {
-				other := filepath.Join(t.TempDir(), "other", f.app)
-				r := f.launch(s.cmd(), []string{f.stateVar(other)}, "")
+				other := filepath.Join(t.TempDir(), "other", f.App)
+				r := f.launch(s.cmd(), []string{f.StateVar(other)}, "")
 				real, realSession = mustRead(t, filepath.Join(other, me.token)), r.SessionID
 			}
-			os.Mkdir(f.stateDir, 0o700)
-			path := filepath.Join(f.stateDir, me.token)
+			os.Mkdir(f.StateDir, 0o700)
+			path := filepath.Join(f.StateDir, me.token)
 			c.plant(t, path, real)
 			start := time.Now()
 			a := f.launch(s.cmd(), nil, "")
@@ -194,7 +196,7 @@ func faultKillDuringStore(t *testing.T, s *server) {
 	// A real server on the crashed directory: the stress token is offered,
 	// the broker refuses it, the server goes on.
 	f := newFx(t, s)
-	f.stateDir = dirs[0]
+	f.StateDir = dirs[0]
 	r := f.launch(s.cmd(), nil, "")
 	if r.Resumed {
 		t.Errorf("resumed a stress token: %+v", r)
@@ -222,7 +224,7 @@ type laneStats struct {
 // and after each kill loads through a fresh store (helper "loader", a
 // child of this process like the loops, so the same host).
 func killLane(stress []string, dir string, lane, per int) (st laneStats) {
-	var stderr syncBuffer
+	var stderr servertest.SyncBuffer
 	defer func() { st.stderr = stderr.String() }()
 	os.MkdirAll(dir, 0o700)
 	env := append(os.Environ(), stressEnv(dir)...)
@@ -319,9 +321,9 @@ func faultConcurrentInstances(t *testing.T, s *server) {
 			procs := make([]proc, n)
 			for i := range procs {
 				cmd := exec.Command(stress[0], stress[1:]...)
-				cmd.Env = append(append(os.Environ(), stressEnv(f.stateDir)...), "FAULTS_HELPER=hammer",
+				cmd.Env = append(append(os.Environ(), stressEnv(f.StateDir)...), "FAULTS_HELPER=hammer",
 					"FAULTS_INSTANCE="+strconv.Itoa(i), "FAULTS_ROUNDS=5", "FAULTS_OPS="+strconv.Itoa(*faultHammerOps))
-				cmd.Stderr = f.stderr
+				cmd.Stderr = f.Stderr
 				in, _ := cmd.StdinPipe()
 				out, _ := cmd.StdoutPipe()
 				if err := cmd.Start(); err != nil {
@@ -370,7 +372,7 @@ func faultConcurrentInstances(t *testing.T, s *server) {
 			if events["token_corrupted"] > 0 {
 				t.Errorf("%d loads found the token file corrupt", events["token_corrupted"])
 			}
-			final, err := os.ReadFile(filepath.Join(f.stateDir, me.token))
+			final, err := os.ReadFile(filepath.Join(f.StateDir, me.token))
 			finalState := "absent"
 			if err == nil {
 				if _, _, ok := parseStressToken(string(final)); !ok {

@@ -31,6 +31,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-resume/mcp-resume/examples/internal/servertest"
 	"github.com/mcp-resume/mcp-resume/examples/mcphost"
 )
 
@@ -62,7 +63,7 @@ func init() {
 // Launching the real server with the official MCP client, stdout recorded.
 
 // stdoutLog records every byte a server writes to its stdout.
-type stdoutLog struct{ syncBuffer }
+type stdoutLog struct{ servertest.SyncBuffer }
 
 // nonJSONRPC returns the stdout lines that are not JSON-RPC 2.0 messages,
 // an unterminated last line included.

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcp-resume/mcp-resume/examples/internal/servertest"
 )
 
 // Faults 22 to 24: what the stdio check proves (a host whose fds cannot be
@@ -51,15 +53,15 @@ func faultUnlistableSubreaper(t *testing.T, s *server) {
 				extra = append(extra, "FAULTS_NODUMP=1")
 			} else {
 				n := newNobody(t, s)
-				f.stateDir = n.appDir(t, "state-"+tc.id, f.app, 0o700)
+				f.StateDir = n.appDir(t, "state-"+tc.id, f.App, 0o700)
 				server = strings.Join(n.argv(), " ")
 				extra = append(extra, n.env...)
 			}
 			cmd := exec.Command(argv[0], argv[1:]...)
 			orphan, _ := json.Marshal([]string{"sh", "-c", orphanScript})
-			cmd.Env = append(append(append(os.Environ(), f.vars()...), extra...),
+			cmd.Env = append(append(append(os.Environ(), f.Vars()...), extra...),
 				"FAULTS_HELPER=subreaper", "FAULTS_ARGV="+string(orphan), "FAULTS_SERVER="+server)
-			cmd.Stderr = f.stderr
+			cmd.Stderr = f.Stderr
 			var out bytes.Buffer
 			cmd.Stdout = &out
 			if err := cmd.Start(); err != nil {
@@ -70,7 +72,7 @@ func faultUnlistableSubreaper(t *testing.T, s *server) {
 			select {
 			case err := <-done:
 				if err != nil {
-					t.Fatalf("subreaper helper: %v\n%s", err, f.stderr)
+					t.Fatalf("subreaper helper: %v\n%s", err, f.Stderr)
 				}
 			case <-time.After(120 * time.Second):
 				cmd.Process.Kill()
@@ -78,7 +80,7 @@ func faultUnlistableSubreaper(t *testing.T, s *server) {
 			}
 			var rep subreaperReport
 			if err := json.Unmarshal(out.Bytes(), &rep); err != nil || len(rep.Runs) != 2 {
-				t.Fatalf("subreaper helper printed %q: %v\n%s", out.String(), err, f.stderr)
+				t.Fatalf("subreaper helper printed %q: %v\n%s", out.String(), err, f.Stderr)
 			}
 			f.record(rep.Runs[0])
 			f.record(rep.Runs[1])
@@ -87,7 +89,7 @@ func faultUnlistableSubreaper(t *testing.T, s *server) {
 				t.Errorf("WRONG RESUME under subreaper %d: %+v", rep.Self.PID, rep.Runs)
 			}
 			logs := []string{f.mustLog(lineIdentity, "cannot list the host's fds (permission)")}
-			if entries, _ := os.ReadDir(f.stateDir); len(entries) > 0 {
+			if entries, _ := os.ReadDir(f.StateDir); len(entries) > 0 {
 				t.Errorf("the adopted servers wrote to the state directory: %v", entries)
 			}
 			f.row(tc.id, tc.fault, tc.injection,
@@ -202,14 +204,14 @@ func faultMultiplexer(t *testing.T, s *server) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFx(t, s)
 			tm := newTmux(t)
-			env := f.vars()
+			env := f.Vars()
 			var outcomes [2]string
 			for i := range outcomes {
 				var argv []string
 				var text func() string
 				var win string
 				var pid int
-				var fifoOut syncBuffer // what the server wrote to out.fifo
+				var fifoOut servertest.SyncBuffer // what the server wrote to out.fifo
 				fifoDone := make(chan struct{})
 				switch tc.name {
 				case "direct":
@@ -250,8 +252,8 @@ func faultMultiplexer(t *testing.T, s *server) {
 					}
 				}
 				text = func() string { return tm.capture(win) }
-				outcomes[i] = waitStartup(t, text, f.stateDir)
-				f.stderr.Write([]byte(outcomes[i]))
+				outcomes[i] = waitStartup(t, text, f.StateDir)
+				f.Stderr.Write([]byte(outcomes[i]))
 				// Alive: still running, and it answered initialize (on the
 				// terminal, or on out.fifo). Clean: what out.fifo carried is
 				// JSON-RPC only; on a terminal stdout shares the screen with
@@ -296,7 +298,7 @@ func faultMultiplexer(t *testing.T, s *server) {
 			// side of each terminal, and neither FIFO: conformance cases
 			// stdio_tty_multiplexer and stdio_named_fifo_not_held).
 			logs := []string{f.mustLog(lineIdentity, "a terminal multiplexer that every window and pane shares")}
-			if tokens, _ := filepath.Glob(filepath.Join(f.stateDir, "token-*")); len(tokens) > 0 {
+			if tokens, _ := filepath.Glob(filepath.Join(f.StateDir, "token-*")); len(tokens) > 0 {
 				t.Errorf("a window's server wrote a token file: %v", tokens)
 			}
 			f.row(tc.id, tc.fault, tc.injection,
@@ -315,7 +317,7 @@ const bootClockScript = `while :; do read u _ </proc/uptime; case $u in 2.5*) br
 func faultBootClockZero(t *testing.T, s *server) {
 	requireUnshare(t, "--pid", "--fork", "--mount-proc", "--kill-child", "--time", "--boottime", "0")
 	f := newFx(t, s)
-	if err := os.MkdirAll(f.stateDir, 0o700); err != nil {
+	if err := os.MkdirAll(f.StateDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	w := f.watchState()
@@ -327,7 +329,7 @@ func faultBootClockZero(t *testing.T, s *server) {
 		up, _ := strconv.ParseFloat(strings.Fields(string(b))[0], 64)
 		off := int(up) - 1 // the namespace's uptime starts between 1 and 2 s
 		wrapper := []string{"unshare", "--pid", "--fork", "--mount-proc", "--kill-child", "--time", "--boottime", strconv.Itoa(-off), "sh", "-c", bootClockScript}
-		return startRemoteHost(t, f.env, wrapper, s.cmd(), nil)
+		return startRemoteHost(t, f.Env, wrapper, s.cmd(), nil)
 	}
 	h1 := sandbox()
 	first := h1.launch()

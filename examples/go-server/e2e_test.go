@@ -9,9 +9,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/mcp-resume/mcp-resume/examples/internal/servertest"
 	"github.com/mcp-resume/mcp-resume/examples/mcphost"
 )
 
@@ -19,123 +19,61 @@ import (
 // the Go host), launched by the official Go SDK client with this test
 // process as the MCP host.
 
-var bin struct{ broker, server string }
+// bin holds the binaries TestMain builds: examples/broker and this server.
+var bin servertest.Binaries
 
+// TestMain builds the broker and this server (servertest.Main). A helper
+// host process (E2E_HELPER_HOST=1) runs helperHost instead.
 func TestMain(m *testing.M) {
 	if os.Getenv("E2E_HELPER_HOST") == "1" {
 		os.Exit(helperHost())
 	}
-	dir, err := os.MkdirTemp("", "mcp-resume-e2e-")
-	if err != nil {
-		panic(err)
-	}
-	bin.broker, bin.server = filepath.Join(dir, "broker"), filepath.Join(dir, "go-server")
-	for out, pkg := range map[string]string{bin.broker: "../broker", bin.server: "."} {
-		if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "go build %s: %v\n%s", pkg, err, b)
-			os.Exit(1)
-		}
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	servertest.Main(m, "mcp-resume-e2e-", &bin)
 }
 
-// syncBuffer collects a server's stderr.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
+// env is one test's servertest.Env (broker, state directory, servers'
+// stderr) with this file's launching and checks.
+type env struct{ *servertest.Env }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-type env struct {
-	t      *testing.T
-	broker *mcphost.Broker
-	// app is the app name of the server under test; stateDir is its state
-	// directory, <state root>/<app>: the servers get the root.
-	app      string
-	stateDir string
-	// extra are more variables every launch gets.
-	extra  []string
-	stderr *syncBuffer
-}
-
-func newEnv(t *testing.T) *env {
-	e := &env{t: t, app: "example-go", stateDir: filepath.Join(t.TempDir(), "state", "example-go"), stderr: &syncBuffer{}}
-	e.startBroker()
-	t.Cleanup(func() { e.broker.Stop() })
-	return e
-}
-
-func (e *env) startBroker() {
-	b, err := mcphost.StartBroker(context.Background(), bin.broker, nil)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	e.broker = b
-}
-
-func (e *env) vars() []string {
-	return append([]string{"MCP_EXAMPLE_BROKER_URL=" + e.broker.URL, e.stateVar(e.stateDir)}, e.extra...)
-}
-
-// stateVar is the MCP_RESUME_STATE_DIR setting under which the server
-// under test uses dir as its state directory: dir's parent, the state
-// root (the plugin always uses <root>/<app>). dir must end in the app name.
-func (e *env) stateVar(dir string) string {
-	if filepath.Base(dir) != e.app {
-		e.t.Fatalf("state directory %s is not one of app %s", dir, e.app)
-	}
-	return "MCP_RESUME_STATE_DIR=" + filepath.Dir(dir)
-}
+// newEnv starts t's broker and state directory for the Go server's app.
+func newEnv(t *testing.T) *env { return &env{servertest.NewEnv(t, bin.Broker, "example-go")} }
 
 // launch starts the server via argv, returns its session_info, remembers note
 // (if any) and recalls, then kills it as a host does.
 func (e *env) launch(argv []string, note string) (mcphost.SessionInfo, []string) {
-	e.t.Helper()
+	e.T.Helper()
 	ctx := context.Background()
-	srv, err := mcphost.Launch(ctx, argv, e.vars(), e.stderr)
+	srv, err := mcphost.Launch(ctx, argv, e.Vars(), e.Stderr)
 	if err != nil {
-		e.t.Fatalf("%v\nserver stderr:\n%s", err, e.stderr)
+		e.T.Fatalf("%v\nserver stderr:\n%s", err, e.Stderr)
 	}
 	defer srv.Kill()
 	info, err := srv.SessionInfo(ctx)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	if note != "" {
 		if err := srv.Remember(ctx, note); err != nil {
-			e.t.Fatal(err)
+			e.T.Fatal(err)
 		}
 	}
 	notes, err := srv.Recall(ctx)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return info, notes
 }
 
 func (e *env) tokenFiles() []string {
-	matches, _ := filepath.Glob(filepath.Join(e.stateDir, "token-*"))
+	matches, _ := filepath.Glob(filepath.Join(e.StateDir, "token-*"))
 	return matches
 }
 
 // checkNoTokenInLogs fails if any token file's content appears in the logs.
 func (e *env) checkNoTokenInLogs() {
 	for _, f := range e.tokenFiles() {
-		if tok, _ := os.ReadFile(f); len(tok) > 0 && strings.Contains(e.stderr.String(), string(tok)) {
-			e.t.Errorf("a token appears in the server's stderr")
+		if tok, _ := os.ReadFile(f); len(tok) > 0 && strings.Contains(e.Stderr.String(), string(tok)) {
+			e.T.Errorf("a token appears in the server's stderr")
 		}
 	}
 }
@@ -143,11 +81,11 @@ func (e *env) checkNoTokenInLogs() {
 func TestResume_Launchers(t *testing.T) {
 	sh := func(inner string) []string { return []string{"sh", "-c", inner + "; exit $?"} }
 	for name, argv := range map[string][]string{
-		"direct": {bin.server},
+		"direct": {bin.Server},
 		// "; exit $?" keeps sh from exec'ing the server, so sh stays in the chain.
-		"sh -c": sh(bin.server),
+		"sh -c": sh(bin.Server),
 		// host -> sh -> env -> sh -> server: two launcher levels (env execs sh).
-		"two-level chain": sh(`env sh -c "` + bin.server + `; exit \$?"`),
+		"two-level chain": sh(`env sh -c "` + bin.Server + `; exit \$?"`),
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t)
@@ -157,7 +95,7 @@ func TestResume_Launchers(t *testing.T) {
 			}
 			second, notes := e.launch(argv, "")
 			if !second.Resumed || second.SessionID != first.SessionID {
-				t.Fatalf("relaunch: got %+v, want session %s resumed\nstderr:\n%s", second, first.SessionID, e.stderr)
+				t.Fatalf("relaunch: got %+v, want session %s resumed\nstderr:\n%s", second, first.SessionID, e.Stderr)
 			}
 			if len(notes) != 1 || notes[0] != "remember me" {
 				t.Errorf("recall after resume = %q, want [remember me]", notes)
@@ -168,7 +106,7 @@ func TestResume_Launchers(t *testing.T) {
 				t.Errorf("token files = %v, want one named %s<start time>", files, want)
 			}
 			for _, line := range []string{"Token file not found (first run or clean slate)", "Session resumed successfully"} {
-				if !strings.Contains(e.stderr.String(), line) {
+				if !strings.Contains(e.Stderr.String(), line) {
 					t.Errorf("stderr lacks %q", line)
 				}
 			}
@@ -179,7 +117,7 @@ func TestResume_Launchers(t *testing.T) {
 
 func TestResume_CorruptFile(t *testing.T) {
 	e := newEnv(t)
-	first, _ := e.launch([]string{bin.server}, "")
+	first, _ := e.launch([]string{bin.Server}, "")
 	files := e.tokenFiles()
 	if len(files) != 1 {
 		t.Fatalf("token files = %v", files)
@@ -187,14 +125,14 @@ func TestResume_CorruptFile(t *testing.T) {
 	if err := os.WriteFile(files[0], []byte("\x00\xffgarbage\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	second, _ := e.launch([]string{bin.server}, "")
+	second, _ := e.launch([]string{bin.Server}, "")
 	if second.Resumed || second.SessionID == first.SessionID {
 		t.Fatalf("resumed from a corrupt file: %+v", second)
 	}
-	if !strings.Contains(e.stderr.String(), "Token file corrupted, treating as stale") {
-		t.Errorf("stderr lacks the corruption line:\n%s", e.stderr)
+	if !strings.Contains(e.Stderr.String(), "Token file corrupted, treating as stale") {
+		t.Errorf("stderr lacks the corruption line:\n%s", e.Stderr)
 	}
-	third, _ := e.launch([]string{bin.server}, "")
+	third, _ := e.launch([]string{bin.Server}, "")
 	if !third.Resumed || third.SessionID != second.SessionID {
 		t.Errorf("after recovery: %+v, want %s resumed", third, second.SessionID)
 	}
@@ -205,19 +143,19 @@ func TestResume_BrokerRejects(t *testing.T) {
 	// The new broker listens on another URL, which would change the default
 	// instance key (MCP_EXAMPLE_BROKER_URL is part of the environment) and
 	// so the token file: declare the instance to keep one file.
-	e.extra = []string{"MCP_RESUME_INSTANCE=broker-test"}
-	first, _ := e.launch([]string{bin.server}, "")
+	e.Extra = []string{"MCP_RESUME_INSTANCE=broker-test"}
+	first, _ := e.launch([]string{bin.Server}, "")
 	// A new broker knows none of the old one's tokens.
-	e.broker.Stop()
-	e.startBroker()
-	second, _ := e.launch([]string{bin.server}, "")
+	e.Broker.Stop()
+	e.StartBroker()
+	second, _ := e.launch([]string{bin.Server}, "")
 	if second.Resumed || second.SessionID == first.SessionID {
 		t.Fatalf("resumed a session the broker does not know: %+v", second)
 	}
-	if !strings.Contains(e.stderr.String(), "Broker rejected resume token, starting fresh session") {
-		t.Errorf("stderr lacks the rejection line:\n%s", e.stderr)
+	if !strings.Contains(e.Stderr.String(), "Broker rejected resume token, starting fresh session") {
+		t.Errorf("stderr lacks the rejection line:\n%s", e.Stderr)
 	}
-	third, _ := e.launch([]string{bin.server}, "")
+	third, _ := e.launch([]string{bin.Server}, "")
 	if !third.Resumed || third.SessionID != second.SessionID {
 		t.Errorf("after rejection: %+v, want %s resumed", third, second.SessionID)
 	}
@@ -240,16 +178,16 @@ func TestResume_IdentityUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newEnv(t)
-	argv := []string{reaper, "-c", bin.server + "; exit $?"}
+	argv := []string{reaper, "-c", bin.Server + "; exit $?"}
 	first, _ := e.launch(argv, "")
 	second, _ := e.launch(argv, "")
 	if first.Resumed || second.Resumed || first.SessionID == second.SessionID {
 		t.Fatalf("resume happened without a verified host: %+v %+v", first, second)
 	}
-	if !strings.Contains(e.stderr.String(), "Could not verify parent process start time, session resume disabled for this instance") {
-		t.Errorf("stderr lacks the identity line:\n%s", e.stderr)
+	if !strings.Contains(e.Stderr.String(), "Could not verify parent process start time, session resume disabled for this instance") {
+		t.Errorf("stderr lacks the identity line:\n%s", e.Stderr)
 	}
-	if _, err := os.Stat(e.stateDir); !os.IsNotExist(err) {
+	if _, err := os.Stat(e.StateDir); !os.IsNotExist(err) {
 		t.Errorf("state directory was created although resume is off (stat: %v)", err)
 	}
 }
@@ -264,16 +202,16 @@ func TestResume_TwoHosts(t *testing.T) {
 		t.Fatal(err)
 	}
 	child := exec.Command(self, "-test.run=^$")
-	child.Env = append(os.Environ(), append(e.vars(), "E2E_HELPER_HOST=1", "E2E_SERVER="+bin.server)...)
+	child.Env = append(os.Environ(), append(e.Vars(), "E2E_HELPER_HOST=1", "E2E_SERVER="+bin.Server)...)
 	var out bytes.Buffer
-	child.Stdout, child.Stderr = &out, e.stderr
+	child.Stdout, child.Stderr = &out, e.Stderr
 	if err := child.Start(); err != nil {
 		t.Fatal(err)
 	}
-	mineFirst, _ := e.launch([]string{bin.server}, "host A")
-	mineSecond, notes := e.launch([]string{bin.server}, "")
+	mineFirst, _ := e.launch([]string{bin.Server}, "host A")
+	mineSecond, notes := e.launch([]string{bin.Server}, "")
 	if err := child.Wait(); err != nil {
-		t.Fatalf("helper host: %v\n%s", err, e.stderr)
+		t.Fatalf("helper host: %v\n%s", err, e.Stderr)
 	}
 	var theirs [2]mcphost.SessionInfo
 	if err := json.Unmarshal(out.Bytes(), &theirs); err != nil {
@@ -290,7 +228,7 @@ func TestResume_TwoHosts(t *testing.T) {
 	}
 	// Host B has exited: the next server start under host A prunes B's file
 	// (its host is gone) and keeps A's.
-	e.launch([]string{bin.server}, "")
+	e.launch([]string{bin.Server}, "")
 	files := e.tokenFiles()
 	if len(files) != 1 || !strings.HasPrefix(filepath.Base(files[0]), fmt.Sprintf("token-%d-", os.Getpid())) {
 		t.Errorf("token files = %v, want only host A's (pid %d); host B (pid %d) is gone", files, os.Getpid(), child.Process.Pid)
@@ -330,7 +268,7 @@ func TestResume_SeveralInstances(t *testing.T) {
 	ctx := context.Background()
 	launchBoth := func(e *env, a, b []string) (mcphost.SessionInfo, mcphost.SessionInfo) {
 		t.Helper()
-		first, err := mcphost.Launch(ctx, a, e.vars(), e.stderr)
+		first, err := mcphost.Launch(ctx, a, e.Vars(), e.Stderr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -339,7 +277,7 @@ func TestResume_SeveralInstances(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		second, err := mcphost.Launch(ctx, b, e.vars(), e.stderr)
+		second, err := mcphost.Launch(ctx, b, e.Vars(), e.Stderr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -353,14 +291,14 @@ func TestResume_SeveralInstances(t *testing.T) {
 
 	t.Run("launched differently", func(t *testing.T) {
 		e := newEnv(t)
-		work, home := []string{bin.server, "--profile", "work"}, []string{bin.server, "--profile", "home"}
+		work, home := []string{bin.Server, "--profile", "work"}, []string{bin.Server, "--profile", "home"}
 		a1, b1 := launchBoth(e, work, home)
 		if a1.SessionID == b1.SessionID {
 			t.Fatalf("two instances share session %s", a1.SessionID)
 		}
 		a2, b2 := launchBoth(e, work, home)
 		if !a2.Resumed || a2.SessionID != a1.SessionID || !b2.Resumed || b2.SessionID != b1.SessionID {
-			t.Fatalf("relaunch: work %+v (was %s), home %+v (was %s)\n%s", a2, a1.SessionID, b2, b1.SessionID, e.stderr)
+			t.Fatalf("relaunch: work %+v (was %s), home %+v (was %s)\n%s", a2, a1.SessionID, b2, b1.SessionID, e.Stderr)
 		}
 		if n := len(e.tokenFiles()); n != 2 {
 			t.Errorf("%d token files, want one per instance", n)
@@ -369,13 +307,13 @@ func TestResume_SeveralInstances(t *testing.T) {
 
 	t.Run("identical", func(t *testing.T) {
 		e := newEnv(t)
-		argv := []string{bin.server}
+		argv := []string{bin.Server}
 		a1, b1 := launchBoth(e, argv, argv)
 		if b1.Resumed || b1.SessionID == a1.SessionID {
 			t.Fatalf("the second identical instance got %+v, first had %s", b1, a1.SessionID)
 		}
-		if !strings.Contains(e.stderr.String(), "Another server instance under this host holds the token file, session resume disabled for this instance") {
-			t.Errorf("stderr lacks the instance_busy line:\n%s", e.stderr)
+		if !strings.Contains(e.Stderr.String(), "Another server instance under this host holds the token file, session resume disabled for this instance") {
+			t.Errorf("stderr lacks the instance_busy line:\n%s", e.Stderr)
 		}
 		// The holder's token is intact: the next launch resumes its session.
 		again, _ := e.launch(argv, "")
@@ -393,9 +331,9 @@ func TestResume_Off(t *testing.T) {
 	ctx := context.Background()
 	var ids []string
 	for i := 0; i < 2; i++ {
-		srv, err := mcphost.Launch(ctx, []string{bin.server}, append(e.vars(), "MCP_RESUME=off"), e.stderr)
+		srv, err := mcphost.Launch(ctx, []string{bin.Server}, append(e.Vars(), "MCP_RESUME=off"), e.Stderr)
 		if err != nil {
-			t.Fatalf("%v\nserver stderr:\n%s", err, e.stderr)
+			t.Fatalf("%v\nserver stderr:\n%s", err, e.Stderr)
 		}
 		info, err := srv.SessionInfo(ctx)
 		if err == nil {
@@ -403,7 +341,7 @@ func TestResume_Off(t *testing.T) {
 		}
 		srv.Kill()
 		if err != nil {
-			t.Fatalf("%v\nserver stderr:\n%s", err, e.stderr)
+			t.Fatalf("%v\nserver stderr:\n%s", err, e.Stderr)
 		}
 		if info.Resumed {
 			t.Errorf("launch %d resumed with MCP_RESUME=off: %+v", i, info)
@@ -413,10 +351,10 @@ func TestResume_Off(t *testing.T) {
 	if ids[0] == ids[1] {
 		t.Errorf("both launches got session %s with MCP_RESUME=off", ids[0])
 	}
-	if got := strings.Count(e.stderr.String(), "Session resume turned off by MCP_RESUME=off"); got != 2 {
-		t.Errorf("the resume_off line appears %d times on stderr, want once per launch:\n%s", got, e.stderr)
+	if got := strings.Count(e.Stderr.String(), "Session resume turned off by MCP_RESUME=off"); got != 2 {
+		t.Errorf("the resume_off line appears %d times on stderr, want once per launch:\n%s", got, e.Stderr)
 	}
-	if _, err := os.Stat(e.stateDir); !os.IsNotExist(err) {
+	if _, err := os.Stat(e.StateDir); !os.IsNotExist(err) {
 		t.Errorf("state directory exists with MCP_RESUME=off (stat: %v)", err)
 	}
 }
@@ -426,13 +364,13 @@ func TestResume_Off(t *testing.T) {
 // a tool call fails with a clear tool error, and the server keeps serving.
 func TestHandshake_BrokerUnreachable(t *testing.T) {
 	e := newEnv(t)
-	url := e.broker.URL
-	e.broker.Stop()
-	e.startBroker() // for newEnv's cleanup; the server is pointed at the dead URL
+	url := e.Broker.URL
+	e.Broker.Stop()
+	e.StartBroker() // for newEnv's cleanup; the server is pointed at the dead URL
 	ctx := context.Background()
-	srv, err := mcphost.Launch(ctx, []string{bin.server}, []string{"MCP_EXAMPLE_BROKER_URL=" + url, e.stateVar(e.stateDir)}, e.stderr)
+	srv, err := mcphost.Launch(ctx, []string{bin.Server}, []string{"MCP_EXAMPLE_BROKER_URL=" + url, e.StateVar(e.StateDir)}, e.Stderr)
 	if err != nil {
-		t.Fatalf("initialize with the broker down: %v\nserver stderr:\n%s", err, e.stderr)
+		t.Fatalf("initialize with the broker down: %v\nserver stderr:\n%s", err, e.Stderr)
 	}
 	defer srv.Kill()
 	for i := 0; i < 2; i++ {
