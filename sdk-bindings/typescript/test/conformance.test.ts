@@ -252,7 +252,8 @@ describe("conformance", () => {
           const forms = (["export", "action", "host_call"] as const).filter((k) => cl[k] !== undefined);
           assert.equal(forms.length, 1, `call ${i}: unknown call form ${JSON.stringify(cl)} (want one of export, action, host_call)`);
           if (cl.host_call !== undefined) {
-            const req = cl.request as Json | undefined;
+            assert.ok(cl.request !== undefined, `call ${i}: host_call ${cl.host_call} has no request`);
+            const req = cl.request as Json | null;
             // As the store does before the plugin's first load/store/reject: bind the socket ahead (the host's
             // mcp_resume_lock is synchronous and answers from lockAhead's outcome), here the request's own socket.
             if (cl.host_call === "mcp_resume_lock" && typeof req?.["socket"] === "string") await host.lockAhead(req["socket"]);
