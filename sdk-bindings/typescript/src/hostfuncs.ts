@@ -238,8 +238,8 @@ export class HostFunctions {
       case "mcp_resume_list":
         return this.#list(this.#file());
       case "mcp_resume_lock": {
-        const socket = req["socket"] ?? ""; // absent: none (Linux requires it, macOS ignores it)
-        if (typeof socket !== "string" || req["socket"] === "" || Buffer.byteLength(socket) > 107 || socket.includes("\0")) throw bad('"socket" must be a string of 1 to 107 bytes without NUL');
+        const socket = req["socket"] ?? ""; // absent, null or "": none (macOS ignores it; Node on Linux cannot lock without it)
+        if (typeof socket !== "string" || Buffer.byteLength(socket) > 107 || socket.includes("\0")) throw bad('"socket" must be a string of 1 to 107 bytes without NUL ("", null or absent: none)');
         this.#lock(this.#file(req), socket);
         return {};
       }
@@ -445,11 +445,14 @@ export class HostFunctions {
     this.#pending.delete(attempt);
   }
 
-  /** `mcp_resume_lock`: the lock file checked, then on Linux what {@link lockAhead} found; on macOS `O_EXLOCK`, kept open. */
+  /**
+   * `mcp_resume_lock`: the lock file opened and checked first (anything but a regular file is `unsafe`, with or
+   * without a socket, as in every host), then on Linux what {@link lockAhead} found: without a socket Node has
+   * no lock there (no flock), hence `unsupported`. On macOS `O_EXLOCK`, kept open.
+   */
   #lock(file: string, socket: string): void {
     const darwin = process.platform === "darwin";
     if (process.platform !== "linux" && !darwin) throw new HostError("unsupported", `no lock on ${process.platform}`);
-    if (!darwin && socket === "") throw bad(`lock ${file}: "socket" is required on Linux (the plugin's lock_socket)`);
     if (darwin && this.#held.has(file)) return; // a second O_EXLOCK open would conflict with our own
     const fd = sys(`lock ${file}`, () => {
       try {
@@ -467,6 +470,7 @@ export class HostFunctions {
     }
     if (darwin) return void this.#held.set(file, fd);
     fs.closeSync(fd);
+    if (socket === "") throw new HostError("unsupported", `lock ${file}: Node locks only through the abstract socket on Linux (no flock), and the request names none`);
     if (this.#held.has(socket)) return;
     const failed = this.#failed.get(socket);
     if (failed) throw new HostError(failed.code, `lock ${file}: ${failed.message}`);

@@ -8,20 +8,24 @@
 // sysctl, procargs, ps) answer the system's answers or the README's defaults,
 // and a no_answer function is not run at all. hold_lock takes the lock
 // through a second, independent HostFunctions (another server instance)
-// confined directly to the state directory. CONF_DEBUG=1 prints every host
-// call and its answer on stderr.
+// confined directly to the state directory. A host_call calls the store's own
+// FixtureHost directly (for mcp_resume_lock after lockAhead, as the store
+// does); hold_socket binds the padded abstract address with a plain node:net
+// server (helpers.ts). A call of any other form fails the case. CONF_DEBUG=1
+// prints every host call and its answer on stderr.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
+import type { Server } from "node:net";
 import { after, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
 import { fdOf, HostError, HostFunctions, pidOf, type ErrorCode, type Json } from "../src/hostfuncs.js";
 import type { LogFields, Logger } from "../src/logger.js";
 import { callExport, loadStore, type ExportResult } from "../src/store.js";
-import { PinnedHost } from "./helpers.js";
+import { holdAbstractSocket, PinnedHost } from "./helpers.js";
 
 const CONF = fileURLToPath(new URL("../../../hostfuncs/conformance/", import.meta.url));
 
@@ -51,8 +55,28 @@ interface Case {
   outside_after?: Files;
   open?: Json;
   open_want?: Want;
-  calls?: Array<{ export?: string; action?: "put_file" | "hold_lock"; name?: string; content?: Content; input?: Content; want?: Want }>;
+  calls?: Call[];
   logs: Array<{ level: string; event: string; message?: string; message_prefix?: string; detail?: string }>;
+}
+
+/** The answer a host_call expects (hostfuncs/conformance/README.md, step 6): exactly one member. */
+interface HostWant {
+  ok?: true;
+  error_code?: string;
+  response_subset?: Json;
+  result_codes?: Array<string | null>;
+}
+/** One of `calls`: an export, an action or a host_call (hostfuncs/conformance/README.md, step 6). */
+interface Call {
+  export?: string;
+  action?: string;
+  host_call?: string;
+  name?: string;
+  socket?: string;
+  content?: Content;
+  input?: Content;
+  request?: unknown;
+  want?: Want & HostWant;
 }
 
 const norm = (c: Content): Exclude<Content, string> => (typeof c === "string" ? { text: c } : c);
@@ -127,6 +151,26 @@ function checkWant(r: ExportResult, w: Want, what: string, exportName: string): 
   }
 }
 
+/** Checks a host function's response (UTF-8 JSON, padding allowed) against a host_call's `want`; an unknown want fails. */
+function checkHostWant(out: Uint8Array, w: HostWant, what: string): void {
+  const text = Buffer.from(out).toString("utf8");
+  const r = JSON.parse(text) as Json;
+  const err = (x: unknown): string | undefined => ((x as Json | null)?.["error"] as { code?: string } | null | undefined)?.code;
+  const keys = Object.keys(w);
+  assert.equal(keys.length, 1, `${what}: a host want has exactly one of ok, error_code, response_subset, result_codes: ${JSON.stringify(w)}`);
+  if (w.error_code !== undefined) return assert.equal(err(r), w.error_code, `${what}: want error ${w.error_code}, got ${text}`);
+  assert.ok(r["error"] === undefined || r["error"] === null, `${what}: unexpected error ${text}`);
+  if (w.ok === true) return;
+  if (w.response_subset !== undefined) return assertSubset(r, w.response_subset, `${what}: response`);
+  if (w.result_codes !== undefined) {
+    const results = r["results"];
+    assert.ok(Array.isArray(results), `${what}: want results, got ${text}`);
+    assert.deepEqual(results.map((x) => err(x) ?? null), w.result_codes, `${what}: result codes of ${text}`);
+    return;
+  }
+  assert.fail(`${what}: unknown host want ${JSON.stringify(w)}`);
+}
+
 /** The host functions with the case's system pinned (the README's step 2): /proc is root/proc, the system is facts.os. */
 class FixtureHost extends PinnedHost {
   constructor(
@@ -173,12 +217,13 @@ describe("conformance", () => {
   for (const file of caseFiles) {
     const raw = fs.readFileSync(path.join(CONF, "cases", file), "utf8");
     const title = (JSON.parse(raw) as Case).name;
-    test(title, async () => {
+    test(title, async (t) => {
       const root = fs.mkdtempSync(path.join(tmpdir(), "mcp-resume-conf-"));
       roots.push(root);
       const euid = String(process.geteuid?.() ?? -1);
       const subst = (text: string): string => text.replaceAll('"$EUID"', euid).replaceAll("$EUID", euid).replaceAll("$ROOT", root);
       const c = JSON.parse(subst(raw)) as Case;
+      if (process.platform !== "linux" && c.calls?.some((cl) => cl.action === "hold_socket")) return t.skip("hold_socket: abstract sockets are a Linux rule");
       const sys: System =
         typeof c.system === "object" ? c.system : (JSON.parse(subst(fs.readFileSync(path.join(CONF, "systems", `${c.system ?? "default"}.json`), "utf8"))) as System);
       makeFiles(path.join(root, "proc"), sys.proc);
@@ -195,14 +240,27 @@ describe("conformance", () => {
       const add = (level: string) => (message: string, fields?: LogFields) =>
         level !== "debug" && logs.push({ level, event: String(fields?.event ?? ""), message, detail: String(fields?.detail ?? "") });
       const logger: Logger = { debug: add("debug"), info: add("info"), warn: add("warn"), error: add("error") };
-      const store = await loadStore(logger, undefined, new FixtureHost(sys, root, logger));
+      const host = new FixtureHost(sys, root, logger);
+      const store = await loadStore(logger, undefined, host);
       const others: HostFunctions[] = [];
+      const sockets: Server[] = [];
       try {
         const opened = await callExport(store, "open", Buffer.from(JSON.stringify(c.open ?? { app: "conformance", state_root: path.dirname(dir) })));
         if (c.open_want) checkWant(opened, c.open_want, "open", "open");
         else assert.ok(opened.ok, `open: ${opened.ok ? "" : `${opened.code}: ${opened.message}`}`);
         for (const [i, cl] of (c.open_want?.error_code ? [] : (c.calls ?? [])).entries()) {
-          if (cl.action === "put_file") {
+          const forms = (["export", "action", "host_call"] as const).filter((k) => cl[k] !== undefined);
+          assert.equal(forms.length, 1, `call ${i}: unknown call form ${JSON.stringify(cl)} (want one of export, action, host_call)`);
+          if (cl.host_call !== undefined) {
+            assert.ok(cl.request !== undefined, `call ${i}: host_call ${cl.host_call} has no request`);
+            const req = cl.request as Json | null;
+            // As the store does before the plugin's first load/store/reject: bind the socket ahead (the host's
+            // mcp_resume_lock is synchronous and answers from lockAhead's outcome), here the request's own socket.
+            if (cl.host_call === "mcp_resume_lock" && typeof req?.["socket"] === "string") await host.lockAhead(req["socket"]);
+            checkHostWant(host.call(cl.host_call, Buffer.from(JSON.stringify(cl.request))), cl.want ?? {}, `call ${i} host_call ${cl.host_call}`);
+          } else if (cl.action === "hold_socket") {
+            sockets.push(await holdAbstractSocket(cl.socket!));
+          } else if (cl.action === "put_file") {
             fs.writeFileSync(path.join(dir, cl.name!), bytesOf(cl.content!), { mode: 0o600 });
           } else if (cl.action === "hold_lock") {
             const other = new HostFunctions({ logger: quiet });
@@ -214,6 +272,8 @@ describe("conformance", () => {
             const socket = named.lock === cl.name ? (named.lock_socket ?? "") : "";
             await other.lockAhead(socket);
             assert.deepEqual(call("mcp_resume_lock", { name: cl.name, socket }), {}, `hold_lock ${cl.name}`);
+          } else if (cl.action !== undefined) {
+            assert.fail(`call ${i}: unknown action ${JSON.stringify(cl.action)}`);
           } else {
             const r = await callExport(store, cl.export!, cl.input === undefined ? undefined : bytesOf(cl.input));
             checkWant(r, cl.want ?? {}, `call ${i} ${cl.export}`, cl.export!);
@@ -222,6 +282,7 @@ describe("conformance", () => {
       } finally {
         await store.close();
         for (const o of others) await o.close();
+        for (const s of sockets) s.close();
       }
 
       if (c.state_dir_after?.exists === false) assert.equal(fs.existsSync(dir), false, "the state directory must not exist");

@@ -1,8 +1,10 @@
 // Shared helpers of the TypeScript binding's tests: paths, temporary
-// directories, the real Go broker, the real Go-built test plugin, and the
-// host functions with /proc and the system pinned (test code only).
+// directories, the real Go broker, the real Go-built test plugin, the
+// host functions with /proc and the system pinned (test code only), and a
+// plain abstract socket held as another server instance would hold it.
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, readlinkSync, rmSync, statSync } from "node:fs";
+import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { createInterface } from "node:readline";
@@ -169,4 +171,41 @@ export class PinnedHost extends HostFunctions {
   protected override system(): string {
     return this.os;
   }
+}
+
+/** sun_path's size on Linux (`<sys/un.h>`): a padded abstract address is a NUL, the name, then NULs up to it. */
+const SUN_PATH = 108;
+
+/**
+ * Binds the abstract Unix socket `name` (Linux) with a plain node:net server,
+ * not through the host functions, in the padded form of hostfuncs/README.md,
+ * `mcp_resume_lock` (a NUL, the name, NULs up to the whole 108-byte
+ * `sun_path`, address length 110): libuv pads `listen({path: "\0" + name})`
+ * so. The conformance runner's `hold_socket` action.
+ *
+ * @param name - the socket name without its leading NUL, 1–107 bytes.
+ * @returns the listening server; the caller closes it when the case ends.
+ * @throws the bind error (`EADDRINUSE` when someone holds the name), or an
+ *   assertion error when /proc/net/unix does not show the padded form (a
+ *   libuv that passes the exact length would make `hold_socket` pin nothing).
+ */
+export async function holdAbstractSocket(name: string): Promise<Server> {
+  const server = createServer((conn) => conn.destroy());
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    // exclusive: bind in this process even under cluster.
+    server.listen({ path: "\0" + name, exclusive: true }, () => {
+      server.off("error", reject).on("error", () => undefined); // a later error must not crash the runner
+      resolve();
+    });
+  });
+  server.unref();
+  // /proc/net/unix shows each NUL of an abstract address as "@": the padded form is "@" + name + "@" * (107 - length).
+  const padded = "@" + name + "@".repeat(SUN_PATH - 1 - Buffer.byteLength(name));
+  const bound = readFileSync("/proc/net/unix", "latin1").split("\n").some((line) => line.split(" ").at(-1) === padded);
+  if (!bound) {
+    server.close();
+    throw new Error(`hold_socket ${name}: /proc/net/unix lacks the padded address ${JSON.stringify(padded)}`);
+  }
+  return server;
 }

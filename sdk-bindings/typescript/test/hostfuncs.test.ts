@@ -545,10 +545,17 @@ describe("mcp_resume_lock", { skip: !LINUX && "the abstract-socket lock is Linux
     await f.close();
     assert.ok(!listed(), "unbound once closed");
   });
-  test("no socket, a malformed one, or one not taken ahead answers an error explaining why", () => {
+  test("a malformed socket, no socket, or one not taken ahead answers an error explaining why", () => {
     const { call, dir } = setup();
-    for (const socket of [undefined, null, "", "x".repeat(108), "a\0b", 5]) assert.equal(call("mcp_resume_lock", { name: LOCK, socket }).error.code, "invalid_request", String(socket));
+    for (const socket of ["x".repeat(108), "a\0b", 5]) assert.equal(call("mcp_resume_lock", { name: LOCK, socket }).error.code, "invalid_request", String(socket));
     assert.deepEqual(fs.readdirSync(dir), [], "refused before any system call");
+    // Absent, null or "" is a valid request (no socket): the file step runs, then Node, with no flock, cannot lock.
+    for (const socket of [undefined, null, ""]) {
+      const r = call("mcp_resume_lock", { name: LOCK, socket });
+      assert.equal(r.error.code, "unsupported", String(socket));
+      assert.match(r.error.message, /only through the abstract socket/);
+    }
+    assert.ok(fs.lstatSync(path.join(dir, LOCK)).isFile(), "the lock file is created, as every host's first step");
     const r = call("mcp_resume_lock", { name: LOCK, socket: SOCK() });
     assert.equal(r.error.code, "io");
     assert.match(r.error.message, /not taken ahead/);
@@ -562,7 +569,11 @@ describe("mcp_resume_lock", { skip: !LINUX && "the abstract-socket lock is Linux
     const socket = SOCK();
     await f.lockAhead(socket);
     const t0 = Date.now();
-    for (const name of [LOCK, "lock-1-2.a", "lock-1-2.f"]) assert.equal(call("mcp_resume_lock", { name, socket }).error?.code, "unsafe", name);
+    for (const name of [LOCK, "lock-1-2.a", "lock-1-2.f"]) {
+      assert.equal(call("mcp_resume_lock", { name, socket }).error?.code, "unsafe", name);
+      // Without a socket too: the file is checked first, as in every host (the Go host takes only flock then).
+      assert.equal(call("mcp_resume_lock", { name }).error?.code, "unsafe", `${name} without a socket`);
+    }
     assert.ok(Date.now() - t0 < 1000, "returned at once");
     assert.equal(fs.readFileSync(path.join(root, "victim"), "utf8"), "secret");
     assert.ok(fs.lstatSync(path.join(dir, "lock-1-2.f")).isFIFO());
