@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"testing"
 
 	"github.com/mcp-resume/mcp-resume/host/internal/primitives"
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
@@ -220,4 +221,102 @@ func fixtureCode(err error) string {
 func pinnedError(code, msg string) json.RawMessage {
 	out, _ := json.Marshal(hostfuncs.Empty{Error: &hostfuncs.Error{Code: code, Message: msg}})
 	return out
+}
+
+// checkHostCall checks a host function's response against a host_call's
+// want (hostfuncs/conformance/README.md, step 6): ok (no error),
+// error_code, response_subset (no error and every key equal, recursively
+// for objects, arrays exactly) or result_codes (inspect: no top-level error
+// and one result per entry, an error with that code or, for null, a
+// success). Padding after the JSON is allowed.
+func checkHostCall(t *testing.T, what string, w want, resp []byte) {
+	t.Helper()
+	var got map[string]any
+	if err := json.Unmarshal(resp, &got); err != nil {
+		t.Errorf("%s: response %q is not a JSON object: %v", what, truncate(resp), err)
+		return
+	}
+	code := errorCode(got)
+	switch {
+	case w.ErrorCode != "":
+		if code != w.ErrorCode {
+			t.Errorf("%s: response %s, want error code %q", what, truncate(resp), w.ErrorCode)
+		}
+	case w.OK != nil:
+		if !*w.OK {
+			t.Fatalf("%s: bad want: ok must be true", what)
+		}
+		if code != "" {
+			t.Errorf("%s: response %s, want no error", what, truncate(resp))
+		}
+	case w.ResponseSubset != nil:
+		if code != "" || !subset(decodeJSON(w.ResponseSubset), got) {
+			t.Errorf("%s: response %s, want the subset %s", what, resp, w.ResponseSubset)
+		}
+	case w.ResultCodes != nil:
+		var codes []*string
+		if err := json.Unmarshal(w.ResultCodes, &codes); err != nil {
+			t.Fatalf("%s: bad want.result_codes: %v", what, err)
+		}
+		results, _ := got["results"].([]any)
+		ok := code == "" && len(results) == len(codes)
+		for i := 0; ok && i < len(codes); i++ {
+			r, isObject := results[i].(map[string]any)
+			rc := errorCode(r)
+			ok = isObject && (codes[i] == nil && rc == "" || codes[i] != nil && rc == *codes[i])
+		}
+		if !ok {
+			t.Errorf("%s: response %s, want result codes %s", what, resp, w.ResultCodes)
+		}
+	default:
+		t.Fatalf("%s: unknown host_call want (ok, error_code, response_subset or result_codes)", what)
+	}
+}
+
+// errorCode is the code of a response's error, "" when it has none (absent
+// or null), "(malformed)" when its error is not {"code": str, ...}.
+func errorCode(resp map[string]any) string {
+	e, present := resp["error"]
+	if !present || e == nil {
+		return ""
+	}
+	if m, ok := e.(map[string]any); ok {
+		if code, ok := m["code"].(string); ok && code != "" {
+			return code
+		}
+	}
+	return "(malformed)"
+}
+
+// holdSocket binds the abstract Unix socket name in the form Node binds (a
+// NUL, name and NULs up to the whole 108-byte sun_path: address length 110)
+// with a plain socket of the runner, not the host functions, and holds it
+// until the case ends (hostfuncs/conformance/README.md, hold_socket). It
+// checks in /proc/net/unix that the kernel shows the padded name
+// (@name@@@...), so the runner cannot bind another form by mistake.
+func holdSocket(t *testing.T, name string) {
+	t.Helper()
+	if name == "" || len(name) > 107 || strings.IndexByte(name, 0) >= 0 {
+		t.Fatalf("hold_socket: socket %q must be 1-107 bytes without NUL", name)
+	}
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatalf("hold_socket: %v", err)
+	}
+	syscall.CloseOnExec(fd)
+	t.Cleanup(func() { syscall.Close(fd) })
+	padded := name + strings.Repeat("\x00", 107-len(name))
+	// A leading '@' makes package syscall write a NUL and count exactly
+	// these bytes (2 + 108 = 110).
+	if err := syscall.Bind(fd, &syscall.SockaddrUnix{Name: "@" + padded}); err != nil {
+		t.Fatalf("hold_socket %q: %v", name, err)
+	}
+	table, err := os.ReadFile("/proc/net/unix")
+	if err != nil {
+		t.Fatalf("hold_socket: %v", err)
+	}
+	shown := " @" + strings.ReplaceAll(padded, "\x00", "@") + "\n"
+	if !strings.Contains(string(table), shown) {
+		t.Fatalf("hold_socket: /proc/net/unix does not show the padded name %q", shown[1:len(shown)-1])
+	}
 }
