@@ -77,8 +77,9 @@ def hold_abstract_socket(name: str) -> socket.socket:
     """The ``hold_socket`` action (the conformance README): bind the abstract Unix socket ``name`` in the form
     Node binds, a NUL, the name and NULs up to the whole 108-byte ``sun_path`` (address length 110), with a
     plain socket of the runner's own, not through the host functions. The caller closes it. Linux only;
-    raises ``OSError`` when the address is taken."""
+    a name not of 1-107 bytes without NUL fails the case; raises ``OSError`` when the address is taken."""
     raw = name.encode()
+    assert 1 <= len(raw) < SUN_PATH_LEN and b"\0" not in raw, f"hold_socket: {name!r} is not 1-107 bytes without NUL"
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.bind(b"\0" + raw + b"\0" * (SUN_PATH_LEN - 1 - len(raw)))
