@@ -1,13 +1,14 @@
 """The pinned system (hostfuncs/conformance/README.md, "System"), test code only: host functions that
 answer ``facts`` and the primitives without a file from a case and read a fixture ``/proc`` tree, with
 everything else (files, locks, logging) real. Also what the store tests share: the default system's token
-and lock names (its MCP host is pid 4242, every program image ``2049x1234567``), a log capture, and a
-store class pinned to that system."""
+and lock names (its MCP host is pid 4242, every program image ``2049x1234567``), a log capture, a
+store class pinned to that system, and the socket the ``hold_socket`` action holds."""
 
 from __future__ import annotations
 
 import json
 import logging
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from system import CONFORMANCE, make_files, substitute
 PID, START = 4242, "98765.0f1e2d3c4b5a69788796a5b4c3d2e1f0.4026531836.2049x1234567"  # the conformance exe default
 TOKEN_NAME = f"token-{PID}-{START}"
 LOCK_NAME = f"lock-{PID}-{START}"
+SUN_PATH_LEN = 108  # sockaddr_un.sun_path on Linux
 
 
 @dataclass
@@ -69,6 +71,22 @@ class PinnedHostFunctions(HostFunctions):
 def pinned_functions(system: System) -> type[HostFunctions]:
     """The host functions' class for a store on ``system``."""
     return type("PinnedHostFunctions", (PinnedHostFunctions,), {"system": system, "proc_root": system.proc})
+
+
+def hold_abstract_socket(name: str) -> socket.socket:
+    """The ``hold_socket`` action (the conformance README): bind the abstract Unix socket ``name`` in the form
+    Node binds, a NUL, the name and NULs up to the whole 108-byte ``sun_path`` (address length 110), with a
+    plain socket of the runner's own, not through the host functions. The caller closes it. Linux only;
+    a name not of 1-107 bytes without NUL fails the case; raises ``OSError`` when the address is taken."""
+    raw = name.encode()
+    assert 1 <= len(raw) < SUN_PATH_LEN and b"\0" not in raw, f"hold_socket: {name!r} is not 1-107 bytes without NUL"
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(b"\0" + raw + b"\0" * (SUN_PATH_LEN - 1 - len(raw)))
+    except BaseException:
+        sock.close()
+        raise
+    return sock
 
 
 def load_system(spec: Any, root: Path) -> System:

@@ -47,7 +47,9 @@ def content_bytes(c: Any) -> bytes:
 
 
 def make_files(directory: Path, files: dict[str, Any]) -> None:
-    """Create ``files`` (content forms keyed by relative path) under ``directory``, parents included."""
+    """Create ``files`` (content forms keyed by relative path) under ``directory``, parents included; an entry's
+    ``mode`` (octal string) is set after creating it, umask aside (a symlink's is left), as the Go and
+    TypeScript runners do."""
     for name, c in files.items():
         p = directory / name
         p.parent.mkdir(parents=True, exist_ok=True)
@@ -61,6 +63,8 @@ def make_files(directory: Path, files: dict[str, Any]) -> None:
             fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "wb") as f:
                 f.write(content_bytes(c))
+        if "mode" in c and "symlink" not in c:
+            os.chmod(p, int(c["mode"], 8))
         if c.get("age_days", 0) > 0:  # the entry's own time, a symlink's or a directory's too
             old = time.time() - c["age_days"] * 24 * 3600
             os.utime(p, (old, old), follow_symlinks=False)

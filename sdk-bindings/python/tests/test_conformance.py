@@ -7,8 +7,12 @@ other operations), the state directory and files before, ``open`` with the
 case's object, the calls straight into the plugin exports (bytes and error
 codes, not the API's translation of them), then the files, the state
 directory and every log line above debug, captured from before ``open`` (which
-logs ``resume_off``). A host function the case lists in ``no_answer`` is not
-run at all (``pinned.py``). Real ``plugin.wasm``, real Extism
+logs ``resume_off``). A ``host_call`` calls the store's own host function
+directly (the instance the plugin uses) and checks its JSON answer; a
+``hold_socket`` binds an abstract Unix socket in Node's padded form with a
+plain socket of the runner's (Linux only: elsewhere the case is skipped). A
+call of any other form fails the case. A host function the case lists in
+``no_answer`` is not run at all (``pinned.py``). Real ``plugin.wasm``, real Extism
 runtime, real host functions on real files; the same cases the Go and
 TypeScript hosts run.
 """
@@ -18,7 +22,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
 import stat
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +34,7 @@ import pytest
 from mcp_resume import ResumeStoreError, ResumeTokenStore
 from mcp_resume._hostfuncs import HostFunctions
 
-from pinned import load_system, pinned_functions
+from pinned import hold_abstract_socket, load_system, pinned_functions
 from system import CONFORMANCE, check_files, content_bytes, make_files, substitute
 
 CASES = sorted((CONFORMANCE / "cases").glob("*.json"))
@@ -93,6 +99,35 @@ def check(where: str, want: dict[str, Any], out: bytes, err: str | None) -> list
     return [] if out == expect else [f"{where}: output {out[:60]!r}, want {expect[:60]!r}"]
 
 
+def check_host(where: str, want: dict[str, Any], raw: bytes) -> list[str]:
+    """Compare a host function's own answer (JSON, space padding allowed) with a host ``want``
+    (the conformance README, "host_call"). An unknown ``want`` form fails the case loudly."""
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        return [f"{where}: answer {raw[:80]!r} is not JSON"]
+    if not isinstance(doc, dict):
+        return [f"{where}: answer {doc!r} is not a JSON object"]
+    err = doc.get("error")
+    if "error_code" in want:
+        code = err.get("code") if isinstance(err, dict) else None
+        return [] if code == want["error_code"] else [f"{where}: answer {doc}, want error code {want['error_code']!r}"]
+    if err is not None:
+        return [f"{where}: unexpected error {err}"]
+    if want == {"ok": True}:
+        return []
+    if "response_subset" in want:
+        return [] if subset(doc, want["response_subset"]) else [f"{where}: answer {doc}, want {json.dumps(want)}"]
+    if "result_codes" in want:
+        results = doc.get("results")
+        if not isinstance(results, list) or len(results) != len(want["result_codes"]):
+            return [f"{where}: results {results}, want codes {want['result_codes']}"]
+        got = [r["error"].get("code") if isinstance(r, dict) and isinstance(r.get("error"), dict) else None
+               for r in results]
+        return [] if got == want["result_codes"] else [f"{where}: result codes {got} ({results}), want {want['result_codes']}"]
+    pytest.fail(f"{where}: unknown host want {want!r}")
+
+
 def call_export(store: ResumeTokenStore, export: str, data: bytes) -> tuple[bytes, str | None]:
     """Call a plugin export directly: (output bytes, error string or None)."""
     try:
@@ -105,6 +140,8 @@ def call_export(store: ResumeTokenStore, export: str, data: bytes) -> tuple[byte
 def test_conformance(path: Path, tmp_path: Path) -> None:
     root = tmp_path.resolve()
     case = substitute(json.loads(path.read_text()), root)
+    if any(c.get("action") == "hold_socket" for c in case.get("calls", [])) and not sys.platform.startswith("linux"):
+        pytest.skip("hold_socket: abstract Unix sockets are a Linux rule")
     system = load_system(case.get("system"), root)
     state = root / "state" / "conformance"  # the state directory of app "conformance" under the root root/state
     sd = case.get("state_dir", {})
@@ -140,6 +177,7 @@ def test_conformance(path: Path, tmp_path: Path) -> None:
 
     errors: list[str] = []
     others: list[HostFunctions] = []  # other instances holding locks until the case ends
+    held: list[socket.socket] = []  # sockets of hold_socket, closed when the case ends
     store: ResumeTokenStore | None = None
     try:
         try:
@@ -153,6 +191,7 @@ def test_conformance(path: Path, tmp_path: Path) -> None:
         elif opened[0][1] is not None:
             errors.append(f"open failed: {opened[0][1]}")
         for i, call in enumerate(case.get("calls", []) if store is not None else []):
+            assert store is not None  # for the type checker: no calls run without a store
             if call.get("action") == "put_file":
                 (state / call["name"]).write_bytes(content_bytes(call["content"]))
             elif call.get("action") == "hold_lock":
@@ -165,14 +204,24 @@ def test_conformance(path: Path, tmp_path: Path) -> None:
                 req = {"name": call["name"], "socket": socket} if socket else {"name": call["name"]}
                 resp = json.loads(other.call("mcp_resume_lock", json.dumps(req).encode()))
                 assert not resp.get("error"), f"hold_lock {call['name']}: {resp}"
-            else:
+            elif call.get("action") == "hold_socket":
+                held.append(hold_abstract_socket(call["socket"]))
+            elif "host_call" in call and "action" not in call and "export" not in call:
+                # The store's own host functions, the instance the plugin calls (state directory fixed by open).
+                raw = store._funcs.call(call["host_call"], json.dumps(call["request"]).encode())
+                errors += check_host(f"call {i} host_call {call['host_call']}", call["want"], raw)
+            elif "export" in call and "action" not in call:
                 data = content_bytes(call["input"]) if "input" in call else b""
                 errors += check(f"call {i} {call['export']}", call["want"], *call_export(store, call["export"], data))
+            else:
+                pytest.fail(f"{path.name}: call {i} has an unknown form: {call!r}")
     finally:
         if store is not None:
             store.close()
         for other in others:
             other.close()
+        for sock in held:
+            sock.close()
 
     errors += check_files(state, case.get("files_after", {}), exact=True)
     errors += check_files(root, case.get("outside_after", {}), exact=False)
