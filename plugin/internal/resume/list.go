@@ -75,7 +75,9 @@ func (s *Store) hosts(files []listed) []string {
 
 // List is the list export: every token file in the state directory whose
 // name parses as token-<pid>-<start_time>[-<instance>], with whether its host
-// is alive, gone or unknown (procid.Liveness) and its age in seconds. It
+// is alive, gone or unknown (procid.Liveness) and its age in whole seconds,
+// at least 0 (a host may report -1 for a file written a moment ago: its
+// clock and the file system's timestamps differ in resolution). It
 // needs no identity, never reads a token, and never creates the state
 // directory (a missing one lists nothing). With MCP_RESUME=off it lists
 // nothing. Errors: hostfuncs.CodeNotOpen; hostfuncs.CodeIO when the directory cannot
@@ -100,7 +102,7 @@ func (s *Store) List() (hostfuncs.ListOutput, *hostfuncs.Error) {
 	states := s.hosts(files)
 	for i, f := range files {
 		out.Files = append(out.Files, hostfuncs.TokenFile{Name: f.name, PID: f.parsed.PID, StartTime: f.parsed.StartTime,
-			Instance: f.parsed.Instance, Host: states[i], AgeSeconds: f.age})
+			Instance: f.parsed.Instance, Host: states[i], AgeSeconds: max(f.age, 0)})
 	}
 	return out, nil
 }

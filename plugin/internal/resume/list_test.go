@@ -119,3 +119,25 @@ func TestStore_ListMissingDir(t *testing.T) {
 		t.Errorf("List of a group-writable directory = %v", werr)
 	}
 }
+
+// A file stamped ahead of the host's clock lists with age 0, never a
+// negative age: hosts report floor(now - mtime), which is -1 for a file
+// written within the same second by a clock of coarser resolution.
+func TestStore_ListAgeNeverNegative(t *testing.T) {
+	h, dir := newHost(t)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, tokenFile)
+	if err := os.WriteFile(p, []byte("t"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ahead := time.Now().Add(time.Hour)
+	if err := os.Chtimes(p, ahead, ahead); err != nil {
+		t.Fatal(err)
+	}
+	l, werr := h.open(openInput(dir)).List()
+	if werr != nil || len(l.Files) != 1 || l.Files[0].AgeSeconds != 0 {
+		t.Errorf("List() = %+v, %v; want one file of age 0", l, werr)
+	}
+}
