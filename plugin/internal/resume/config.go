@@ -41,7 +41,7 @@ func ValidApp(app string) bool {
 		return false
 	}
 	for i := 0; i < len(app); i++ {
-		if c := app[i]; !isAlnum(c) && c != '.' && c != '_' && c != '-' {
+		if !isNameByte(app[i]) {
 			return false
 		}
 	}
@@ -50,6 +50,12 @@ func ValidApp(app string) bool {
 
 func isAlnum(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// isNameByte reports whether c is in [A-Za-z0-9._-], the bytes of app names
+// (ValidApp) and of the plugin's file names (ValidFileName).
+func isNameByte(c byte) bool {
+	return isAlnum(c) || c == '.' || c == '_' || c == '-'
 }
 
 // AppDirName returns the name of app's state directory inside the state
