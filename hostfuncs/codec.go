@@ -207,6 +207,17 @@ func (r LockRequest) EncodeJSON() ([]byte, error) {
 	return encodeObject(func(en *encoder) {
 		en.str("name", r.Name)
 		en.strOmit("socket", r.Socket)
+		if r.WaitMS > 0 {
+			en.int("wait_ms", int64(r.WaitMS))
+		}
+	})
+}
+
+// EncodeJSON returns the JSON request of FnUnlock. The error is always nil.
+func (r UnlockRequest) EncodeJSON() ([]byte, error) {
+	return encodeObject(func(en *encoder) {
+		en.str("name", r.Name)
+		en.strOmit("socket", r.Socket)
 	})
 }
 

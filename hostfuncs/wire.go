@@ -7,7 +7,7 @@ package hostfuncs
 // ABIVersion is the version of the contract between plugin and host. The
 // plugin returns it from its ExportABIVersion export; a host refuses a plugin
 // whose version differs from the one it implements.
-const ABIVersion = "5"
+const ABIVersion = "6"
 
 // Namespace is the Wasm import module of every host function. It is the
 // Extism default for user host functions.
@@ -28,11 +28,12 @@ const (
 	FnList       = "mcp_resume_list"
 	FnLock       = "mcp_resume_lock"
 	FnLog        = "mcp_resume_log"
+	FnUnlock     = "mcp_resume_unlock"
 )
 
 // Functions lists every host function name, in the order of the README.
 func Functions() []string {
-	return []string{FnFacts, FnInspect, FnPrepareDir, FnRead, FnWrite, FnRemove, FnList, FnLock, FnLog}
+	return []string{FnFacts, FnInspect, FnPrepareDir, FnRead, FnWrite, FnRemove, FnList, FnLock, FnLog, FnUnlock}
 }
 
 // Error codes a host function may return in Error.Code.
@@ -317,10 +318,30 @@ type NameRequest struct {
 // the abstract Unix socket name (without the leading NUL) that every host
 // on Linux binds as well, so that servers on different hosts (Go, Python,
 // Node) exclude one another through one lock; hosts elsewhere ignore it.
+//
+// WaitMS (0..MaxLockWaitMS milliseconds, default 0) is how long the host
+// keeps trying while another holder has it before it answers CodeBusy: 0
+// tries once. The handle store waits; the resume store never does.
 type LockRequest struct {
 	Name   string `json:"name"`
 	Socket string `json:"socket,omitempty"`
+	WaitMS int    `json:"wait_ms,omitempty"`
 }
+
+// MaxLockWaitMS is the largest wait_ms FnLock accepts (10 s).
+const MaxLockWaitMS = 10000
+
+// UnlockRequest asks FnUnlock to release the lock of file Name that this
+// store took with FnLock (Socket as given there). Releasing a lock the
+// store does not hold is a success: unlock is idempotent.
+type UnlockRequest struct {
+	Name   string `json:"name"`
+	Socket string `json:"socket,omitempty"`
+}
+
+// MaxReadLimit is the largest "limit" FnRead accepts: 8 MiB, room for a
+// sealed handle record of the largest value a handle store allows.
+const MaxReadLimit = 8 << 20
 
 // ReadRequest asks FnRead for at most Limit bytes of file Name.
 type ReadRequest struct {
