@@ -86,7 +86,7 @@ const (
 	// and sorting the host's full listing, the temporary-file names from
 	// WASI random_get and their sweep, resolving a relative state root,
 	// typed inspect operations; about 12 KB), and then what the handle store
-	// added at ABI 6 (3,458,239 -> 3,752,781 bytes, +287.6 KiB of the 300 KiB
+	// added at ABI 6 (3,458,239 -> 3,754,722 bytes, +289.5 KiB of the 300 KiB
 	// its design allows: plugin/internal/handles, its export codecs in
 	// hostfuncs, and AES-GCM from crypto/aes and crypto/cipher, about 30 KB of
 	// them; HMAC-SHA256/HKDF, CRC-32 and Go duration syntax are written out
