@@ -88,6 +88,10 @@ type want struct {
 	OK             *bool           `json:"ok"`
 	ResponseSubset json.RawMessage `json:"response_subset"`
 	ResultCodes    json.RawMessage `json:"result_codes"`
+	// MinMS and MaxMS bound how long a host_call took, in milliseconds
+	// (mcp_resume_lock's wait_ms): 0 is no bound.
+	MinMS int64 `json:"min_ms"`
+	MaxMS int64 `json:"max_ms"`
 }
 
 // call is one entry of a case's calls: an export, an action or a
@@ -246,7 +250,11 @@ func runCase(t *testing.T, raw []byte) {
 		if cl.HostCall != "" {
 			// The store's own host function, through the same handler the
 			// plugin calls (the pinned system answers facts and inspect).
-			checkHostCall(t, fmt.Sprintf("call %d %s", i, cl.HostCall), cl.Want, pinned.Call(cl.HostCall, cl.Request))
+			what := fmt.Sprintf("call %d %s", i, cl.HostCall)
+			start := time.Now()
+			resp := pinned.Call(cl.HostCall, cl.Request)
+			checkTook(t, what, cl.Want, time.Since(start))
+			checkHostCall(t, what, cl.Want, resp)
 			continue
 		}
 		switch cl.Action {
