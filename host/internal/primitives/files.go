@@ -238,7 +238,7 @@ func (f *Funcs) list(struct{}) (any, *hostfuncs.Error) {
 // error answers at once (hostfuncs/README.md, mcp_resume_lock).
 func (f *Funcs) lock(r struct {
 	Name   *string `json:"name"`
-	Socket *string `json:"socket"` // null: none
+	Socket *string `json:"socket"`  // null: none
 	WaitMS *int    `json:"wait_ms"` // null: 0
 }) (any, *hostfuncs.Error) {
 	p, socket, werr := f.lockTarget(r.Name, r.Socket)
