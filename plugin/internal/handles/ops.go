@@ -202,6 +202,7 @@ func (s *Store) Create(input []byte) (hostfuncs.HandleCreated, *hostfuncs.Error)
 		if err := s.write(recordName(r.hash), sealRecord(&r.k, s.set.App, hdr, r.in.Value)); err != nil {
 			return s.ioFailure("write a record", err)
 		}
+		s.held[sh.n] = true
 		if i := sh.find(r.hash); i >= 0 {
 			sh.drop(i)
 		}
