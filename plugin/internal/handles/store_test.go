@@ -268,3 +268,29 @@ func TestHostCallsPerOperation(t *testing.T) {
 		}
 	}
 }
+
+// A process killed between writing a record and its index leaves the index
+// one put behind: the record is authoritative (its value, generation and a
+// size larger than the index says).
+func TestIndexBehindItsRecord(t *testing.T) {
+	e := openEnv(t, map[string]any{"max_handles": 100})
+	h := e.create("a", "v", 0)
+	old, err := readFile(e.dir, "i-00")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, werr := e.s.Put(input(map[string]any{"handle": h, "principal": "a", "value": []byte("a longer value")})); werr != nil {
+		t.Fatal(werr)
+	}
+	if err := writeFile(e.dir, "i-00", string(old)); err != nil {
+		t.Fatal(err)
+	}
+	v, werr := e.get(h, "a", 0)
+	if werr != nil || string(v.Value) != "a longer value" || v.Generation != 2 {
+		t.Fatalf("get: %q generation %d, %v; want the record's value at generation 2", v.Value, v.Generation, werr)
+	}
+	_, werr = e.s.Put(input(map[string]any{"handle": h, "principal": "a", "value": []byte("x"), "generation": 1}))
+	if werr == nil || werr.Code != hostfuncs.CodeConflict || werr.Generation != 2 {
+		t.Fatalf("put expecting the index's generation: %v, want conflict at 2", werr)
+	}
+}
