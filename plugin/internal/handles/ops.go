@@ -413,7 +413,7 @@ func (s *Store) Delete(input []byte) *hostfuncs.Error {
 	})
 }
 
-// Touch is the handle_touch export (seed 002's updateTTL): input
+// Touch is the handle_touch export (the updateTTL of state stores): input
 // {"handle", "principal", "now_ms"?}; refreshes the idle time only and
 // answers the generation and lifetimes. Errors: those of Get.
 func (s *Store) Touch(input []byte) (hostfuncs.HandleTouched, *hostfuncs.Error) {

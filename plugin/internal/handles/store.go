@@ -10,10 +10,12 @@
 // run it against a Caller. Every file and lock goes through the host
 // functions of hostfuncs/README.md.
 //
-// Files by concern: store.go opens the store and holds the shard
-// plumbing; ops.go the per-handle operations; admin.go list, gc and the
-// sweeps; handle.go the handle syntax and keys; record.go and index.go
-// the file formats; config.go the settings.
+// Files by concern: store.go opens the store and holds the host-call
+// helpers; shard.go a shard under its lock (index load, rebuild, expiry);
+// ops.go the per-handle operations; admin.go list, gc and the sweeps;
+// handle.go the handle syntax and keys (HMAC-SHA256 and HKDF); record.go
+// and index.go the file formats (crc.go their checksum); config.go the
+// settings and duration.go Go duration syntax.
 //
 // A Store is not safe for concurrent use; hosts serialise calls into the
 // plugin instance that owns it (and run one instance per goroutine).
