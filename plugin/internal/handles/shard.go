@@ -160,6 +160,8 @@ func (sh *shard) find(h [16]byte) int {
 }
 
 // drop removes entry i from the index.
+//
+//go:noinline
 func (sh *shard) drop(i int) {
 	sh.entries = append(sh.entries[:i], sh.entries[i+1:]...)
 	sh.dirty = true
@@ -167,6 +169,8 @@ func (sh *shard) drop(i int) {
 
 // corrupt removes the record of h and its entry, and logs handle_corrupt
 // (spec 000's rule for a corrupt token file, applied to records).
+//
+//go:noinline
 func (sh *shard) corrupt(h [16]byte) {
 	_ = sh.s.remove(recordName(h))
 	if i := sh.find(h); i >= 0 {
@@ -193,6 +197,8 @@ func lapsed(e *entry, now int64) (uint8, int64, bool) {
 
 // expire turns live entry i into a tombstone of state, dead since died,
 // removes its record and logs handle_expired.
+//
+//go:noinline
 func (sh *shard) expire(i int, state uint8, died int64) {
 	e := &sh.entries[i]
 	e.State, e.LastUsedMS = state, died

@@ -145,9 +145,7 @@ func (s *Store) Open(input []byte) (hostfuncs.OpenOutput, *hostfuncs.Error) {
 		}
 		return hostfuncs.OpenOutput{}, &hostfuncs.Error{Code: hostfuncs.CodeInvalidOption, Message: "open input is not the JSON object {\"app\", \"state_root\"?, \"instance\"?, \"launchers\"?}: " + err.Error()}
 	}
-	var f hostfuncs.Facts
-	out := s.call(hostfuncs.FnFacts, hostfuncs.Pad8([]byte("{}")))
-	factsOK := f.DecodeJSON(out) == nil && f.Error == nil && f.PID > 0
+	f, factsOK := HostFacts(s.call)
 	cfg, werr := Configure(in, f, factsOK)
 	if werr != nil {
 		return hostfuncs.OpenOutput{}, werr
@@ -386,10 +384,7 @@ func (s *Store) remove() {
 }
 
 // log sends one line to the host's logger; a failing logger is ignored.
-func (s *Store) log(level, event, msg, detail string) {
-	req, _ := hostfuncs.LogRequest{Level: level, Event: event, Message: msg, Detail: detail}.EncodeJSON()
-	s.call(hostfuncs.FnLog, hostfuncs.Pad8(req))
-}
+func (s *Store) log(level, event, msg, detail string) { Log(s.call, level, event, msg, detail) }
 
 // errCode returns the code of err when it is a host function's error (a
 // *hostfuncs.Error, as invoke returns them, unwrapped), else "". A type assertion

@@ -29,3 +29,21 @@ func PrepareDir(call Caller, dir string, euid int) *hostfuncs.Error {
 func Invoke(call Caller, fn string, req interface{ EncodeJSON() ([]byte, error) }, resp interface{ DecodeJSON(b []byte) error }, errField **hostfuncs.Error) error {
 	return (&Store{call: call}).invoke(fn, req, resp, errField)
 }
+
+// HostFacts asks the host for its facts (mcp_resume_facts) and reports
+// whether the answer is usable (JSON, no error, a pid).
+func HostFacts(call Caller) (hostfuncs.Facts, bool) {
+	var f hostfuncs.Facts
+	out := call(hostfuncs.FnFacts, hostfuncs.Pad8([]byte("{}")))
+	ok := f.DecodeJSON(out) == nil && f.Error == nil && f.PID > 0
+	return f, ok
+}
+
+// Log sends one line to the host's logger (mcp_resume_log): level one of
+// hostfuncs.Level*, event a stable name, msg the human text, detail
+// optional context; none of them ever holds a secret. A failing logger is
+// ignored.
+func Log(call Caller, level, event, msg, detail string) {
+	req, _ := hostfuncs.LogRequest{Level: level, Event: event, Message: msg, Detail: detail}.EncodeJSON()
+	call(hostfuncs.FnLog, hostfuncs.Pad8(req))
+}
