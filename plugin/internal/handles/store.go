@@ -142,7 +142,7 @@ func (s *Store) begin(now int64, sweep bool) *hostfuncs.Error {
 		return nil
 	}
 	if werr := resume.PrepareDir(s.call, s.set.StateDir, s.euid); werr != nil {
-		return s.unavailable("the handle store's directory cannot be used: " + werr.Message)
+		return s.unavailable("the handle store's directory " + s.set.StateDir + " cannot be used: " + werr.Message)
 	}
 	if werr := s.readLayout(); werr != nil {
 		return werr
