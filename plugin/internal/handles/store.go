@@ -103,14 +103,7 @@ func (s *Store) Open(input []byte) (hostfuncs.HandlesOpenOutput, *hostfuncs.Erro
 	}
 	var in hostfuncs.HandlesOpenInput
 	if err := in.DecodeJSON(input); err != nil {
-		if oe, ok := err.(*hostfuncs.OptionError); ok {
-			code := hostfuncs.CodeInvalidOption
-			if oe.Option == "app" {
-				code = hostfuncs.CodeInvalidApp
-			}
-			return hostfuncs.HandlesOpenOutput{}, &hostfuncs.Error{Code: code, Message: oe.Error()}
-		}
-		return hostfuncs.HandlesOpenOutput{}, optionErr("handles_open input is not a JSON object: " + err.Error())
+		return hostfuncs.HandlesOpenOutput{}, resume.OpenInputError(err, "handles_open input is not a JSON object: ")
 	}
 	f, factsOK := resume.HostFacts(s.call)
 	set, werr := configure(in, f, factsOK)
