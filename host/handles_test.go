@@ -411,4 +411,3 @@ func TestHandles_ClockOption(t *testing.T) {
 		t.Errorf("List on the clock = %+v, %v", list, err)
 	}
 }
-
