@@ -91,8 +91,9 @@ func (sh *shard) indexLimit() int {
 }
 
 // load reads the shard's index. A missing index is an empty one unless
-// records of the shard exist; a corrupt one, a non-regular file, or one
-// missing beside records is rebuilt from the records.
+// the first call's listing saw records of the shard (Store.held); a
+// corrupt one, a non-regular file, or one missing beside records is
+// rebuilt from the records.
 func (sh *shard) load() *hostfuncs.Error {
 	limit := sh.indexLimit()
 	data, err := sh.s.read(indexPrefix+shardName(sh.n), limit)
@@ -104,6 +105,9 @@ func (sh *shard) load() *hostfuncs.Error {
 		}
 		return sh.rebuild(false)
 	case hostfuncs.CodeNotFound:
+		if !sh.s.held[sh.n] {
+			return nil // a shard never written (a record written since without its index is an orphan)
+		}
 		return sh.rebuild(true)
 	case hostfuncs.CodeUnsafe:
 		return sh.rebuild(false)

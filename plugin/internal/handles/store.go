@@ -10,10 +10,12 @@
 // run it against a Caller. Every file and lock goes through the host
 // functions of hostfuncs/README.md.
 //
-// Files by concern: store.go opens the store and holds the shard
-// plumbing; ops.go the per-handle operations; admin.go list, gc and the
-// sweeps; handle.go the handle syntax and keys; record.go and index.go
-// the file formats; config.go the settings.
+// Files by concern: store.go opens the store and holds the host-call
+// helpers; shard.go a shard under its lock (index load, rebuild, expiry);
+// ops.go the per-handle operations; admin.go list, gc and the sweeps;
+// handle.go the handle syntax and keys (HMAC-SHA256 and HKDF); record.go
+// and index.go the file formats (crc.go their checksum); config.go the
+// settings and duration.go Go duration syntax.
 //
 // A Store is not safe for concurrent use; hosts serialise calls into the
 // plugin instance that owns it (and run one instance per goroutine).
@@ -76,6 +78,11 @@ type Store struct {
 	ready    bool  // the directory was prepared and its layout read
 	shards   int   // the shard count in effect (the layout file's)
 	perShard int64 // live handles allowed per shard
+	// held marks the shards that had records when the first call listed
+	// the directory: only there does a missing index mean a lost one (to
+	// rebuild); elsewhere it is a shard never written, and no listing is
+	// needed.
+	held [maxShards]bool
 }
 
 // New returns a Store that reaches its host through call. Every export but
@@ -123,9 +130,10 @@ func (s *Store) Settings() Settings { return s.set }
 
 // begin checks that the store is open and prepares its directory on first
 // use: the directory (0700, owner checked, resume.PrepareDir), the layout
-// file (written under the lock "lock-layout" when missing), and, when
-// sweep, the stale temporary files and every shard's lapsed entries
-// (shards busy at that moment are skipped).
+// file (written under the lock "lock-layout" when missing), one listing
+// (which shards hold records: held), and, when sweep, the stale temporary
+// files and every shard's lapsed entries (shards busy at that moment are
+// skipped).
 func (s *Store) begin(now int64, sweep bool) *hostfuncs.Error {
 	if !s.opened {
 		return &hostfuncs.Error{Code: hostfuncs.CodeNotOpen, Message: "call handles_open before any other handle export"}
@@ -142,10 +150,17 @@ func (s *Store) begin(now int64, sweep bool) *hostfuncs.Error {
 	s.ready = true
 	n := (s.set.MaxHandles + int64(s.shards) - 1) / int64(s.shards)
 	s.perShard = max(n, 1)
-	if sweep {
-		if files, err := s.listDir(); err == nil {
-			s.sweepTemps(files)
+	files, err := s.listDir()
+	for i := range s.held {
+		s.held[i] = err != nil
+	}
+	for _, f := range files {
+		if h, ok := parseRecordName(f.Name); ok {
+			s.held[s.shardOf(h)] = true
 		}
+	}
+	if sweep {
+		s.sweepTemps(files)
 		for i := 0; i < s.shards; i++ {
 			s.sweepShard(i, now)
 		}
