@@ -64,6 +64,9 @@ fuzz-smoke:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseFileName$$' -fuzztime 150000x ./plugin/internal/resume/
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckToken$$' -fuzztime 150000x ./plugin/internal/resume/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 100000x ./hostfuncs/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseHandle$$' -fuzztime 100000x ./plugin/internal/handles/
+	$(GO) test -run '^$$' -fuzz '^FuzzRecord$$' -fuzztime 50000x ./plugin/internal/handles/
+	$(GO) test -run '^$$' -fuzz '^FuzzIndex$$' -fuzztime 50000x ./plugin/internal/handles/
 
 # The fault-injection suite (docs/RELIABILITY.md) against the Go, Python and
 # TypeScript example servers (about 3-5 minutes); it fails when the run's

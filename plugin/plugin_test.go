@@ -86,17 +86,17 @@ const (
 	// and sorting the host's full listing, the temporary-file names from
 	// WASI random_get and their sweep, resolving a relative state root,
 	// typed inspect operations; about 12 KB), and then what the handle store
-	// added at ABI 6 (3,458,239 -> 3,758,889 bytes, +293.6 KiB of the 300 KiB
-	// its design allows: plugin/internal/handles and its export codecs in
-	// hostfuncs, about 200 KB with AES-GCM from crypto/aes and crypto/cipher;
+	// added at ABI 6 (3,458,239 -> 3,816,778 bytes, +350 KiB where its
+	// design allowed 300: plugin/internal/handles and its export codecs in
+	// hostfuncs with AES-GCM from crypto/aes and crypto/cipher, about
+	// 200 KB; crypto/hkdf and crypto/hmac, about 35 KB, which link the
+	// FIPS 140 module's checks: kept, because key derivation is no place
+	// for code of our own; time.ParseDuration for the TTL variables;
 	// render's state_list and state_gc for `mcp-resume state`, about 21 KB.
-	// HMAC-SHA256/HKDF, CRC-32 and Go duration syntax are written out, and
-	// the store's host-call helpers are not inlined, because crypto/hmac,
-	// crypto/hkdf, hash/crc32, time.ParseDuration and inlining would have
-	// added about 65 KB more).
+	// The store's host-call helpers are not inlined, which saves about 15 KB).
 	// Lower it as the guest shrinks; never raise it without a review of
 	// what grew.
-	maxWasmBytes = 3_760_000
+	maxWasmBytes = 3_820_000
 )
 
 // TestWasmSize fails when plugin.wasm outgrows its budget.

@@ -5,6 +5,7 @@ package handles
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
 	"github.com/mcp-resume/mcp-resume/plugin/internal/resume"
@@ -91,8 +92,9 @@ func configure(in hostfuncs.HandlesOpenInput, f hostfuncs.Facts, factsOK bool) (
 			return v
 		}
 		if env != "" && f.Env[env] != "" {
-			ms, ok := parseDuration(f.Env[env])
-			if !ok || ms < 1 || ms > max {
+			d, perr := time.ParseDuration(f.Env[env])
+			ms := d.Milliseconds()
+			if perr != nil || ms < 1 || ms > max {
 				err = optionErr(env + "=" + strconv.Quote(f.Env[env]) + " is not a duration of at least 1ms: use Go duration syntax, e.g. 90s, 30m or 24h")
 			}
 			return ms

@@ -106,9 +106,9 @@ func (sh *shard) live(r *request) (int, *hostfuncs.Error) {
 	case stateEvicted:
 		return -1, &hostfuncs.Error{Code: hostfuncs.CodeHandleEvicted, Message: "the handle was evicted: the store reached its max_handles and this handle was the least recently used"}
 	case stateExpiredMaxAge:
-		return -1, &hostfuncs.Error{Code: hostfuncs.CodeHandleExpired, Reason: hostfuncs.ReasonMaxAge, Message: "the handle expired: it reached its maximum age of " + durationText(e.MaxAgeMS)}
+		return -1, &hostfuncs.Error{Code: hostfuncs.CodeHandleExpired, Reason: hostfuncs.ReasonMaxAge, Message: "the handle expired: it reached its maximum age of " + msText(e.MaxAgeMS)}
 	}
-	return -1, &hostfuncs.Error{Code: hostfuncs.CodeHandleExpired, Reason: hostfuncs.ReasonIdle, Message: "the handle expired: it was idle for " + durationText(e.IdleTTLMS)}
+	return -1, &hostfuncs.Error{Code: hostfuncs.CodeHandleExpired, Reason: hostfuncs.ReasonIdle, Message: "the handle expired: it was idle for " + msText(e.IdleTTLMS)}
 }
 
 // record reads and opens the record of live entry i: its header, and its
@@ -232,7 +232,7 @@ func lifetime(name string, set bool, v, store int64) (int64, *hostfuncs.Error) {
 		return store, nil
 	}
 	if v < 1 || v > store {
-		return 0, optionErr(name + " may only shorten the store's " + durationText(store) + ": give 1 to " + strconv.FormatInt(store, 10) + ", not " + strconv.FormatInt(v, 10))
+		return 0, optionErr(name + " may only shorten the store's " + msText(store) + ": give 1 to " + strconv.FormatInt(store, 10) + ", not " + strconv.FormatInt(v, 10))
 	}
 	return v, nil
 }

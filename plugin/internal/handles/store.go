@@ -213,7 +213,7 @@ func (s *Store) lock(name string, waitMS int64, what string) *hostfuncs.Error {
 	case err == nil:
 		return nil
 	case code(err) == hostfuncs.CodeBusy:
-		return s.unavailable("the handle store is busy: another process held " + what + " for " + durationText(waitMS) + "; retry, or raise lock_wait_ms")
+		return s.unavailable("the handle store is busy: another process held " + what + " for " + msText(waitMS) + "; retry, or raise lock_wait_ms")
 	}
 	return s.unavailable("cannot lock " + what + " of the handle store: " + err.Error())
 }
