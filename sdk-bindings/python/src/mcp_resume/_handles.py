@@ -486,7 +486,7 @@ class HandleStore:
         self._call("handle_delete", self._expect(self._who(handle, principal), expect))
 
     def touch(self, handle: str, principal: str) -> Touched:
-        """Refresh the idle time of ``handle`` only (seed 002's ``updateTTL``; the maximum age stays). Raises as
+        """Refresh the idle time of ``handle`` only (a ``StateStore``'s ``updateTTL``; the maximum age stays). Raises as
         :meth:`get`."""
         out = self._call("handle_touch", self._who(handle, principal))
         return Touched(int(out["generation"]), _td(out["idle_ttl_ms"]), _td(out["max_age_ms"]))
