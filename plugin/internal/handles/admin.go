@@ -117,16 +117,18 @@ func (s *Store) GC(input []byte) (hostfuncs.HandleGCOutput, *hostfuncs.Error) {
 	}
 	for n := 0; n < s.shards; n++ {
 		werr := s.withShard(n, r.now, s.set.LockWaitMS, func(sh *shard) *hostfuncs.Error {
-			var c gcCounts
-			sh.sweep(&c)
-			out.ExpiredIdle += c.expiredIdle
-			out.ExpiredMaxAge += c.expiredMaxAge
-			out.TombstonesDropped += c.dropped
+			// Orphans first: a record without a live entry (its writer was
+			// killed before the index write, or its removal failed).
 			for _, h := range records[n] {
 				if i := sh.find(h); (i < 0 || sh.entries[i].State != stateLive) && s.remove(recordName(h)) == nil {
 					out.OrphansRemoved++
 				}
 			}
+			var c gcCounts
+			sh.sweep(&c)
+			out.ExpiredIdle += c.expiredIdle
+			out.ExpiredMaxAge += c.expiredMaxAge
+			out.TombstonesDropped += c.dropped
 			for i := range sh.entries {
 				if sh.entries[i].State == stateLive {
 					out.Live++
