@@ -17,7 +17,6 @@ import logging
 import math
 import os
 import threading
-from dataclasses import dataclass
 from typing import Any, Union
 from collections.abc import Callable
 
@@ -27,9 +26,10 @@ from . import _runtime
 from ._errors import PluginError
 from ._handle_errors import (InvalidHandle, InvalidHandleOption, InvalidPrincipal, InvalidValue,
                              StoreUnavailable, handle_error)
+from ._handle_types import Created, GCResult, HandleInfo, HandleList, Touched, Value, td as _td, when as _when
 from ._hostfuncs import ABI_VERSION, HostFunctions
 
-__all__ = ["Created", "GCResult", "HandleInfo", "HandleList", "HandleStore", "Touched", "Value"]
+__all__ = ["Created", "GCResult", "HandleInfo", "HandleList", "HandleStore", "Touched", "Value"]  # the values re-exported
 
 PathLike = Union[str, "os.PathLike[str]"]
 Logger = Union[logging.Logger, "logging.LoggerAdapter[Any]"]
@@ -39,92 +39,6 @@ Duration = Union[dt.timedelta, int, float]
 Clock = Callable[[], Union[dt.datetime, float, int]]
 
 _MS = dt.timedelta(milliseconds=1)
-
-
-def _td(ms: Any) -> dt.timedelta:
-    return dt.timedelta(milliseconds=int(ms))
-
-
-def _when(ms: Any) -> dt.datetime:
-    return dt.datetime.fromtimestamp(int(ms) / 1000, tz=dt.timezone.utc)
-
-
-@dataclass(frozen=True)
-class Created:
-    """What :meth:`HandleStore.create` returns: the new ``handle`` (a bearer secret: ``mrh1_`` and 32 base64url
-    characters; never log it), its ``generation`` (1), its ``idle_ttl`` and ``max_age`` and when it was
-    ``created`` (UTC, millisecond resolution)."""
-
-    handle: str
-    generation: int
-    idle_ttl: dt.timedelta
-    max_age: dt.timedelta
-    created: dt.datetime
-
-    def __repr__(self) -> str:  # the handle is a secret: keep it out of logs and tracebacks
-        return f"Created(handle='mrh1_…', generation={self.generation}, idle_ttl={self.idle_ttl!r}, max_age={self.max_age!r})"
-
-
-@dataclass(frozen=True)
-class Value:
-    """What :meth:`HandleStore.get` returns: the stored bytes ``data``, their ``generation`` (1 at create, +1
-    per put), when the handle was ``created`` (UTC) and its lifetimes ``idle_ttl`` and ``max_age``."""
-
-    data: bytes
-    generation: int
-    created: dt.datetime
-    idle_ttl: dt.timedelta
-    max_age: dt.timedelta
-
-
-@dataclass(frozen=True)
-class Touched:
-    """What :meth:`HandleStore.touch` returns: the current ``generation`` (unchanged) and the lifetimes."""
-
-    generation: int
-    idle_ttl: dt.timedelta
-    max_age: dt.timedelta
-
-
-@dataclass(frozen=True)
-class HandleInfo:
-    """One entry of :meth:`HandleStore.list`, never its handle, value or principal: ``key`` (12 hex digits of
-    the key hash, the name log lines use), ``state`` (``"live"``, ``"expired_idle"``, ``"expired_max_age"``,
-    ``"evicted"``; the others are tombstones), ``generation`` and ``size`` (value bytes; ``None`` for a
-    tombstone), ``age`` (since creation) and ``idle`` (since last use; for a tombstone, since it died)."""
-
-    key: str
-    state: str
-    generation: int | None
-    size: int | None
-    age: dt.timedelta
-    idle: dt.timedelta
-
-
-@dataclass(frozen=True)
-class HandleList:
-    """What :meth:`HandleStore.list` returns: ``handles`` (live entries and tombstones), the counts ``live`` and
-    ``tombstones``, the store's ``shards`` and ``bytes`` (the size of the live records on disk)."""
-
-    handles: builtins.list[HandleInfo]
-    live: int
-    tombstones: int
-    shards: int
-    bytes: int
-
-
-@dataclass(frozen=True)
-class GCResult:
-    """What :meth:`HandleStore.gc` did, in numbers: handles that ``expired_idle`` or ``expired_max_age`` now,
-    ``tombstones_dropped`` (past the tombstone period), ``orphans_removed`` (records without an index
-    entry), ``temps_removed`` (temporary files of killed writers), and the ``live`` handles left."""
-
-    expired_idle: int
-    expired_max_age: int
-    tombstones_dropped: int
-    orphans_removed: int
-    temps_removed: int
-    live: int
 
 
 def _duration_ms(option: str, value: Any) -> int | None:
