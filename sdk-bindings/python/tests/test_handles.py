@@ -208,6 +208,14 @@ def test_bad_options_refused(root: Path, kwargs: dict[str, Any]) -> None:
         HandleStore("bad", state_root=root, **kwargs)
 
 
+def test_bad_app_names(root: Path) -> None:
+    for app, words in (("", "app"), ("a/b", "a/b"), (b"app", "must be a string, not bytes"), (None, "app")):
+        with pytest.raises(InvalidHandleOption) as e:
+            HandleStore(app, state_root=root)  # type: ignore[arg-type]
+        assert words in str(e.value), str(e.value)
+    assert not root.exists(), "a refused open created something"
+
+
 def test_environment_lifetimes(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """MCP_RESUME_STATE_IDLE_TTL / _MAX_AGE (Go duration syntax) are read by the plugin; an option wins."""
     monkeypatch.setenv("MCP_RESUME_STATE_IDLE_TTL", "90s")

@@ -55,14 +55,14 @@ def _duration_ms(option: str, value: Any) -> int | None:
                               f"not {type(value).__name__}")
 
 
-def _jsonable(option: str, value: Any) -> Any:
+def _jsonable(option: str, value: Any, want: str = "an integer") -> Any:
     """``value`` if JSON carries it as it is (the plugin then judges its type, in its words), else
-    :class:`InvalidHandleOption` naming the Python type."""
+    :class:`InvalidHandleOption` saying ``<option> must be <want>, not <Python type>``."""
     try:
         json.dumps(value)
         return value
     except (TypeError, ValueError):
-        raise InvalidHandleOption("invalid_option", f"{option} must be an integer, not {type(value).__name__}") from None
+        raise InvalidHandleOption("invalid_option", f"{option} must be {want}, not {type(value).__name__}") from None
 
 
 def _now_ms(clock: Clock) -> int:
@@ -168,12 +168,12 @@ class HandleStore:
                  max_age: Duration | None = None, tombstone: Duration | None = None, max_handles: int | None = None,
                  max_value_bytes: int | None = None, lock_wait: Duration | None = None, pool_size: int | None = None,
                  clock: Clock | None = None, logger: Logger | None = None) -> None:
-        req: dict[str, Any] = {"app": _jsonable("app", app)}
+        req: dict[str, Any] = {"app": _jsonable("app", app, "a string")}
         if isinstance(state_root, (str, os.PathLike)):
             if path := os.fsdecode(os.fspath(state_root)):
                 req["state_root"] = path
         elif state_root is not None:
-            req["state_root"] = _jsonable("state_root", state_root)
+            req["state_root"] = _jsonable("state_root", state_root, "a string")
         for key, value in (("idle_ttl", idle_ttl), ("max_age", max_age), ("tombstone", tombstone),
                            ("lock_wait", lock_wait)):
             if (ms := _duration_ms(key, value)) is not None:
