@@ -181,43 +181,10 @@ func runConfCase(t *testing.T, name string, raw []byte) {
 			t.Fatalf("%s: input: %v", what, err)
 		}
 		ib, _ := json.Marshal(replaceVars(in, vars))
-		var ob []byte
-		var werr *hostfuncs.Error
-		switch cl.Export {
-		case hostfuncs.ExportHandleCreate:
-			o, e := s.Create(ib)
-			ob, _ = o.EncodeJSON()
-			werr = e
-		case hostfuncs.ExportHandleGet:
-			o, e := s.Get(ib)
-			ob, _ = o.EncodeJSON()
-			werr = e
-		case hostfuncs.ExportHandlePut:
-			o, e := s.Put(ib)
-			ob, _ = o.EncodeJSON()
-			werr = e
-		case hostfuncs.ExportHandleDelete:
-			werr = s.Delete(ib)
-			ob = []byte("{}")
-		case hostfuncs.ExportHandleTouch:
-			o, e := s.Touch(ib)
-			ob, _ = o.EncodeJSON()
-			werr = e
-		case hostfuncs.ExportHandleExists:
-			o, e := s.Exists(ib)
-			ob, _ = o.EncodeJSON()
-			werr = e
-		case hostfuncs.ExportHandleList:
-			o, e := s.List(ib)
-			ob, _ = o.EncodeJSON()
-			werr = e
-		case hostfuncs.ExportHandleGC:
-			o, e := s.GC(ib)
-			ob, _ = o.EncodeJSON()
-			werr = e
-		default:
-			t.Fatalf("%s: unknown export", what)
+		if !strings.HasPrefix(cl.Export, "handle_") {
+			t.Fatalf("%s: not a handle export", what)
 		}
+		ob, werr := s.Export(cl.Export, ib)
 		checkWant(t, what, cl.Want, ob, werr, ib)
 		if werr == nil && cl.Save != nil {
 			var o map[string]any

@@ -114,3 +114,9 @@ func readFile(dir, name string) ([]byte, error) { return os.ReadFile(filepath.Jo
 func modTime(days float64) time.Time {
 	return time.Now().Add(-time.Duration(days * 24 * float64(time.Hour)))
 }
+
+func writeFile(dir, name, data string) error {
+	return os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600)
+}
+
+func removeFile(dir, name string) error { return os.Remove(filepath.Join(dir, name)) }

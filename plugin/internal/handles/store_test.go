@@ -67,3 +67,204 @@ func total(m map[string]int) int {
 	}
 	return n
 }
+
+func TestNotOpenAndSecondOpen(t *testing.T) {
+	s := New(func(string, []byte) []byte { t.Fatal("a host call before handles_open"); return nil })
+	_, werr := s.Get([]byte(`{"handle": "x", "principal": ""}`))
+	wantCode(t, werr, hostfuncs.CodeNotOpen)
+	e := openEnv(t, nil)
+	_, werr = e.s.Open([]byte(`{"app": "conformance"}`))
+	wantCode(t, werr, hostfuncs.CodeInvalidOption)
+}
+
+// Compare-and-set increments from eight plugin instances, each with its
+// own host (its own flock'd locks, as two instances of one process or two
+// processes have): the final count equals the successful puts.
+func TestConcurrentCompareAndSet(t *testing.T) {
+	e := openEnv(t, map[string]any{"lock_wait_ms": 10000})
+	h := e.create("", "0", 0)
+	const perWorker = 15
+	done := make(chan int)
+	for w := 0; w < 8; w++ {
+		st := openOn(t, e.h.Sibling(), map[string]any{"lock_wait_ms": 10000}).s
+		go func() {
+			ok := 0
+			for ok < perWorker {
+				v, werr := st.Get(input(map[string]any{"handle": h, "principal": ""}))
+				if werr != nil {
+					t.Error(werr)
+					break
+				}
+				n := atoi(string(v.Value))
+				_, werr = st.Put(input(map[string]any{"handle": h, "principal": "", "value": []byte(itoa(n + 1)), "generation": v.Generation}))
+				if werr == nil {
+					ok++
+				} else if werr.Code != hostfuncs.CodeConflict {
+					t.Error(werr)
+					break
+				}
+			}
+			done <- ok
+		}()
+	}
+	total := 0
+	for w := 0; w < 8; w++ {
+		total += <-done
+	}
+	v, werr := e.get(h, "", 0)
+	if werr != nil || atoi(string(v.Value)) != total || v.Generation != int64(total+1) {
+		t.Fatalf("final value %s generation %d, want %d and %d (%v)", v.Value, v.Generation, total, total+1, werr)
+	}
+}
+
+func atoi(s string) int {
+	n := 0
+	for _, c := range s {
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+func TestBusyShardIsStoreUnavailable(t *testing.T) {
+	e := openEnv(t, map[string]any{"max_handles": 100, "lock_wait_ms": 50})
+	h := e.create("a", "v", 0)
+	other := openOn(t, e.h.Sibling(), map[string]any{"max_handles": 100})
+	// Another process holds the one shard's lock.
+	other.h.Call(hostfuncs.FnLock, padded(`{"name": "lock-00"}`))
+	_, werr := e.get(h, "a", 0)
+	wantCode(t, werr, hostfuncs.CodeStoreUnavailable)
+	if !strings.Contains(werr.Message, "shard 00 for 50ms") {
+		t.Errorf("message %q does not say which shard and how long", werr.Message)
+	}
+	other.h.Call(hostfuncs.FnUnlock, padded(`{"name": "lock-00"}`))
+	if _, werr := e.get(h, "a", 0); werr != nil {
+		t.Fatal(werr)
+	}
+	// Every path released its locks: the other process takes them at once.
+	if out := other.h.Call(hostfuncs.FnLock, padded(`{"name": "lock-00"}`)); strings.Contains(string(out), "error") {
+		t.Errorf("lock-00 still held after the operations: %s", out)
+	}
+}
+
+func padded(s string) []byte { return hostfuncs.Pad8([]byte(s)) }
+
+func TestCorruptLayoutIsStoreUnavailable(t *testing.T) {
+	e := openEnv(t, nil)
+	e.create("a", "v", 0)
+	if err := writeFile(e.dir, "layout", "mcp-resume handles v1 shards=3\n"); err != nil {
+		t.Fatal(err)
+	}
+	s := New(e.h.Call)
+	s.Open(input(map[string]any{"app": "conformance", "state_root": e.h.Facts.Home + "/state"}))
+	_, werr := s.Create(input(map[string]any{"principal": "a", "value": []byte("v")}))
+	wantCode(t, werr, hostfuncs.CodeStoreUnavailable)
+	if !strings.Contains(werr.Message, "layout") {
+		t.Errorf("message %q does not name the layout file", werr.Message)
+	}
+}
+
+func TestLayoutKeepsItsShards(t *testing.T) {
+	e := openEnv(t, map[string]any{"max_handles": 100})
+	h := e.create("a", "v", 0)
+	// A later open with another capacity keeps the directory's shard count,
+	// so the handle is still found.
+	big := openOn(t, e.h, map[string]any{"max_handles": 100000})
+	if v, werr := big.get(h, "a", 0); werr != nil || string(v.Value) != "v" {
+		t.Fatalf("get after reopening with more shards: %v", werr)
+	}
+	out, _ := big.s.List(nil)
+	if out.Shards != 1 || out.Live != 1 {
+		t.Errorf("list: %+v, want 1 shard and 1 live handle", out)
+	}
+}
+
+func TestMissingIndexIsRebuiltAndOrphansCollected(t *testing.T) {
+	e := openEnv(t, map[string]any{"max_handles": 100})
+	h := e.create("a", "v", 0)
+	if err := removeFile(e.dir, "i-00"); err != nil {
+		t.Fatal(err)
+	}
+	if v, werr := e.get(h, "a", 0); werr != nil || string(v.Value) != "v" {
+		t.Fatalf("get after the index went: %v", werr)
+	}
+	if got := e.h.Events(); len(got) != 1 || got[0] != EventIndexRebuilt {
+		t.Errorf("events %v, want one %s", got, EventIndexRebuilt)
+	}
+	// A record without an entry (a writer killed between the record and
+	// the index) is an orphan: get cannot see it, gc removes it.
+	b, _ := readFile(e.dir, "h-"+hashHexOf(t, h))
+	orphan := "h-00000000000000000000000000000000"
+	if err := writeFile(e.dir, orphan, string(b)); err != nil {
+		t.Fatal(err)
+	}
+	out, werr := e.s.GC(nil)
+	if werr != nil || out.OrphansRemoved != 1 || out.Live != 1 {
+		t.Fatalf("gc: %+v %v, want 1 orphan removed and 1 live", out, werr)
+	}
+}
+
+func hashHexOf(t *testing.T, handle string) string {
+	raw, ok := ParseHandle(handle)
+	if !ok {
+		t.Fatalf("bad handle")
+	}
+	k := deriveKeys(raw, "conformance")
+	return hashHex(k.hash)
+}
+
+func TestEventsNeverHoldSecrets(t *testing.T) {
+	e := openEnv(t, map[string]any{"max_handles": 1, "idle_ttl_ms": 1000})
+	const now = 1_700_000_000_000
+	h1 := e.create("principal-secret", "value-secret", now)
+	h2 := e.create("principal-secret", "value-secret", now+10)
+	e.get(h1, "principal-secret", now+20)
+	e.s.Put(input(map[string]any{"handle": h2, "principal": "principal-secret", "value": []byte("v"), "generation": 9, "now_ms": now + 30}))
+	e.get(h2, "principal-secret", now+5000)
+	e.s.Delete(input(map[string]any{"handle": h2, "principal": "principal-secret"}))
+	if len(e.h.Logs) < 4 {
+		t.Fatalf("only %d log lines", len(e.h.Logs))
+	}
+	for _, l := range e.h.Logs {
+		all := l.Message + l.Detail
+		for _, secret := range []string{h1, h2, h1[5:15], h2[5:15], "principal-secret", "value-secret"} {
+			if strings.Contains(all, secret) {
+				t.Errorf("log line %+v holds a secret", l)
+			}
+		}
+		if l.Event != EventIndexRebuilt && l.Event != EventStoreUnavailable && !strings.HasPrefix(l.Detail, "key=") {
+			t.Errorf("log line %+v does not name its key hash", l)
+		}
+	}
+}
+
+// TestHostCallsPerOperation pins the host calls of each warm operation
+// (plugin/README.md, Handle store, Locks): no listing, one lock and unlock.
+func TestHostCallsPerOperation(t *testing.T) {
+	e := openEnv(t, nil)
+	const now = 1_700_000_000_000
+	h := e.create("a", "v", now) // the first call prepares the directory
+	for _, op := range []struct {
+		name string
+		max  int
+		run  func()
+	}{
+		{"create", 7, func() { e.create("a", "v", now+1) }}, // and the debug line handle_created
+		{"get (no refresh)", 4, func() { e.get(h, "a", now+2) }},
+		{"get (refresh)", 5, func() { e.get(h, "a", now+5000) }},
+		{"put", 6, func() {
+			e.s.Put(input(map[string]any{"handle": h, "principal": "a", "value": []byte("w"), "now_ms": now + 6000}))
+		}},
+		{"touch (no refresh)", 4, func() { e.s.Touch(input(map[string]any{"handle": h, "principal": "a", "now_ms": now + 6001})) }},
+		{"exists", 4, func() { e.s.Exists(input(map[string]any{"handle": h, "principal": "a", "now_ms": now + 6002})) }},
+		// and the debug line handle_deleted
+		{"delete", 7, func() { e.s.Delete(input(map[string]any{"handle": h, "principal": "a", "now_ms": now + 6003})) }},
+	} {
+		e.h.Calls = map[string]int{}
+		op.run()
+		n := total(e.h.Calls)
+		t.Logf("%s: %d host calls %v", op.name, n, e.h.Calls)
+		if n > op.max || e.h.Calls[hostfuncs.FnList] > 0 || e.h.Calls[hostfuncs.FnLock] != 1 || e.h.Calls[hostfuncs.FnUnlock] != 1 {
+			t.Errorf("%s made %d host calls %v, want at most %d, one lock and unlock, no listing", op.name, n, e.h.Calls, op.max)
+		}
+	}
+}
