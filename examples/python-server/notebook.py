@@ -57,10 +57,9 @@ def _trim(x: float) -> str:
     return f"{x:.6f}".rstrip("0").rstrip(".")
 
 
-def _seconds(d: dt.timedelta) -> int | float:
-    """Whole seconds as an int, else a float: the JSON number Go's ``Duration.Seconds()`` gives."""
-    s = d.total_seconds()
-    return int(s) if s == int(s) else s
+def _seconds(d: dt.timedelta) -> int:
+    """``d`` in whole seconds (truncated), as the Go and TypeScript servers answer ``*_seconds``."""
+    return int(d.total_seconds())
 
 
 class Notebooks:
