@@ -163,8 +163,8 @@ def register_notebook(server: "MCPServer", books: Notebooks) -> None:
         return _result({"handle": c.handle, "generation": c.generation, "idle_ttl_seconds": _seconds(c.idle_ttl),
                         "max_age_seconds": _seconds(c.max_age)})
 
-    @server.tool(description="Adds a note to a notebook. With generation, only if the notebook is still at that "
-                             "generation (else conflict, with the current one); without, retries a lost race.")
+    @server.tool(description="Appends a note to a notebook and returns its new generation. With generation, only if "
+                             "the notebook is still at that generation.")
     async def notebook_add(handle: str, note: str, generation: int | None = None) -> CallToolResult:
         if (bad := await unavailable()) is not None:
             return bad
@@ -182,7 +182,7 @@ def register_notebook(server: "MCPServer", books: Notebooks) -> None:
                 return failed(e)
         raise AssertionError("unreachable")
 
-    @server.tool(description="Reads the notes of a notebook and its generation.")
+    @server.tool(description="Returns a notebook's notes and generation.")
     async def notebook_read(handle: str) -> CallToolResult:
         if (bad := await unavailable()) is not None:
             return bad
@@ -192,8 +192,8 @@ def register_notebook(server: "MCPServer", books: Notebooks) -> None:
         except (HandleStoreError, ValueError) as e:
             return failed(e)
 
-    @server.tool(description="Deletes a notebook (with generation, only at that generation); its handle then "
-                             "answers handle_not_found.")
+    @server.tool(description="Deletes a notebook; its handle then answers handle_not_found. With generation, only if "
+                             "the notebook is still at that generation.")
     async def notebook_delete(handle: str, generation: int | None = None) -> CallToolResult:
         if (bad := await unavailable()) is not None:
             return bad
