@@ -124,3 +124,16 @@ func FuzzIndex(f *testing.F) {
 		}
 	})
 }
+
+func TestShortenKeys(t *testing.T) {
+	full := "h-0123456789abcdef0123456789abcdef"
+	for in, want := range map[string]string{
+		"open " + full + ": permission denied":              "open h-0123456789ab…: permission denied",
+		"rename ." + full + ".00ff00ff00ff00ff.tmp " + full: "rename .h-0123456789ab….00ff00ff00ff00ff.tmp h-0123456789ab…",
+		"h-0123 is short, i-00 is an index":                 "h-0123 is short, i-00 is an index",
+	} {
+		if got := shortenKeys(in); got != want {
+			t.Errorf("shortenKeys(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -132,7 +132,10 @@ func (sh *shard) record(r *request, i int, headerOnly bool) (header, []byte, *ho
 	case hostfuncs.CodeNotFound:
 		sh.drop(i)
 		return header{}, nil, notFound()
-	case hostfuncs.CodeUnsafe:
+	case hostfuncs.CodeUnsafe, hostfuncs.CodePermission:
+		// A symlink, a directory, or a record this user cannot read
+		// (another owner's file planted in the directory) is unreadable:
+		// corrupt, as a token file would be.
 		sh.corrupt(r.hash)
 		return header{}, nil, notFound()
 	default:

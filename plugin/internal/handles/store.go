@@ -198,6 +198,7 @@ func layoutText(n int) string { return layoutPrefix + strconv.Itoa(n) + "\n" }
 //
 //go:noinline
 func (s *Store) unavailable(msg string) *hostfuncs.Error {
+	msg = shortenKeys(msg)
 	s.log(hostfuncs.LevelWarn, EventStoreUnavailable, MsgStoreUnavailable, msg)
 	return &hostfuncs.Error{Code: hostfuncs.CodeStoreUnavailable, Message: msg}
 }
@@ -354,4 +355,28 @@ func (s *Store) Export(name string, input []byte) ([]byte, *hostfuncs.Error) {
 	}
 	b, _ := out.EncodeJSON()
 	return b, nil
+}
+
+// shortenKeys cuts every record name in msg (a host's message may quote
+// the file it failed on) to the short key hash that log lines use:
+// "h-" and 32 hex digits become "h-" and 12, so no line or error carries
+// a whole key hash.
+func shortenKeys(msg string) string {
+	for i := 0; i+2+32 <= len(msg); i++ {
+		if msg[i:i+2] != recordPrefix || !isHex(msg[i+2:i+2+32]) {
+			continue
+		}
+		msg = msg[:i+2+12] + "…" + msg[i+2+32:]
+	}
+	return msg
+}
+
+// isHex reports whether s is lowercase hex digits only.
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
