@@ -97,7 +97,7 @@ export class InvalidTokenError extends ResumeError {}
 /**
  * Thrown by {@link ResumeTokenStore.open} when the plugin cannot be loaded,
  * speaks another ABI version (`plugin ABI version "4", this host implements
- * "5"`) or refuses an option; by `list`, `prune`, `whoami` when it fails.
+ * "6"`) or refuses an option; by `list`, `prune`, `whoami` when it fails.
  */
 export class PluginError extends ResumeError {}
 
@@ -390,7 +390,7 @@ export class ResumeTokenStore {
         if (typeof socket === "string" && socket !== "") await this.funcs.lockAhead(socket);
       }
       const r = await this.#raw(name, input);
-      if (name === "open" && r.ok) {
+      if ((name === "open" || name === "handles_open") && r.ok) {
         // Confinement (hostfuncs/README.md, `open`): the file functions act only inside the state_dir open answered.
         const o = JSON.parse(decoder.decode(r.output)) as { state_dir?: unknown; state_root?: unknown };
         this.#stateDir = typeof o.state_dir === "string" ? o.state_dir : "";
