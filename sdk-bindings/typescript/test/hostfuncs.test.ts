@@ -390,11 +390,11 @@ describe("mcp_resume_read", () => {
     }
     assert.ok(Date.now() - t0 < 1000, "returned at once");
   });
-  test("limit outside 1..1048576 is invalid_request", () => {
+  test("limit outside 1..8388608 is invalid_request", () => {
     const { call, dir } = setup();
     fs.writeFileSync(path.join(dir, "t"), "x");
-    for (const limit of [0, -1, 1048577, 1.5, "10", undefined]) assert.equal(call("mcp_resume_read", { name: "t", limit }).error.code, "invalid_request", String(limit));
-    assert.equal(call("mcp_resume_read", { name: "t", limit: 1048576 }).error, undefined);
+    for (const limit of [0, -1, 8388609, 1.5, "10", undefined]) assert.equal(call("mcp_resume_read", { name: "t", limit }).error.code, "invalid_request", String(limit));
+    assert.equal(call("mcp_resume_read", { name: "t", limit: 8388608 }).error, undefined);
   });
 });
 
