@@ -101,8 +101,8 @@ export class InvalidTokenError extends ResumeError {}
  */
 export class PluginError extends ResumeError {}
 
-/** The result of one export call: its output bytes, or its error code and message. */
-export type ExportResult = { ok: true; output: Uint8Array } | { ok: false; code: string; message: string };
+/** The result of one export call: its output bytes, or its error code and message (and the whole error JSON, `error`, when the plugin answered one). */
+export type ExportResult = { ok: true; output: Uint8Array } | { ok: false; code: string; message: string; error?: Record<string, unknown> };
 
 const PLUGIN_ERROR_PREFIX = "Plugin-originated error: ";
 const encoder = new TextEncoder();
@@ -415,7 +415,7 @@ export class ResumeTokenStore {
       const msg = String((e as Error)?.message ?? e);
       try {
         const j = JSON.parse(msg.startsWith(PLUGIN_ERROR_PREFIX) ? msg.slice(PLUGIN_ERROR_PREFIX.length) : msg) as { code?: unknown; message?: unknown };
-        if (typeof j.code === "string") return { ok: false, code: j.code, message: String(j.message ?? "") };
+        if (typeof j.code === "string") return { ok: false, code: j.code, message: String(j.message ?? ""), error: j as Record<string, unknown> };
       } catch {} // not the plugin's JSON: a trap or a runtime failure
       return { ok: false, code: "plugin_failed", message: msg };
     } finally {
