@@ -2,7 +2,7 @@
 // under the official TypeScript MCP client, against the real Go broker and
 // the real plugin on real files: the contract's JSON and tool errors, the
 // durability policy in notebook_create's description, a notebook outliving
-// its server and its host, idle expiry set by MCP_RESUME_STATE_IDLE_TTL,
+// its server, idle expiry set by MCP_RESUME_STATE_IDLE_TTL,
 // MCP_RESUME=off leaving the store on, and an unusable store leaving every
 // other tool working. No handle may reach the server's stderr.
 import assert from "node:assert/strict";
