@@ -477,7 +477,7 @@ export class HostFunctions {
   /**
    * `mcp_resume_lock`: the lock file opened and checked first (anything but a regular file is `unsafe`, with or
    * without a socket, as in every host), then on Linux the socket: held by this store → done; what
-   * {@link lockAhead} found for it (the resume store, which never waits); else bound now by the process's lock
+   * {@link lockAhead} found for it when the call does not wait (the resume store's); else bound now by the process's lock
    * worker, retried while busy for `wait` ms (sleeping 0.2 ms, doubling to 5 ms). Without a socket Node has no
    * lock there (no flock), hence `unsupported`. On macOS `O_EXLOCK`, kept open (not retried: no wait there yet).
    */
@@ -505,7 +505,8 @@ export class HostFunctions {
     const h = this.#held.get(socket);
     if (h !== undefined && !(h instanceof LockWorker && !h.alive)) return; // a dead worker's sockets are gone
     const failed = this.#failed.get(socket);
-    if (failed) throw new HostError(failed.code, `lock ${file}: ${failed.message}`);
+    // What the bind ahead found answers a call that does not wait (the resume store's); a wait retries it here.
+    if (failed && (wait === 0 || failed.code !== "busy")) throw new HostError(failed.code, `lock ${file}: ${failed.message}`);
     const worker = lockWorker();
     const deadline = performance.now() + wait;
     for (let pause = 0.2; ; pause = Math.min(pause * 2, 5)) {
