@@ -184,7 +184,7 @@ func faultIdleExpiry(t *testing.T, s *server) {
 		serving = "no: a new notebook could not be read back"
 	}
 	outcome := "both reads answered " + answers[0] + "; a notebook idle as long answered " + mcphost.ErrorCode(errOther) + "; new notebooks are created and read as usual"
-	addRow(s.lang, "H9", "Idle TTL passed",
+	addRow(s.lang, "H10", "Idle TTL passed",
 		"`MCP_RESUME_STATE_IDLE_TTL=2s` (and `MCP_RESUME=off`) in the server's environment; notebook_create, notebook_add, then 2.5 s without a call",
 		result{Outcome: outcome, Seen: answers[0], Serving: serving})
 }
