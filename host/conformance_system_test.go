@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/mcp-resume/mcp-resume/host/internal/primitives"
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
@@ -270,6 +271,14 @@ func checkHostCall(t *testing.T, what string, w want, resp []byte) {
 		}
 	default:
 		t.Fatalf("%s: unknown host_call want (ok, error_code, response_subset or result_codes)", what)
+	}
+}
+
+// checkTook checks a host_call's duration against want's min_ms and max_ms.
+func checkTook(t *testing.T, what string, w want, took time.Duration) {
+	t.Helper()
+	if ms := took.Milliseconds(); w.MinMS > 0 && ms < w.MinMS || w.MaxMS > 0 && ms > w.MaxMS {
+		t.Errorf("%s: took %v, want %d..%d ms (0: unbounded)", what, took, w.MinMS, w.MaxMS)
 	}
 }
 

@@ -83,11 +83,18 @@ type want struct {
 	OutputJSON       json.RawMessage `json:"output_json"`
 	OutputJSONSubset json.RawMessage `json:"output_json_subset"`
 	ErrorCode        string          `json:"error_code"`
+	// ErrorJSONSubset: the export failed and its error string is a JSON
+	// object holding these members (a handle store's reason, generation).
+	ErrorJSONSubset json.RawMessage `json:"error_json_subset"`
 	// The wants of a host_call (checkHostCall): ok, response_subset,
 	// result_codes (inspect), besides error_code.
 	OK             *bool           `json:"ok"`
 	ResponseSubset json.RawMessage `json:"response_subset"`
 	ResultCodes    json.RawMessage `json:"result_codes"`
+	// MinMS and MaxMS bound how long a host_call took, in milliseconds
+	// (mcp_resume_lock's wait_ms): 0 is no bound.
+	MinMS int64 `json:"min_ms"`
+	MaxMS int64 `json:"max_ms"`
 }
 
 // call is one entry of a case's calls: an export, an action or a
@@ -100,8 +107,16 @@ type call struct {
 	Socket   string          `json:"socket"`    // hold_socket's abstract socket name
 	Name     string          `json:"name"`
 	Content  *content        `json:"content"`
-	Input    *content        `json:"input"`
-	Want     want            `json:"want"`
+	// Input is a content, or for a handle store's export a JSON value the
+	// runner encodes (handleInput).
+	Input json.RawMessage `json:"input"`
+	// Save keeps members of a successful export's JSON output as variables
+	// for later inputs ("$<var>").
+	Save map[string]string `json:"save"`
+	// Prefix and Mode are corrupt_files' arguments.
+	Prefix string `json:"prefix"`
+	Mode   string `json:"mode"`
+	Want   want   `json:"want"`
 }
 
 type logLine struct {
@@ -140,6 +155,14 @@ type conformanceCase struct {
 	OpenWant      *want              `json:"open_want"`
 	Calls         []call             `json:"calls"`
 	Logs          []logLine          `json:"logs"`
+	// Store "handles" opens a handle store (handles_open) instead of a
+	// resume store; its state directory is the app's handles/ directory.
+	Store string `json:"store"`
+	// FilesAfterCount counts the regular files of the state directory per
+	// name prefix; given, files_after lists only some of the names.
+	FilesAfterCount map[string]int `json:"files_after_count"`
+	// FilesExclude: no file of the state directory holds these bytes.
+	FilesExclude *string `json:"files_exclude"`
 }
 
 func TestConformance(t *testing.T) {
@@ -191,18 +214,30 @@ func runCase(t *testing.T, raw []byte) {
 	funcs := primitives.New(primitives.Config{Logger: slog.New(logs)})
 	pinned := newPinnedSystem(funcs, sys, procRoot)
 	// Step 3: the state directory of app "conformance" under the state
-	// root root/state.
-	dir := filepath.Join(root, "state", "conformance")
+	// root root/state; for a handle store its handles/ directory, made
+	// (0700) only when the case plants files there.
+	appDir := filepath.Join(root, "state", "conformance")
+	dir, openExport := appDir, hostfuncs.ExportOpen
+	if c.Store == "handles" {
+		dir, openExport = filepath.Join(appDir, "handles"), exportHandlesOpen
+	} else if c.Store != "" {
+		t.Fatalf("unknown store %q (want absent or \"handles\")", c.Store)
+	}
 	if c.StateDir.Create == nil || *c.StateDir.Create {
 		mode := parseMode(t, c.StateDir.Mode, 0o700)
-		if err := os.Mkdir(filepath.Dir(dir), 0o700); err != nil {
+		if err := os.Mkdir(filepath.Dir(appDir), 0o700); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.Mkdir(dir, mode); err != nil {
+		if err := os.Mkdir(appDir, mode); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.Chmod(dir, mode); err != nil {
+		if err := os.Chmod(appDir, mode); err != nil {
 			t.Fatal(err)
+		}
+		if dir != appDir && len(c.FilesBefore) > 0 {
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	// Step 4.
@@ -217,22 +252,23 @@ func runCase(t *testing.T, raw []byte) {
 	defer store.Close(ctx)
 	open := c.Open
 	if open == nil {
-		open = json.RawMessage(`{"app":"conformance","state_root":"` + filepath.Dir(dir) + `"}`)
+		open = json.RawMessage(`{"app":"conformance","state_root":"` + filepath.Dir(appDir) + `"}`)
 	}
-	out, callErr, err := store.CallForTest(ctx, hostfuncs.ExportOpen, open)
+	out, errJSON, callErr, err := store.CallRawForTest(ctx, openExport, open)
 	if err != nil {
 		t.Fatalf("open trapped: %v", err)
 	}
 	opened := true
 	if c.OpenWant != nil {
-		check(t, "open", *c.OpenWant, out, callErr)
+		check(t, "open", *c.OpenWant, out, errJSON, callErr)
 		opened = c.OpenWant.ErrorCode == ""
 	} else if callErr != nil {
 		t.Fatalf("open failed: %v", callErr)
 	}
 	if callErr == nil {
-		// As every host does: open's state_dir is the state directory of
-		// the file functions, for good (the confinement rule).
+		// As every host does: open's (or handles_open's) state_dir is the
+		// state directory of the file functions, for good (the
+		// confinement rule).
 		var o hostfuncs.OpenOutput
 		if err := json.Unmarshal(out, &o); err != nil {
 			t.Fatalf("open output %q: %v", out, err)
@@ -241,12 +277,17 @@ func runCase(t *testing.T, raw []byte) {
 	}
 
 	// Step 6: the calls.
+	vars := map[string]any{}
 	for i := 0; opened && i < len(c.Calls); i++ {
 		cl := c.Calls[i]
 		if cl.HostCall != "" {
 			// The store's own host function, through the same handler the
 			// plugin calls (the pinned system answers facts and inspect).
-			checkHostCall(t, fmt.Sprintf("call %d %s", i, cl.HostCall), cl.Want, pinned.Call(cl.HostCall, cl.Request))
+			what := fmt.Sprintf("call %d %s", i, cl.HostCall)
+			start := time.Now()
+			resp := pinned.Call(cl.HostCall, cl.Request)
+			checkTook(t, what, cl.Want, time.Since(start))
+			checkHostCall(t, what, cl.Want, resp)
 			continue
 		}
 		switch cl.Action {
@@ -277,6 +318,9 @@ func runCase(t *testing.T, raw []byte) {
 		case "hold_socket":
 			holdSocket(t, cl.Socket)
 			continue
+		case "corrupt_files":
+			corruptFiles(t, dir, root, cl.Prefix, cl.Mode)
+			continue
 		case "":
 			if cl.Export == "" {
 				t.Fatalf("call %d: unknown call form (no export, action or host_call)", i)
@@ -284,19 +328,21 @@ func runCase(t *testing.T, raw []byte) {
 		default:
 			t.Fatalf("call %d: unknown action %q", i, cl.Action)
 		}
-		var in []byte
-		if cl.Input != nil {
-			in = cl.Input.bytes()
-		}
-		out, callErr, err := store.CallForTest(ctx, cl.Export, in)
+		in := callInput(t, cl, vars)
+		out, errJSON, callErr, err := store.CallRawForTest(ctx, cl.Export, in)
 		if err != nil {
 			t.Fatalf("call %d %s trapped: %v", i, cl.Export, err)
 		}
-		check(t, fmt.Sprintf("call %d %s", i, cl.Export), cl.Want, out, callErr)
+		what := fmt.Sprintf("call %d %s", i, cl.Export)
+		check(t, what, cl.Want, out, errJSON, callErr)
+		if callErr == nil {
+			saveVars(t, what, cl.Save, out, vars)
+		}
 	}
 
 	// Step 7: the files.
-	checkFiles(t, dir, c.FilesAfter, true)
+	checkFiles(t, dir, c.FilesAfter, c.FilesAfterCount == nil)
+	checkFileCounts(t, dir, c.FilesAfterCount, c.FilesExclude)
 	checkFiles(t, root, c.OutsideAfter, false)
 	if a := c.StateDirAfter; a != nil {
 		info, err := os.Lstat(dir)
@@ -351,9 +397,16 @@ func loadSystem(t *testing.T, raw json.RawMessage, root string) system {
 	return s
 }
 
-// check compares an export's answer with w (step 6).
-func check(t *testing.T, what string, w want, out []byte, callErr *hostfuncs.Error) {
+// check compares an export's answer with w (step 6); errJSON is the error
+// string of an answered failure.
+func check(t *testing.T, what string, w want, out, errJSON []byte, callErr *hostfuncs.Error) {
 	t.Helper()
+	if w.ErrorJSONSubset != nil {
+		if callErr == nil || !subset(decodeJSON(w.ErrorJSONSubset), decodeJSON(errJSON)) {
+			t.Errorf("%s: answered %q / error %s, want an error holding %s", what, truncate(out), errJSON, w.ErrorJSONSubset)
+		}
+		return
+	}
 	if w.ErrorCode != "" {
 		if callErr == nil || callErr.Code != w.ErrorCode {
 			t.Errorf("%s: answered %q / %v, want error code %q", what, truncate(out), callErr, w.ErrorCode)

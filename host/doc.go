@@ -11,6 +11,9 @@
 //	}
 //	store.Store(ctx, sess.Token)
 //
+// The package also opens a handle store (OpenHandles), durable state for
+// sessionless MCP servers, independent of resume: see "The handle store".
+//
 // # Which host
 //
 // Two different programs are called "host" around this package. This
@@ -58,4 +61,57 @@
 // goroutine compiles the module into the cache, which the next start loads.
 // Nothing waits for that goroutine (not Close, not process exit), and a
 // process killed during it leaves nothing a later start would read.
+//
+// # The handle store
+//
+// Sessionless MCP asks a server to keep no state in its process and to give
+// the client an opaque handle instead: a create tool returns one, later
+// calls pass it, and the server checks it together with the caller on every
+// call. OpenHandles opens such a store for an app, in the handles/ folder
+// of the app's state directory (<state root>/<app dir>/handles; "state"
+// names the XDG state directory, hence the folder's name):
+//
+//	hs, err := host.OpenHandles("my-server", host.HandleOptions{})
+//	if err != nil { ... } // serve anyway; the tools that need it answer store_unavailable
+//	defer hs.Close()
+//	c, err := hs.Create(ctx, principal, []byte(`{"notes":[]}`))
+//	v, err := hs.Get(ctx, c.Handle, principal)
+//	gen, err := hs.Put(ctx, c.Handle, principal, newValue, v.Generation) // compare-and-set
+//	if errors.Is(err, host.ErrConflict) { ... } // someone wrote first: read again
+//
+// Its policy is the plugin's, the same in Go, Python and TypeScript, which
+// share one directory and lock it the same way:
+//
+//   - A handle is "mrh1_" and 32 base64url characters: 192 bits from the
+//     OS CSPRNG (the guest's WASI random source, which the loader wires to
+//     crypto/rand). It is a bearer secret: only a hash of it names a file,
+//     and no log line or error holds it.
+//   - A principal ("" for anonymous) is bound at Create; another principal
+//     gets ErrHandleNotFound, exactly as for an unknown handle.
+//   - Lifetime: an idle TTL (default 24 h; MCP_RESUME_STATE_IDLE_TTL) that
+//     Get, Put and Touch refresh, and a maximum age from creation (default
+//     30 days; MCP_RESUME_STATE_MAX_AGE) that nothing extends. Expired, a
+//     handle answers ErrHandleExpired with the reason for the tombstone
+//     period (7 days), then ErrHandleNotFound. The idle refresh is recorded
+//     when it moves the last use by at least min(idle TTL/64, 1 s).
+//   - Capacity: past MaxHandles live handles (10,000) the least recently
+//     used is evicted (ErrHandleEvicted); a value over MaxValueBytes (1 MiB)
+//     gets ErrValueTooLarge.
+//   - Consistency: a generation, 1 at Create and +1 per Put; Put and Delete
+//     with an expected generation are compare-and-set (ErrConflict with the
+//     current one); without one the last writer wins. Operations on one
+//     handle are linearizable across goroutines, processes and languages.
+//   - At rest the value is sealed (AES-256-GCM, a key derived from the
+//     handle): a copy of the directory reveals nothing without the handle.
+//
+// MCP_RESUME=off turns resume off, not the handle store.
+//
+// A StateStore interface (set, get, delete, exists, updateTTL,
+// compareAndSet) maps onto it as: set → Create (a new handle) or Put
+// (an existing one), get → Get, delete → Delete, exists → Exists, updateTTL
+// → Touch, compareAndSet → Put or Delete with an expected generation.
+//
+// A *Handles is safe for many goroutines: the plugin is compiled once per
+// process, and calls run in a pool of plugin instances (HandleOptions.Pool,
+// default GOMAXPROCS), each with its own host functions.
 package host

@@ -72,3 +72,10 @@ func (s *Store) HoldForTest() (release func()) {
 	s.sem <- struct{}{}
 	return func() { <-s.sem }
 }
+
+// CallRawForTest is CallForTest that also returns an answered failure's
+// whole error string (its JSON object, with members beyond code and
+// message).
+func (s *Store) CallRawForTest(ctx context.Context, export string, input []byte) ([]byte, []byte, *hostfuncs.Error, error) {
+	return s.callRaw(ctx, export, input)
+}

@@ -426,20 +426,29 @@ func (s *Store) callJSON(ctx context.Context, export string, input []byte, v any
 // its end (see "Cancellation" on Store). It never panics and never runs on a
 // closed plugin (go-sdk prints to stdout if it does).
 func (s *Store) call(ctx context.Context, export string, input []byte) (out []byte, callErr *hostfuncs.Error, err error) {
+	out, _, callErr, err = s.callRaw(ctx, export, input)
+	return out, callErr, err
+}
+
+// callRaw is call that also returns an answered failure's error string as
+// the plugin set it (errJSON: the JSON object, whose members beyond code
+// and message, such as a handle store's reason and generation, callErr
+// drops).
+func (s *Store) callRaw(ctx context.Context, export string, input []byte) (out, errJSON []byte, callErr *hostfuncs.Error, err error) {
 	if err := ctx.Err(); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	select {
 	case s.sem <- struct{}{}:
 	case <-ctx.Done():
-		return nil, nil, ctx.Err()
+		return nil, nil, nil, ctx.Err()
 	}
 	defer func() { <-s.sem }()
 	if err := ctx.Err(); err != nil { // select picks at random when both are ready
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if s.closed {
-		return nil, nil, errors.New("mcp-resume: store is closed")
+		return nil, nil, nil, errors.New("mcp-resume: store is closed")
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -451,13 +460,13 @@ func (s *Store) call(ctx context.Context, export string, input []byte) (out []by
 	rc, out, err := s.plugin.CallWithContext(cctx, export, input)
 	if err != nil && rc == 1 {
 		var e hostfuncs.Error
-		if json.Unmarshal([]byte(err.Error()), &e) == nil && e.Code != "" {
-			return nil, &e, nil
+		if msg := err.Error(); json.Unmarshal([]byte(msg), &e) == nil && e.Code != "" {
+			return nil, []byte(msg), &e, nil
 		}
 	}
 	if err != nil {
 		s.logger.Error("mcp-resume plugin failed; session resume skipped for this call", "export", export, "error", err)
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return out, nil, nil
+	return out, nil, nil, nil
 }

@@ -129,7 +129,7 @@ var modules struct {
 // of "Cache directories" in the package documentation works as NoCache, and
 // logger, nil for none, gets one warning per process saying why, event
 // cache_unusable).
-// The instance has the nine mcp-resume host functions of primitives.Shared
+// The instance has the ten mcp-resume host functions of primitives.Shared
 // (each call must carry its Funcs in the context, primitives.NewContext),
 // WASI with the real clocks and a real random source (wazero's defaults
 // are fixed, and Go seeds its maps and rand from them), stdout discarded

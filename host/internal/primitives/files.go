@@ -15,8 +15,9 @@ import (
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
 )
 
-// MaxReadLimit is the largest "limit" mcp_resume_read accepts (1 MiB).
-const MaxReadLimit = 1 << 20
+// MaxReadLimit is the largest "limit" mcp_resume_read accepts (8 MiB,
+// hostfuncs.MaxReadLimit: a sealed handle record of the largest value).
+const MaxReadLimit = hostfuncs.MaxReadLimit
 
 // prepareDir serves mcp_resume_prepare_dir (hostfuncs/README.md) on an
 // absolute, clean path, with no rule about owners or modes: "stat" (lstat,
@@ -224,37 +225,79 @@ func (f *Funcs) list(struct{}) (any, *hostfuncs.Error) {
 	return hostfuncs.ListResponse{Files: files}, nil
 }
 
-// lock serves mcp_resume_lock: an exclusive lock held until Close or
-// process exit (the kernel releases it however the process dies). The file
-// (created 0600, never deleted) must be a regular file. On Linux a socket
-// (1-107 bytes, no NUL; "" or absent: none) is bound first (bindAbstract):
-// the lock between hosts; then flock covers servers in other network
-// namespaces. Busy when either is held elsewhere; either failing releases
-// the other. Taking a lock this Funcs already holds succeeds.
+// lock serves mcp_resume_lock: an exclusive lock held until unlock, Close
+// or process exit (the kernel releases it however the process dies). The
+// file (created 0600, never deleted) must be a regular file. On Linux a
+// socket (1-107 bytes, no NUL; "" or absent: none) is bound first
+// (bindAbstract): the lock between hosts; then flock covers servers in
+// other network namespaces. Busy when either is held elsewhere; either
+// failing releases the other. Taking a lock this Funcs already holds
+// succeeds. With wait_ms (0..hostfuncs.MaxLockWaitMS milliseconds) a busy
+// lock is tried again, sleeping 0.2 ms doubling to at most 5 ms between
+// tries, until wait_ms has passed since the first try; then busy. Any other
+// error answers at once (hostfuncs/README.md, mcp_resume_lock).
 func (f *Funcs) lock(r struct {
 	Name   *string `json:"name"`
-	Socket *string `json:"socket"` // null: none
+	Socket *string `json:"socket"`  // null: none
+	WaitMS *int    `json:"wait_ms"` // null: 0
 }) (any, *hostfuncs.Error) {
-	name := r.Name
-	p, werr := f.path("name", name)
+	p, socket, werr := f.lockTarget(r.Name, r.Socket)
 	if werr != nil {
 		return nil, werr
 	}
+	wait := 0
+	if r.WaitMS != nil {
+		wait = *r.WaitMS
+	}
+	if wait < 0 || wait > hostfuncs.MaxLockWaitMS {
+		return nil, invalid(fmt.Sprintf(`"wait_ms" must be an integer 0..%d (milliseconds)`, hostfuncs.MaxLockWaitMS))
+	}
+	deadline := time.Now().Add(time.Duration(wait) * time.Millisecond)
+	pause := 200 * time.Microsecond
+	for {
+		werr = f.tryLock(p, *r.Name, socket)
+		if werr == nil || werr.Code != hostfuncs.CodeBusy {
+			return nil, werr
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return nil, werr
+		}
+		time.Sleep(min(pause, left))
+		pause = min(2*pause, 5*time.Millisecond)
+	}
+}
+
+// lockTarget checks the name and socket of a lock or unlock request (the
+// same rule for both) and returns the lock file's path and the socket ("":
+// none).
+func (f *Funcs) lockTarget(name, sock *string) (string, string, *hostfuncs.Error) {
+	p, werr := f.path("name", name)
+	if werr != nil {
+		return "", "", werr
+	}
 	socket := ""
-	if r.Socket != nil {
-		socket = *r.Socket
+	if sock != nil {
+		socket = *sock
 	}
 	if len(socket) > 107 || strings.IndexByte(socket, 0) >= 0 {
-		return nil, invalid(`"socket" must be at most 107 bytes without NUL ("" or absent: none)`)
+		return "", "", invalid(`"socket" must be at most 107 bytes without NUL ("" or absent: none)`)
 	}
+	return p, socket, nil
+}
+
+// tryLock makes one attempt at the lock of name (file p, socket socket):
+// nil when this Funcs holds it now, busy when another holder has it.
+func (f *Funcs) tryLock(p, name, socket string) *hostfuncs.Error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if _, held := f.locks[*name]; held {
-		return nil, nil
+	if _, held := f.locks[name]; held {
+		return nil
 	}
 	var h heldLock
-	if h.file, werr = openFile(p, *name, os.O_RDONLY|os.O_CREATE|syscall.O_NONBLOCK); werr != nil {
-		return nil, werr
+	var werr *hostfuncs.Error
+	if h.file, werr = openFile(p, name, os.O_RDONLY|os.O_CREATE|syscall.O_NONBLOCK); werr != nil {
+		return werr
 	}
 	var err error
 	if socket != "" && bindAbstract != nil {
@@ -266,11 +309,32 @@ func (f *Funcs) lock(r struct {
 	if err != nil {
 		h.release()
 		if errors.Is(err, syscall.EADDRINUSE) || errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, &hostfuncs.Error{Code: hostfuncs.CodeBusy, Message: *name + " is held by another server instance"}
+			return &hostfuncs.Error{Code: hostfuncs.CodeBusy, Message: name + " is held by another server instance"}
 		}
-		return nil, osError("lock "+*name, err)
+		return osError("lock "+name, err)
 	}
-	f.locks[*name] = h
+	f.locks[name] = h
+	return nil
+}
+
+// unlock serves mcp_resume_unlock: it releases the lock of name that this
+// Funcs took with mcp_resume_lock (closes the flocked file and the bound
+// sockets), never deleting the lock file. A lock not held is a success
+// (idempotent). The request is checked like lock's (hostfuncs/README.md,
+// mcp_resume_unlock).
+func (f *Funcs) unlock(r struct {
+	Name   *string `json:"name"`
+	Socket *string `json:"socket"`
+}) (any, *hostfuncs.Error) {
+	if _, _, werr := f.lockTarget(r.Name, r.Socket); werr != nil {
+		return nil, werr
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if h, held := f.locks[*r.Name]; held {
+		h.release()
+		delete(f.locks, *r.Name)
+	}
 	return nil, nil
 }
 

@@ -1,8 +1,9 @@
-// Package primitives is the Go implementation of the nine host functions the
-// mcp-resume plugin imports (ABI version 5, hostfuncs/README.md): facts about
+// Package primitives is the Go implementation of the ten host functions the
+// mcp-resume plugin imports (ABI version 6, hostfuncs/README.md): facts about
 // this process, typed read-only process inspection (/proc, kill(pid, 0),
 // fstat, SO_PEERCRED, sysctl), a filesystem confined to the state directory
-// the plugin's open answered, an advisory lock, and logging. They are OS
+// the plugin's open (or handles_open) answered, an advisory lock with a
+// bounded wait and its release, and logging. They are OS
 // primitives and hold no policy: which process is the MCP host, whether a
 // host is alive, which files are tokens and which temporary files are stale
 // are decided by the plugin (procid, plugin/internal/resume).
@@ -55,7 +56,7 @@ type Funcs struct {
 
 	mu    sync.Mutex
 	dir   string              // the confined state directory; "" until SetStateDir
-	locks map[string]heldLock // held until Close
+	locks map[string]heldLock // held until unlock or Close
 }
 
 // New returns Funcs for cfg. It touches nothing: the plugin's calls do.
@@ -68,8 +69,9 @@ func New(cfg Config) *Funcs {
 }
 
 // SetStateDir fixes dir, the state_dir field of a successful open's output
-// (hostfuncs.OpenOutput), as this store's state directory for good
-// (hostfuncs/README.md, "Confinement fixed at open"). It reports whether dir
+// (hostfuncs.OpenOutput) or handles_open's (a handle store's handles/
+// directory), as this store's state directory for good (hostfuncs/README.md,
+// "Names and the state directory"). It reports whether dir
 // is now the state directory: false, changing nothing, when dir is not an
 // absolute clean path or another directory is already fixed.
 func (f *Funcs) SetStateDir(dir string) bool {
@@ -112,7 +114,7 @@ func NewContext(ctx context.Context, h Handler) context.Context {
 	return context.WithValue(ctx, ctxKey{}, h)
 }
 
-// Shared returns the nine host functions for a module compiled once and
+// Shared returns the ten host functions for a module compiled once and
 // instantiated by many stores (hostfuncs/README.md, "Loading the plugin").
 // Each reads its JSON request from plugin memory, serves it with the
 // Handler that NewContext put in the context of the plugin call (Extism
@@ -173,6 +175,8 @@ func (f *Funcs) Call(fn string, req []byte) []byte {
 		resp, werr = serve(req, f.lock)
 	case hostfuncs.FnLog:
 		resp, werr = serve(req, f.log)
+	case hostfuncs.FnUnlock:
+		resp, werr = serve(req, f.unlock)
 	default:
 		werr = invalid("unknown host function " + fn)
 	}

@@ -87,13 +87,18 @@ func TestFuncs_MissingFields(t *testing.T) {
 		{hostfuncs.FnRead, `{"name":"token-5-1.a","limit":"10"}`},
 		{hostfuncs.FnRead, `{"name":"token-5-1.a","limit":1.5}`},
 		{hostfuncs.FnRead, `{"name":"token-5-1.a","limit":0}`},
-		{hostfuncs.FnRead, `{"name":"token-5-1.a","limit":1048577}`},
+		{hostfuncs.FnRead, `{"name":"token-5-1.a","limit":8388609}`},
 		{hostfuncs.FnRemove, `{}`},
 		{hostfuncs.FnRemove, `{"name":7}`},
 		{hostfuncs.FnLock, `{}`},
 		{hostfuncs.FnLock, `{"name":"lock-1","socket":7}`},
 		{hostfuncs.FnLock, `{"name":"lock-1","socket":"a\u0000b"}`},
 		{hostfuncs.FnLock, `{"name":"lock-1","socket":"` + strings.Repeat("s", 108) + `"}`},
+		{hostfuncs.FnLock, `{"name":"lock-1","wait_ms":10001}`},
+		{hostfuncs.FnLock, `{"name":"lock-1","wait_ms":-1}`},
+		{hostfuncs.FnLock, `{"name":"lock-1","wait_ms":"1"}`},
+		{hostfuncs.FnUnlock, `{}`},
+		{hostfuncs.FnUnlock, `{"name":"lock-1","socket":7}`},
 		{hostfuncs.FnLog, `{"level":"info","message":"m"}`},
 		{hostfuncs.FnLog, `{"level":"info","event":"e"}`},
 		{hostfuncs.FnLog, `{"event":"e","message":"m"}`},
@@ -133,6 +138,7 @@ func TestConfinement(t *testing.T) {
 		hostfuncs.FnRemove: `{"name":"token-1-1"}`,
 		hostfuncs.FnList:   `{}`,
 		hostfuncs.FnLock:   `{"name":"lock-1-1"}`,
+		hostfuncs.FnUnlock: `{"name":"lock-1-1"}`,
 	}
 	mkdir := func(p string) *hostfuncs.Error {
 		return call[hostfuncs.Empty](t, f, hostfuncs.FnPrepareDir, hostfuncs.PrepareDirRequest{Op: hostfuncs.DirOpMkdir, Path: p}).Error
@@ -528,5 +534,21 @@ func TestFacts_Undecodable(t *testing.T) {
 	}
 	if ff, fe := facts.Env["MCP_RESUME_TEST_FF"], facts.Env["MCP_RESUME_TEST_FE"]; ff != "--x=\ufffd" || fe != ff {
 		t.Errorf("env values %q and %q, want both %q", ff, fe, "--x=\ufffd")
+	}
+}
+
+// mcp_resume_read reads up to hostfuncs.MaxReadLimit (8 MiB) in one call:
+// a sealed handle record of the largest value fits.
+func TestRead_LimitUpTo8MiB(t *testing.T) {
+	dir := stateDir(t)
+	f := prepare(t, dir)
+	defer f.Close()
+	data := bytes.Repeat([]byte{0xa5}, hostfuncs.MaxReadLimit+10)
+	if err := os.WriteFile(filepath.Join(dir, "big"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := call[hostfuncs.ReadResponse](t, f, hostfuncs.FnRead, hostfuncs.ReadRequest{Name: "big", Limit: hostfuncs.MaxReadLimit})
+	if r.Error != nil || !bytes.Equal(r.Data, data[:hostfuncs.MaxReadLimit]) {
+		t.Fatalf("read of 8 MiB: %d bytes, %v", len(r.Data), r.Error)
 	}
 }

@@ -298,7 +298,7 @@ func FuzzCall(f *testing.F) {
 	f.Add(index(hostfuncs.FnFacts), []byte(`{}`))
 	malformed := []string{
 		"", "{", "null", "[]", `"x"`, "1", `{"name":1}`, `{"name":"x","limit":-1}`, `{"name":"x","limit":1e309}`,
-		`{"name":"x","limit":1048577}`, `{"name":"token-9-1.a","limit":1048576}`, `{"name":"x","data":"!!not base64"}`,
+		`{"name":"x","limit":8388609}`, `{"name":"token-9-1.a","limit":8388608}`, `{"name":"x","wait_ms":10001}`, `{"name":"x","wait_ms":3}`, `{"name":"x","data":"!!not base64"}`,
 		`{"name":"x","temp":".x.tmp","data":null}`, `{"NAME":"../sentinel","temp":".x.tmp","data":"dG9r"}`,
 		`{"name":"ok","name":"../sentinel","temp":".x.tmp","data":"dG9r"}`, `{"name":"ok","temp":"../sentinel","data":"dG9r"}`,
 		`{"name":"ok","temp":"ok","data":"dG9r"}`, `{"name":"fifo","temp":"fifo","data":"dG9r"}`, `{"level":"x","message":"m"}`, `{"level":"error","event":"e","message":"m","detail":"\u0000"}`,

@@ -214,3 +214,113 @@ func TestLock_SocketIsTheLock(t *testing.T) {
 		b.Close()
 	}
 }
+
+// mcp_resume_unlock releases a held lock at once (another store takes it),
+// keeps the file, and answers {} for a lock not held; a released lock can
+// be taken again by the store that released it.
+func TestUnlock_ReleasesAndIsIdempotent(t *testing.T) {
+	dir := stateDir(t)
+	a, b := prepare(t, dir), prepare(t, dir)
+	defer a.Close()
+	defer b.Close()
+	socket := fmt.Sprintf("mcp-resume-test-unlock-%d", os.Getpid())
+	req := hostfuncs.LockRequest{Name: "lock-7", Socket: socket}
+	un := hostfuncs.UnlockRequest{Name: "lock-7", Socket: socket}
+	if r := call[hostfuncs.Empty](t, a, hostfuncs.FnUnlock, un); r.Error != nil {
+		t.Fatalf("unlock of a lock never taken: %v, want {}", r.Error)
+	}
+	if r := call[hostfuncs.Empty](t, a, hostfuncs.FnLock, req); r.Error != nil {
+		t.Fatalf("lock: %v", r.Error)
+	}
+	if r := call[hostfuncs.Empty](t, b, hostfuncs.FnUnlock, un); r.Error != nil {
+		t.Fatalf("unlock by a store that does not hold it: %v, want {}", r.Error)
+	}
+	if r := call[hostfuncs.Empty](t, b, hostfuncs.FnLock, req); r.Error == nil || r.Error.Code != hostfuncs.CodeBusy {
+		t.Fatalf("another store's unlock released a's lock: %+v", r.Error)
+	}
+	for range 2 {
+		if r := call[hostfuncs.Empty](t, a, hostfuncs.FnUnlock, un); r.Error != nil {
+			t.Fatalf("unlock: %v", r.Error)
+		}
+	}
+	if r := call[hostfuncs.Empty](t, b, hostfuncs.FnLock, req); r.Error != nil {
+		t.Fatalf("after unlock another store must take it (socket and flock released): %v", r.Error)
+	}
+	if r := call[hostfuncs.Empty](t, b, hostfuncs.FnUnlock, un); r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	if r := call[hostfuncs.Empty](t, a, hostfuncs.FnLock, req); r.Error != nil {
+		t.Fatalf("lock again after unlock: %v", r.Error)
+	}
+	if info, err := os.Stat(filepath.Join(dir, "lock-7")); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("unlock must keep the lock file, mode 0600: %v %v", info, err)
+	}
+	// Checked like lock: the name rule, the socket's room, a state directory.
+	for _, bad := range []string{`{}`, `{"name":"../x"}`, `{"name":"x","socket":"` + strings.Repeat("s", 108) + `"}`, `{"name":"x","socket":7}`} {
+		if r := call[hostfuncs.Empty](t, a, hostfuncs.FnUnlock, []byte(bad)); r.Error == nil || r.Error.Code != hostfuncs.CodeInvalidRequest {
+			t.Errorf("unlock %s = %+v, want invalid_request", bad, r.Error)
+		}
+	}
+	if r := call[hostfuncs.Empty](t, primitives.New(primitives.Config{}), hostfuncs.FnUnlock, un); r.Error == nil || r.Error.Code != hostfuncs.CodeInvalidRequest {
+		t.Errorf("unlock before a state directory = %+v, want invalid_request", r.Error)
+	}
+}
+
+// With wait_ms a busy lock is tried until the wait is over: busy after
+// about wait_ms while the holder keeps it; the lock as soon as the holder
+// releases it within the wait. wait_ms is an integer 0..10000.
+func TestLock_WaitMS(t *testing.T) {
+	dir := stateDir(t)
+	a, b := prepare(t, dir), prepare(t, dir)
+	defer a.Close()
+	defer b.Close()
+	socket := fmt.Sprintf("mcp-resume-test-wait-%d", os.Getpid())
+	req := hostfuncs.LockRequest{Name: "lock-w", Socket: socket}
+	if r := call[hostfuncs.Empty](t, a, hostfuncs.FnLock, req); r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	start := time.Now()
+	if r := call[hostfuncs.Empty](t, b, hostfuncs.FnLock, req); r.Error == nil || r.Error.Code != hostfuncs.CodeBusy {
+		t.Fatalf("no wait: %+v, want busy", r.Error)
+	}
+	if took := time.Since(start); took > 100*time.Millisecond {
+		t.Errorf("wait_ms 0 took %v: it must try once", took)
+	}
+	waitReq := hostfuncs.LockRequest{Name: "lock-w", Socket: socket, WaitMS: 300}
+	start = time.Now()
+	if r := call[hostfuncs.Empty](t, b, hostfuncs.FnLock, waitReq); r.Error == nil || r.Error.Code != hostfuncs.CodeBusy {
+		t.Fatalf("wait 300 ms on a held lock: %+v, want busy", r.Error)
+	}
+	if took := time.Since(start); took < 300*time.Millisecond || took > 2*time.Second {
+		t.Errorf("busy after %v, want about 300ms", took)
+	}
+	// Released 100 ms into a 5 s wait: taken soon after (retries at most 5 ms apart).
+	time.AfterFunc(100*time.Millisecond, func() { a.Call(hostfuncs.FnUnlock, []byte(`{"name":"lock-w"}`)) })
+	waitReq.WaitMS = 5000
+	start = time.Now()
+	if r := call[hostfuncs.Empty](t, b, hostfuncs.FnLock, waitReq); r.Error != nil {
+		t.Fatalf("lock released during the wait: %v", r.Error)
+	}
+	if took := time.Since(start); took < 100*time.Millisecond || took > 1500*time.Millisecond {
+		t.Errorf("taken after %v, want shortly after the 100ms release", took)
+	}
+	// Other errors answer at once, whatever the wait.
+	os.Mkdir(filepath.Join(dir, "lock-d"), 0o700)
+	start = time.Now()
+	if r := call[hostfuncs.Empty](t, b, hostfuncs.FnLock, hostfuncs.LockRequest{Name: "lock-d", WaitMS: 5000}); r.Error == nil || r.Error.Code != hostfuncs.CodeUnsafe {
+		t.Errorf("a directory with a wait: %+v, want unsafe", r.Error)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("unsafe after %v: only busy waits", took)
+	}
+	for _, bad := range []string{`-1`, `10001`, `1.5`, `"5"`, `true`} {
+		if r := call[hostfuncs.Empty](t, b, hostfuncs.FnLock, []byte(`{"name":"lock-x","wait_ms":`+bad+`}`)); r.Error == nil || r.Error.Code != hostfuncs.CodeInvalidRequest {
+			t.Errorf("wait_ms %s = %+v, want invalid_request", bad, r.Error)
+		}
+	}
+	for _, good := range []string{`0`, `10000`, `null`} {
+		if r := call[hostfuncs.Empty](t, b, hostfuncs.FnLock, []byte(`{"name":"lock-y","wait_ms":`+good+`}`)); r.Error != nil {
+			t.Errorf("wait_ms %s = %+v, want the lock", good, r.Error)
+		}
+	}
+}

@@ -1,0 +1,368 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/mcp-resume/mcp-resume/host/internal/primitives"
+)
+
+// The handle store: durable state handles for sessionless MCP servers
+// (plugin/README.md, the handle store; the package documentation, "The
+// handle store"). This file opens it and runs its pool of plugin
+// instances; handles_ops.go has the operations, handles_errors.go the
+// errors.
+
+// Exports of the handle store (plugin/README.md).
+const (
+	exportHandlesOpen  = "handles_open"
+	exportHandleCreate = "handle_create"
+	exportHandleGet    = "handle_get"
+	exportHandlePut    = "handle_put"
+	exportHandleDelete = "handle_delete"
+	exportHandleTouch  = "handle_touch"
+	exportHandleExists = "handle_exists"
+	exportHandleList   = "handle_list"
+	exportHandleGC     = "handle_gc"
+)
+
+// HandleOptions configures OpenHandles. The zero value takes every
+// default. Durations are sent to the plugin in whole milliseconds (a
+// positive duration under 1 ms counts as 1 ms); a zero one takes the
+// default, a negative one is refused (ErrInvalidOption).
+type HandleOptions struct {
+	// StateRoot is the state root, as Options.StateRoot: the store lives in
+	// <StateRoot>/<app dir>/handles. Empty: $MCP_RESUME_STATE_DIR, else the
+	// per-user default root. A relative root is taken against the working
+	// directory.
+	StateRoot string
+	// IdleTTL is how long a handle lives without a Get, Put or Touch.
+	// Zero: $MCP_RESUME_STATE_IDLE_TTL (Go duration syntax), else 24 h.
+	IdleTTL time.Duration
+	// MaxAge is how long a handle lives after Create at most, whatever its
+	// use. Zero: $MCP_RESUME_STATE_MAX_AGE, else 30 days (720 h).
+	MaxAge time.Duration
+	// Tombstone is how long an expired or evicted handle still answers
+	// ErrHandleExpired or ErrHandleEvicted before it answers
+	// ErrHandleNotFound. Zero: 7 days.
+	Tombstone time.Duration
+	// MaxHandles is the number of live handles past which the least
+	// recently used one is evicted. Zero: 10,000. The cap is exact per
+	// shard (max_handles/128 shards, a power of two, 1..256): at 10,000
+	// (64 shards of 157) eviction can begin before 10,000 in all.
+	MaxHandles int
+	// MaxValueBytes is the largest value in bytes. Zero: 1 MiB; at most
+	// 4 MiB.
+	MaxValueBytes int
+	// LockWait is how long an operation waits for a shard another process
+	// holds before it answers ErrStoreUnavailable. Zero: 2 s; at most 10 s.
+	LockWait time.Duration
+	// Pool is the most plugin instances the store runs at once, each
+	// serving one call at a time. Zero: runtime.GOMAXPROCS(0). The first is
+	// made by OpenHandles; the others when calls overlap.
+	Pool int
+	// Now, when set, is the clock of every operation (sent to the plugin
+	// as now_ms): tests and simulations move time without sleeping. Nil:
+	// the plugin's own clock (the system's wall clock).
+	Now func() time.Time
+	// Logger receives the store's log lines (events handle_created,
+	// handle_expired, handle_evicted, handle_deleted, handle_conflict,
+	// handle_corrupt, ...: plugin/README.md). Nil: slog.Default().
+	Logger *slog.Logger
+}
+
+// HandlePolicy is what an open handle store runs with, as the plugin
+// decided from the options, the environment and the defaults. A create
+// tool's description states it (sessionless MCP asks a server to state the
+// durability of its handles).
+type HandlePolicy struct {
+	// StateDir is the store's directory, <StateRoot>/<app dir>/handles.
+	StateDir string
+	// StateRoot is the state root it lies in.
+	StateRoot string
+	// IdleTTL, MaxAge and Tombstone are the store's lifetimes.
+	IdleTTL, MaxAge, Tombstone time.Duration
+	// MaxHandles is the live-handle cap; MaxValueBytes the largest value.
+	MaxHandles, MaxValueBytes int
+	// Shards is the number of shards of the directory (fixed when the
+	// directory was first opened).
+	Shards int
+}
+
+// Handles is an open handle store of one app: values kept under opaque,
+// unguessable handles, each bound to a principal, with an idle TTL, a
+// maximum age, a generation for compare-and-set, sealed on disk
+// (AES-256-GCM under a key derived from the handle). It is independent of
+// the resume Store (MCP_RESUME=off does not turn it off) and safe for
+// many goroutines: the plugin is compiled once per process, and each call
+// runs in one of a pool of plugin instances (a go-sdk instance is not
+// safe for concurrent use). Operations on one handle are linearizable
+// across goroutines, processes and languages sharing the directory.
+//
+// Every method honours ctx while it waits for a free instance; a call
+// already in the plugin runs to its end (it waits at most LockWait for a
+// shard lock), as for Store ("Cancellation").
+type Handles struct {
+	app    string
+	input  []byte // handles_open's input, for every instance of the pool
+	now    func() time.Time
+	logger *slog.Logger
+	policy HandlePolicy
+
+	idle   chan *Store   // instances ready for a call
+	closed chan struct{} // closed by Close: waiting calls give up
+	mu     sync.Mutex
+	size   int // instances alive (idle or in a call), at most max
+	max    int
+	done   bool
+	all    map[*Store]bool // every instance alive, for Close
+}
+
+// handlesOpenInput is handles_open's input.
+type handlesOpenInput struct {
+	App           string `json:"app"`
+	StateRoot     string `json:"state_root,omitempty"`
+	IdleTTLMS     int64  `json:"idle_ttl_ms,omitempty"`
+	MaxAgeMS      int64  `json:"max_age_ms,omitempty"`
+	TombstoneMS   int64  `json:"tombstone_ms,omitempty"`
+	MaxHandles    int    `json:"max_handles,omitempty"`
+	MaxValueBytes int    `json:"max_value_bytes,omitempty"`
+	LockWaitMS    int64  `json:"lock_wait_ms,omitempty"`
+}
+
+// handlesOpenOutput is handles_open's output.
+type handlesOpenOutput struct {
+	StateDir      string `json:"state_dir"`
+	StateRoot     string `json:"state_root"`
+	IdleTTLMS     int64  `json:"idle_ttl_ms"`
+	MaxAgeMS      int64  `json:"max_age_ms"`
+	TombstoneMS   int64  `json:"tombstone_ms"`
+	MaxHandles    int    `json:"max_handles"`
+	MaxValueBytes int    `json:"max_value_bytes"`
+	Shards        int    `json:"shards"`
+}
+
+// OpenHandles opens the handle store of app (an MCP server application
+// name, as for Open: 1-64 of [A-Za-z0-9._-] starting with a letter or
+// digit), creating its directory (0700) if needed and sweeping expired
+// handles. It fails with an error matching ErrInvalidApp or
+// ErrInvalidOption (the plugin's message names the option and what to
+// give), ErrStoreUnavailable (a *HandleError: the directory cannot be
+// used) or ErrPlugin (the plugin cannot run). A server whose store cannot
+// open should keep serving and answer store_unavailable from the tools
+// that need it.
+func OpenHandles(app string, opts HandleOptions) (*Handles, error) {
+	ms := func(name string, d time.Duration) (int64, error) {
+		switch {
+		case d < 0:
+			return 0, &refusal{ErrInvalidOption, fmt.Sprintf("%s must be a positive duration or zero for the default, not %v", name, d)}
+		case d > 0 && d < time.Millisecond:
+			return 1, nil
+		}
+		return d.Milliseconds(), nil
+	}
+	in := handlesOpenInput{App: app, StateRoot: opts.StateRoot, MaxHandles: opts.MaxHandles, MaxValueBytes: opts.MaxValueBytes}
+	var err error
+	for _, o := range []struct {
+		name string
+		d    time.Duration
+		ms   *int64
+	}{{"IdleTTL", opts.IdleTTL, &in.IdleTTLMS}, {"MaxAge", opts.MaxAge, &in.MaxAgeMS}, {"Tombstone", opts.Tombstone, &in.TombstoneMS}, {"LockWait", opts.LockWait, &in.LockWaitMS}} {
+		if *o.ms, err = ms(o.name, o.d); err != nil {
+			return nil, err
+		}
+	}
+	if opts.MaxHandles < 0 || opts.MaxValueBytes < 0 || opts.Pool < 0 {
+		return nil, &refusal{ErrInvalidOption, "MaxHandles, MaxValueBytes and Pool must be positive, or zero for the default"}
+	}
+	h := &Handles{app: app, now: opts.Now, logger: opts.Logger, max: opts.Pool, all: map[*Store]bool{}}
+	if h.logger == nil {
+		h.logger = slog.Default()
+	}
+	if h.max == 0 {
+		h.max = runtime.GOMAXPROCS(0)
+	}
+	h.idle, h.closed = make(chan *Store, h.max), make(chan struct{})
+	if h.input, err = json.Marshal(in); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrPlugin, err)
+	}
+	first, out, err := h.instance(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	h.policy = HandlePolicy{
+		StateDir: out.StateDir, StateRoot: out.StateRoot,
+		IdleTTL: msDuration(out.IdleTTLMS), MaxAge: msDuration(out.MaxAgeMS), Tombstone: msDuration(out.TombstoneMS),
+		MaxHandles: out.MaxHandles, MaxValueBytes: out.MaxValueBytes, Shards: out.Shards,
+	}
+	h.size = 1
+	h.all[first] = true
+	h.idle <- first
+	return h, nil
+}
+
+func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
+
+// instance loads a plugin instance with its own host functions (its own
+// locks and state directory) and opens the handle store in it.
+func (h *Handles) instance(ctx context.Context) (*Store, handlesOpenOutput, error) {
+	var out handlesOpenOutput
+	funcs := primitives.New(primitives.Config{Logger: h.logger})
+	s, err := load(ctx, "", funcs, h.logger)
+	if err != nil {
+		return nil, out, err
+	}
+	raw, errJSON, callErr, err := s.callRaw(ctx, exportHandlesOpen, h.input)
+	switch {
+	case err != nil:
+		err = fmt.Errorf("%w: %s: %v", ErrPlugin, exportHandlesOpen, err)
+	case callErr != nil && callErr.Code == "invalid_app":
+		err = &refusal{ErrInvalidApp, callErr.Message}
+	case callErr != nil && callErr.Code == "invalid_option":
+		err = &refusal{ErrInvalidOption, callErr.Message}
+	case callErr != nil:
+		err = handleError(exportHandlesOpen, errJSON)
+	default:
+		if jerr := json.Unmarshal(raw, &out); jerr != nil || out.StateDir == "" {
+			err = fmt.Errorf("%w: %s answered %q", ErrPlugin, exportHandlesOpen, raw)
+		} else if !funcs.SetStateDir(out.StateDir) {
+			// The confinement rule: the file functions act in
+			// handles_open's state_dir, for good.
+			err = fmt.Errorf("%w: %s answered a state_dir that is not an absolute, clean path: %q", ErrPlugin, exportHandlesOpen, out.StateDir)
+		}
+	}
+	if err != nil {
+		s.Close(ctx)
+		return nil, out, err
+	}
+	return s, out, nil
+}
+
+// Policy returns what the store runs with (lifetimes, caps, directory).
+func (h *Handles) Policy() HandlePolicy { return h.policy }
+
+// acquire returns an instance for one call: an idle one, else a new one
+// while the pool has room, else the first to come back. It fails when ctx
+// is done first or the store is closed (fs.ErrClosed).
+func (h *Handles) acquire(ctx context.Context) (*Store, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	select {
+	case s := <-h.idle:
+		return s, nil
+	default:
+	}
+	h.mu.Lock()
+	if h.done {
+		h.mu.Unlock()
+		return nil, fmt.Errorf("mcp-resume handle store: %w", fs.ErrClosed)
+	}
+	grow := h.size < h.max
+	if grow {
+		h.size++
+	}
+	h.mu.Unlock()
+	if grow {
+		s, _, err := h.instance(ctx)
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if err == nil && !h.done {
+			h.all[s] = true
+			return s, nil
+		}
+		h.size--
+		if err == nil { // closed meanwhile
+			s.Close(ctx)
+			return nil, fmt.Errorf("mcp-resume handle store: %w", fs.ErrClosed)
+		}
+		h.logger.Warn("mcp-resume handle store: could not add a plugin instance; calls wait for the running ones", "event", "handle_pool_grow_failed", "error", err)
+		if h.size == 0 {
+			return nil, err
+		}
+	}
+	select {
+	case s := <-h.idle:
+		return s, nil
+	case <-h.closed:
+		return nil, fmt.Errorf("mcp-resume handle store: %w", fs.ErrClosed)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// release gives s back to the pool, or closes it when broken (a trap may
+// leave an instance's state half-updated) or the store is closed.
+func (h *Handles) release(s *Store, broken bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if broken || h.done {
+		delete(h.all, s)
+		h.size--
+		s.Close(context.Background())
+		return
+	}
+	h.idle <- s // never blocks: at most max instances exist
+}
+
+// call runs export with input (a JSON object; now_ms added when the store
+// has a clock) in a pooled instance and decodes its JSON output into v.
+func (h *Handles) call(ctx context.Context, export string, input map[string]any, v any) error {
+	if h.now != nil && export != exportHandlesOpen {
+		input["now_ms"] = h.now().UnixMilli()
+	}
+	in, err := json.Marshal(input)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrPlugin, err)
+	}
+	s, err := h.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	out, errJSON, callErr, err := s.callRaw(ctx, export, in)
+	cancelled := err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) // before the plugin ran
+	h.release(s, err != nil && !cancelled)
+	switch {
+	case cancelled:
+		return err
+	case err != nil:
+		return fmt.Errorf("%w: %s: %v", ErrPlugin, export, err)
+	case callErr != nil:
+		return handleError(export, errJSON)
+	}
+	if err := json.Unmarshal(out, v); err != nil {
+		return fmt.Errorf("%w: %s returned malformed JSON: %v", ErrPlugin, export, err)
+	}
+	return nil
+}
+
+// Close closes the store: idle instances at once, busy ones when their
+// call ends, releasing their plugin instances and locks (a shard lock is
+// never held between calls). Later calls fail with an error matching
+// fs.ErrClosed. Safe to call more than once and from many goroutines.
+func (h *Handles) Close() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.done {
+		return nil
+	}
+	h.done = true
+	close(h.closed)
+	for {
+		select {
+		case s := <-h.idle:
+			delete(h.all, s)
+			h.size--
+			s.Close(context.Background())
+		default:
+			return nil
+		}
+	}
+}
