@@ -195,12 +195,12 @@ type recordFault struct {
 	root                       bool // needs root (chown)
 	// damage damages rec and returns a check of what it left outside the
 	// store ("" when nothing to check).
-	damage func(t *testing.T, rec string) func() string
+	damage func(t testing.TB, rec string) func() string
 }
 
 var recordFaults = []recordFault{
 	{"truncated", "H6", "Truncated record", "the notebook's record file `h-<key hash>` truncated to half its size", false,
-		func(t *testing.T, rec string) func() string {
+		func(t testing.TB, rec string) func() string {
 			fi, err := os.Stat(rec)
 			if err == nil {
 				err = os.Truncate(rec, fi.Size()/2)
@@ -211,14 +211,14 @@ var recordFaults = []recordFault{
 			return nil
 		}},
 	{"foreign_owned", "H7", "Record owned by another user", "the record file chown'ed to uid 65534 (mode 0600 kept)", true,
-		func(t *testing.T, rec string) func() string {
+		func(t testing.TB, rec string) func() string {
 			if err := os.Chown(rec, 65534, 65534); err != nil {
 				t.Fatal(err)
 			}
 			return nil
 		}},
 	{"symlinked", "H8", "Symlinked record", "the record file replaced by a symbolic link to a copy of it outside the state directory", false,
-		func(t *testing.T, rec string) func() string {
+		func(t testing.TB, rec string) func() string {
 			data, err := os.ReadFile(rec)
 			if err != nil {
 				t.Fatal(err)

@@ -67,7 +67,7 @@ func addRow(l lang, id, fault, injection string, r result) {
 
 // skipRow skips a fault that cannot run here (not root, no mount
 // namespace); the table is then not compared.
-func skipRow(t *testing.T, why string) {
+func skipRow(t testing.TB, why string) {
 	t.Helper()
 	table.mu.Lock()
 	table.skipped = append(table.skipped, t.Name()+": "+why)
