@@ -157,11 +157,14 @@ func (e *Error) encode(en *encoder) {
 	en.begin()
 	en.str("code", e.Code)
 	en.str("message", e.Message)
+	en.strOmit("reason", e.Reason)
+	en.intOmit("generation", e.Generation)
 	en.end()
 }
 
-// EncodeJSON returns the JSON of e, {"code","message"}: the Extism error
-// string of a failed export. The error is always nil.
+// EncodeJSON returns the JSON of e, {"code","message","reason"?,
+// "generation"?}: the Extism error string of a failed export. The error is
+// always nil.
 func (e Error) EncodeJSON() ([]byte, error) {
 	en := &encoder{}
 	e.encode(en)

@@ -307,11 +307,15 @@ func (d *decoder) errorObj(p **Error) error {
 	e := &Error{}
 	*p = e
 	return d.object(func(d *decoder, name string) error {
-		switch field(name, "code", "message") {
+		switch field(name, "code", "message", "reason", "generation") {
 		case "code":
 			return d.str(&e.Code)
 		case "message":
 			return d.str(&e.Message)
+		case "reason":
+			return d.str(&e.Reason)
+		case "generation":
+			return d.int64(&e.Generation)
 		}
 		return d.skip()
 	})

@@ -77,6 +77,12 @@ const (
 type Error struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// Reason (handle store exports only): why a handle expired,
+	// ReasonIdle or ReasonMaxAge, with CodeHandleExpired; "" otherwise.
+	Reason string `json:"reason,omitempty"`
+	// Generation (handle store exports only): the handle's current
+	// generation, with CodeConflict; 0 otherwise.
+	Generation int64 `json:"generation,omitempty"`
 }
 
 // Error implements error.

@@ -7,9 +7,9 @@
 //
 //	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath -ldflags="-buildid= -s -w" -o plugin/plugin.wasm ./plugin/guest
 //
-// Exports (hostfuncs/README.md, "Plugin exports"; ABI version 5):
+// Exports (hostfuncs/README.md, "Plugin exports"; ABI version 6):
 //
-//	mcp_resume_abi_version  () -> "5"
+//	mcp_resume_abi_version  () -> "6"
 //	open                    (JSON {"app","state_root"?,"instance"?,"launchers"?}) -> JSON {"state_dir","state_root","resume"}
 //	load                    () -> token bytes, or empty output when there is none
 //	store                   (token bytes) -> empty
@@ -20,8 +20,21 @@
 //	render                  (JSON {"command","json"?,"whoami"?,"show_state_dir"?,"apps"?}) -> the bytes the mcp-resume CLI prints
 //	whoami                  (empty, or JSON {"pid"?}) -> JSON {"pid","start_time","stdio","instance_suffix","token_file","lock_file","state_dir","chain","error"?}
 //
+// and the handle store's (plugin/internal/handles; an instance opened with
+// handles_open instead of open):
+//
+//	handles_open   (JSON {"app","state_root"?,"idle_ttl_ms"?,"max_age_ms"?,"tombstone_ms"?,"max_handles"?,"max_value_bytes"?,"lock_wait_ms"?}) -> JSON {"state_dir","state_root","idle_ttl_ms","max_age_ms","tombstone_ms","max_handles","max_value_bytes","shards"}
+//	handle_create  (JSON {"principal","value","idle_ttl_ms"?,"max_age_ms"?,"now_ms"?}) -> JSON {"handle","generation","idle_ttl_ms","max_age_ms","created_ms"}
+//	handle_get     (JSON {"handle","principal","now_ms"?}) -> JSON {"value","generation","created_ms","idle_ttl_ms","max_age_ms"}
+//	handle_put     (JSON {"handle","principal","value","generation"?,"now_ms"?}) -> JSON {"generation"}
+//	handle_delete  (JSON {"handle","principal","generation"?,"now_ms"?}) -> JSON {}
+//	handle_touch   (JSON {"handle","principal","now_ms"?}) -> JSON {"generation","idle_ttl_ms","max_age_ms"}
+//	handle_exists  (JSON {"handle","principal","now_ms"?}) -> JSON {"exists"}
+//	handle_list    (JSON {"now_ms"?}) -> JSON {"handles":[...],"live","tombstones","shards","bytes"}
+//	handle_gc      (JSON {"now_ms"?}) -> JSON {"expired_idle","expired_max_age","tombstones_dropped","orphans_removed","temps_removed","live"}
+//
 // Each returns 0 on success and 1 on failure, with the Extism error string
-// set to the JSON {"code","message"} (codes in hostfuncs). This file is
+// set to the JSON {"code","message","reason"?,"generation"?} (codes in hostfuncs). This file is
 // thin glue; the logic lives in plugin/internal/resume and internal/procid. JSON
 // goes through the codecs of hostfuncs (no encoding/json, no fmt: a lean
 // guest; plugin_test.go holds the size budget).
@@ -31,6 +44,7 @@ import (
 	"github.com/extism/go-pdk"
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
+	"github.com/mcp-resume/mcp-resume/plugin/internal/handles"
 	"github.com/mcp-resume/mcp-resume/plugin/internal/render"
 	"github.com/mcp-resume/mcp-resume/plugin/internal/resume"
 )
@@ -65,6 +79,9 @@ func hostLock(uint64) uint64
 //go:wasmimport extism:host/user mcp_resume_log
 func hostLog(uint64) uint64
 
+//go:wasmimport extism:host/user mcp_resume_unlock
+func hostUnlock(uint64) uint64
+
 var imports = map[string]func(uint64) uint64{
 	hostfuncs.FnFacts:      hostFacts,
 	hostfuncs.FnInspect:    hostInspect,
@@ -75,6 +92,7 @@ var imports = map[string]func(uint64) uint64{
 	hostfuncs.FnList:       hostList,
 	hostfuncs.FnLock:       hostLock,
 	hostfuncs.FnLog:        hostLog,
+	hostfuncs.FnUnlock:     hostUnlock,
 }
 
 // noResponse stands for the response of a host function that returned no
@@ -98,6 +116,10 @@ func call(fn string, req []byte) []byte {
 // store is the instance's single resume.Store; the plugin instance is the
 // server instance's session with its token file.
 var store = resume.New(call)
+
+// handleStore is the instance's handle store, used instead of store when
+// the host opens the instance with handles_open (a separate instance).
+var handleStore = handles.New(call)
 
 // fail sets the Extism error string to the JSON of werr and returns 1.
 func fail(werr *hostfuncs.Error) int32 {
@@ -194,6 +216,63 @@ func renderExport() int32 {
 	}
 	pdk.Output(out)
 	return 0
+}
+
+//go:wasmexport handles_open
+func handlesOpen() int32 {
+	out, werr := handleStore.Open(pdk.Input())
+	return outputJSON(out, werr)
+}
+
+//go:wasmexport handle_create
+func handleCreate() int32 {
+	out, werr := handleStore.Create(pdk.Input())
+	return outputJSON(out, werr)
+}
+
+//go:wasmexport handle_get
+func handleGet() int32 {
+	out, werr := handleStore.Get(pdk.Input())
+	return outputJSON(out, werr)
+}
+
+//go:wasmexport handle_put
+func handlePut() int32 {
+	out, werr := handleStore.Put(pdk.Input())
+	return outputJSON(out, werr)
+}
+
+//go:wasmexport handle_delete
+func handleDelete() int32 {
+	if werr := handleStore.Delete(pdk.Input()); werr != nil {
+		return fail(werr)
+	}
+	pdk.OutputString("{}")
+	return 0
+}
+
+//go:wasmexport handle_touch
+func handleTouch() int32 {
+	out, werr := handleStore.Touch(pdk.Input())
+	return outputJSON(out, werr)
+}
+
+//go:wasmexport handle_exists
+func handleExists() int32 {
+	out, werr := handleStore.Exists(pdk.Input())
+	return outputJSON(out, werr)
+}
+
+//go:wasmexport handle_list
+func handleList() int32 {
+	out, werr := handleStore.List(pdk.Input())
+	return outputJSON(out, werr)
+}
+
+//go:wasmexport handle_gc
+func handleGC() int32 {
+	out, werr := handleStore.GC(pdk.Input())
+	return outputJSON(out, werr)
 }
 
 func main() {}

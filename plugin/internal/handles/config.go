@@ -1,0 +1,116 @@
+package handles
+
+// The handle store's settings: handles_open's options, the environment and
+// the defaults (hostfuncs/README.md, "Plugin exports", handles_open).
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/mcp-resume/mcp-resume/hostfuncs"
+	"github.com/mcp-resume/mcp-resume/plugin/internal/resume"
+)
+
+// Environment variables of the handle store, read from facts.env (Go
+// duration syntax, greater than 0).
+const (
+	EnvIdleTTL = "MCP_RESUME_STATE_IDLE_TTL"
+	EnvMaxAge  = "MCP_RESUME_STATE_MAX_AGE"
+)
+
+// Defaults and bounds, in milliseconds, handles and bytes.
+const (
+	DefaultIdleTTLMS     = int64(24 * time.Hour / time.Millisecond)
+	DefaultMaxAgeMS      = int64(30 * 24 * time.Hour / time.Millisecond)
+	DefaultTombstoneMS   = int64(7 * 24 * time.Hour / time.Millisecond)
+	DefaultMaxHandles    = 10000
+	DefaultMaxValueBytes = 1 << 20
+	DefaultLockWaitMS    = 2000
+	// MaxValueBytes is the largest max_value_bytes a store may set (4 MiB).
+	MaxValueBytes = 4 << 20
+	// MaxHandles is the largest max_handles a store may set.
+	MaxHandles = 1 << 24
+	// maxShards bounds the shard count.
+	maxShards = 256
+	// handlesPerShard is the number of handles a shard is planned for.
+	handlesPerShard = 128
+)
+
+// DirName is the handle store's folder inside the app's state directory.
+const DirName = "handles"
+
+// Settings are a handle store's settings in effect.
+type Settings struct {
+	App           string
+	StateDir      string // <state root>/<app dir>/handles
+	StateRoot     string
+	IdleTTLMS     int64
+	MaxAgeMS      int64
+	TombstoneMS   int64
+	MaxHandles    int64
+	MaxValueBytes int64
+	LockWaitMS    int64
+}
+
+// ShardsFor is the shard count of a new directory for maxHandles: the
+// largest power of two not above maxHandles/128, at least 1 and at most
+// 256 (a store at its cap holds about 128 handles per shard).
+func ShardsFor(maxHandles int64) int {
+	s := 1
+	for s*2 <= maxShards && int64(s*2) <= maxHandles/handlesPerShard {
+		s *= 2
+	}
+	return s
+}
+
+// configure settles the settings from the input, the facts' environment
+// and the defaults. Errors: hostfuncs.CodeInvalidApp and
+// CodeInvalidOption as resume.Configure words them; CodeInvalidOption for
+// an option out of range or a bad environment value;
+// CodeStoreUnavailable when there is no state root (no home directory).
+func configure(in hostfuncs.HandlesOpenInput, f hostfuncs.Facts, factsOK bool) (Settings, *hostfuncs.Error) {
+	c, werr := resume.Configure(hostfuncs.OpenInput{App: in.App, StateRoot: in.StateRoot, AppMissing: in.AppMissing}, f, factsOK)
+	if werr != nil {
+		return Settings{}, werr
+	}
+	if c.StateDir == "" {
+		return Settings{}, &hostfuncs.Error{Code: hostfuncs.CodeStoreUnavailable, Message: "the handle store has no directory: " + c.Problem}
+	}
+	st := Settings{App: c.App, StateDir: c.StateDir + "/" + DirName, StateRoot: c.StateRoot}
+	var err *hostfuncs.Error
+	pick := func(name string, v int64, env string, def, min, max int64) int64 {
+		if err != nil {
+			return 0
+		}
+		if in.Given[name] {
+			if v < min || v > max {
+				err = optionErr(name + " must be between " + strconv.FormatInt(min, 10) + " and " + strconv.FormatInt(max, 10) + ", not " + strconv.FormatInt(v, 10))
+			}
+			return v
+		}
+		if env != "" && f.Env[env] != "" {
+			d, perr := time.ParseDuration(f.Env[env])
+			if perr != nil || d < time.Millisecond {
+				err = optionErr(env + "=" + strconv.Quote(f.Env[env]) + " is not a duration of at least 1ms: use Go duration syntax, e.g. 90s, 30m or 24h")
+			}
+			return int64(d / time.Millisecond)
+		}
+		return def
+	}
+	const maxMS = int64(100 * 365 * 24 * time.Hour / time.Millisecond)
+	st.IdleTTLMS = pick("idle_ttl_ms", in.IdleTTLMS, EnvIdleTTL, DefaultIdleTTLMS, 1, maxMS)
+	st.MaxAgeMS = pick("max_age_ms", in.MaxAgeMS, EnvMaxAge, DefaultMaxAgeMS, 1, maxMS)
+	st.TombstoneMS = pick("tombstone_ms", in.TombstoneMS, "", DefaultTombstoneMS, 0, maxMS)
+	st.MaxHandles = pick("max_handles", in.MaxHandles, "", DefaultMaxHandles, 1, MaxHandles)
+	st.MaxValueBytes = pick("max_value_bytes", in.MaxValueBytes, "", DefaultMaxValueBytes, 1, MaxValueBytes)
+	st.LockWaitMS = pick("lock_wait_ms", in.LockWaitMS, "", DefaultLockWaitMS, 0, hostfuncs.MaxLockWaitMS)
+	return st, err
+}
+
+// optionErr is an invalid_option error.
+func optionErr(msg string) *hostfuncs.Error {
+	return &hostfuncs.Error{Code: hostfuncs.CodeInvalidOption, Message: msg}
+}
+
+// durationText writes ms as a Go duration ("24h0m0s").
+func durationText(ms int64) string { return (time.Duration(ms) * time.Millisecond).String() }

@@ -1,0 +1,100 @@
+package handles
+
+// The index of a shard: one fixed-size entry per live handle or tombstone
+// (plugin/README.md, "Handle store", Index).
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+)
+
+// indexMagic starts every index file.
+const indexMagic = "MRI1"
+
+// entryLen is an index entry's length: key hash 16, state 1, principal tag
+// 16, generation 8, size 4, created_ms 8, last_used_ms 8, idle_ttl_ms 8,
+// max_age_ms 8 (integers big-endian).
+const entryLen = 16 + 1 + 16 + 8 + 4 + 8*4
+
+// indexOverhead is the bytes of an index besides its entries: magic 4,
+// count 4, CRC-32 4.
+const indexOverhead = 12
+
+// States of an entry: live, or a tombstone that says why it died.
+const (
+	stateLive = iota
+	stateExpiredIdle
+	stateExpiredMaxAge
+	stateEvicted
+)
+
+// entry is one handle of a shard's index. For a tombstone LastUsedMS is
+// when it died.
+type entry struct {
+	Hash       [16]byte
+	State      uint8
+	Tag        [16]byte
+	Generation int64
+	Size       int64
+	CreatedMS  int64
+	LastUsedMS int64
+	IdleTTLMS  int64
+	MaxAgeMS   int64
+}
+
+// encodeIndex returns the index file of entries: magic, count (u32),
+// entries, then the CRC-32 (IEEE) of all that.
+func encodeIndex(entries []entry) []byte {
+	b := make([]byte, 0, indexOverhead+len(entries)*entryLen)
+	b = append(b, indexMagic...)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(entries)))
+	for i := range entries {
+		e := &entries[i]
+		b = append(b, e.Hash[:]...)
+		b = append(b, e.State)
+		b = append(b, e.Tag[:]...)
+		b = binary.BigEndian.AppendUint64(b, uint64(e.Generation))
+		b = binary.BigEndian.AppendUint32(b, uint32(e.Size))
+		for _, v := range [...]int64{e.CreatedMS, e.LastUsedMS, e.IdleTTLMS, e.MaxAgeMS} {
+			b = binary.BigEndian.AppendUint64(b, uint64(v))
+		}
+	}
+	return binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
+}
+
+// decodeIndex reads an index file; false when it is malformed: another
+// magic, a count that does not match the length, a bad CRC, an unknown
+// state, or one key hash twice.
+func decodeIndex(b []byte) ([]entry, bool) {
+	if len(b) < indexOverhead || string(b[:4]) != indexMagic {
+		return nil, false
+	}
+	n := int(binary.BigEndian.Uint32(b[4:]))
+	if n > (len(b)-indexOverhead)/entryLen || len(b) != indexOverhead+n*entryLen {
+		return nil, false
+	}
+	body := b[:len(b)-4]
+	if crc32.ChecksumIEEE(body) != binary.BigEndian.Uint32(b[len(b)-4:]) {
+		return nil, false
+	}
+	entries := make([]entry, n)
+	seen := make(map[[16]byte]bool, n)
+	for i := range entries {
+		p := body[8+i*entryLen:]
+		e := &entries[i]
+		copy(e.Hash[:], p[:16])
+		e.State = p[16]
+		copy(e.Tag[:], p[17:33])
+		e.Generation = int64(binary.BigEndian.Uint64(p[33:]))
+		e.Size = int64(binary.BigEndian.Uint32(p[41:]))
+		e.CreatedMS = int64(binary.BigEndian.Uint64(p[45:]))
+		e.LastUsedMS = int64(binary.BigEndian.Uint64(p[53:]))
+		e.IdleTTLMS = int64(binary.BigEndian.Uint64(p[61:]))
+		e.MaxAgeMS = int64(binary.BigEndian.Uint64(p[69:]))
+		if e.State > stateEvicted || seen[e.Hash] {
+			return nil, false
+		}
+		seen[e.Hash] = true
+	}
+	return entries, true
+}

@@ -1,0 +1,444 @@
+package handles
+
+// The per-handle operations: create, get, put, delete, touch and exists
+// (hostfuncs/README.md, "Plugin exports", the handle store). Each checks
+// its input before any I/O, then works under its shard's lock: lock, read
+// the index, read the record, write the record, write the index, unlock.
+
+import (
+	"bytes"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/mcp-resume/mcp-resume/hostfuncs"
+	"github.com/mcp-resume/mcp-resume/plugin/internal/resume"
+)
+
+// request is a handle_* input checked before any I/O.
+type request struct {
+	in   hostfuncs.HandleInput
+	now  int64
+	k    keys
+	tag  [16]byte
+	hash [16]byte
+}
+
+// parse decodes and checks a handle_* input: the handle's syntax when
+// needHandle (invalid_handle), the principal (invalid_principal) unless
+// whole (list, gc: no principal), and the value when needValue
+// (invalid_value, value_too_large), in that order.
+func (s *Store) parse(input []byte, needHandle, needValue bool, whole ...bool) (*request, *hostfuncs.Error) {
+	if !s.opened {
+		return nil, &hostfuncs.Error{Code: hostfuncs.CodeNotOpen, Message: "call handles_open before any other handle export"}
+	}
+	r := &request{}
+	if len(whole) == 0 || len(bytes.TrimSpace(input)) > 0 {
+		if werr := r.in.DecodeJSON(input); werr != nil {
+			return nil, werr
+		}
+	}
+	var raw [handleBytes]byte
+	if needHandle {
+		var ok bool
+		if raw, ok = ParseHandle(r.in.Handle); !ok {
+			return nil, &hostfuncs.Error{Code: hostfuncs.CodeInvalidHandle, Message: "not a handle: a handle is " + strconv.Itoa(HandleLen) + " characters, " + HandlePrefix + " followed by base64url; pass it exactly as handle_create returned it"}
+		}
+	}
+	switch {
+	case len(whole) > 0:
+	case !r.in.PrincipalSet:
+		return nil, &hostfuncs.Error{Code: hostfuncs.CodeInvalidPrincipal, Message: "principal missing: give the caller's authenticated subject or client id, or \"\" for anonymous"}
+	case len(r.in.Principal) > hostfuncs.MaxPrincipalBytes:
+		return nil, &hostfuncs.Error{Code: hostfuncs.CodeInvalidPrincipal, Message: "principal is longer than " + strconv.Itoa(hostfuncs.MaxPrincipalBytes) + " bytes"}
+	case !utf8.ValidString(r.in.Principal):
+		return nil, &hostfuncs.Error{Code: hostfuncs.CodeInvalidPrincipal, Message: "principal must be valid UTF-8"}
+	}
+	if needValue {
+		switch {
+		case !r.in.ValueSet:
+			return nil, &hostfuncs.Error{Code: hostfuncs.CodeInvalidValue, Message: "value missing: give the bytes to store, base64-encoded"}
+		case int64(len(r.in.Value)) > s.set.MaxValueBytes:
+			return nil, &hostfuncs.Error{Code: hostfuncs.CodeValueTooLarge, Message: "value is " + strconv.Itoa(len(r.in.Value)) + " bytes, more than the store's max_value_bytes " + strconv.FormatInt(s.set.MaxValueBytes, 10) + "; nothing was written"}
+		}
+	}
+	if r.in.GenerationSet && r.in.Generation < 1 {
+		return nil, optionErr("generation must be a whole number of at least 1 (generations start at 1), not " + strconv.FormatInt(r.in.Generation, 10))
+	}
+	r.now = nowMS(&r.in)
+	if needHandle {
+		r.k = deriveKeys(raw, s.set.App)
+		r.hash = r.k.hash
+		r.tag = r.k.tag(r.in.Principal)
+	}
+	return r, nil
+}
+
+// notFound is the answer for an unknown handle, another principal's, one
+// deleted or past its tombstone period, or a corrupt record: one answer,
+// so that handles cannot be probed.
+func notFound() *hostfuncs.Error {
+	return &hostfuncs.Error{Code: hostfuncs.CodeHandleNotFound, Message: "no such handle (unknown, deleted, expired long ago, or not this principal's)"}
+}
+
+// live finds r's live entry in sh, expiring it lazily: its position, or
+// handle_not_found, handle_expired (with the reason) or handle_evicted.
+func (sh *shard) live(r *request) (int, *hostfuncs.Error) {
+	i := sh.find(r.hash)
+	if i < 0 || sh.entries[i].Tag != r.tag {
+		return -1, notFound()
+	}
+	e := &sh.entries[i]
+	if e.State == stateLive {
+		state, died, ok := lapsed(e, sh.now)
+		if !ok {
+			return i, nil
+		}
+		sh.expire(i, state, died)
+	}
+	if sh.buried(e) {
+		sh.drop(i)
+		return -1, notFound()
+	}
+	switch e.State {
+	case stateEvicted:
+		return -1, &hostfuncs.Error{Code: hostfuncs.CodeHandleEvicted, Message: "the handle was evicted: the store reached its max_handles and this handle was the least recently used"}
+	case stateExpiredMaxAge:
+		return -1, &hostfuncs.Error{Code: hostfuncs.CodeHandleExpired, Reason: hostfuncs.ReasonMaxAge, Message: "the handle expired: it reached its maximum age of " + durationText(e.MaxAgeMS)}
+	}
+	return -1, &hostfuncs.Error{Code: hostfuncs.CodeHandleExpired, Reason: hostfuncs.ReasonIdle, Message: "the handle expired: it was idle for " + durationText(e.IdleTTLMS)}
+}
+
+// record reads and opens the record of live entry i: its header, and its
+// value unless headerOnly. A missing record drops the entry; a corrupt or
+// non-regular one is removed (handle_corrupt); either answers
+// handle_not_found, as does another principal's record (left untouched).
+func (sh *shard) record(r *request, i int, headerOnly bool) (header, []byte, *hostfuncs.Error) {
+	limit := recordLimit
+	if headerOnly {
+		limit = headerLen
+	}
+	b, err := sh.s.read(recordName(r.hash), limit)
+	switch code(err) {
+	case "":
+	case hostfuncs.CodeNotFound:
+		sh.drop(i)
+		return header{}, nil, notFound()
+	case hostfuncs.CodeUnsafe:
+		sh.corrupt(r.hash)
+		return header{}, nil, notFound()
+	default:
+		return header{}, nil, sh.s.unavailable("cannot read a record in " + sh.s.set.StateDir + ": " + err.Error())
+	}
+	if !headerOnly && len(b) >= recordLimit {
+		sh.corrupt(r.hash)
+		return header{}, nil, notFound()
+	}
+	h, v, outcome := openRecord(&r.k, sh.s.set.App, r.tag, b, headerOnly)
+	switch outcome {
+	case recordForeign:
+		return h, nil, notFound()
+	case recordCorrupt:
+		sh.corrupt(r.hash)
+		return h, nil, notFound()
+	}
+	e := &sh.entries[i]
+	e.Generation = h.Generation
+	if !headerOnly {
+		e.Size = int64(len(v))
+	}
+	return h, v, nil
+}
+
+// refresh moves entry i's last use to now when it moved by at least the
+// resolution min(idle TTL / 64, 1 s): get and touch rewrite the index only
+// then, so a busy handle's reads do not each write.
+func (sh *shard) refresh(i int) {
+	e := &sh.entries[i]
+	if sh.now-e.LastUsedMS >= min(e.IdleTTLMS/64, 1000) {
+		e.LastUsedMS = sh.now
+		sh.dirty = true
+	}
+}
+
+// Create is the handle_create export: input {"principal", "value",
+// "idle_ttl_ms"?, "max_age_ms"?, "now_ms"?}. It makes a handle of 24 random
+// bytes, seals value under it for the principal at generation 1, and
+// answers hostfuncs.HandleCreated. At the shard's cap it first evicts the
+// least recently used live handle (handle_evicted). Per-handle lifetimes
+// may only shorten the store's. Errors: invalid_principal, invalid_value,
+// value_too_large, invalid_option, store_unavailable, not_open.
+func (s *Store) Create(input []byte) (hostfuncs.HandleCreated, *hostfuncs.Error) {
+	r, werr := s.parse(input, false, true)
+	if werr != nil {
+		return hostfuncs.HandleCreated{}, werr
+	}
+	idle, maxAge := s.set.IdleTTLMS, s.set.MaxAgeMS
+	for _, o := range []struct {
+		name    string
+		set     bool
+		v       int64
+		store   int64
+		applied *int64
+	}{{"idle_ttl_ms", r.in.IdleTTLSet, r.in.IdleTTLMS, s.set.IdleTTLMS, &idle}, {"max_age_ms", r.in.MaxAgeSet, r.in.MaxAgeMS, s.set.MaxAgeMS, &maxAge}} {
+		if !o.set {
+			continue
+		}
+		if o.v < 1 || o.v > o.store {
+			return hostfuncs.HandleCreated{}, optionErr(o.name + " may only shorten the store's " + durationText(o.store) + ": give 1 to " + strconv.FormatInt(o.store, 10) + ", not " + strconv.FormatInt(o.v, 10))
+		}
+		*o.applied = o.v
+	}
+	if werr := s.begin(r.now, true); werr != nil {
+		return hostfuncs.HandleCreated{}, werr
+	}
+	var raw [handleBytes]byte
+	var nonce [12]byte
+	if !resume.ReadRandom(raw[:]) || !resume.ReadRandom(nonce[:]) {
+		return hostfuncs.HandleCreated{}, s.unavailable("the guest's random source (WASI random_get) failed; no handle was made")
+	}
+	r.k = deriveKeys(raw, s.set.App)
+	r.hash, r.tag = r.k.hash, r.k.tag(r.in.Principal)
+	hdr := header{Generation: 1, CreatedMS: r.now, IdleTTLMS: idle, MaxAgeMS: maxAge, Tag: r.tag, Nonce: nonce}
+	werr = s.withShard(s.shardOf(r.hash), r.now, s.set.LockWaitMS, func(sh *shard) *hostfuncs.Error {
+		sh.must = true
+		var c gcCounts
+		sh.sweep(&c)
+		sh.evict()
+		if err := s.write(recordName(r.hash), sealRecord(&r.k, s.set.App, hdr, r.in.Value)); err != nil {
+			return s.ioFailure("write a record", err)
+		}
+		if i := sh.find(r.hash); i >= 0 {
+			sh.drop(i)
+		}
+		sh.entries = append(sh.entries, entry{Hash: r.hash, State: stateLive, Tag: r.tag, Generation: 1, Size: int64(len(r.in.Value)),
+			CreatedMS: r.now, LastUsedMS: r.now, IdleTTLMS: idle, MaxAgeMS: maxAge})
+		sh.dirty = true
+		sh.trimTombstones()
+		return nil
+	})
+	if werr != nil {
+		return hostfuncs.HandleCreated{}, werr
+	}
+	s.log(hostfuncs.LevelDebug, EventCreated, MsgCreated, "key="+shortKey(r.hash))
+	return hostfuncs.HandleCreated{Handle: formatHandle(raw), Generation: 1, IdleTTLMS: idle, MaxAgeMS: maxAge, CreatedMS: r.now}, nil
+}
+
+// evict makes room for one more live entry: while the shard holds its cap
+// of live entries, the one used least recently (ties: created first, then
+// the smaller key hash) becomes an evicted tombstone and its record goes
+// (handle_evicted).
+func (sh *shard) evict() {
+	for {
+		live, victim := int64(0), -1
+		for i := range sh.entries {
+			e := &sh.entries[i]
+			if e.State != stateLive {
+				continue
+			}
+			live++
+			if victim < 0 || older(e, &sh.entries[victim]) {
+				victim = i
+			}
+		}
+		if live < sh.s.perShard || victim < 0 {
+			return
+		}
+		e := &sh.entries[victim]
+		e.State, e.LastUsedMS = stateEvicted, sh.now
+		sh.dirty = true
+		_ = sh.s.remove(recordName(e.Hash))
+		sh.s.log(hostfuncs.LevelInfo, EventEvicted, MsgEvicted, "key="+shortKey(e.Hash))
+	}
+}
+
+// older reports whether a goes before b in eviction order.
+func older(a, b *entry) bool {
+	if a.LastUsedMS != b.LastUsedMS {
+		return a.LastUsedMS < b.LastUsedMS
+	}
+	if a.CreatedMS != b.CreatedMS {
+		return a.CreatedMS < b.CreatedMS
+	}
+	return string(a.Hash[:]) < string(b.Hash[:])
+}
+
+// trimTombstones keeps at most the per-shard cap of tombstones, dropping
+// those that died first.
+func (sh *shard) trimTombstones() {
+	for {
+		n, first := int64(0), -1
+		for i := range sh.entries {
+			e := &sh.entries[i]
+			if e.State == stateLive {
+				continue
+			}
+			n++
+			if first < 0 || e.LastUsedMS < sh.entries[first].LastUsedMS {
+				first = i
+			}
+		}
+		if n <= sh.s.perShard {
+			return
+		}
+		sh.drop(first)
+	}
+}
+
+// handleOp runs fn on r's live entry under its shard's lock, after begin.
+func (s *Store) handleOp(r *request, fn func(sh *shard, i int) *hostfuncs.Error) *hostfuncs.Error {
+	if werr := s.begin(r.now, true); werr != nil {
+		return werr
+	}
+	return s.withShard(s.shardOf(r.hash), r.now, s.set.LockWaitMS, func(sh *shard) *hostfuncs.Error {
+		i, werr := sh.live(r)
+		if werr != nil {
+			return werr
+		}
+		return fn(sh, i)
+	})
+}
+
+// Get is the handle_get export: input {"handle", "principal", "now_ms"?};
+// answers the value and its generation, creation and lifetimes, and
+// refreshes the idle time. Errors: invalid_handle, invalid_principal,
+// handle_not_found, handle_expired, handle_evicted, store_unavailable,
+// not_open.
+func (s *Store) Get(input []byte) (hostfuncs.HandleValue, *hostfuncs.Error) {
+	r, werr := s.parse(input, true, false)
+	if werr != nil {
+		return hostfuncs.HandleValue{}, werr
+	}
+	var out hostfuncs.HandleValue
+	werr = s.handleOp(r, func(sh *shard, i int) *hostfuncs.Error {
+		h, v, werr := sh.record(r, i, false)
+		if werr != nil {
+			return werr
+		}
+		sh.refresh(i)
+		if v == nil {
+			v = []byte{}
+		}
+		out = hostfuncs.HandleValue{Value: v, Generation: h.Generation, CreatedMS: h.CreatedMS, IdleTTLMS: h.IdleTTLMS, MaxAgeMS: h.MaxAgeMS}
+		return nil
+	})
+	return out, werr
+}
+
+// conflict checks r's expected generation against the current one cur:
+// a conflict error (logged handle_conflict) when they differ.
+func (sh *shard) conflict(r *request, cur int64) *hostfuncs.Error {
+	if !r.in.GenerationSet || r.in.Generation == cur {
+		return nil
+	}
+	sh.s.log(hostfuncs.LevelInfo, EventConflict, MsgConflict, "key="+shortKey(r.hash))
+	return &hostfuncs.Error{Code: hostfuncs.CodeConflict, Generation: cur,
+		Message: "the handle is at generation " + strconv.FormatInt(cur, 10) + ", not " + strconv.FormatInt(r.in.Generation, 10) + ": read it again and retry; nothing was changed"}
+}
+
+// Put is the handle_put export: input {"handle", "principal", "value",
+// "generation"?, "now_ms"?}. It replaces the value and answers the new
+// generation (current + 1); with "generation" only if that is the current
+// one (compare-and-set), without it unconditionally (the last writer
+// wins). It refreshes the idle time; creation and lifetimes stay. Errors:
+// those of Get, invalid_value, value_too_large, invalid_option, conflict.
+func (s *Store) Put(input []byte) (hostfuncs.HandleGeneration, *hostfuncs.Error) {
+	r, werr := s.parse(input, true, true)
+	if werr != nil {
+		return hostfuncs.HandleGeneration{}, werr
+	}
+	var out hostfuncs.HandleGeneration
+	werr = s.handleOp(r, func(sh *shard, i int) *hostfuncs.Error {
+		h, _, werr := sh.record(r, i, true)
+		if werr != nil {
+			return werr
+		}
+		if werr := sh.conflict(r, h.Generation); werr != nil {
+			return werr
+		}
+		h.Generation++
+		if !resume.ReadRandom(h.Nonce[:]) {
+			return s.unavailable("the guest's random source (WASI random_get) failed; nothing was written")
+		}
+		sh.must = true
+		if err := s.write(recordName(r.hash), sealRecord(&r.k, s.set.App, h, r.in.Value)); err != nil {
+			return s.ioFailure("write a record", err)
+		}
+		e := &sh.entries[i]
+		e.Generation, e.Size, e.LastUsedMS = h.Generation, int64(len(r.in.Value)), sh.now
+		sh.dirty = true
+		out.Generation = h.Generation
+		return nil
+	})
+	return out, werr
+}
+
+// Delete is the handle_delete export: input {"handle", "principal",
+// "generation"?, "now_ms"?}. It removes the record and its entry, leaving
+// no tombstone (afterwards handle_not_found); with "generation" only if
+// that is the current one. Errors: those of Get, invalid_option, conflict.
+func (s *Store) Delete(input []byte) *hostfuncs.Error {
+	r, werr := s.parse(input, true, false)
+	if werr != nil {
+		return werr
+	}
+	return s.handleOp(r, func(sh *shard, i int) *hostfuncs.Error {
+		h, _, werr := sh.record(r, i, true)
+		if werr != nil {
+			return werr
+		}
+		if werr := sh.conflict(r, h.Generation); werr != nil {
+			return werr
+		}
+		sh.must = true
+		if err := s.remove(recordName(r.hash)); err != nil {
+			return s.ioFailure("remove a record", err)
+		}
+		sh.drop(i)
+		s.log(hostfuncs.LevelDebug, EventDeleted, MsgDeleted, "key="+shortKey(r.hash))
+		return nil
+	})
+}
+
+// Touch is the handle_touch export (seed 002's updateTTL): input
+// {"handle", "principal", "now_ms"?}; refreshes the idle time only and
+// answers the generation and lifetimes. Errors: those of Get.
+func (s *Store) Touch(input []byte) (hostfuncs.HandleTouched, *hostfuncs.Error) {
+	r, werr := s.parse(input, true, false)
+	if werr != nil {
+		return hostfuncs.HandleTouched{}, werr
+	}
+	var out hostfuncs.HandleTouched
+	werr = s.handleOp(r, func(sh *shard, i int) *hostfuncs.Error {
+		h, _, werr := sh.record(r, i, true)
+		if werr != nil {
+			return werr
+		}
+		sh.refresh(i)
+		out = hostfuncs.HandleTouched{Generation: h.Generation, IdleTTLMS: h.IdleTTLMS, MaxAgeMS: h.MaxAgeMS}
+		return nil
+	})
+	return out, werr
+}
+
+// Exists is the handle_exists export: input {"handle", "principal",
+// "now_ms"?}; true only when the handle is live and the principal's. It
+// never refreshes. Errors: invalid_handle, invalid_principal,
+// store_unavailable, not_open (not found, expired and evicted answer
+// false).
+func (s *Store) Exists(input []byte) (hostfuncs.HandleExists, *hostfuncs.Error) {
+	r, werr := s.parse(input, true, false)
+	if werr != nil {
+		return hostfuncs.HandleExists{}, werr
+	}
+	werr = s.handleOp(r, func(sh *shard, i int) *hostfuncs.Error {
+		_, _, werr := sh.record(r, i, true)
+		return werr
+	})
+	switch {
+	case werr == nil:
+		return hostfuncs.HandleExists{Exists: true}, nil
+	case werr.Code == hostfuncs.CodeHandleNotFound, werr.Code == hostfuncs.CodeHandleExpired, werr.Code == hostfuncs.CodeHandleEvicted:
+		return hostfuncs.HandleExists{}, nil
+	}
+	return hostfuncs.HandleExists{}, werr
+}

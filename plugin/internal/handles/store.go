@@ -1,0 +1,289 @@
+// Package handles is the handle store: durable state handles for
+// sessionless MCP servers (plugin/README.md, "Handle store";
+// hostfuncs/README.md, "Plugin exports"). A handle is a bearer secret of
+// 192 random bits; the store keeps, per handle, a record sealed with
+// AES-256-GCM under a key derived from the handle, named by a hash of the
+// handle and the app, in shards that each have an index and a lock.
+//
+// It is plain Go, like plugin/internal/resume: the plugin (plugin/guest)
+// compiles it to Wasm and forwards the handle exports here; native tests
+// run it against a Caller. Every file and lock goes through the host
+// functions of hostfuncs/README.md.
+//
+// Files by concern: store.go opens the store and holds the shard
+// plumbing; ops.go the per-handle operations; admin.go list, gc and the
+// sweeps; handle.go the handle syntax and keys; record.go and index.go
+// the file formats; config.go the settings.
+//
+// A Store is not safe for concurrent use; hosts serialise calls into the
+// plugin instance that owns it (and run one instance per goroutine).
+package handles
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mcp-resume/mcp-resume/hostfuncs"
+	"github.com/mcp-resume/mcp-resume/plugin/internal/resume"
+)
+
+// Stable event names of the handle store's log lines
+// (hostfuncs.LogRequest.Event); each line's detail names the handle only as
+// key=<12 hex of its key hash>.
+const (
+	EventCreated          = "handle_created"           // debug
+	EventDeleted          = "handle_deleted"           // debug
+	EventExpired          = "handle_expired"           // info
+	EventEvicted          = "handle_evicted"           // info
+	EventConflict         = "handle_conflict"          // info
+	EventCorrupt          = "handle_corrupt"           // warn
+	EventIndexRebuilt     = "handle_index_rebuilt"     // warn
+	EventStoreUnavailable = "handle_store_unavailable" // warn
+)
+
+// The human text of each event.
+const (
+	MsgCreated          = "Handle created"
+	MsgDeleted          = "Handle deleted"
+	MsgExpired          = "Handle expired"
+	MsgEvicted          = "Handle evicted: the store was at capacity and it was the least recently used"
+	MsgConflict         = "Handle write refused: the expected generation is not the current one"
+	MsgCorrupt          = "Handle record corrupted, removed"
+	MsgIndexRebuilt     = "Handle index rebuilt from the records"
+	MsgStoreUnavailable = "Handle store unavailable"
+)
+
+// File names in the handle store's directory.
+const (
+	layoutName   = "layout"
+	layoutPrefix = "mcp-resume handles v1 shards="
+	recordPrefix = "h-"
+	indexPrefix  = "i-"
+	lockPrefix   = "lock-"
+)
+
+// Store is one plugin instance's handle store.
+type Store struct {
+	call resume.Caller
+	set  Settings
+	euid int
+
+	opened   bool
+	ready    bool  // the directory was prepared and its layout read
+	shards   int   // the shard count in effect (the layout file's)
+	perShard int64 // live handles allowed per shard
+}
+
+// New returns a Store that reaches its host through call. Every export but
+// Open fails with hostfuncs.CodeNotOpen until Open succeeds.
+func New(call resume.Caller) *Store { return &Store{call: call} }
+
+// Open is the handles_open export: input is the JSON
+// hostfuncs.HandlesOpenInput. It asks the host for its facts once and
+// settles the settings (configure). It touches no file: the host fixes the
+// answer's state_dir as the store's directory only when Open returns, so
+// the directory is prepared by the first handle_* call. Errors:
+// hostfuncs.CodeInvalidApp, CodeInvalidOption (a bad input, an option out
+// of range, a bad MCP_RESUME_STATE_IDLE_TTL or MCP_RESUME_STATE_MAX_AGE, a
+// second Open), CodeStoreUnavailable (no state root).
+func (s *Store) Open(input []byte) (hostfuncs.HandlesOpenOutput, *hostfuncs.Error) {
+	if s.opened {
+		return hostfuncs.HandlesOpenOutput{}, optionErr("handles_open was already called for this plugin instance")
+	}
+	var in hostfuncs.HandlesOpenInput
+	if err := in.DecodeJSON(input); err != nil {
+		if oe, ok := err.(*hostfuncs.OptionError); ok {
+			code := hostfuncs.CodeInvalidOption
+			if oe.Option == "app" {
+				code = hostfuncs.CodeInvalidApp
+			}
+			return hostfuncs.HandlesOpenOutput{}, &hostfuncs.Error{Code: code, Message: oe.Error()}
+		}
+		return hostfuncs.HandlesOpenOutput{}, optionErr("handles_open input is not a JSON object: " + err.Error())
+	}
+	var f hostfuncs.Facts
+	out := s.call(hostfuncs.FnFacts, hostfuncs.Pad8([]byte("{}")))
+	factsOK := f.DecodeJSON(out) == nil && f.Error == nil && f.PID > 0
+	set, werr := configure(in, f, factsOK)
+	if werr != nil {
+		return hostfuncs.HandlesOpenOutput{}, werr
+	}
+	s.opened, s.set, s.euid = true, set, f.EUID
+	return hostfuncs.HandlesOpenOutput{
+		StateDir: set.StateDir, StateRoot: set.StateRoot, IdleTTLMS: set.IdleTTLMS, MaxAgeMS: set.MaxAgeMS,
+		TombstoneMS: set.TombstoneMS, MaxHandles: set.MaxHandles, MaxValueBytes: set.MaxValueBytes,
+		Shards: int64(ShardsFor(set.MaxHandles)),
+	}, nil
+}
+
+// Settings returns the settings in effect (zero before Open).
+func (s *Store) Settings() Settings { return s.set }
+
+// begin checks that the store is open and prepares its directory on first
+// use: the directory (0700, owner checked, resume.PrepareDir), the layout
+// file (written under the lock "lock-layout" when missing), and, when
+// sweep, the stale temporary files and every shard's lapsed entries
+// (shards busy at that moment are skipped).
+func (s *Store) begin(now int64, sweep bool) *hostfuncs.Error {
+	if !s.opened {
+		return &hostfuncs.Error{Code: hostfuncs.CodeNotOpen, Message: "call handles_open before any other handle export"}
+	}
+	if s.ready {
+		return nil
+	}
+	if werr := resume.PrepareDir(s.call, s.set.StateDir, s.euid); werr != nil {
+		return s.unavailable("the handle store's directory cannot be used: " + werr.Message)
+	}
+	if werr := s.readLayout(); werr != nil {
+		return werr
+	}
+	s.ready = true
+	n := (s.set.MaxHandles + int64(s.shards) - 1) / int64(s.shards)
+	s.perShard = max(n, 1)
+	if sweep {
+		if files, err := s.listDir(); err == nil {
+			s.sweepTemps(files)
+		}
+		for i := 0; i < s.shards; i++ {
+			s.sweepShard(i, now)
+		}
+	}
+	return nil
+}
+
+// readLayout reads the layout file, writing it first when missing, and
+// sets s.shards.
+func (s *Store) readLayout() *hostfuncs.Error {
+	const lock = lockPrefix + "layout"
+	if werr := s.lock(lock, s.set.LockWaitMS, "the layout"); werr != nil {
+		return werr
+	}
+	defer s.unlock(lock)
+	var r hostfuncs.ReadResponse
+	err := resume.Invoke(s.call, hostfuncs.FnRead, hostfuncs.ReadRequest{Name: layoutName, Limit: 64}, &r, &r.Error)
+	if code(err) == hostfuncs.CodeNotFound {
+		s.shards = ShardsFor(s.set.MaxHandles)
+		if err := s.write(layoutName, []byte(layoutPrefix+strconv.Itoa(s.shards)+"\n")); err != nil {
+			return s.unavailable("cannot write the handle store's layout file: " + err.Error())
+		}
+		return nil
+	}
+	if err != nil {
+		return s.unavailable("cannot read the handle store's layout file " + s.set.StateDir + "/" + layoutName + ": " + err.Error())
+	}
+	text, ok := strings.CutPrefix(string(r.Data), layoutPrefix)
+	text, ok2 := strings.CutSuffix(text, "\n")
+	n, perr := strconv.Atoi(text)
+	if !ok || !ok2 || perr != nil || n < 1 || n > maxShards || n&(n-1) != 0 || strconv.Itoa(n) != text {
+		return s.unavailable("the handle store's layout file " + s.set.StateDir + "/" + layoutName + " is corrupt (want \"" + layoutPrefix + "<power of two up to 256>\"); the records cannot be found without it: restore it, or remove the directory to start empty")
+	}
+	s.shards = n
+	return nil
+}
+
+// unavailable logs handle_store_unavailable and returns the
+// store_unavailable error with msg.
+func (s *Store) unavailable(msg string) *hostfuncs.Error {
+	s.log(hostfuncs.LevelWarn, EventStoreUnavailable, MsgStoreUnavailable, msg)
+	return &hostfuncs.Error{Code: hostfuncs.CodeStoreUnavailable, Message: msg}
+}
+
+// lock takes lock file name with mcp_resume_lock, waiting up to waitMS;
+// what names the lock in the messages ("shard 0a"). The error is
+// store_unavailable (logged).
+func (s *Store) lock(name string, waitMS int64, what string) *hostfuncs.Error {
+	err := s.tryLock(name, waitMS)
+	switch {
+	case err == nil:
+		return nil
+	case code(err) == hostfuncs.CodeBusy:
+		return s.unavailable("the handle store is busy: another process held " + what + " for " + durationText(waitMS) + "; retry, or raise lock_wait_ms")
+	}
+	return s.unavailable("cannot lock " + what + " of the handle store: " + err.Error())
+}
+
+// tryLock takes lock file name, waiting up to waitMS; the error is the
+// host's (CodeBusy when another holder kept it).
+func (s *Store) tryLock(name string, waitMS int64) error {
+	var e hostfuncs.Empty
+	return resume.Invoke(s.call, hostfuncs.FnLock, hostfuncs.LockRequest{Name: name, Socket: resume.LockSocket(s.set.StateDir, name), WaitMS: int(waitMS)}, &e, &e.Error)
+}
+
+// unlock releases lock file name (mcp_resume_unlock); a failure is
+// ignored (the lock goes with the process at the latest).
+func (s *Store) unlock(name string) {
+	var e hostfuncs.Empty
+	_ = resume.Invoke(s.call, hostfuncs.FnUnlock, hostfuncs.UnlockRequest{Name: name, Socket: resume.LockSocket(s.set.StateDir, name)}, &e, &e.Error)
+}
+
+// write replaces file name with data (temporary file and rename).
+func (s *Store) write(name string, data []byte) error {
+	var e hostfuncs.Empty
+	return resume.Invoke(s.call, hostfuncs.FnWrite, hostfuncs.WriteRequest{Name: name, Temp: resume.TempName(name), Data: data}, &e, &e.Error)
+}
+
+// remove deletes file name; a missing file is a success.
+func (s *Store) remove(name string) error {
+	var e hostfuncs.Empty
+	err := resume.Invoke(s.call, hostfuncs.FnRemove, hostfuncs.NameRequest{Name: name}, &e, &e.Error)
+	if code(err) == hostfuncs.CodeNotFound {
+		return nil
+	}
+	return err
+}
+
+// read reads at most limit bytes of file name.
+func (s *Store) read(name string, limit int) ([]byte, error) {
+	var r hostfuncs.ReadResponse
+	err := resume.Invoke(s.call, hostfuncs.FnRead, hostfuncs.ReadRequest{Name: name, Limit: limit}, &r, &r.Error)
+	return r.Data, err
+}
+
+// listDir lists the directory (mcp_resume_list).
+func (s *Store) listDir() ([]hostfuncs.ListEntry, error) {
+	var r hostfuncs.ListResponse
+	err := resume.Invoke(s.call, hostfuncs.FnList, hostfuncs.ListRequest{}, &r, &r.Error)
+	return r.Files, err
+}
+
+// log sends one line to the host's logger; a failing logger is ignored.
+func (s *Store) log(level, event, msg, detail string) {
+	req, _ := hostfuncs.LogRequest{Level: level, Event: event, Message: msg, Detail: detail}.EncodeJSON()
+	s.call(hostfuncs.FnLog, hostfuncs.Pad8(req))
+}
+
+// code is the host error code of err, "" for none.
+func code(err error) string {
+	if werr, ok := err.(*hostfuncs.Error); ok {
+		return werr.Code
+	}
+	return ""
+}
+
+// ioFailure words a failed write or remove of the handle store for its
+// caller: what failed and what to do.
+func (s *Store) ioFailure(what string, err error) *hostfuncs.Error {
+	msg := "cannot " + what + " in " + s.set.StateDir + ": " + err.Error()
+	switch code(err) {
+	case hostfuncs.CodeNoSpace:
+		msg += "; free some disk space"
+	case hostfuncs.CodeReadOnly:
+		msg += "; the file system is read-only: point MCP_RESUME_STATE_DIR at a writable directory"
+	}
+	return s.unavailable(msg)
+}
+
+// nowMS is the clock of a call: in.NowMS when given, else the guest's clock.
+func nowMS(in *hostfuncs.HandleInput) int64 {
+	if in.NowSet {
+		return in.NowMS
+	}
+	return time.Now().UnixMilli()
+}
+
+// shardName is the two hex digits of shard n.
+func shardName(n int) string {
+	const digits = "0123456789abcdef"
+	return string([]byte{digits[n>>4&15], digits[n&15]})
+}

@@ -1,0 +1,31 @@
+package resume
+
+// What the handle store (plugin/internal/handles) shares with the resume
+// store: the random source, the state directory's checks and the host call
+// with its error handling, so that both stores judge directories and talk
+// to hosts by one set of rules.
+
+import "github.com/mcp-resume/mcp-resume/hostfuncs"
+
+// ReadRandom fills b from the guest's random source (WASI random_get in the
+// plugin, which every host wires to the OS CSPRNG; crypto/rand natively)
+// and reports whether it could; on false, b must not be used.
+func ReadRandom(b []byte) bool { return readRandom(b) }
+
+// PrepareDir creates the directory dir if missing (and its missing
+// parents, 0700) and judges it as the resume store judges its state
+// directory (prepareDir): a real directory owned by euid with no group or
+// other bits. The error is a *hostfuncs.Error worded by dir.go's rules.
+func PrepareDir(call Caller, dir string, euid int) *hostfuncs.Error {
+	s := &Store{call: call, cfg: Config{StateDir: dir}, facts: hostfuncs.Facts{EUID: euid}}
+	_, werr := s.prepareDir(true)
+	return werr
+}
+
+// Invoke calls host function fn with req as JSON (padded, hostfuncs.Pad8)
+// and decodes the answer into resp. It returns the host's *hostfuncs.Error
+// when the answer carries one (errField points into resp), or a
+// hostfuncs.CodeIO error for an answer that is not JSON.
+func Invoke(call Caller, fn string, req interface{ EncodeJSON() ([]byte, error) }, resp interface{ DecodeJSON(b []byte) error }, errField **hostfuncs.Error) error {
+	return (&Store{call: call}).invoke(fn, req, resp, errField)
+}
