@@ -15,6 +15,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -49,11 +50,14 @@ func (b *badFx) serving() string {
 
 // codes calls notebook_read, notebook_add and notebook_delete with handle
 // and returns the error code each answered ("ok" for none).
-func (b *badFx) codes(handle string) []string {
+func (b *badFx) codes(handle string) []string { return codesOn(b.srv, handle) }
+
+// codesOn is codes on the server srv.
+func codesOn(srv *mcphost.Server, handle string) []string {
 	ctx := context.Background()
-	_, _, e1 := b.srv.NotebookRead(ctx, handle)
-	_, e2 := b.srv.NotebookAdd(ctx, handle, "x", 0)
-	e3 := b.srv.NotebookDelete(ctx, handle, 0)
+	_, _, e1 := srv.NotebookRead(ctx, handle)
+	_, e2 := srv.NotebookAdd(ctx, handle, "x", 0)
+	e3 := srv.NotebookDelete(ctx, handle, 0)
 	var out []string
 	for _, err := range []error{e1, e2, e3} {
 		switch c := mcphost.ErrorCode(err); {
@@ -120,6 +124,7 @@ func faultBadInput(t *testing.T, s *server) {
 	}
 	t.Run("handles", b.handleSyntax)
 	t.Run("oversized_note", b.oversizedNote)
+	t.Run("foreign_owned", b.foreignOwned)
 	for _, rf := range recordFaults {
 		t.Run(rf.name, func(t *testing.T) { b.T = t; b.recordFault(rf) })
 	}
@@ -192,14 +197,13 @@ func (b *badFx) oversizedNote(t *testing.T) {
 // recordFault is a damage done to one notebook's record file.
 type recordFault struct {
 	name, id, fault, injection string
-	root                       bool // needs root (chown)
 	// damage damages rec and returns a check of what it left outside the
 	// store ("" when nothing to check).
 	damage func(t testing.TB, rec string) func() string
 }
 
 var recordFaults = []recordFault{
-	{"truncated", "H6", "Truncated record", "the notebook's record file `h-<key hash>` truncated to half its size", false,
+	{"truncated", "H6", "Truncated record", "the notebook's record file `h-<key hash>` truncated to half its size",
 		func(t testing.TB, rec string) func() string {
 			fi, err := os.Stat(rec)
 			if err == nil {
@@ -210,14 +214,7 @@ var recordFaults = []recordFault{
 			}
 			return nil
 		}},
-	{"foreign_owned", "H7", "Record owned by another user", "the record file chown'ed to uid 65534 (mode 0600 kept)", true,
-		func(t testing.TB, rec string) func() string {
-			if err := os.Chown(rec, 65534, 65534); err != nil {
-				t.Fatal(err)
-			}
-			return nil
-		}},
-	{"symlinked", "H8", "Symlinked record", "the record file replaced by a symbolic link to a copy of it outside the state directory", false,
+	{"symlinked", "H8", "Symlinked record", "the record file replaced by a symbolic link to a copy of it outside the state directory",
 		func(t testing.TB, rec string) func() string {
 			data, err := os.ReadFile(rec)
 			if err != nil {
@@ -245,9 +242,6 @@ var recordFaults = []recordFault{
 // later call; the outcome says whether the damaged file was removed.
 func (b *badFx) recordFault(rf recordFault) {
 	t := b.T
-	if rf.root && os.Geteuid() != 0 {
-		skipRow(t, "chown to another user needs root")
-	}
 	h, rec := b.createWithRecord("note of the damaged notebook")
 	check := rf.damage(t, rec)
 	mark := len(b.Stderr.String())
@@ -272,4 +266,59 @@ func (b *badFx) recordFault(rf recordFault) {
 	addRow(b.s.lang, rf.id, rf.fault, rf.injection, result{
 		Outcome: fmt.Sprintf("notebook_read, notebook_add, notebook_delete and a second notebook_read answered %s; %s", distinct(answers), fate),
 		Seen:    seen, Serving: b.serving()})
+}
+
+// dropDAC runs a command as root without CAP_DAC_OVERRIDE and
+// CAP_DAC_READ_SEARCH: it cannot read another user's 0600 file, as a
+// server run by an ordinary user cannot.
+var dropDAC = []string{"setpriv", "--inh-caps=-dac_override,-dac_read_search", "--bounding-set=-dac_override,-dac_read_search", "--"}
+
+// foreignOwned: row H7, a record chown'ed to uid 65534. The server, root
+// with every capability, reads it as usual: the 0700 directory is the
+// boundary, as for token files (fault 5). A second server of the same
+// language on the same store, as root without the capabilities that
+// bypass file permissions, cannot read it: it answers handle_not_found.
+func (b *badFx) foreignOwned(t *testing.T) {
+	b.T = t
+	if os.Geteuid() != 0 {
+		skipRow(t, "chown to another user needs root")
+	}
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		skipRow(t, "setpriv is not on PATH")
+	}
+	ctx := context.Background()
+	h, rec := b.createWithRecord("note of the foreign notebook")
+	if err := os.Chown(rec, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	notes, gen, err := b.srv.NotebookRead(ctx, h)
+	privileged := "the server (root) read the notes as usual"
+	if err != nil || gen != 2 || !slices.Equal(notes, []string{"note of the foreign notebook"}) {
+		privileged = fmt.Sprintf("the server (root) read %q generation %d, %v", notes, gen, err)
+		t.Errorf("root server reading a record owned by uid 65534: %s; want the notes (the 0700 directory is the boundary)", privileged)
+	}
+	weak := b.launch(append(slices.Clone(dropDAC), b.s.argv...))
+	mark := len(b.Stderr.String())
+	answers := codesOn(weak, h)
+	_, _, again := weak.NotebookRead(ctx, h)
+	answers = append(answers, mcphost.ErrorCode(again))
+	fate := "the file was removed"
+	if _, err := os.Lstat(rec); err == nil {
+		fate = "the file was left in place"
+	}
+	seen := distinct(answers)
+	if seen != "handle_not_found" {
+		t.Errorf("a server that cannot read the record: notebook_read/add/delete/read answered %q; want handle_not_found every time", answers)
+	}
+	if strings.Contains(strings.ToLower(b.Stderr.String()[mark:]), "corrupt") {
+		seen += "; logged as corrupt"
+	}
+	serving := b.serving()
+	if _, err := weak.SessionInfo(ctx); err != nil && serving == "yes" {
+		serving = "no: the unprivileged server's session_info: " + err.Error()
+	}
+	addRow(b.s.lang, "H7", "Record owned by another user",
+		"the record file chown'ed to uid 65534 (mode 0600 kept); read by the server (root), then by a second server of the language on the same store run as root without CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH (`setpriv`), which cannot read it, as an ordinary user's server could not",
+		result{Outcome: fmt.Sprintf("%s (the 0700 directory is the boundary, as for token files in fault 5); the second server's notebook_read, notebook_add, notebook_delete and a second notebook_read answered %s; %s", privileged, distinct(answers), fate),
+			Seen: seen, Serving: serving})
 }
