@@ -29,6 +29,9 @@ type notebookSeen struct {
 // shortHandle shows a handle's first characters only: it is a bearer secret.
 func shortHandle(h string) string { return h[:min(len(h), 9)] + "…" }
 
+// seconds is s seconds as a Go duration ("24h0m0s").
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
 // runHandles is parts 4 and 5: a notebook created under this host, the
 // server killed, then read by a second host process through the same handle
 // (where resume gives a fresh session); and a notebook with a 2 s idle TTL
@@ -46,7 +49,7 @@ func runHandles(ctx context.Context, self string, argv, env []string, logs io.Wr
 		srv.Kill()
 		return err
 	}
-	step("notebook_create -> handle %s (generation %d; expires after %gs idle, %gs after creation)", shortHandle(nb.Handle), nb.Generation, nb.IdleTTLSeconds, nb.MaxAgeSeconds)
+	step("notebook_create -> handle %s (generation %d; expires after %v idle, %v after creation at the latest)", shortHandle(nb.Handle), nb.Generation, seconds(nb.IdleTTLSeconds), seconds(nb.MaxAgeSeconds))
 	want := []string{"buy milk", "call the plumber"}
 	for _, note := range want {
 		gen, err := srv.NotebookAdd(ctx, nb.Handle, note, 0)
@@ -90,7 +93,7 @@ func runHandles(ctx context.Context, self string, argv, env []string, logs io.Wr
 	if err != nil {
 		return err
 	}
-	step("notebook_create -> handle %s (expires after %gs idle)", shortHandle(short.Handle), short.IdleTTLSeconds)
+	step("notebook_create -> handle %s (expires after %v idle)", shortHandle(short.Handle), seconds(short.IdleTTLSeconds))
 	step("... 2.5 s without a call ...")
 	time.Sleep(2500 * time.Millisecond)
 	_, _, err = srv.NotebookRead(ctx, short.Handle)
