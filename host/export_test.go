@@ -79,3 +79,7 @@ func (s *Store) HoldForTest() (release func()) {
 func (s *Store) CallRawForTest(ctx context.Context, export string, input []byte) ([]byte, []byte, *hostfuncs.Error, error) {
 	return s.callRaw(ctx, export, input)
 }
+
+// SetHandlesCacheDirForTest makes OpenHandles use the compilation cache
+// dir (the test binary's shared one).
+func SetHandlesCacheDirForTest(dir string) { handlesCacheDir = dir }

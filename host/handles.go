@@ -208,6 +208,10 @@ func OpenHandles(app string, opts HandleOptions) (*Handles, error) {
 	return h, nil
 }
 
+// handlesCacheDir is the compilation cache of the handle store's
+// instances: "" is the default, as Options.CacheDir (tests share theirs).
+var handlesCacheDir = ""
+
 func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
 
 // instance loads a plugin instance with its own host functions (its own
@@ -215,7 +219,7 @@ func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millis
 func (h *Handles) instance(ctx context.Context) (*Store, handlesOpenOutput, error) {
 	var out handlesOpenOutput
 	funcs := primitives.New(primitives.Config{Logger: h.logger})
-	s, err := load(ctx, "", funcs, h.logger)
+	s, err := load(ctx, handlesCacheDir, funcs, h.logger)
 	if err != nil {
 		return nil, out, err
 	}

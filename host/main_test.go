@@ -44,6 +44,7 @@ func TestMain(m *testing.M) {
 		s.Close(ctx)
 	}
 	host.WaitCompileForTest(ctx, dir)
+	host.SetHandlesCacheDirForTest(dir)
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

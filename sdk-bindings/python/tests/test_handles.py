@@ -142,10 +142,11 @@ def test_compare_and_set_conflict(store: HandleStore) -> None:
 
 
 @pytest.mark.parametrize("handle", ["", "nope", "mrh1_" + "A" * 31, "mrh1_" + "A" * 33, "mrh2_" + "A" * 32,
-                                    "mrh1_" + "A" * 31 + "=", "mrh1_" + "é" * 32, "mrh1_" + "A" * 31 + "B",
+                                    "mrh1_" + "A" * 31 + "=", "mrh1_" + "é" * 32, "mrh1_" + "A" * 31 + "+", " mrh1_" + "A" * 31,
                                     "x" * 10000, 5, None, b"mrh1_"])
 def test_invalid_handles(store: HandleStore, handle: Any) -> None:
-    """Malformed, oversized, non-ASCII handles, a last character with unused bits set, and non-strings."""
+    """Malformed, oversized, non-ASCII handles, a character outside base64url, and non-strings (32 characters carry
+    exactly 24 bytes: no unused bits to check)."""
     for op in (lambda: store.get(handle, ""), lambda: store.put(handle, "", b"x"), lambda: store.delete(handle, ""),
                lambda: store.touch(handle, ""), lambda: store.exists(handle, "")):
         with pytest.raises(InvalidHandle) as e:
@@ -517,9 +518,17 @@ def test_close_and_reopen(root: Path) -> None:
 
 
 def test_unusable_directory(tmp_path: Path) -> None:
+    """A state root that is a file: the store opens (and logs why it is unavailable), every operation raises
+    StoreUnavailable saying what to do, and nothing is created."""
     (tmp_path / "file").write_text("not a directory")
-    with pytest.raises(StoreUnavailable):
-        HandleStore("x", state_root=tmp_path / "file")
+    lines = Lines()
+    with HandleStore("x", state_root=tmp_path / "file", logger=logger_with(lines)) as s:
+        for op in (lambda: s.create("", b"x"), lambda: s.get("mrh1_" + "A" * 32, ""), s.list, s.gc):
+            with pytest.raises(StoreUnavailable) as e:
+                op()
+            assert "MCP_RESUME_STATE_DIR" in str(e.value)
+    assert "handle_store_unavailable" in {getattr(r, "event", "") for r in lines.records}
+    assert (tmp_path / "file").read_text() == "not a directory"
 
 
 def test_guest_random_source_10000_handles(root: Path) -> None:

@@ -240,7 +240,9 @@ class HandleStore:
     default ``logging.getLogger("mcp_resume")``; a line names a handle only by 12 hex digits of its key hash).
 
     Raises :class:`InvalidHandleOption` (a bad option, in the plugin's words) and :class:`StoreUnavailable`
-    (the directory cannot be used, the plugin cannot be loaded) when it cannot open.
+    (the plugin cannot be loaded). A directory that cannot be used does not fail the constructor: the plugin
+    logs why (event ``handle_store_unavailable``) and every operation raises :class:`StoreUnavailable`
+    saying what and what to do, so a server opens its store at start and keeps serving everything else.
     """
 
     #: The Wasm module to run instead of the shipped plugin (tests only).
