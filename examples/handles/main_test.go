@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -25,7 +26,7 @@ import (
 var (
 	require   = flag.Bool("handles.require", false, "fail, rather than skip, when a language's server or helper cannot run (make test-handles)")
 	kills     = flag.Int("handles.kills", 60, "crash test: put loops to SIGKILL through the Go API")
-	killsSlow = flag.Int("handles.kills-slow", 12, "crash test: put loops to SIGKILL through the Python and TypeScript APIs (each starts a runtime)")
+	killsSlow = flag.Int("handles.kills-slow", 30, "crash test: put loops to SIGKILL through the Python and TypeScript APIs (each starts a runtime)")
 	casOps    = flag.Int("handles.cas-ops", 15, "concurrency test: successful increments per thread")
 	updateTbl = flag.Bool("update-handle-table", false, "rewrite the handle fault table in docs/RELIABILITY.md from this run")
 )
@@ -131,6 +132,9 @@ type fx struct {
 	handles []string
 }
 
+// fullKeyHash matches a record file name: h- and a whole key hash.
+var fullKeyHash = regexp.MustCompile(`h-[0-9a-f]{32}`)
+
 // newFx starts t's broker; the state directory is <tmp>/state/example-notebook
 // and its handle store <that>/handles. When t ends, no handle seen may
 // appear in the servers' stderr.
@@ -144,6 +148,11 @@ func newFx(t *testing.T) *fx {
 			if strings.Contains(f.Stderr.String(), h) {
 				t.Errorf("a handle appears in the servers' stderr")
 			}
+		}
+		// Log lines name a handle only by the first 12 hex digits of its
+		// key hash, never by the whole hash (its record's file name).
+		if m := fullKeyHash.FindString(f.Stderr.String()); m != "" {
+			t.Errorf("a whole key hash (record file name %s…) appears in the servers' stderr; log lines may name only its first 12 hex digits", m[:14])
 		}
 		if t.Failed() {
 			t.Logf("servers' stderr:\n%s", f.Stderr)
