@@ -65,9 +65,10 @@ def _seconds(d: dt.timedelta) -> int | float:
 
 class Notebooks:
     """The handle store of the notebooks, opened in a background thread at server start (:meth:`start`, first
-    thing in ``main``, so that a compile on a cold cache overlaps the MCP SDK's import), independent of resume.
-    :meth:`ready` waits for it; if it cannot open, every notebook tool answers ``store_unavailable`` with the
-    reason, and the server's other tools work."""
+    thing in ``main``), independent of resume, so that neither a compile on a cold cache nor the store delays
+    the MCP handshake. :meth:`wait` (tools, ``tools/list``) waits for it without blocking the event loop; if it
+    cannot open, every notebook tool answers ``store_unavailable`` with the reason, and the server's other
+    tools work."""
 
     def __init__(self, app: str) -> None:
         self.app = app
@@ -88,10 +89,12 @@ class Notebooks:
             self.error = f"the handle store cannot open: {e}"
             log.error("notebook tools unavailable: %s", self.error)
 
-    def ready(self) -> None:
-        """Wait for :meth:`start`'s thread (before the tools are registered: their description states the
-        opened store's lifetimes)."""
-        self._thread.join()
+    async def wait(self) -> None:
+        """Wait for :meth:`start`'s thread, in a worker thread (the event loop keeps serving)."""
+        if self._thread.is_alive():
+            import anyio.to_thread
+
+            await anyio.to_thread.run_sync(self._thread.join)
 
     def description(self) -> str:
         """``notebook_create``'s description: the durability policy of the opened store."""
@@ -125,23 +128,34 @@ def _notes(data: bytes) -> list[str]:
 
 
 def register_notebook(server: "MCPServer", books: Notebooks) -> None:
-    """Add the four notebook tools to ``server``; call :meth:`Notebooks.ready` first."""
+    """Add the four notebook tools to ``server``. ``notebook_create``'s description states the opened store's
+    policy: ``tools/list`` waits for the store to open (the handshake does not), then puts it in."""
     from mcp_resume import Conflict, HandleStoreError
     from mcp_types import CallToolResult
+
+    list_tools = server.list_tools
+
+    async def list_tools_with_policy() -> Any:
+        await books.wait()
+        return [t.model_copy(update={"description": books.description()}) if t.name == "notebook_create" else t
+                for t in await list_tools()]
+
+    server.list_tools = list_tools_with_policy  # type: ignore[method-assign]  # MCPServer's handler calls it
 
     def failed(e: Exception) -> "CallToolResult":
         if isinstance(e, HandleStoreError):
             return _result(e.to_json(), error=True)
         return _result({"error": "invalid_value", "message": str(e)}, error=True)
 
-    def unavailable() -> "CallToolResult | None":
+    async def unavailable() -> "CallToolResult | None":
+        await books.wait()
         if books.store is None:
             return _result({"error": "store_unavailable", "message": books.error}, error=True)
         return None
 
-    @server.tool(description=books.description())
+    @server.tool(description="Creates a notebook and returns its handle.")  # the policy: list_tools_with_policy
     async def notebook_create() -> CallToolResult:
-        if (bad := unavailable()) is not None:
+        if (bad := await unavailable()) is not None:
             return bad
         try:
             c = await books.store.create(PRINCIPAL, json.dumps({"notes": []}).encode())
@@ -153,7 +167,7 @@ def register_notebook(server: "MCPServer", books: Notebooks) -> None:
     @server.tool(description="Adds a note to a notebook. With generation, only if the notebook is still at that "
                              "generation (else conflict, with the current one); without, retries a lost race.")
     async def notebook_add(handle: str, note: str, generation: int | None = None) -> CallToolResult:
-        if (bad := unavailable()) is not None:
+        if (bad := await unavailable()) is not None:
             return bad
         for attempt in range(1 + (ADD_RETRIES if generation is None else 0)):
             try:
@@ -171,7 +185,7 @@ def register_notebook(server: "MCPServer", books: Notebooks) -> None:
 
     @server.tool(description="Reads the notes of a notebook and its generation.")
     async def notebook_read(handle: str) -> CallToolResult:
-        if (bad := unavailable()) is not None:
+        if (bad := await unavailable()) is not None:
             return bad
         try:
             v = await books.store.get(handle, PRINCIPAL)
@@ -182,7 +196,7 @@ def register_notebook(server: "MCPServer", books: Notebooks) -> None:
     @server.tool(description="Deletes a notebook (with generation, only at that generation); its handle then "
                              "answers handle_not_found.")
     async def notebook_delete(handle: str, generation: int | None = None) -> CallToolResult:
-        if (bad := unavailable()) is not None:
+        if (bad := await unavailable()) is not None:
             return bad
         try:
             await books.store.delete(handle, PRINCIPAL, expect=generation)

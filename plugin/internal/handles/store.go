@@ -246,10 +246,7 @@ func (s *Store) listDir() ([]hostfuncs.ListEntry, error) {
 }
 
 // log sends one line to the host's logger; a failing logger is ignored.
-func (s *Store) log(level, event, msg, detail string) {
-	req, _ := hostfuncs.LogRequest{Level: level, Event: event, Message: msg, Detail: detail}.EncodeJSON()
-	s.call(hostfuncs.FnLog, hostfuncs.Pad8(req))
-}
+func (s *Store) log(level, event, msg, detail string) { resume.Log(s.call, level, event, msg, detail) }
 
 // code is the host error code of err, "" for none.
 func code(err error) string {
@@ -284,4 +281,46 @@ func nowMS(in *hostfuncs.HandleInput) int64 {
 func shardName(n int) string {
 	const digits = "0123456789abcdef"
 	return string([]byte{digits[n>>4&15], digits[n&15]})
+}
+
+// emptyObject is the output of handle_delete, {}.
+type emptyObject struct{}
+
+func (emptyObject) EncodeJSON() ([]byte, error) { return []byte("{}"), nil }
+
+// Export runs the handle store's export name (one of
+// hostfuncs.HandleExports) on input and returns its JSON output or its
+// error, for callers that hold an export's name (the native case runner;
+// the plugin's glue calls each method directly, which keeps this switch
+// out of plugin.wasm). An unknown name is invalid_option.
+func (s *Store) Export(name string, input []byte) ([]byte, *hostfuncs.Error) {
+	var out interface{ EncodeJSON() ([]byte, error) }
+	var werr *hostfuncs.Error
+	switch name {
+	case hostfuncs.ExportHandlesOpen:
+		out, werr = s.Open(input)
+	case hostfuncs.ExportHandleCreate:
+		out, werr = s.Create(input)
+	case hostfuncs.ExportHandleGet:
+		out, werr = s.Get(input)
+	case hostfuncs.ExportHandlePut:
+		out, werr = s.Put(input)
+	case hostfuncs.ExportHandleDelete:
+		out, werr = emptyObject{}, s.Delete(input)
+	case hostfuncs.ExportHandleTouch:
+		out, werr = s.Touch(input)
+	case hostfuncs.ExportHandleExists:
+		out, werr = s.Exists(input)
+	case hostfuncs.ExportHandleList:
+		out, werr = s.List(input)
+	case hostfuncs.ExportHandleGC:
+		out, werr = s.GC(input)
+	default:
+		return nil, optionErr("no handle store export " + strconv.Quote(name))
+	}
+	if werr != nil {
+		return nil, werr
+	}
+	b, _ := out.EncodeJSON()
+	return b, nil
 }

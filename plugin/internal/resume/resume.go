@@ -384,10 +384,7 @@ func (s *Store) remove() {
 }
 
 // log sends one line to the host's logger; a failing logger is ignored.
-func (s *Store) log(level, event, msg, detail string) {
-	req, _ := hostfuncs.LogRequest{Level: level, Event: event, Message: msg, Detail: detail}.EncodeJSON()
-	s.call(hostfuncs.FnLog, hostfuncs.Pad8(req))
-}
+func (s *Store) log(level, event, msg, detail string) { Log(s.call, level, event, msg, detail) }
 
 // errCode returns the code of err when it is a host function's error (a
 // *hostfuncs.Error, as invoke returns them, unwrapped), else "". A type assertion

@@ -38,3 +38,12 @@ func HostFacts(call Caller) (hostfuncs.Facts, bool) {
 	ok := f.DecodeJSON(out) == nil && f.Error == nil && f.PID > 0
 	return f, ok
 }
+
+// Log sends one line to the host's logger (mcp_resume_log): level one of
+// hostfuncs.Level*, event a stable name, msg the human text, detail
+// optional context; none of them ever holds a secret. A failing logger is
+// ignored.
+func Log(call Caller, level, event, msg, detail string) {
+	req, _ := hostfuncs.LogRequest{Level: level, Event: event, Message: msg, Detail: detail}.EncodeJSON()
+	call(hostfuncs.FnLog, hostfuncs.Pad8(req))
+}

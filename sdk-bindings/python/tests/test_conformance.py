@@ -53,6 +53,8 @@ _LEVELS = {logging.INFO: "info", logging.WARNING: "warn", logging.ERROR: "error"
 def test_cases_present() -> None:
     """The suite must not pass vacuously: the shared cases are there."""
     assert len(CASES) >= 33, f"expected the shared conformance cases in {CONFORMANCE / 'cases'}, found {len(CASES)}"
+    handles = [p for p in CASES if json.loads(p.read_text()).get("store") == "handles"]
+    assert len(handles) >= 20, f"expected the handle store's cases (handles_*.json), found {len(handles)}"
 
 
 class Capture(logging.Handler):
@@ -339,8 +341,10 @@ def test_conformance(path: Path, tmp_path: Path) -> None:
         for sock in held:
             sock.close()
 
-    # Records are named by key hashes a case cannot know: with files_after_count, files_after lists only some names.
-    errors += check_files(state, case.get("files_after", {}), exact="files_after_count" not in case)
+    # A handle store's directory holds names a case cannot know (records named by key hashes, lock files): its
+    # files_after is checked only when given, and with files_after_count it lists only some names.
+    if not handles or "files_after" in case:
+        errors += check_files(state, case.get("files_after", {}), exact="files_after_count" not in case)
     errors += check_counts(state, case.get("files_after_count", {}), case.get("files_exclude"))
     errors += check_files(root, case.get("outside_after", {}), exact=False)
     after = case.get("state_dir_after")

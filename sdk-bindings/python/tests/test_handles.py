@@ -6,6 +6,7 @@ Every method and every error class, the files on disk (0700/0600, the value seal
 waits for a shard lock), a shard lock held by another process (``StoreUnavailable`` after ``lock_wait``),
 ``MCP_RESUME=off`` (resume off, the handle store on) and the WASI random source (10,000 handles, distinct, 24
 bytes each). The shared conformance cases pin the plugin's policy byte for byte; these pin the binding.
+About 550 lines: one test per method, error and option of the API, with the fixtures they share.
 """
 
 from __future__ import annotations
@@ -205,6 +206,14 @@ def test_options_and_their_values(root: Path) -> None:
 def test_bad_options_refused(root: Path, kwargs: dict[str, Any]) -> None:
     with pytest.raises(InvalidHandleOption):
         HandleStore("bad", state_root=root, **kwargs)
+
+
+def test_bad_app_names(root: Path) -> None:
+    for app, words in (("", "app"), ("a/b", "a/b"), (b"app", "must be a string, not bytes"), (None, "app")):
+        with pytest.raises(InvalidHandleOption) as e:
+            HandleStore(app, state_root=root)  # type: ignore[arg-type]
+        assert words in str(e.value), str(e.value)
+    assert not root.exists(), "a refused open created something"
 
 
 def test_environment_lifetimes(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
