@@ -6,6 +6,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"hash/crc32"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +36,12 @@ func TestHMACAndHKDFMatchTheStandardLibrary(t *testing.T) {
 	}
 	if k2 := deriveKeys(raw, "other-app"); k2.hash == k.hash || k2.seal == k.seal {
 		t.Error("two apps derive the same keys from one handle")
+	}
+}
+
+func TestInvalidHandleMessageSaysTheLength(t *testing.T) {
+	if !strings.Contains(msgInvalidHandle, " "+strconv.Itoa(HandleLen)+" characters") {
+		t.Errorf("%q does not give the handle length %d", msgInvalidHandle, HandleLen)
 	}
 }
 

@@ -21,7 +21,6 @@ package handles
 
 import (
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
@@ -54,6 +53,10 @@ const (
 	MsgStoreUnavailable = "Handle store unavailable"
 )
 
+// The Store's host-call helpers are marked go:noinline: inlined into every
+// operation they cost plugin.wasm kilobytes and save nothing measurable
+// beside a host call.
+
 // File names in the handle store's directory.
 const (
 	layoutName   = "layout"
@@ -73,6 +76,11 @@ type Store struct {
 	ready    bool  // the directory was prepared and its layout read
 	shards   int   // the shard count in effect (the layout file's)
 	perShard int64 // live handles allowed per shard
+	// held marks the shards that had records when the first call listed
+	// the directory: only there does a missing index mean a lost one (to
+	// rebuild); elsewhere it is a shard never written, and no listing is
+	// needed.
+	held [maxShards]bool
 }
 
 // New returns a Store that reaches its host through call. Every export but
@@ -120,9 +128,10 @@ func (s *Store) Settings() Settings { return s.set }
 
 // begin checks that the store is open and prepares its directory on first
 // use: the directory (0700, owner checked, resume.PrepareDir), the layout
-// file (written under the lock "lock-layout" when missing), and, when
-// sweep, the stale temporary files and every shard's lapsed entries
-// (shards busy at that moment are skipped).
+// file (written under the lock "lock-layout" when missing), one listing
+// (which shards hold records: held), and, when sweep, the stale temporary
+// files and every shard's lapsed entries (shards busy at that moment are
+// skipped).
 func (s *Store) begin(now int64, sweep bool) *hostfuncs.Error {
 	if !s.opened {
 		return &hostfuncs.Error{Code: hostfuncs.CodeNotOpen, Message: "call handles_open before any other handle export"}
@@ -139,10 +148,17 @@ func (s *Store) begin(now int64, sweep bool) *hostfuncs.Error {
 	s.ready = true
 	n := (s.set.MaxHandles + int64(s.shards) - 1) / int64(s.shards)
 	s.perShard = max(n, 1)
-	if sweep {
-		if files, err := s.listDir(); err == nil {
-			s.sweepTemps(files)
+	files, err := s.listDir()
+	for i := range s.held {
+		s.held[i] = err != nil
+	}
+	for _, f := range files {
+		if h, ok := parseRecordName(f.Name); ok {
+			s.held[s.shardOf(h)] = true
 		}
+	}
+	if sweep {
+		s.sweepTemps(files)
 		for i := 0; i < s.shards; i++ {
 			s.sweepShard(i, now)
 		}
@@ -162,7 +178,7 @@ func (s *Store) readLayout() *hostfuncs.Error {
 	err := resume.Invoke(s.call, hostfuncs.FnRead, hostfuncs.ReadRequest{Name: layoutName, Limit: 64}, &r, &r.Error)
 	if code(err) == hostfuncs.CodeNotFound {
 		s.shards = ShardsFor(s.set.MaxHandles)
-		if err := s.write(layoutName, []byte(layoutPrefix+strconv.Itoa(s.shards)+"\n")); err != nil {
+		if err := s.write(layoutName, []byte(layoutText(s.shards))); err != nil {
 			return s.unavailable("cannot write the handle store's layout file: " + err.Error())
 		}
 		return nil
@@ -170,18 +186,22 @@ func (s *Store) readLayout() *hostfuncs.Error {
 	if err != nil {
 		return s.unavailable("cannot read the handle store's layout file " + s.set.StateDir + "/" + layoutName + ": " + err.Error())
 	}
-	text, ok := strings.CutPrefix(string(r.Data), layoutPrefix)
-	text, ok2 := strings.CutSuffix(text, "\n")
-	n, perr := strconv.Atoi(text)
-	if !ok || !ok2 || perr != nil || n < 1 || n > maxShards || n&(n-1) != 0 || strconv.Itoa(n) != text {
-		return s.unavailable("the handle store's layout file " + s.set.StateDir + "/" + layoutName + " is corrupt (want \"" + layoutPrefix + "<power of two up to 256>\"); the records cannot be found without it: restore it, or remove the directory to start empty")
+	for n := 1; n <= maxShards; n *= 2 {
+		if string(r.Data) == layoutText(n) {
+			s.shards = n
+			return nil
+		}
 	}
-	s.shards = n
-	return nil
+	return s.unavailable("the handle store's layout file " + s.set.StateDir + "/" + layoutName + " is corrupt (want \"" + layoutPrefix + "<power of two up to 256>\"); the records cannot be found without it: restore it, or remove the directory to start empty")
 }
+
+// layoutText is the layout file of a directory of n shards.
+func layoutText(n int) string { return layoutPrefix + strconv.Itoa(n) + "\n" }
 
 // unavailable logs handle_store_unavailable and returns the
 // store_unavailable error with msg.
+//
+//go:noinline
 func (s *Store) unavailable(msg string) *hostfuncs.Error {
 	s.log(hostfuncs.LevelWarn, EventStoreUnavailable, MsgStoreUnavailable, msg)
 	return &hostfuncs.Error{Code: hostfuncs.CodeStoreUnavailable, Message: msg}
@@ -190,6 +210,8 @@ func (s *Store) unavailable(msg string) *hostfuncs.Error {
 // lock takes lock file name with mcp_resume_lock, waiting up to waitMS;
 // what names the lock in the messages ("shard 0a"). The error is
 // store_unavailable (logged).
+//
+//go:noinline
 func (s *Store) lock(name string, waitMS int64, what string) *hostfuncs.Error {
 	err := s.tryLock(name, waitMS)
 	switch {
@@ -203,6 +225,8 @@ func (s *Store) lock(name string, waitMS int64, what string) *hostfuncs.Error {
 
 // tryLock takes lock file name, waiting up to waitMS; the error is the
 // host's (CodeBusy when another holder kept it).
+//
+//go:noinline
 func (s *Store) tryLock(name string, waitMS int64) error {
 	var e hostfuncs.Empty
 	return resume.Invoke(s.call, hostfuncs.FnLock, hostfuncs.LockRequest{Name: name, Socket: resume.LockSocket(s.set.StateDir, name), WaitMS: int(waitMS)}, &e, &e.Error)
@@ -210,18 +234,24 @@ func (s *Store) tryLock(name string, waitMS int64) error {
 
 // unlock releases lock file name (mcp_resume_unlock); a failure is
 // ignored (the lock goes with the process at the latest).
+//
+//go:noinline
 func (s *Store) unlock(name string) {
 	var e hostfuncs.Empty
 	_ = resume.Invoke(s.call, hostfuncs.FnUnlock, hostfuncs.UnlockRequest{Name: name, Socket: resume.LockSocket(s.set.StateDir, name)}, &e, &e.Error)
 }
 
 // write replaces file name with data (temporary file and rename).
+//
+//go:noinline
 func (s *Store) write(name string, data []byte) error {
 	var e hostfuncs.Empty
 	return resume.Invoke(s.call, hostfuncs.FnWrite, hostfuncs.WriteRequest{Name: name, Temp: resume.TempName(name), Data: data}, &e, &e.Error)
 }
 
 // remove deletes file name; a missing file is a success.
+//
+//go:noinline
 func (s *Store) remove(name string) error {
 	var e hostfuncs.Empty
 	err := resume.Invoke(s.call, hostfuncs.FnRemove, hostfuncs.NameRequest{Name: name}, &e, &e.Error)
@@ -232,6 +262,8 @@ func (s *Store) remove(name string) error {
 }
 
 // read reads at most limit bytes of file name.
+//
+//go:noinline
 func (s *Store) read(name string, limit int) ([]byte, error) {
 	var r hostfuncs.ReadResponse
 	err := resume.Invoke(s.call, hostfuncs.FnRead, hostfuncs.ReadRequest{Name: name, Limit: limit}, &r, &r.Error)
@@ -239,6 +271,8 @@ func (s *Store) read(name string, limit int) ([]byte, error) {
 }
 
 // listDir lists the directory (mcp_resume_list).
+//
+//go:noinline
 func (s *Store) listDir() ([]hostfuncs.ListEntry, error) {
 	var r hostfuncs.ListResponse
 	err := resume.Invoke(s.call, hostfuncs.FnList, hostfuncs.ListRequest{}, &r, &r.Error)
@@ -246,6 +280,8 @@ func (s *Store) listDir() ([]hostfuncs.ListEntry, error) {
 }
 
 // log sends one line to the host's logger; a failing logger is ignored.
+//
+//go:noinline
 func (s *Store) log(level, event, msg, detail string) { resume.Log(s.call, level, event, msg, detail) }
 
 // code is the host error code of err, "" for none.

@@ -236,3 +236,35 @@ func TestEventsNeverHoldSecrets(t *testing.T) {
 		}
 	}
 }
+
+// TestHostCallsPerOperation pins the host calls of each warm operation
+// (plugin/README.md, Handle store, Locks): no listing, one lock and unlock.
+func TestHostCallsPerOperation(t *testing.T) {
+	e := openEnv(t, nil)
+	const now = 1_700_000_000_000
+	h := e.create("a", "v", now) // the first call prepares the directory
+	for _, op := range []struct {
+		name string
+		max  int
+		run  func()
+	}{
+		{"create", 7, func() { e.create("a", "v", now+1) }}, // and the debug line handle_created
+		{"get (no refresh)", 4, func() { e.get(h, "a", now+2) }},
+		{"get (refresh)", 5, func() { e.get(h, "a", now+5000) }},
+		{"put", 6, func() {
+			e.s.Put(input(map[string]any{"handle": h, "principal": "a", "value": []byte("w"), "now_ms": now + 6000}))
+		}},
+		{"touch (no refresh)", 4, func() { e.s.Touch(input(map[string]any{"handle": h, "principal": "a", "now_ms": now + 6001})) }},
+		{"exists", 4, func() { e.s.Exists(input(map[string]any{"handle": h, "principal": "a", "now_ms": now + 6002})) }},
+		// and the debug line handle_deleted
+		{"delete", 7, func() { e.s.Delete(input(map[string]any{"handle": h, "principal": "a", "now_ms": now + 6003})) }},
+	} {
+		e.h.Calls = map[string]int{}
+		op.run()
+		n := total(e.h.Calls)
+		t.Logf("%s: %d host calls %v", op.name, n, e.h.Calls)
+		if n > op.max || e.h.Calls[hostfuncs.FnList] > 0 || e.h.Calls[hostfuncs.FnLock] != 1 || e.h.Calls[hostfuncs.FnUnlock] != 1 {
+			t.Errorf("%s made %d host calls %v, want at most %d, one lock and unlock, no listing", op.name, n, e.h.Calls, op.max)
+		}
+	}
+}

@@ -246,6 +246,23 @@ def test_default_state_root_from_the_environment(tmp_path: Path, monkeypatch: py
 # --- the files ----------------------------------------------------------------------------------------
 
 
+def test_host_functions_confined_to_the_handle_directory(store: HandleStore) -> None:
+    """handles_open's state_dir fixes each pooled instance's host functions (hostfuncs/README.md, "Names and
+    the state directory"): mkdir only that directory and its ancestors, files only inside it."""
+    store.create("", b"x")
+    inst = store._idle[0]
+    assert inst.funcs.state_dir == store.state_dir
+    app_dir = Path(store.state_dir).parent
+
+    def host(fn: str, req: dict[str, Any]) -> dict[str, Any]:
+        return dict(json.loads(inst.funcs.call(fn, json.dumps(req).encode())))
+
+    assert host("mcp_resume_prepare_dir", {"op": "mkdir", "path": str(app_dir / "other")})["error"]["code"] == "invalid_request"
+    assert host("mcp_resume_prepare_dir", {"op": "mkdir", "path": str(app_dir)})["error"]["code"] == "exists"
+    assert host("mcp_resume_read", {"name": "../x", "limit": 1})["error"]["code"] == "invalid_request"
+    assert not (app_dir / "other").exists()
+
+
 def test_files_private_and_sealed(store: HandleStore, root: Path) -> None:
     secret = b"the-plain-value-must-not-be-on-disk"
     c = store.create("principal-name", secret)
