@@ -13,6 +13,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -132,8 +134,14 @@ func renderTable(rows []*row) string {
 // docs/RELIABILITY.md when every fault ran in every language and passed.
 func checkTable(t *testing.T) {
 	table.mu.Lock()
-	rows, skipped := table.rows, table.skipped
+	rows, skipped := slices.Clone(table.rows), table.skipped
 	table.mu.Unlock()
+	// By number (H1, H2, ... H10), whatever order the parallel tests ran in.
+	slices.SortStableFunc(rows, func(a, b *row) int {
+		na, _ := strconv.Atoi(strings.TrimPrefix(a.ID, "H"))
+		nb, _ := strconv.Atoi(strings.TrimPrefix(b.ID, "H"))
+		return na - nb
+	})
 	complete := len(skipped) == 0 && !t.Failed()
 	if run := flag.Lookup("test.run"); run != nil && strings.Contains(run.Value.String(), "/") {
 		complete = false
