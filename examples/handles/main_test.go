@@ -133,7 +133,7 @@ type fx struct {
 }
 
 // fullKeyHash matches a record file name: h- and a whole key hash.
-var fullKeyHash = regexp.MustCompile(`h-[0-9a-f]{32}`)
+var fullKeyHash = regexp.MustCompile(`\bh-[0-9a-f]{32}\b`)
 
 // newFx starts t's broker; the state directory is <tmp>/state/example-notebook
 // and its handle store <that>/handles. When t ends, no handle seen may
