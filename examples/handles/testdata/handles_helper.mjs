@@ -19,7 +19,7 @@ import { fileURLToPath } from "node:url";
 import path from "node:path";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const { HandleStore } = await import(path.join(here, "..", "..", "..", "sdk-bindings", "typescript", "dist", "index.js"));
+const { HandleStore, Conflict } = await import(path.join(here, "..", "..", "..", "sdk-bindings", "typescript", "dist", "index.js"));
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -32,8 +32,6 @@ function crashValue(gen, seed, i) {
   const sum = createHash("sha256").update(`${gen}:${seed}:${pad}`).digest("hex").slice(0, 16);
   return enc.encode(JSON.stringify({ gen, seed, pad, sum }));
 }
-
-const dataOf = (v) => v.data ?? v.value;
 
 async function cas(store, handle, threads, ops) {
   const rep = { puts: 0, conflicts: 0, errors: [], failed: 0 };
@@ -50,14 +48,14 @@ async function cas(store, handle, threads, ops) {
         fail(`get: ${e}`);
         continue;
       }
-      const gen0 = Number(v.generation);
-      const count = JSON.parse(dec.decode(dataOf(v))).count;
+      const gen0 = v.generation;
+      const count = JSON.parse(dec.decode(v.data)).count;
       if (count !== gen0 - 1) {
         fail(`read count ${count} at generation ${gen0}`);
         continue;
       }
       try {
-        const gen = Number(await store.put(handle, "", enc.encode(JSON.stringify({ count: count + 1 })), { expect: gen0 }));
+        const gen = await store.put(handle, "", enc.encode(JSON.stringify({ count: count + 1 })), { expect: gen0 });
         if (gen !== gen0 + 1) {
           fail(`put expecting ${gen0} returned generation ${gen}`);
           continue;
@@ -65,8 +63,8 @@ async function cas(store, handle, threads, ops) {
         done++;
         rep.puts++;
       } catch (e) {
-        if (e?.code === "conflict") {
-          if (Number(e.generation) <= gen0) fail(`conflict expecting ${gen0} named generation ${e.generation}`);
+        if (e instanceof Conflict) {
+          if (e.generation <= gen0) fail(`conflict expecting ${gen0} named generation ${e.generation}`);
           rep.conflicts++;
         } else {
           fail(`put: ${e}`);
@@ -94,7 +92,7 @@ if (mode === "cas") {
   const seed = Number(process.env.HANDLES_SEED);
   for (let i = 0; ; i++) {
     const v = await store.get(handle, "");
-    const gen0 = Number(v.generation);
+    const gen0 = v.generation;
     await store.put(handle, "", crashValue(gen0 + 1, seed, i), { expect: gen0 });
     if (i === 0) process.stdout.write("ready\n");
   }
