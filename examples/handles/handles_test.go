@@ -32,6 +32,7 @@ func TestHandles(t *testing.T) {
 		{"expiry", faultIdleExpiry},
 		{"crash", faultCrash},
 		{"cas", faultCAS},
+		{"principals", faultPrincipals},
 	}
 	for _, fault := range faults {
 		t.Run(fault.name, func(t *testing.T) {

@@ -20,6 +20,12 @@ package handles_test
 //   - putloop: forever get the value and put the next one, expecting the
 //     generation read; print "ready" after the first put. Values are
 //     crashValue(generation, seed, i): self-checking, 0-64 KiB.
+//   - principals: print one JSON line, the list of codes ("ok" for
+//     success) of: create with a 1025-byte principal; create with a
+//     principal that is not valid UTF-8 (the language's nearest: bytes
+//     \xff\xfe in Go, a lone surrogate in Python and TypeScript); get of
+//     HANDLES_HANDLE with a 1025-byte principal; create with a 1024-byte
+//     principal; get of HANDLES_HANDLE with "".
 
 import (
 	"bufio"
@@ -166,6 +172,25 @@ func runHelper(mode string) int {
 		}
 		wg.Wait()
 		json.NewEncoder(os.Stdout).Encode(rep)
+		return 0
+	case "principals":
+		code := func(err error) string {
+			var he *host.HandleError
+			switch {
+			case err == nil:
+				return "ok"
+			case errors.As(err, &he):
+				return he.Code
+			}
+			return "error: " + err.Error()
+		}
+		long := strings.Repeat("p", 1025)
+		_, e1 := store.Create(ctx, long, []byte("{}"))
+		_, e2 := store.Create(ctx, "\xff\xfe", []byte("{}"))
+		_, e3 := store.Get(ctx, handle, long)
+		_, e4 := store.Create(ctx, long[:1024], []byte("{}"))
+		_, e5 := store.Get(ctx, handle, "")
+		json.NewEncoder(os.Stdout).Encode([]string{code(e1), code(e2), code(e3), code(e4), code(e5)})
 		return 0
 	case "putloop":
 		seed := envInt("HANDLES_SEED")

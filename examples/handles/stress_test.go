@@ -15,6 +15,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -202,4 +203,40 @@ func faultCAS(t *testing.T, s *server) {
 	addRow(s.lang, "H12", "2 processes × 8 threads, compare-and-set on one handle",
 		fmt.Sprintf("a Go process (`host.OpenHandles`) and a process of the language's API (for Go another Go process; TypeScript runs 8 concurrent async loops on one store), each 8 threads × %d successful increments (`-handles.cas-ops`) of `{\"count\": N}`: get, then put count + 1 expecting the generation read, again on conflict", *casOps),
 		result{Outcome: outcome, Seen: "conflict (expected, retried)", Serving: "yes"})
+}
+
+// faultPrincipals: row H13, principals the store must refuse
+// (invalid_principal: over 1024 bytes, or not valid UTF-8), through s's
+// API; a principal of exactly 1024 bytes is accepted, and the handle the
+// refused calls named still reads back with its own principal. (Over MCP
+// a stdio server's principal is always "", so this row uses the API.)
+func faultPrincipals(t *testing.T, s *server) {
+	f := newFx(t)
+	ctx := context.Background()
+	store := f.openStore()
+	c, err := store.Create(ctx, "", []byte(`{"notes":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.seen(c.Handle)
+	p := f.startHelper(s, "principals", "HANDLES_HANDLE="+c.Handle)
+	l, err := p.line(60 * time.Second)
+	var codes []string
+	if err == nil {
+		err = json.Unmarshal([]byte(l), &codes)
+	}
+	if err != nil || len(codes) != 5 {
+		t.Fatalf("principals helper: %q, %v\nstderr:\n%s", l, err, f.Stderr)
+	}
+	want := []string{"invalid_principal", "invalid_principal", "invalid_principal", "ok", "ok"}
+	if !slices.Equal(codes, want) {
+		t.Errorf("create(1025 bytes), create(not UTF-8), get(1025 bytes), create(1024 bytes), get(\"\") answered %q; want %q", codes, want)
+	}
+	serving := "yes"
+	if codes[4] != "ok" {
+		serving = "no: the handle no longer read back with its own principal"
+	}
+	addRow(s.lang, "H13", "Oversized and non-UTF-8 principals",
+		"through the language's API (over MCP a stdio server's principal is always `\"\"`): create with a 1025-byte principal, create with one that is not valid UTF-8 (bytes `\\xff\\xfe` in Go, a lone surrogate in Python and TypeScript), get with a 1025-byte principal, create with exactly 1024 bytes, get with `\"\"`",
+		result{Outcome: fmt.Sprintf("answered %s in turn", strings.Join(codes, ", ")), Seen: "invalid_principal", Serving: serving})
 }

@@ -10,6 +10,9 @@
 //   compare-and-set increments of {"count": N}; print one JSON line {puts, conflicts, errors, failed}.
 // - putloop: get, then put the next self-checking value expecting the generation read, forever;
 //   print "ready" after the first put.
+// - principals: print the JSON list of codes ("ok" for success) of: create with a 1025-byte
+//   principal, create with a lone surrogate (not valid UTF-8), get with a 1025-byte principal,
+//   create with a 1024-byte principal, get with "".
 //
 // Only the protocol goes to stdout.
 
@@ -19,7 +22,7 @@ import { fileURLToPath } from "node:url";
 import path from "node:path";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const { HandleStore, Conflict } = await import(path.join(here, "..", "..", "..", "sdk-bindings", "typescript", "dist", "index.js"));
+const { HandleStore, HandleStoreError, Conflict } = await import(path.join(here, "..", "..", "..", "sdk-bindings", "typescript", "dist", "index.js"));
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -86,6 +89,27 @@ if (mode === "cas") {
   rl.close();
   const rep = await cas(store, handle, Number(process.env.HANDLES_THREADS), Number(process.env.HANDLES_OPS));
   process.stdout.write(JSON.stringify(rep) + "\n");
+  await store.close();
+  process.exit(0);
+} else if (mode === "principals") {
+  const code = async (f) => {
+    try {
+      await f();
+      return "ok";
+    } catch (e) {
+      return e instanceof HandleStoreError ? e.code : `error: ${e}`;
+    }
+  };
+  const long = "p".repeat(1025);
+  const empty = enc.encode("{}");
+  const codes = [
+    await code(() => store.create(long, empty)),
+    await code(() => store.create("\ud800", empty)),
+    await code(() => store.get(handle, long)),
+    await code(() => store.create(long.slice(0, 1024), empty)),
+    await code(() => store.get(handle, "")),
+  ];
+  process.stdout.write(JSON.stringify(codes) + "\n");
   await store.close();
   process.exit(0);
 } else if (mode === "putloop") {

@@ -10,6 +10,9 @@ HANDLES_HANDLE (an existing handle, principal ""), HANDLES_THREADS, HANDLES_OPS,
   ``{"puts", "conflicts", "errors", "failed"}``.
 - ``putloop``: get, then put the next self-checking value expecting the generation read, forever;
   print ``ready`` after the first put.
+- ``principals``: print the JSON list of codes (``ok`` for success) of: create with a 1025-byte
+  principal, create with a lone surrogate (not valid UTF-8), get with a 1025-byte principal, create
+  with a 1024-byte principal, get with "".
 
 Only the protocol goes to stdout; the binding's log lines go to stderr.
 """
@@ -22,8 +25,9 @@ import logging
 import os
 import sys
 import threading
+from collections.abc import Callable
 
-from mcp_resume import Conflict, HandleStore
+from mcp_resume import Conflict, HandleStore, HandleStoreError
 
 
 def crash_value(gen: int, seed: int, i: int) -> bytes:
@@ -97,6 +101,22 @@ def main() -> int:
         sys.stdin.readline()
         rep = cas(store, handle, int(os.environ["HANDLES_THREADS"]), int(os.environ["HANDLES_OPS"]))
         print(json.dumps(rep), flush=True)
+        store.close()
+        return 0
+    if mode == "principals":
+        def code(f: Callable[[], object]) -> str:
+            try:
+                f()
+            except HandleStoreError as e:
+                return e.code
+            except Exception as e:  # noqa: BLE001 - reported: the test wants the store's codes
+                return f"error: {e!r}"
+            return "ok"
+
+        long = "p" * 1025
+        print(json.dumps([code(lambda: store.create(long, b"{}")), code(lambda: store.create("\udcff", b"{}")),
+                          code(lambda: store.get(handle, long)), code(lambda: store.create(long[:1024], b"{}")),
+                          code(lambda: store.get(handle, ""))]), flush=True)
         store.close()
         return 0
     if mode == "putloop":
