@@ -406,7 +406,7 @@ func (o HandleExists) EncodeJSON() ([]byte, error) {
 // EncodeJSON returns the output of ExportHandleList. The error is always nil.
 func (o HandleListOutput) EncodeJSON() ([]byte, error) {
 	return encodeObject(func(en *encoder) {
-		en.array("handles", false, len(o.Handles), func(i int) {
+		en.array("handles", o.Handles == nil, len(o.Handles), func(i int) {
 			h := o.Handles[i]
 			en.begin()
 			en.str("key", h.Key)

@@ -137,8 +137,12 @@ func (n *notebooks) register(server *mcp.Server) {
 	mcp.AddTool(server, &mcp.Tool{Name: "notebook_delete", Description: "Deletes a notebook; its handle then answers handle_not_found. With generation, only if the notebook is still at that generation."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in deleteIn) (*mcp.CallToolResult, any, error) {
 			hs, err := n.open()
+			expect, gerr := expected(in.Generation)
+			if err == nil && gerr != nil {
+				err = gerr
+			}
 			if err == nil {
-				err = hs.Delete(ctx, in.Handle, principal, orZero(in.Generation))
+				err = hs.Delete(ctx, in.Handle, principal, expect)
 			}
 			return n.result(map[string]any{}, err)
 		})
@@ -171,6 +175,10 @@ func (n *notebooks) add(ctx context.Context, in addIn) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	given, err := expected(in.Generation)
+	if err != nil {
+		return nil, err
+	}
 	for try := 0; ; try++ {
 		v, err := hs.Get(ctx, in.Handle, principal)
 		if err != nil {
@@ -182,8 +190,8 @@ func (n *notebooks) add(ctx context.Context, in addIn) (any, error) {
 		}
 		value, _ := json.Marshal(notebook{Notes: append(nb.Notes, in.Note)})
 		expect := v.Generation
-		if in.Generation != nil {
-			expect = *in.Generation
+		if given != 0 {
+			expect = given
 		}
 		gen, err := hs.Put(ctx, in.Handle, principal, value, expect)
 		if errors.Is(err, host.ErrConflict) && in.Generation == nil && try < addRetries {
@@ -205,11 +213,18 @@ func decode(data []byte) (notebook, error) {
 	return nb, nil
 }
 
-func orZero(p *int64) int64 {
-	if p == nil {
-		return 0
+// expected is a given generation for host.Handles.Put and Delete, 0 when
+// none was given. The host API reads 0 as "unconditional", so a given 0
+// (or less) is refused here as the plugin refuses it for the Python and
+// TypeScript servers, which pass it through.
+func expected(p *int64) (int64, error) {
+	switch {
+	case p == nil:
+		return 0, nil
+	case *p < 1:
+		return 0, &host.HandleError{Code: "invalid_option", Message: fmt.Sprintf("generation must be a whole number of at least 1 (generations start at 1), not %d", *p)}
 	}
-	return *p
+	return *p, nil
 }
 
 // result is a tool's answer: out as structured content and the same JSON

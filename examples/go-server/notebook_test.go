@@ -145,6 +145,8 @@ func TestNotebook_Tools(t *testing.T) {
 	}
 	c.fails("notebook_add", map[string]any{"handle": h, "note": "stale", "generation": 2}, map[string]any{"error": "conflict", "generation": 3})
 	c.fails("notebook_delete", map[string]any{"handle": h, "generation": 1}, map[string]any{"error": "conflict", "generation": 3})
+	c.fails("notebook_add", map[string]any{"handle": h, "note": "x", "generation": 0}, map[string]any{"error": "invalid_option"})
+	c.fails("notebook_delete", map[string]any{"handle": h, "generation": -1}, map[string]any{"error": "invalid_option"})
 	c.kill()
 
 	again := e.connect()

@@ -57,10 +57,9 @@ def _trim(x: float) -> str:
     return f"{x:.6f}".rstrip("0").rstrip(".")
 
 
-def _seconds(d: dt.timedelta) -> int | float:
-    """Whole seconds as an int, else a float: the JSON number Go's ``Duration.Seconds()`` gives."""
-    s = d.total_seconds()
-    return int(s) if s == int(s) else s
+def _seconds(d: dt.timedelta) -> int:
+    """``d`` in whole seconds (truncated), as the Go and TypeScript servers answer ``*_seconds``."""
+    return int(d.total_seconds())
 
 
 class Notebooks:
@@ -164,8 +163,8 @@ def register_notebook(server: "MCPServer", books: Notebooks) -> None:
         return _result({"handle": c.handle, "generation": c.generation, "idle_ttl_seconds": _seconds(c.idle_ttl),
                         "max_age_seconds": _seconds(c.max_age)})
 
-    @server.tool(description="Adds a note to a notebook. With generation, only if the notebook is still at that "
-                             "generation (else conflict, with the current one); without, retries a lost race.")
+    @server.tool(description="Appends a note to a notebook and returns its new generation. With generation, only if "
+                             "the notebook is still at that generation.")
     async def notebook_add(handle: str, note: str, generation: int | None = None) -> CallToolResult:
         if (bad := await unavailable()) is not None:
             return bad
@@ -183,7 +182,7 @@ def register_notebook(server: "MCPServer", books: Notebooks) -> None:
                 return failed(e)
         raise AssertionError("unreachable")
 
-    @server.tool(description="Reads the notes of a notebook and its generation.")
+    @server.tool(description="Returns a notebook's notes and generation.")
     async def notebook_read(handle: str) -> CallToolResult:
         if (bad := await unavailable()) is not None:
             return bad
@@ -193,8 +192,8 @@ def register_notebook(server: "MCPServer", books: Notebooks) -> None:
         except (HandleStoreError, ValueError) as e:
             return failed(e)
 
-    @server.tool(description="Deletes a notebook (with generation, only at that generation); its handle then "
-                             "answers handle_not_found.")
+    @server.tool(description="Deletes a notebook; its handle then answers handle_not_found. With generation, only if "
+                             "the notebook is still at that generation.")
     async def notebook_delete(handle: str, generation: int | None = None) -> CallToolResult:
         if (bad := await unavailable()) is not None:
             return bad

@@ -102,13 +102,20 @@ func FuzzParseHandle(f *testing.F) {
 	})
 }
 
-// FuzzRecord feeds arbitrary bytes to the record decoder: it never
-// panics, and only a record sealed under the keys opens.
-func FuzzRecord(f *testing.F) {
+// sealedFixture is the record of "value" at generation 3 for principal
+// alice of app "app", under the handle of 24 zero bytes: its keys, tag and
+// bytes.
+func sealedFixture() (keys, [16]byte, []byte) {
 	var raw [handleBytes]byte
 	k := deriveKeys(raw, "app")
 	tag := k.tag("alice")
-	good := sealRecord(&k, "app", header{Generation: 3, CreatedMS: 1, IdleTTLMS: 2, MaxAgeMS: 3, Tag: tag}, []byte("value"))
+	return k, tag, sealRecord(&k, "app", header{Generation: 3, CreatedMS: 1, IdleTTLMS: 2, MaxAgeMS: 3, Tag: tag}, []byte("value"))
+}
+
+// FuzzRecord feeds arbitrary bytes to the record decoder: it never
+// panics, and only a record sealed under the keys opens.
+func FuzzRecord(f *testing.F) {
+	k, tag, good := sealedFixture()
 	f.Add(good)
 	f.Add(good[:headerLen])
 	f.Add(good[:len(good)-1])
@@ -124,10 +131,7 @@ func FuzzRecord(f *testing.F) {
 }
 
 func TestRecordBindsItsHeader(t *testing.T) {
-	var raw [handleBytes]byte
-	k := deriveKeys(raw, "app")
-	tag := k.tag("alice")
-	good := sealRecord(&k, "app", header{Generation: 3, CreatedMS: 1, IdleTTLMS: 2, MaxAgeMS: 3, Tag: tag}, []byte("value"))
+	k, tag, good := sealedFixture()
 	if _, v, o := openRecord(&k, "app", tag, good, false); o != recordOK || string(v) != "value" {
 		t.Fatalf("sealed record does not open: %d", o)
 	}

@@ -116,11 +116,17 @@ func (sh *shard) live(r *request) (int, *hostfuncs.Error) {
 // non-regular one is removed (handle_corrupt); either answers
 // handle_not_found, as does another principal's record (left untouched).
 func (sh *shard) record(r *request, i int, headerOnly bool) (header, []byte, *hostfuncs.Error) {
-	limit := recordLimit
+	// The index knows the value's size: read exactly that (and one byte
+	// more to see a longer file, read again with the bound of any record),
+	// so that no host allocates the largest record for a small value.
+	limit := headerLen + int(sh.entries[i].Size) + gcmTagLen + 1
 	if headerOnly {
 		limit = headerLen
 	}
 	b, err := sh.s.read(recordName(r.hash), limit)
+	if err == nil && !headerOnly && len(b) >= limit && limit < recordLimit {
+		b, err = sh.s.read(recordName(r.hash), recordLimit)
+	}
 	switch code(err) {
 	case "":
 	case hostfuncs.CodeNotFound:
@@ -407,7 +413,7 @@ func (s *Store) Delete(input []byte) *hostfuncs.Error {
 	})
 }
 
-// Touch is the handle_touch export (seed 002's updateTTL): input
+// Touch is the handle_touch export (the updateTTL of state stores): input
 // {"handle", "principal", "now_ms"?}; refreshes the idle time only and
 // answers the generation and lifetimes. Errors: those of Get.
 func (s *Store) Touch(input []byte) (hostfuncs.HandleTouched, *hostfuncs.Error) {

@@ -10,10 +10,12 @@
 // run it against a Caller. Every file and lock goes through the host
 // functions of hostfuncs/README.md.
 //
-// Files by concern: store.go opens the store and holds the shard
-// plumbing; ops.go the per-handle operations; admin.go list, gc and the
-// sweeps; handle.go the handle syntax and keys; record.go and index.go
-// the file formats; config.go the settings.
+// Files by concern: store.go opens the store and holds the host-call
+// helpers; shard.go a shard under its lock (index load, rebuild, expiry);
+// ops.go the per-handle operations; admin.go list, gc and the sweeps;
+// handle.go the handle syntax and keys (HMAC-SHA256 and HKDF); record.go
+// and index.go the file formats (crc.go their checksum); config.go the
+// settings and duration.go Go duration syntax.
 //
 // A Store is not safe for concurrent use; hosts serialise calls into the
 // plugin instance that owns it (and run one instance per goroutine).
@@ -101,14 +103,7 @@ func (s *Store) Open(input []byte) (hostfuncs.HandlesOpenOutput, *hostfuncs.Erro
 	}
 	var in hostfuncs.HandlesOpenInput
 	if err := in.DecodeJSON(input); err != nil {
-		if oe, ok := err.(*hostfuncs.OptionError); ok {
-			code := hostfuncs.CodeInvalidOption
-			if oe.Option == "app" {
-				code = hostfuncs.CodeInvalidApp
-			}
-			return hostfuncs.HandlesOpenOutput{}, &hostfuncs.Error{Code: code, Message: oe.Error()}
-		}
-		return hostfuncs.HandlesOpenOutput{}, optionErr("handles_open input is not a JSON object: " + err.Error())
+		return hostfuncs.HandlesOpenOutput{}, resume.OpenInputError(err, "handles_open input is not a JSON object: ")
 	}
 	f, factsOK := resume.HostFacts(s.call)
 	set, werr := configure(in, f, factsOK)
@@ -140,7 +135,7 @@ func (s *Store) begin(now int64, sweep bool) *hostfuncs.Error {
 		return nil
 	}
 	if werr := resume.PrepareDir(s.call, s.set.StateDir, s.euid); werr != nil {
-		return s.unavailable("the handle store's directory cannot be used: " + werr.Message)
+		return s.unavailable("the handle store's directory " + s.set.StateDir + " cannot be used: " + werr.Message)
 	}
 	if werr := s.readLayout(); werr != nil {
 		return werr

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
+	"github.com/mcp-resume/mcp-resume/plugin/internal/testhost"
 )
 
 func TestRoundtrip(t *testing.T) {
@@ -266,5 +267,58 @@ func TestHostCallsPerOperation(t *testing.T) {
 		if n > op.max || e.h.Calls[hostfuncs.FnList] > 0 || e.h.Calls[hostfuncs.FnLock] != 1 || e.h.Calls[hostfuncs.FnUnlock] != 1 {
 			t.Errorf("%s made %d host calls %v, want at most %d, one lock and unlock, no listing", op.name, n, e.h.Calls, op.max)
 		}
+	}
+}
+
+// A process killed between writing a record and its index leaves the index
+// one put behind: the record is authoritative (its value, generation and a
+// size larger than the index says).
+func TestIndexBehindItsRecord(t *testing.T) {
+	e := openEnv(t, map[string]any{"max_handles": 100})
+	h := e.create("a", "v", 0)
+	old, err := readFile(e.dir, "i-00")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, werr := e.s.Put(input(map[string]any{"handle": h, "principal": "a", "value": []byte("a longer value")})); werr != nil {
+		t.Fatal(werr)
+	}
+	if err := writeFile(e.dir, "i-00", string(old)); err != nil {
+		t.Fatal(err)
+	}
+	v, werr := e.get(h, "a", 0)
+	if werr != nil || string(v.Value) != "a longer value" || v.Generation != 2 {
+		t.Fatalf("get: %q generation %d, %v; want the record's value at generation 2", v.Value, v.Generation, werr)
+	}
+	_, werr = e.s.Put(input(map[string]any{"handle": h, "principal": "a", "value": []byte("x"), "generation": 1}))
+	if werr == nil || werr.Code != hostfuncs.CodeConflict || werr.Generation != 2 {
+		t.Fatalf("put expecting the index's generation: %v, want conflict at 2", werr)
+	}
+}
+
+func TestUnusableDirectoryAndFailedWrites(t *testing.T) {
+	h := testhost.New(t)
+	dir := h.Facts.Home + "/state/conformance/handles"
+	h.DirErr = map[string]string{"mkdir " + h.Facts.Home + "/state": hostfuncs.CodeNoSpace}
+	e := openOn(t, h, nil)
+	_, werr := e.s.Create(input(map[string]any{"principal": "a", "value": []byte("v")}))
+	wantCode(t, werr, hostfuncs.CodeStoreUnavailable)
+	if !strings.Contains(werr.Message, "no space left") || !strings.Contains(werr.Message, dir) {
+		t.Errorf("message %q does not say what failed and where", werr.Message)
+	}
+	// The disk has room again: the store works without a new open.
+	h.DirErr = nil
+	handle := e.create("a", "v", 0)
+	// A write that fails (the host answers nothing usable) fails only its
+	// own operation, and changes nothing.
+	h.Broken[hostfuncs.FnWrite] = true
+	_, werr = e.s.Put(input(map[string]any{"handle": handle, "principal": "a", "value": []byte("w")}))
+	wantCode(t, werr, hostfuncs.CodeStoreUnavailable)
+	h.Broken[hostfuncs.FnWrite] = false
+	if v, werr := e.get(handle, "a", 0); werr != nil || string(v.Value) != "v" || v.Generation != 1 {
+		t.Fatalf("after a failed put: %q generation %d, %v", v.Value, v.Generation, werr)
+	}
+	if got := e.h.Events(); len(got) != 2 || got[0] != EventStoreUnavailable || got[1] != EventStoreUnavailable {
+		t.Errorf("events %v, want two %s", got, EventStoreUnavailable)
 	}
 }

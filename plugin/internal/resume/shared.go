@@ -47,3 +47,19 @@ func Log(call Caller, level, event, msg, detail string) {
 	req, _ := hostfuncs.LogRequest{Level: level, Event: event, Message: msg, Detail: detail}.EncodeJSON()
 	call(hostfuncs.FnLog, hostfuncs.Pad8(req))
 }
+
+// OpenInputError is the error of an open input (open, handles_open) that
+// did not decode: an *hostfuncs.OptionError in its own words, code
+// invalid_app for the app and invalid_option for the rest; anything else
+// (not JSON, not an object) invalid_option, prefix then the decoder's
+// message.
+func OpenInputError(err error, prefix string) *hostfuncs.Error {
+	if oe, ok := err.(*hostfuncs.OptionError); ok {
+		code := hostfuncs.CodeInvalidOption
+		if oe.Option == "app" {
+			code = hostfuncs.CodeInvalidApp
+		}
+		return &hostfuncs.Error{Code: code, Message: oe.Error()}
+	}
+	return &hostfuncs.Error{Code: hostfuncs.CodeInvalidOption, Message: prefix + err.Error()}
+}

@@ -13,7 +13,7 @@ The same commands, flags, output and exit status as the Go command (``go run ./h
 every byte printed to stdout (its ``render`` export), so this module only parses arguments and prints. list and
 prune cover every app directory under the state root (``--state-dir``, else ``$MCP_RESUME_STATE_DIR``, else
 per user), or the one of ``--app``; they never print a token. ``state list`` and ``state gc`` do the same for the handle stores (the apps'
-``handles/`` directories; an app without one is shown empty, nothing is created): the plugin's
+``handles/`` directories; an app without one is skipped, so that looking creates nothing): the plugin's
 ``handle_list``/``handle_gc`` outputs rendered, key-hash prefixes, states, generations, sizes, ages and
 counts, never a value or a handle. Exit status: 0 on success; 1 on a runtime failure,
 with one line on stderr, ``mcp-resume <command>: <what was wrong and what to do>``; 2 on bad usage.
@@ -90,9 +90,9 @@ def _parse(args: list[str], positional: int = 0) -> dict[str, Any]:
         else:
             raise _Usage(f"flag provided but not defined: -{name}")
         i += 1
-    opts["args"] = args[i:i + positional]
-    if i + positional < len(args):
-        raise _Usage(f'unexpected argument "{args[i + positional]}"')
+    opts["args"] = args[i:]
+    if len(args) - i > positional:  # Go's flag package stops at the first argument; the command names the last
+        raise _Usage(f'unexpected argument "{args[-1]}"')
     return opts
 
 
@@ -155,29 +155,25 @@ def _run_state(sub: str, opts: dict[str, Any]) -> bytes:
     """The bytes ``state list`` or ``state gc`` prints: each app's ``handle_list``/``handle_gc`` output,
     rendered by the plugin. Opens a handle store only where its directory exists. Raises
     :class:`ResumeStoreError` or :class:`HandleStoreError`."""
-    app = opts["app"] or "".join(opts["args"])
     if opts["app"] and opts["args"] and opts["args"][0] != opts["app"]:
-        raise _Usage(f'two apps: --app {opts["app"]} and {opts["args"][0]}')
+        raise _Usage(f'unexpected argument "{opts["args"][0]}"')  # --app NAME and APP must agree
+    app = opts["app"] or "".join(opts["args"])
     doc: dict[str, Any] = {"command": f"state_{sub}", "json": opts["json"], "apps": []}
     with _open(app or CLI_APP, opts["state-dir"]) as base:
         root = base.state_root
         if not root:
             raise ResumeStoreError("no state root: set MCP_RESUME_STATE_DIR or HOME")
         for name in [app] if app else _subdirs(root):
-            entry = {"app": name, "state_dir": os.path.join(root, name, "handles")}
-            if _handles_dir(entry["state_dir"]):
-                try:
-                    store = HandleStore(name, state_root=root, pool_size=1, logger=_quiet())
-                except HandleStoreError as e:
-                    if app or e.code != "invalid_app":
-                        raise
-                    continue  # not an app's directory: the plugin's app rule decides
-                with store:
-                    entry["state_dir"] = store.state_dir
-                    entry[sub] = store._call(f"handle_{sub}", {})
-            elif not app:
-                continue  # no handle store: nothing to show, and nothing is created
-            doc["apps"].append(entry)
+            try:
+                store = HandleStore(name, state_root=opts["state-dir"] or None, pool_size=1, logger=_quiet())
+            except HandleStoreError as e:
+                if app or e.code != "invalid_app":
+                    raise
+                continue  # not an app's directory: the plugin's app rule decides
+            with store:
+                if not _handles_dir(store.state_dir):
+                    continue  # no handle store: nothing to show, and looking creates nothing
+                doc["apps"].append({"app": name, "state_dir": store.state_dir, sub: store._call(f"handle_{sub}", {})})
         return base._render(doc)
 
 
@@ -204,12 +200,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         rest = args[1:]
         if cmd == "state":
-            if rest[:1] in (["-h"], ["--help"], ["-help"]):
-                sys.stderr.write(_usage())
-                return 0
             if not rest or rest[0] not in STATE_COMMANDS:
-                what = f'unknown state command "{rest[0]}"' if rest else "missing state command"
-                sys.stderr.write(f"mcp-resume state: {what}: use state list or state gc\n\n{_usage()}")
+                sys.stderr.write(f'mcp-resume state: want "state list" or "state gc"\n\n{_usage()}')
                 return 2
             cmd, rest = f"state {rest[0]}", rest[1:]
         try:
