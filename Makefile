@@ -91,7 +91,7 @@ test-handles: build python-setup typescript-setup
 	$(GO) vet -tags handles ./examples/handles/
 	$(GO) test -tags handles -count=1 -timeout 15m ./examples/handles/ -args -handles.require $(HANDLES_FLAGS)
 
-test: test-go fuzz-smoke $(if $(wildcard sdk-bindings/python/python.mk),python-test) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-test) test-handles test-faults
+test: test-go fuzz-smoke $(if $(wildcard sdk-bindings/python/python.mk),python-test) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-test) test-faults test-handles
 
 DEMO_SERVER_go := bin/go-server
 DEMO_SERVER_python = $(PYTHON_SERVER_CMD)
