@@ -20,7 +20,7 @@ else
 DEMO_LANG := go
 endif
 
-.PHONY: all build wasm check-wasm test test-go test-faults fuzz-smoke demo bench bench-go bench-init clean
+.PHONY: all build wasm check-wasm test test-go test-faults test-handles fuzz-smoke demo bench bench-go bench-init clean
 # `make` builds the Go binaries and prepares the Python and TypeScript
 # environments, so every example server runs from the repository root.
 all: build $(if $(wildcard sdk-bindings/python/python.mk),python-setup) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-setup)
@@ -81,7 +81,20 @@ test-faults: build python-setup typescript-setup
 	echo "$(GO) test -tags faults -count=1 -timeout 20m -run '^TestFaults$$' ./examples/faults/ -args -faults.require $(FAULTS_FLAGS)"; \
 	$(GO) test -tags faults -count=1 -timeout 20m -run '^TestFaults$$' ./examples/faults/ -args -faults.require $(FAULTS_FLAGS); fi
 
-test: test-go fuzz-smoke $(if $(wildcard sdk-bindings/python/python.mk),python-test) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-test) test-faults
+# The handle store end to end (examples/handles): the Go, Python and
+# TypeScript example servers and APIs on one shared handle store: a notebook
+# passed between languages, bad input, a full disk, idle expiry, SIGKILL
+# during put, compare-and-set from 2 processes x 8 threads (about 2-3
+# minutes). Behind the build tag "handles", so test-go's `go test ./...` does
+# not run it too. It fails when the run's handle table differs from the one
+# in docs/RELIABILITY.md. The full-disk and foreign-owner rows need root (CI
+# runs as root); as another user they skip and the table is not compared.
+# After an intended change: make test-handles HANDLES_FLAGS=-update-handle-table
+test-handles: build python-setup typescript-setup
+	$(GO) vet -tags handles ./examples/handles/
+	$(GO) test -tags handles -count=1 -timeout 15m ./examples/handles/ -args -handles.require $(HANDLES_FLAGS)
+
+test: test-go fuzz-smoke $(if $(wildcard sdk-bindings/python/python.mk),python-test) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-test) test-faults test-handles
 
 DEMO_SERVER_go := bin/go-server
 DEMO_SERVER_python = $(PYTHON_SERVER_CMD)

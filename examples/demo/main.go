@@ -2,12 +2,16 @@
 // acts as an MCP host with the official Go SDK client, launches an example
 // server, has it remember a note, kills it, relaunches it and checks the
 // session came back; then a second host (this program re-run as a separate
-// process) must get a fresh session.
+// process) must get a fresh session. Last, the handle store: a notebook
+// created under the first host is read by the second host through its
+// handle (resume gives that host a fresh session, the handle still holds
+// the notes), and a notebook with a 2 s idle TTL answers handle_expired.
 //
 //	go run ./examples/demo -broker bin/broker -server "bin/go-server"
 //
 // It prints a short transcript on stdout and exits 1 if resume did not
-// happen or the second host resumed the first one's session. The state
+// happen, the second host resumed the first one's session, the notebook was
+// not readable by the second host, or the short-lived one did not expire. The state
 // directory is a temporary one, so your real state is never touched.
 package main
 
@@ -31,7 +35,7 @@ func main() {
 	brokerPath := flag.String("broker", "bin/broker", "path of the examples/broker binary")
 	serverCmd := flag.String("server", "bin/go-server", "command that starts the example MCP server (split on spaces)")
 	verbose := flag.Bool("v", false, "show the servers' and broker's stderr logs")
-	secondHost := flag.Bool("second-host", false, "internal: act as the second MCP host and print its session_info as JSON")
+	secondHost := flag.Bool("second-host", false, "internal: act as the second MCP host and print its session_info as JSON (and, with $MCP_DEMO_HANDLE, the notebook's notes)")
 	flag.Parse()
 	argv := strings.Fields(*serverCmd)
 	ctx := context.Background()
@@ -47,7 +51,7 @@ func main() {
 		fmt.Printf("\nFAIL: %v\n", err)
 		os.Exit(1)
 	}
-	fmt.Println("\nPASS: the session survived the relaunch, and the second host got its own.")
+	fmt.Println("\nPASS: the session survived the relaunch, the second host got its own, the notebook outlived its host, and the idle one expired.")
 }
 
 func run(ctx context.Context, brokerPath string, argv []string, logs io.Writer) error {
@@ -126,11 +130,14 @@ func run(ctx context.Context, brokerPath string, argv []string, logs io.Writer) 
 	if other.Resumed || other.SessionID == first.SessionID {
 		return errors.New("the second host resumed the first host's session")
 	}
-	return nil
+	return runHandles(ctx, self, argv, env, logs)
 }
 
 // runSecondHost launches the server as a different MCP host would and prints
-// its session_info as JSON.
+// its session_info as JSON; with $MCP_DEMO_HANDLE set (an environment
+// variable, not an argument: a handle is a secret, and arguments are visible
+// to every user in ps), it prints {"session": session_info, "notes",
+// "generation"} of that notebook instead.
 func runSecondHost(ctx context.Context, argv []string) int {
 	srv, err := mcphost.Launch(ctx, argv, nil, os.Stderr)
 	if err != nil {
@@ -143,6 +150,16 @@ func runSecondHost(ctx context.Context, argv []string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	json.NewEncoder(os.Stdout).Encode(info)
+	handle := os.Getenv("MCP_DEMO_HANDLE")
+	if handle == "" {
+		json.NewEncoder(os.Stdout).Encode(info)
+		return 0
+	}
+	notes, gen, err := srv.NotebookRead(ctx, handle)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	json.NewEncoder(os.Stdout).Encode(notebookSeen{Session: info, Notes: notes, Generation: gen})
 	return 0
 }
