@@ -49,6 +49,19 @@ func (n *notebooks) open() (*host.Handles, error) {
 	return n.once()
 }
 
+// listWaitsForStore holds a tools/list until the handle store has opened
+// (or failed to), so that the first list a host takes already states the
+// store's real policy in notebook_create's description. The handshake
+// itself never waits: the open starts once the client is initialized.
+func (n *notebooks) listWaitsForStore(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "tools/list" {
+			_, _ = n.open() // a failure is answered by the tools themselves
+		}
+		return next(ctx, method, req)
+	}
+}
+
 // newNotebooks returns the notebook tools of app's handle store.
 func newNotebooks(app string, logger *slog.Logger) *notebooks {
 	n := &notebooks{}
@@ -114,6 +127,7 @@ type deleteIn struct {
 func (n *notebooks) register(server *mcp.Server) {
 	n.server = server
 	n.addCreate(nil)
+	server.AddReceivingMiddleware(n.listWaitsForStore)
 	mcp.AddTool(server, &mcp.Tool{Name: "notebook_add", Description: "Appends a note to a notebook and returns its new generation. With generation, only if the notebook is still at that generation."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, any, error) {
 			return n.result(n.add(ctx, in))
