@@ -26,7 +26,11 @@ The MCP_RESUME_* variables are the library's (read by the plugin); a server copi
 one keeps them and names its own settings with its own prefix.
 
 Tools: ``remember(note)`` -> ``remembered``; ``recall()`` -> ``{"notes": [...]}``;
-``session_info()`` -> ``{"session_id": str, "resumed": bool}``.
+``session_info()`` -> ``{"session_id": str, "resumed": bool}``; and the notebook tools
+(``notebook_create``, ``notebook_add``, ``notebook_read``, ``notebook_delete``, see notebook.py),
+durable state behind explicit handles in mcp-resume's handle store, which needs no broker, outlives
+this process and its MCP host, and stays on with ``MCP_RESUME=off``
+(``MCP_RESUME_STATE_IDLE_TTL`` / ``MCP_RESUME_STATE_MAX_AGE``, Go duration syntax, set its lifetimes).
 
 Startup follows spec 000, "MCP Server Startup", the same flow as the Go and
 TypeScript examples: load the stored token, offer it to the broker, reject it
@@ -58,6 +62,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from notebook import Notebooks, register_notebook
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -372,12 +378,16 @@ def main() -> int:
         log.error("%s is not set: point it at the token broker (go run ./examples/broker prints its URL)", ENV_BROKER_URL)
         return 1
     state = State(Broker(broker_url), open_store())  # first: the store opens while the SDK imports
+    books = Notebooks(APP).start()  # the handle store opens in its own thread too, independent of resume
     try:
         server = new_server(state)
         register(server, state)
+        books.ready()  # notebook_create's description states the opened store's lifetimes
+        register_notebook(server, books)
         server.run("stdio")
         return 0
     finally:
+        books.close()
         state.close()  # releases the token file's lock (exiting would too)
 
 

@@ -31,7 +31,12 @@
  * outside the process can do; a copy of this server can drop them.
  *
  * Tools: `remember(note)` → `remembered`; `recall()` → `{"notes": [...]}`;
- * `session_info()` → `{"session_id": string, "resumed": boolean}`.
+ * `session_info()` → `{"session_id": string, "resumed": boolean}`; and the
+ * notebook tools of the handle store (notebook.ts), opened at start as the
+ * same app, independent of resume (`MCP_RESUME=off` leaves them on), so
+ * that notebook_create's description can state the store's policy.
+ * `MCP_RESUME_STATE_IDLE_TTL` and `MCP_RESUME_STATE_MAX_AGE` (Go duration
+ * syntax, e.g. `90s`) set the notebooks' lifetimes.
  *
  * Startup follows spec 000, "MCP Server Startup": load the stored token,
  * offer it to the broker, reject it if the broker refuses, store whatever
@@ -54,6 +59,7 @@ import { createStderrLogger, ResumeTokenStore, type Logger } from "mcp-resume";
 import { z } from "zod";
 
 import { BrokerClient, BrokerRejectedError, type Session } from "./broker.js";
+import { openNotebooks, registerNotebookTools } from "./notebook.js";
 
 /**
  * This server's app name: its token files live in their own state directory.
@@ -195,6 +201,7 @@ async function main(): Promise<void> {
   };
 
   const server = newServer();
+  registerNotebookTools(server, await openNotebooks(APP, logger));
   server.registerTool(
     "remember",
     {

@@ -5,7 +5,6 @@ package handles
 
 import (
 	"strconv"
-	"time"
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
 	"github.com/mcp-resume/mcp-resume/plugin/internal/resume"
@@ -20,9 +19,9 @@ const (
 
 // Defaults and bounds, in milliseconds, handles and bytes.
 const (
-	DefaultIdleTTLMS     = int64(24 * time.Hour / time.Millisecond)
-	DefaultMaxAgeMS      = int64(30 * 24 * time.Hour / time.Millisecond)
-	DefaultTombstoneMS   = int64(7 * 24 * time.Hour / time.Millisecond)
+	DefaultIdleTTLMS     = 24 * hourMS
+	DefaultMaxAgeMS      = 30 * 24 * hourMS
+	DefaultTombstoneMS   = 7 * 24 * hourMS
 	DefaultMaxHandles    = 10000
 	DefaultMaxValueBytes = 1 << 20
 	DefaultLockWaitMS    = 2000
@@ -35,6 +34,9 @@ const (
 	// handlesPerShard is the number of handles a shard is planned for.
 	handlesPerShard = 128
 )
+
+// hourMS is an hour in milliseconds.
+const hourMS = int64(3600 * 1000)
 
 // DirName is the handle store's folder inside the app's state directory.
 const DirName = "handles"
@@ -89,15 +91,15 @@ func configure(in hostfuncs.HandlesOpenInput, f hostfuncs.Facts, factsOK bool) (
 			return v
 		}
 		if env != "" && f.Env[env] != "" {
-			d, perr := time.ParseDuration(f.Env[env])
-			if perr != nil || d < time.Millisecond {
+			ms, ok := parseDuration(f.Env[env])
+			if !ok || ms < 1 || ms > max {
 				err = optionErr(env + "=" + strconv.Quote(f.Env[env]) + " is not a duration of at least 1ms: use Go duration syntax, e.g. 90s, 30m or 24h")
 			}
-			return int64(d / time.Millisecond)
+			return ms
 		}
 		return def
 	}
-	const maxMS = int64(100 * 365 * 24 * time.Hour / time.Millisecond)
+	const maxMS = 100 * 365 * 24 * hourMS
 	st.IdleTTLMS = pick("idle_ttl_ms", in.IdleTTLMS, EnvIdleTTL, DefaultIdleTTLMS, 1, maxMS)
 	st.MaxAgeMS = pick("max_age_ms", in.MaxAgeMS, EnvMaxAge, DefaultMaxAgeMS, 1, maxMS)
 	st.TombstoneMS = pick("tombstone_ms", in.TombstoneMS, "", DefaultTombstoneMS, 0, maxMS)
@@ -111,6 +113,3 @@ func configure(in hostfuncs.HandlesOpenInput, f hostfuncs.Facts, factsOK bool) (
 func optionErr(msg string) *hostfuncs.Error {
 	return &hostfuncs.Error{Code: hostfuncs.CodeInvalidOption, Message: msg}
 }
-
-// durationText writes ms as a Go duration ("24h0m0s").
-func durationText(ms int64) string { return (time.Duration(ms) * time.Millisecond).String() }

@@ -4,8 +4,6 @@ package handles
 // "Handle store").
 
 import (
-	"crypto/hkdf"
-	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -51,29 +49,57 @@ type keys struct {
 	principal [32]byte // HMAC-SHA256 key of the principal tag
 }
 
-// deriveKeys derives the keys of handle bytes raw for app with HKDF-SHA256:
-// salt hkdfSalt, info "<purpose>\x00<app>" for the purposes "key", "seal"
-// and "principal" (32 bytes each; the key hash is the first 16 of "key").
+// deriveKeys derives the keys of handle bytes raw for app with HKDF-SHA256
+// (RFC 5869): salt hkdfSalt, info "<purpose>\x00<app>" for the purposes
+// "key", "seal" and "principal" (32 bytes each, one HMAC block of the
+// expansion; the key hash is the first 16 of "key").
 func deriveKeys(raw [handleBytes]byte, app string) keys {
 	var k keys
-	prk, _ := hkdf.Extract(sha256.New, raw[:], []byte(hkdfSalt))
-	key, _ := hkdf.Expand(sha256.New, prk, "key\x00"+app, 32)
-	seal, _ := hkdf.Expand(sha256.New, prk, "seal\x00"+app, 32)
-	principal, _ := hkdf.Expand(sha256.New, prk, "principal\x00"+app, 32)
-	copy(k.hash[:], key)
-	copy(k.seal[:], seal)
-	copy(k.principal[:], principal)
+	prk := hmacSHA256([]byte(hkdfSalt), raw[:])
+	key := hmacSHA256(prk[:], []byte("key\x00"+app+"\x01"))
+	copy(k.hash[:], key[:])
+	k.seal = hmacSHA256(prk[:], []byte("seal\x00"+app+"\x01"))
+	k.principal = hmacSHA256(prk[:], []byte("principal\x00"+app+"\x01"))
 	return k
 }
 
 // tag returns the principal tag stored for principal: the first 16 bytes
 // of HMAC-SHA256 under the handle's principal key. Only tags reach a disk.
 func (k *keys) tag(principal string) [16]byte {
-	m := hmac.New(sha256.New, k.principal[:])
-	m.Write([]byte(principal))
+	m := hmacSHA256(k.principal[:], []byte(principal))
 	var t [16]byte
-	copy(t[:], m.Sum(nil))
+	copy(t[:], m[:])
 	return t
+}
+
+// hmacSHA256 is HMAC-SHA256 (RFC 2104) of msg under key, over
+// crypto/sha256. Written out because crypto/hmac and crypto/hkdf link
+// their FIPS checks and SHA-3 into plugin.wasm, about 35 KB of the 300 KB
+// the handle store may add; handle_test.go checks it (and deriveKeys)
+// against crypto/hmac and crypto/hkdf.
+func hmacSHA256(key, msg []byte) [32]byte {
+	var pad [sha256.BlockSize]byte
+	if len(key) > len(pad) {
+		sum := sha256.Sum256(key)
+		key = sum[:]
+	}
+	copy(pad[:], key)
+	for i := range pad {
+		pad[i] ^= 0x36
+	}
+	h := sha256.New()
+	h.Write(pad[:])
+	h.Write(msg)
+	inner := h.Sum(nil)
+	for i := range pad {
+		pad[i] ^= 0x36 ^ 0x5c
+	}
+	h.Reset()
+	h.Write(pad[:])
+	h.Write(inner)
+	var out [32]byte
+	h.Sum(out[:0])
+	return out
 }
 
 // hashHex is the 32 hex digits of a key hash: the record file is

@@ -5,7 +5,6 @@ package handles
 
 import (
 	"encoding/binary"
-	"hash/crc32"
 )
 
 // indexMagic starts every index file.
@@ -43,7 +42,7 @@ type entry struct {
 }
 
 // encodeIndex returns the index file of entries: magic, count (u32),
-// entries, then the CRC-32 (IEEE) of all that.
+// entries, then the CRC-32 (IEEE, crc32IEEE) of all that.
 func encodeIndex(entries []entry) []byte {
 	b := make([]byte, 0, indexOverhead+len(entries)*entryLen)
 	b = append(b, indexMagic...)
@@ -59,7 +58,7 @@ func encodeIndex(entries []entry) []byte {
 			b = binary.BigEndian.AppendUint64(b, uint64(v))
 		}
 	}
-	return binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
+	return binary.BigEndian.AppendUint32(b, crc32IEEE(b))
 }
 
 // decodeIndex reads an index file; false when it is malformed: another
@@ -74,7 +73,7 @@ func decodeIndex(b []byte) ([]entry, bool) {
 		return nil, false
 	}
 	body := b[:len(b)-4]
-	if crc32.ChecksumIEEE(body) != binary.BigEndian.Uint32(b[len(b)-4:]) {
+	if crc32IEEE(body) != binary.BigEndian.Uint32(b[len(b)-4:]) {
 		return nil, false
 	}
 	entries := make([]entry, n)

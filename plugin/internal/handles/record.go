@@ -6,7 +6,7 @@ package handles
 import (
 	"crypto/aes"
 	"crypto/cipher"
-	"crypto/hmac"
+	"crypto/subtle"
 	"encoding/binary"
 )
 
@@ -112,7 +112,7 @@ func openRecord(k *keys, app string, tag [16]byte, b []byte, headerOnly bool) (h
 	if !ok {
 		return h, nil, recordCorrupt
 	}
-	if !hmac.Equal(h.Tag[:], tag[:]) {
+	if subtle.ConstantTimeCompare(h.Tag[:], tag[:]) != 1 {
 		return h, nil, recordForeign
 	}
 	if headerOnly {

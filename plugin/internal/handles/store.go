@@ -102,9 +102,7 @@ func (s *Store) Open(input []byte) (hostfuncs.HandlesOpenOutput, *hostfuncs.Erro
 		}
 		return hostfuncs.HandlesOpenOutput{}, optionErr("handles_open input is not a JSON object: " + err.Error())
 	}
-	var f hostfuncs.Facts
-	out := s.call(hostfuncs.FnFacts, hostfuncs.Pad8([]byte("{}")))
-	factsOK := f.DecodeJSON(out) == nil && f.Error == nil && f.PID > 0
+	f, factsOK := resume.HostFacts(s.call)
 	set, werr := configure(in, f, factsOK)
 	if werr != nil {
 		return hostfuncs.HandlesOpenOutput{}, werr

@@ -37,35 +37,35 @@ func TestStore_StateDirVerdicts(t *testing.T) {
 		}, detail: "state directory $D is a symbolic link, which is never followed; point MCP_RESUME_STATE_DIR at the real directory"},
 		{name: "another owner", setup: func(t *testing.T, h *testHost, root, dir string) {
 			mkdir(t, dir, 0o700)
-			h.owner = map[string]int{dir: other}
+			h.Owner = map[string]int{dir: other}
 		}, detail: "state directory $D is owned by uid 12345, not by this user (uid $U); remove it or choose another with MCP_RESUME_STATE_DIR"},
 		{name: "mode 0755", setup: func(t *testing.T, h *testHost, root, dir string) { mkdir(t, dir, 0o755) },
 			detail: "state directory $D has mode 0755, which lets other users in; run: chmod 700 $D"},
 		{name: "parent of another owner (root with the user's HOME)", setup: func(t *testing.T, h *testHost, root, dir string) {
-			h.owner = map[string]int{root: other}
+			h.Owner = map[string]int{root: other}
 		}, detail: "state directory $D does not exist, and creating it would create $D inside $R, which is owned by uid 12345, not by this user (uid $U); run the server as uid 12345, or point MCP_RESUME_STATE_DIR at a directory this user owns"},
 		{name: "parent is a regular file", setup: func(t *testing.T, h *testHost, root, dir string) {
 			write(t, root+"/file", "x")
-			h.cfgDir = root + "/file/conformance"
+			h.CfgDir = root + "/file/conformance"
 		}, detail: "state directory $R/file/conformance cannot be created: $R/file is not a directory; point MCP_RESUME_STATE_DIR at a directory"},
 		{name: "no space", setup: func(t *testing.T, h *testHost, root, dir string) {
-			h.dirErr = map[string]string{"mkdir " + dir: hostfuncs.CodeNoSpace}
+			h.DirErr = map[string]string{"mkdir " + dir: hostfuncs.CodeNoSpace}
 		},
 			detail: "cannot create $D: no space left on the device (or the disk quota is used up); free some space"},
 		{name: "read-only file system", setup: func(t *testing.T, h *testHost, root, dir string) {
-			h.dirErr = map[string]string{"mkdir " + dir: hostfuncs.CodeReadOnly}
+			h.DirErr = map[string]string{"mkdir " + dir: hostfuncs.CodeReadOnly}
 		},
 			detail: "cannot create $D: the file system is read-only; point MCP_RESUME_STATE_DIR at a writable directory"},
 		{name: "permission denied", setup: func(t *testing.T, h *testHost, root, dir string) {
-			h.dirErr = map[string]string{"mkdir " + dir: hostfuncs.CodePermission}
+			h.DirErr = map[string]string{"mkdir " + dir: hostfuncs.CodePermission}
 		},
 			detail: "cannot create $D: permission denied; check the permissions of its parent directories, or point MCP_RESUME_STATE_DIR at a directory this user owns"},
 		{name: "cannot inspect", setup: func(t *testing.T, h *testHost, root, dir string) {
-			h.dirErr = map[string]string{"stat " + dir: hostfuncs.CodePermission}
+			h.DirErr = map[string]string{"stat " + dir: hostfuncs.CodePermission}
 		},
 			detail: "cannot inspect $D: permission denied; check the permissions of its parent directories, or point MCP_RESUME_STATE_DIR at a directory this user owns"},
 		{name: "a component is not a directory", setup: func(t *testing.T, h *testHost, root, dir string) {
-			h.dirErr = map[string]string{"mkdir " + dir: hostfuncs.CodeNotDir}
+			h.DirErr = map[string]string{"mkdir " + dir: hostfuncs.CodeNotDir}
 		},
 			detail: "cannot create $D: a component of the path is not a directory; point MCP_RESUME_STATE_DIR at a directory"},
 	}
@@ -75,8 +75,8 @@ func TestStore_StateDirVerdicts(t *testing.T) {
 			root := filepath.Dir(dir) // the state root, which holds the app's directory
 			mkdir(t, root, 0o700)
 			c.setup(t, h, root, dir)
-			if h.cfgDir != "" {
-				dir = h.cfgDir
+			if h.CfgDir != "" {
+				dir = h.CfgDir
 			}
 			s := h.open(openInput(dir))
 			if tok, ok := mustLoad(t, s); ok {
@@ -84,14 +84,14 @@ func TestStore_StateDirVerdicts(t *testing.T) {
 			}
 			mustStore(t, s, "tok-A")
 			want := strings.NewReplacer("$D", dir, "$R", root, "$U", strconv.Itoa(euid)).Replace(c.detail)
-			if len(h.logs) == 0 || h.logs[len(h.logs)-1].Event != resume.EventDirUnusable || h.logs[len(h.logs)-1].Detail != want {
-				t.Errorf("logs %+v\nwant detail %q", h.logs, want)
+			if len(h.Logs) == 0 || h.Logs[len(h.Logs)-1].Event != resume.EventDirUnusable || h.Logs[len(h.Logs)-1].Detail != want {
+				t.Errorf("logs %+v\nwant detail %q", h.Logs, want)
 			}
-			if h.calls[hostfuncs.FnLock]+h.calls[hostfuncs.FnWrite] != 0 {
-				t.Errorf("lock or write after an unusable directory: %v", h.reqs)
+			if h.Calls[hostfuncs.FnLock]+h.Calls[hostfuncs.FnWrite] != 0 {
+				t.Errorf("lock or write after an unusable directory: %v", h.Reqs)
 			}
-			if len(h.mkdirs) != 0 {
-				t.Errorf("created %v", h.mkdirs)
+			if len(h.Mkdirs) != 0 {
+				t.Errorf("created %v", h.Mkdirs)
 			}
 		})
 	}
@@ -109,10 +109,10 @@ func TestStore_StateDirCreate(t *testing.T) {
 		deep := filepath.Join(root, "a", "b", "conformance") // the app's directory under the root <state>/a/b
 		s := h.open(openInput(deep))
 		mustStore(t, s, "tok-A")
-		if want := []string{root, root + "/a", root + "/a/b", deep}; !slices.Equal(h.mkdirs, want) {
-			t.Errorf("mkdirs %v, want %v", h.mkdirs, want)
+		if want := []string{root, root + "/a", root + "/a/b", deep}; !slices.Equal(h.Mkdirs, want) {
+			t.Errorf("mkdirs %v, want %v", h.Mkdirs, want)
 		}
-		for _, d := range h.mkdirs {
+		for _, d := range h.Mkdirs {
 			if info, err := os.Stat(d); err != nil || info.Mode().Perm() != 0o700 {
 				t.Errorf("%s: %v %v", d, info, err)
 			}
@@ -137,12 +137,12 @@ func TestStore_StateDirCreate(t *testing.T) {
 			if err := os.Chmod(root, c.mode); err != nil {
 				t.Fatal(err)
 			}
-			h.facts.EUID = user
-			h.owner = map[string]int{root: 0, dir: user}
+			h.Facts.EUID = user
+			h.Owner = map[string]int{root: 0, dir: user}
 			s := h.open(openInput(dir))
 			mustStore(t, s, "tok-A")
-			if got := len(h.mkdirs) == 1; got != c.create {
-				t.Errorf("created %v, want a directory: %v; logs %+v", h.mkdirs, c.create, h.logs)
+			if got := len(h.Mkdirs) == 1; got != c.create {
+				t.Errorf("created %v, want a directory: %v; logs %+v", h.Mkdirs, c.create, h.Logs)
 			}
 		})
 	}
@@ -152,8 +152,8 @@ func TestStore_StateDirCreate(t *testing.T) {
 		if l, werr := s.List(); werr != nil || len(l.Files) != 0 {
 			t.Errorf("List = %+v, %v", l, werr)
 		}
-		if len(h.mkdirs) != 0 {
-			t.Errorf("created %v", h.mkdirs)
+		if len(h.Mkdirs) != 0 {
+			t.Errorf("created %v", h.Mkdirs)
 		}
 	})
 }
@@ -170,10 +170,10 @@ func TestStore_LockSocket(t *testing.T) {
 		t.Fatalf("Names = %+v, %v; want lock_socket %q", names, werr, want)
 	}
 	mustLoad(t, s)
-	if !slices.ContainsFunc(h.reqs, func(r string) bool {
+	if !slices.ContainsFunc(h.Reqs, func(r string) bool {
 		return strings.HasPrefix(r, hostfuncs.FnLock+" ") && strings.Contains(r, `"socket":"`+want+`"`)
 	}) {
-		t.Errorf("no lock request with the socket: %v", h.reqs)
+		t.Errorf("no lock request with the socket: %v", h.Reqs)
 	}
 	if resume.LockSocket(dir+"x", lockFile) == want || resume.LockSocket(dir, lockFile+"-0123456789abcdef") == want {
 		t.Error("another directory or lock name gives the same socket")

@@ -77,9 +77,9 @@ func TestStore_Sweep(t *testing.T) {
 	if got := names(t, dir); !slices.Equal(got, want) {
 		t.Errorf("after load:\n got %q\nwant %q", got, want)
 	}
-	removes := h.calls[hostfuncs.FnRemove]
+	removes := h.Calls[hostfuncs.FnRemove]
 	if removes != 1 {
-		t.Errorf("%d mcp_resume_remove calls, want 1 (the stale temp)\n%s", removes, strings.Join(h.reqs, "\n"))
+		t.Errorf("%d mcp_resume_remove calls, want 1 (the stale temp)\n%s", removes, strings.Join(h.Reqs, "\n"))
 	}
 	// Once per store: a later listing does not sweep again.
 	write(t, filepath.Join(dir, staleTemp), "half")
@@ -87,8 +87,8 @@ func TestStore_Sweep(t *testing.T) {
 	if _, werr := s.List(); werr != nil {
 		t.Fatal(werr)
 	}
-	if h.calls[hostfuncs.FnRemove] != removes || h.calls[hostfuncs.FnList] != 2 {
-		t.Errorf("list swept again or listed twice: %v", h.calls)
+	if h.Calls[hostfuncs.FnRemove] != removes || h.Calls[hostfuncs.FnList] != 2 {
+		t.Errorf("list swept again or listed twice: %v", h.Calls)
 	}
 	// A new store (the CLI's list) sweeps without creating anything.
 	h2 := h.sibling()
@@ -161,14 +161,14 @@ func TestStore_ListFilters(t *testing.T) {
 func TestStore_RelativeStateRoot(t *testing.T) {
 	h, dir := newHost(t)
 	root := filepath.Dir(filepath.Dir(dir))
-	h.facts.Cwd = root + "/work/"
-	s := resume.New(h.call)
+	h.Facts.Cwd = root + "/work/"
+	s := resume.New(h.Call)
 	// No instance: the working directory is part of the default key.
 	out, werr := s.Open([]byte(`{"app":"conformance","state_root":"../state/./","instance":""}`))
 	if werr != nil || out.StateDir != dir || out.StateRoot != filepath.Dir(dir) {
 		t.Fatalf("Open = %+v, %v; want state_dir %s", out, werr, dir)
 	}
-	h.dir = out.StateDir
+	h.Dir = out.StateDir
 	mustLoad(t, s)
 	mustStore(t, s, "tok-A")
 	if b, err := os.ReadFile(filepath.Join(dir, tokenFile)); err != nil || string(b) != "tok-A" {
@@ -180,8 +180,8 @@ func TestStore_RelativeStateRoot(t *testing.T) {
 		root + "/\ufffdx": "the server's working directory holds bytes the host could not carry exactly",
 	} {
 		h, _ := newHost(t)
-		h.facts.Cwd = cwd
-		_, werr := resume.New(h.call).Open([]byte(`{"app":"conformance","state_root":"state"}`))
+		h.Facts.Cwd = cwd
+		_, werr := resume.New(h.Call).Open([]byte(`{"app":"conformance","state_root":"state"}`))
 		want := `state_root "state" is a relative path and ` + why + "; give an absolute path"
 		if werr == nil || werr.Code != hostfuncs.CodeInvalidOption || werr.Message != want {
 			t.Errorf("cwd %q: Open error %v, want %s", cwd, werr, want)
@@ -199,8 +199,8 @@ func TestStore_WriteNamesTemp(t *testing.T) {
 	mustStore(t, s, "tok-A")
 	mustStore(t, s, "tok-B")
 	form := regexp.MustCompile(`^\.` + regexp.QuoteMeta(tokenFile) + `\.[0-9a-f]{16}\.tmp$`)
-	if len(h.temps) != 2 || !form.MatchString(h.temps[0]) || !form.MatchString(h.temps[1]) || h.temps[0] == h.temps[1] {
-		t.Errorf("temp names %q", h.temps)
+	if len(h.Temps) != 2 || !form.MatchString(h.Temps[0]) || !form.MatchString(h.Temps[1]) || h.Temps[0] == h.Temps[1] {
+		t.Errorf("temp names %q", h.Temps)
 	}
 	if got := names(t, dir); !slices.Equal(got, []string{lockFile, tokenFile}) {
 		t.Errorf("state directory holds %q", got)

@@ -43,7 +43,7 @@ func TestStore_ListAndPrune(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	h.proc["kill0 8888"] = fail(hostfuncs.CodePermission)
+	h.Proc["kill0 8888"] = fail(hostfuncs.CodePermission)
 	s := h.open(openInput(dir))
 	l, werr := s.List()
 	if werr != nil {
@@ -107,8 +107,8 @@ func TestStore_ListMissingDir(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("state directory exists: %v", err)
 	}
-	if slices.ContainsFunc(h.reqs, func(r string) bool { return strings.Contains(r, `"op":"mkdir"`) }) {
-		t.Errorf("list or prune asked for a mkdir: %v", h.reqs)
+	if slices.ContainsFunc(h.Reqs, func(r string) bool { return strings.Contains(r, `"op":"mkdir"`) }) {
+		t.Errorf("list or prune asked for a mkdir: %v", h.Reqs)
 	}
 	// An unsafe directory is an io error for list.
 	if err := os.MkdirAll(dir, 0o770); err != nil {

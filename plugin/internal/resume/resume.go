@@ -145,9 +145,7 @@ func (s *Store) Open(input []byte) (hostfuncs.OpenOutput, *hostfuncs.Error) {
 		}
 		return hostfuncs.OpenOutput{}, &hostfuncs.Error{Code: hostfuncs.CodeInvalidOption, Message: "open input is not the JSON object {\"app\", \"state_root\"?, \"instance\"?, \"launchers\"?}: " + err.Error()}
 	}
-	var f hostfuncs.Facts
-	out := s.call(hostfuncs.FnFacts, hostfuncs.Pad8([]byte("{}")))
-	factsOK := f.DecodeJSON(out) == nil && f.Error == nil && f.PID > 0
+	f, factsOK := HostFacts(s.call)
 	cfg, werr := Configure(in, f, factsOK)
 	if werr != nil {
 		return hostfuncs.OpenOutput{}, werr

@@ -85,7 +85,7 @@ func TestStore_RoundTrip(t *testing.T) {
 	}
 	// The identity was logged at debug level, with the stdio verdict.
 	var dbg []string
-	for _, l := range nh.logs {
+	for _, l := range nh.Logs {
 		if l.Level == hostfuncs.LevelDebug {
 			dbg = append(dbg, l.Event+": "+l.Detail)
 		}
@@ -109,8 +109,8 @@ func TestStore_StartCalls(t *testing.T) {
 		hostfuncs.FnFacts: 1, hostfuncs.FnInspect: 3, hostfuncs.FnPrepareDir: 6, hostfuncs.FnLock: 1,
 		hostfuncs.FnList: 1, hostfuncs.FnRead: 1, hostfuncs.FnLog: 2, // host_identified (debug), token_not_found
 	}
-	if d := diffMap(want, h.calls); d != "" {
-		t.Errorf("host calls %s\n%s", d, strings.Join(h.reqs, "\n"))
+	if d := diffMap(want, h.Calls); d != "" {
+		t.Errorf("host calls %s\n%s", d, strings.Join(h.Reqs, "\n"))
 	}
 }
 
@@ -136,7 +136,7 @@ func diffMap(want, got map[string]int) string {
 
 func TestStore_NotOpen(t *testing.T) {
 	h, _ := newHost(t)
-	s := resume.New(h.call)
+	s := resume.New(h.Call)
 	check := func(name string, werr *hostfuncs.Error) {
 		if werr == nil || werr.Code != hostfuncs.CodeNotOpen {
 			t.Errorf("%s before open: %v, want %s", name, werr, hostfuncs.CodeNotOpen)
@@ -154,8 +154,8 @@ func TestStore_NotOpen(t *testing.T) {
 	check("prune", werr)
 	_, werr = s.Whoami(nil)
 	check("whoami", werr)
-	if len(h.reqs) != 0 {
-		t.Errorf("host called before open: %v", h.reqs)
+	if len(h.Reqs) != 0 {
+		t.Errorf("host called before open: %v", h.Reqs)
 	}
 }
 
@@ -176,7 +176,7 @@ func TestStore_OpenErrors(t *testing.T) {
 		{`{"app": "a", "instance": 1}`, hostfuncs.CodeInvalidOption, `instance must be a string, not a number`},
 	} {
 		h, _ := newHost(t)
-		s := resume.New(h.call)
+		s := resume.New(h.Call)
 		if _, werr := s.Open([]byte(tc.input)); werr == nil || werr.Code != tc.code || tc.message != "" && werr.Message != tc.message || strings.Contains(werr.Message, "wire:") && tc.message != "" {
 			t.Errorf("Open(%s) = %v, want code %s message %q", tc.input, werr, tc.code, tc.message)
 		}
@@ -194,18 +194,18 @@ func TestStore_OpenErrors(t *testing.T) {
 
 func TestStore_OpenOutput(t *testing.T) {
 	h, dir := newHost(t)
-	s := resume.New(h.call)
+	s := resume.New(h.Call)
 	out, werr := s.Open([]byte(`{"app":"my-app"}`))
 	if werr != nil {
 		t.Fatal(werr)
 	}
-	root := filepath.Join(h.facts.Home, ".local", "state", "mcp-resume")
+	root := filepath.Join(h.Facts.Home, ".local", "state", "mcp-resume")
 	want := hostfuncs.OpenOutput{StateDir: filepath.Join(root, "my-app"), StateRoot: root, Resume: true}
 	if out != want {
 		t.Errorf("Open = %+v, want %+v", out, want)
 	}
 	// open touches nothing: facts only.
-	if d := diffMap(map[string]int{hostfuncs.FnFacts: 1}, h.calls); d != "" {
+	if d := diffMap(map[string]int{hostfuncs.FnFacts: 1}, h.Calls); d != "" {
 		t.Errorf("open calls %s", d)
 	}
 	_ = dir
@@ -215,8 +215,8 @@ func TestStore_OpenOutput(t *testing.T) {
 // is inspected, read or written; store still validates.
 func TestStore_Off(t *testing.T) {
 	h, dir := newHost(t)
-	h.facts.Env["MCP_RESUME"] = "off"
-	s := resume.New(h.call)
+	h.Facts.Env["MCP_RESUME"] = "off"
+	s := resume.New(h.Call)
 	out, werr := s.Open([]byte(openInput(dir)))
 	if werr != nil || out.Resume {
 		t.Fatalf("Open = %+v, %v", out, werr)
@@ -239,7 +239,7 @@ func TestStore_Off(t *testing.T) {
 	if w, _ := s.Whoami(nil); w.Error != resume.MsgResumeOff || w.TokenFile != "" {
 		t.Errorf("Whoami = %+v", w)
 	}
-	if d := diffMap(map[string]int{hostfuncs.FnFacts: 1, hostfuncs.FnLog: 1}, h.calls); d != "" {
+	if d := diffMap(map[string]int{hostfuncs.FnFacts: 1, hostfuncs.FnLog: 1}, h.Calls); d != "" {
 		t.Errorf("host calls %s", d)
 	}
 	if got := h.events(); !slices.Equal(got, []string{resume.EventResumeOff}) {
@@ -256,18 +256,18 @@ func TestStore_Off(t *testing.T) {
 // touched, not even the state directory created.
 func TestStore_IdentityUnavailable(t *testing.T) {
 	for name, change := range map[string]func(h *testHost){
-		"foreign /proc": func(h *testHost) { h.proc["readlink /proc/self"] = link("1") },
+		"foreign /proc": func(h *testHost) { h.Proc["readlink /proc/self"] = link("1") },
 		"hidden host": func(h *testHost) {
-			delete(h.proc, "read /proc/4242/stat")
-			h.proc["kill0 4242"] = fail(hostfuncs.CodePermission)
+			delete(h.Proc, "read /proc/4242/stat")
+			h.Proc["kill0 4242"] = fail(hostfuncs.CodePermission)
 		},
 		"orphaned": func(h *testHost) {
-			h.proc["read /proc/100/stat"] = data(strings.Replace(serverStat, " 4242 ", " 1 ", 1))
+			h.Proc["read /proc/100/stat"] = data(strings.Replace(serverStat, " 4242 ", " 1 ", 1))
 		},
-		"unsupported OS":    func(h *testHost) { h.facts.OS = "win32" },
-		"facts not json":    func(h *testHost) { h.broken[hostfuncs.FnFacts] = true },
-		"inspect not json":  func(h *testHost) { h.broken[hostfuncs.FnInspect] = true },
-		"facts without pid": func(h *testHost) { h.facts.PID = 0 },
+		"unsupported OS":    func(h *testHost) { h.Facts.OS = "win32" },
+		"facts not json":    func(h *testHost) { h.Broken[hostfuncs.FnFacts] = true },
+		"inspect not json":  func(h *testHost) { h.Broken[hostfuncs.FnInspect] = true },
+		"facts without pid": func(h *testHost) { h.Facts.PID = 0 },
 	} {
 		t.Run(name, func(t *testing.T) {
 			h, dir := newHost(t)
@@ -288,8 +288,8 @@ func TestStore_IdentityUnavailable(t *testing.T) {
 				t.Errorf("state directory exists: %v", err)
 			}
 			for _, fn := range []string{hostfuncs.FnPrepareDir, hostfuncs.FnRead, hostfuncs.FnWrite, hostfuncs.FnRemove, hostfuncs.FnLock, hostfuncs.FnList} {
-				if h.calls[fn] != 0 {
-					t.Errorf("%s called %d times", fn, h.calls[fn])
+				if h.Calls[fn] != 0 {
+					t.Errorf("%s called %d times", fn, h.Calls[fn])
 				}
 			}
 			w, werr := s.Whoami(nil)
@@ -307,29 +307,29 @@ func TestStore_IdentityUnavailable(t *testing.T) {
 // host does not hold (a subreaper adopted the server): resume off.
 func TestStore_Adopted(t *testing.T) {
 	h, dir := newHost(t)
-	h.proc["fstat 1"] = hostfuncs.InspectResult{Type: hostfuncs.FileTypeFIFO}
-	h.proc["readlink /proc/self/fd/1"] = link("pipe:[11]")
-	h.proc["fds self"] = hostfuncs.InspectResult{FDs: []hostfuncs.FD{{FD: 1, Target: "pipe:[11]", Flags: 1}}}
-	h.proc["fds 4242"] = hostfuncs.InspectResult{FDs: []hostfuncs.FD{{FD: 3, Target: "pipe:[99]", Flags: 0}}}
+	h.Proc["fstat 1"] = hostfuncs.InspectResult{Type: hostfuncs.FileTypeFIFO}
+	h.Proc["readlink /proc/self/fd/1"] = link("pipe:[11]")
+	h.Proc["fds self"] = hostfuncs.InspectResult{FDs: []hostfuncs.FD{{FD: 1, Target: "pipe:[11]", Flags: 1}}}
+	h.Proc["fds 4242"] = hostfuncs.InspectResult{FDs: []hostfuncs.FD{{FD: 3, Target: "pipe:[99]", Flags: 0}}}
 	s := h.open(openInput(dir))
 	mustLoad(t, s)
-	if got := h.events(); !slices.Equal(got, []string{resume.EventIdentityUnavailable}) || !strings.Contains(h.logs[0].Detail, "does not hold the other end") {
-		t.Errorf("logged %+v", h.logs)
+	if got := h.events(); !slices.Equal(got, []string{resume.EventIdentityUnavailable}) || !strings.Contains(h.Logs[0].Detail, "does not hold the other end") {
+		t.Errorf("logged %+v", h.Logs)
 	}
 	// The same host holding the read end verifies.
 	h2, dir2 := newHost(t)
-	for k, v := range h.proc {
-		h2.proc[k] = v
+	for k, v := range h.Proc {
+		h2.Proc[k] = v
 	}
-	h2.proc["fds 4242"] = hostfuncs.InspectResult{FDs: []hostfuncs.FD{{FD: 3, Target: "pipe:[11]", Flags: 0}}}
+	h2.Proc["fds 4242"] = hostfuncs.InspectResult{FDs: []hostfuncs.FD{{FD: 3, Target: "pipe:[11]", Flags: 0}}}
 	s2 := h2.open(openInput(dir2))
 	mustLoad(t, s2)
 	w, _ := s2.Whoami(nil)
 	if w.Stdio != "verified: stdout pipe:[11] is held by the host as fd 3" {
 		t.Errorf("Stdio = %q", w.Stdio)
 	}
-	if h2.calls[hostfuncs.FnInspect] != 3 {
-		t.Errorf("%d inspect calls, want 3", h2.calls[hostfuncs.FnInspect])
+	if h2.Calls[hostfuncs.FnInspect] != 3 {
+		t.Errorf("%d inspect calls, want 3", h2.Calls[hostfuncs.FnInspect])
 	}
 }
 
@@ -385,7 +385,7 @@ func TestStore_MalformedHostResponses(t *testing.T) {
 	for _, broken := range []string{hostfuncs.FnFacts, hostfuncs.FnInspect, hostfuncs.FnPrepareDir, hostfuncs.FnLock, hostfuncs.FnRead, hostfuncs.FnWrite} {
 		t.Run(broken, func(t *testing.T) {
 			h, dir := newHost(t)
-			h.broken[broken] = true
+			h.Broken[broken] = true
 			s := h.open(openInput(dir))
 			if tok, ok := mustLoad(t, s); ok {
 				t.Errorf("Load = %q with a broken %s", tok, broken)

@@ -29,3 +29,12 @@ func PrepareDir(call Caller, dir string, euid int) *hostfuncs.Error {
 func Invoke(call Caller, fn string, req interface{ EncodeJSON() ([]byte, error) }, resp interface{ DecodeJSON(b []byte) error }, errField **hostfuncs.Error) error {
 	return (&Store{call: call}).invoke(fn, req, resp, errField)
 }
+
+// HostFacts asks the host for its facts (mcp_resume_facts) and reports
+// whether the answer is usable (JSON, no error, a pid).
+func HostFacts(call Caller) (hostfuncs.Facts, bool) {
+	var f hostfuncs.Facts
+	out := call(hostfuncs.FnFacts, hostfuncs.Pad8([]byte("{}")))
+	ok := f.DecodeJSON(out) == nil && f.Error == nil && f.PID > 0
+	return f, ok
+}

@@ -15,16 +15,16 @@ import (
 
 func TestStore_Whoami(t *testing.T) {
 	h, dir := newHost(t)
-	h.facts.Args = []string{"--profile", "work"}
-	h.proc["read /proc/100/stat"] = data(strings.Replace(serverStat, " 4242 ", " 200 ", 1))
-	h.proc["read /proc/200/stat"] = data("200 (sh) S 4242 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 777 0 0\n")
-	h.proc["read /proc/200/cmdline"] = data("sh\x00-c\x00server\x00")
+	h.Facts.Args = []string{"--profile", "work"}
+	h.Proc["read /proc/100/stat"] = data(strings.Replace(serverStat, " 4242 ", " 200 ", 1))
+	h.Proc["read /proc/200/stat"] = data("200 (sh) S 4242 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 777 0 0\n")
+	h.Proc["read /proc/200/cmdline"] = data("sh\x00-c\x00server\x00")
 	s := h.open(openInput(dir))
 	w, werr := s.Whoami(nil)
 	if werr != nil {
 		t.Fatal(werr)
 	}
-	suffix := resume.InstanceSuffix(resume.DefaultInstanceKey(h.facts))
+	suffix := resume.InstanceSuffix(resume.DefaultInstanceKey(h.Facts))
 	want := hostfuncs.WhoamiOutput{
 		PID: 4242, StartTime: hostStart, Stdio: "verified: stdin /dev/pts/3 is held by the host as fd 0",
 		InstanceSuffix: suffix, TokenFile: tokenFile + "-" + suffix, LockFile: lockFile + "-" + suffix, StateDir: dir,
@@ -53,12 +53,12 @@ func TestStore_Whoami(t *testing.T) {
 // store's own identity is untouched.
 func TestStore_WhoamiPID(t *testing.T) {
 	h, dir := newHost(t)
-	h.proc["read /proc/300/stat"] = data("300 (other-server) S 310 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 6000 0 0\n")
-	h.proc["read /proc/300/cmdline"] = data("other-server\x00")
-	h.proc["read /proc/310/stat"] = data("310 (sh) S 4242 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 5990 0 0\n")
-	h.proc["read /proc/310/cmdline"] = data("sh\x00-c\x00other-server\x00")
-	h.proc["fds 300"] = hostfuncs.InspectResult{FDs: []hostfuncs.FD{{FD: 0, Target: "pipe:[21]", Flags: 0}, {FD: 1, Target: "pipe:[22]", Flags: 1}, {FD: 2, Target: "/dev/null", Flags: 1}}}
-	h.proc["fds 4242"] = hostfuncs.InspectResult{FDs: []hostfuncs.FD{{FD: 7, Target: "pipe:[22]", Flags: 0}}}
+	h.Proc["read /proc/300/stat"] = data("300 (other-server) S 310 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 6000 0 0\n")
+	h.Proc["read /proc/300/cmdline"] = data("other-server\x00")
+	h.Proc["read /proc/310/stat"] = data("310 (sh) S 4242 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 5990 0 0\n")
+	h.Proc["read /proc/310/cmdline"] = data("sh\x00-c\x00other-server\x00")
+	h.Proc["fds 300"] = hostfuncs.InspectResult{FDs: []hostfuncs.FD{{FD: 0, Target: "pipe:[21]", Flags: 0}, {FD: 1, Target: "pipe:[22]", Flags: 1}, {FD: 2, Target: "/dev/null", Flags: 1}}}
+	h.Proc["fds 4242"] = hostfuncs.InspectResult{FDs: []hostfuncs.FD{{FD: 7, Target: "pipe:[22]", Flags: 0}}}
 	s := h.open(`{"app": "a", "state_root": ` + strconv.Quote(dir) + `, "instance": "-"}`)
 
 	w, werr := s.Whoami([]byte(`{"pid": 300}`))
@@ -68,17 +68,17 @@ func TestStore_WhoamiPID(t *testing.T) {
 	}
 
 	// The host holds neither pipe: refused, as the server would be.
-	h.proc["fds 4242"] = hostfuncs.InspectResult{FDs: []hostfuncs.FD{}}
+	h.Proc["fds 4242"] = hostfuncs.InspectResult{FDs: []hostfuncs.FD{}}
 	if w, _ := s.Whoami([]byte(`{"pid": 300}`)); w.Error == "" || w.TokenFile != "" || !strings.Contains(w.Error, "does not hold the other end") {
 		t.Errorf("Whoami(pid 300, host holds nothing) = %+v", w)
 	}
 	// A socket pair: only the server can ask for the peer, so it cannot tell.
-	h.proc["fds 300"] = hostfuncs.InspectResult{FDs: []hostfuncs.FD{{FD: 0, Target: "socket:[31]", Flags: 2}, {FD: 1, Target: "socket:[31]", Flags: 2}}}
+	h.Proc["fds 300"] = hostfuncs.InspectResult{FDs: []hostfuncs.FD{{FD: 0, Target: "socket:[31]", Flags: 2}, {FD: 1, Target: "socket:[31]", Flags: 2}}}
 	if w, _ := s.Whoami([]byte(`{"pid": 300}`)); w.Error != "" || !strings.HasPrefix(w.Stdio, "not checked: stdin socket:[31] is a socket, whose peer only the server itself can read") {
 		t.Errorf("Whoami(pid 300, socket) = %+v", w)
 	}
 	// Its fds cannot be listed (another user's process): cannot tell.
-	h.proc["fds 300"] = fail(hostfuncs.CodePermission)
+	h.Proc["fds 300"] = fail(hostfuncs.CodePermission)
 	// Its fds cannot be listed (another user's process): nothing verifies the
 	// host, so it is refused, as the server itself would refuse it.
 	if w, _ := s.Whoami([]byte(`{"pid": 300}`)); w.TokenFile != "" || !strings.Contains(w.Error, "nothing shows that the host") {
@@ -91,7 +91,7 @@ func TestStore_WhoamiPID(t *testing.T) {
 	}
 	// This store's own identity is still its own, and resolved once: its
 	// stdio is the terminal, which the host holds.
-	h.proc["fds 4242"] = hostfuncs.InspectResult{FDs: []hostfuncs.FD{{FD: 0, Target: "/dev/pts/3", Flags: 0o2}}}
+	h.Proc["fds 4242"] = hostfuncs.InspectResult{FDs: []hostfuncs.FD{{FD: 0, Target: "/dev/pts/3", Flags: 0o2}}}
 	if w, _ := s.Whoami(nil); w.PID != 4242 || w.Chain[0].PID != 4242 {
 		t.Errorf("Whoami(self) after others = %+v", w)
 	}
@@ -102,7 +102,7 @@ func TestStore_HostIdentifiedChain(t *testing.T) {
 	h, dir := newHost(t)
 	s := h.open(openInput(dir))
 	s.Load()
-	for _, l := range h.logs {
+	for _, l := range h.Logs {
 		if l.Event == resume.EventHostIdentified {
 			if !strings.HasSuffix(l.Detail, "; chain: 4242 claude (host)") || l.Level != hostfuncs.LevelDebug {
 				t.Errorf("host_identified = %+v", l)
@@ -110,5 +110,5 @@ func TestStore_HostIdentifiedChain(t *testing.T) {
 			return
 		}
 	}
-	t.Errorf("no host_identified line in %+v", h.logs)
+	t.Errorf("no host_identified line in %+v", h.Logs)
 }

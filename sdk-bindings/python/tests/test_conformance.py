@@ -15,6 +15,14 @@ call of any other form fails the case. A host function the case lists in
 ``no_answer`` is not run at all (``pinned.py``). Real ``plugin.wasm``, real Extism
 runtime, real host functions on real files; the same cases the Go and
 TypeScript hosts run.
+
+A case with ``"store": "handles"`` runs on a handle store instead (the
+README's handle-store additions): one plugin instance opened with
+``handles_open`` (the case's ``open`` object), its state directory
+``root/state/conformance/handles``; export inputs are JSON objects, a call's
+``save`` keeps members of its output for later ``$<var>`` inputs, and the
+wants add ``error_json_subset``, ``files_after_count``, ``files_exclude`` and
+the ``corrupt_files`` action.
 """
 
 from __future__ import annotations
@@ -31,7 +39,8 @@ from typing import Any
 import extism
 import pytest
 
-from mcp_resume import ResumeStoreError, ResumeTokenStore
+from mcp_resume import HandleStoreError, ResumeStoreError, ResumeTokenStore
+from mcp_resume._handles import _Instance
 from mcp_resume._hostfuncs import HostFunctions
 
 from pinned import hold_abstract_socket, load_system, pinned_functions
@@ -73,6 +82,13 @@ def subset(got: Any, want: Any) -> bool:
 
 def check(where: str, want: dict[str, Any], out: bytes, err: str | None) -> list[str]:
     """Compare one export's result (output bytes, error string or ``None``) with a ``want``."""
+    if "error_json_subset" in want:
+        try:
+            doc = json.loads(err or "")
+        except ValueError:
+            doc = None
+        ok = err is not None and subset(doc, want["error_json_subset"])
+        return [] if ok else [f"{where}: error {err!r} (output {out[:80]!r}), want {json.dumps(want)}"]
     if "error_code" in want:
         try:
             code = json.loads(err or "")["code"]
@@ -128,12 +144,86 @@ def check_host(where: str, want: dict[str, Any], raw: bytes) -> list[str]:
     pytest.fail(f"{where}: unknown host want {want!r}")
 
 
-def call_export(store: ResumeTokenStore, export: str, data: bytes) -> tuple[bytes, str | None]:
+def call_export(store: ResumeTokenStore | _Instance, export: str, data: bytes) -> tuple[bytes, str | None]:
     """Call a plugin export directly: (output bytes, error string or None)."""
     try:
+        if isinstance(store, _Instance):
+            return store.call(export, data), None
         return store._call(export, data), None
     except extism.Error as e:
         return b"", str(e)
+
+
+def is_handle_export(export: str) -> bool:
+    """A handle store's export (``handles_open``, ``handle_*``), whose input is a JSON value."""
+    return export == "handles_open" or export.startswith("handle_")
+
+
+def fill_vars(doc: Any, saved: dict[str, Any]) -> Any:
+    """``doc`` with each string exactly ``"$<var>"`` of a saved var replaced by its value (its JSON type) and
+    each ``$<var>`` inside a longer string by its text (longest names first, so ``$h`` never eats ``$h2``)."""
+    if isinstance(doc, dict):
+        return {k: fill_vars(v, saved) for k, v in doc.items()}
+    if isinstance(doc, list):
+        return [fill_vars(v, saved) for v in doc]
+    if isinstance(doc, str):
+        if doc.startswith("$") and doc[1:] in saved:
+            return saved[doc[1:]]
+        for name in sorted(saved, key=len, reverse=True):
+            doc = doc.replace("$" + name, str(saved[name]))
+    return doc
+
+
+def corrupt_files(state: Path, root: Path, prefix: str, mode: str) -> int:
+    """The ``corrupt_files`` action on every regular file of ``state`` whose name starts with ``prefix``:
+    ``truncate`` to half its size, ``flip`` its last byte, or ``symlink``: replace it by a symbolic link to a
+    file outside (in ``root``) holding the same bytes. Returns how many files it corrupted."""
+    n = 0
+    for p in sorted(state.iterdir()):
+        if not p.name.startswith(prefix) or not stat.S_ISREG(os.lstat(p).st_mode):
+            continue
+        data = p.read_bytes()
+        if mode == "truncate":
+            p.write_bytes(data[: len(data) // 2])
+        elif mode == "flip":
+            p.write_bytes(data[:-1] + bytes([data[-1] ^ 0xFF]) if data else b"")
+        elif mode == "symlink":
+            outside = root / f"outside-{p.name}"
+            outside.write_bytes(data)
+            p.unlink()
+            os.symlink(outside, p)
+        else:
+            pytest.fail(f"corrupt_files: unknown mode {mode!r}")
+        n += 1
+    return n
+
+
+def check_counts(state: Path, counts: dict[str, int], exclude: str | None) -> list[str]:
+    """``files_after_count`` (regular files per name prefix) and ``files_exclude`` (no file of the state
+    directory holds these bytes)."""
+    errors: list[str] = []
+    files = [p for p in state.iterdir() if stat.S_ISREG(os.lstat(p).st_mode)] if state.is_dir() else []
+    for prefix, want in counts.items():
+        got = sum(p.name.startswith(prefix) for p in files)
+        if got != want:
+            errors.append(f"{got} files start with {prefix!r}, want {want} ({sorted(p.name for p in files)})")
+    if exclude is not None:
+        needle = exclude.encode()
+        errors += [f"{p.name} holds the bytes {exclude!r}" for p in files if needle in p.read_bytes()]
+    return errors
+
+
+def open_handles(system: Any, logger: logging.Logger, open_req: Any) -> tuple[_Instance | None, tuple[bytes, str | None]]:
+    """A handle store as the runner needs it: one plugin instance on the pinned system, ABI checked, then
+    ``handles_open`` with the case's object as it is. Returns the instance (``None`` when open failed) and
+    open's raw result; the state directory is fixed from a successful open's ``state_dir``."""
+    inst = _Instance(pinned_functions(system)(logger), None)
+    result = call_export(inst, "handles_open", json.dumps(open_req).encode())
+    if result[1] is not None:
+        inst.close()
+        return None, result
+    inst.funcs.set_state_dir(json.loads(result[0])["state_dir"])
+    return inst, result
 
 
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
@@ -143,13 +233,17 @@ def test_conformance(path: Path, tmp_path: Path) -> None:
     if any(c.get("action") == "hold_socket" for c in case.get("calls", [])) and not sys.platform.startswith("linux"):
         pytest.skip("hold_socket: abstract Unix sockets are a Linux rule")
     system = load_system(case.get("system"), root)
-    state = root / "state" / "conformance"  # the state directory of app "conformance" under the root root/state
+    handles = case.get("store") == "handles"
+    app_dir = root / "state" / "conformance"  # the state directory of app "conformance" under the root root/state
+    state = app_dir / "handles" if handles else app_dir  # "the state directory" of the case
     sd = case.get("state_dir", {})
     if sd.get("create", True):
         mode = int(sd.get("mode", "0700"), 8)
-        os.mkdir(state.parent, 0o700)
-        os.mkdir(state, mode)
-        os.chmod(state, mode)
+        os.mkdir(app_dir.parent, 0o700)
+        os.mkdir(app_dir, mode)
+        os.chmod(app_dir, mode)
+    if handles and "files_before" in case:
+        os.mkdir(state, 0o700)
     make_files(root, case.get("outside_before", {}))
     make_files(state, case.get("files_before", {}))
 
@@ -178,28 +272,37 @@ def test_conformance(path: Path, tmp_path: Path) -> None:
     errors: list[str] = []
     others: list[HostFunctions] = []  # other instances holding locks until the case ends
     held: list[socket.socket] = []  # sockets of hold_socket, closed when the case ends
-    store: ResumeTokenStore | None = None
+    store: ResumeTokenStore | _Instance | None = None
+    saved: dict[str, Any] = {}  # the calls' "save"d members
     try:
-        try:
-            store = Store("conformance", logger=logger)
-        except ResumeStoreError as e:
-            if not opened or opened[0][1] is None:
-                errors.append(f"open: {e}")
+        if handles:
+            store, result = open_handles(system, logger, open_req)
+            opened.append(result)
+        else:
+            try:
+                store = Store("conformance", logger=logger)
+            except ResumeStoreError as e:
+                if not opened or opened[0][1] is None:
+                    errors.append(f"open: {e}")
         assert opened, "open was never called"
         if "open_want" in case:
             errors += check("open", case["open_want"], *opened[0])
         elif opened[0][1] is not None:
             errors.append(f"open failed: {opened[0][1]}")
+        funcs = None if store is None else store.funcs if isinstance(store, _Instance) else store._funcs
         for i, call in enumerate(case.get("calls", []) if store is not None else []):
-            assert store is not None  # for the type checker: no calls run without a store
+            assert store is not None and funcs is not None  # for the type checker: no calls run without a store
             if call.get("action") == "put_file":
                 (state / call["name"]).write_bytes(content_bytes(call["content"]))
+            elif call.get("action") == "corrupt_files":
+                if not corrupt_files(state, root, call["prefix"], call["mode"]):
+                    errors.append(f"call {i} corrupt_files: no file starts with {call['prefix']!r}")
             elif call.get("action") == "hold_lock":
                 # A second, independent instance confined to the state directory directly (no prepare_dir).
                 other = HostFunctions(logging.getLogger("mcp_resume.conformance.other"))
                 others.append(other)
                 other.set_state_dir(str(state))
-                names = json.loads(call_export(store, "names", b"")[0] or b"{}")
+                names = {} if handles else json.loads(call_export(store, "names", b"")[0] or b"{}")
                 socket = names.get("lock_socket", "") if names.get("lock") == call["name"] else ""
                 req = {"name": call["name"], "socket": socket} if socket else {"name": call["name"]}
                 resp = json.loads(other.call("mcp_resume_lock", json.dumps(req).encode()))
@@ -208,11 +311,24 @@ def test_conformance(path: Path, tmp_path: Path) -> None:
                 held.append(hold_abstract_socket(call["socket"]))
             elif "host_call" in call and "action" not in call and "export" not in call:
                 # The store's own host functions, the instance the plugin calls (state directory fixed by open).
-                raw = store._funcs.call(call["host_call"], json.dumps(call["request"]).encode())
+                raw = funcs.call(call["host_call"], json.dumps(call["request"]).encode())
                 errors += check_host(f"call {i} host_call {call['host_call']}", call["want"], raw)
             elif "export" in call and "action" not in call:
-                data = content_bytes(call["input"]) if "input" in call else b""
-                errors += check(f"call {i} {call['export']}", call["want"], *call_export(store, call["export"], data))
+                if "input" not in call:
+                    data = b""
+                elif is_handle_export(call["export"]) and not isinstance(call["input"], str):
+                    # A JSON value the runner encodes; a plain string stays a content (bytes that are no object).
+                    data = json.dumps(fill_vars(call["input"], saved)).encode()
+                else:
+                    data = content_bytes(call["input"])
+                out, err = call_export(store, call["export"], data)
+                errors += check(f"call {i} {call['export']}", call["want"], out, err)
+                if "save" in call and err is None:
+                    doc = json.loads(out)
+                    for var, member in call["save"].items():
+                        if member not in doc:
+                            errors.append(f"call {i} {call['export']}: save {var}: no member {member!r} in {doc}")
+                        saved[var] = doc.get(member)
             else:
                 pytest.fail(f"{path.name}: call {i} has an unknown form: {call!r}")
     finally:
@@ -223,7 +339,9 @@ def test_conformance(path: Path, tmp_path: Path) -> None:
         for sock in held:
             sock.close()
 
-    errors += check_files(state, case.get("files_after", {}), exact=True)
+    # Records are named by key hashes a case cannot know: with files_after_count, files_after lists only some names.
+    errors += check_files(state, case.get("files_after", {}), exact="files_after_count" not in case)
+    errors += check_counts(state, case.get("files_after_count", {}), case.get("files_exclude"))
     errors += check_files(root, case.get("outside_after", {}), exact=False)
     after = case.get("state_dir_after")
     if after is not None:

@@ -1,4 +1,4 @@
-"""The host functions (hostfuncs/README.md, ABI 5) on the real system: real files, real /proc, real processes.
+"""The host functions (hostfuncs/README.md, ABI 6) on the real system: real files, real /proc, real processes.
 
 File functions: a name is one path element (no ``/``, NUL, ``.`` or ``..``, at
 most 255 bytes), symlinks are never followed, a FIFO never blocks, writes go
@@ -29,6 +29,7 @@ import socket
 import stat
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -153,9 +154,18 @@ def test_read_limits_and_missing(state: Path) -> None:
     assert base64.b64decode(call(f, "mcp_resume_read", {"name": TOKEN_NAME, "limit": 4})["data"]) == b"0123"
     assert base64.b64decode(call(f, "mcp_resume_read", {"name": TOKEN_NAME, "limit": 4097})["data"]) == b"0123456789"
     assert code(call(f, "mcp_resume_read", {"name": "token-missing", "limit": 5})) == "not_found"
-    for limit in (0, -1, (1 << 20) + 1, "5", 1.5, True, None):
+    for limit in (0, -1, (8 << 20) + 1, "5", 1.5, True, None):
         assert code(call(f, "mcp_resume_read", {"name": TOKEN_NAME, "limit": limit})) == "invalid_request", limit
     assert code(call(f, "mcp_resume_read", {"name": TOKEN_NAME})) == "invalid_request"
+
+
+def test_read_limit_up_to_8_mib(state: Path) -> None:
+    """A sealed handle record of the largest value fits one read: limit up to 8388608 (ABI 6)."""
+    data = os.urandom(8 << 20) + b"tail"
+    (state / TOKEN_NAME).write_bytes(data)
+    f = funcs(state)
+    assert base64.b64decode(call(f, "mcp_resume_read", {"name": TOKEN_NAME, "limit": 8 << 20})["data"]) == data[: 8 << 20]
+    assert code(call(f, "mcp_resume_read", {"name": TOKEN_NAME, "limit": (8 << 20) + 1})) == "invalid_request"
 
 
 def test_read_symlink_refused(state: Path, tmp_path: Path) -> None:
@@ -230,7 +240,8 @@ def test_write_after_dir_removed(state: Path) -> None:
     assert code(write(f, TOKEN_NAME, b"tok")) == "not_found"
 
 
-@pytest.mark.parametrize("fn", ["mcp_resume_read", "mcp_resume_write", "mcp_resume_remove", "mcp_resume_lock", "mcp_resume_list"])
+@pytest.mark.parametrize("fn", ["mcp_resume_read", "mcp_resume_write", "mcp_resume_remove", "mcp_resume_lock", "mcp_resume_list",
+                                "mcp_resume_unlock"])
 def test_file_functions_confined_before_open(state: Path, fn: str) -> None:
     """Confinement (README): no file function acts before ``open`` fixed the state directory, nor mkdir."""
     (state / TOKEN_NAME).write_text("x")
@@ -547,6 +558,121 @@ def test_lock_refusals(state: Path, tmp_path: Path) -> None:
     f.close()
 
 
+def unlock(f: HostFunctions, name: str = LOCK_NAME, socket: str | None = None) -> dict[str, Any]:
+    """Release the lock ``name`` (``socket`` as for :func:`lock`)."""
+    req = {"name": name} if socket == "" else {"name": name, "socket": socket or f"{LOCK_SOCKET}-{len(name)}"}
+    return call(f, "mcp_resume_unlock", req)
+
+
+def timed_lock(f: HostFunctions, wait_ms: Any, name: str = LOCK_NAME) -> tuple[dict[str, Any], float]:
+    """``mcp_resume_lock`` with ``wait_ms``: the answer and the seconds it took."""
+    t0 = time.monotonic()
+    doc = call(f, "mcp_resume_lock", {"name": name, "socket": f"{LOCK_SOCKET}-{len(name)}", "wait_ms": wait_ms})
+    return doc, time.monotonic() - t0
+
+
+def test_unlock_releases_keeps_the_file_and_is_idempotent(state: Path) -> None:
+    """mcp_resume_unlock (ABI 6): the lock is free for another store at once, the file stays, a lock not held
+    answers {} too, and the store can take it again."""
+    (state / LOCK_NAME).write_text("kept")
+    a, b = funcs(state), funcs(state)
+    assert lock(a) == {} and code(lock(b)) == "busy"
+    assert unlock(a) == {}
+    assert a._locks == {}
+    assert lock(b) == {}, "unlock did not release the lock"
+    assert (state / LOCK_NAME).read_text() == "kept", "unlock touched the lock file"
+    assert unlock(a) == {} and unlock(a, "lock-never-taken") == {}, "unlock of a lock not held must answer {}"
+    assert lock(b) == {}, "a's unlock of a lock it did not hold released b's"
+    assert code(lock(a)) == "busy"
+    assert unlock(b) == {} and lock(a) == {}, "taken again after unlock"
+    for f in (a, b):
+        f.close()
+    assert os.listdir(state) == [LOCK_NAME]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="abstract sockets are Linux's")
+def test_unlock_closes_the_sockets(state: Path) -> None:
+    sock = LOCK_SOCKET + "-unlock"
+    f = funcs(state)
+    assert lock(f, socket=sock) == {}
+    assert "@" + sock in Path("/proc/net/unix").read_text("latin-1").split()
+    assert unlock(f, socket=sock) == {}
+    unix = Path("/proc/net/unix").read_text("latin-1").split()
+    assert "@" + sock not in unix and "@" + sock + "@" * (107 - len(sock)) not in unix
+    f.close()
+
+
+def test_unlock_refusals(state: Path) -> None:
+    """unlock validates name and socket as lock does, before anything is released."""
+    f = funcs(state)
+    assert lock(f) == {}
+    for req in ({}, {"name": "a/b"}, {"name": ".."}, {"name": LOCK_NAME, "socket": "x" * 108},
+                {"name": LOCK_NAME, "socket": 5}, {"name": LOCK_NAME, "socket": "a\x00b"}):
+        assert code(call(f, "mcp_resume_unlock", req)) == "invalid_request", req
+    assert list(f._locks) == [LOCK_NAME], "a refused unlock released the lock"
+    assert code(lock(funcs(state))) == "busy"
+    f.close()
+    assert code(unlock(f)) == "invalid_request", "a closed store answers invalid_request"
+
+
+@pytest.mark.parametrize("wait", [-1, 10001, "5", 1.5, True, [1]])
+def test_lock_wait_ms_refusals(state: Path, wait: Any) -> None:
+    f = funcs(state)
+    assert code(timed_lock(f, wait)[0]) == "invalid_request"
+    assert f._locks == {} and os.listdir(state) == [], "refused before any system call"
+
+
+def test_lock_wait_ms_bounds_the_wait(state: Path) -> None:
+    """Busy with wait_ms: the host keeps trying for wait_ms, then answers busy; 0 and null try once."""
+    a, b = funcs(state), funcs(state)
+    assert lock(a) == {}
+    for wait in (0, None):
+        doc, took = timed_lock(b, wait)
+        assert code(doc) == "busy" and took < 0.1, (wait, took)
+    doc, took = timed_lock(b, 300)
+    assert code(doc) == "busy"
+    assert 0.3 <= took < 1.5, f"wait_ms 300 answered busy after {took:.3f}s"
+    assert b._locks == {}
+    for f in (a, b):
+        f.close()
+
+
+def test_lock_wait_ms_gets_the_lock_when_released(state: Path) -> None:
+    """Another store releases the lock 0.2 s into a 5 s wait: the waiter gets it soon after, not at the end."""
+    a, b = funcs(state), funcs(state)
+    assert lock(a) == {}
+    timer = threading.Timer(0.2, unlock, (a,))
+    timer.start()
+    doc, took = timed_lock(b, 5000)
+    timer.join()
+    assert doc == {} and 0.15 <= took < 2, f"took {took:.3f}s"
+    assert list(b._locks) == [LOCK_NAME]
+    for f in (a, b):
+        f.close()
+
+
+def test_lock_wait_does_not_block_the_store(state: Path) -> None:
+    """While one thread waits for a lock, another call of the same store (another lock, unlock) goes on."""
+    a, b = funcs(state), funcs(state)
+    assert lock(a) == {}
+    waiter = threading.Thread(target=timed_lock, args=(b, 2000))
+    waiter.start()
+    time.sleep(0.05)
+    t0 = time.monotonic()
+    assert lock(b, LOCK_NAME + "-other") == {} and unlock(b, LOCK_NAME + "-other") == {}
+    assert time.monotonic() - t0 < 0.5, "the waiting lock held the store's mutex"
+    waiter.join()
+    for f in (a, b):
+        f.close()
+
+
+def test_lock_wait_ms_other_errors_answer_at_once(state: Path) -> None:
+    """Only busy is retried: a symlinked lock file is unsafe at once, whatever wait_ms."""
+    os.symlink("../elsewhere", state / LOCK_NAME)
+    doc, took = timed_lock(funcs(state), 5000)
+    assert code(doc) == "unsafe" and took < 0.5
+
+
 LOCK_CHILD = r"""
 import json, logging, sys
 from mcp_resume._hostfuncs import HostFunctions
@@ -555,6 +681,30 @@ f.set_state_dir(sys.argv[1])
 print(f.call("mcp_resume_lock", json.dumps({"name": sys.argv[2], "socket": sys.argv[3]}).encode()).decode().strip(), flush=True)
 sys.stdin.read()
 """
+
+
+def test_lock_wait_ms_across_processes(state: Path) -> None:
+    """A real process holds the lock; a waiter with wait_ms gets it when the holder is killed."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", LOCK_CHILD, str(state), LOCK_NAME, f"{LOCK_SOCKET}-{len(LOCK_NAME)}"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert child.stdout is not None
+        assert json.loads(child.stdout.readline()) == {}
+        f = funcs(state)
+        assert code(timed_lock(f, 100)[0]) == "busy"
+        threading.Timer(0.3, os.kill, (child.pid, signal.SIGKILL)).start()
+        doc, took = timed_lock(f, 8000)
+        assert doc == {} and took < 6, f"took {took:.3f}s"
+        f.close()
+    finally:
+        if child.poll() is None:
+            child.kill()
+        child.wait(30)
+        for s in (child.stdin, child.stdout):
+            if s:
+                s.close()
 
 
 def test_lock_dies_with_a_killed_process(state: Path) -> None:

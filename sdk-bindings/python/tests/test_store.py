@@ -57,7 +57,7 @@ def test_shipped_wasm_is_the_repository_plugin() -> None:
 
 
 def test_public_api() -> None:
-    assert mcp_resume.ABI_VERSION == "5" and mcp_resume.NO_INSTANCE == "-"
+    assert mcp_resume.ABI_VERSION == "6" and mcp_resume.NO_INSTANCE == "-"
     for e in (InvalidTokenError, InvalidAppError, mcp_resume.InvalidOptionError):
         assert issubclass(e, ValueError) and issubclass(e, ResumeStoreError)
     assert issubclass(PluginError, ResumeStoreError)
@@ -211,20 +211,20 @@ def abi_module(version: str | None) -> bytes:
 
 
 def test_abi_mismatch_refused() -> None:
-    for version in ("4", "3", "2", "1"):
+    for version in ("5", "4", "3", "2", "1"):
         class Store(ResumeTokenStore):
             _wasm = abi_module(version)
 
         with pytest.raises(PluginError) as e:
             Store("app", "/nonexistent")
-        assert f'plugin ABI version "{version}", this host implements "5"' in str(e.value)
+        assert f'plugin ABI version "{version}", this host implements "6"' in str(e.value)
 
 
 def test_abi_export_missing() -> None:
     class Store(ResumeTokenStore):
         _wasm = abi_module(None)
 
-    with pytest.raises(PluginError, match='ABI version "unknown.*this host implements "5"'):
+    with pytest.raises(PluginError, match='ABI version "unknown.*this host implements "6"'):
         Store("app", "/nonexistent")
 
 

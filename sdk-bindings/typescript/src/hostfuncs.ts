@@ -1,12 +1,14 @@
 /**
- * The nine host functions of the plugin for Node (hostfuncs/README.md, ABI
- * version 5): operating-system primitives with no policy. None ever throws:
+ * The ten host functions of the plugin for Node (hostfuncs/README.md, ABI
+ * version 6): operating-system primitives with no policy. None ever throws:
  * every failure, a malformed request included, is the response
  * `{"error": {"code", "message"}}`. Node specifics: `peer`, `sysctl` and
  * `procargs` answer `unsupported`; on macOS `ps` runs `/bin/ps`; the lock is
  * an abstract Unix socket on Linux, bound ahead of the plugin's call by
- * {@link HostFunctions.lockAhead}, and `O_EXLOCK` on macOS. Node opens every
- * file close-on-exec (libuv adds `O_CLOEXEC`).
+ * {@link HostFunctions.lockAhead} for the resume store and otherwise
+ * synchronously by the process's lock worker (lockworker.ts), and `O_EXLOCK`
+ * on macOS. Node opens every file close-on-exec (libuv adds `O_CLOEXEC`).
+ * Just over 500 lines: one function per contract section, kept together.
  *
  * @packageDocumentation
  */
@@ -16,17 +18,23 @@ import { createServer, type Server } from "node:net";
 import { userInfo } from "node:os";
 import * as path from "node:path";
 
+import { LockWorker, lockWorker, sleepSync } from "./lockworker.js";
 import { safeLog, type LogLevel, type Logger } from "./logger.js";
 
 /** Version of the plugin/host contract this host implements. */
-export const ABI_VERSION = "5";
+export const ABI_VERSION = "6";
 
 /** Wasm import module of every host function (Extism's default for user functions). */
 export const NAMESPACE = "extism:host/user";
 
 /** Host function names, in the order of hostfuncs/README.md. */
 export const FUNCTIONS = ["mcp_resume_facts", "mcp_resume_inspect", "mcp_resume_prepare_dir", "mcp_resume_read", "mcp_resume_write",
-  "mcp_resume_remove", "mcp_resume_list", "mcp_resume_lock", "mcp_resume_log"] as const;
+  "mcp_resume_remove", "mcp_resume_list", "mcp_resume_lock", "mcp_resume_log", "mcp_resume_unlock"] as const;
+
+/** The largest `limit` of `mcp_resume_read` in bytes (8 MiB: a sealed record of the largest handle value fits one read). */
+export const MAX_READ_LIMIT = 8 << 20;
+/** The largest `wait_ms` of `mcp_resume_lock`, in milliseconds. */
+export const MAX_LOCK_WAIT_MS = 10_000;
 
 /** Error codes of the contract (hostfuncs/README.md, "Error codes"). */
 export type ErrorCode = "not_found" | "permission" | "unsupported" | "invalid_request" | "unsafe" | "busy" | "not_dir" | "exists" | "no_space" | "read_only" | "io";
@@ -145,18 +153,33 @@ const PROC_OPS: Record<string, { read: "data" | "target"; path: (p: string, n: n
   fd_link: { read: "target", pid: true, fd: true, path: (p, n) => `${p}/fd/${n}` },
 };
 
-/** Reads at most `max` bytes of `file`, opened `O_RDONLY|O_NOFOLLOW|flags`; `check` may refuse the open file by its fstat. */
+/**
+ * Reads at most `max` bytes of `file`, opened `O_RDONLY|O_NOFOLLOW|flags`; `check` may refuse the open file by
+ * its fstat. The buffer starts at the file's size plus one (4 KiB for `/proc`'s size 0) and doubles up to `max`,
+ * so an 8 MiB limit costs a small record no 8 MiB allocation.
+ */
 function readFile(file: string, max: number, flags = 0, check?: (st: fs.Stats) => void): Buffer {
   const fd = fs.openSync(file, O_RDONLY | O_NOFOLLOW | flags);
   try {
-    check?.(fs.fstatSync(fd));
-    const buf = Buffer.allocUnsafe(max);
+    const st = fs.fstatSync(fd);
+    check?.(st);
+    let buf = Buffer.allocUnsafe(Math.min(max, st.size > 0 ? st.size + 1 : 4096));
     let n = 0;
-    for (let r = 1; n < max && r > 0; n += r) r = fs.readSync(fd, buf, n, max - n, null);
+    for (let r = 1; n < max && r > 0; n += r) {
+      if (n === buf.length) buf = Buffer.concat([buf, Buffer.allocUnsafe(Math.min(max, buf.length * 2) - buf.length)]);
+      r = fs.readSync(fd, buf, n, buf.length - n, null);
+    }
     return buf.subarray(0, n);
   } finally {
     fs.closeSync(fd);
   }
+}
+
+/** The `socket` of a lock or unlock request: `""` for absent, null or `""` (none), else 1–107 bytes without NUL, else `invalid_request`. */
+function socketOf(req: Json): string {
+  const socket = req["socket"] ?? ""; // macOS ignores it; Node on Linux cannot lock without it
+  if (typeof socket !== "string" || Buffer.byteLength(socket) > 107 || socket.includes("\0")) throw bad('"socket" must be a string of 1 to 107 bytes without NUL ("", null or absent: none)');
+  return socket;
 }
 
 /** A check for {@link readFile}: anything but a regular file is `unsafe` (a FIFO, a directory, a device). */
@@ -168,8 +191,11 @@ const regular = (what: string) => (st: fs.Stats): void => {
 export class HostFunctions {
   readonly #logger: Logger;
   #dir: string | undefined;
-  /** Locks held until close(): abstract socket servers (Linux) or O_EXLOCK descriptors (macOS), by socket or path. */
-  readonly #held = new Map<string, Server | number>();
+  /**
+   * Locks held until unlock or close(), by socket (Linux) or path (macOS): a server bound ahead on this thread,
+   * the lock worker that bound it synchronously, or an O_EXLOCK descriptor.
+   */
+  readonly #held = new Map<string, Server | LockWorker | number>();
   /** What lockAhead() found for sockets it could not bind. */
   readonly #failed = new Map<string, HostError>();
   readonly #pending = new Set<Promise<void>>();
@@ -225,7 +251,7 @@ export class HostFunctions {
       case "mcp_resume_prepare_dir":
         return this.#prepareDir(req);
       case "mcp_resume_read": {
-        const [file, limit] = [this.#file(req), int(req, "limit", 1, 1 << 20)];
+        const [file, limit] = [this.#file(req), int(req, "limit", 1, MAX_READ_LIMIT)];
         return { data: sys(`read ${file}`, () => readFile(file, limit, O_NONBLOCK, regular(file))).toString("base64") };
       }
       case "mcp_resume_write":
@@ -238,11 +264,14 @@ export class HostFunctions {
       case "mcp_resume_list":
         return this.#list(this.#file());
       case "mcp_resume_lock": {
-        const socket = req["socket"] ?? ""; // absent, null or "": none (macOS ignores it; Node on Linux cannot lock without it)
-        if (typeof socket !== "string" || Buffer.byteLength(socket) > 107 || socket.includes("\0")) throw bad('"socket" must be a string of 1 to 107 bytes without NUL ("", null or absent: none)');
-        this.#lock(this.#file(req), socket);
+        const socket = socketOf(req);
+        const wait = req["wait_ms"] == null ? 0 : int(req, "wait_ms", 0, MAX_LOCK_WAIT_MS);
+        this.#lock(this.#file(req), socket, wait);
         return {};
       }
+      case "mcp_resume_unlock":
+        this.#unlock(this.#file(req), socketOf(req));
+        return {};
       case "mcp_resume_log": {
         const [level, event, message, detail] = [str(req, "level"), str(req, "event"), str(req, "message"), req["detail"] ?? ""];
         if (!["debug", "info", "warn", "error"].includes(level)) throw bad(`unknown level ${JSON.stringify(level)}: use debug, info, warn or error`);
@@ -447,10 +476,12 @@ export class HostFunctions {
 
   /**
    * `mcp_resume_lock`: the lock file opened and checked first (anything but a regular file is `unsafe`, with or
-   * without a socket, as in every host), then on Linux what {@link lockAhead} found: without a socket Node has
-   * no lock there (no flock), hence `unsupported`. On macOS `O_EXLOCK`, kept open.
+   * without a socket, as in every host), then on Linux the socket: held by this store → done; what
+   * {@link lockAhead} found for it (the resume store, which never waits); else bound now by the process's lock
+   * worker, retried while busy for `wait` ms (sleeping 0.2 ms, doubling to 5 ms). Without a socket Node has no
+   * lock there (no flock), hence `unsupported`. On macOS `O_EXLOCK`, kept open (not retried: no wait there yet).
    */
-  #lock(file: string, socket: string): void {
+  #lock(file: string, socket: string, wait: number): void {
     const darwin = process.platform === "darwin";
     if (process.platform !== "linux" && !darwin) throw new HostError("unsupported", `no lock on ${process.platform}`);
     if (darwin && this.#held.has(file)) return; // a second O_EXLOCK open would conflict with our own
@@ -471,17 +502,47 @@ export class HostFunctions {
     if (darwin) return void this.#held.set(file, fd);
     fs.closeSync(fd);
     if (socket === "") throw new HostError("unsupported", `lock ${file}: Node locks only through the abstract socket on Linux (no flock), and the request names none`);
-    if (this.#held.has(socket)) return;
+    const h = this.#held.get(socket);
+    if (h !== undefined && !(h instanceof LockWorker && !h.alive)) return; // a dead worker's sockets are gone
     const failed = this.#failed.get(socket);
     if (failed) throw new HostError(failed.code, `lock ${file}: ${failed.message}`);
-    throw new HostError("io", `lock ${file} was not taken ahead: the store binds the plugin's lock_socket before the first load, store or reject`);
+    const worker = lockWorker();
+    const deadline = performance.now() + wait;
+    for (let pause = 0.2; ; pause = Math.min(pause * 2, 5)) {
+      const r = worker.bind(socket);
+      if (r.code === 0) return void this.#held.set(socket, worker);
+      if (r.code === 2) throw new HostError("io", `lock ${file}: bind the abstract socket: ${r.message}`);
+      const left = deadline - performance.now();
+      if (left <= 0) throw new HostError("busy", `lock ${file}: held by another server instance${wait > 0 ? ` (waited ${wait} ms)` : ""}`);
+      sleepSync(Math.min(pause, left));
+    }
+  }
+
+  /**
+   * `mcp_resume_unlock`: releases the lock this store holds on `file` (the socket on Linux, the O_EXLOCK
+   * descriptor on macOS); never deletes the file; not held → nothing (idempotent). Synchronous: the name is
+   * free for another process when it returns.
+   */
+  #unlock(file: string, socket: string): void {
+    const key = process.platform === "darwin" ? file : socket;
+    const h = this.#held.get(key);
+    this.#held.delete(key);
+    this.#failed.delete(key);
+    if (h !== undefined) release(key, h);
   }
 
   /** Releases every lock this instance holds (the lock files stay); every later call answers `invalid_request`. Idempotent; never rejects. */
   async close(): Promise<void> {
     this.#closed = true;
     await Promise.all(this.#pending);
-    for (const h of this.#held.values()) typeof h === "number" ? fs.closeSync(h) : h.close();
+    for (const [key, h] of this.#held) release(key, h);
     this.#held.clear();
   }
+}
+
+/** Releases one held lock: closes the descriptor (macOS), the server bound ahead, or asks the worker to close `key`. */
+function release(key: string, h: Server | LockWorker | number): void {
+  if (typeof h === "number") orElse(() => fs.closeSync(h), undefined);
+  else if (h instanceof LockWorker) h.close(key);
+  else h.close();
 }

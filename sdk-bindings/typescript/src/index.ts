@@ -3,7 +3,8 @@
  * "MCP Server Session Resume Specification v1"). The resume logic is the
  * shared Wasm plugin (`plugin.wasm`, also run by the Go and Python hosts);
  * this package supplies its host functions and runs it on `@extism/extism`.
- * See {@link ResumeTokenStore}. Nothing is ever written to stdout.
+ * See {@link ResumeTokenStore}, and {@link HandleStore} for durable state
+ * handles (independent of resume). Nothing is ever written to stdout.
  *
  * @packageDocumentation
  */
@@ -11,3 +12,5 @@ export { ResumeTokenStore, ResumeError, InvalidAppError, InvalidOptionError, Inv
 export type { OpenOptions, PrunedFile, TokenFile, Whoami } from "./store.js";
 export { ABI_VERSION } from "./hostfuncs.js";
 export { createStderrLogger, type Logger, type LogFields, type LogLevel, type StderrLoggerOptions } from "./logger.js";
+export { HandleStore, HandleStoreError, InvalidHandle, HandleNotFound, HandleExpired, HandleEvicted, Conflict, ValueTooLarge, InvalidPrincipal, StoreUnavailable, InvalidHandleOption } from "./handles.js";
+export type { Created, GcResult, HandleEntry, HandleList, HandleStoreOptions, HandleStoreSettings, HandleValue, Touched } from "./handles.js";

@@ -97,12 +97,12 @@ export class InvalidTokenError extends ResumeError {}
 /**
  * Thrown by {@link ResumeTokenStore.open} when the plugin cannot be loaded,
  * speaks another ABI version (`plugin ABI version "4", this host implements
- * "5"`) or refuses an option; by `list`, `prune`, `whoami` when it fails.
+ * "6"`) or refuses an option; by `list`, `prune`, `whoami` when it fails.
  */
 export class PluginError extends ResumeError {}
 
-/** The result of one export call: its output bytes, or its error code and message. */
-export type ExportResult = { ok: true; output: Uint8Array } | { ok: false; code: string; message: string };
+/** The result of one export call: its output bytes, or its error code and message (and the whole error JSON, `error`, when the plugin answered one). */
+export type ExportResult = { ok: true; output: Uint8Array } | { ok: false; code: string; message: string; error?: Record<string, unknown> };
 
 const PLUGIN_ERROR_PREFIX = "Plugin-originated error: ";
 const encoder = new TextEncoder();
@@ -390,7 +390,7 @@ export class ResumeTokenStore {
         if (typeof socket === "string" && socket !== "") await this.funcs.lockAhead(socket);
       }
       const r = await this.#raw(name, input);
-      if (name === "open" && r.ok) {
+      if ((name === "open" || name === "handles_open") && r.ok) {
         // Confinement (hostfuncs/README.md, `open`): the file functions act only inside the state_dir open answered.
         const o = JSON.parse(decoder.decode(r.output)) as { state_dir?: unknown; state_root?: unknown };
         this.#stateDir = typeof o.state_dir === "string" ? o.state_dir : "";
@@ -415,7 +415,7 @@ export class ResumeTokenStore {
       const msg = String((e as Error)?.message ?? e);
       try {
         const j = JSON.parse(msg.startsWith(PLUGIN_ERROR_PREFIX) ? msg.slice(PLUGIN_ERROR_PREFIX.length) : msg) as { code?: unknown; message?: unknown };
-        if (typeof j.code === "string") return { ok: false, code: j.code, message: String(j.message ?? "") };
+        if (typeof j.code === "string") return { ok: false, code: j.code, message: String(j.message ?? ""), error: j as Record<string, unknown> };
       } catch {} // not the plugin's JSON: a trap or a runtime failure
       return { ok: false, code: "plugin_failed", message: msg };
     } finally {

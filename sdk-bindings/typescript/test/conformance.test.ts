@@ -12,9 +12,16 @@
 // FixtureHost directly (for mcp_resume_lock after lockAhead, as the store
 // does); hold_socket binds the padded abstract address with a plain node:net
 // server (helpers.ts). A call of any other form fails the case. CONF_DEBUG=1
-// prints every host call and its answer on stderr.
+// prints every host call and its answer on stderr. A case with
+// "store": "handles" opens a handle store (handles_open) in
+// <root>/state/conformance/handles; its calls may save members of an
+// output ("save") for later inputs ("$var"), expect a JSON error
+// (error_json_subset), corrupt every record (corrupt_files), and its files
+// are checked by count and for the sealed value (files_after_count,
+// files_exclude).
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
@@ -36,6 +43,7 @@ interface Want {
   output_json?: unknown;
   output_json_subset?: unknown;
   error_code?: string;
+  error_json_subset?: Json;
 }
 interface System {
   facts: Json;
@@ -46,6 +54,9 @@ interface System {
 interface Case {
   name: string;
   spec: string;
+  store?: "resume" | "handles";
+  files_after_count?: Record<string, number>;
+  files_exclude?: string;
   system?: string | System;
   state_dir?: { create?: boolean; mode?: string };
   state_dir_after?: { exists?: boolean; mode?: string };
@@ -74,7 +85,10 @@ interface Call {
   name?: string;
   socket?: string;
   content?: Content;
-  input?: Content;
+  input?: Content | Json;
+  save?: Record<string, string>;
+  prefix?: string;
+  mode?: "truncate" | "flip" | "symlink";
   request?: unknown;
   want?: Want & HostWant;
 }
@@ -108,7 +122,8 @@ function makeFiles(dir: string, files: Files | undefined): void {
 /** `dir` holds exactly `want` (when `exact`; else at least the listed names), with their content and mode. */
 function checkFiles(dir: string, want: Files | undefined, exact: boolean): void {
   const w = want ?? {};
-  if (exact) assert.deepEqual(fs.readdirSync(dir).sort(), Object.keys(w).sort(), `files in ${path.basename(dir)} (temporary files count)`);
+  const names = fs.existsSync(dir) ? fs.readdirSync(dir) : []; // a handle store's handles/ may never have been made
+  if (exact) assert.deepEqual(names.sort(), Object.keys(w).sort(), `files in ${path.basename(dir)} (temporary files count)`);
   for (const [name, c0] of Object.entries(w)) {
     const c = norm(c0);
     const p = path.join(dir, name);
@@ -132,6 +147,11 @@ function assertSubset(got: unknown, want: unknown, where: string): void {
 }
 
 function checkWant(r: ExportResult, w: Want, what: string, exportName: string): void {
+  if (w.error_json_subset !== undefined) {
+    assert.ok(!r.ok, `${what}: want error ${JSON.stringify(w.error_json_subset)}, got success`);
+    assert.ok(r.error !== undefined, `${what}: the error string is not JSON: ${r.message}`);
+    return assertSubset(r.error, w.error_json_subset, `${what}: error`);
+  }
   if (w.error_code !== undefined) {
     assert.ok(!r.ok, `${what}: want error ${w.error_code}, got success`);
     assert.equal(r.code, w.error_code, `${what}: error ${r.message}`);
@@ -205,6 +225,43 @@ class FixtureHost extends PinnedHost {
   }
 }
 
+/**
+ * `input` with the saved variables put in: a string exactly `$<var>` becomes the saved value with its JSON
+ * type, `$<var>` inside a longer string its text (longest names first, so `$h` never eats `$h2`).
+ */
+function substVars(v: unknown, vars: Map<string, string | number>): unknown {
+  if (typeof v === "string") {
+    if (v.startsWith("$") && vars.has(v.slice(1))) return vars.get(v.slice(1));
+    return [...vars.keys()].sort((a, b) => b.length - a.length).reduce((t, k) => t.replaceAll(`$${k}`, String(vars.get(k))), v);
+  }
+  if (Array.isArray(v)) return v.map((x) => substVars(x, vars));
+  if (v !== null && typeof v === "object") return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, substVars(x, vars)]));
+  return v;
+}
+
+/** The `corrupt_files` action: every regular file of `dir` named `prefix…` truncated to half, its last byte flipped, or replaced by a symlink to a copy outside (in `root`). */
+function corruptFiles(dir: string, root: string, prefix: string, mode: string): void {
+  const names = fs.readdirSync(dir).filter((n) => n.startsWith(prefix) && fs.lstatSync(path.join(dir, n)).isFile());
+  assert.ok(names.length > 0, `corrupt_files: no file named ${prefix}… in the state directory`);
+  for (const n of names) {
+    const p = path.join(dir, n);
+    const data = fs.readFileSync(p);
+    if (mode === "truncate") fs.truncateSync(p, Math.floor(data.length / 2));
+    else if (mode === "flip") {
+      data[data.length - 1]! ^= 0xff;
+      fs.writeFileSync(p, data);
+    } else if (mode === "symlink") {
+      const outside = path.join(root, `outside-${n}`);
+      fs.writeFileSync(outside, data, { mode: 0o600 });
+      fs.rmSync(p);
+      fs.symlinkSync(outside, p);
+    } else assert.fail(`corrupt_files: unknown mode ${JSON.stringify(mode)}`);
+  }
+}
+
+/** The abstract socket of lock `name` in state directory `dir`, as the plugin names it (plugin/internal/resume, LockSocket). */
+const lockSocket = (dir: string, name: string): string => "mcp-resume-lock-" + createHash("sha256").update(`${dir}/${name}`).digest("hex").slice(0, 40);
+
 const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 const roots: string[] = [];
 after(() => roots.forEach((r) => fs.rmSync(r, { recursive: true, force: true })));
@@ -227,12 +284,15 @@ describe("conformance", () => {
       const sys: System =
         typeof c.system === "object" ? c.system : (JSON.parse(subst(fs.readFileSync(path.join(CONF, "systems", `${c.system ?? "default"}.json`), "utf8"))) as System);
       makeFiles(path.join(root, "proc"), sys.proc);
-      const dir = path.join(root, "state", "conformance"); // app "conformance" under the state root root/state
+      const handles = c.store === "handles";
+      const appDir = path.join(root, "state", "conformance"); // app "conformance" under the state root root/state
+      const dir = handles ? path.join(appDir, "handles") : appDir; // "the state directory" of the case's files
       if (c.state_dir?.create !== false) {
-        fs.mkdirSync(path.dirname(dir), { mode: 0o700 });
-        fs.mkdirSync(dir);
-        fs.chmodSync(dir, parseInt(c.state_dir?.mode ?? "0700", 8));
+        fs.mkdirSync(path.dirname(appDir), { mode: 0o700 });
+        fs.mkdirSync(appDir);
+        fs.chmodSync(appDir, parseInt(c.state_dir?.mode ?? "0700", 8));
       }
+      if (handles && c.files_before !== undefined) fs.mkdirSync(dir, { mode: 0o700 });
       makeFiles(root, c.outside_before);
       makeFiles(dir, c.files_before);
 
@@ -245,7 +305,8 @@ describe("conformance", () => {
       const others: HostFunctions[] = [];
       const sockets: Server[] = [];
       try {
-        const opened = await callExport(store, "open", Buffer.from(JSON.stringify(c.open ?? { app: "conformance", state_root: path.dirname(dir) })));
+        const vars = new Map<string, string | number>();
+        const opened = await callExport(store, handles ? "handles_open" : "open", Buffer.from(JSON.stringify(c.open ?? { app: "conformance", state_root: path.dirname(appDir) })));
         if (c.open_want) checkWant(opened, c.open_want, "open", "open");
         else assert.ok(opened.ok, `open: ${opened.ok ? "" : `${opened.code}: ${opened.message}`}`);
         for (const [i, cl] of (c.open_want?.error_code ? [] : (c.calls ?? [])).entries()) {
@@ -262,21 +323,34 @@ describe("conformance", () => {
             sockets.push(await holdAbstractSocket(cl.socket!));
           } else if (cl.action === "put_file") {
             fs.writeFileSync(path.join(dir, cl.name!), bytesOf(cl.content!), { mode: 0o600 });
+          } else if (cl.action === "corrupt_files") {
+            corruptFiles(dir, root, cl.prefix ?? "", cl.mode ?? "");
           } else if (cl.action === "hold_lock") {
             const other = new HostFunctions({ logger: quiet });
             others.push(other);
             const call = (fn: string, req: Json): Json => JSON.parse(Buffer.from(other.call(fn, Buffer.from(JSON.stringify(req)))).toString()) as Json;
             other.confine(dir); // as its open would: no prepare_dir, so nothing else is touched
-            const names = await callExport(store, "names");
-            const named = names.ok ? (JSON.parse(Buffer.from(names.output).toString() || "{}") as { lock?: string; lock_socket?: string }) : {};
-            const socket = named.lock === cl.name ? (named.lock_socket ?? "") : "";
-            await other.lockAhead(socket);
+            let socket = lockSocket(dir, cl.name!); // a handle store's shard lock: no names export
+            if (!handles) {
+              const names = await callExport(store, "names");
+              const named = names.ok ? (JSON.parse(Buffer.from(names.output).toString() || "{}") as { lock?: string; lock_socket?: string }) : {};
+              socket = named.lock === cl.name ? (named.lock_socket ?? "") : "";
+              await other.lockAhead(socket);
+            }
             assert.deepEqual(call("mcp_resume_lock", { name: cl.name, socket }), {}, `hold_lock ${cl.name}`);
           } else if (cl.action !== undefined) {
             assert.fail(`call ${i}: unknown action ${JSON.stringify(cl.action)}`);
           } else {
-            const r = await callExport(store, cl.export!, cl.input === undefined ? undefined : bytesOf(cl.input));
+            // Handle exports take one JSON object: encoded as JSON, with the saved variables put in.
+            const json = (cl.export === "handles_open" || cl.export!.startsWith("handle_")) && cl.input !== null && typeof cl.input === "object";
+            const input = cl.input === undefined ? undefined : json ? Buffer.from(JSON.stringify(substVars(cl.input, vars))) : bytesOf(cl.input as Content);
+            const r = await callExport(store, cl.export!, input);
             checkWant(r, cl.want ?? {}, `call ${i} ${cl.export}`, cl.export!);
+            for (const [v, member] of Object.entries(cl.save ?? {})) {
+              const got = r.ok ? (JSON.parse(Buffer.from(r.output).toString()) as Json)[member] : undefined;
+              assert.ok(typeof got === "string" || typeof got === "number", `call ${i} save ${v}: the output has no string or number ${member}`);
+              vars.set(v, got);
+            }
           }
         }
       } finally {
@@ -286,7 +360,18 @@ describe("conformance", () => {
       }
 
       if (c.state_dir_after?.exists === false) assert.equal(fs.existsSync(dir), false, "the state directory must not exist");
-      else checkFiles(dir, c.files_after, true);
+      else checkFiles(dir, c.files_after, c.files_after_count === undefined); // with counts, files_after lists only some names
+      for (const [prefix, n] of Object.entries(c.files_after_count ?? {})) {
+        const count = fs.readdirSync(dir).filter((f) => f.startsWith(prefix) && fs.lstatSync(path.join(dir, f)).isFile()).length;
+        assert.equal(count, n, `files_after_count ${prefix}`);
+      }
+      if (c.files_exclude !== undefined) {
+        const needle = Buffer.from(c.files_exclude, "utf8");
+        for (const f of fs.readdirSync(dir)) {
+          const p = path.join(dir, f);
+          if (fs.lstatSync(p).isFile()) assert.ok(!fs.readFileSync(p).includes(needle), `${f} holds the value in the clear`);
+        }
+      }
       if (c.state_dir_after?.mode) assert.equal((fs.statSync(dir).mode & 0o777).toString(8), parseInt(c.state_dir_after.mode, 8).toString(8), "state directory mode");
       checkFiles(root, c.outside_after, false);
       const got = logs.map((l, i) => {

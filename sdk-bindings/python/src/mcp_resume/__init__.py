@@ -10,9 +10,13 @@
     store = AsyncResumeTokenStore("my-server")  # asyncio servers: opens and loads in the background
     token = await store.load()                  # in a handler; the MCP handshake never waits for it
 
+    handles = HandleStore("my-server")          # durable state handles (sessionless MCP), independent of resume
+    c = handles.create("", b"value")            # c.handle: an opaque bearer secret for the client
+    handles.get(c.handle, "").data              # AsyncHandleStore: the same as coroutines
+
 All the resume logic is the Wasm plugin shared with the Go and TypeScript
 hosts, run in Extism; this package is a thin host (``hostfuncs/README.md``,
-ABI 5): it answers the plugin's questions about this process and the OS and
+ABI 6): it answers the plugin's questions about this process and the OS and
 acts on files in the state directory, with no policy of its own. Logs go
 through ``logging.getLogger("mcp_resume")``; nothing is ever written to
 stdout, and no token is ever logged. Importing the package opens ``/dev/null``
@@ -29,12 +33,19 @@ fill_std_fds()
 
 from ._async import AsyncResumeTokenStore
 from ._errors import InvalidAppError, InvalidOptionError, InvalidTokenError, PluginError, ResumeStoreError
+from ._handle_errors import (Conflict, HandleEvicted, HandleExpired, HandleNotFound, HandleStoreError, InvalidHandle,
+                             InvalidHandleOption, InvalidPrincipal, InvalidValue, StoreUnavailable, ValueTooLarge)
+from ._handles import Created, GCResult, HandleInfo, HandleList, HandleStore, Touched, Value
+from ._handles_async import AsyncHandleStore
 from ._hostfuncs import ABI_VERSION
 from ._runtime import precompile
 from ._store import NO_INSTANCE, ResumeTokenStore, TokenFile
 
-__all__ = ["ABI_VERSION", "NO_INSTANCE", "AsyncResumeTokenStore", "InvalidAppError", "InvalidOptionError", "InvalidTokenError", "PluginError",
-           "ResumeStoreError", "ResumeTokenStore", "TokenFile", "precompile"]
+__all__ = ["ABI_VERSION", "NO_INSTANCE", "AsyncHandleStore", "AsyncResumeTokenStore", "Conflict", "Created", "GCResult",
+           "HandleEvicted", "HandleExpired", "HandleInfo", "HandleList", "HandleNotFound", "HandleStore",
+           "HandleStoreError", "InvalidAppError", "InvalidHandle", "InvalidHandleOption", "InvalidOptionError",
+           "InvalidPrincipal", "InvalidTokenError", "InvalidValue", "PluginError", "ResumeStoreError",
+           "ResumeTokenStore", "StoreUnavailable", "TokenFile", "Touched", "Value", "ValueTooLarge", "precompile"]
 
 __version__ = "0.1.0"
 precompile()  # the compile overlaps the importer's own startup

@@ -1,9 +1,9 @@
-"""The nine host functions of the mcp-resume contract, ABI 5: OS primitives with no policy (POSIX).
+"""The ten host functions of the mcp-resume contract, ABI 6: OS primitives with no policy (POSIX).
 
 Requests, answers and error codes are ``hostfuncs/README.md``'s; the docstrings
 say what this host does. Nothing raises: every failure is an answer
 ``{"error": {"code", "message"}}`` (Extism's Python SDK swallows exceptions).
-Over the ~500-line guide on purpose: the nine functions share the request
+Over the ~500-line guide on purpose: the ten functions share the request
 checks, the errno mapping and the per-store state, and splitting facts or
 inspect into their own modules would move lines without removing any.
 """
@@ -32,19 +32,24 @@ from typing import Any
 __all__ = ["ABI_VERSION", "FUNCTIONS", "NAMESPACE", "HostFunctions"]
 
 #: The version of the plugin/host contract this host implements (Go ``hostfuncs.ABIVersion``).
-ABI_VERSION = "5"
+ABI_VERSION = "6"
 #: Wasm import module of every host function (Go ``hostfuncs.Namespace``).
 NAMESPACE = "extism:host/user"
 #: Every host function name, in the order of the README.
 FUNCTIONS = ("mcp_resume_facts", "mcp_resume_inspect", "mcp_resume_prepare_dir", "mcp_resume_read", "mcp_resume_write",
-             "mcp_resume_remove", "mcp_resume_list", "mcp_resume_lock", "mcp_resume_log")
+             "mcp_resume_remove", "mcp_resume_list", "mcp_resume_lock", "mcp_resume_log", "mcp_resume_unlock")
 
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING, "error": logging.ERROR}
 _DIGITS = re.compile(r"[1-9][0-9]{0,9}")
 _INT32_MAX = 0x7FFFFFFF
 _MAX_INSPECT_OPS = 64
 _PROC_READ_CAP = 65536
-_MAX_READ_LIMIT = 1 << 20
+#: The largest ``mcp_resume_read`` limit (Go ``hostfuncs.MaxReadLimit``): a sealed handle record of the largest value.
+_MAX_READ_LIMIT = 8 << 20
+#: The largest ``mcp_resume_lock`` ``wait_ms`` (Go ``hostfuncs.MaxLockWaitMS``).
+_MAX_LOCK_WAIT_MS = 10000
+#: The sleeps between tries of a waiting lock (README, ``mcp_resume_lock``): 0.2 ms, doubling, at most 5 ms.
+_LOCK_SLEEP_FIRST, _LOCK_SLEEP_MAX = 0.0002, 0.005
 _SUN_PATH_LEN = 108  # sockaddr_un.sun_path on Linux
 _O_FLAGS = os.O_NOFOLLOW | os.O_CLOEXEC
 #: The /proc ops: op -> (answer field, path under the proc root); ``{pid}`` takes ``"self"`` too.
@@ -124,10 +129,10 @@ def _read_file(path: str, cap: int, flags: int = 0, regular: bool = False) -> by
     try:
         if regular:
             _regular(fd, os.path.basename(path))
-        data = b""
-        while len(data) < cap and (chunk := os.read(fd, cap - len(data))):
+        data = bytearray()
+        while len(data) < cap and (chunk := os.read(fd, min(cap - len(data), 1 << 20))):
             data += chunk
-        return data
+        return bytes(data)
     except OSError as e:
         raise _os_fail(f"read {os.path.basename(path)}", e) from None
     finally:
@@ -235,8 +240,8 @@ class HostFunctions:
     """The host functions of one store (Go ``primitives.Funcs``); thread-safe.
 
     ``logger`` receives ``mcp_resume_log``'s lines. State: the store's state directory (:meth:`set_state_dir`,
-    after ``open`` succeeds; the file functions answer ``invalid_request`` before), the locks of
-    ``mcp_resume_lock`` until :meth:`close`, and the stdio copies of :meth:`keep_stdio`. The conformance
+    after ``open`` or ``handles_open`` succeeds; the file functions answer ``invalid_request`` before), the locks
+    of ``mcp_resume_lock`` until ``mcp_resume_unlock`` or :meth:`close`, and the stdio copies of :meth:`keep_stdio`. The conformance
     runner substitutes :meth:`facts`, :meth:`os_name`, :attr:`proc_root` and :meth:`_primitive` in a subclass
     (the pinned system, test code)."""
 
@@ -257,8 +262,8 @@ class HostFunctions:
         return self._state_dir
 
     def set_state_dir(self, state_dir: str) -> None:
-        """Fix ``state_dir`` (the ``state_dir`` of a successful ``open``) as this store's state directory for
-        good (README, "Names and the state directory"); ``""`` leaves none. Raises ``ValueError`` when another one is fixed."""
+        """Fix ``state_dir`` (the ``state_dir`` of a successful ``open``, or of ``handles_open`` for a handle
+        store) as this store's state directory for good (README, "Names and the state directory"); ``""`` leaves none. Raises ``ValueError`` when another one is fixed."""
         with self._mu:
             if self._state_dir and state_dir != self._state_dir:
                 raise ValueError(f"state directory already fixed at {self._state_dir}, not {state_dir}")
@@ -454,7 +459,7 @@ class HostFunctions:
         return self._state_dir
 
     def _read(self, doc: dict[str, Any]) -> dict[str, Any]:
-        """The first ``limit`` (1..1048576) bytes of a regular file (``O_NONBLOCK``: a FIFO never blocks)."""
+        """The first ``limit`` (1..8388608) bytes of a regular file (``O_NONBLOCK``: a FIFO never blocks)."""
         path = os.path.join(self._dir(), _name(doc))
         limit = _field(doc, "limit", int)
         if not 1 <= limit <= _MAX_READ_LIMIT:
@@ -511,18 +516,39 @@ class HostFunctions:
         return {"files": files}
 
     def _lock(self, doc: dict[str, Any]) -> dict[str, Any]:
-        """Hold the lock ``name`` until :meth:`close` (README, ``mcp_resume_lock``): on Linux first bind the
-        abstract ``socket`` (both forms), then open the file (created 0600, ``O_NONBLOCK``; ``unsafe`` unless
-        regular) and ``flock(LOCK_EX|LOCK_NB)`` it. ``busy`` from either releases the other. Held already: ``{}``."""
-        name = _name(doc)
-        path = os.path.join(self._dir(), name)
-        sock_name = doc.get("socket")  # absent, null or "": no socket
-        raw = sock_name.encode("utf-8", "surrogatepass") if isinstance(sock_name, str) else b""
-        if sock_name not in (None, "") and not (raw and len(raw) < _SUN_PATH_LEN and b"\0" not in raw):
-            raise _Fail("invalid_request", "request field 'socket' is not a string of 1-107 bytes without NUL")
+        """Hold the lock ``name`` until :meth:`_unlock` or :meth:`close` (README, ``mcp_resume_lock``): on Linux
+        first bind the abstract ``socket`` (both forms), then open the file (created 0600, ``O_NONBLOCK``;
+        ``unsafe`` unless regular) and ``flock(LOCK_EX|LOCK_NB)`` it. ``busy`` from either releases the other.
+        Held already: ``{}``. ``wait_ms`` (integer 0..10000, default 0): while the answer would be ``busy``, try
+        again after 0.2 ms, doubling to at most 5 ms, until ``wait_ms`` milliseconds have passed, then answer
+        ``busy``; other errors answer at once. No other call of this store waits for the sleeps."""
+        name, raw = _name(doc), _socket(doc)
+        wait = doc.get("wait_ms")
+        if wait is None:
+            wait = 0
+        elif type(wait) is not int or not 0 <= wait <= _MAX_LOCK_WAIT_MS:
+            raise _Fail("invalid_request", f"request field 'wait_ms' must be an integer 0..{_MAX_LOCK_WAIT_MS}, "
+                        f"not {wait!r}")
+        deadline = time.monotonic() + wait / 1000
+        sleep = _LOCK_SLEEP_FIRST
+        while True:
+            try:
+                return self._try_lock(name, raw)
+            except _Fail as f:
+                left = deadline - time.monotonic()
+                if f.error["error"]["code"] != "busy" or left <= 0:
+                    raise
+            time.sleep(min(sleep, left))
+            sleep = min(sleep * 2, _LOCK_SLEEP_MAX)
+
+    def _try_lock(self, name: str, raw: bytes) -> dict[str, Any]:
+        """One try of :meth:`_lock`, under the store's mutex. Raises :class:`_Fail` (``busy``: held elsewhere)."""
         with self._mu:
+            if self._closed:
+                raise _Fail("invalid_request", "mcp_resume_lock: this store is closed")
             if name in self._locks:
                 return {}
+            path = os.path.join(self._dir(), name)
             socks: list[socket.socket] = []
             fd = -1
             try:
@@ -544,6 +570,22 @@ class HostFunctions:
             self._locks[name] = (fd, socks)
         return {}
 
+    def _unlock(self, doc: dict[str, Any]) -> dict[str, Any]:
+        """Release the lock ``name`` this store holds (README, ``mcp_resume_unlock``; ``socket`` checked as for
+        ``mcp_resume_lock``): close its descriptor (which drops the flock) and its sockets. Never deletes the lock
+        file. Not held: ``{}`` (idempotent)."""
+        name = _name(doc)
+        _socket(doc)
+        self._dir()
+        with self._mu:
+            fd, socks = self._locks.pop(name, (-1, []))
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        for sock in socks:
+            sock.close()
+        return {}
+
     def _log(self, doc: dict[str, Any]) -> dict[str, Any]:
         """``message`` at ``level`` (debug, info, warn, error) with ``extra={"event", "detail"}``, never to stdout.
         A detail is also printed, as the Go and TypeScript loggers print it: the record's ``msg`` is
@@ -561,6 +603,19 @@ class HostFunctions:
             else:
                 self.logger.log(_LEVELS[level], message, extra=extra)
         return {}
+
+
+def _socket(doc: dict[str, Any]) -> bytes:
+    """The lock request's ``socket`` as bytes: absent, ``null`` or ``""`` is ``b""`` (no socket); otherwise a string
+    of 1-107 bytes without NUL (the room of an abstract address), else ``invalid_request`` (README,
+    ``mcp_resume_lock``), on every system."""
+    v = doc.get("socket")
+    if v is None or v == "":
+        return b""
+    raw = v.encode("utf-8", "surrogatepass") if isinstance(v, str) else b""
+    if not (raw and len(raw) < _SUN_PATH_LEN and b"\0" not in raw):
+        raise _Fail("invalid_request", "request field 'socket' is not a string of 1-107 bytes without NUL")
+    return raw
 
 
 def _pid(op: dict[str, Any], self_ok: bool) -> str:

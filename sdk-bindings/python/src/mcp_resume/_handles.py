@@ -1,0 +1,531 @@
+"""``HandleStore``: durable state handles for sessionless MCP servers, the Python host of the plugin's handle
+store (hostfuncs/README.md, "Plugin exports", the ``handles_open`` and ``handle_*`` exports).
+
+The policy (handle syntax, keys, sealing, lifetimes, capacity, generations, the files) is the plugin's, the
+same in Go, Python and TypeScript; this module converts Python values to the exports' JSON and back, keeps a
+pool of plugin instances for threads, and raises the exceptions of :mod:`mcp_resume._handle_errors`.
+"""
+
+from __future__ import annotations
+
+import base64
+import builtins
+import contextlib
+import datetime as dt
+import json
+import logging
+import math
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any, Union
+from collections.abc import Callable
+
+import extism
+
+from . import _runtime
+from ._errors import PluginError
+from ._handle_errors import (InvalidHandle, InvalidHandleOption, InvalidPrincipal, InvalidValue,
+                             StoreUnavailable, handle_error)
+from ._hostfuncs import ABI_VERSION, HostFunctions
+
+__all__ = ["Created", "GCResult", "HandleInfo", "HandleList", "HandleStore", "Touched", "Value"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+Logger = Union[logging.Logger, "logging.LoggerAdapter[Any]"]
+#: A duration option: a ``datetime.timedelta`` or a number of seconds.
+Duration = Union[dt.timedelta, int, float]
+#: A clock: returns now as an aware ``datetime`` or as Unix seconds (``time.time``'s kind).
+Clock = Callable[[], Union[dt.datetime, float, int]]
+
+_MS = dt.timedelta(milliseconds=1)
+
+
+def _td(ms: Any) -> dt.timedelta:
+    return dt.timedelta(milliseconds=int(ms))
+
+
+def _when(ms: Any) -> dt.datetime:
+    return dt.datetime.fromtimestamp(int(ms) / 1000, tz=dt.timezone.utc)
+
+
+@dataclass(frozen=True)
+class Created:
+    """What :meth:`HandleStore.create` returns: the new ``handle`` (a bearer secret: ``mrh1_`` and 32 base64url
+    characters; never log it), its ``generation`` (1), its ``idle_ttl`` and ``max_age`` and when it was
+    ``created`` (UTC, millisecond resolution)."""
+
+    handle: str
+    generation: int
+    idle_ttl: dt.timedelta
+    max_age: dt.timedelta
+    created: dt.datetime
+
+    def __repr__(self) -> str:  # the handle is a secret: keep it out of logs and tracebacks
+        return f"Created(handle='mrh1_…', generation={self.generation}, idle_ttl={self.idle_ttl!r}, max_age={self.max_age!r})"
+
+
+@dataclass(frozen=True)
+class Value:
+    """What :meth:`HandleStore.get` returns: the stored bytes ``data``, their ``generation`` (1 at create, +1
+    per put), when the handle was ``created`` (UTC) and its lifetimes ``idle_ttl`` and ``max_age``."""
+
+    data: bytes
+    generation: int
+    created: dt.datetime
+    idle_ttl: dt.timedelta
+    max_age: dt.timedelta
+
+
+@dataclass(frozen=True)
+class Touched:
+    """What :meth:`HandleStore.touch` returns: the current ``generation`` (unchanged) and the lifetimes."""
+
+    generation: int
+    idle_ttl: dt.timedelta
+    max_age: dt.timedelta
+
+
+@dataclass(frozen=True)
+class HandleInfo:
+    """One entry of :meth:`HandleStore.list`, never its handle, value or principal: ``key`` (12 hex digits of
+    the key hash, the name log lines use), ``state`` (``"live"``, ``"expired_idle"``, ``"expired_max_age"``,
+    ``"evicted"``; the others are tombstones), ``generation`` and ``size`` (value bytes; ``None`` for a
+    tombstone), ``age`` (since creation) and ``idle`` (since last use; for a tombstone, since it died)."""
+
+    key: str
+    state: str
+    generation: int | None
+    size: int | None
+    age: dt.timedelta
+    idle: dt.timedelta
+
+
+@dataclass(frozen=True)
+class HandleList:
+    """What :meth:`HandleStore.list` returns: ``handles`` (live entries and tombstones), the counts ``live`` and
+    ``tombstones``, the store's ``shards`` and ``bytes`` (the size of the live records on disk)."""
+
+    handles: builtins.list[HandleInfo]
+    live: int
+    tombstones: int
+    shards: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class GCResult:
+    """What :meth:`HandleStore.gc` did, in numbers: handles that ``expired_idle`` or ``expired_max_age`` now,
+    ``tombstones_dropped`` (past the tombstone period), ``orphans_removed`` (records without an index
+    entry), ``temps_removed`` (temporary files of killed writers), and the ``live`` handles left."""
+
+    expired_idle: int
+    expired_max_age: int
+    tombstones_dropped: int
+    orphans_removed: int
+    temps_removed: int
+    live: int
+
+
+def _duration_ms(option: str, value: Any) -> int | None:
+    """``value`` (timedelta, or seconds as int/float) in whole milliseconds (rounded), ``None`` for ``None``.
+    Raises :class:`InvalidHandleOption` for another type. The plugin judges the range (> 0, no longer
+    than the store's)."""
+    if value is None:
+        return None
+    if isinstance(value, dt.timedelta):
+        return round(value / _MS)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return round(value * 1000)
+    raise InvalidHandleOption("invalid_option", f"{option} must be a datetime.timedelta or a number of seconds, "
+                              f"not {type(value).__name__}")
+
+
+def _jsonable(option: str, value: Any) -> Any:
+    """``value`` if JSON carries it as it is (the plugin then judges its type, in its words), else
+    :class:`InvalidHandleOption` naming the Python type."""
+    try:
+        json.dumps(value)
+        return value
+    except (TypeError, ValueError):
+        raise InvalidHandleOption("invalid_option", f"{option} must be an integer, not {type(value).__name__}") from None
+
+
+def _now_ms(clock: Clock) -> int:
+    """The clock's now in Unix milliseconds (floor). Raises :class:`InvalidHandleOption` for a bad answer."""
+    now = clock()
+    if isinstance(now, dt.datetime):
+        if now.tzinfo is None:
+            raise InvalidHandleOption("invalid_option", "clock must return an aware datetime (with tzinfo) or Unix seconds")
+        return math.floor(now.timestamp() * 1000)
+    if isinstance(now, (int, float)) and not isinstance(now, bool) and math.isfinite(now):
+        return math.floor(now * 1000)
+    raise InvalidHandleOption("invalid_option", f"clock must return a datetime or Unix seconds, not {type(now).__name__}")
+
+
+class _Instance:
+    """One plugin instance with its own host functions (their state directory fixed by ``handles_open``).
+    Not thread-safe: the pool lends it to one thread at a time."""
+
+    def __init__(self, funcs: HostFunctions, wasm: bytes | None) -> None:
+        """Instantiate and check the ABI. Raises :class:`StoreUnavailable` (plugin unusable)."""
+        self.funcs = funcs
+        try:
+            self.plugin: extism.Plugin | None = _runtime.new_plugin(wasm)
+        except PluginError as e:
+            raise StoreUnavailable("store_unavailable", str(e)) from None
+        try:
+            version = self.call("mcp_resume_abi_version", b"").decode("utf-8", "replace")
+        except extism.Error as e:
+            version = f"unknown ({e})"
+        if version != ABI_VERSION:
+            self.close()
+            raise StoreUnavailable("store_unavailable", f'mcp-resume plugin unusable: plugin ABI version "{version}", '
+                                   f'this host implements "{ABI_VERSION}"; reinstall mcp-resume so plugin and host match')
+
+    def call(self, export: str, data: bytes) -> bytes:
+        """Run one export: its output. Raises ``extism.Error`` (the export's error string) or
+        :class:`StoreUnavailable` when closed."""
+        if self.plugin is None:
+            raise StoreUnavailable("store_unavailable", "the handle store is closed")
+        return bytes(self.plugin.call(export, data, host_context=self.funcs))
+
+    def open(self, req: bytes) -> dict[str, Any]:
+        """``handles_open`` with ``req``; on success its ``state_dir`` becomes the host functions' state directory
+        (the confinement rule, hostfuncs/README.md). Raises the export's error as :class:`HandleStoreError`."""
+        try:
+            out = json.loads(self.call("handles_open", req))
+            self.funcs.set_state_dir(str(out["state_dir"]))
+            return dict(out)
+        except extism.Error as e:
+            raise handle_error(str(e)) from None
+        except (ValueError, KeyError, TypeError) as e:
+            raise StoreUnavailable("store_unavailable", f"mcp-resume plugin unusable: handles_open returned {e}") from None
+
+    def close(self) -> None:
+        plugin, self.plugin = self.plugin, None
+        self.funcs.close()
+        if plugin is not None:
+            plugin.__exit__(None, None, None)
+
+
+class HandleStore:
+    """A durable handle store for one app: opaque handles naming sealed values that outlive the process; thread-safe,
+    a context manager. The policy is the plugin's (hostfuncs/README.md, "Plugin exports"; ``plugin/README.md``).
+
+    ::
+
+        with HandleStore("my-server") as store:
+            c = store.create(principal, b'{"notes": []}')   # c.handle: give it to the client
+            v = store.get(c.handle, principal)                # v.data, v.generation
+            g = store.put(c.handle, principal, b"...", expect=v.generation)  # Conflict if someone wrote first
+
+    Files live in ``<state_root>/<app>/handles`` (0700, records 0600, sealed with AES-256-GCM under a key
+    derived from the handle: a copy of the directory reveals nothing without the handle). ``MCP_RESUME=off``
+    turns session resume off, **not** this store.
+
+    Options (``None``: the environment, then the plugin's default): ``state_root`` (as for
+    :class:`ResumeTokenStore`: ``$MCP_RESUME_STATE_DIR``, else the XDG state directory's ``mcp-resume``);
+    ``idle_ttl`` (``$MCP_RESUME_STATE_IDLE_TTL``, default 24 h: a handle unused that long expires),
+    ``max_age`` (``$MCP_RESUME_STATE_MAX_AGE``, default 30 days after creation, which nothing extends),
+    ``tombstone`` (default 7 days: how long an expired or evicted handle answers :class:`HandleExpired` /
+    :class:`HandleEvicted` before :class:`HandleNotFound`), all ``datetime.timedelta`` or seconds (sent in
+    whole milliseconds); ``max_handles`` (default 10,000 live handles; past it the least recently used is
+    evicted, exactly per shard: at the default, 64 shards of 157, eviction can begin a little before
+    10,000 in all), ``max_value_bytes`` (default 1 MiB, at most 4 MiB); ``lock_wait`` (default 2 s: how long
+    an operation waits for a shard another process holds before :class:`StoreUnavailable`);
+    ``pool_size`` (plugin instances for concurrent threads, created lazily, default ``os.cpu_count()``);
+    ``clock`` (a callable returning an aware ``datetime`` or Unix seconds; default the system clock, read
+    by the plugin) and ``logger`` (the plugin's ``handle_*`` event lines with ``extra={"event", "detail"}``,
+    default ``logging.getLogger("mcp_resume")``; a line names a handle only by 12 hex digits of its key hash).
+
+    Raises :class:`InvalidHandleOption` (a bad option, in the plugin's words) and :class:`StoreUnavailable`
+    (the plugin cannot be loaded). A directory that cannot be used does not fail the constructor: the plugin
+    logs why (event ``handle_store_unavailable``) and every operation raises :class:`StoreUnavailable`
+    saying what and what to do, so a server opens its store at start and keeps serving everything else.
+    """
+
+    #: The Wasm module to run instead of the shipped plugin (tests only).
+    _wasm: bytes | None = None
+    #: The host functions' class (tests only: the conformance runner's pinned system subclasses it).
+    _host_functions: type[HostFunctions] = HostFunctions
+
+    def __init__(self, app: str, *, state_root: PathLike | None = None, idle_ttl: Duration | None = None,
+                 max_age: Duration | None = None, tombstone: Duration | None = None, max_handles: int | None = None,
+                 max_value_bytes: int | None = None, lock_wait: Duration | None = None, pool_size: int | None = None,
+                 clock: Clock | None = None, logger: Logger | None = None) -> None:
+        req: dict[str, Any] = {"app": _jsonable("app", app)}
+        if isinstance(state_root, (str, os.PathLike)):
+            if path := os.fsdecode(os.fspath(state_root)):
+                req["state_root"] = path
+        elif state_root is not None:
+            req["state_root"] = _jsonable("state_root", state_root)
+        for key, value in (("idle_ttl", idle_ttl), ("max_age", max_age), ("tombstone", tombstone),
+                           ("lock_wait", lock_wait)):
+            if (ms := _duration_ms(key, value)) is not None:
+                req[key + "_ms"] = ms
+        for key, value in (("max_handles", max_handles), ("max_value_bytes", max_value_bytes)):
+            if value is not None:
+                req[key] = _jsonable(key, value)
+        if pool_size is None:
+            pool_size = os.cpu_count() or 1
+        if not isinstance(pool_size, int) or isinstance(pool_size, bool) or pool_size < 1:
+            raise InvalidHandleOption("invalid_option", f"pool_size must be a positive integer, not {pool_size!r}")
+        if clock is not None and not callable(clock):
+            raise InvalidHandleOption("invalid_option", f"clock must be callable, not {type(clock).__name__}")
+        self._app = app
+        self._req = json.dumps(req).encode("utf-8", "surrogateescape")
+        self._logger: Logger = logger if logger is not None else logging.getLogger("mcp_resume")
+        self._clock = clock
+        self._pool_size = pool_size
+        self._cv = threading.Condition()
+        self._idle: builtins.list[_Instance] = []
+        self._count = 0
+        self._closed = False
+        first, out = self._new_instance()
+        self._count = 1
+        self._idle.append(first)
+        try:
+            self._options = out
+            self._state_dir = str(out["state_dir"])
+            self._idle_ttl, self._max_age = _td(out["idle_ttl_ms"]), _td(out["max_age_ms"])
+            self._tombstone = _td(out["tombstone_ms"])
+            self._max_handles, self._max_value_bytes = int(out["max_handles"]), int(out["max_value_bytes"])
+            self._shards = int(out["shards"])
+        except (KeyError, TypeError, ValueError) as e:
+            self.close()
+            raise StoreUnavailable("store_unavailable", f"mcp-resume plugin unusable: handles_open returned {e}") from None
+
+    def _new_instance(self) -> tuple[_Instance, dict[str, Any]]:
+        """A new, opened instance and ``handles_open``'s output. Raises :class:`HandleStoreError`."""
+        inst = _Instance(self._host_functions(self._logger), self._wasm)
+        try:
+            return inst, inst.open(self._req)
+        except BaseException:
+            inst.close()
+            raise
+
+    # --- the store's values (handles_open's output) ---------------------------------------------------
+
+    @property
+    def app(self) -> str:
+        """The app name given to the constructor."""
+        return self._app
+
+    @property
+    def state_dir(self) -> str:
+        """The absolute handle directory, ``<state_root>/<app>/handles``."""
+        return self._state_dir
+
+    @property
+    def idle_ttl(self) -> dt.timedelta:
+        """The store's idle TTL: a handle unused this long expires (per-handle values may only be shorter)."""
+        return self._idle_ttl
+
+    @property
+    def max_age(self) -> dt.timedelta:
+        """The store's maximum age, counted from creation; nothing extends it."""
+        return self._max_age
+
+    @property
+    def tombstone(self) -> dt.timedelta:
+        """How long an expired or evicted handle says so before it answers :class:`HandleNotFound`."""
+        return self._tombstone
+
+    @property
+    def max_handles(self) -> int:
+        """The capacity cap of live handles (exact per shard, see the class docstring)."""
+        return self._max_handles
+
+    @property
+    def max_value_bytes(self) -> int:
+        """The largest value in bytes."""
+        return self._max_value_bytes
+
+    @property
+    def shards(self) -> int:
+        """The number of shards, fixed when the directory was first opened."""
+        return self._shards
+
+    @property
+    def pool_size(self) -> int:
+        """The most plugin instances this store runs at once (concurrent calls beyond it wait)."""
+        return self._pool_size
+
+    def __repr__(self) -> str:
+        return f"HandleStore(app={self._app!r}, state_dir={getattr(self, '_state_dir', '')!r})"
+
+    # --- the pool ---------------------------------------------------------------------------------------
+
+    def _acquire(self) -> _Instance:
+        """An idle instance, a new one while fewer than ``pool_size`` exist, else wait for one.
+        Raises :class:`StoreUnavailable` (closed, or a new instance cannot open)."""
+        with self._cv:
+            while True:
+                if self._closed:
+                    raise StoreUnavailable("store_unavailable", "the handle store is closed")
+                if self._idle:
+                    return self._idle.pop()
+                if self._count < self._pool_size:
+                    self._count += 1
+                    break
+                self._cv.wait()
+        try:
+            return self._new_instance()[0]
+        except BaseException:
+            with self._cv:
+                self._count -= 1
+                self._cv.notify()
+            raise
+
+    def _release(self, inst: _Instance, broken: bool = False) -> None:
+        """Give ``inst`` back; a ``broken`` one (its export trapped) or one of a closed store is closed."""
+        with self._cv:
+            keep = not (broken or self._closed)
+            if keep:
+                self._idle.append(inst)
+            else:
+                self._count -= 1
+            self._cv.notify()
+        if not keep:
+            inst.close()
+
+    def _call(self, export: str, doc: dict[str, Any]) -> dict[str, Any]:
+        """Run ``export`` with ``doc`` (plus ``now_ms`` from the clock) on a pooled instance: its JSON output.
+        Raises the :class:`HandleStoreError` of the export's error code."""
+        if self._clock is not None:
+            doc["now_ms"] = _now_ms(self._clock)
+        data = json.dumps(doc).encode()
+        inst = self._acquire()
+        broken = False
+        try:
+            out = inst.call(export, data)
+        except extism.Error as e:
+            err = handle_error(str(e))
+            broken = type(err) is StoreUnavailable and err.message.startswith("mcp-resume plugin failed")
+            raise err from None
+        finally:
+            self._release(inst, broken)
+        try:
+            result = json.loads(out)
+            if not isinstance(result, dict):
+                raise TypeError("not a JSON object")
+            return result
+        except (ValueError, TypeError) as e:
+            raise StoreUnavailable("store_unavailable", f"mcp-resume plugin unusable: {export} returned {e}") from None
+
+    # --- operations ---------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _who(handle: Any, principal: Any) -> dict[str, Any]:
+        """The ``handle``/``principal`` members. Raises :class:`InvalidHandle` for a handle that is not a
+        ``str``, :class:`InvalidPrincipal` for a principal that is not a ``str`` or not valid UTF-8 (a lone
+        surrogate, which JSON would carry as U+FFFD: another principal)."""
+        doc = {} if handle is None else {"handle": handle}
+        if handle is not None and not isinstance(handle, str):
+            raise InvalidHandle("invalid_handle", f"handle must be a str, not {type(handle).__name__}")
+        if not isinstance(principal, str):
+            raise InvalidPrincipal("invalid_principal", f"principal must be a str, not {type(principal).__name__}")
+        try:
+            principal.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidPrincipal("invalid_principal", "principal is not valid UTF-8") from None
+        return {**doc, "principal": principal}
+
+    @staticmethod
+    def _value(value: Any) -> str:
+        """``value`` (bytes-like) as standard base64. Raises :class:`InvalidValue`."""
+        if not isinstance(value, (bytes, bytearray, memoryview)):
+            raise InvalidValue("invalid_value", f"value must be bytes, not {type(value).__name__}")
+        return base64.b64encode(value).decode("ascii")
+
+    @staticmethod
+    def _expect(doc: dict[str, Any], expect: Any) -> dict[str, Any]:
+        if expect is not None:
+            if not isinstance(expect, int) or isinstance(expect, bool):
+                raise InvalidHandleOption("invalid_option", f"expect must be an int generation, not {type(expect).__name__}")
+            doc["generation"] = expect
+        return doc
+
+    def create(self, principal: str, value: bytes, *, idle_ttl: Duration | None = None,
+               max_age: Duration | None = None) -> Created:
+        """Store ``value`` under a new handle for ``principal`` (the authenticated subject or client id; ``""``
+        anonymous, e.g. over stdio). ``idle_ttl``/``max_age`` (timedelta or seconds) may only shorten the
+        store's. May evict the least recently used handle of the shard at the cap. Raises
+        :class:`InvalidPrincipal`, :class:`InvalidValue`, :class:`ValueTooLarge` (nothing written),
+        :class:`InvalidHandleOption` (a lifetime longer than the store's), :class:`StoreUnavailable`."""
+        doc = {**self._who(None, principal), "value": self._value(value)}
+        for key, v in (("idle_ttl", idle_ttl), ("max_age", max_age)):
+            if (ms := _duration_ms(key, v)) is not None:
+                doc[key + "_ms"] = ms
+        out = self._call("handle_create", doc)
+        return Created(str(out["handle"]), int(out["generation"]), _td(out["idle_ttl_ms"]), _td(out["max_age_ms"]),
+                       _when(out["created_ms"]))
+
+    def get(self, handle: str, principal: str) -> Value:
+        """The value and generation of ``handle``; refreshes its idle time (the index is rewritten only when
+        the last use moves by min(idle TTL/64, 1 s) or more). Raises :class:`InvalidHandle` (before any I/O),
+        :class:`InvalidPrincipal`, :class:`HandleNotFound` (also for another principal's handle),
+        :class:`HandleExpired` (``reason``), :class:`HandleEvicted`, :class:`StoreUnavailable`."""
+        out = self._call("handle_get", self._who(handle, principal))
+        return Value(base64.b64decode(out["value"]), int(out["generation"]), _when(out["created_ms"]),
+                     _td(out["idle_ttl_ms"]), _td(out["max_age_ms"]))
+
+    def put(self, handle: str, principal: str, value: bytes, *, expect: int | None = None) -> int:
+        """Replace the value of ``handle``: the new generation (the old + 1); refreshes its idle time. With
+        ``expect``, only if the current generation is ``expect`` (compare-and-set), else :class:`Conflict`
+        with the current ``generation`` and nothing changed; without it, the last writer wins. A killed
+        process leaves the old record or the new one, never a torn one. Raises as :meth:`get`, plus
+        :class:`InvalidValue`, :class:`ValueTooLarge`, :class:`Conflict`, :class:`InvalidHandleOption`."""
+        doc = self._expect({**self._who(handle, principal), "value": self._value(value)}, expect)
+        return int(self._call("handle_put", doc)["generation"])
+
+    def delete(self, handle: str, principal: str, *, expect: int | None = None) -> None:
+        """Delete ``handle`` (no tombstone: it answers :class:`HandleNotFound` afterwards). With ``expect``, only
+        at that generation, else :class:`Conflict`. Raises as :meth:`put`."""
+        self._call("handle_delete", self._expect(self._who(handle, principal), expect))
+
+    def touch(self, handle: str, principal: str) -> Touched:
+        """Refresh the idle time of ``handle`` only (seed 002's ``updateTTL``; the maximum age stays). Raises as
+        :meth:`get`."""
+        out = self._call("handle_touch", self._who(handle, principal))
+        return Touched(int(out["generation"]), _td(out["idle_ttl_ms"]), _td(out["max_age_ms"]))
+
+    def exists(self, handle: str, principal: str) -> bool:
+        """Whether ``handle`` is live for ``principal`` (False for unknown, expired, evicted, another
+        principal's); never refreshes. Raises :class:`InvalidHandle`, :class:`InvalidPrincipal`,
+        :class:`StoreUnavailable`."""
+        return bool(self._call("handle_exists", self._who(handle, principal))["exists"])
+
+    def list(self) -> HandleList:
+        """Every live handle and tombstone, by key-hash prefix (never a handle, value or principal). Raises
+        :class:`StoreUnavailable`."""
+        out = self._call("handle_list", {})
+        infos = [HandleInfo(str(h["key"]), str(h["state"]), h.get("generation"), h.get("size"), _td(h["age_ms"]),
+                            _td(h["idle_ms"])) for h in out.get("handles") or []]
+        return HandleList(infos, int(out["live"]), int(out["tombstones"]), int(out["shards"]), int(out["bytes"]))
+
+    def gc(self) -> GCResult:
+        """Expire what is due, drop tombstones past their period, remove orphan records and temporary files.
+        Raises :class:`StoreUnavailable`."""
+        out = self._call("handle_gc", {})
+        return GCResult(*(int(out[k]) for k in ("expired_idle", "expired_max_age", "tombstones_dropped",
+                                                "orphans_removed", "temps_removed", "live")))
+
+    def close(self) -> None:
+        """Release the idle plugin instances now and the busy ones when their calls end. Idempotent; every
+        later call raises :class:`StoreUnavailable`. The files stay."""
+        with self._cv:
+            self._closed = True
+            idle, self._idle = self._idle, []
+            self._count -= len(idle)
+            self._cv.notify_all()
+        for inst in idle:
+            with contextlib.suppress(Exception):
+                inst.close()
+
+    def __enter__(self) -> HandleStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

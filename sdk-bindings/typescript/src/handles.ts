@@ -1,0 +1,334 @@
+/**
+ * {@link HandleStore}: durable state handles for sessionless MCP servers.
+ * Every rule (handle syntax and entropy, principal binding, idle TTL and
+ * maximum age, tombstones, LRU eviction, generations and compare-and-set,
+ * sealing at rest, the files and their locks) is the shared plugin's
+ * (`plugin.wasm`, its `handles_open` and `handle_*` exports; plugin/README.md
+ * and hostfuncs/README.md, "Plugin exports for the handle store"), the same
+ * in Go, Python and TypeScript; this file turns the exports into async
+ * methods and typed errors.
+ *
+ * @packageDocumentation
+ */
+import { createStderrLogger, type Logger } from "./logger.js";
+import { callExport, loadStore, type ExportResult, type ResumeTokenStore } from "./store.js";
+
+/** Options of {@link HandleStore.open}. Omitted → the environment → the plugin's defaults (shown). */
+export interface HandleStoreOptions {
+  /** The state root, as for resume (`$MCP_RESUME_STATE_DIR`, else per user); handles live in `<stateRoot>/<app dir>/handles`. */
+  stateRoot?: string;
+  /** Idle TTL in milliseconds: a handle not read or written for this long expires. Default `$MCP_RESUME_STATE_IDLE_TTL`, else 24 h. */
+  idleTtlMs?: number;
+  /** Maximum age in milliseconds from creation; nothing extends it. Default `$MCP_RESUME_STATE_MAX_AGE`, else 30 days. */
+  maxAgeMs?: number;
+  /** How long, in milliseconds, an expired or evicted handle still answers {@link HandleExpired}/{@link HandleEvicted} (then {@link HandleNotFound}). Default 7 days. */
+  tombstoneMs?: number;
+  /** Live handles per app before the least recently used is evicted (exact per shard; see the README). Default 10,000. */
+  maxHandles?: number;
+  /** Largest value in bytes (at most 4 MiB). Default 1 MiB. */
+  maxValueBytes?: number;
+  /** How long, in milliseconds, an operation waits for a shard lock another process holds before {@link StoreUnavailable}. Default 2000 (at most 10000). The wait blocks this thread. */
+  lockWaitMs?: number;
+  /** The clock, in Unix milliseconds (like `Date.now`), sent with every operation (`now_ms`); default the plugin's own clock. For tests. */
+  clock?: () => number;
+  /** Receives the plugin's log lines (`handle_created`, `handle_expired`…; never a handle, value or principal). Default {@link createStderrLogger}(). */
+  logger?: Logger;
+}
+
+/** The store's effective settings, as `handles_open` answered them (durations in milliseconds). */
+export interface HandleStoreSettings {
+  /** Absolute directory of the records: `<stateRoot>/<app dir>/handles`. */
+  stateDir: string;
+  stateRoot: string;
+  idleTtlMs: number;
+  maxAgeMs: number;
+  tombstoneMs: number;
+  maxHandles: number;
+  maxValueBytes: number;
+  /** Number of shards (a power of two, 1..256), fixed by the first open of the directory. */
+  shards: number;
+}
+
+/** What {@link HandleStore.create} returns. `createdMs` is Unix milliseconds; TTLs are milliseconds. */
+export interface Created {
+  /** The bearer secret (`mrh1_` + 32 base64url characters, 192 random bits). Never logged nor stored. */
+  handle: string;
+  /** Always 1. */
+  generation: number;
+  idleTtlMs: number;
+  maxAgeMs: number;
+  createdMs: number;
+}
+
+/** What {@link HandleStore.get} returns. */
+export interface HandleValue {
+  /** The value as it was last written. */
+  data: Uint8Array;
+  /** 1 at create, +1 per successful put. */
+  generation: number;
+  /** Creation time, Unix milliseconds. */
+  createdMs: number;
+  idleTtlMs: number;
+  maxAgeMs: number;
+}
+
+/** What {@link HandleStore.touch} returns. */
+export interface Touched {
+  generation: number;
+  idleTtlMs: number;
+  maxAgeMs: number;
+}
+
+/** One handle in {@link HandleList} (never its value, handle or principal). Ages in milliseconds, `size` in bytes. */
+export interface HandleEntry {
+  /** The first 12 hex characters of its key hash (as in log lines). */
+  key: string;
+  state: "live" | "expired_idle" | "expired_max_age" | "evicted";
+  generation?: number;
+  size?: number;
+  ageMs: number;
+  idleMs: number;
+}
+
+/** What {@link HandleStore.list} returns: every entry, the counts of live handles and tombstones, shards, and bytes on disk. */
+export interface HandleList {
+  handles: HandleEntry[];
+  live: number;
+  tombstones: number;
+  shards: number;
+  bytes: number;
+}
+
+/** What {@link HandleStore.gc} removed (counts) and how many handles remain live. */
+export interface GcResult {
+  expiredIdle: number;
+  expiredMaxAge: number;
+  tombstonesDropped: number;
+  orphansRemoved: number;
+  tempsRemoved: number;
+  live: number;
+}
+
+/**
+ * Any failure of the handle store: `code` is the plugin's error code
+ * (`invalid_value`, `not_open`, …; the subclasses below for the others) or
+ * `plugin_failed` (a trap). The message never holds a handle, value or principal.
+ */
+export class HandleStoreError extends Error {
+  /** @param code - the error code. @param message - what failed and what to do. */
+  constructor(readonly code: string, message: string) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+/** `invalid_handle`: not the handle syntax; answered before any file is touched. */
+export class InvalidHandle extends HandleStoreError {}
+/** `handle_not_found`: unknown, deleted, another principal's, its tombstone period over, or its record corrupt (then removed). */
+export class HandleNotFound extends HandleStoreError {}
+/** `handle_expired`: idle TTL or maximum age passed, within the tombstone period; `reason` says which. */
+export class HandleExpired extends HandleStoreError {
+  /** @param reason - `idle` or `max_age`. */
+  constructor(code: string, message: string, readonly reason: "idle" | "max_age") {
+    super(code, message);
+  }
+}
+/** `handle_evicted`: the least recently used handle, evicted by the capacity cap, within the tombstone period. */
+export class HandleEvicted extends HandleStoreError {}
+/** `conflict`: the expected generation was not the current one; nothing changed. `generation` is the current one. */
+export class Conflict extends HandleStoreError {
+  /** @param generation - the handle's current generation. */
+  constructor(code: string, message: string, readonly generation: number) {
+    super(code, message);
+  }
+}
+/** `value_too_large`: the value exceeds `maxValueBytes`; nothing was written. */
+export class ValueTooLarge extends HandleStoreError {}
+/** `invalid_principal`: not a string, over 1024 bytes, or not valid UTF-8. */
+export class InvalidPrincipal extends HandleStoreError {}
+/** `store_unavailable`: the directory cannot be used (I/O error, full disk, lock wait over) or the plugin cannot load; the message says what to do. */
+export class StoreUnavailable extends HandleStoreError {}
+/** `invalid_option`: a bad option or input (wrong type, a TTL longer than the store's, a bad generation, a bad environment value). */
+export class InvalidHandleOption extends HandleStoreError {}
+
+const CLASSES: Record<string, new (code: string, message: string) => HandleStoreError> = {
+  invalid_handle: InvalidHandle, handle_not_found: HandleNotFound, handle_evicted: HandleEvicted, value_too_large: ValueTooLarge,
+  invalid_principal: InvalidPrincipal, store_unavailable: StoreUnavailable, invalid_option: InvalidHandleOption,
+};
+
+/** The plugin's error answer as its class (handles.md's error table). */
+function errorOf(r: Extract<ExportResult, { ok: false }>): HandleStoreError {
+  if (r.code === "handle_expired") return new HandleExpired(r.code, r.message, r.error?.["reason"] === "max_age" ? "max_age" : "idle");
+  if (r.code === "conflict") return new Conflict(r.code, r.message, Number(r.error?.["generation"] ?? 0));
+  const C = CLASSES[r.code] ?? HandleStoreError;
+  return new C(r.code, r.message);
+}
+
+/** snake_case keys to camelCase, recursively; `*_ms` stays `…Ms`. */
+function camel(v: unknown): any {
+  if (Array.isArray(v)) return v.map(camel);
+  if (v === null || typeof v !== "object") return v;
+  return Object.fromEntries(Object.entries(v).map(([k, x]) => [k.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase()), camel(x)]));
+}
+
+const OPTION_KEYS: Array<[keyof HandleStoreOptions, string]> = [["stateRoot", "state_root"], ["idleTtlMs", "idle_ttl_ms"], ["maxAgeMs", "max_age_ms"],
+  ["tombstoneMs", "tombstone_ms"], ["maxHandles", "max_handles"], ["maxValueBytes", "max_value_bytes"], ["lockWaitMs", "lock_wait_ms"]];
+
+/** `value` as standard base64, or {@link HandleStoreError} `invalid_value` for anything but bytes. */
+function b64(value: unknown): string {
+  if (!(value instanceof Uint8Array)) throw new HandleStoreError("invalid_value", `value must be a Uint8Array, not ${value === null ? "null" : typeof value}`);
+  return Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString("base64");
+}
+
+/**
+ * A handle store: durable values behind opaque handles, for MCP servers
+ * that keep no process state between calls (sessionless MCP). One plugin
+ * instance per store; calls queue fairly (FIFO) on it, so a store may be
+ * shared by any number of async callers. Operations on one handle are
+ * linearizable across stores, processes and languages sharing the
+ * directory (a lock per shard, held for one operation).
+ *
+ * ```ts
+ * const store = await HandleStore.open("my-server");
+ * const { handle } = await store.create("", new TextEncoder().encode("{}"));
+ * const v = await store.get(handle, "");
+ * await store.put(handle, "", newBytes, { expect: v.generation }); // Conflict if someone wrote meanwhile
+ * ```
+ *
+ * Independent of resume: `MCP_RESUME=off` does not turn it off. Each
+ * operation is synchronous inside the plugin (file I/O and, when another
+ * process holds the shard, a wait of up to `lockWaitMs`), so it blocks the
+ * event loop for its duration.
+ */
+export class HandleStore {
+  readonly #inst: ResumeTokenStore;
+  readonly #clock: (() => number) | undefined;
+  #closed = false;
+
+  /** Use {@link HandleStore.open}. */
+  private constructor(inst: ResumeTokenStore, clock: (() => number) | undefined, readonly settings: HandleStoreSettings) {
+    this.#inst = inst;
+    this.#clock = clock;
+  }
+
+  /**
+   * Loads the plugin (compiled once per process), checks its ABI version and
+   * opens the handle store of `app` (creating `handles/` 0700, sweeping
+   * expired entries and stale temporary files).
+   *
+   * @param app - the server's app name (1–64 of `[A-Za-z0-9._-]`, starting with a letter or digit).
+   * @param options - directory, lifetimes, capacity, lock wait, clock, logger.
+   * @throws {@link InvalidHandleOption} for a bad option or environment value (the message names it);
+   *   {@link HandleStoreError} `invalid_app` for a bad app name; {@link StoreUnavailable} when the
+   *   directory cannot be used or the plugin cannot be loaded.
+   */
+  static async open(app: string, options: HandleStoreOptions = {}): Promise<HandleStore> {
+    const input: Record<string, unknown> = { app };
+    for (const [k, wire] of OPTION_KEYS) if (options[k] !== undefined) input[wire] = options[k];
+    let inst: ResumeTokenStore;
+    try {
+      // The plugin instance lives in the resume store's shell, which queues calls FIFO and confines the
+      // host functions to the state_dir handles_open answers; none of its resume methods is used.
+      inst = await loadStore(options.logger ?? createStderrLogger());
+    } catch (e) {
+      throw new StoreUnavailable("store_unavailable", `mcp-resume handle store: ${(e as Error).message}`);
+    }
+    const r = await callExport(inst, "handles_open", Buffer.from(JSON.stringify(input)));
+    if (!r.ok) {
+      await inst.close();
+      throw errorOf(r);
+    }
+    return new HandleStore(inst, options.clock, camel(JSON.parse(Buffer.from(r.output).toString())) as HandleStoreSettings);
+  }
+
+  /**
+   * Creates a handle holding `value`.
+   *
+   * @param principal - who may use it: the authenticated subject, a client id, or `""` (anonymous); only its keyed hash is stored.
+   * @param value - the bytes, at most `maxValueBytes`.
+   * @param options - `idleTtlMs`/`maxAgeMs` for this handle: 1..the store's value (they may only shorten it).
+   * @returns the handle and its generation (1), lifetimes and creation time. May evict the least recently used handle of its shard.
+   * @throws {@link ValueTooLarge}, {@link InvalidPrincipal}, {@link InvalidHandleOption}, {@link StoreUnavailable}.
+   */
+  async create(principal: string, value: Uint8Array, options: { idleTtlMs?: number; maxAgeMs?: number } = {}): Promise<Created> {
+    const input: Record<string, unknown> = { principal, value: b64(value) };
+    if (options.idleTtlMs !== undefined) input["idle_ttl_ms"] = options.idleTtlMs;
+    if (options.maxAgeMs !== undefined) input["max_age_ms"] = options.maxAgeMs;
+    return camel(await this.#call("handle_create", input));
+  }
+
+  /**
+   * Reads a handle's value; refreshes its idle time.
+   *
+   * @throws {@link InvalidHandle}, {@link HandleNotFound} (also another principal's handle), {@link HandleExpired},
+   *   {@link HandleEvicted}, {@link InvalidPrincipal}, {@link StoreUnavailable}.
+   */
+  async get(handle: string, principal: string): Promise<HandleValue> {
+    const o = await this.#call("handle_get", { handle, principal });
+    const { value, ...rest } = camel(o) as { value: string } & Omit<HandleValue, "data">;
+    return { data: new Uint8Array(Buffer.from(value, "base64")), ...rest };
+  }
+
+  /**
+   * Replaces a handle's value; refreshes its idle time. Without `expect` the
+   * last writer wins; with it, the write happens only if the current
+   * generation is `expect` (compare-and-set).
+   *
+   * @returns the new generation.
+   * @throws {@link Conflict} (with the current generation; nothing changed), {@link ValueTooLarge} and those of {@link get}.
+   */
+  async put(handle: string, principal: string, value: Uint8Array, options: { expect?: number } = {}): Promise<number> {
+    const input: Record<string, unknown> = { handle, principal, value: b64(value) };
+    if (options.expect !== undefined) input["generation"] = options.expect;
+    return Number((await this.#call("handle_put", input))["generation"]);
+  }
+
+  /**
+   * Deletes a handle (no tombstone: afterwards it answers {@link HandleNotFound}); with `expect`, only at that generation.
+   *
+   * @throws {@link Conflict} and those of {@link get}.
+   */
+  async delete(handle: string, principal: string, options: { expect?: number } = {}): Promise<void> {
+    const input: Record<string, unknown> = { handle, principal };
+    if (options.expect !== undefined) input["generation"] = options.expect;
+    await this.#call("handle_delete", input);
+  }
+
+  /** Refreshes a handle's idle time without reading its value (a `StateStore`'s `updateTTL`). @throws those of {@link get}. */
+  async touch(handle: string, principal: string): Promise<Touched> {
+    return camel(await this.#call("handle_touch", { handle, principal }));
+  }
+
+  /**
+   * Whether the handle is live for this principal (false when unknown, expired, evicted or another's); never refreshes.
+   *
+   * @throws {@link InvalidHandle} for a malformed handle, {@link InvalidPrincipal}, {@link StoreUnavailable}.
+   */
+  async exists(handle: string, principal: string): Promise<boolean> {
+    return (await this.#call("handle_exists", { handle, principal }))["exists"] === true;
+  }
+
+  /** Every entry with its state, generation, size and ages, and the totals; never a value, handle or principal. @throws {@link StoreUnavailable}. */
+  async list(): Promise<HandleList> {
+    return camel(await this.#call("handle_list", {}));
+  }
+
+  /** Removes expired records, old tombstones, orphan records and stale temporary files; returns the counts. @throws {@link StoreUnavailable}. */
+  async gc(): Promise<GcResult> {
+    return camel(await this.#call("handle_gc", {}));
+  }
+
+  /** Waits for queued calls, then releases the plugin instance and its locks. Idempotent; later calls reject with `not_open`. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    await this.#inst.close();
+  }
+
+  /** One export call through the FIFO queue, with `now_ms` from the clock; the JSON output, or the typed error. */
+  async #call(name: string, input: Record<string, unknown>): Promise<Record<string, unknown>> {
+    if (this.#closed) throw new HandleStoreError("not_open", `mcp-resume ${name}: the handle store is closed`);
+    if (this.#clock) input["now_ms"] = Math.floor(this.#clock());
+    const r = await callExport(this.#inst, name, Buffer.from(JSON.stringify(input)));
+    if (!r.ok) throw errorOf(r);
+    return JSON.parse(Buffer.from(r.output).toString()) as Record<string, unknown>;
+  }
+}
