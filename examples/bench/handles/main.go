@@ -34,6 +34,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -55,6 +56,7 @@ var (
 	flagRound = flag.Int("rounds", 7, "conc: rounds, each one 1-goroutine and one 8-goroutine window")
 	flagWin   = flag.Duration("window", 2*time.Second, "conc: length of one window")
 	flagPool  = flag.Int("pool", 0, "Pool option of every store (0: the default, GOMAXPROCS)")
+	flagProf  = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 )
 
 var (
@@ -106,6 +108,16 @@ func main() {
 		fatal("temporary directory", err)
 	}
 	defer os.RemoveAll(root)
+	if *flagProf != "" {
+		f, err := os.Create(*flagProf)
+		if err != nil {
+			fatal("cpuprofile", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fatal("cpuprofile", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	fmt.Printf("Handle store benchmark, %s, value %d bytes, GOMAXPROCS default, pool %d (0 = default)\n\n",
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), *flagValue, *flagPool)
 	if parts["size"] {
