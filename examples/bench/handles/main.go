@@ -29,12 +29,15 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
+	"syscall"
 	"strings"
 	"time"
 
@@ -46,6 +49,7 @@ var (
 	flagN     = flag.Int("n", 1000, "ops: operations of each kind, store and native alike")
 	flagValue = flag.Int("value", 1024, "value size in bytes")
 	flagDir   = flag.String("dir", "", "directory for the stores (default: the system's temporary directory)")
+	flagScDir = flag.String("scale-dir", "", "directory for the stores of scale, gc and cap (default: -dir); make bench-handles gives /dev/shm, where filling 100,000 handles takes a third of the time")
 	flagWasm  = flag.String("wasm", "plugin/plugin.wasm", "size: the plugin to weigh")
 	flagBase  = flag.Int64("wasm-base", 3458239, "size: the plugin's size before the handle store (ABI 5), bytes")
 	flagBig   = flag.Int("big", 100000, "scale: live handles of the large store")
@@ -63,12 +67,17 @@ var (
 	ctx   = context.Background()
 	quiet = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	root  string
+	// scaleRoot holds the stores of scaleApps.
+	scaleRoot string
+	scaleApps = map[string]bool{"bench-small": true, "bench-big": true, "bench-full": true, "bench-below": true}
 )
 
 func fatal(what string, err error) {
 	fmt.Fprintf(os.Stderr, "handles bench: %s: %v\n", what, err)
-	if root != "" {
-		os.RemoveAll(root)
+	for _, d := range []string{root, scaleRoot} {
+		if d != "" {
+			os.RemoveAll(d)
+		}
 	}
 	os.Exit(1)
 }
@@ -77,9 +86,13 @@ func progress(format string, a ...any) {
 	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, a...)...)
 }
 
-// open opens a handle store of app under root with these options.
+// open opens a handle store of app under root (or, for the stores of
+// scale, gc and cap, under scaleRoot) with these options.
 func open(app string, opts host.HandleOptions) *host.Handles {
 	opts.StateRoot = filepath.Join(root, "state")
+	if scaleApps[app] {
+		opts.StateRoot = filepath.Join(scaleRoot, "state")
+	}
 	opts.Logger = quiet
 	if opts.Pool == 0 {
 		opts.Pool = *flagPool
@@ -108,6 +121,13 @@ func main() {
 		fatal("temporary directory", err)
 	}
 	defer os.RemoveAll(root)
+	scaleRoot = root
+	if *flagScDir != "" {
+		if scaleRoot, err = os.MkdirTemp(*flagScDir, "handles-bench-"); err != nil {
+			fatal("temporary directory", err)
+		}
+		defer os.RemoveAll(scaleRoot)
+	}
 	if *flagProf != "" {
 		f, err := os.Create(*flagProf)
 		if err != nil {
@@ -118,8 +138,8 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	fmt.Printf("Handle store benchmark, %s, value %d bytes, GOMAXPROCS default, pool %d (0 = default)\n\n",
-		time.Now().UTC().Format("2006-01-02 15:04 UTC"), *flagValue, *flagPool)
+	fmt.Printf("Handle store benchmark, %s, value %d bytes, pool %d (0 = the default, GOMAXPROCS = %d); stores in %s, those of scale, gc and cap in %s\n\n",
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"), *flagValue, *flagPool, runtime.GOMAXPROCS(0), fsOf(root), fsOf(scaleRoot))
 	if parts["size"] {
 		size()
 	}
@@ -258,6 +278,7 @@ func ops() {
 		pair(2, i, func() error { _, err := store.Put(ctx, handles[j], "", v, 0); return err },
 			func() error { return nat.put(&keys[j], v) })
 	}
+	anatomy(store, handles, perm)
 	for i := range n {
 		j := perm[i]
 		pair(3, i, func() error { return store.Delete(ctx, handles[j], "", 0) },
@@ -279,4 +300,46 @@ func ops() {
 			ms(st[op].pct(50)), ms(st[op].pct(99)), ms(nt[op].pct(50)), ms(nt[op].pct(99)), r50, r99, target, verd)
 	}
 	fmt.Println()
+}
+
+// anatomy splits a get into its layers, in rounds (each round one of
+// each, so that noise hits all alike): an export call refused before any
+// I/O (a malformed handle: the Wasm call, JSON and the pool), exists (+ the
+// shard lock, the index read and the record header read), a get of a
+// handle read less than a second before (+ the whole record and AES-GCM
+// open; the index is not rewritten within the 1 s idle resolution), and a
+// get of a handle last used long before (+ the index rewrite).
+func anatomy(store *host.Handles, handles []string, perm []int) {
+	n := len(handles)
+	var refused, exists, hot, cold samples
+	for i := range n {
+		h := handles[perm[i]]
+		refused = append(refused, timed("refused", func() error {
+			if _, err := store.Get(ctx, "mrh1_not-a-handle", ""); !errors.Is(err, host.ErrInvalidHandle) {
+				return fmt.Errorf("a malformed handle answered %v", err)
+			}
+			return nil
+		}))
+		exists = append(exists, timed("exists", func() error { _, err := store.Exists(ctx, h, ""); return err }))
+		cold = append(cold, timed("get", func() error { _, err := store.Get(ctx, h, ""); return err }))
+		hot = append(hot, timed("get again", func() error { _, err := store.Get(ctx, h, ""); return err }))
+	}
+	fmt.Printf("### Anatomy of a get (same store, %d rounds; ms)\n\n| call | what it adds | p50 | p99 |\n|---|---|---:|---:|\n", n)
+	fmt.Printf("| get of a malformed handle | the export call: Wasm, JSON, the pool (no host call) | %s | %s |\n", ms(refused.pct(50)), ms(refused.pct(99)))
+	fmt.Printf("| exists | shard lock + unlock, index read, record header read | %s | %s |\n", ms(exists.pct(50)), ms(exists.pct(99)))
+	fmt.Printf("| get, handle read < 1 s before | whole record, AES-GCM open (no index write) | %s | %s |\n", ms(hot.pct(50)), ms(hot.pct(99)))
+	fmt.Printf("| get, handle idle ≥ 1 s | the index rewritten (temp + rename) | %s | %s |\n\n", ms(cold.pct(50)), ms(cold.pct(99)))
+}
+
+// fsOf names the file system of dir: its path and type (tmpfs or not).
+func fsOf(dir string) string {
+	var st syscall.Statfs_t
+	kind := "?"
+	if syscall.Statfs(dir, &st) == nil {
+		kind = "disk"
+		if st.Type == 0x01021994 { // TMPFS_MAGIC
+			kind = "tmpfs"
+		}
+	}
+	return filepath.Dir(dir) + " (" + kind + ")"
 }
