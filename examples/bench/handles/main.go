@@ -37,8 +37,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
-	"syscall"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/host"
