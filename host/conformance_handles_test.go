@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/mcp-resume/mcp-resume/hostfuncs"
 )
 
 // The conformance format's additions for the handle store
@@ -16,12 +19,12 @@ import (
 // error_json_subset, corrupt_files, files_after_count and files_exclude.
 
 // exportHandlesOpen opens a handle store in a plugin instance.
-const exportHandlesOpen = "handles_open"
+const exportHandlesOpen = hostfuncs.ExportHandlesOpen
 
 // isHandleExport reports whether export belongs to the handle store, whose
 // inputs are JSON objects.
 func isHandleExport(export string) bool {
-	return export == exportHandlesOpen || strings.HasPrefix(export, "handle_")
+	return slices.Contains(hostfuncs.HandleExports(), export) || strings.HasPrefix(export, "handle_")
 }
 
 // callInput returns the input bytes of an export call: for a handle

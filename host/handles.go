@@ -10,8 +10,10 @@ import (
 	"runtime"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mcp-resume/mcp-resume/host/internal/primitives"
+	"github.com/mcp-resume/mcp-resume/hostfuncs"
 )
 
 // The handle store: durable state handles for sessionless MCP servers
@@ -19,19 +21,6 @@ import (
 // handle store"). This file opens it and runs its pool of plugin
 // instances; handles_ops.go has the operations, handles_errors.go the
 // errors.
-
-// Exports of the handle store (plugin/README.md).
-const (
-	exportHandlesOpen  = "handles_open"
-	exportHandleCreate = "handle_create"
-	exportHandleGet    = "handle_get"
-	exportHandlePut    = "handle_put"
-	exportHandleDelete = "handle_delete"
-	exportHandleTouch  = "handle_touch"
-	exportHandleExists = "handle_exists"
-	exportHandleList   = "handle_list"
-	exportHandleGC     = "handle_gc"
-)
 
 // HandleOptions configures OpenHandles. The zero value takes every
 // default. Durations are sent to the plugin in whole milliseconds (a
@@ -91,8 +80,9 @@ type HandlePolicy struct {
 	IdleTTL, MaxAge, Tombstone time.Duration
 	// MaxHandles is the live-handle cap; MaxValueBytes the largest value.
 	MaxHandles, MaxValueBytes int
-	// Shards is the number of shards of the directory (fixed when the
-	// directory was first opened).
+	// Shards is the number of shards a new directory gets for MaxHandles;
+	// a directory made before keeps its own count (HandleList.Shards is
+	// the count in effect).
 	Shards int
 }
 
@@ -125,39 +115,17 @@ type Handles struct {
 	all    map[*Store]bool // every instance alive, for Close
 }
 
-// handlesOpenInput is handles_open's input.
-type handlesOpenInput struct {
-	App           string `json:"app"`
-	StateRoot     string `json:"state_root,omitempty"`
-	IdleTTLMS     int64  `json:"idle_ttl_ms,omitempty"`
-	MaxAgeMS      int64  `json:"max_age_ms,omitempty"`
-	TombstoneMS   int64  `json:"tombstone_ms,omitempty"`
-	MaxHandles    int    `json:"max_handles,omitempty"`
-	MaxValueBytes int    `json:"max_value_bytes,omitempty"`
-	LockWaitMS    int64  `json:"lock_wait_ms,omitempty"`
-}
-
-// handlesOpenOutput is handles_open's output.
-type handlesOpenOutput struct {
-	StateDir      string `json:"state_dir"`
-	StateRoot     string `json:"state_root"`
-	IdleTTLMS     int64  `json:"idle_ttl_ms"`
-	MaxAgeMS      int64  `json:"max_age_ms"`
-	TombstoneMS   int64  `json:"tombstone_ms"`
-	MaxHandles    int    `json:"max_handles"`
-	MaxValueBytes int    `json:"max_value_bytes"`
-	Shards        int    `json:"shards"`
-}
-
 // OpenHandles opens the handle store of app (an MCP server application
 // name, as for Open: 1-64 of [A-Za-z0-9._-] starting with a letter or
-// digit), creating its directory (0700) if needed and sweeping expired
-// handles. It fails with an error matching ErrInvalidApp or
+// digit). It settles the policy (options, then the environment, then the
+// defaults) and touches no file: the first operation creates the
+// directory (0700, owner checked) and sweeps stale temporary files and
+// expired handles, and an unusable directory makes the operations answer
+// ErrStoreUnavailable. It fails with an error matching ErrInvalidApp or
 // ErrInvalidOption (the plugin's message names the option and what to
-// give), ErrStoreUnavailable (a *HandleError: the directory cannot be
-// used) or ErrPlugin (the plugin cannot run). A server whose store cannot
-// open should keep serving and answer store_unavailable from the tools
-// that need it.
+// give), ErrStoreUnavailable (no state root can be found) or ErrPlugin
+// (the plugin cannot run). A server whose store cannot open should keep
+// serving and answer store_unavailable from the tools that need it.
 func OpenHandles(app string, opts HandleOptions) (*Handles, error) {
 	ms := func(name string, d time.Duration) (int64, error) {
 		switch {
@@ -168,7 +136,7 @@ func OpenHandles(app string, opts HandleOptions) (*Handles, error) {
 		}
 		return d.Milliseconds(), nil
 	}
-	in := handlesOpenInput{App: app, StateRoot: opts.StateRoot, MaxHandles: opts.MaxHandles, MaxValueBytes: opts.MaxValueBytes}
+	in := hostfuncs.HandlesOpenInput{App: app, StateRoot: opts.StateRoot, MaxHandles: int64(opts.MaxHandles), MaxValueBytes: int64(opts.MaxValueBytes)}
 	var err error
 	for _, o := range []struct {
 		name string
@@ -200,7 +168,7 @@ func OpenHandles(app string, opts HandleOptions) (*Handles, error) {
 	h.policy = HandlePolicy{
 		StateDir: out.StateDir, StateRoot: out.StateRoot,
 		IdleTTL: msDuration(out.IdleTTLMS), MaxAge: msDuration(out.MaxAgeMS), Tombstone: msDuration(out.TombstoneMS),
-		MaxHandles: out.MaxHandles, MaxValueBytes: out.MaxValueBytes, Shards: out.Shards,
+		MaxHandles: int(out.MaxHandles), MaxValueBytes: int(out.MaxValueBytes), Shards: int(out.Shards),
 	}
 	h.size = 1
 	h.all[first] = true
@@ -216,30 +184,30 @@ func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millis
 
 // instance loads a plugin instance with its own host functions (its own
 // locks and state directory) and opens the handle store in it.
-func (h *Handles) instance(ctx context.Context) (*Store, handlesOpenOutput, error) {
-	var out handlesOpenOutput
+func (h *Handles) instance(ctx context.Context) (*Store, hostfuncs.HandlesOpenOutput, error) {
+	var out hostfuncs.HandlesOpenOutput
 	funcs := primitives.New(primitives.Config{Logger: h.logger})
 	s, err := load(ctx, handlesCacheDir, funcs, h.logger)
 	if err != nil {
 		return nil, out, err
 	}
-	raw, errJSON, callErr, err := s.callRaw(ctx, exportHandlesOpen, h.input)
+	raw, errJSON, callErr, err := s.callRaw(ctx, hostfuncs.ExportHandlesOpen, h.input)
 	switch {
 	case err != nil:
-		err = fmt.Errorf("%w: %s: %v", ErrPlugin, exportHandlesOpen, err)
-	case callErr != nil && callErr.Code == "invalid_app":
+		err = fmt.Errorf("%w: %s: %v", ErrPlugin, hostfuncs.ExportHandlesOpen, err)
+	case callErr != nil && callErr.Code == hostfuncs.CodeInvalidApp:
 		err = &refusal{ErrInvalidApp, callErr.Message}
-	case callErr != nil && callErr.Code == "invalid_option":
+	case callErr != nil && callErr.Code == hostfuncs.CodeInvalidOption:
 		err = &refusal{ErrInvalidOption, callErr.Message}
 	case callErr != nil:
-		err = handleError(exportHandlesOpen, errJSON)
+		err = handleError(hostfuncs.ExportHandlesOpen, errJSON)
 	default:
 		if jerr := json.Unmarshal(raw, &out); jerr != nil || out.StateDir == "" {
-			err = fmt.Errorf("%w: %s answered %q", ErrPlugin, exportHandlesOpen, raw)
+			err = fmt.Errorf("%w: %s answered %q", ErrPlugin, hostfuncs.ExportHandlesOpen, raw)
 		} else if !funcs.SetStateDir(out.StateDir) {
 			// The confinement rule: the file functions act in
 			// handles_open's state_dir, for good.
-			err = fmt.Errorf("%w: %s answered a state_dir that is not an absolute, clean path: %q", ErrPlugin, exportHandlesOpen, out.StateDir)
+			err = fmt.Errorf("%w: %s answered a state_dir that is not an absolute, clean path: %q", ErrPlugin, hostfuncs.ExportHandlesOpen, out.StateDir)
 		}
 	}
 	if err != nil {
@@ -316,16 +284,18 @@ func (h *Handles) release(s *Store, broken bool) {
 	h.idle <- s // never blocks: at most max instances exist
 }
 
-// call runs export with input (a JSON object; now_ms added when the store
-// has a clock) in a pooled instance and decodes its JSON output into v.
-func (h *Handles) call(ctx context.Context, export string, input map[string]any, v any) error {
-	if h.now != nil && export != exportHandlesOpen {
-		input["now_ms"] = h.now().UnixMilli()
+// call runs a handle_* export with input (now_ms set when the store has a
+// clock) in a pooled instance and decodes its JSON output into v.
+func (h *Handles) call(ctx context.Context, export string, input hostfuncs.HandleInput, v any) error {
+	if !utf8.ValidString(input.Principal) {
+		// JSON cannot carry the bytes to the plugin (they would arrive as
+		// U+FFFD, another principal): refused here with its code.
+		return &HandleError{Code: hostfuncs.CodeInvalidPrincipal, Message: "principal must be valid UTF-8"}
 	}
-	in, err := json.Marshal(input)
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrPlugin, err)
+	if h.now != nil {
+		input.NowMS, input.NowSet = h.now().UnixMilli(), true
 	}
+	in, _ := input.EncodeJSON()
 	s, err := h.acquire(ctx)
 	if err != nil {
 		return err

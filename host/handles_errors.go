@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/mcp-resume/mcp-resume/hostfuncs"
 )
 
 // Errors of the handle store (handles.go). Every failure a Handles method
@@ -51,15 +53,15 @@ var (
 // matches. invalid_option is this package's ErrInvalidOption (a lifetime
 // at Create longer than the store's, a bad option of OpenHandles).
 var sentinels = map[string]error{
-	"invalid_handle":    ErrInvalidHandle,
-	"handle_not_found":  ErrHandleNotFound,
-	"handle_expired":    ErrHandleExpired,
-	"handle_evicted":    ErrHandleEvicted,
-	"conflict":          ErrConflict,
-	"value_too_large":   ErrValueTooLarge,
-	"invalid_principal": ErrInvalidPrincipal,
-	"store_unavailable": ErrStoreUnavailable,
-	"invalid_option":    ErrInvalidOption,
+	hostfuncs.CodeInvalidHandle:    ErrInvalidHandle,
+	hostfuncs.CodeHandleNotFound:   ErrHandleNotFound,
+	hostfuncs.CodeHandleExpired:    ErrHandleExpired,
+	hostfuncs.CodeHandleEvicted:    ErrHandleEvicted,
+	hostfuncs.CodeConflict:         ErrConflict,
+	hostfuncs.CodeValueTooLarge:    ErrValueTooLarge,
+	hostfuncs.CodeInvalidPrincipal: ErrInvalidPrincipal,
+	hostfuncs.CodeStoreUnavailable: ErrStoreUnavailable,
+	hostfuncs.CodeInvalidOption:    ErrInvalidOption,
 }
 
 // HandleError is a failure the handle store answered: the plugin's error

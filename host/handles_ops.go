@@ -3,6 +3,8 @@ package host
 import (
 	"context"
 	"time"
+
+	"github.com/mcp-resume/mcp-resume/hostfuncs"
 )
 
 // The operations of the handle store (handles.go), one plugin export each
@@ -40,64 +42,40 @@ type Value struct {
 	IdleTTL, MaxAge time.Duration
 }
 
-// HandleList is the answer of List: what the store holds, never a value,
-// a handle or a principal. Its JSON is the plugin's handle_list output,
-// which `mcp-resume state list --json` prints.
-type HandleList struct {
-	// Handles are the live handles and the tombstones, each named by a
-	// prefix of its key hash.
-	Handles []HandleInfo `json:"handles"`
-	// Live counts the live handles, Tombstones the expired and evicted
-	// ones still remembered.
-	Live       int `json:"live"`
-	Tombstones int `json:"tombstones"`
-	// Shards is the number of shards of the directory.
-	Shards int `json:"shards"`
-	// Bytes is the size of the live records on disk, in bytes.
-	Bytes int64 `json:"bytes"`
-}
-
-// HandleInfo is one entry of a HandleList.
-type HandleInfo struct {
-	// Key is the first 12 hex digits of the handle's key hash, the name the
-	// store's log lines use (never the handle).
-	Key string `json:"key"`
-	// State is "live", "expired_idle", "expired_max_age" or "evicted".
-	State string `json:"state"`
-	// Generation and Size (of the record on disk, in bytes) are set for a
-	// live handle only.
-	Generation int64 `json:"generation,omitempty"`
-	Size       int64 `json:"size,omitempty"`
-	// AgeMS is the time since creation, IdleMS since last use (for a
+// The answers of List and GC are the plugin's export outputs as hostfuncs
+// states them (hostfuncs/README.md, "Plugin exports"), as for Store.List:
+// the same JSON in every host language, which `mcp-resume state` hands to
+// the plugin's render export unchanged.
+type (
+	// HandleList is what List reports: the entries (Handles), the count
+	// of live handles and of tombstones, the shard count in effect and
+	// the bytes of the live values; never a value, a handle or a
+	// principal.
+	HandleList = hostfuncs.HandleListOutput
+	// HandleInfo is one entry of a HandleList: Key, the first 12 hex
+	// digits of the handle's key hash (the name log lines use); State
+	// (hostfuncs.HandleLive, HandleExpiredIdle, HandleExpiredMaxAge,
+	// HandleEvicted); Generation and Size (bytes of the value) for a live
+	// handle; AgeMS since creation and IdleMS since the last use (for a
 	// tombstone: since it died), in milliseconds.
-	AgeMS  int64 `json:"age_ms"`
-	IdleMS int64 `json:"idle_ms"`
-}
-
-// GCResult is the answer of GC: what the sweep removed, in counts.
-type GCResult struct {
-	ExpiredIdle       int `json:"expired_idle"`
-	ExpiredMaxAge     int `json:"expired_max_age"`
-	TombstonesDropped int `json:"tombstones_dropped"`
-	OrphansRemoved    int `json:"orphans_removed"`
-	TempsRemoved      int `json:"temps_removed"`
-	// Live is the number of live handles after the sweep.
-	Live int `json:"live"`
-}
+	HandleInfo = hostfuncs.HandleEntry
+	// GCResult is what GC removed, in counts, and the live handles left.
+	GCResult = hostfuncs.HandleGCOutput
+)
 
 // CreateOption sets a lifetime of one handle at Create.
-type CreateOption func(map[string]any)
+type CreateOption func(*hostfuncs.HandleInput)
 
 // WithIdleTTL gives the handle an idle TTL shorter than the store's (1 ms
 // up to HandlePolicy.IdleTTL; longer fails with ErrInvalidOption).
 func WithIdleTTL(d time.Duration) CreateOption {
-	return func(in map[string]any) { in["idle_ttl_ms"] = optionMS(d) }
+	return func(in *hostfuncs.HandleInput) { in.IdleTTLMS, in.IdleTTLSet = optionMS(d), true }
 }
 
 // WithMaxAge gives the handle a maximum age shorter than the store's (1 ms
 // up to HandlePolicy.MaxAge; longer fails with ErrInvalidOption).
 func WithMaxAge(d time.Duration) CreateOption {
-	return func(in map[string]any) { in["max_age_ms"] = optionMS(d) }
+	return func(in *hostfuncs.HandleInput) { in.MaxAgeMS, in.MaxAgeSet = optionMS(d), true }
 }
 
 // optionMS is d in whole milliseconds, a positive d under 1 ms as 1 (zero
@@ -120,6 +98,11 @@ func valueBytes(value []byte) []byte {
 	return value
 }
 
+// input is the input of a handle_* export on handle for principal.
+func input(handle, principal string) hostfuncs.HandleInput {
+	return hostfuncs.HandleInput{Handle: handle, HandleSet: true, Principal: principal, PrincipalSet: true}
+}
+
 // Create stores value (at most MaxValueBytes, else ErrValueTooLarge and
 // nothing is written) under a new handle bound to principal (the
 // authenticated subject or client id; "" for anonymous, e.g. stdio), with
@@ -127,18 +110,12 @@ func valueBytes(value []byte) []byte {
 // evicted (it then answers ErrHandleEvicted). A lifetime option longer
 // than the store's fails with ErrInvalidOption.
 func (h *Handles) Create(ctx context.Context, principal string, value []byte, opts ...CreateOption) (Created, error) {
-	in := map[string]any{"principal": principal, "value": valueBytes(value)}
+	in := hostfuncs.HandleInput{Principal: principal, PrincipalSet: true, Value: valueBytes(value), ValueSet: true}
 	for _, o := range opts {
-		o(in)
+		o(&in)
 	}
-	var out struct {
-		Handle     string `json:"handle"`
-		Generation int64  `json:"generation"`
-		IdleTTLMS  int64  `json:"idle_ttl_ms"`
-		MaxAgeMS   int64  `json:"max_age_ms"`
-		CreatedMS  int64  `json:"created_ms"`
-	}
-	if err := h.call(ctx, exportHandleCreate, in, &out); err != nil {
+	var out hostfuncs.HandleCreated
+	if err := h.call(ctx, hostfuncs.ExportHandleCreate, in, &out); err != nil {
 		return Created{}, err
 	}
 	return Created{Handle: out.Handle, Generation: out.Generation, IdleTTL: msDuration(out.IdleTTLMS), MaxAge: msDuration(out.MaxAgeMS), Created: msTime(out.CreatedMS)}, nil
@@ -149,14 +126,8 @@ func (h *Handles) Create(ctx context.Context, principal string, value []byte, op
 // principal's, or corrupt), ErrHandleExpired (HandleError.Reason "idle"
 // or "max_age") or ErrHandleEvicted.
 func (h *Handles) Get(ctx context.Context, handle, principal string) (Value, error) {
-	var out struct {
-		Value      []byte `json:"value"`
-		Generation int64  `json:"generation"`
-		CreatedMS  int64  `json:"created_ms"`
-		IdleTTLMS  int64  `json:"idle_ttl_ms"`
-		MaxAgeMS   int64  `json:"max_age_ms"`
-	}
-	if err := h.call(ctx, exportHandleGet, map[string]any{"handle": handle, "principal": principal}, &out); err != nil {
+	var out hostfuncs.HandleValue
+	if err := h.call(ctx, hostfuncs.ExportHandleGet, input(handle, principal), &out); err != nil {
 		return Value{}, err
 	}
 	return Value{Data: valueBytes(out.Value), Generation: out.Generation, Created: msTime(out.CreatedMS), IdleTTL: msDuration(out.IdleTTLMS), MaxAge: msDuration(out.MaxAgeMS)}, nil
@@ -169,14 +140,11 @@ func (h *Handles) Get(ctx context.Context, handle, principal string) (Value, err
 // nothing. With expect 0 the last writer wins (generations start at 1, so
 // 0 never names one). Errors as Get, and ErrValueTooLarge.
 func (h *Handles) Put(ctx context.Context, handle, principal string, value []byte, expect int64) (int64, error) {
-	in := map[string]any{"handle": handle, "principal": principal, "value": valueBytes(value)}
-	if expect != 0 {
-		in["generation"] = expect
-	}
-	var out struct {
-		Generation int64 `json:"generation"`
-	}
-	if err := h.call(ctx, exportHandlePut, in, &out); err != nil {
+	in := input(handle, principal)
+	in.Value, in.ValueSet = valueBytes(value), true
+	in.Generation, in.GenerationSet = expect, expect != 0
+	var out hostfuncs.HandleGeneration
+	if err := h.call(ctx, hostfuncs.ExportHandlePut, in, &out); err != nil {
 		return 0, err
 	}
 	return out.Generation, nil
@@ -188,21 +156,17 @@ func (h *Handles) Put(ctx context.Context, handle, principal string, value []byt
 // cleanup then cannot delete a handle that was written meanwhile. Errors
 // as Get.
 func (h *Handles) Delete(ctx context.Context, handle, principal string, expect int64) error {
-	in := map[string]any{"handle": handle, "principal": principal}
-	if expect != 0 {
-		in["generation"] = expect
-	}
+	in := input(handle, principal)
+	in.Generation, in.GenerationSet = expect, expect != 0
 	var out struct{}
-	return h.call(ctx, exportHandleDelete, in, &out)
+	return h.call(ctx, hostfuncs.ExportHandleDelete, in, &out)
 }
 
 // Touch refreshes handle's idle TTL without reading or writing its value
 // and returns its current generation. Errors as Get.
 func (h *Handles) Touch(ctx context.Context, handle, principal string) (int64, error) {
-	var out struct {
-		Generation int64 `json:"generation"`
-	}
-	if err := h.call(ctx, exportHandleTouch, map[string]any{"handle": handle, "principal": principal}, &out); err != nil {
+	var out hostfuncs.HandleTouched
+	if err := h.call(ctx, hostfuncs.ExportHandleTouch, input(handle, principal), &out); err != nil {
 		return 0, err
 	}
 	return out.Generation, nil
@@ -213,10 +177,8 @@ func (h *Handles) Touch(ctx context.Context, handle, principal string) (int64, e
 // principal's. It never refreshes the idle TTL. A malformed handle still
 // fails with ErrInvalidHandle.
 func (h *Handles) Exists(ctx context.Context, handle, principal string) (bool, error) {
-	var out struct {
-		Exists bool `json:"exists"`
-	}
-	if err := h.call(ctx, exportHandleExists, map[string]any{"handle": handle, "principal": principal}, &out); err != nil {
+	var out hostfuncs.HandleExists
+	if err := h.call(ctx, hostfuncs.ExportHandleExists, input(handle, principal), &out); err != nil {
 		return false, err
 	}
 	return out.Exists, nil
@@ -226,7 +188,7 @@ func (h *Handles) Exists(ctx context.Context, handle, principal string) (bool, e
 // states, generations, sizes, ages), never a value, handle or principal.
 func (h *Handles) List(ctx context.Context) (HandleList, error) {
 	var out HandleList
-	err := h.call(ctx, exportHandleList, map[string]any{}, &out)
+	err := h.call(ctx, hostfuncs.ExportHandleList, hostfuncs.HandleInput{}, &out)
 	return out, err
 }
 
@@ -237,6 +199,6 @@ func (h *Handles) List(ctx context.Context) (HandleList, error) {
 // correctness.
 func (h *Handles) GC(ctx context.Context) (GCResult, error) {
 	var out GCResult
-	err := h.call(ctx, exportHandleGC, map[string]any{}, &out)
+	err := h.call(ctx, hostfuncs.ExportHandleGC, hostfuncs.HandleInput{}, &out)
 	return out, err
 }

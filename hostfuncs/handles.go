@@ -239,13 +239,14 @@ func (in *HandlesOpenInput) DecodeJSON(b []byte) error {
 
 // intMember reads member name as an integer, or an *OptionError.
 func intMember(d *decoder, name string, p *int64) error {
-	err := member(name, "a whole number", "", func() error { return d.int64(p) })
-	if err != nil {
-		if _, ok := err.(*OptionError); !ok {
-			err = &OptionError{Option: name, Want: "a whole number", Got: "a number with a fraction, an exponent or too many digits"}
-		}
+	err := d.int64(p)
+	if ke, ok := err.(*kindError); ok {
+		return &OptionError{Option: name, Want: "a whole number", Got: kindName(ke.got)}
 	}
-	return err
+	if err != nil {
+		return &OptionError{Option: name, Want: "a whole number", Got: "a number with a fraction, an exponent or too many digits"}
+	}
+	return nil
 }
 
 // DecodeJSON sets in from the JSON input of a handle_* export. The error
@@ -405,7 +406,7 @@ func (o HandleExists) EncodeJSON() ([]byte, error) {
 // EncodeJSON returns the output of ExportHandleList. The error is always nil.
 func (o HandleListOutput) EncodeJSON() ([]byte, error) {
 	return encodeObject(func(en *encoder) {
-		en.array("handles", false, len(o.Handles), func(i int) {
+		en.array("handles", o.Handles == nil, len(o.Handles), func(i int) {
 			h := o.Handles[i]
 			en.begin()
 			en.str("key", h.Key)

@@ -17,9 +17,9 @@ import (
 )
 
 // TestModule checks the committed plugin.wasm against the contract
-// (hostfuncs/README.md, ABI version 5): it imports exactly the nine host
+// (hostfuncs/README.md, ABI version 6): it imports exactly the ten host
 // functions in hostfuncs.Namespace, each (i64) -> i64, and exports every plugin
-// export as () -> i32.
+// export, the handle store's included, as () -> i32.
 func TestModule(t *testing.T) {
 	ctx := context.Background()
 	// The interpreter only validates and decodes: no machine code is needed to
@@ -48,8 +48,8 @@ func TestModule(t *testing.T) {
 		t.Errorf("plugin.wasm imports %v from %s, want %v", imported, hostfuncs.Namespace, want)
 	}
 	exports := m.ExportedFunctions()
-	for _, name := range []string{hostfuncs.ExportABIVersion, hostfuncs.ExportOpen, hostfuncs.ExportLoad, hostfuncs.ExportStore, hostfuncs.ExportReject,
-		hostfuncs.ExportNames, hostfuncs.ExportList, hostfuncs.ExportPrune, hostfuncs.ExportWhoami} {
+	for _, name := range append([]string{hostfuncs.ExportABIVersion, hostfuncs.ExportOpen, hostfuncs.ExportLoad, hostfuncs.ExportStore, hostfuncs.ExportReject,
+		hostfuncs.ExportNames, hostfuncs.ExportList, hostfuncs.ExportPrune, hostfuncs.ExportWhoami, hostfuncs.ExportRender}, hostfuncs.HandleExports()...) {
 		f, ok := exports[name]
 		if !ok {
 			t.Errorf("plugin.wasm does not export %s", name)
@@ -85,10 +85,18 @@ const (
 	// over from the hosts at ABI 5 (3,446,375 -> 3,458,239 bytes: filtering
 	// and sorting the host's full listing, the temporary-file names from
 	// WASI random_get and their sweep, resolving a relative state root,
-	// typed inspect operations; about 12 KB).
+	// typed inspect operations; about 12 KB), and then what the handle store
+	// added at ABI 6 (3,458,239 -> 3,758,889 bytes, +293.6 KiB of the 300 KiB
+	// its design allows: plugin/internal/handles and its export codecs in
+	// hostfuncs, about 200 KB with AES-GCM from crypto/aes and crypto/cipher;
+	// render's state_list and state_gc for `mcp-resume state`, about 21 KB.
+	// HMAC-SHA256/HKDF, CRC-32 and Go duration syntax are written out, and
+	// the store's host-call helpers are not inlined, because crypto/hmac,
+	// crypto/hkdf, hash/crc32, time.ParseDuration and inlining would have
+	// added about 65 KB more).
 	// Lower it as the guest shrinks; never raise it without a review of
 	// what grew.
-	maxWasmBytes = 3_460_000
+	maxWasmBytes = 3_760_000
 )
 
 // TestWasmSize fails when plugin.wasm outgrows its budget.

@@ -16,7 +16,12 @@
 // settings with its own prefix.
 //
 // Tools: remember(note) -> "remembered"; recall() -> {"notes": [...]};
-// session_info() -> {"session_id": string, "resumed": bool}.
+// session_info() -> {"session_id": string, "resumed": bool}; and the
+// notebook tools over the handle store (notebook.go): notebook_create,
+// notebook_add, notebook_read, notebook_delete, which need no broker.
+//
+// MCP_RESUME_STATE_IDLE_TTL and MCP_RESUME_STATE_MAX_AGE (Go duration
+// syntax, e.g. 90s) set the notebooks' lifetimes (read by the plugin).
 //
 // Startup follows spec 000, MCP Server Startup: load the stored token, offer
 // it to the broker, reject it if the broker refuses, store whatever token the
@@ -106,6 +111,8 @@ func serve(ctx context.Context, logger *slog.Logger) error {
 	// finishes, since the broker may have rotated the token already.
 	bg := context.WithoutCancel(ctx)
 	s.begin = func() { s.once.Do(func() { go s.startup(bg, logger) }) }
+	notes := newNotebooks(appName(), logger)
+	defer notes.close()
 	defer func() {
 		// Wait for the background startup (at most shutdownWait), then close
 		// the store, which releases its lock; exiting would too. A client
@@ -122,9 +129,13 @@ func serve(ctx context.Context, logger *slog.Logger) error {
 	}()
 
 	server := mcp.NewServer(serverInfo, &mcp.ServerOptions{
-		InitializedHandler: func(context.Context, *mcp.InitializedRequest) { s.begin() },
+		InitializedHandler: func(context.Context, *mcp.InitializedRequest) {
+			s.begin()
+			go notes.open() // independent of resume and of the broker
+		},
 	})
 	s.register(server)
+	notes.register(server)
 	return server.Run(ctx, &mcp.StdioTransport{})
 }
 

@@ -57,17 +57,17 @@ def _trim(x: float) -> str:
     return f"{x:.6f}".rstrip("0").rstrip(".")
 
 
-def _seconds(d: dt.timedelta) -> int | float:
-    """Whole seconds as an int, else a float: the JSON number Go's ``Duration.Seconds()`` gives."""
-    s = d.total_seconds()
-    return int(s) if s == int(s) else s
+def _seconds(d: dt.timedelta) -> int:
+    """``d`` in whole seconds (truncated), as the Go and TypeScript servers answer ``*_seconds``."""
+    return int(d.total_seconds())
 
 
 class Notebooks:
     """The handle store of the notebooks, opened in a background thread at server start (:meth:`start`, first
-    thing in ``main``, so that a compile on a cold cache overlaps the MCP SDK's import), independent of resume.
-    :meth:`ready` waits for it; if it cannot open, every notebook tool answers ``store_unavailable`` with the
-    reason, and the server's other tools work."""
+    thing in ``main``), independent of resume, so that neither a compile on a cold cache nor the store delays
+    the MCP handshake. :meth:`wait` (tools, ``tools/list``) waits for it without blocking the event loop; if it
+    cannot open, every notebook tool answers ``store_unavailable`` with the reason, and the server's other
+    tools work."""
 
     def __init__(self, app: str) -> None:
         self.app = app
@@ -88,10 +88,12 @@ class Notebooks:
             self.error = f"the handle store cannot open: {e}"
             log.error("notebook tools unavailable: %s", self.error)
 
-    def ready(self) -> None:
-        """Wait for :meth:`start`'s thread (before the tools are registered: their description states the
-        opened store's lifetimes)."""
-        self._thread.join()
+    async def wait(self) -> None:
+        """Wait for :meth:`start`'s thread, in a worker thread (the event loop keeps serving)."""
+        if self._thread.is_alive():
+            import anyio.to_thread
+
+            await anyio.to_thread.run_sync(self._thread.join)
 
     def description(self) -> str:
         """``notebook_create``'s description: the durability policy of the opened store."""
@@ -125,23 +127,34 @@ def _notes(data: bytes) -> list[str]:
 
 
 def register_notebook(server: "MCPServer", books: Notebooks) -> None:
-    """Add the four notebook tools to ``server``; call :meth:`Notebooks.ready` first."""
+    """Add the four notebook tools to ``server``. ``notebook_create``'s description states the opened store's
+    policy: ``tools/list`` waits for the store to open (the handshake does not), then puts it in."""
     from mcp_resume import Conflict, HandleStoreError
     from mcp_types import CallToolResult
+
+    list_tools = server.list_tools
+
+    async def list_tools_with_policy() -> Any:
+        await books.wait()
+        return [t.model_copy(update={"description": books.description()}) if t.name == "notebook_create" else t
+                for t in await list_tools()]
+
+    server.list_tools = list_tools_with_policy  # type: ignore[method-assign]  # MCPServer's handler calls it
 
     def failed(e: Exception) -> "CallToolResult":
         if isinstance(e, HandleStoreError):
             return _result(e.to_json(), error=True)
         return _result({"error": "invalid_value", "message": str(e)}, error=True)
 
-    def unavailable() -> "CallToolResult | None":
+    async def unavailable() -> "CallToolResult | None":
+        await books.wait()
         if books.store is None:
             return _result({"error": "store_unavailable", "message": books.error}, error=True)
         return None
 
-    @server.tool(description=books.description())
+    @server.tool(description="Creates a notebook and returns its handle.")  # the policy: list_tools_with_policy
     async def notebook_create() -> CallToolResult:
-        if (bad := unavailable()) is not None:
+        if (bad := await unavailable()) is not None:
             return bad
         try:
             c = await books.store.create(PRINCIPAL, json.dumps({"notes": []}).encode())
@@ -150,10 +163,10 @@ def register_notebook(server: "MCPServer", books: Notebooks) -> None:
         return _result({"handle": c.handle, "generation": c.generation, "idle_ttl_seconds": _seconds(c.idle_ttl),
                         "max_age_seconds": _seconds(c.max_age)})
 
-    @server.tool(description="Adds a note to a notebook. With generation, only if the notebook is still at that "
-                             "generation (else conflict, with the current one); without, retries a lost race.")
+    @server.tool(description="Appends a note to a notebook and returns its new generation. With generation, only if "
+                             "the notebook is still at that generation.")
     async def notebook_add(handle: str, note: str, generation: int | None = None) -> CallToolResult:
-        if (bad := unavailable()) is not None:
+        if (bad := await unavailable()) is not None:
             return bad
         for attempt in range(1 + (ADD_RETRIES if generation is None else 0)):
             try:
@@ -169,9 +182,9 @@ def register_notebook(server: "MCPServer", books: Notebooks) -> None:
                 return failed(e)
         raise AssertionError("unreachable")
 
-    @server.tool(description="Reads the notes of a notebook and its generation.")
+    @server.tool(description="Returns a notebook's notes and generation.")
     async def notebook_read(handle: str) -> CallToolResult:
-        if (bad := unavailable()) is not None:
+        if (bad := await unavailable()) is not None:
             return bad
         try:
             v = await books.store.get(handle, PRINCIPAL)
@@ -179,10 +192,10 @@ def register_notebook(server: "MCPServer", books: Notebooks) -> None:
         except (HandleStoreError, ValueError) as e:
             return failed(e)
 
-    @server.tool(description="Deletes a notebook (with generation, only at that generation); its handle then "
-                             "answers handle_not_found.")
+    @server.tool(description="Deletes a notebook; its handle then answers handle_not_found. With generation, only if "
+                             "the notebook is still at that generation.")
     async def notebook_delete(handle: str, generation: int | None = None) -> CallToolResult:
-        if (bad := unavailable()) is not None:
+        if (bad := await unavailable()) is not None:
             return bad
         try:
             await books.store.delete(handle, PRINCIPAL, expect=generation)

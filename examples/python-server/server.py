@@ -382,7 +382,6 @@ def main() -> int:
     try:
         server = new_server(state)
         register(server, state)
-        books.ready()  # notebook_create's description states the opened store's lifetimes
         register_notebook(server, books)
         server.run("stdio")
         return 0

@@ -201,6 +201,8 @@ async function main(): Promise<void> {
   };
 
   const server = newServer();
+  // Opened before connecting, so that tools/list already states the store's policy: ~60 ms of compile and
+  // instantiation the resume store would otherwise pay after initialize.
   registerNotebookTools(server, await openNotebooks(APP, logger));
   server.registerTool(
     "remember",

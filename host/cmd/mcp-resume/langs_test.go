@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +13,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/mcp-resume/mcp-resume/host"
 )
 
 // repoRoot is the repository root, from this file's place in it.
@@ -43,8 +47,32 @@ func clis(t *testing.T) map[string][]string {
 	return map[string][]string{"go": {bin}, "python": {py, "-m", "mcp_resume"}, "typescript": {ts}}
 }
 
-// ages masks the ages of list --json, which tick between the runs.
-var ages = regexp.MustCompile(`"age_seconds": [0-9]+`)
+// ages masks the ages of list --json, which tick between the runs;
+// handleAges those of state list --json.
+var (
+	ages       = regexp.MustCompile(`"age_seconds": [0-9]+`)
+	handleAges = regexp.MustCompile(`"(age_ms|idle_ms)": [0-9]+`)
+)
+
+// oldHandles gives app-a and app-b handle stores under root whose handles
+// were made at created (so that their ages print the same in every run)
+// with lifetimes that keep them live.
+func oldHandles(t *testing.T, root string, created time.Time) {
+	t.Helper()
+	for app, n := range map[string]int{"app-a": 2, "app-b": 1} {
+		hs, err := host.OpenHandles(app, host.HandleOptions{StateRoot: root, IdleTTL: 100 * time.Hour,
+			Now: func() time.Time { return created }, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range n {
+			if _, err := hs.Create(context.Background(), "", []byte(`{"notes":["x"]}`)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		hs.Close()
+	}
+}
 
 // The Go, Python and TypeScript command lines print the same bytes to
 // stdout and stderr, and exit the same, for the same state: every format
@@ -68,6 +96,8 @@ func TestCLIs_SameOutput(t *testing.T) {
 		{"whoami", "--pid", pid}, {"whoami", "--json", "--pid", pid, "--app", "app-a", "--instance", "work"},
 		{"whoami", "--pid", "1"},
 		{"list", "--app", "a/b"}, {"list", "--bogus"}, {"nope"}, {}, {"--help"},
+		{"state", "list"}, {"state", "list", "--json"}, {"state", "list", "app-b"}, {"state", "gc"}, {"state", "gc", "--json", "app-a"},
+		{"state", "show"}, {"state", "list", "a/b"},
 	}
 	for _, args := range cases {
 		t.Run(fmt.Sprint(args), func(t *testing.T) {
@@ -79,6 +109,9 @@ func TestCLIs_SameOutput(t *testing.T) {
 				os.WriteFile(gone, []byte("tok"), 0o600)
 				old := time.Now().Add(-50 * time.Hour) // "2d" in every run: a fresh file's "0s" could tick
 				os.Chtimes(gone, old, old)
+				if args[0] == "state" {
+					oldHandles(t, root, old)
+				}
 				argv := append(append([]string{}, cmds[lang]...), args...)
 				cmd := exec.Command(argv[0], argv[1:]...)
 				var stdout, stderr bytes.Buffer
@@ -90,6 +123,7 @@ func TestCLIs_SameOutput(t *testing.T) {
 				}
 				out := []byte(fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.Bytes(), stderr.Bytes()))
 				out = bytes.ReplaceAll(ages.ReplaceAll(out, []byte(`"age_seconds": N`)), []byte(root), []byte("$ROOT"))
+				out = handleAges.ReplaceAll(out, []byte(`"${1}": N`))
 				if first == "" {
 					first, firstOut = lang, out
 					continue

@@ -7,12 +7,16 @@
 //	mcp-resume whoami [--json] [--app NAME] [--instance KEY] [--pid PID]  the MCP host this process (or PID) resolves, and the chain walked
 //	mcp-resume list   [--json] [--app NAME] [--state-dir ROOT]             token files per app: host alive, gone or unknown
 //	mcp-resume prune  [--json] [--app NAME] [--state-dir ROOT]             delete the files of hosts that are gone, and old unknown ones
+//	mcp-resume state list|gc [--json] [--state-dir ROOT] [APP]              the handle store of each app: list its handles, or sweep it
 //
 // list and prune cover every app directory under the state root (the
 // plugin's: --state-dir, else $MCP_RESUME_STATE_DIR, else per user, for
 // example ~/.local/state/mcp-resume on Linux), or the one of --app. The APP
 // column is the app's name: the name of its directory under the root. They
-// never print a token. Exit status: 0 on success, 1 on a runtime failure
+// never print a token. state list and state gc cover every app under the
+// root that has a handle store (a handles/ directory; none is created), or
+// APP (--app NAME is the same); they print key-hash prefixes, states,
+// generations, sizes, ages and counts, never a value or a handle. Exit status: 0 on success, 1 on a runtime failure
 // (one line on stderr: "mcp-resume <command>: <what was wrong and what to
 // do>"), 2 on bad usage.
 package main
@@ -59,7 +63,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	cmd := args[0]
+	cmd, rest := args[0], args[1:]
+	if cmd == "state" {
+		if len(rest) == 0 || rest[0] != "list" && rest[0] != "gc" {
+			fmt.Fprintf(stderr, "mcp-resume state: want \"state list\" or \"state gc\"\n\n%s", usage())
+			return 2
+		}
+		cmd, rest = "state "+rest[0], rest[1:]
+	}
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -67,11 +78,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	stateRoot := fs.String("state-dir", "", "state root")
 	instance := fs.String("instance", "", "instance key")
 	pid := fs.Int("pid", 0, "server pid")
-	if cmd != "whoami" && cmd != "list" && cmd != "prune" {
+	if cmd != "whoami" && cmd != "list" && cmd != "prune" && cmd != "state list" && cmd != "state gc" {
 		fmt.Fprintf(stderr, "mcp-resume: unknown command %q\n\n%s", cmd, usage())
 		return 2
 	}
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := fs.Parse(rest); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stderr, usage())
 			return 0
@@ -79,8 +90,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mcp-resume %s: %v\n\n%s", cmd, err, usage())
 		return 2
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "mcp-resume %s: unexpected argument %q\n\n%s", cmd, fs.Arg(0), usage())
+	if strings.HasPrefix(cmd, "state ") && fs.NArg() == 1 && (*app == "" || *app == fs.Arg(0)) {
+		*app = fs.Arg(0) // state list|gc APP
+	} else if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "mcp-resume %s: unexpected argument %q\n\n%s", cmd, fs.Arg(fs.NArg()-1), usage())
 		return 2
 	}
 	req := renderRequest{Command: cmd, JSON: *asJSON}
@@ -91,6 +104,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		req.Whoami, err = whoami(ctx, *app, *instance, *pid)
 	case "list", "prune":
 		req.Apps, err = collect(ctx, cmd, *app, *stateRoot)
+	case "state list", "state gc":
+		req.Command = strings.Replace(cmd, " ", "_", 1)
+		req.States, err = collectStates(ctx, cmd == "state gc", *app, *stateRoot)
 	}
 	if err == nil {
 		var b, out []byte
@@ -118,6 +134,30 @@ type renderRequest struct {
 	ShowStateDir bool          `json:"show_state_dir,omitempty"`
 	Whoami       host.Identity `json:"whoami"`
 	Apps         []appResult   `json:"apps"`
+	// States replaces Apps for state_list and state_gc (the same member).
+	States []stateResult `json:"-"`
+}
+
+// MarshalJSON writes States as "apps" for the state commands.
+func (r renderRequest) MarshalJSON() ([]byte, error) {
+	type plain renderRequest
+	if !strings.HasPrefix(r.Command, "state_") {
+		return json.Marshal(plain(r))
+	}
+	return json.Marshal(struct {
+		Command string        `json:"command"`
+		JSON    bool          `json:"json,omitempty"`
+		Apps    []stateResult `json:"apps"`
+	}{r.Command, r.JSON, r.States})
+}
+
+// stateResult is one app's handle store for the render export: its
+// handle_list output (state list) or handle_gc output (state gc).
+type stateResult struct {
+	App      string           `json:"app"`
+	StateDir string           `json:"state_dir"`
+	List     *host.HandleList `json:"list,omitempty"`
+	GC       *host.GCResult   `json:"gc,omitempty"`
 }
 
 // appResult is one app's list or prune answer for the render export.
@@ -244,4 +284,51 @@ func renderPlugin(ctx context.Context, input []byte) ([]byte, error) {
 		return nil, fmt.Errorf("the plugin's render export failed: %v", err)
 	}
 	return out, nil
+}
+
+// collectStates lists (or, with gc, sweeps) the handle store of app, or of
+// every app under the state root (dir or the plugin's default) that has
+// one. An app without a handles directory is skipped, so that looking
+// creates nothing.
+func collectStates(ctx context.Context, gc bool, app, dir string) ([]stateResult, error) {
+	apps := []string{app}
+	if app == "" {
+		root, err := stateRoot(ctx, dir)
+		if err != nil {
+			return nil, err
+		}
+		if apps, err = subdirs(root); err != nil {
+			return nil, err
+		}
+	}
+	results := []stateResult{}
+	for _, a := range apps {
+		hs, err := host.OpenHandles(a, host.HandleOptions{StateRoot: dir, Pool: 1, Logger: slog.New(slog.DiscardHandler)})
+		if errors.Is(err, host.ErrInvalidApp) && app == "" {
+			continue // not an app's directory: the plugin's app rule decides
+		}
+		if err != nil {
+			return nil, err
+		}
+		r := stateResult{App: a, StateDir: hs.Policy().StateDir}
+		if info, serr := os.Lstat(r.StateDir); serr != nil || !info.IsDir() {
+			hs.Close()
+			continue
+		}
+		if gc {
+			var out host.GCResult
+			out, err = hs.GC(ctx)
+			r.GC = &out
+		} else {
+			var out host.HandleList
+			out, err = hs.List(ctx)
+			r.List = &out
+		}
+		hs.Close()
+		if err != nil {
+			return nil, err
+		}
+		results = append(results, r)
+	}
+	return results, nil
 }

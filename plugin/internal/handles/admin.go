@@ -46,11 +46,8 @@ func (s *Store) sweepShard(n int, now int64) {
 // never a value, a handle or a principal. It changes nothing but a
 // rebuilt index. Errors: store_unavailable, invalid_option, not_open.
 func (s *Store) List(input []byte) (hostfuncs.HandleListOutput, *hostfuncs.Error) {
-	r, werr := s.parse(input, false, false, true)
+	r, werr := s.wholeStore(input)
 	if werr != nil {
-		return hostfuncs.HandleListOutput{}, werr
-	}
-	if werr := s.begin(r.now, false); werr != nil {
 		return hostfuncs.HandleListOutput{}, werr
 	}
 	out := hostfuncs.HandleListOutput{Handles: []hostfuncs.HandleEntry{}, Shards: int64(s.shards)}
@@ -86,6 +83,17 @@ func (s *Store) List(input []byte) (hostfuncs.HandleListOutput, *hostfuncs.Error
 	return out, nil
 }
 
+// wholeStore reads the input of list or gc ({"now_ms"?}, or nothing) and
+// prepares the directory without open's sweep (gc sweeps and counts
+// itself).
+func (s *Store) wholeStore(input []byte) (*request, *hostfuncs.Error) {
+	r, werr := s.parse(input, false, false, true)
+	if werr != nil {
+		return nil, werr
+	}
+	return r, s.begin(r.now, false)
+}
+
 // stateNames are the list names of the entry states.
 var stateNames = [...]string{hostfuncs.HandleLive, hostfuncs.HandleExpiredIdle, hostfuncs.HandleExpiredMaxAge, hostfuncs.HandleEvicted}
 
@@ -96,11 +104,8 @@ var stateNames = [...]string{hostfuncs.HandleLive, hostfuncs.HandleExpiredIdle, 
 // It answers the counts and the live handles left. Errors:
 // store_unavailable, invalid_option, not_open.
 func (s *Store) GC(input []byte) (hostfuncs.HandleGCOutput, *hostfuncs.Error) {
-	r, werr := s.parse(input, false, false, true)
+	r, werr := s.wholeStore(input)
 	if werr != nil {
-		return hostfuncs.HandleGCOutput{}, werr
-	}
-	if werr := s.begin(r.now, false); werr != nil {
 		return hostfuncs.HandleGCOutput{}, werr
 	}
 	files, err := s.listDir()
@@ -117,16 +122,18 @@ func (s *Store) GC(input []byte) (hostfuncs.HandleGCOutput, *hostfuncs.Error) {
 	}
 	for n := 0; n < s.shards; n++ {
 		werr := s.withShard(n, r.now, s.set.LockWaitMS, func(sh *shard) *hostfuncs.Error {
-			var c gcCounts
-			sh.sweep(&c)
-			out.ExpiredIdle += c.expiredIdle
-			out.ExpiredMaxAge += c.expiredMaxAge
-			out.TombstonesDropped += c.dropped
+			// Orphans first: a record without a live entry (its writer was
+			// killed before the index write, or its removal failed).
 			for _, h := range records[n] {
 				if i := sh.find(h); (i < 0 || sh.entries[i].State != stateLive) && s.remove(recordName(h)) == nil {
 					out.OrphansRemoved++
 				}
 			}
+			var c gcCounts
+			sh.sweep(&c)
+			out.ExpiredIdle += c.expiredIdle
+			out.ExpiredMaxAge += c.expiredMaxAge
+			out.TombstonesDropped += c.dropped
 			for i := range sh.entries {
 				if sh.entries[i].State == stateLive {
 					out.Live++

@@ -38,9 +38,24 @@ func durationText(ms int64) string {
 	return sign + s
 }
 
-// durationUnits are the units of Go duration syntax, in nanoseconds.
-var durationUnits = map[string]uint64{
-	"ns": 1, "us": 1e3, "µs": 1e3, "μs": 1e3, "ms": 1e6, "s": 1e9, "m": 60e9, "h": 3600e9,
+// durationUnit is the length in nanoseconds of a unit of Go duration
+// syntax, 0 for none (a switch: a map costs plugin.wasm its init code).
+func durationUnit(u string) uint64 {
+	switch u {
+	case "ns":
+		return 1
+	case "us", "µs", "μs":
+		return 1e3
+	case "ms":
+		return 1e6
+	case "s":
+		return 1e9
+	case "m":
+		return 60e9
+	case "h":
+		return 3600e9
+	}
+	return 0
 }
 
 // parseDuration reads s in Go duration syntax (time.ParseDuration: an
@@ -81,8 +96,8 @@ func parseDuration(s string) (int64, bool) {
 		for i < len(s) && s[i] != '.' && (s[i] < '0' || s[i] > '9') {
 			i++
 		}
-		unit, ok := durationUnits[s[:i]]
-		if !ok {
+		unit := durationUnit(s[:i])
+		if unit == 0 {
 			return 0, false
 		}
 		s = s[i:]

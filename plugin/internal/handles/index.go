@@ -41,6 +41,27 @@ type entry struct {
 	MaxAgeMS   int64
 }
 
+// The integers of records and indexes are big-endian. These helpers are
+// calls, not inlined stores: binary.BigEndian inlined at each field costs
+// plugin.wasm a few kilobytes.
+
+//go:noinline
+func append64(b []byte, v int64) []byte {
+	for i := 56; i >= 0; i -= 8 {
+		b = append(b, byte(uint64(v)>>i))
+	}
+	return b
+}
+
+//go:noinline
+func get64(b []byte) int64 {
+	var v uint64
+	for _, c := range b[:8] {
+		v = v<<8 | uint64(c)
+	}
+	return int64(v)
+}
+
 // encodeIndex returns the index file of entries: magic, count (u32),
 // entries, then the CRC-32 (IEEE, crc32IEEE) of all that.
 func encodeIndex(entries []entry) []byte {
@@ -52,18 +73,19 @@ func encodeIndex(entries []entry) []byte {
 		b = append(b, e.Hash[:]...)
 		b = append(b, e.State)
 		b = append(b, e.Tag[:]...)
-		b = binary.BigEndian.AppendUint64(b, uint64(e.Generation))
+		b = append64(b, e.Generation)
 		b = binary.BigEndian.AppendUint32(b, uint32(e.Size))
 		for _, v := range [...]int64{e.CreatedMS, e.LastUsedMS, e.IdleTTLMS, e.MaxAgeMS} {
-			b = binary.BigEndian.AppendUint64(b, uint64(v))
+			b = append64(b, v)
 		}
 	}
 	return binary.BigEndian.AppendUint32(b, crc32IEEE(b))
 }
 
 // decodeIndex reads an index file; false when it is malformed: another
-// magic, a count that does not match the length, a bad CRC, an unknown
-// state, or one key hash twice.
+// magic, a count that does not match the length, a bad CRC or an unknown
+// state. (A key hash twice, which the store never writes, finds its first
+// entry.)
 func decodeIndex(b []byte) ([]entry, bool) {
 	if len(b) < indexOverhead || string(b[:4]) != indexMagic {
 		return nil, false
@@ -77,23 +99,21 @@ func decodeIndex(b []byte) ([]entry, bool) {
 		return nil, false
 	}
 	entries := make([]entry, n)
-	seen := make(map[[16]byte]bool, n)
 	for i := range entries {
 		p := body[8+i*entryLen:]
 		e := &entries[i]
 		copy(e.Hash[:], p[:16])
 		e.State = p[16]
 		copy(e.Tag[:], p[17:33])
-		e.Generation = int64(binary.BigEndian.Uint64(p[33:]))
+		e.Generation = get64(p[33:])
 		e.Size = int64(binary.BigEndian.Uint32(p[41:]))
-		e.CreatedMS = int64(binary.BigEndian.Uint64(p[45:]))
-		e.LastUsedMS = int64(binary.BigEndian.Uint64(p[53:]))
-		e.IdleTTLMS = int64(binary.BigEndian.Uint64(p[61:]))
-		e.MaxAgeMS = int64(binary.BigEndian.Uint64(p[69:]))
-		if e.State > stateEvicted || seen[e.Hash] {
+		e.CreatedMS = get64(p[45:])
+		e.LastUsedMS = get64(p[53:])
+		e.IdleTTLMS = get64(p[61:])
+		e.MaxAgeMS = get64(p[69:])
+		if e.State > stateEvicted {
 			return nil, false
 		}
-		seen[e.Hash] = true
 	}
 	return entries, true
 }

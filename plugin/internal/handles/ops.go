@@ -14,6 +14,9 @@ import (
 	"github.com/mcp-resume/mcp-resume/plugin/internal/resume"
 )
 
+// msgInvalidHandle is the message of invalid_handle (HandleLen characters).
+const msgInvalidHandle = "not a handle: a handle is 37 characters, " + HandlePrefix + " followed by base64url; pass it exactly as handle_create returned it"
+
 // request is a handle_* input checked before any I/O.
 type request struct {
 	in   hostfuncs.HandleInput
@@ -41,7 +44,7 @@ func (s *Store) parse(input []byte, needHandle, needValue bool, whole ...bool) (
 	if needHandle {
 		var ok bool
 		if raw, ok = ParseHandle(r.in.Handle); !ok {
-			return nil, &hostfuncs.Error{Code: hostfuncs.CodeInvalidHandle, Message: "not a handle: a handle is " + strconv.Itoa(HandleLen) + " characters, " + HandlePrefix + " followed by base64url; pass it exactly as handle_create returned it"}
+			return nil, &hostfuncs.Error{Code: hostfuncs.CodeInvalidHandle, Message: msgInvalidHandle}
 		}
 	}
 	switch {
@@ -113,11 +116,17 @@ func (sh *shard) live(r *request) (int, *hostfuncs.Error) {
 // non-regular one is removed (handle_corrupt); either answers
 // handle_not_found, as does another principal's record (left untouched).
 func (sh *shard) record(r *request, i int, headerOnly bool) (header, []byte, *hostfuncs.Error) {
-	limit := recordLimit
+	// The index knows the value's size: read exactly that (and one byte
+	// more to see a longer file, read again with the bound of any record),
+	// so that no host allocates the largest record for a small value.
+	limit := headerLen + int(sh.entries[i].Size) + gcmTagLen + 1
 	if headerOnly {
 		limit = headerLen
 	}
 	b, err := sh.s.read(recordName(r.hash), limit)
+	if err == nil && !headerOnly && len(b) >= limit && limit < recordLimit {
+		b, err = sh.s.read(recordName(r.hash), recordLimit)
+	}
 	switch code(err) {
 	case "":
 	case hostfuncs.CodeNotFound:
@@ -172,21 +181,13 @@ func (s *Store) Create(input []byte) (hostfuncs.HandleCreated, *hostfuncs.Error)
 	if werr != nil {
 		return hostfuncs.HandleCreated{}, werr
 	}
-	idle, maxAge := s.set.IdleTTLMS, s.set.MaxAgeMS
-	for _, o := range []struct {
-		name    string
-		set     bool
-		v       int64
-		store   int64
-		applied *int64
-	}{{"idle_ttl_ms", r.in.IdleTTLSet, r.in.IdleTTLMS, s.set.IdleTTLMS, &idle}, {"max_age_ms", r.in.MaxAgeSet, r.in.MaxAgeMS, s.set.MaxAgeMS, &maxAge}} {
-		if !o.set {
-			continue
-		}
-		if o.v < 1 || o.v > o.store {
-			return hostfuncs.HandleCreated{}, optionErr(o.name + " may only shorten the store's " + durationText(o.store) + ": give 1 to " + strconv.FormatInt(o.store, 10) + ", not " + strconv.FormatInt(o.v, 10))
-		}
-		*o.applied = o.v
+	idle, werr := lifetime("idle_ttl_ms", r.in.IdleTTLSet, r.in.IdleTTLMS, s.set.IdleTTLMS)
+	if werr != nil {
+		return hostfuncs.HandleCreated{}, werr
+	}
+	maxAge, werr := lifetime("max_age_ms", r.in.MaxAgeSet, r.in.MaxAgeMS, s.set.MaxAgeMS)
+	if werr != nil {
+		return hostfuncs.HandleCreated{}, werr
 	}
 	if werr := s.begin(r.now, true); werr != nil {
 		return hostfuncs.HandleCreated{}, werr
@@ -207,6 +208,7 @@ func (s *Store) Create(input []byte) (hostfuncs.HandleCreated, *hostfuncs.Error)
 		if err := s.write(recordName(r.hash), sealRecord(&r.k, s.set.App, hdr, r.in.Value)); err != nil {
 			return s.ioFailure("write a record", err)
 		}
+		s.held[sh.n] = true
 		if i := sh.find(r.hash); i >= 0 {
 			sh.drop(i)
 		}
@@ -221,6 +223,18 @@ func (s *Store) Create(input []byte) (hostfuncs.HandleCreated, *hostfuncs.Error)
 	}
 	s.log(hostfuncs.LevelDebug, EventCreated, MsgCreated, "key="+shortKey(r.hash))
 	return hostfuncs.HandleCreated{Handle: formatHandle(raw), Generation: 1, IdleTTLMS: idle, MaxAgeMS: maxAge, CreatedMS: r.now}, nil
+}
+
+// lifetime is a handle's lifetime option name: v when set (it may only
+// shorten the store's value store), else store.
+func lifetime(name string, set bool, v, store int64) (int64, *hostfuncs.Error) {
+	if !set {
+		return store, nil
+	}
+	if v < 1 || v > store {
+		return 0, optionErr(name + " may only shorten the store's " + durationText(store) + ": give 1 to " + strconv.FormatInt(store, 10) + ", not " + strconv.FormatInt(v, 10))
+	}
+	return v, nil
 }
 
 // evict makes room for one more live entry: while the shard holds its cap
@@ -399,7 +413,7 @@ func (s *Store) Delete(input []byte) *hostfuncs.Error {
 	})
 }
 
-// Touch is the handle_touch export (seed 002's updateTTL): input
+// Touch is the handle_touch export (the updateTTL of state stores): input
 // {"handle", "principal", "now_ms"?}; refreshes the idle time only and
 // answers the generation and lifetimes. Errors: those of Get.
 func (s *Store) Touch(input []byte) (hostfuncs.HandleTouched, *hostfuncs.Error) {

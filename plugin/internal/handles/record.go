@@ -7,7 +7,6 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/subtle"
-	"encoding/binary"
 )
 
 // recordMagic and recordVersion start every record file.
@@ -41,10 +40,9 @@ type header struct {
 func (h *header) appendTo(b []byte) []byte {
 	b = append(b, recordMagic...)
 	b = append(b, recordVersion)
-	b = binary.BigEndian.AppendUint64(b, uint64(h.Generation))
-	b = binary.BigEndian.AppendUint64(b, uint64(h.CreatedMS))
-	b = binary.BigEndian.AppendUint64(b, uint64(h.IdleTTLMS))
-	b = binary.BigEndian.AppendUint64(b, uint64(h.MaxAgeMS))
+	for _, v := range [...]int64{h.Generation, h.CreatedMS, h.IdleTTLMS, h.MaxAgeMS} {
+		b = append64(b, v)
+	}
 	b = append(b, h.Tag[:]...)
 	return append(b, h.Nonce[:]...)
 }
@@ -56,10 +54,10 @@ func parseHeader(b []byte) (header, bool) {
 	if len(b) < headerLen || string(b[:4]) != recordMagic || b[4] != recordVersion {
 		return h, false
 	}
-	h.Generation = int64(binary.BigEndian.Uint64(b[5:]))
-	h.CreatedMS = int64(binary.BigEndian.Uint64(b[13:]))
-	h.IdleTTLMS = int64(binary.BigEndian.Uint64(b[21:]))
-	h.MaxAgeMS = int64(binary.BigEndian.Uint64(b[29:]))
+	h.Generation = get64(b[5:])
+	h.CreatedMS = get64(b[13:])
+	h.IdleTTLMS = get64(b[21:])
+	h.MaxAgeMS = get64(b[29:])
 	copy(h.Tag[:], b[37:53])
 	copy(h.Nonce[:], b[53:65])
 	return h, h.Generation >= 1 && h.IdleTTLMS > 0 && h.MaxAgeMS > 0

@@ -91,8 +91,9 @@ func (sh *shard) indexLimit() int {
 }
 
 // load reads the shard's index. A missing index is an empty one unless
-// records of the shard exist; a corrupt one, a non-regular file, or one
-// missing beside records is rebuilt from the records.
+// the first call's listing saw records of the shard (Store.held); a
+// corrupt one, a non-regular file, or one missing beside records is
+// rebuilt from the records.
 func (sh *shard) load() *hostfuncs.Error {
 	limit := sh.indexLimit()
 	data, err := sh.s.read(indexPrefix+shardName(sh.n), limit)
@@ -104,6 +105,9 @@ func (sh *shard) load() *hostfuncs.Error {
 		}
 		return sh.rebuild(false)
 	case hostfuncs.CodeNotFound:
+		if !sh.s.held[sh.n] {
+			return nil // a shard never written (a record written since without its index is an orphan)
+		}
 		return sh.rebuild(true)
 	case hostfuncs.CodeUnsafe:
 		return sh.rebuild(false)
@@ -160,6 +164,8 @@ func (sh *shard) find(h [16]byte) int {
 }
 
 // drop removes entry i from the index.
+//
+//go:noinline
 func (sh *shard) drop(i int) {
 	sh.entries = append(sh.entries[:i], sh.entries[i+1:]...)
 	sh.dirty = true
@@ -167,6 +173,8 @@ func (sh *shard) drop(i int) {
 
 // corrupt removes the record of h and its entry, and logs handle_corrupt
 // (spec 000's rule for a corrupt token file, applied to records).
+//
+//go:noinline
 func (sh *shard) corrupt(h [16]byte) {
 	_ = sh.s.remove(recordName(h))
 	if i := sh.find(h); i >= 0 {
@@ -193,6 +201,8 @@ func lapsed(e *entry, now int64) (uint8, int64, bool) {
 
 // expire turns live entry i into a tombstone of state, dead since died,
 // removes its record and logs handle_expired.
+//
+//go:noinline
 func (sh *shard) expire(i int, state uint8, died int64) {
 	e := &sh.entries[i]
 	e.State, e.LastUsedMS = state, died

@@ -10,10 +10,12 @@
 // run it against a Caller. Every file and lock goes through the host
 // functions of hostfuncs/README.md.
 //
-// Files by concern: store.go opens the store and holds the shard
-// plumbing; ops.go the per-handle operations; admin.go list, gc and the
-// sweeps; handle.go the handle syntax and keys; record.go and index.go
-// the file formats; config.go the settings.
+// Files by concern: store.go opens the store and holds the host-call
+// helpers; shard.go a shard under its lock (index load, rebuild, expiry);
+// ops.go the per-handle operations; admin.go list, gc and the sweeps;
+// handle.go the handle syntax and keys (HMAC-SHA256 and HKDF); record.go
+// and index.go the file formats (crc.go their checksum); config.go the
+// settings and duration.go Go duration syntax.
 //
 // A Store is not safe for concurrent use; hosts serialise calls into the
 // plugin instance that owns it (and run one instance per goroutine).
@@ -21,7 +23,6 @@ package handles
 
 import (
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
@@ -54,6 +55,10 @@ const (
 	MsgStoreUnavailable = "Handle store unavailable"
 )
 
+// The Store's host-call helpers are marked go:noinline: inlined into every
+// operation they cost plugin.wasm kilobytes and save nothing measurable
+// beside a host call.
+
 // File names in the handle store's directory.
 const (
 	layoutName   = "layout"
@@ -73,6 +78,11 @@ type Store struct {
 	ready    bool  // the directory was prepared and its layout read
 	shards   int   // the shard count in effect (the layout file's)
 	perShard int64 // live handles allowed per shard
+	// held marks the shards that had records when the first call listed
+	// the directory: only there does a missing index mean a lost one (to
+	// rebuild); elsewhere it is a shard never written, and no listing is
+	// needed.
+	held [maxShards]bool
 }
 
 // New returns a Store that reaches its host through call. Every export but
@@ -93,14 +103,7 @@ func (s *Store) Open(input []byte) (hostfuncs.HandlesOpenOutput, *hostfuncs.Erro
 	}
 	var in hostfuncs.HandlesOpenInput
 	if err := in.DecodeJSON(input); err != nil {
-		if oe, ok := err.(*hostfuncs.OptionError); ok {
-			code := hostfuncs.CodeInvalidOption
-			if oe.Option == "app" {
-				code = hostfuncs.CodeInvalidApp
-			}
-			return hostfuncs.HandlesOpenOutput{}, &hostfuncs.Error{Code: code, Message: oe.Error()}
-		}
-		return hostfuncs.HandlesOpenOutput{}, optionErr("handles_open input is not a JSON object: " + err.Error())
+		return hostfuncs.HandlesOpenOutput{}, resume.OpenInputError(err, "handles_open input is not a JSON object: ")
 	}
 	f, factsOK := resume.HostFacts(s.call)
 	set, werr := configure(in, f, factsOK)
@@ -120,9 +123,10 @@ func (s *Store) Settings() Settings { return s.set }
 
 // begin checks that the store is open and prepares its directory on first
 // use: the directory (0700, owner checked, resume.PrepareDir), the layout
-// file (written under the lock "lock-layout" when missing), and, when
-// sweep, the stale temporary files and every shard's lapsed entries
-// (shards busy at that moment are skipped).
+// file (written under the lock "lock-layout" when missing), one listing
+// (which shards hold records: held), and, when sweep, the stale temporary
+// files and every shard's lapsed entries (shards busy at that moment are
+// skipped).
 func (s *Store) begin(now int64, sweep bool) *hostfuncs.Error {
 	if !s.opened {
 		return &hostfuncs.Error{Code: hostfuncs.CodeNotOpen, Message: "call handles_open before any other handle export"}
@@ -131,7 +135,7 @@ func (s *Store) begin(now int64, sweep bool) *hostfuncs.Error {
 		return nil
 	}
 	if werr := resume.PrepareDir(s.call, s.set.StateDir, s.euid); werr != nil {
-		return s.unavailable("the handle store's directory cannot be used: " + werr.Message)
+		return s.unavailable("the handle store's directory " + s.set.StateDir + " cannot be used: " + werr.Message)
 	}
 	if werr := s.readLayout(); werr != nil {
 		return werr
@@ -139,10 +143,17 @@ func (s *Store) begin(now int64, sweep bool) *hostfuncs.Error {
 	s.ready = true
 	n := (s.set.MaxHandles + int64(s.shards) - 1) / int64(s.shards)
 	s.perShard = max(n, 1)
-	if sweep {
-		if files, err := s.listDir(); err == nil {
-			s.sweepTemps(files)
+	files, err := s.listDir()
+	for i := range s.held {
+		s.held[i] = err != nil
+	}
+	for _, f := range files {
+		if h, ok := parseRecordName(f.Name); ok {
+			s.held[s.shardOf(h)] = true
 		}
+	}
+	if sweep {
+		s.sweepTemps(files)
 		for i := 0; i < s.shards; i++ {
 			s.sweepShard(i, now)
 		}
@@ -162,7 +173,7 @@ func (s *Store) readLayout() *hostfuncs.Error {
 	err := resume.Invoke(s.call, hostfuncs.FnRead, hostfuncs.ReadRequest{Name: layoutName, Limit: 64}, &r, &r.Error)
 	if code(err) == hostfuncs.CodeNotFound {
 		s.shards = ShardsFor(s.set.MaxHandles)
-		if err := s.write(layoutName, []byte(layoutPrefix+strconv.Itoa(s.shards)+"\n")); err != nil {
+		if err := s.write(layoutName, []byte(layoutText(s.shards))); err != nil {
 			return s.unavailable("cannot write the handle store's layout file: " + err.Error())
 		}
 		return nil
@@ -170,18 +181,22 @@ func (s *Store) readLayout() *hostfuncs.Error {
 	if err != nil {
 		return s.unavailable("cannot read the handle store's layout file " + s.set.StateDir + "/" + layoutName + ": " + err.Error())
 	}
-	text, ok := strings.CutPrefix(string(r.Data), layoutPrefix)
-	text, ok2 := strings.CutSuffix(text, "\n")
-	n, perr := strconv.Atoi(text)
-	if !ok || !ok2 || perr != nil || n < 1 || n > maxShards || n&(n-1) != 0 || strconv.Itoa(n) != text {
-		return s.unavailable("the handle store's layout file " + s.set.StateDir + "/" + layoutName + " is corrupt (want \"" + layoutPrefix + "<power of two up to 256>\"); the records cannot be found without it: restore it, or remove the directory to start empty")
+	for n := 1; n <= maxShards; n *= 2 {
+		if string(r.Data) == layoutText(n) {
+			s.shards = n
+			return nil
+		}
 	}
-	s.shards = n
-	return nil
+	return s.unavailable("the handle store's layout file " + s.set.StateDir + "/" + layoutName + " is corrupt (want \"" + layoutPrefix + "<power of two up to 256>\"); the records cannot be found without it: restore it, or remove the directory to start empty")
 }
+
+// layoutText is the layout file of a directory of n shards.
+func layoutText(n int) string { return layoutPrefix + strconv.Itoa(n) + "\n" }
 
 // unavailable logs handle_store_unavailable and returns the
 // store_unavailable error with msg.
+//
+//go:noinline
 func (s *Store) unavailable(msg string) *hostfuncs.Error {
 	s.log(hostfuncs.LevelWarn, EventStoreUnavailable, MsgStoreUnavailable, msg)
 	return &hostfuncs.Error{Code: hostfuncs.CodeStoreUnavailable, Message: msg}
@@ -190,6 +205,8 @@ func (s *Store) unavailable(msg string) *hostfuncs.Error {
 // lock takes lock file name with mcp_resume_lock, waiting up to waitMS;
 // what names the lock in the messages ("shard 0a"). The error is
 // store_unavailable (logged).
+//
+//go:noinline
 func (s *Store) lock(name string, waitMS int64, what string) *hostfuncs.Error {
 	err := s.tryLock(name, waitMS)
 	switch {
@@ -203,6 +220,8 @@ func (s *Store) lock(name string, waitMS int64, what string) *hostfuncs.Error {
 
 // tryLock takes lock file name, waiting up to waitMS; the error is the
 // host's (CodeBusy when another holder kept it).
+//
+//go:noinline
 func (s *Store) tryLock(name string, waitMS int64) error {
 	var e hostfuncs.Empty
 	return resume.Invoke(s.call, hostfuncs.FnLock, hostfuncs.LockRequest{Name: name, Socket: resume.LockSocket(s.set.StateDir, name), WaitMS: int(waitMS)}, &e, &e.Error)
@@ -210,18 +229,24 @@ func (s *Store) tryLock(name string, waitMS int64) error {
 
 // unlock releases lock file name (mcp_resume_unlock); a failure is
 // ignored (the lock goes with the process at the latest).
+//
+//go:noinline
 func (s *Store) unlock(name string) {
 	var e hostfuncs.Empty
 	_ = resume.Invoke(s.call, hostfuncs.FnUnlock, hostfuncs.UnlockRequest{Name: name, Socket: resume.LockSocket(s.set.StateDir, name)}, &e, &e.Error)
 }
 
 // write replaces file name with data (temporary file and rename).
+//
+//go:noinline
 func (s *Store) write(name string, data []byte) error {
 	var e hostfuncs.Empty
 	return resume.Invoke(s.call, hostfuncs.FnWrite, hostfuncs.WriteRequest{Name: name, Temp: resume.TempName(name), Data: data}, &e, &e.Error)
 }
 
 // remove deletes file name; a missing file is a success.
+//
+//go:noinline
 func (s *Store) remove(name string) error {
 	var e hostfuncs.Empty
 	err := resume.Invoke(s.call, hostfuncs.FnRemove, hostfuncs.NameRequest{Name: name}, &e, &e.Error)
@@ -232,6 +257,8 @@ func (s *Store) remove(name string) error {
 }
 
 // read reads at most limit bytes of file name.
+//
+//go:noinline
 func (s *Store) read(name string, limit int) ([]byte, error) {
 	var r hostfuncs.ReadResponse
 	err := resume.Invoke(s.call, hostfuncs.FnRead, hostfuncs.ReadRequest{Name: name, Limit: limit}, &r, &r.Error)
@@ -239,6 +266,8 @@ func (s *Store) read(name string, limit int) ([]byte, error) {
 }
 
 // listDir lists the directory (mcp_resume_list).
+//
+//go:noinline
 func (s *Store) listDir() ([]hostfuncs.ListEntry, error) {
 	var r hostfuncs.ListResponse
 	err := resume.Invoke(s.call, hostfuncs.FnList, hostfuncs.ListRequest{}, &r, &r.Error)
@@ -246,10 +275,9 @@ func (s *Store) listDir() ([]hostfuncs.ListEntry, error) {
 }
 
 // log sends one line to the host's logger; a failing logger is ignored.
-func (s *Store) log(level, event, msg, detail string) {
-	req, _ := hostfuncs.LogRequest{Level: level, Event: event, Message: msg, Detail: detail}.EncodeJSON()
-	s.call(hostfuncs.FnLog, hostfuncs.Pad8(req))
-}
+//
+//go:noinline
+func (s *Store) log(level, event, msg, detail string) { resume.Log(s.call, level, event, msg, detail) }
 
 // code is the host error code of err, "" for none.
 func code(err error) string {
@@ -284,4 +312,46 @@ func nowMS(in *hostfuncs.HandleInput) int64 {
 func shardName(n int) string {
 	const digits = "0123456789abcdef"
 	return string([]byte{digits[n>>4&15], digits[n&15]})
+}
+
+// emptyObject is the output of handle_delete, {}.
+type emptyObject struct{}
+
+func (emptyObject) EncodeJSON() ([]byte, error) { return []byte("{}"), nil }
+
+// Export runs the handle store's export name (one of
+// hostfuncs.HandleExports) on input and returns its JSON output or its
+// error, for callers that hold an export's name (the native case runner;
+// the plugin's glue calls each method directly, which keeps this switch
+// out of plugin.wasm). An unknown name is invalid_option.
+func (s *Store) Export(name string, input []byte) ([]byte, *hostfuncs.Error) {
+	var out interface{ EncodeJSON() ([]byte, error) }
+	var werr *hostfuncs.Error
+	switch name {
+	case hostfuncs.ExportHandlesOpen:
+		out, werr = s.Open(input)
+	case hostfuncs.ExportHandleCreate:
+		out, werr = s.Create(input)
+	case hostfuncs.ExportHandleGet:
+		out, werr = s.Get(input)
+	case hostfuncs.ExportHandlePut:
+		out, werr = s.Put(input)
+	case hostfuncs.ExportHandleDelete:
+		out, werr = emptyObject{}, s.Delete(input)
+	case hostfuncs.ExportHandleTouch:
+		out, werr = s.Touch(input)
+	case hostfuncs.ExportHandleExists:
+		out, werr = s.Exists(input)
+	case hostfuncs.ExportHandleList:
+		out, werr = s.List(input)
+	case hostfuncs.ExportHandleGC:
+		out, werr = s.GC(input)
+	default:
+		return nil, optionErr("no handle store export " + strconv.Quote(name))
+	}
+	if werr != nil {
+		return nil, werr
+	}
+	b, _ := out.EncodeJSON()
+	return b, nil
 }

@@ -12,6 +12,9 @@
 //	 "whoami"?: <the whoami export's output>,
 //	 "apps"?: [{"app", "state_dir", "files"?: <list's files>, "removed"?: <prune's removed>}]}
 //
+// and, for the handle store (state.go), "state_list" and "state_gc" with
+// apps carrying "list" or "gc".
+//
 // It is read into a small ordered tree rather than typed structs, and
 // written back with its own indenting encoder, which keeps the plugin lean
 // (typed decoders and encoding/json's Indent would add about 200 KB to
@@ -38,11 +41,17 @@ commands:
   list     list token files per app, with whether their host is alive (never the token)
   prune    delete token and lock files whose host is gone, and token files older
            than 30 days whose host cannot be checked
+  state list [APP]
+           list the handle store of each app (or APP): per handle its key-hash prefix,
+           state, generation, size, age and idle time (never a value or a handle)
+  state gc [APP]
+           expire idle and aged handles, drop old tombstones, remove orphan records
+           and stale temporary files, in each app's handle store (or APP's)
 
 flags:
   --json            print JSON instead of a table
   --app NAME        one server app (default: every app under the state root)
-  --state-dir ROOT  the state root, one directory per app inside (list, prune;
+  --state-dir ROOT  the state root, one directory per app inside (list, prune, state;
                     default: $MCP_RESUME_STATE_DIR, else the per-user default)
   --instance KEY    the instance key whose file names whoami shows (default: $MCP_RESUME_INSTANCE, else none)
   --pid PID         whoami: answer for the running MCP server PID instead of this process
@@ -258,8 +267,12 @@ func Render(input []byte) ([]byte, error) {
 		return rows(sorted(in.list("apps")), "files", asJSON), nil
 	case "prune":
 		return rows(sorted(in.list("apps")), "removed", asJSON), nil
+	case "state_list":
+		return stateList(sorted(in.list("apps")), asJSON), nil
+	case "state_gc":
+		return stateGC(sorted(in.list("apps")), asJSON), nil
 	default:
-		return nil, errors.New("render: unknown command " + strconv.Quote(cmd) + "; use whoami, list, prune or usage")
+		return nil, errors.New("render: unknown command " + strconv.Quote(cmd) + "; use whoami, list, prune, state_list, state_gc or usage")
 	}
 }
 

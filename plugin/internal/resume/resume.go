@@ -136,14 +136,7 @@ func (s *Store) Open(input []byte) (hostfuncs.OpenOutput, *hostfuncs.Error) {
 	}
 	var in hostfuncs.OpenInput
 	if err := in.DecodeJSON(input); err != nil {
-		if oe, ok := err.(*hostfuncs.OptionError); ok {
-			code := hostfuncs.CodeInvalidOption
-			if oe.Option == "app" {
-				code = hostfuncs.CodeInvalidApp
-			}
-			return hostfuncs.OpenOutput{}, &hostfuncs.Error{Code: code, Message: oe.Error()}
-		}
-		return hostfuncs.OpenOutput{}, &hostfuncs.Error{Code: hostfuncs.CodeInvalidOption, Message: "open input is not the JSON object {\"app\", \"state_root\"?, \"instance\"?, \"launchers\"?}: " + err.Error()}
+		return hostfuncs.OpenOutput{}, OpenInputError(err, "open input is not the JSON object {\"app\", \"state_root\"?, \"instance\"?, \"launchers\"?}: ")
 	}
 	f, factsOK := HostFacts(s.call)
 	cfg, werr := Configure(in, f, factsOK)
@@ -384,10 +377,7 @@ func (s *Store) remove() {
 }
 
 // log sends one line to the host's logger; a failing logger is ignored.
-func (s *Store) log(level, event, msg, detail string) {
-	req, _ := hostfuncs.LogRequest{Level: level, Event: event, Message: msg, Detail: detail}.EncodeJSON()
-	s.call(hostfuncs.FnLog, hostfuncs.Pad8(req))
-}
+func (s *Store) log(level, event, msg, detail string) { Log(s.call, level, event, msg, detail) }
 
 // errCode returns the code of err when it is a host function's error (a
 // *hostfuncs.Error, as invoke returns them, unwrapped), else "". A type assertion

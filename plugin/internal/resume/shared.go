@@ -38,3 +38,28 @@ func HostFacts(call Caller) (hostfuncs.Facts, bool) {
 	ok := f.DecodeJSON(out) == nil && f.Error == nil && f.PID > 0
 	return f, ok
 }
+
+// Log sends one line to the host's logger (mcp_resume_log): level one of
+// hostfuncs.Level*, event a stable name, msg the human text, detail
+// optional context; none of them ever holds a secret. A failing logger is
+// ignored.
+func Log(call Caller, level, event, msg, detail string) {
+	req, _ := hostfuncs.LogRequest{Level: level, Event: event, Message: msg, Detail: detail}.EncodeJSON()
+	call(hostfuncs.FnLog, hostfuncs.Pad8(req))
+}
+
+// OpenInputError is the error of an open input (open, handles_open) that
+// did not decode: an *hostfuncs.OptionError in its own words, code
+// invalid_app for the app and invalid_option for the rest; anything else
+// (not JSON, not an object) invalid_option, prefix then the decoder's
+// message.
+func OpenInputError(err error, prefix string) *hostfuncs.Error {
+	if oe, ok := err.(*hostfuncs.OptionError); ok {
+		code := hostfuncs.CodeInvalidOption
+		if oe.Option == "app" {
+			code = hostfuncs.CodeInvalidApp
+		}
+		return &hostfuncs.Error{Code: code, Message: oe.Error()}
+	}
+	return &hostfuncs.Error{Code: hostfuncs.CodeInvalidOption, Message: prefix + err.Error()}
+}

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -243,9 +244,11 @@ func (h *Host) Call(fn string, req []byte) []byte {
 		if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
 			return errResp(hostfuncs.CodeUnsafe, "not a regular file")
 		}
-		b := make([]byte, r.Limit)
-		n, _ := f.Read(b)
-		return respond(hostfuncs.ReadResponse{Data: b[:n]})
+		b, err := io.ReadAll(io.LimitReader(f, int64(r.Limit)))
+		if err != nil {
+			return osErr(err)
+		}
+		return respond(hostfuncs.ReadResponse{Data: b})
 	case hostfuncs.FnWrite:
 		tmp := filepath.Join(h.Dir, r.Temp)
 		f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)

@@ -80,3 +80,57 @@ def test_whoami_pid(tmp_path: Path) -> None:
     finally:
         child.kill()
         child.wait()
+
+
+def test_state_list_and_gc(root: tuple[Path, dict[str, str]]) -> None:
+    """``state list|gc``: every app with a handle store under the root (app-b has none and is skipped, and
+    nothing is created for it), the plugin's table and JSON, never a value, handle or principal."""
+    from mcp_resume import HandleStore
+
+    base, env = root
+    clock = [time.time() - 7200]
+    with HandleStore("app-a", state_root=base, clock=lambda: clock[0]) as s:
+        live = s.create("principal-a", b"value-one")
+        s.put(live.handle, "principal-a", b"value-two")
+        gone = s.create("principal-a", b"value-idle", idle_ttl=60)
+    p = cli("state", "list", "--json", env=env)
+    assert p.returncode == 0, p.stderr
+    (doc,) = json.loads(p.stdout)
+    assert (doc["app"], doc["state_dir"], doc["live"], doc["tombstones"]) == ("app-a", str(base / "app-a" / "handles"), 1, 1)
+    states = sorted((h["state"], h.get("generation"), h.get("size")) for h in doc["handles"])
+    assert states == [("expired_idle", None, None), ("live", 2, 9)]
+    text = cli("state", "list", env=env).stdout
+    assert text.splitlines()[0].split() == ["APP", "KEY", "STATE", "GEN", "SIZE", "AGE", "IDLE"]
+    assert "app-a: 1 live, 1 tombstones, 64 shards, 9 bytes in " in text
+    for out in (p.stdout, text):
+        for secret in (live.handle, gone.handle, "value-", "principal-a"):
+            assert secret not in out
+    assert not (base / "app-b" / "handles").exists(), "state list created a handle store"
+    p = cli("state", "gc", "--json", env=env)
+    assert p.returncode == 0, p.stderr
+    (gc,) = json.loads(p.stdout)
+    assert gc["app"] == "app-a" and gc["live"] == 1
+    p = cli("state", "list", "app-b", env=env)
+    assert (p.returncode, p.stdout) == (0, "no handle stores\n")
+    assert not (base / "app-b" / "handles").exists()
+
+
+def test_state_usage_and_errors(root: tuple[Path, dict[str, str]]) -> None:
+    _, env = root
+    for args in (["state"], ["state", "drop"]):
+        p = cli(*args, env=env)
+        assert p.returncode == 2 and p.stderr.startswith('mcp-resume state: want "state list" or "state gc"\n\nusage:')
+    p = cli("state", "list", "a", "b", "c", env=env)
+    assert p.returncode == 2 and p.stderr.startswith('mcp-resume state list: unexpected argument "c"')
+    p = cli("state", "list", "--app", "a", "b", env=env)
+    assert p.returncode == 2 and p.stderr.startswith('mcp-resume state list: unexpected argument "b"')
+    p = cli("state", "gc", "bad app", env=env)
+    assert (p.returncode, p.stdout) == (1, "") and p.stderr.startswith('mcp-resume state gc: invalid app name "bad app"')
+    p = cli("state", "list", env=env)
+    assert (p.returncode, p.stdout) == (0, "no handle stores\n")
+    from mcp_resume import HandleStore
+
+    with HandleStore("app-a", state_root=root[0]) as s:
+        s.list()  # the directory appears at the first operation
+    p = cli("state", "list", env={**env, "MCP_RESUME_STATE_IDLE_TTL": "soon"})
+    assert (p.returncode, p.stdout) == (1, "") and "MCP_RESUME_STATE_IDLE_TTL" in p.stderr, p.stderr

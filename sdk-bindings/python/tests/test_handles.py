@@ -6,6 +6,7 @@ Every method and every error class, the files on disk (0700/0600, the value seal
 waits for a shard lock), a shard lock held by another process (``StoreUnavailable`` after ``lock_wait``),
 ``MCP_RESUME=off`` (resume off, the handle store on) and the WASI random source (10,000 handles, distinct, 24
 bytes each). The shared conformance cases pin the plugin's policy byte for byte; these pin the binding.
+About 550 lines: one test per method, error and option of the API, with the fixtures they share.
 """
 
 from __future__ import annotations
@@ -207,6 +208,14 @@ def test_bad_options_refused(root: Path, kwargs: dict[str, Any]) -> None:
         HandleStore("bad", state_root=root, **kwargs)
 
 
+def test_bad_app_names(root: Path) -> None:
+    for app, words in (("", "app"), ("a/b", "a/b"), (b"app", "must be a string, not bytes"), (None, "app")):
+        with pytest.raises(InvalidHandleOption) as e:
+            HandleStore(app, state_root=root)  # type: ignore[arg-type]
+        assert words in str(e.value), str(e.value)
+    assert not root.exists(), "a refused open created something"
+
+
 def test_environment_lifetimes(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """MCP_RESUME_STATE_IDLE_TTL / _MAX_AGE (Go duration syntax) are read by the plugin; an option wins."""
     monkeypatch.setenv("MCP_RESUME_STATE_IDLE_TTL", "90s")
@@ -235,6 +244,23 @@ def test_default_state_root_from_the_environment(tmp_path: Path, monkeypatch: py
 
 
 # --- the files ----------------------------------------------------------------------------------------
+
+
+def test_host_functions_confined_to_the_handle_directory(store: HandleStore) -> None:
+    """handles_open's state_dir fixes each pooled instance's host functions (hostfuncs/README.md, "Names and
+    the state directory"): mkdir only that directory and its ancestors, files only inside it."""
+    store.create("", b"x")
+    inst = store._idle[0]
+    assert inst.funcs.state_dir == store.state_dir
+    app_dir = Path(store.state_dir).parent
+
+    def host(fn: str, req: dict[str, Any]) -> dict[str, Any]:
+        return dict(json.loads(inst.funcs.call(fn, json.dumps(req).encode())))
+
+    assert host("mcp_resume_prepare_dir", {"op": "mkdir", "path": str(app_dir / "other")})["error"]["code"] == "invalid_request"
+    assert host("mcp_resume_prepare_dir", {"op": "mkdir", "path": str(app_dir)})["error"]["code"] == "exists"
+    assert host("mcp_resume_read", {"name": "../x", "limit": 1})["error"]["code"] == "invalid_request"
+    assert not (app_dir / "other").exists()
 
 
 def test_files_private_and_sealed(store: HandleStore, root: Path) -> None:

@@ -12,7 +12,7 @@ process, typed ``/proc`` ops checked before any system call on the real
 stdio they are). No call ever raises: every answer is a JSON object padded to
 8 bytes.
 
-About 1,000 lines: one test per rule of the contract, for the host functions the conformance cases cannot
+About 1,150 lines: one test per rule of the contract, for the host functions the conformance cases cannot
 reach (the real /proc, real processes, planted files); split by function, each part would repeat the same
 fixtures.
 """

@@ -6,6 +6,7 @@
  * npx mcp-resume whoami [--json] [--app NAME] [--instance KEY] [--pid PID]
  * npx mcp-resume list   [--json] [--app NAME] [--state-dir ROOT]
  * npx mcp-resume prune  [--json] [--app NAME] [--state-dir ROOT]
+ * npx mcp-resume state list|gc [--json] [--state-dir ROOT] [APP]
  * ```
  *
  * The same commands, flags, output and exit status as the Go command and
@@ -14,7 +15,11 @@
  * export), so this file only parses arguments and prints. list and prune
  * cover every app directory under the state root (`--state-dir`, else
  * `$MCP_RESUME_STATE_DIR`, else per user), or the one of `--app`; they never
- * print a token. Exit status: 0 on success; 1 on a runtime failure, with one
+ * print a token. `state list` and `state gc` list or sweep the handle store
+ * of every app under the root that has one (a `handles/` directory; none is
+ * created), or of APP: key-hash prefixes, states, generations, sizes, ages
+ * and counts (the plugin's `handle_list` and `handle_gc`), never a value,
+ * handle or principal. Exit status: 0 on success; 1 on a runtime failure, with one
  * line on stderr, `mcp-resume <command>: <what was wrong and what to do>`; 2
  * on bad usage.
  *
@@ -22,11 +27,11 @@
  */
 import * as fs from "node:fs";
 
-import { callExport, InvalidAppError, ResumeError, ResumeTokenStore } from "./store.js";
+import { callExport, InvalidAppError, loadStore, ResumeError, ResumeTokenStore } from "./store.js";
 
 /** The app name stores are opened with when no --app is given: it only picks a default directory. */
 const CLI_APP = "mcp-resume";
-const COMMANDS = ["whoami", "list", "prune"];
+const COMMANDS = ["whoami", "list", "prune", "state list", "state gc"];
 /** Flags taking a value (as Go's flag package reads them: -x or --x, "--x v" or "--x=v"). */
 const VALUE_FLAGS = ["app", "state-dir", "instance", "pid"];
 
@@ -39,8 +44,8 @@ const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-/** The flags of `args` (after the command), as Go's flag package reads them. @throws Usage */
-function parse(args: string[]): Opts {
+/** The flags of `args` (after the command), as Go's flag package reads them; `state` commands take one APP argument. @throws Usage */
+function parse(args: string[], takesApp = false): Opts {
   const opts: Opts = { json: false, app: "", "state-dir": "", instance: "", pid: 0 };
   let i = 0;
   for (; i < args.length; i++) {
@@ -70,7 +75,9 @@ function parse(args: string[]): Opts {
       throw new Usage("");
     } else throw new Usage(`flag provided but not defined: -${name}`);
   }
-  if (i < args.length) throw new Usage(`unexpected argument "${args[i]}"`);
+  const rest = args.slice(i);
+  if (takesApp && rest.length === 1 && (opts.app === "" || opts.app === rest[0])) opts.app = rest[0]!;
+  else if (rest.length > 0) throw new Usage(`unexpected argument "${rest.at(-1)}"`);
   return opts;
 }
 
@@ -102,6 +109,27 @@ function subdirs(root: string): string[] {
   }
 }
 
+/**
+ * One app's handle store for `state list|gc`: `{app, state_dir, list|gc}` with the plugin's `handle_list` or
+ * `handle_gc` output as it came, or `undefined` when the app has no `handles/` directory (nothing is created)
+ * or, listing every app, the name is no app's (`invalid_app`). A plugin instance of its own, as a HandleStore
+ * has, with the raw outputs the render export reads. @throws ResumeError
+ */
+async function handleStoreOf(app: string, gc: boolean, opts: Opts): Promise<Record<string, unknown> | undefined> {
+  const inst = await loadStore(quiet);
+  try {
+    const opened = await callExport(inst, "handles_open", encoder.encode(JSON.stringify({ app, ...(opts["state-dir"] ? { state_root: opts["state-dir"] } : {}) })));
+    if (!opened.ok && opened.code === "invalid_app" && !opts.app) return undefined;
+    if (!opened.ok) throw new ResumeError(opened.code, opened.message);
+    const stateDir = String((JSON.parse(decoder.decode(opened.output)) as { state_dir?: unknown }).state_dir ?? "");
+    if (!fs.lstatSync(stateDir, { throwIfNoEntry: false })?.isDirectory()) return undefined;
+    const out = JSON.parse(decoder.decode(await call(inst, gc ? "handle_gc" : "handle_list", {}))) as unknown;
+    return { app, state_dir: stateDir, [gc ? "gc" : "list"]: out };
+  } finally {
+    await inst.close();
+  }
+}
+
 /** The bytes `cmd` prints to stdout. @throws ResumeError */
 async function run(cmd: string, opts: Opts): Promise<Uint8Array> {
   const doc: Record<string, unknown> = { command: cmd, json: opts.json, apps: [] };
@@ -116,13 +144,20 @@ async function run(cmd: string, opts: Opts): Promise<Uint8Array> {
     }
   }
   const [exp, member] = cmd === "list" ? ["list", "files"] : ["prune", "removed"];
-  const base = await open(opts.app || CLI_APP, opts["state-dir"]);
+  const state = cmd.startsWith("state ");
+  if (state) doc["command"] = cmd.replace(" ", "_");
+  const base = await open(state ? CLI_APP : opts.app || CLI_APP, opts["state-dir"]);
   try {
     let apps: string[];
     if (opts.app) apps = [opts.app];
     else if (!base.stateRoot) throw new ResumeError("io", "no state root: set MCP_RESUME_STATE_DIR or HOME");
     else apps = subdirs(base.stateRoot);
     for (const app of apps) {
+      if (state) {
+        const r = await handleStoreOf(app, cmd === "state gc", opts);
+        if (r) (doc["apps"] as unknown[]).push(r);
+        continue;
+      }
       let store: ResumeTokenStore;
       try {
         store = await open(app, opts["state-dir"]);
@@ -166,14 +201,22 @@ export async function main(args: string[]): Promise<number> {
       writeAll(2, await usage());
       return args.length === 0 ? 2 : 0;
     }
-    const cmd = args[0]!;
+    let cmd = args[0]!;
+    if (cmd === "state") {
+      if (args[1] !== "list" && args[1] !== "gc") {
+        writeAll(2, `mcp-resume state: want "state list" or "state gc"\n\n${await usage()}`);
+        return 2;
+      }
+      cmd = `state ${args[1]}`;
+      args = [cmd, ...args.slice(2)];
+    }
     if (!COMMANDS.includes(cmd)) {
       writeAll(2, `mcp-resume: unknown command "${cmd}"\n\n${await usage()}`);
       return 2;
     }
     let opts: Opts;
     try {
-      opts = parse(args.slice(1));
+      opts = parse(args.slice(1), cmd.startsWith("state "));
     } catch (e) {
       if (!(e instanceof Usage)) throw e;
       if (e.message === "") {
@@ -186,7 +229,7 @@ export async function main(args: string[]): Promise<number> {
     writeAll(1, await run(cmd, opts));
     return 0;
   } catch (e) {
-    const prefix = `mcp-resume ${args[0]}: `;
+    const prefix = `mcp-resume ${args[0]}: `; // "state list" once recognised
     const msg = e instanceof ResumeError ? e.message : String((e as Error)?.message ?? e);
     writeAll(2, (msg.startsWith(prefix) ? msg : prefix + msg) + "\n");
     return 1;

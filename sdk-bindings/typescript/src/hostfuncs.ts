@@ -477,20 +477,26 @@ export class HostFunctions {
   /**
    * `mcp_resume_lock`: the lock file opened and checked first (anything but a regular file is `unsafe`, with or
    * without a socket, as in every host), then on Linux the socket: held by this store → done; what
-   * {@link lockAhead} found for it (the resume store, which never waits); else bound now by the process's lock
+   * {@link lockAhead} found for it when the call does not wait (the resume store's); else bound now by the process's lock
    * worker, retried while busy for `wait` ms (sleeping 0.2 ms, doubling to 5 ms). Without a socket Node has no
-   * lock there (no flock), hence `unsupported`. On macOS `O_EXLOCK`, kept open (not retried: no wait there yet).
+   * lock there (no flock), hence `unsupported`. On macOS `O_EXLOCK` (retried the same way), kept open.
    */
   #lock(file: string, socket: string, wait: number): void {
     const darwin = process.platform === "darwin";
     if (process.platform !== "linux" && !darwin) throw new HostError("unsupported", `no lock on ${process.platform}`);
     if (darwin && this.#held.has(file)) return; // a second O_EXLOCK open would conflict with our own
+    const deadline = performance.now() + wait;
     const fd = sys(`lock ${file}`, () => {
-      try {
-        return fs.openSync(file, O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | (darwin ? O_EXLOCK_DARWIN : 0), 0o600);
-      } catch (e) {
-        const code = (e as NodeJS.ErrnoException).code;
-        throw darwin && (code === "EWOULDBLOCK" || code === "EAGAIN") ? new HostError("busy", "held by another server instance") : e;
+      for (let pause = 0.2; ; pause = Math.min(pause * 2, 5)) {
+        try {
+          return fs.openSync(file, O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | (darwin ? O_EXLOCK_DARWIN : 0), 0o600);
+        } catch (e) {
+          const code = (e as NodeJS.ErrnoException).code;
+          if (!darwin || (code !== "EWOULDBLOCK" && code !== "EAGAIN")) throw e;
+          const left = deadline - performance.now();
+          if (left <= 0) throw new HostError("busy", "held by another server instance");
+          sleepSync(Math.min(pause, left)); // macOS: retried for wait_ms like the socket below
+        }
       }
     });
     try {
@@ -505,9 +511,9 @@ export class HostFunctions {
     const h = this.#held.get(socket);
     if (h !== undefined && !(h instanceof LockWorker && !h.alive)) return; // a dead worker's sockets are gone
     const failed = this.#failed.get(socket);
-    if (failed) throw new HostError(failed.code, `lock ${file}: ${failed.message}`);
+    // What the bind ahead found answers a call that does not wait (the resume store's); a wait retries it here.
+    if (failed && (wait === 0 || failed.code !== "busy")) throw new HostError(failed.code, `lock ${file}: ${failed.message}`);
     const worker = lockWorker();
-    const deadline = performance.now() + wait;
     for (let pause = 0.2; ; pause = Math.min(pause * 2, 5)) {
       const r = worker.bind(socket);
       if (r.code === 0) return void this.#held.set(socket, worker);

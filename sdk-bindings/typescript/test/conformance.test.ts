@@ -67,7 +67,7 @@ interface Case {
   open?: Json;
   open_want?: Want;
   calls?: Call[];
-  logs: Array<{ level: string; event: string; message?: string; message_prefix?: string; detail?: string }>;
+  logs?: Array<{ level: string; event: string; message?: string; message_prefix?: string; detail?: string }>;
 }
 
 /** The answer a host_call expects (hostfuncs/conformance/README.md, step 6): exactly one member. */
@@ -76,6 +76,9 @@ interface HostWant {
   error_code?: string;
   response_subset?: Json;
   result_codes?: Array<string | null>;
+  /** With one of the above: the call took at least / at most this many milliseconds (wall clock). */
+  min_ms?: number;
+  max_ms?: number;
 }
 /** One of `calls`: an export, an action or a host_call (hostfuncs/conformance/README.md, step 6). */
 interface Call {
@@ -318,7 +321,13 @@ describe("conformance", () => {
             // As the store does before the plugin's first load/store/reject: bind the socket ahead (the host's
             // mcp_resume_lock is synchronous and answers from lockAhead's outcome), here the request's own socket.
             if (cl.host_call === "mcp_resume_lock" && typeof req?.["socket"] === "string") await host.lockAhead(req["socket"]);
-            checkHostWant(host.call(cl.host_call, Buffer.from(JSON.stringify(cl.request))), cl.want ?? {}, `call ${i} host_call ${cl.host_call}`);
+            const { min_ms, max_ms, ...hw } = cl.want ?? {};
+            const t0 = performance.now();
+            const out = host.call(cl.host_call, Buffer.from(JSON.stringify(cl.request)));
+            const took = performance.now() - t0;
+            checkHostWant(out, hw, `call ${i} host_call ${cl.host_call}`);
+            if (min_ms !== undefined) assert.ok(took >= min_ms, `call ${i} host_call ${cl.host_call}: took ${took.toFixed(1)} ms, want at least ${min_ms}`);
+            if (max_ms !== undefined) assert.ok(took <= max_ms, `call ${i} host_call ${cl.host_call}: took ${took.toFixed(1)} ms, want at most ${max_ms}`);
           } else if (cl.action === "hold_socket") {
             sockets.push(await holdAbstractSocket(cl.socket!));
           } else if (cl.action === "put_file") {
@@ -374,12 +383,13 @@ describe("conformance", () => {
       }
       if (c.state_dir_after?.mode) assert.equal((fs.statSync(dir).mode & 0o777).toString(8), parseInt(c.state_dir_after.mode, 8).toString(8), "state directory mode");
       checkFiles(root, c.outside_after, false);
+      const wantLogs = c.logs ?? []; // absent: no line above debug
       const got = logs.map((l, i) => {
-        const w = c.logs[i];
+        const w = wantLogs[i];
         const { detail, ...line } = w?.message_prefix !== undefined && l.message.startsWith(w.message_prefix) ? { ...l, message: w.message_prefix } : l;
         return w?.detail !== undefined ? { ...line, detail } : line;
       });
-      const want = c.logs.map((w) => ({ level: w.level, event: w.event, message: w.message ?? w.message_prefix, ...(w.detail !== undefined ? { detail: w.detail } : {}) }));
+      const want = wantLogs.map((w) => ({ level: w.level, event: w.event, message: w.message ?? w.message_prefix, ...(w.detail !== undefined ? { detail: w.detail } : {}) }));
       assert.deepEqual(got, want, "log lines");
     });
   }

@@ -5,13 +5,17 @@
     python -m mcp_resume whoami [--json] [--app NAME] [--instance KEY] [--pid PID]
     python -m mcp_resume list   [--json] [--app NAME] [--state-dir ROOT]
     python -m mcp_resume prune  [--json] [--app NAME] [--state-dir ROOT]
+    python -m mcp_resume state list|gc [--json] [--app NAME] [--state-dir ROOT] [APP]
     python -m mcp_resume precompile     # fill the plugin's compilation cache now (install time)
 
 The same commands, flags, output and exit status as the Go command (``go run ./host/cmd/mcp-resume``) and
 ``npx mcp-resume``: every answer is the plugin's (its ``whoami``, ``list`` and ``prune`` exports) and so is
 every byte printed to stdout (its ``render`` export), so this module only parses arguments and prints. list and
 prune cover every app directory under the state root (``--state-dir``, else ``$MCP_RESUME_STATE_DIR``, else
-per user), or the one of ``--app``; they never print a token. Exit status: 0 on success; 1 on a runtime failure,
+per user), or the one of ``--app``; they never print a token. ``state list`` and ``state gc`` do the same for the handle stores (the apps'
+``handles/`` directories; an app without one is skipped, so that looking creates nothing): the plugin's
+``handle_list``/``handle_gc`` outputs rendered, key-hash prefixes, states, generations, sizes, ages and
+counts, never a value or a handle. Exit status: 0 on success; 1 on a runtime failure,
 with one line on stderr, ``mcp-resume <command>: <what was wrong and what to do>``; 2 on bad usage.
 """
 
@@ -22,12 +26,18 @@ import os
 import sys
 from typing import Any
 
+import stat
+
 from ._errors import InvalidAppError, ResumeStoreError
+from ._handle_errors import HandleStoreError
+from ._handles import HandleStore
 from ._store import NO_INSTANCE, ResumeTokenStore
 
 #: The app name stores are opened with when no --app is given: it only picks a default directory.
 CLI_APP = "mcp-resume"
-COMMANDS = ("whoami", "list", "prune")
+COMMANDS = ("whoami", "list", "prune", "state")
+#: The subcommands of ``state``.
+STATE_COMMANDS = ("list", "gc")
 #: Flags taking a value, and the boolean one (as Go's flag package reads them: -x or --x, "--x v" or "--x=v").
 VALUE_FLAGS = ("app", "state-dir", "instance", "pid")
 
@@ -45,8 +55,9 @@ def _quiet() -> logging.Logger:
     return log
 
 
-def _parse(args: list[str]) -> dict[str, Any]:
-    """The flags of ``args`` (after the command), as Go's flag package reads them. Raises :class:`_Usage`."""
+def _parse(args: list[str], positional: int = 0) -> dict[str, Any]:
+    """The flags of ``args`` (after the command), as Go's flag package reads them, then at most ``positional``
+    arguments (``opts["args"]``). Raises :class:`_Usage`."""
     opts: dict[str, Any] = {"json": False, "app": "", "state-dir": "", "instance": "", "pid": 0}
     i = 0
     while i < len(args):
@@ -79,8 +90,9 @@ def _parse(args: list[str]) -> dict[str, Any]:
         else:
             raise _Usage(f"flag provided but not defined: -{name}")
         i += 1
-    if i < len(args):
-        raise _Usage(f'unexpected argument "{args[i]}"')
+    opts["args"] = args[i:]
+    if len(args) - i > positional:  # Go's flag package stops at the first argument; the command names the last
+        raise _Usage(f'unexpected argument "{args[-1]}"')
     return opts
 
 
@@ -131,6 +143,40 @@ def _run(cmd: str, opts: dict[str, Any]) -> bytes:
         return base._render(doc)
 
 
+def _handles_dir(path: str) -> bool:
+    """Whether ``path`` is a directory (a symlink is not): an app's handle store exists."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _run_state(sub: str, opts: dict[str, Any]) -> bytes:
+    """The bytes ``state list`` or ``state gc`` prints: each app's ``handle_list``/``handle_gc`` output,
+    rendered by the plugin. Opens a handle store only where its directory exists. Raises
+    :class:`ResumeStoreError` or :class:`HandleStoreError`."""
+    if opts["app"] and opts["args"] and opts["args"][0] != opts["app"]:
+        raise _Usage(f'unexpected argument "{opts["args"][0]}"')  # --app NAME and APP must agree
+    app = opts["app"] or "".join(opts["args"])
+    doc: dict[str, Any] = {"command": f"state_{sub}", "json": opts["json"], "apps": []}
+    with _open(app or CLI_APP, opts["state-dir"]) as base:
+        root = base.state_root
+        if not root:
+            raise ResumeStoreError("no state root: set MCP_RESUME_STATE_DIR or HOME")
+        for name in [app] if app else _subdirs(root):
+            try:
+                store = HandleStore(name, state_root=opts["state-dir"] or None, pool_size=1, logger=_quiet())
+            except HandleStoreError as e:
+                if app or e.code != "invalid_app":
+                    raise
+                continue  # not an app's directory: the plugin's app rule decides
+            with store:
+                if not _handles_dir(store.state_dir):
+                    continue  # no handle store: nothing to show, and looking creates nothing
+                doc["apps"].append({"app": name, "state_dir": store.state_dir, sub: store._call(f"handle_{sub}", {})})
+        return base._render(doc)
+
+
 def _usage() -> str:
     """The usage text, from the plugin (the same in every language)."""
     with _open(CLI_APP) as store:
@@ -152,18 +198,25 @@ def main(argv: list[str] | None = None) -> int:
         if cmd not in COMMANDS:
             sys.stderr.write(f'mcp-resume: unknown command "{cmd}"\n\n{_usage()}')
             return 2
+        rest = args[1:]
+        if cmd == "state":
+            if not rest or rest[0] not in STATE_COMMANDS:
+                sys.stderr.write(f'mcp-resume state: want "state list" or "state gc"\n\n{_usage()}')
+                return 2
+            cmd, rest = f"state {rest[0]}", rest[1:]
         try:
-            opts = _parse(args[1:])
+            opts = _parse(rest, positional=1 if cmd.startswith("state") else 0)
+            out = _run_state(cmd[6:], opts) if cmd.startswith("state") else _run(cmd, opts)
         except _Usage as e:
             if not str(e):
                 sys.stderr.write(_usage())
                 return 0
             sys.stderr.write(f"mcp-resume {cmd}: {e}\n\n{_usage()}")
             return 2
-        out = _run(cmd, opts)
-    except ResumeStoreError as e:
+    except (ResumeStoreError, HandleStoreError) as e:
         msg = str(e)
-        prefix = f"mcp-resume {args[0]}: " if args else "mcp-resume: "
+        words = args[:2] if args[:1] == ["state"] and args[1:2] and args[1] in STATE_COMMANDS else args[:1]
+        prefix = f"mcp-resume {' '.join(words)}: " if words else "mcp-resume: "
         sys.stderr.write(msg if msg.startswith(prefix) else prefix + msg)
         sys.stderr.write("\n")
         return 1

@@ -53,7 +53,9 @@ class ValueTooLarge(HandleStoreError, ValueError):
 
 class InvalidHandleOption(HandleStoreError, ValueError):
     """``invalid_option``: a bad option of the store or of one call (a wrong type, a TTL longer than the
-    store's, a bad generation, a bad ``MCP_RESUME_STATE_IDLE_TTL``/``MCP_RESUME_STATE_MAX_AGE``)."""
+    store's, a bad generation, a bad ``MCP_RESUME_STATE_IDLE_TTL``/``MCP_RESUME_STATE_MAX_AGE``); also
+    ``invalid_app``, an app name outside the plugin's rule (1-64 of ``[A-Za-z0-9._-]``, starting with a letter
+    or digit), with that code."""
 
 
 class HandleNotFound(HandleStoreError, LookupError):
@@ -98,7 +100,8 @@ class StoreUnavailable(HandleStoreError, OSError):
 
 _CLASSES: dict[str, type[HandleStoreError]] = {
     "invalid_handle": InvalidHandle, "invalid_principal": InvalidPrincipal, "invalid_value": InvalidValue,
-    "value_too_large": ValueTooLarge, "invalid_option": InvalidHandleOption, "handle_not_found": HandleNotFound,
+    "value_too_large": ValueTooLarge, "invalid_option": InvalidHandleOption, "invalid_app": InvalidHandleOption,
+    "handle_not_found": HandleNotFound,
     "handle_expired": HandleExpired, "handle_evicted": HandleEvicted, "conflict": Conflict,
     "store_unavailable": StoreUnavailable}
 

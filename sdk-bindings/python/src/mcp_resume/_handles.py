@@ -17,7 +17,6 @@ import logging
 import math
 import os
 import threading
-from dataclasses import dataclass
 from typing import Any, Union
 from collections.abc import Callable
 
@@ -27,9 +26,10 @@ from . import _runtime
 from ._errors import PluginError
 from ._handle_errors import (InvalidHandle, InvalidHandleOption, InvalidPrincipal, InvalidValue,
                              StoreUnavailable, handle_error)
+from ._handle_types import Created, GCResult, HandleInfo, HandleList, Touched, Value, td as _td, when as _when
 from ._hostfuncs import ABI_VERSION, HostFunctions
 
-__all__ = ["Created", "GCResult", "HandleInfo", "HandleList", "HandleStore", "Touched", "Value"]
+__all__ = ["Created", "GCResult", "HandleInfo", "HandleList", "HandleStore", "Touched", "Value"]  # the values re-exported
 
 PathLike = Union[str, "os.PathLike[str]"]
 Logger = Union[logging.Logger, "logging.LoggerAdapter[Any]"]
@@ -39,92 +39,6 @@ Duration = Union[dt.timedelta, int, float]
 Clock = Callable[[], Union[dt.datetime, float, int]]
 
 _MS = dt.timedelta(milliseconds=1)
-
-
-def _td(ms: Any) -> dt.timedelta:
-    return dt.timedelta(milliseconds=int(ms))
-
-
-def _when(ms: Any) -> dt.datetime:
-    return dt.datetime.fromtimestamp(int(ms) / 1000, tz=dt.timezone.utc)
-
-
-@dataclass(frozen=True)
-class Created:
-    """What :meth:`HandleStore.create` returns: the new ``handle`` (a bearer secret: ``mrh1_`` and 32 base64url
-    characters; never log it), its ``generation`` (1), its ``idle_ttl`` and ``max_age`` and when it was
-    ``created`` (UTC, millisecond resolution)."""
-
-    handle: str
-    generation: int
-    idle_ttl: dt.timedelta
-    max_age: dt.timedelta
-    created: dt.datetime
-
-    def __repr__(self) -> str:  # the handle is a secret: keep it out of logs and tracebacks
-        return f"Created(handle='mrh1_…', generation={self.generation}, idle_ttl={self.idle_ttl!r}, max_age={self.max_age!r})"
-
-
-@dataclass(frozen=True)
-class Value:
-    """What :meth:`HandleStore.get` returns: the stored bytes ``data``, their ``generation`` (1 at create, +1
-    per put), when the handle was ``created`` (UTC) and its lifetimes ``idle_ttl`` and ``max_age``."""
-
-    data: bytes
-    generation: int
-    created: dt.datetime
-    idle_ttl: dt.timedelta
-    max_age: dt.timedelta
-
-
-@dataclass(frozen=True)
-class Touched:
-    """What :meth:`HandleStore.touch` returns: the current ``generation`` (unchanged) and the lifetimes."""
-
-    generation: int
-    idle_ttl: dt.timedelta
-    max_age: dt.timedelta
-
-
-@dataclass(frozen=True)
-class HandleInfo:
-    """One entry of :meth:`HandleStore.list`, never its handle, value or principal: ``key`` (12 hex digits of
-    the key hash, the name log lines use), ``state`` (``"live"``, ``"expired_idle"``, ``"expired_max_age"``,
-    ``"evicted"``; the others are tombstones), ``generation`` and ``size`` (value bytes; ``None`` for a
-    tombstone), ``age`` (since creation) and ``idle`` (since last use; for a tombstone, since it died)."""
-
-    key: str
-    state: str
-    generation: int | None
-    size: int | None
-    age: dt.timedelta
-    idle: dt.timedelta
-
-
-@dataclass(frozen=True)
-class HandleList:
-    """What :meth:`HandleStore.list` returns: ``handles`` (live entries and tombstones), the counts ``live`` and
-    ``tombstones``, the store's ``shards`` and ``bytes`` (the size of the live records on disk)."""
-
-    handles: builtins.list[HandleInfo]
-    live: int
-    tombstones: int
-    shards: int
-    bytes: int
-
-
-@dataclass(frozen=True)
-class GCResult:
-    """What :meth:`HandleStore.gc` did, in numbers: handles that ``expired_idle`` or ``expired_max_age`` now,
-    ``tombstones_dropped`` (past the tombstone period), ``orphans_removed`` (records without an index
-    entry), ``temps_removed`` (temporary files of killed writers), and the ``live`` handles left."""
-
-    expired_idle: int
-    expired_max_age: int
-    tombstones_dropped: int
-    orphans_removed: int
-    temps_removed: int
-    live: int
 
 
 def _duration_ms(option: str, value: Any) -> int | None:
@@ -141,14 +55,14 @@ def _duration_ms(option: str, value: Any) -> int | None:
                               f"not {type(value).__name__}")
 
 
-def _jsonable(option: str, value: Any) -> Any:
+def _jsonable(option: str, value: Any, want: str = "an integer") -> Any:
     """``value`` if JSON carries it as it is (the plugin then judges its type, in its words), else
-    :class:`InvalidHandleOption` naming the Python type."""
+    :class:`InvalidHandleOption` saying ``<option> must be <want>, not <Python type>``."""
     try:
         json.dumps(value)
         return value
     except (TypeError, ValueError):
-        raise InvalidHandleOption("invalid_option", f"{option} must be an integer, not {type(value).__name__}") from None
+        raise InvalidHandleOption("invalid_option", f"{option} must be {want}, not {type(value).__name__}") from None
 
 
 def _now_ms(clock: Clock) -> int:
@@ -254,12 +168,12 @@ class HandleStore:
                  max_age: Duration | None = None, tombstone: Duration | None = None, max_handles: int | None = None,
                  max_value_bytes: int | None = None, lock_wait: Duration | None = None, pool_size: int | None = None,
                  clock: Clock | None = None, logger: Logger | None = None) -> None:
-        req: dict[str, Any] = {"app": _jsonable("app", app)}
+        req: dict[str, Any] = {"app": _jsonable("app", app, "a string")}
         if isinstance(state_root, (str, os.PathLike)):
             if path := os.fsdecode(os.fspath(state_root)):
                 req["state_root"] = path
         elif state_root is not None:
-            req["state_root"] = _jsonable("state_root", state_root)
+            req["state_root"] = _jsonable("state_root", state_root, "a string")
         for key, value in (("idle_ttl", idle_ttl), ("max_age", max_age), ("tombstone", tombstone),
                            ("lock_wait", lock_wait)):
             if (ms := _duration_ms(key, value)) is not None:
@@ -486,7 +400,7 @@ class HandleStore:
         self._call("handle_delete", self._expect(self._who(handle, principal), expect))
 
     def touch(self, handle: str, principal: str) -> Touched:
-        """Refresh the idle time of ``handle`` only (seed 002's ``updateTTL``; the maximum age stays). Raises as
+        """Refresh the idle time of ``handle`` only (a ``StateStore``'s ``updateTTL``; the maximum age stays). Raises as
         :meth:`get`."""
         out = self._call("handle_touch", self._who(handle, principal))
         return Touched(int(out["generation"]), _td(out["idle_ttl_ms"]), _td(out["max_age_ms"]))

@@ -1,0 +1,399 @@
+package handles
+
+// A native runner for the handle store's conformance cases
+// (hostfuncs/conformance/cases/handles_*.json, format in
+// hostfuncs/conformance/README.md): the policy against the native test host,
+// so that a case's mistakes show before any host runs it through the real
+// plugin.wasm. It knows the parts of the format those cases use.
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/mcp-resume/mcp-resume/hostfuncs"
+	"github.com/mcp-resume/mcp-resume/plugin/internal/testhost"
+)
+
+const casesDir = "../../../hostfuncs/conformance"
+
+type confContent struct {
+	Text    *string `json:"text"`
+	Base64  *string `json:"base64"`
+	Symlink string  `json:"symlink"`
+	Dir     bool    `json:"dir"`
+	Mode    string  `json:"mode"`
+	AgeDays float64 `json:"age_days"`
+}
+
+func (c confContent) bytes() []byte {
+	switch {
+	case c.Text != nil:
+		return []byte(*c.Text)
+	case c.Base64 != nil:
+		b, _ := base64.StdEncoding.DecodeString(*c.Base64)
+		return b
+	}
+	return nil
+}
+
+type confWant struct {
+	OutputJSON       json.RawMessage `json:"output_json"`
+	OutputJSONSubset json.RawMessage `json:"output_json_subset"`
+	ErrorCode        string          `json:"error_code"`
+	ErrorJSONSubset  json.RawMessage `json:"error_json_subset"`
+}
+
+type confCall struct {
+	Export  string            `json:"export"`
+	Input   json.RawMessage   `json:"input"`
+	Want    confWant          `json:"want"`
+	Save    map[string]string `json:"save"`
+	Action  string            `json:"action"`
+	Name    string            `json:"name"`
+	Content confContent       `json:"content"`
+	Prefix  string            `json:"prefix"`
+	Mode    string            `json:"mode"`
+}
+
+type confCase struct {
+	Name        string          `json:"name"`
+	Spec        string          `json:"spec"`
+	Description string          `json:"description"`
+	Store       string          `json:"store"`
+	System      json.RawMessage `json:"system"`
+	Open        json.RawMessage `json:"open"`
+	// OpenWant is checked like a call's want.
+	OpenWant        *confWant              `json:"open_want"`
+	FilesBefore     map[string]confContent `json:"files_before"`
+	Calls           []confCall             `json:"calls"`
+	FilesAfter      map[string]confContent `json:"files_after"`
+	FilesAfterCount map[string]int         `json:"files_after_count"`
+	FilesExclude    string                 `json:"files_exclude"`
+	StateDirAfter   *struct {
+		Exists *bool `json:"exists"`
+	} `json:"state_dir_after"`
+	Logs []struct {
+		Level, Event, Message string
+		MessagePrefix         string  `json:"message_prefix"`
+		Detail                *string `json:"detail"`
+	} `json:"logs"`
+}
+
+func TestConformanceCasesNative(t *testing.T) {
+	paths, _ := filepath.Glob(filepath.Join(casesDir, "cases", "handles_*.json"))
+	if len(paths) < 10 {
+		t.Fatalf("found %d handle store cases, want at least 10", len(paths))
+	}
+	for _, p := range paths {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := strings.TrimSuffix(filepath.Base(p), ".json")
+		t.Run(name, func(t *testing.T) { runConfCase(t, name, raw) })
+	}
+}
+
+func runConfCase(t *testing.T, name string, raw []byte) {
+	h := testhost.New(t)
+	root := h.Facts.Home
+	euid := strconv.Itoa(os.Geteuid())
+	raw = bytes.ReplaceAll(raw, []byte(`"$EUID"`), []byte(euid))
+	raw = bytes.ReplaceAll(raw, []byte("$ROOT"), []byte(root))
+	var c confCase
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		t.Fatalf("case: %v", err)
+	}
+	if c.Name != name || c.Spec == "" || c.Store != "handles" {
+		t.Fatalf("case name %q, spec %q, store %q: want name %q, a spec, store handles", c.Name, c.Spec, c.Store, name)
+	}
+	if len(c.System) > 0 {
+		var sys struct {
+			Facts hostfuncs.Facts `json:"facts"`
+		}
+		if err := json.Unmarshal(c.System, &sys); err != nil {
+			t.Fatalf("system: %v", err)
+		}
+		h.Facts = sys.Facts
+	} else {
+		h.Facts.Home = root + "/home"
+	}
+	for _, d := range []string{"state", "state/conformance"} {
+		if err := os.Mkdir(filepath.Join(root, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := filepath.Join(root, "state", "conformance", "handles")
+	if c.FilesBefore != nil {
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		for n, f := range c.FilesBefore {
+			plant(t, dir, n, f)
+		}
+	}
+	open := []byte(`{"app": "conformance", "state_root": "` + root + `/state"}`)
+	if len(c.Open) > 0 {
+		open = c.Open
+	}
+	s := New(h.Call)
+	out, werr := s.Open(open)
+	if werr == nil {
+		h.Dir = out.StateDir
+		if out.StateDir != dir {
+			t.Errorf("state_dir %s, want %s", out.StateDir, dir)
+		}
+	}
+	if c.OpenWant != nil {
+		ob, _ := out.EncodeJSON()
+		checkWant(t, "handles_open", *c.OpenWant, ob, werr, nil)
+		if werr != nil {
+			return
+		}
+	} else if werr != nil {
+		t.Fatalf("handles_open: %v", werr)
+	}
+	vars := map[string]any{}
+	for i, cl := range c.Calls {
+		what := "call " + strconv.Itoa(i) + " " + cl.Export + cl.Action
+		switch cl.Action {
+		case "put_file":
+			plant(t, dir, cl.Name, cl.Content)
+			continue
+		case "corrupt_files":
+			corruptFiles(t, root, dir, cl.Prefix, cl.Mode)
+			continue
+		case "":
+		default:
+			t.Fatalf("%s: unknown action", what)
+		}
+		var in any
+		if err := json.Unmarshal(cl.Input, &in); err != nil {
+			t.Fatalf("%s: input: %v", what, err)
+		}
+		ib, _ := json.Marshal(replaceVars(in, vars))
+		if !strings.HasPrefix(cl.Export, "handle_") {
+			t.Fatalf("%s: not a handle export", what)
+		}
+		ob, werr := s.Export(cl.Export, ib)
+		checkWant(t, what, cl.Want, ob, werr, ib)
+		if werr == nil && cl.Save != nil {
+			var o map[string]any
+			_ = json.Unmarshal(ob, &o)
+			for v, m := range cl.Save {
+				vars[v] = o[m]
+			}
+		}
+	}
+	if a := c.StateDirAfter; a != nil && a.Exists != nil {
+		if _, err := os.Lstat(dir); (err == nil) != *a.Exists {
+			t.Errorf("handles directory exists = %v, want %v", err == nil, *a.Exists)
+		}
+	}
+	if c.FilesAfter != nil {
+		var names []string
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			names = append(names, e.Name())
+			if _, ok := c.FilesAfter[e.Name()]; !ok {
+				t.Errorf("unexpected file %s", e.Name())
+			}
+		}
+		for n, f := range c.FilesAfter {
+			b, err := os.ReadFile(filepath.Join(dir, n))
+			if err != nil || (f.Text != nil || f.Base64 != nil) && !bytes.Equal(b, f.bytes()) {
+				t.Errorf("file %s = %q (%v), want %q", n, b, err, f.bytes())
+			}
+		}
+	}
+	for prefix, n := range c.FilesAfterCount {
+		got := 0
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if e.Type().IsRegular() && strings.HasPrefix(e.Name(), prefix) {
+				got++
+			}
+		}
+		if got != n {
+			t.Errorf("%d files named %s*, want %d", got, prefix, n)
+		}
+	}
+	if c.FilesExclude != "" {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			b, _ := os.ReadFile(filepath.Join(dir, e.Name()))
+			if bytes.Contains(b, []byte(c.FilesExclude)) {
+				t.Errorf("file %s holds %q", e.Name(), c.FilesExclude)
+			}
+		}
+	}
+	var got []hostfuncs.LogRequest
+	for _, l := range h.Logs {
+		if l.Level != hostfuncs.LevelDebug {
+			got = append(got, l)
+		}
+	}
+	if len(got) != len(c.Logs) {
+		t.Fatalf("logs: got %d lines %+v, want %d %+v", len(got), got, len(c.Logs), c.Logs)
+	}
+	for i, w := range c.Logs {
+		g := got[i]
+		if g.Level != w.Level || g.Event != w.Event || w.Message != "" && g.Message != w.Message ||
+			w.MessagePrefix != "" && !strings.HasPrefix(g.Message, w.MessagePrefix) || w.Detail != nil && *w.Detail != g.Detail {
+			t.Errorf("log %d = %+v, want %+v", i, g, w)
+		}
+	}
+}
+
+// replaceVars replaces "$var" strings by saved values (with their JSON
+// type) and $var inside longer strings by their text.
+func replaceVars(v any, vars map[string]any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = replaceVars(e, vars)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = replaceVars(e, vars)
+		}
+	case string:
+		if val, ok := vars[strings.TrimPrefix(x, "$")]; ok && strings.HasPrefix(x, "$") {
+			return val
+		}
+		for k, val := range vars {
+			s, ok := val.(string)
+			if !ok {
+				b, _ := json.Marshal(val)
+				s = string(b)
+			}
+			x = strings.ReplaceAll(x, "$"+k, s)
+		}
+		return x
+	}
+	return v
+}
+
+func checkWant(t *testing.T, what string, w confWant, out []byte, werr *hostfuncs.Error, in []byte) {
+	t.Helper()
+	if w.ErrorCode != "" || w.ErrorJSONSubset != nil {
+		if werr == nil {
+			t.Errorf("%s (%s): answered %s, want an error", what, in, out)
+			return
+		}
+		eb, _ := werr.EncodeJSON()
+		var g any
+		_ = json.Unmarshal(eb, &g)
+		if w.ErrorCode != "" && werr.Code != w.ErrorCode || w.ErrorJSONSubset != nil && !jsonSubset(decode(w.ErrorJSONSubset), g) {
+			t.Errorf("%s (%s): error %s, want code %q / subset %s", what, in, eb, w.ErrorCode, w.ErrorJSONSubset)
+		}
+		return
+	}
+	if werr != nil {
+		t.Errorf("%s (%s): failed with %v", what, in, werr)
+		return
+	}
+	var g any
+	if err := json.Unmarshal(out, &g); err != nil {
+		t.Errorf("%s: output %q is not JSON", what, out)
+		return
+	}
+	if w.OutputJSON != nil && !reflect.DeepEqual(decode(w.OutputJSON), g) || w.OutputJSONSubset != nil && !jsonSubset(decode(w.OutputJSONSubset), g) {
+		t.Errorf("%s (%s): output %s, want %s%s", what, in, out, w.OutputJSON, w.OutputJSONSubset)
+	}
+}
+
+func decode(raw json.RawMessage) any {
+	var v any
+	_ = json.Unmarshal(raw, &v)
+	return v
+}
+
+// jsonSubset reports whether every key of want is in got with an equal
+// value (recursively for objects; arrays exactly).
+func jsonSubset(want, got any) bool {
+	wm, ok := want.(map[string]any)
+	if !ok {
+		return reflect.DeepEqual(want, got)
+	}
+	gm, ok := got.(map[string]any)
+	if !ok {
+		return false
+	}
+	for k, v := range wm {
+		if g, ok := gm[k]; !ok || !jsonSubset(v, g) {
+			return false
+		}
+	}
+	return true
+}
+
+// plant creates entry name in dir from f (a file, a directory or a
+// symbolic link; mode and age_days as the format says).
+func plant(t *testing.T, dir, name string, f confContent) {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	var err error
+	switch {
+	case f.Dir:
+		err = os.Mkdir(p, 0o700)
+	case f.Symlink != "":
+		err = os.Symlink(f.Symlink, p)
+	default:
+		err = os.WriteFile(p, f.bytes(), 0o600)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Mode != "" {
+		m, _ := strconv.ParseUint(f.Mode, 8, 32)
+		_ = os.Chmod(p, os.FileMode(m))
+	}
+	if f.AgeDays != 0 {
+		old := modTime(f.AgeDays)
+		_ = os.Chtimes(p, old, old)
+	}
+}
+
+// corruptFiles corrupts every regular file of dir named prefix*: truncate
+// to half its size, flip its last byte, or replace it by a symbolic link
+// to a file outside (in root) holding the same bytes.
+func corruptFiles(t *testing.T, root, dir, prefix, mode string) {
+	t.Helper()
+	entries, _ := os.ReadDir(dir)
+	n := 0
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !strings.HasPrefix(e.Name(), prefix) {
+			continue
+		}
+		n++
+		p := filepath.Join(dir, e.Name())
+		b, _ := os.ReadFile(p)
+		switch mode {
+		case "truncate":
+			_ = os.WriteFile(p, b[:len(b)/2], 0o600)
+		case "flip":
+			b[len(b)-1] ^= 0xff
+			_ = os.WriteFile(p, b, 0o600)
+		case "symlink":
+			out := filepath.Join(root, "outside-"+e.Name())
+			_ = os.WriteFile(out, b, 0o600)
+			_ = os.Remove(p)
+			_ = os.Symlink(out, p)
+		default:
+			t.Fatalf("corrupt_files: unknown mode %q", mode)
+		}
+	}
+	if n == 0 {
+		t.Fatalf("corrupt_files: no file named %s*", prefix)
+	}
+}

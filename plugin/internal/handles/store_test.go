@@ -1,0 +1,324 @@
+package handles
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/mcp-resume/mcp-resume/hostfuncs"
+	"github.com/mcp-resume/mcp-resume/plugin/internal/testhost"
+)
+
+func TestRoundtrip(t *testing.T) {
+	e := openEnv(t, nil)
+	const now = 1_700_000_000_000
+	h := e.create("alice", "hello", now)
+	if _, ok := ParseHandle(h); !ok || len(h) != HandleLen {
+		t.Fatalf("handle %q does not parse", h)
+	}
+	v, werr := e.get(h, "alice", now+1)
+	if werr != nil || string(v.Value) != "hello" || v.Generation != 1 || v.CreatedMS != now {
+		t.Fatalf("get: %+v %v", v, werr)
+	}
+	out, werr := e.s.Put(input(map[string]any{"handle": h, "principal": "alice", "value": []byte("v2"), "generation": 1, "now_ms": now + 2}))
+	if werr != nil || out.Generation != 2 {
+		t.Fatalf("put: %+v %v", out, werr)
+	}
+	_, werr = e.s.Put(input(map[string]any{"handle": h, "principal": "alice", "value": []byte("v3"), "generation": 1, "now_ms": now + 3}))
+	if werr == nil || werr.Code != hostfuncs.CodeConflict || werr.Generation != 2 {
+		t.Fatalf("stale put: %+v", werr)
+	}
+	if v, _ := e.get(h, "alice", now+4); string(v.Value) != "v2" || v.Generation != 2 {
+		t.Fatalf("after conflict: %+v", v)
+	}
+	_, werr = e.get(h, "bob", now+5)
+	wantCode(t, werr, hostfuncs.CodeHandleNotFound)
+	if werr := e.s.Delete(input(map[string]any{"handle": h, "principal": "alice", "generation": 2, "now_ms": now + 6})); werr != nil {
+		t.Fatal(werr)
+	}
+	_, werr = e.get(h, "alice", now+7)
+	wantCode(t, werr, hostfuncs.CodeHandleNotFound)
+	if n := e.count("h-"); n != 0 {
+		t.Errorf("%d records left after delete", n)
+	}
+	for _, f := range e.files() {
+		b, _ := readFile(e.dir, f)
+		if strings.Contains(string(b), "hello") || strings.Contains(string(b), h) || strings.Contains(string(b), "alice") {
+			t.Errorf("file %s holds a secret", f)
+		}
+	}
+	// lock, read index, read record, write record, write index, unlock.
+	e.h.Calls = map[string]int{}
+	h = e.create("alice", "x", now+8)
+	e.h.Calls = map[string]int{}
+	e.get(h, "alice", now+9)
+	if n := total(e.h.Calls); n > 5 {
+		t.Errorf("get made %d host calls (%v), want at most 5", n, e.h.Calls)
+	}
+	e.h.Calls = map[string]int{}
+	e.s.Put(input(map[string]any{"handle": h, "principal": "alice", "value": []byte("y"), "now_ms": now + 10}))
+	if n := total(e.h.Calls); n != 6 {
+		t.Errorf("put made %d host calls (%v), want 6", n, e.h.Calls)
+	}
+}
+
+func total(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func TestNotOpenAndSecondOpen(t *testing.T) {
+	s := New(func(string, []byte) []byte { t.Fatal("a host call before handles_open"); return nil })
+	_, werr := s.Get([]byte(`{"handle": "x", "principal": ""}`))
+	wantCode(t, werr, hostfuncs.CodeNotOpen)
+	e := openEnv(t, nil)
+	_, werr = e.s.Open([]byte(`{"app": "conformance"}`))
+	wantCode(t, werr, hostfuncs.CodeInvalidOption)
+}
+
+// Compare-and-set increments from eight plugin instances, each with its
+// own host (its own flock'd locks, as two instances of one process or two
+// processes have): the final count equals the successful puts.
+func TestConcurrentCompareAndSet(t *testing.T) {
+	e := openEnv(t, map[string]any{"lock_wait_ms": 10000})
+	h := e.create("", "0", 0)
+	const perWorker = 15
+	done := make(chan int)
+	for w := 0; w < 8; w++ {
+		st := openOn(t, e.h.Sibling(), map[string]any{"lock_wait_ms": 10000}).s
+		go func() {
+			ok := 0
+			for ok < perWorker {
+				v, werr := st.Get(input(map[string]any{"handle": h, "principal": ""}))
+				if werr != nil {
+					t.Error(werr)
+					break
+				}
+				n := atoi(string(v.Value))
+				_, werr = st.Put(input(map[string]any{"handle": h, "principal": "", "value": []byte(itoa(n + 1)), "generation": v.Generation}))
+				if werr == nil {
+					ok++
+				} else if werr.Code != hostfuncs.CodeConflict {
+					t.Error(werr)
+					break
+				}
+			}
+			done <- ok
+		}()
+	}
+	total := 0
+	for w := 0; w < 8; w++ {
+		total += <-done
+	}
+	v, werr := e.get(h, "", 0)
+	if werr != nil || atoi(string(v.Value)) != total || v.Generation != int64(total+1) {
+		t.Fatalf("final value %s generation %d, want %d and %d (%v)", v.Value, v.Generation, total, total+1, werr)
+	}
+}
+
+func atoi(s string) int {
+	n := 0
+	for _, c := range s {
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+func TestBusyShardIsStoreUnavailable(t *testing.T) {
+	e := openEnv(t, map[string]any{"max_handles": 100, "lock_wait_ms": 50})
+	h := e.create("a", "v", 0)
+	other := openOn(t, e.h.Sibling(), map[string]any{"max_handles": 100})
+	// Another process holds the one shard's lock.
+	other.h.Call(hostfuncs.FnLock, padded(`{"name": "lock-00"}`))
+	_, werr := e.get(h, "a", 0)
+	wantCode(t, werr, hostfuncs.CodeStoreUnavailable)
+	if !strings.Contains(werr.Message, "shard 00 for 50ms") {
+		t.Errorf("message %q does not say which shard and how long", werr.Message)
+	}
+	other.h.Call(hostfuncs.FnUnlock, padded(`{"name": "lock-00"}`))
+	if _, werr := e.get(h, "a", 0); werr != nil {
+		t.Fatal(werr)
+	}
+	// Every path released its locks: the other process takes them at once.
+	if out := other.h.Call(hostfuncs.FnLock, padded(`{"name": "lock-00"}`)); strings.Contains(string(out), "error") {
+		t.Errorf("lock-00 still held after the operations: %s", out)
+	}
+}
+
+func padded(s string) []byte { return hostfuncs.Pad8([]byte(s)) }
+
+func TestCorruptLayoutIsStoreUnavailable(t *testing.T) {
+	e := openEnv(t, nil)
+	e.create("a", "v", 0)
+	if err := writeFile(e.dir, "layout", "mcp-resume handles v1 shards=3\n"); err != nil {
+		t.Fatal(err)
+	}
+	s := New(e.h.Call)
+	s.Open(input(map[string]any{"app": "conformance", "state_root": e.h.Facts.Home + "/state"}))
+	_, werr := s.Create(input(map[string]any{"principal": "a", "value": []byte("v")}))
+	wantCode(t, werr, hostfuncs.CodeStoreUnavailable)
+	if !strings.Contains(werr.Message, "layout") {
+		t.Errorf("message %q does not name the layout file", werr.Message)
+	}
+}
+
+func TestLayoutKeepsItsShards(t *testing.T) {
+	e := openEnv(t, map[string]any{"max_handles": 100})
+	h := e.create("a", "v", 0)
+	// A later open with another capacity keeps the directory's shard count,
+	// so the handle is still found.
+	big := openOn(t, e.h, map[string]any{"max_handles": 100000})
+	if v, werr := big.get(h, "a", 0); werr != nil || string(v.Value) != "v" {
+		t.Fatalf("get after reopening with more shards: %v", werr)
+	}
+	out, _ := big.s.List(nil)
+	if out.Shards != 1 || out.Live != 1 {
+		t.Errorf("list: %+v, want 1 shard and 1 live handle", out)
+	}
+}
+
+func TestMissingIndexIsRebuiltAndOrphansCollected(t *testing.T) {
+	e := openEnv(t, map[string]any{"max_handles": 100})
+	h := e.create("a", "v", 0)
+	if err := removeFile(e.dir, "i-00"); err != nil {
+		t.Fatal(err)
+	}
+	if v, werr := e.get(h, "a", 0); werr != nil || string(v.Value) != "v" {
+		t.Fatalf("get after the index went: %v", werr)
+	}
+	if got := e.h.Events(); len(got) != 1 || got[0] != EventIndexRebuilt {
+		t.Errorf("events %v, want one %s", got, EventIndexRebuilt)
+	}
+	// A record without an entry (a writer killed between the record and
+	// the index) is an orphan: get cannot see it, gc removes it.
+	b, _ := readFile(e.dir, "h-"+hashHexOf(t, h))
+	orphan := "h-00000000000000000000000000000000"
+	if err := writeFile(e.dir, orphan, string(b)); err != nil {
+		t.Fatal(err)
+	}
+	out, werr := e.s.GC(nil)
+	if werr != nil || out.OrphansRemoved != 1 || out.Live != 1 {
+		t.Fatalf("gc: %+v %v, want 1 orphan removed and 1 live", out, werr)
+	}
+}
+
+func hashHexOf(t *testing.T, handle string) string {
+	raw, ok := ParseHandle(handle)
+	if !ok {
+		t.Fatalf("bad handle")
+	}
+	k := deriveKeys(raw, "conformance")
+	return hashHex(k.hash)
+}
+
+func TestEventsNeverHoldSecrets(t *testing.T) {
+	e := openEnv(t, map[string]any{"max_handles": 1, "idle_ttl_ms": 1000})
+	const now = 1_700_000_000_000
+	h1 := e.create("principal-secret", "value-secret", now)
+	h2 := e.create("principal-secret", "value-secret", now+10)
+	e.get(h1, "principal-secret", now+20)
+	e.s.Put(input(map[string]any{"handle": h2, "principal": "principal-secret", "value": []byte("v"), "generation": 9, "now_ms": now + 30}))
+	e.get(h2, "principal-secret", now+5000)
+	e.s.Delete(input(map[string]any{"handle": h2, "principal": "principal-secret"}))
+	if len(e.h.Logs) < 4 {
+		t.Fatalf("only %d log lines", len(e.h.Logs))
+	}
+	for _, l := range e.h.Logs {
+		all := l.Message + l.Detail
+		for _, secret := range []string{h1, h2, h1[5:15], h2[5:15], "principal-secret", "value-secret"} {
+			if strings.Contains(all, secret) {
+				t.Errorf("log line %+v holds a secret", l)
+			}
+		}
+		if l.Event != EventIndexRebuilt && l.Event != EventStoreUnavailable && !strings.HasPrefix(l.Detail, "key=") {
+			t.Errorf("log line %+v does not name its key hash", l)
+		}
+	}
+}
+
+// TestHostCallsPerOperation pins the host calls of each warm operation
+// (plugin/README.md, Handle store, Locks): no listing, one lock and unlock.
+func TestHostCallsPerOperation(t *testing.T) {
+	e := openEnv(t, nil)
+	const now = 1_700_000_000_000
+	h := e.create("a", "v", now) // the first call prepares the directory
+	for _, op := range []struct {
+		name string
+		max  int
+		run  func()
+	}{
+		{"create", 7, func() { e.create("a", "v", now+1) }}, // and the debug line handle_created
+		{"get (no refresh)", 4, func() { e.get(h, "a", now+2) }},
+		{"get (refresh)", 5, func() { e.get(h, "a", now+5000) }},
+		{"put", 6, func() {
+			e.s.Put(input(map[string]any{"handle": h, "principal": "a", "value": []byte("w"), "now_ms": now + 6000}))
+		}},
+		{"touch (no refresh)", 4, func() { e.s.Touch(input(map[string]any{"handle": h, "principal": "a", "now_ms": now + 6001})) }},
+		{"exists", 4, func() { e.s.Exists(input(map[string]any{"handle": h, "principal": "a", "now_ms": now + 6002})) }},
+		// and the debug line handle_deleted
+		{"delete", 7, func() { e.s.Delete(input(map[string]any{"handle": h, "principal": "a", "now_ms": now + 6003})) }},
+	} {
+		e.h.Calls = map[string]int{}
+		op.run()
+		n := total(e.h.Calls)
+		t.Logf("%s: %d host calls %v", op.name, n, e.h.Calls)
+		if n > op.max || e.h.Calls[hostfuncs.FnList] > 0 || e.h.Calls[hostfuncs.FnLock] != 1 || e.h.Calls[hostfuncs.FnUnlock] != 1 {
+			t.Errorf("%s made %d host calls %v, want at most %d, one lock and unlock, no listing", op.name, n, e.h.Calls, op.max)
+		}
+	}
+}
+
+// A process killed between writing a record and its index leaves the index
+// one put behind: the record is authoritative (its value, generation and a
+// size larger than the index says).
+func TestIndexBehindItsRecord(t *testing.T) {
+	e := openEnv(t, map[string]any{"max_handles": 100})
+	h := e.create("a", "v", 0)
+	old, err := readFile(e.dir, "i-00")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, werr := e.s.Put(input(map[string]any{"handle": h, "principal": "a", "value": []byte("a longer value")})); werr != nil {
+		t.Fatal(werr)
+	}
+	if err := writeFile(e.dir, "i-00", string(old)); err != nil {
+		t.Fatal(err)
+	}
+	v, werr := e.get(h, "a", 0)
+	if werr != nil || string(v.Value) != "a longer value" || v.Generation != 2 {
+		t.Fatalf("get: %q generation %d, %v; want the record's value at generation 2", v.Value, v.Generation, werr)
+	}
+	_, werr = e.s.Put(input(map[string]any{"handle": h, "principal": "a", "value": []byte("x"), "generation": 1}))
+	if werr == nil || werr.Code != hostfuncs.CodeConflict || werr.Generation != 2 {
+		t.Fatalf("put expecting the index's generation: %v, want conflict at 2", werr)
+	}
+}
+
+func TestUnusableDirectoryAndFailedWrites(t *testing.T) {
+	h := testhost.New(t)
+	dir := h.Facts.Home + "/state/conformance/handles"
+	h.DirErr = map[string]string{"mkdir " + h.Facts.Home + "/state": hostfuncs.CodeNoSpace}
+	e := openOn(t, h, nil)
+	_, werr := e.s.Create(input(map[string]any{"principal": "a", "value": []byte("v")}))
+	wantCode(t, werr, hostfuncs.CodeStoreUnavailable)
+	if !strings.Contains(werr.Message, "no space left") || !strings.Contains(werr.Message, dir) {
+		t.Errorf("message %q does not say what failed and where", werr.Message)
+	}
+	// The disk has room again: the store works without a new open.
+	h.DirErr = nil
+	handle := e.create("a", "v", 0)
+	// A write that fails (the host answers nothing usable) fails only its
+	// own operation, and changes nothing.
+	h.Broken[hostfuncs.FnWrite] = true
+	_, werr = e.s.Put(input(map[string]any{"handle": handle, "principal": "a", "value": []byte("w")}))
+	wantCode(t, werr, hostfuncs.CodeStoreUnavailable)
+	h.Broken[hostfuncs.FnWrite] = false
+	if v, werr := e.get(handle, "a", 0); werr != nil || string(v.Value) != "v" || v.Generation != 1 {
+		t.Fatalf("after a failed put: %q generation %d, %v", v.Value, v.Generation, werr)
+	}
+	if got := e.h.Events(); len(got) != 2 || got[0] != EventStoreUnavailable || got[1] != EventStoreUnavailable {
+		t.Errorf("events %v, want two %s", got, EventStoreUnavailable)
+	}
+}

@@ -1,0 +1,98 @@
+// `mcp-resume state list|gc` of the TypeScript command line (dist/cli.js)
+// on real handle stores, checked against the Go command's output for the
+// same directory (both print the plugin's render export), with its usage
+// errors and exit statuses.
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { promisify } from "node:util";
+
+import { HandleStore } from "../src/index.js";
+import { cleanupTemps, goBuild, PKG, tempDir } from "./helpers.js";
+
+after(() => {
+  if (root) fs.rmSync(`${root}.saved`, { recursive: true, force: true });
+  cleanupTemps();
+});
+
+const run = promisify(execFile);
+const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+const CLI = path.join(PKG, "dist", "cli.js");
+
+/** Runs a command line; its stdout, stderr and exit status (never throws for a non-zero exit). */
+async function cli(argv: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
+  try {
+    const { stdout, stderr } = await run(argv[0]!, argv.slice(1), { env: { ...process.env, MCP_RESUME_STATE_DIR: "" } });
+    return { stdout, stderr, code: 0 };
+  } catch (e) {
+    const x = e as { stdout: string; stderr: string; code: number };
+    return { stdout: x.stdout, stderr: x.stderr, code: x.code };
+  }
+}
+
+let goCli = "";
+let root = "";
+before(async () => {
+  goCli = await goBuild("./host/cmd/mcp-resume", path.join(tempDir("go-cli-"), "mcp-resume"));
+  root = tempDir("cli-state-");
+  for (const app of ["alpha", "beta"]) {
+    const s = await HandleStore.open(app, { stateRoot: root, logger: quiet, maxHandles: 3 });
+    const a = await s.create("", new Uint8Array(5));
+    await s.put(a.handle, "", new Uint8Array(7));
+    await s.create("", new Uint8Array(1), { idleTtlMs: 500 }); // idle-expired by the time the commands run
+    await s.create("", new Uint8Array(2));
+    await s.create("", new Uint8Array(3)); // evicts the least recently used: a tombstone
+    await s.close();
+  }
+  fs.mkdirSync(path.join(root, "gamma"), { mode: 0o700 }); // an app without a handle store: skipped, nothing created
+  await new Promise((r) => setTimeout(r, 1000));
+});
+
+/** Runs `argv` on a copy of the stores made before, so that two commands that change them (gc) see the same. */
+async function onCopy(argv: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
+  const saved = `${root}.saved`;
+  if (!fs.existsSync(saved)) fs.cpSync(root, saved, { recursive: true, preserveTimestamps: true });
+  fs.rmSync(root, { recursive: true });
+  fs.cpSync(saved, root, { recursive: true, preserveTimestamps: true });
+  return cli(argv);
+}
+
+describe("mcp-resume state", () => {
+  test("state list --json: every app's handle_list, as the Go command prints it (ages aside)", async () => {
+    const ts = await cli([process.execPath, CLI, "state", "list", "--json", "--state-dir", root]);
+    const go = await cli([goCli, "state", "list", "--json", "--state-dir", root]);
+    assert.equal(ts.code, 0, ts.stderr);
+    const strip = (s: string) => JSON.parse(s, (k, v) => (k === "age_ms" || k === "idle_ms" ? undefined : v)) as unknown;
+    const got = strip(ts.stdout) as Array<{ app: string; handles: Array<{ state: string }> }>;
+    assert.deepEqual(got.map((a) => [a.app, a.handles.length]), [["alpha", 4], ["beta", 4]]);
+    assert.ok(got[0]!.handles.some((h) => h.state === "evicted"), JSON.stringify(got));
+    assert.deepEqual(got, strip(go.stdout));
+    assert.ok(!fs.existsSync(path.join(root, "gamma", "handles")), "looking creates nothing");
+  });
+
+  test("state gc, text and JSON, and state list APP: byte for byte the Go command's", async () => {
+    for (const args of [["state", "gc", "--state-dir", root, "beta"], ["state", "gc", "--json", "--state-dir", root]]) {
+      const ts = await onCopy([process.execPath, CLI, ...args]);
+      const go = await onCopy([goCli, ...args]);
+      assert.deepEqual(ts, go, args.join(" "));
+      assert.equal(ts.code, 0);
+    }
+    assert.match((await onCopy([process.execPath, CLI, "state", "gc", "--json", "--state-dir", root])).stdout, /"expired_idle": 1/);
+    const one = await cli([process.execPath, CLI, "state", "list", "--state-dir", root, "alpha"]);
+    assert.match(one.stdout, /^alpha: \d+ live, \d+ tombstones, 1 shards, \d+ bytes in /m);
+    assert.ok(!one.stdout.includes("beta"));
+  });
+
+  test("usage errors exit 2 with the Go command's words; an unknown app lists nothing", async () => {
+    for (const args of [["state"], ["state", "purge"], ["state", "list", "a", "b"]]) {
+      const ts = await cli([process.execPath, CLI, ...args]);
+      const go = await cli([goCli, ...args]);
+      assert.equal(ts.code, 2, args.join(" "));
+      assert.equal(ts.stderr, go.stderr, args.join(" "));
+    }
+    const none = await cli([process.execPath, CLI, "state", "list", "--state-dir", root, "nosuch"]);
+    assert.deepEqual([none.code, none.stdout], [0, "no handle stores\n"]);
+  });
+});
