@@ -138,7 +138,7 @@ func capacity() {
 		if err != nil {
 			fatal("list", err)
 		}
-		return l.Live
+		return int(l.Live)
 	}
 	if got := count(full); got != shards*perShard {
 		fatal("capacity", fmt.Errorf("the full store holds %d live handles, not %d×%d: fill it more (-cap)", got, shards, perShard))
