@@ -20,7 +20,7 @@ else
 DEMO_LANG := go
 endif
 
-.PHONY: all build wasm check-wasm test test-go test-faults test-handles fuzz-smoke demo bench bench-go bench-init clean
+.PHONY: all build wasm check-wasm test test-go test-faults test-handles fuzz-smoke demo bench bench-go bench-init bench-handles clean
 # `make` builds the Go binaries and prepares the Python and TypeScript
 # environments, so every example server runs from the repository root.
 all: build $(if $(wildcard sdk-bindings/python/python.mk),python-setup) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-setup)
@@ -122,7 +122,20 @@ bench-go: build
 bench-init: build python-setup typescript-setup
 	$(GO) run ./examples/bench/initbench -broker bin/broker -n 20
 
-bench: bench-go $(if $(wildcard sdk-bindings/python/python.mk),python-bench) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-bench) bench-init
+# The handle store (about 10 minutes, most of it filling 100,000 handles;
+# docs/BENCHMARKS.md, "Handle store"): create/get/put/delete p50 and p99
+# against a native baseline doing the same record file work, in Go
+# (examples/bench/handles, which also measures scale to 100,000 handles,
+# create at the cap, gc, 8 goroutines vs 1 and the plugin's size), Python
+# and Node; each alternates the store with its baseline. The 100,000-handle
+# stores go to /dev/shm (tmpfs) when there is one, which fills them faster.
+# Not part of `make test`.
+bench-handles: $(if $(wildcard sdk-bindings/python/python.mk),python-setup) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-setup)
+	$(GO) run ./examples/bench/handles $(if $(wildcard /dev/shm),-scale-dir /dev/shm)
+	$(if $(wildcard sdk-bindings/python/python.mk),cd $(ROOT) && $(PY) examples/bench/python/bench_handles.py)
+	$(if $(wildcard sdk-bindings/typescript/typescript.mk),cd $(ROOT) && $(NODE) examples/bench/typescript/handles.mjs)
+
+bench: bench-go $(if $(wildcard sdk-bindings/python/python.mk),python-bench) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-bench) bench-init bench-handles
 
 clean:
 	rm -rf bin
