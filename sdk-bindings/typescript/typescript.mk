@@ -5,8 +5,8 @@
 #   make typescript-setup   npm ci + tsc for the binding and the example (idempotent)
 #   make typescript-test    type-check, then conformance, unit and end-to-end tests (needs Go on PATH)
 #   make typescript-bench   startup (load vs baseline) and memory benchmark, Markdown tables
-#                           (examples/bench/typescript/startup.mjs); the handle store's
-#                           per-operation p50/p99 beside a native baseline (scripts/bench-handles.mjs)
+#                           (examples/bench/typescript/startup.mjs); the handle store's benchmark
+#                           is examples/bench/typescript/handles.mjs (make bench-handles)
 #
 # $(TYPESCRIPT_SERVER_CMD) runs the example server from the repository root.
 
@@ -45,7 +45,6 @@ typescript-test: typescript-setup
 
 typescript-bench: typescript-setup
 	cd $(ROOT) && $(NODE) examples/bench/typescript/startup.mjs -n 20
-	cd $(TS_BINDING) && $(NODE) scripts/bench-handles.mjs -n 1000
 
 typescript-clean:
 	rm -rf $(TS_BINDING)/node_modules $(TS_BINDING)/dist $(TS_BINDING)/plugin.wasm $(TS_EXAMPLE)/node_modules $(TS_EXAMPLE)/dist
