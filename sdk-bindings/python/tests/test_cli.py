@@ -91,9 +91,6 @@ def test_state_list_and_gc(root: tuple[Path, dict[str, str]]) -> None:
     clock = [time.time() - 7200]
     with HandleStore("app-a", state_root=base, clock=lambda: clock[0]) as s:
         live = s.create("principal-a", b"value-one")
-        # Two seconds later: a put rewrites the index (which list reads) only
-        # once the last use has moved by its resolution (at most 1 s).
-        clock[0] += 2
         s.put(live.handle, "principal-a", b"value-two")
         gone = s.create("principal-a", b"value-idle", idle_ttl=60)
     p = cli("state", "list", "--json", env=env)
