@@ -376,17 +376,13 @@ func (s *Store) Put(input []byte) (hostfuncs.HandleGeneration, *hostfuncs.Error)
 		if !resume.ReadRandom(h.Nonce[:]) {
 			return s.unavailable("the guest's random source (WASI random_get) failed; nothing was written")
 		}
+		sh.must = true
 		if err := s.write(recordName(r.hash), sealRecord(&r.k, s.set.App, h, r.in.Value)); err != nil {
 			return s.ioFailure("write a record", err)
 		}
-		// The record is the truth about generation and value; the index
-		// is rewritten only when the last use moves by its resolution,
-		// as for get, so a busy handle's puts cost one file write each.
-		// Until then the index's generation and size lag (list shows
-		// them; get reads a longer record again with the full bound).
 		e := &sh.entries[i]
-		e.Generation, e.Size = h.Generation, int64(len(r.in.Value))
-		sh.refresh(i)
+		e.Generation, e.Size, e.LastUsedMS = h.Generation, int64(len(r.in.Value)), sh.now
+		sh.dirty = true
 		out.Generation = h.Generation
 		return nil
 	})
