@@ -25,6 +25,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/host"
 	"github.com/mcp-resume/mcp-resume/host/internal/primitives"
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
+	"github.com/mcp-resume/mcp-resume/hostfuncs/conformance"
 )
 
 // The shared cases of hostfuncs/conformance, run against the real plugin in
@@ -319,7 +320,9 @@ func runCase(t *testing.T, raw []byte) {
 			holdSocket(t, cl.Socket)
 			continue
 		case "corrupt_files":
-			corruptFiles(t, dir, root, cl.Prefix, cl.Mode)
+			if err := conformance.CorruptFiles(dir, root, cl.Prefix, cl.Mode); err != nil {
+				t.Fatal(err)
+			}
 			continue
 		case "":
 			if cl.Export == "" {
@@ -406,7 +409,7 @@ func loadSystem(t *testing.T, raw json.RawMessage, root string) system {
 func check(t *testing.T, what string, w want, out, errJSON []byte, callErr *hostfuncs.Error) {
 	t.Helper()
 	if w.ErrorJSONSubset != nil {
-		if callErr == nil || !subset(decodeJSON(w.ErrorJSONSubset), decodeJSON(errJSON)) {
+		if callErr == nil || !conformance.Subset(conformance.DecodeJSON(w.ErrorJSONSubset), conformance.DecodeJSON(errJSON)) {
 			t.Errorf("%s: answered %q / error %s, want an error holding %s", what, truncate(out), errJSON, w.ErrorJSONSubset)
 		}
 		return
@@ -428,9 +431,9 @@ func check(t *testing.T, what string, w want, out, errJSON []byte, callErr *host
 			t.Errorf("%s: output %q is not JSON: %v", what, truncate(out), err)
 			return
 		}
-		e = decodeJSON(w.OutputJSON)
+		e = conformance.DecodeJSON(w.OutputJSON)
 		if w.OutputJSON == nil {
-			e = decodeJSON(w.OutputJSONSubset)
+			e = conformance.DecodeJSON(w.OutputJSONSubset)
 		}
 		if strings.HasSuffix(what, " list") {
 			dropAges(g)
@@ -438,7 +441,7 @@ func check(t *testing.T, what string, w want, out, errJSON []byte, callErr *host
 		}
 		ok := reflect.DeepEqual(g, e)
 		if w.OutputJSON == nil {
-			ok = subset(e, g)
+			ok = conformance.Subset(e, g)
 		}
 		if !ok {
 			gb, _ := json.Marshal(g)
@@ -462,12 +465,6 @@ func check(t *testing.T, what string, w want, out, errJSON []byte, callErr *host
 	}
 }
 
-func decodeJSON(raw json.RawMessage) any {
-	var v any
-	_ = json.Unmarshal(raw, &v)
-	return v
-}
-
 // dropAges removes every "age_seconds" key (list output is compared without them).
 func dropAges(v any) {
 	switch x := v.(type) {
@@ -481,26 +478,6 @@ func dropAges(v any) {
 			dropAges(e)
 		}
 	}
-}
-
-// subset: every key of want is in got with an equal value, recursively for
-// objects; arrays and other values exactly.
-func subset(want, got any) bool {
-	w, ok := want.(map[string]any)
-	if !ok {
-		return reflect.DeepEqual(want, got)
-	}
-	g, ok := got.(map[string]any)
-	if !ok {
-		return false
-	}
-	for k, wv := range w {
-		gv, present := g[k]
-		if !present || !subset(wv, gv) {
-			return false
-		}
-	}
-	return true
 }
 
 // makeFiles creates entries in dir; parents makes missing parent
