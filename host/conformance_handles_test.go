@@ -52,7 +52,7 @@ func callInput(t *testing.T, cl call, vars map[string]any) []byte {
 	if err := json.Unmarshal(raw, &c); err != nil {
 		t.Fatalf("%s input: %v", cl.Export, err)
 	}
-	return c.bytes()
+	return c.Bytes()
 }
 
 // saveVars keeps the members save names of a successful call's JSON output

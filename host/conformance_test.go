@@ -3,7 +3,6 @@ package host_test
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -42,40 +41,7 @@ const conformanceDir = "../hostfuncs/conformance"
 
 // content is a file, an input or an expected output
 // (hostfuncs/conformance/README.md, "Content").
-type content struct {
-	Text    *string `json:"text"`
-	Base64  *string `json:"base64"`
-	Repeat  string  `json:"repeat"`
-	Count   int     `json:"count"`
-	Dir     bool    `json:"dir"`
-	Symlink string  `json:"symlink"`
-	FIFO    bool    `json:"fifo"`
-	Mode    string  `json:"mode"`
-	AgeDays float64 `json:"age_days"`
-}
-
-func (c *content) UnmarshalJSON(b []byte) error {
-	var s string
-	if json.Unmarshal(b, &s) == nil {
-		c.Text = &s
-		return nil
-	}
-	type plain content
-	return json.Unmarshal(b, (*plain)(c))
-}
-
-func (c content) bytes() []byte {
-	switch {
-	case c.Text != nil:
-		return []byte(*c.Text)
-	case c.Base64 != nil:
-		b, _ := base64.StdEncoding.DecodeString(*c.Base64)
-		return b
-	case c.Count > 0:
-		return []byte(strings.Repeat(c.Repeat, c.Count))
-	}
-	return nil
-}
+type content = conformance.Content
 
 // want is what a call (or open) must answer. Output is kept raw so that an
 // explicit null ("success with empty output") differs from absent.
@@ -295,7 +261,7 @@ func runCase(t *testing.T, raw []byte) {
 		case "put_file":
 			var b []byte
 			if cl.Content != nil {
-				b = cl.Content.bytes()
+				b = cl.Content.Bytes()
 			}
 			if err := os.WriteFile(filepath.Join(dir, cl.Name), b, 0o600); err != nil {
 				t.Fatal(err)
@@ -459,8 +425,8 @@ func check(t *testing.T, what string, w want, out, errJSON []byte, callErr *host
 		if err := json.Unmarshal(w.Output, &c); err != nil {
 			t.Fatalf("%s: bad want.output: %v", what, err)
 		}
-		if !bytes.Equal(out, c.bytes()) {
-			t.Errorf("%s: output %q, want %q", what, truncate(out), truncate(c.bytes()))
+		if !bytes.Equal(out, c.Bytes()) {
+			t.Errorf("%s: output %q, want %q", what, truncate(out), truncate(c.Bytes()))
 		}
 	}
 }
@@ -506,7 +472,7 @@ func makeFiles(t *testing.T, dir string, files map[string]content, parents bool)
 		case c.FIFO:
 			err = syscall.Mkfifo(p, 0o600)
 		default:
-			err = os.WriteFile(p, c.bytes(), 0o600)
+			err = os.WriteFile(p, c.Bytes(), 0o600)
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -573,8 +539,8 @@ func checkFiles(t *testing.T, dir string, want map[string]content, exact bool) {
 				continue
 			}
 			b, _ := os.ReadFile(p)
-			if !bytes.Equal(b, c.bytes()) {
-				t.Errorf("%s holds %q, want %q", n, truncate(b), truncate(c.bytes()))
+			if !bytes.Equal(b, c.Bytes()) {
+				t.Errorf("%s holds %q, want %q", n, truncate(b), truncate(c.Bytes()))
 			}
 		}
 		if c.Mode != "" && c.Symlink == "" && info.Mode().Perm() != parseMode(t, c.Mode, 0) {

@@ -7,6 +7,7 @@
 package conformance
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -15,6 +16,50 @@ import (
 	"sort"
 	"strings"
 )
+
+// Content is a file, an input or an expected output (README.md, "Content"):
+// a JSON string (its text) or an object with one of text, base64 or
+// repeat × count, or dir, symlink (the link's target) or fifo, and the
+// entry's mode (octal, as a string) and age_days (its modification time,
+// days ago).
+type Content struct {
+	Text    *string `json:"text"`
+	Base64  *string `json:"base64"`
+	Repeat  string  `json:"repeat"`
+	Count   int     `json:"count"`
+	Dir     bool    `json:"dir"`
+	Symlink string  `json:"symlink"`
+	FIFO    bool    `json:"fifo"`
+	Mode    string  `json:"mode"`
+	AgeDays float64 `json:"age_days"`
+}
+
+// UnmarshalJSON accepts a JSON string as {"text": string}, else the object.
+func (c *Content) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		c.Text = &s
+		return nil
+	}
+	type plain Content
+	return json.Unmarshal(b, (*plain)(c))
+}
+
+// Bytes returns the content's bytes: text, base64 decoded (nil when it is
+// not base64), or repeat count times; nil for a directory, a symbolic
+// link, a FIFO or no content.
+func (c Content) Bytes() []byte {
+	switch {
+	case c.Text != nil:
+		return []byte(*c.Text)
+	case c.Base64 != nil:
+		b, _ := base64.StdEncoding.DecodeString(*c.Base64)
+		return b
+	case c.Count > 0:
+		return []byte(strings.Repeat(c.Repeat, c.Count))
+	}
+	return nil
+}
 
 // ReplaceVars returns v (a decoded JSON value; maps and slices are changed
 // in place) with every string exactly "$<var>" of a saved variable (a

@@ -8,7 +8,6 @@ package handles
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -24,25 +23,8 @@ import (
 
 const casesDir = "../../../hostfuncs/conformance"
 
-type confContent struct {
-	Text    *string `json:"text"`
-	Base64  *string `json:"base64"`
-	Symlink string  `json:"symlink"`
-	Dir     bool    `json:"dir"`
-	Mode    string  `json:"mode"`
-	AgeDays float64 `json:"age_days"`
-}
-
-func (c confContent) bytes() []byte {
-	switch {
-	case c.Text != nil:
-		return []byte(*c.Text)
-	case c.Base64 != nil:
-		b, _ := base64.StdEncoding.DecodeString(*c.Base64)
-		return b
-	}
-	return nil
-}
+// confContent is a file of files_before, files_after or put_file.
+type confContent = conformance.Content
 
 type confWant struct {
 	OutputJSON       json.RawMessage `json:"output_json"`
@@ -213,8 +195,8 @@ func runConfCase(t *testing.T, name string, raw []byte) {
 		}
 		for n, f := range c.FilesAfter {
 			b, err := os.ReadFile(filepath.Join(dir, n))
-			if err != nil || (f.Text != nil || f.Base64 != nil) && !bytes.Equal(b, f.bytes()) {
-				t.Errorf("file %s = %q (%v), want %q", n, b, err, f.bytes())
+			if err != nil || (f.Text != nil || f.Base64 != nil) && !bytes.Equal(b, f.Bytes()) {
+				t.Errorf("file %s = %q (%v), want %q", n, b, err, f.Bytes())
 			}
 		}
 	}
@@ -293,12 +275,14 @@ func plant(t *testing.T, dir, name string, f confContent) {
 	p := filepath.Join(dir, name)
 	var err error
 	switch {
+	case f.FIFO:
+		t.Fatalf("%s: a fifo is not planted by the native runner", name)
 	case f.Dir:
 		err = os.Mkdir(p, 0o700)
 	case f.Symlink != "":
 		err = os.Symlink(f.Symlink, p)
 	default:
-		err = os.WriteFile(p, f.bytes(), 0o600)
+		err = os.WriteFile(p, f.Bytes(), 0o600)
 	}
 	if err != nil {
 		t.Fatal(err)
