@@ -6,11 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
+	"github.com/mcp-resume/mcp-resume/hostfuncs/conformance"
 )
 
 // The conformance format's additions for the handle store
@@ -42,7 +42,7 @@ func callInput(t *testing.T, cl call, vars map[string]any) []byte {
 		if err := json.Unmarshal(raw, &v); err != nil {
 			t.Fatalf("%s input: %v", cl.Export, err)
 		}
-		b, err := json.Marshal(replaceVars(v, vars))
+		b, err := json.Marshal(conformance.ReplaceVars(v, vars))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,49 +52,7 @@ func callInput(t *testing.T, cl call, vars map[string]any) []byte {
 	if err := json.Unmarshal(raw, &c); err != nil {
 		t.Fatalf("%s input: %v", cl.Export, err)
 	}
-	return c.bytes()
-}
-
-// replaceVars returns v with every string exactly "$<var>" of a saved
-// variable replaced by its value (its JSON type kept), and "$<var>" inside
-// a longer string by the value's text. Longer names are replaced first, so
-// $h10 is not read as $h1 followed by 0.
-func replaceVars(v any, vars map[string]any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			x[k] = replaceVars(e, vars)
-		}
-	case []any:
-		for i, e := range x {
-			x[i] = replaceVars(e, vars)
-		}
-	case string:
-		if strings.HasPrefix(x, "$") {
-			if val, ok := vars[x[1:]]; ok {
-				return val
-			}
-		}
-		names := make([]string, 0, len(vars))
-		for n := range vars {
-			names = append(names, n)
-		}
-		sort.Slice(names, func(i, j int) bool { return len(names[i]) > len(names[j]) })
-		for _, n := range names {
-			x = strings.ReplaceAll(x, "$"+n, textOf(vars[n]))
-		}
-		return x
-	}
-	return v
-}
-
-// textOf is a saved value as text: a string itself, a number in JSON.
-func textOf(v any) string {
-	if s, ok := v.(string); ok {
-		return s
-	}
-	b, _ := json.Marshal(v)
-	return string(b)
+	return c.Bytes()
 }
 
 // saveVars keeps the members save names of a successful call's JSON output
@@ -119,54 +77,6 @@ func saveVars(t *testing.T, what string, save map[string]string, out []byte, var
 			t.Fatalf("%s: save %s: output has no string or number %q", what, name, member)
 		}
 		vars[name] = v
-	}
-}
-
-// corruptFiles corrupts every regular file of dir whose name starts with
-// prefix: "truncate" to half its size, "flip" its last byte, or "symlink":
-// replace it by a symbolic link to a file outside the state directory (in
-// root) holding the same bytes. A case that finds no such file is wrong.
-func corruptFiles(t *testing.T, dir, root, prefix, mode string) {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatalf("corrupt_files: %v", err)
-	}
-	n := 0
-	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), prefix) || !e.Type().IsRegular() {
-			continue
-		}
-		n++
-		p := filepath.Join(dir, e.Name())
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch mode {
-		case "truncate":
-			err = os.Truncate(p, int64(len(b)/2))
-		case "flip":
-			if len(b) > 0 {
-				b[len(b)-1] ^= 0xff
-			}
-			err = os.WriteFile(p, b, 0o600)
-		case "symlink":
-			outside := filepath.Join(root, "outside-"+e.Name())
-			if err = os.WriteFile(outside, b, 0o600); err == nil {
-				if err = os.Remove(p); err == nil {
-					err = os.Symlink(outside, p)
-				}
-			}
-		default:
-			t.Fatalf("corrupt_files: unknown mode %q (truncate, flip or symlink)", mode)
-		}
-		if err != nil {
-			t.Fatalf("corrupt_files %s: %v", e.Name(), err)
-		}
-	}
-	if n == 0 {
-		t.Fatalf("corrupt_files: no file starting with %q in the state directory", prefix)
 	}
 }
 

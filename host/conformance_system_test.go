@@ -18,6 +18,7 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/host/internal/primitives"
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
+	"github.com/mcp-resume/mcp-resume/hostfuncs/conformance"
 )
 
 // pinnedSystem is the conformance runner's host functions
@@ -251,7 +252,7 @@ func checkHostCall(t *testing.T, what string, w want, resp []byte) {
 			t.Errorf("%s: response %s, want no error", what, truncate(resp))
 		}
 	case w.ResponseSubset != nil:
-		if code != "" || !subset(decodeJSON(w.ResponseSubset), got) {
+		if code != "" || !conformance.Subset(conformance.DecodeJSON(w.ResponseSubset), got) {
 			t.Errorf("%s: response %s, want the subset %s", what, resp, w.ResponseSubset)
 		}
 	case w.ResultCodes != nil:

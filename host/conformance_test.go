@@ -3,7 +3,6 @@ package host_test
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -25,6 +24,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/host"
 	"github.com/mcp-resume/mcp-resume/host/internal/primitives"
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
+	"github.com/mcp-resume/mcp-resume/hostfuncs/conformance"
 )
 
 // The shared cases of hostfuncs/conformance, run against the real plugin in
@@ -41,40 +41,7 @@ const conformanceDir = "../hostfuncs/conformance"
 
 // content is a file, an input or an expected output
 // (hostfuncs/conformance/README.md, "Content").
-type content struct {
-	Text    *string `json:"text"`
-	Base64  *string `json:"base64"`
-	Repeat  string  `json:"repeat"`
-	Count   int     `json:"count"`
-	Dir     bool    `json:"dir"`
-	Symlink string  `json:"symlink"`
-	FIFO    bool    `json:"fifo"`
-	Mode    string  `json:"mode"`
-	AgeDays float64 `json:"age_days"`
-}
-
-func (c *content) UnmarshalJSON(b []byte) error {
-	var s string
-	if json.Unmarshal(b, &s) == nil {
-		c.Text = &s
-		return nil
-	}
-	type plain content
-	return json.Unmarshal(b, (*plain)(c))
-}
-
-func (c content) bytes() []byte {
-	switch {
-	case c.Text != nil:
-		return []byte(*c.Text)
-	case c.Base64 != nil:
-		b, _ := base64.StdEncoding.DecodeString(*c.Base64)
-		return b
-	case c.Count > 0:
-		return []byte(strings.Repeat(c.Repeat, c.Count))
-	}
-	return nil
-}
+type content = conformance.Content
 
 // want is what a call (or open) must answer. Output is kept raw so that an
 // explicit null ("success with empty output") differs from absent.
@@ -294,7 +261,7 @@ func runCase(t *testing.T, raw []byte) {
 		case "put_file":
 			var b []byte
 			if cl.Content != nil {
-				b = cl.Content.bytes()
+				b = cl.Content.Bytes()
 			}
 			if err := os.WriteFile(filepath.Join(dir, cl.Name), b, 0o600); err != nil {
 				t.Fatal(err)
@@ -319,7 +286,9 @@ func runCase(t *testing.T, raw []byte) {
 			holdSocket(t, cl.Socket)
 			continue
 		case "corrupt_files":
-			corruptFiles(t, dir, root, cl.Prefix, cl.Mode)
+			if err := conformance.CorruptFiles(dir, root, cl.Prefix, cl.Mode); err != nil {
+				t.Fatal(err)
+			}
 			continue
 		case "":
 			if cl.Export == "" {
@@ -406,7 +375,7 @@ func loadSystem(t *testing.T, raw json.RawMessage, root string) system {
 func check(t *testing.T, what string, w want, out, errJSON []byte, callErr *hostfuncs.Error) {
 	t.Helper()
 	if w.ErrorJSONSubset != nil {
-		if callErr == nil || !subset(decodeJSON(w.ErrorJSONSubset), decodeJSON(errJSON)) {
+		if callErr == nil || !conformance.Subset(conformance.DecodeJSON(w.ErrorJSONSubset), conformance.DecodeJSON(errJSON)) {
 			t.Errorf("%s: answered %q / error %s, want an error holding %s", what, truncate(out), errJSON, w.ErrorJSONSubset)
 		}
 		return
@@ -428,9 +397,9 @@ func check(t *testing.T, what string, w want, out, errJSON []byte, callErr *host
 			t.Errorf("%s: output %q is not JSON: %v", what, truncate(out), err)
 			return
 		}
-		e = decodeJSON(w.OutputJSON)
+		e = conformance.DecodeJSON(w.OutputJSON)
 		if w.OutputJSON == nil {
-			e = decodeJSON(w.OutputJSONSubset)
+			e = conformance.DecodeJSON(w.OutputJSONSubset)
 		}
 		if strings.HasSuffix(what, " list") {
 			dropAges(g)
@@ -438,7 +407,7 @@ func check(t *testing.T, what string, w want, out, errJSON []byte, callErr *host
 		}
 		ok := reflect.DeepEqual(g, e)
 		if w.OutputJSON == nil {
-			ok = subset(e, g)
+			ok = conformance.Subset(e, g)
 		}
 		if !ok {
 			gb, _ := json.Marshal(g)
@@ -456,16 +425,10 @@ func check(t *testing.T, what string, w want, out, errJSON []byte, callErr *host
 		if err := json.Unmarshal(w.Output, &c); err != nil {
 			t.Fatalf("%s: bad want.output: %v", what, err)
 		}
-		if !bytes.Equal(out, c.bytes()) {
-			t.Errorf("%s: output %q, want %q", what, truncate(out), truncate(c.bytes()))
+		if !bytes.Equal(out, c.Bytes()) {
+			t.Errorf("%s: output %q, want %q", what, truncate(out), truncate(c.Bytes()))
 		}
 	}
-}
-
-func decodeJSON(raw json.RawMessage) any {
-	var v any
-	_ = json.Unmarshal(raw, &v)
-	return v
 }
 
 // dropAges removes every "age_seconds" key (list output is compared without them).
@@ -481,26 +444,6 @@ func dropAges(v any) {
 			dropAges(e)
 		}
 	}
-}
-
-// subset: every key of want is in got with an equal value, recursively for
-// objects; arrays and other values exactly.
-func subset(want, got any) bool {
-	w, ok := want.(map[string]any)
-	if !ok {
-		return reflect.DeepEqual(want, got)
-	}
-	g, ok := got.(map[string]any)
-	if !ok {
-		return false
-	}
-	for k, wv := range w {
-		gv, present := g[k]
-		if !present || !subset(wv, gv) {
-			return false
-		}
-	}
-	return true
 }
 
 // makeFiles creates entries in dir; parents makes missing parent
@@ -529,7 +472,7 @@ func makeFiles(t *testing.T, dir string, files map[string]content, parents bool)
 		case c.FIFO:
 			err = syscall.Mkfifo(p, 0o600)
 		default:
-			err = os.WriteFile(p, c.bytes(), 0o600)
+			err = os.WriteFile(p, c.Bytes(), 0o600)
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -596,8 +539,8 @@ func checkFiles(t *testing.T, dir string, want map[string]content, exact bool) {
 				continue
 			}
 			b, _ := os.ReadFile(p)
-			if !bytes.Equal(b, c.bytes()) {
-				t.Errorf("%s holds %q, want %q", n, truncate(b), truncate(c.bytes()))
+			if !bytes.Equal(b, c.Bytes()) {
+				t.Errorf("%s holds %q, want %q", n, truncate(b), truncate(c.Bytes()))
 			}
 		}
 		if c.Mode != "" && c.Symlink == "" && info.Mode().Perm() != parseMode(t, c.Mode, 0) {

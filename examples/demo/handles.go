@@ -4,16 +4,11 @@ package main
 // sessionless MCP servers) through the example server's notebook tools.
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/examples/mcphost"
@@ -62,19 +57,12 @@ func runHandles(ctx context.Context, self string, argv, env []string, logs io.Wr
 	srv.Kill()
 	step("host kills the server (SIGKILL)")
 
-	cmd := exec.Command(self, "-second-host", "-server", strings.Join(argv, " "))
-	cmd.Env = append(os.Environ(), "MCP_DEMO_HANDLE="+nb.Handle)
-	cmd.Stderr = logs
-	var out bytes.Buffer
-	cmd.Stdout = &out
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("second host reading the notebook: %w", err)
-	}
 	var seen notebookSeen
-	if err := json.Unmarshal(out.Bytes(), &seen); err != nil {
-		return fmt.Errorf("second host printed %q: %w", out.String(), err)
+	pid, err := runSecondHostProcess(self, argv, []string{"MCP_DEMO_HANDLE=" + nb.Handle}, logs, &seen)
+	if err != nil {
+		return fmt.Errorf("reading the notebook: %w", err)
 	}
-	step("second host (pid %d) launches the server: session_info -> session %s, resumed=%v", cmd.Process.Pid, seen.Session.SessionID, seen.Session.Resumed)
+	step("second host (pid %d) launches the server: session_info -> session %s, resumed=%v", pid, seen.Session.SessionID, seen.Session.Resumed)
 	step("notebook_read(%s) -> %q, generation %d", shortHandle(nb.Handle), seen.Notes, seen.Generation)
 	if seen.Session.Resumed {
 		return errors.New("the second host resumed a session")

@@ -115,22 +115,36 @@ func run(ctx context.Context, brokerPath string, argv []string, logs io.Writer) 
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(self, "-second-host", "-server", strings.Join(argv, " "))
-	cmd.Stderr = logs
-	var out bytes.Buffer
-	cmd.Stdout = &out
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("second host: %w", err)
-	}
 	var other mcphost.SessionInfo
-	if err := json.Unmarshal(out.Bytes(), &other); err != nil {
-		return fmt.Errorf("second host printed %q: %w", out.String(), err)
+	pid, err := runSecondHostProcess(self, argv, nil, logs, &other)
+	if err != nil {
+		return err
 	}
-	step("second host (pid %d) session_info -> session %s, resumed=%v", cmd.Process.Pid, other.SessionID, other.Resumed)
+	step("second host (pid %d) session_info -> session %s, resumed=%v", pid, other.SessionID, other.Resumed)
 	if other.Resumed || other.SessionID == first.SessionID {
 		return errors.New("the second host resumed the first host's session")
 	}
 	return runHandles(ctx, self, argv, env, logs)
+}
+
+// runSecondHostProcess runs self (this program) with -second-host as a
+// separate process for the server argv, with env added to this process's
+// environment and its stderr to logs, and decodes the JSON it prints
+// (runSecondHost) into v. It returns the process's pid, or an error when the
+// process failed or printed something else.
+func runSecondHostProcess(self string, argv, env []string, logs io.Writer, v any) (int, error) {
+	cmd := exec.Command(self, "-second-host", "-server", strings.Join(argv, " "))
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = logs
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := cmd.Run(); err != nil {
+		return 0, fmt.Errorf("second host: %w", err)
+	}
+	if err := json.Unmarshal(out.Bytes(), v); err != nil {
+		return 0, fmt.Errorf("second host printed %q: %w", out.String(), err)
+	}
+	return cmd.Process.Pid, nil
 }
 
 // runSecondHost launches the server as a different MCP host would and prints

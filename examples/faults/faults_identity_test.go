@@ -508,11 +508,11 @@ func faultHomeUnset(t *testing.T, s *server) {
 	if fi, err := os.Stat(local); err != nil || !fi.IsDir() {
 		skipFault(t, local+" does not exist to mount a tmpfs on")
 	}
-	ns.run("mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", local)
+	ns.Run("mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", local)
 	f.StateDir = filepath.Join(local, "state", "mcp-resume", f.App)
-	inside := ns.path(f.StateDir)
+	inside := ns.Path(f.StateDir)
 	f.dirs = []string{inside}
-	argv := ns.argv(append([]string{"env", "-u", "HOME", "-u", "XDG_STATE_HOME", "-u", "MCP_RESUME_STATE_DIR"}, s.cmd()...)...)
+	argv := ns.Argv(append([]string{"env", "-u", "HOME", "-u", "XDG_STATE_HOME", "-u", "MCP_RESUME_STATE_DIR"}, s.cmd()...)...)
 	first := f.launch(argv, nil, "no home")
 	second := f.launch(argv, nil, "")
 	me := hostNames(t)

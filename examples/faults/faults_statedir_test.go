@@ -25,16 +25,16 @@ func faultNoSpace(t *testing.T, s *server) {
 	me := hostNames(t)
 	mnt := filepath.Join(t.TempDir(), "mnt")
 	os.Mkdir(mnt, 0o700)
-	ns.run("mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", mnt)
+	ns.Run("mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", mnt)
 	f.StateDir = filepath.Join(mnt, "state", f.App)
-	inside := ns.path(f.StateDir)
+	inside := ns.Path(f.StateDir)
 	f.dirs = []string{inside}
-	argv := ns.argv(s.cmd()...)
+	argv := ns.Argv(s.cmd()...)
 
 	first := f.launch(argv, nil, "")
 	before := mustRead(t, filepath.Join(inside, me.token))
 
-	fill, err := os.OpenFile(ns.path(filepath.Join(mnt, "fill")), os.O_WRONLY|os.O_CREATE, 0o600)
+	fill, err := os.OpenFile(ns.Path(filepath.Join(mnt, "fill")), os.O_WRONLY|os.O_CREATE, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,9 +81,9 @@ func faultReadOnly(t *testing.T, s *server) {
 		tokenPath := filepath.Join(f.StateDir, me.token)
 		before := mustRead(t, tokenPath)
 		ns := newMountNS(t)
-		ns.run("mount", "--bind", f.StateDir, f.StateDir)
-		ns.run("mount", "-o", "remount,bind,ro", f.StateDir)
-		argv := ns.argv(s.cmd()...)
+		ns.Run("mount", "--bind", f.StateDir, f.StateDir)
+		ns.Run("mount", "-o", "remount,bind,ro", f.StateDir)
+		argv := ns.Argv(s.cmd()...)
 
 		second := f.launch(argv, nil, "")
 		if !second.Resumed || second.SessionID != first.SessionID {
@@ -112,9 +112,9 @@ func faultReadOnly(t *testing.T, s *server) {
 			os.Remove(l)
 		}
 		ns := newMountNS(t)
-		ns.run("mount", "--bind", f.StateDir, f.StateDir)
-		ns.run("mount", "-o", "remount,bind,ro", f.StateDir)
-		second := f.launch(ns.argv(s.cmd()...), nil, "")
+		ns.Run("mount", "--bind", f.StateDir, f.StateDir)
+		ns.Run("mount", "-o", "remount,bind,ro", f.StateDir)
+		second := f.launch(ns.Argv(s.cmd()...), nil, "")
 		var outcome string
 		var logs []string
 		switch {

@@ -21,7 +21,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -150,26 +149,14 @@ func startServer(ctx context.Context, argv, env []string, stderr io.Writer, sock
 	return r, nil
 }
 
+// call calls tool (mcphost.CallText) and decodes its text content into v
+// (nil: ignore it).
 func (r *running) call(ctx context.Context, tool string, args map[string]any, v any) error {
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	res, err := r.session.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
-	if err != nil {
-		return fmt.Errorf("calling %s: %w", tool, err)
+	text, err := mcphost.CallText(ctx, r.session, tool, args)
+	if err != nil || v == nil {
+		return err
 	}
-	var text strings.Builder
-	for _, c := range res.Content {
-		if t, ok := c.(*mcp.TextContent); ok {
-			text.WriteString(t.Text)
-		}
-	}
-	if res.IsError {
-		return fmt.Errorf("tool %s failed: %s", tool, text.String())
-	}
-	if v == nil {
-		return nil
-	}
-	return json.Unmarshal([]byte(text.String()), v)
+	return json.Unmarshal([]byte(text), v)
 }
 
 // kill ends the server and everything in its process group (launchers,
@@ -332,56 +319,13 @@ func withoutEnv(env []string, key string) []string {
 	return out
 }
 
-// mountNS is a private mount namespace kept alive by a sleeping process.
-// A server enters it with nsenter, which execs the server in place: the
-// server's parent, and so its MCP host, stays this test process.
-type mountNS struct {
-	t   *testing.T
-	pid int
-}
-
-func newMountNS(t *testing.T) *mountNS {
+// newMountNS starts a private mount namespace (servertest.MountNS), or
+// skips the fault when this machine cannot.
+func newMountNS(t *testing.T) *servertest.MountNS {
 	t.Helper()
 	requireUnshare(t, "-m", "--propagation", "private")
 	requireTool(t, "nsenter")
-	cmd := exec.Command("unshare", "-m", "--propagation", "private", "sleep", "600")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	self, _ := os.Readlink("/proc/self/ns/mnt")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		theirs, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", cmd.Process.Pid))
-		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", cmd.Process.Pid))
-		if theirs != "" && theirs != self && strings.TrimSpace(string(comm)) == "sleep" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the mount namespace holder did not start")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return &mountNS{t: t, pid: cmd.Process.Pid}
-}
-
-// run runs a command inside the namespace.
-func (ns *mountNS) run(args ...string) {
-	ns.t.Helper()
-	full := append([]string{"-t", strconv.Itoa(ns.pid), "-m", "--"}, args...)
-	if out, err := exec.Command("nsenter", full...).CombinedOutput(); err != nil {
-		ns.t.Fatalf("nsenter %v: %v\n%s", args, err, out)
-	}
-}
-
-// argv runs argv inside the namespace (nsenter execs it).
-func (ns *mountNS) argv(argv ...string) []string {
-	return append([]string{"nsenter", "-t", strconv.Itoa(ns.pid), "-m", "--"}, argv...)
-}
-
-// path is p as seen inside the namespace, reachable from outside.
-func (ns *mountNS) path(p string) string {
-	return fmt.Sprintf("/proc/%d/root%s", ns.pid, p)
+	return servertest.StartMountNS(t)
 }
 
 // inotifyWatch records every event on one directory or file.

@@ -14,22 +14,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mcp-resume/mcp-resume/examples/internal/servertest"
 	"github.com/mcp-resume/mcp-resume/examples/mcphost"
 )
 
-// mountNS is a private mount namespace kept alive by a sleeping process.
-type mountNS struct {
-	t   *testing.T
-	pid int
-}
-
-// newMountNS starts one, or skips the row when this machine cannot.
-func newMountNS(t *testing.T) *mountNS {
+// newMountNS starts a private mount namespace (servertest.MountNS), or
+// skips the row when this machine cannot.
+func newMountNS(t *testing.T) *servertest.MountNS {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		skipRow(t, "a tmpfs in a mount namespace needs root")
@@ -42,41 +37,8 @@ func newMountNS(t *testing.T) *mountNS {
 	if out, err := exec.Command("unshare", "-m", "--propagation", "private", "true").CombinedOutput(); err != nil {
 		skipRow(t, fmt.Sprintf("unshare -m does not work here: %v %s", err, out))
 	}
-	cmd := exec.Command("unshare", "-m", "--propagation", "private", "sleep", "600")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	self, _ := os.Readlink("/proc/self/ns/mnt")
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		theirs, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", cmd.Process.Pid))
-		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", cmd.Process.Pid))
-		if theirs != "" && theirs != self && strings.TrimSpace(string(comm)) == "sleep" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the mount namespace holder did not start")
-		}
-	}
-	return &mountNS{t: t, pid: cmd.Process.Pid}
+	return servertest.StartMountNS(t)
 }
-
-// run runs a command inside the namespace.
-func (ns *mountNS) run(args ...string) {
-	ns.t.Helper()
-	full := append([]string{"-t", strconv.Itoa(ns.pid), "-m", "--"}, args...)
-	if out, err := exec.Command("nsenter", full...).CombinedOutput(); err != nil {
-		ns.t.Fatalf("nsenter %v: %v\n%s", args, err, out)
-	}
-}
-
-// argv runs argv inside the namespace (nsenter execs it).
-func (ns *mountNS) argv(argv ...string) []string {
-	return append([]string{"nsenter", "-t", strconv.Itoa(ns.pid), "-m", "--"}, argv...)
-}
-
-// path is p as seen inside the namespace, reachable from outside.
-func (ns *mountNS) path(p string) string { return fmt.Sprintf("/proc/%d/root%s", ns.pid, p) }
 
 func faultFullDisk(t *testing.T, s *server) {
 	ns := newMountNS(t)
@@ -84,10 +46,10 @@ func faultFullDisk(t *testing.T, s *server) {
 	ctx := context.Background()
 	mnt := filepath.Join(t.TempDir(), "mnt")
 	os.Mkdir(mnt, 0o700)
-	ns.run("mount", "-t", "tmpfs", "-o", "size=256k,mode=0700", "tmpfs", mnt)
+	ns.Run("mount", "-t", "tmpfs", "-o", "size=256k,mode=0700", "tmpfs", mnt)
 	f.StateDir = filepath.Join(mnt, "state", sharedApp)
-	dir := ns.path(f.handlesDir())
-	srv := f.launch(ns.argv(s.argv...))
+	dir := ns.Path(f.handlesDir())
+	srv := f.launch(ns.Argv(s.argv...))
 
 	other := f.create(srv).Handle
 	a := f.create(srv).Handle
@@ -101,7 +63,7 @@ func faultFullDisk(t *testing.T, s *server) {
 	// more: wait that long, so that the read below does want to write.
 	time.Sleep(1100 * time.Millisecond)
 
-	fill, err := os.OpenFile(ns.path(filepath.Join(mnt, "fill")), os.O_WRONLY|os.O_CREATE, 0o600)
+	fill, err := os.OpenFile(ns.Path(filepath.Join(mnt, "fill")), os.O_WRONLY|os.O_CREATE, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +102,7 @@ func faultFullDisk(t *testing.T, s *server) {
 	}
 	_, errInfo := srv.SessionInfo(ctx)
 
-	os.Remove(ns.path(filepath.Join(mnt, "fill")))
+	os.Remove(ns.Path(filepath.Join(mnt, "fill")))
 	gen, errAfter := srv.NotebookAdd(ctx, a, "a3", 0)
 	notesA, _, _ := srv.NotebookRead(ctx, a)
 	recovered := "once space was freed, notebook_add succeeded (generation 3, notes a1 and a3)"

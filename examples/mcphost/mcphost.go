@@ -118,13 +118,30 @@ func Launch(ctx context.Context, argv []string, env []string, stderr io.Writer) 
 // the server was started through one).
 func (s *Server) PID() int { return s.cmd.Process.Pid }
 
-// call invokes a tool and returns its text content.
-func (s *Server) call(ctx context.Context, tool string, args map[string]any) (string, error) {
+// CallText calls tool with args over session (any MCP client session: a
+// Server's, or one a test connected itself) and returns its text content,
+// the text parts joined. A tool that answers isError is an error "tool
+// <tool> failed: <text>"; a failed call (transport, protocol, 15 s timeout)
+// is an error "calling <tool>: ...".
+func CallText(ctx context.Context, session *mcp.ClientSession, tool string, args map[string]any) (string, error) {
+	res, text, err := callTool(ctx, session, tool, args)
+	if err != nil {
+		return "", err
+	}
+	if res.IsError {
+		return "", fmt.Errorf("tool %s failed: %s", tool, text)
+	}
+	return text, nil
+}
+
+// callTool calls tool with a 15 s timeout and returns its result and its
+// text content (the text parts joined), or the call's error.
+func callTool(ctx context.Context, session *mcp.ClientSession, tool string, args map[string]any) (*mcp.CallToolResult, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	res, err := s.session.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
-		return "", fmt.Errorf("calling %s: %w", tool, err)
+		return nil, "", fmt.Errorf("calling %s: %w", tool, err)
 	}
 	var text strings.Builder
 	for _, c := range res.Content {
@@ -132,16 +149,13 @@ func (s *Server) call(ctx context.Context, tool string, args map[string]any) (st
 			text.WriteString(t.Text)
 		}
 	}
-	if res.IsError {
-		return "", fmt.Errorf("tool %s failed: %s", tool, text.String())
-	}
-	return text.String(), nil
+	return res, text.String(), nil
 }
 
 // SessionInfo calls the session_info tool.
 func (s *Server) SessionInfo(ctx context.Context) (SessionInfo, error) {
 	var info SessionInfo
-	out, err := s.call(ctx, "session_info", map[string]any{})
+	out, err := CallText(ctx, s.session, "session_info", map[string]any{})
 	if err == nil {
 		err = json.Unmarshal([]byte(out), &info)
 	}
@@ -150,7 +164,7 @@ func (s *Server) SessionInfo(ctx context.Context) (SessionInfo, error) {
 
 // Remember calls the remember tool with note.
 func (s *Server) Remember(ctx context.Context, note string) error {
-	_, err := s.call(ctx, "remember", map[string]any{"note": note})
+	_, err := CallText(ctx, s.session, "remember", map[string]any{"note": note})
 	return err
 }
 
@@ -159,7 +173,7 @@ func (s *Server) Recall(ctx context.Context) ([]string, error) {
 	var out struct {
 		Notes []string `json:"notes"`
 	}
-	text, err := s.call(ctx, "recall", map[string]any{})
+	text, err := CallText(ctx, s.session, "recall", map[string]any{})
 	if err == nil {
 		err = json.Unmarshal([]byte(text), &out)
 	}

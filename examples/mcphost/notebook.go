@@ -9,10 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Notebook is notebook_create's result.
@@ -66,24 +63,16 @@ func ErrorCode(err error) string {
 // content when it has no text. A tool error is a *ToolError; a failed call
 // (transport, protocol, 15 s timeout) is another error.
 func (s *Server) CallJSON(ctx context.Context, tool string, args map[string]any, out any) error {
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	res, err := s.session.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	res, text, err := callTool(ctx, s.session, tool, args)
 	if err != nil {
-		return fmt.Errorf("calling %s: %w", tool, err)
+		return err
 	}
-	var text strings.Builder
-	for _, c := range res.Content {
-		if t, ok := c.(*mcp.TextContent); ok {
-			text.WriteString(t.Text)
-		}
-	}
-	raw := []byte(text.String())
+	raw := []byte(text)
 	if len(raw) == 0 && res.StructuredContent != nil {
 		raw, _ = json.Marshal(res.StructuredContent)
 	}
 	if res.IsError {
-		te := &ToolError{Tool: tool, Text: text.String()}
+		te := &ToolError{Tool: tool, Text: text}
 		if res.StructuredContent != nil {
 			b, _ := json.Marshal(res.StructuredContent)
 			_ = json.Unmarshal(b, te)
@@ -92,7 +81,7 @@ func (s *Server) CallJSON(ctx context.Context, tool string, args map[string]any,
 			_ = json.Unmarshal(raw, te)
 		}
 		if te.Code == "" {
-			te.Code, te.Message = "(no code)", text.String()
+			te.Code, te.Message = "(no code)", text
 		}
 		return te
 	}

@@ -197,15 +197,9 @@ func whoami(ctx context.Context, app, instance string, pid int) (host.Identity, 
 // collect runs list or prune (cmd) for app, or for every app under the
 // state root, dir or the plugin's default.
 func collect(ctx context.Context, cmd, app, dir string) ([]appResult, error) {
-	apps := []string{app}
-	if app == "" {
-		root, err := stateRoot(ctx, dir)
-		if err != nil {
-			return nil, err
-		}
-		if apps, err = subdirs(root); err != nil {
-			return nil, err
-		}
+	apps, err := targetApps(ctx, app, dir)
+	if err != nil {
+		return nil, err
 	}
 	results := []appResult{}
 	for _, a := range apps {
@@ -229,6 +223,20 @@ func collect(ctx context.Context, cmd, app, dir string) ([]appResult, error) {
 		results = append(results, r)
 	}
 	return results, nil
+}
+
+// targetApps is the apps a list, prune, state list or state gc command
+// covers: app, or, when app is "", the directories directly in the state
+// root (dir or the plugin's default; subdirs), which need not all be apps.
+func targetApps(ctx context.Context, app, dir string) ([]string, error) {
+	if app != "" {
+		return []string{app}, nil
+	}
+	root, err := stateRoot(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	return subdirs(root)
 }
 
 // stateRoot is the directory holding one directory per app, as the plugin's
@@ -291,15 +299,9 @@ func renderPlugin(ctx context.Context, input []byte) ([]byte, error) {
 // one. An app without a handles directory is skipped, so that looking
 // creates nothing.
 func collectStates(ctx context.Context, gc bool, app, dir string) ([]stateResult, error) {
-	apps := []string{app}
-	if app == "" {
-		root, err := stateRoot(ctx, dir)
-		if err != nil {
-			return nil, err
-		}
-		if apps, err = subdirs(root); err != nil {
-			return nil, err
-		}
+	apps, err := targetApps(ctx, app, dir)
+	if err != nil {
+		return nil, err
 	}
 	results := []stateResult{}
 	for _, a := range apps {

@@ -8,7 +8,6 @@ package handles
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -18,30 +17,14 @@ import (
 	"testing"
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
+	"github.com/mcp-resume/mcp-resume/hostfuncs/conformance"
 	"github.com/mcp-resume/mcp-resume/plugin/internal/testhost"
 )
 
 const casesDir = "../../../hostfuncs/conformance"
 
-type confContent struct {
-	Text    *string `json:"text"`
-	Base64  *string `json:"base64"`
-	Symlink string  `json:"symlink"`
-	Dir     bool    `json:"dir"`
-	Mode    string  `json:"mode"`
-	AgeDays float64 `json:"age_days"`
-}
-
-func (c confContent) bytes() []byte {
-	switch {
-	case c.Text != nil:
-		return []byte(*c.Text)
-	case c.Base64 != nil:
-		b, _ := base64.StdEncoding.DecodeString(*c.Base64)
-		return b
-	}
-	return nil
-}
+// confContent is a file of files_before, files_after or put_file.
+type confContent = conformance.Content
 
 type confWant struct {
 	OutputJSON       json.RawMessage `json:"output_json"`
@@ -170,7 +153,9 @@ func runConfCase(t *testing.T, name string, raw []byte) {
 			plant(t, dir, cl.Name, cl.Content)
 			continue
 		case "corrupt_files":
-			corruptFiles(t, root, dir, cl.Prefix, cl.Mode)
+			if err := conformance.CorruptFiles(dir, root, cl.Prefix, cl.Mode); err != nil {
+				t.Fatal(err)
+			}
 			continue
 		case "":
 		default:
@@ -180,7 +165,7 @@ func runConfCase(t *testing.T, name string, raw []byte) {
 		if err := json.Unmarshal(cl.Input, &in); err != nil {
 			t.Fatalf("%s: input: %v", what, err)
 		}
-		ib, _ := json.Marshal(replaceVars(in, vars))
+		ib, _ := json.Marshal(conformance.ReplaceVars(in, vars))
 		if !strings.HasPrefix(cl.Export, "handle_") {
 			t.Fatalf("%s: not a handle export", what)
 		}
@@ -210,8 +195,8 @@ func runConfCase(t *testing.T, name string, raw []byte) {
 		}
 		for n, f := range c.FilesAfter {
 			b, err := os.ReadFile(filepath.Join(dir, n))
-			if err != nil || (f.Text != nil || f.Base64 != nil) && !bytes.Equal(b, f.bytes()) {
-				t.Errorf("file %s = %q (%v), want %q", n, b, err, f.bytes())
+			if err != nil || (f.Text != nil || f.Base64 != nil) && !bytes.Equal(b, f.Bytes()) {
+				t.Errorf("file %s = %q (%v), want %q", n, b, err, f.Bytes())
 			}
 		}
 	}
@@ -254,35 +239,6 @@ func runConfCase(t *testing.T, name string, raw []byte) {
 	}
 }
 
-// replaceVars replaces "$var" strings by saved values (with their JSON
-// type) and $var inside longer strings by their text.
-func replaceVars(v any, vars map[string]any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			x[k] = replaceVars(e, vars)
-		}
-	case []any:
-		for i, e := range x {
-			x[i] = replaceVars(e, vars)
-		}
-	case string:
-		if val, ok := vars[strings.TrimPrefix(x, "$")]; ok && strings.HasPrefix(x, "$") {
-			return val
-		}
-		for k, val := range vars {
-			s, ok := val.(string)
-			if !ok {
-				b, _ := json.Marshal(val)
-				s = string(b)
-			}
-			x = strings.ReplaceAll(x, "$"+k, s)
-		}
-		return x
-	}
-	return v
-}
-
 func checkWant(t *testing.T, what string, w confWant, out []byte, werr *hostfuncs.Error, in []byte) {
 	t.Helper()
 	if w.ErrorCode != "" || w.ErrorJSONSubset != nil {
@@ -293,7 +249,7 @@ func checkWant(t *testing.T, what string, w confWant, out []byte, werr *hostfunc
 		eb, _ := werr.EncodeJSON()
 		var g any
 		_ = json.Unmarshal(eb, &g)
-		if w.ErrorCode != "" && werr.Code != w.ErrorCode || w.ErrorJSONSubset != nil && !jsonSubset(decode(w.ErrorJSONSubset), g) {
+		if w.ErrorCode != "" && werr.Code != w.ErrorCode || w.ErrorJSONSubset != nil && !conformance.Subset(conformance.DecodeJSON(w.ErrorJSONSubset), g) {
 			t.Errorf("%s (%s): error %s, want code %q / subset %s", what, in, eb, w.ErrorCode, w.ErrorJSONSubset)
 		}
 		return
@@ -307,34 +263,9 @@ func checkWant(t *testing.T, what string, w confWant, out []byte, werr *hostfunc
 		t.Errorf("%s: output %q is not JSON", what, out)
 		return
 	}
-	if w.OutputJSON != nil && !reflect.DeepEqual(decode(w.OutputJSON), g) || w.OutputJSONSubset != nil && !jsonSubset(decode(w.OutputJSONSubset), g) {
+	if w.OutputJSON != nil && !reflect.DeepEqual(conformance.DecodeJSON(w.OutputJSON), g) || w.OutputJSONSubset != nil && !conformance.Subset(conformance.DecodeJSON(w.OutputJSONSubset), g) {
 		t.Errorf("%s (%s): output %s, want %s%s", what, in, out, w.OutputJSON, w.OutputJSONSubset)
 	}
-}
-
-func decode(raw json.RawMessage) any {
-	var v any
-	_ = json.Unmarshal(raw, &v)
-	return v
-}
-
-// jsonSubset reports whether every key of want is in got with an equal
-// value (recursively for objects; arrays exactly).
-func jsonSubset(want, got any) bool {
-	wm, ok := want.(map[string]any)
-	if !ok {
-		return reflect.DeepEqual(want, got)
-	}
-	gm, ok := got.(map[string]any)
-	if !ok {
-		return false
-	}
-	for k, v := range wm {
-		if g, ok := gm[k]; !ok || !jsonSubset(v, g) {
-			return false
-		}
-	}
-	return true
 }
 
 // plant creates entry name in dir from f (a file, a directory or a
@@ -344,12 +275,14 @@ func plant(t *testing.T, dir, name string, f confContent) {
 	p := filepath.Join(dir, name)
 	var err error
 	switch {
+	case f.FIFO:
+		t.Fatalf("%s: a fifo is not planted by the native runner", name)
 	case f.Dir:
 		err = os.Mkdir(p, 0o700)
 	case f.Symlink != "":
 		err = os.Symlink(f.Symlink, p)
 	default:
-		err = os.WriteFile(p, f.bytes(), 0o600)
+		err = os.WriteFile(p, f.Bytes(), 0o600)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -361,39 +294,5 @@ func plant(t *testing.T, dir, name string, f confContent) {
 	if f.AgeDays != 0 {
 		old := modTime(f.AgeDays)
 		_ = os.Chtimes(p, old, old)
-	}
-}
-
-// corruptFiles corrupts every regular file of dir named prefix*: truncate
-// to half its size, flip its last byte, or replace it by a symbolic link
-// to a file outside (in root) holding the same bytes.
-func corruptFiles(t *testing.T, root, dir, prefix, mode string) {
-	t.Helper()
-	entries, _ := os.ReadDir(dir)
-	n := 0
-	for _, e := range entries {
-		if !e.Type().IsRegular() || !strings.HasPrefix(e.Name(), prefix) {
-			continue
-		}
-		n++
-		p := filepath.Join(dir, e.Name())
-		b, _ := os.ReadFile(p)
-		switch mode {
-		case "truncate":
-			_ = os.WriteFile(p, b[:len(b)/2], 0o600)
-		case "flip":
-			b[len(b)-1] ^= 0xff
-			_ = os.WriteFile(p, b, 0o600)
-		case "symlink":
-			out := filepath.Join(root, "outside-"+e.Name())
-			_ = os.WriteFile(out, b, 0o600)
-			_ = os.Remove(p)
-			_ = os.Symlink(out, p)
-		default:
-			t.Fatalf("corrupt_files: unknown mode %q", mode)
-		}
-	}
-	if n == 0 {
-		t.Fatalf("corrupt_files: no file named %s*", prefix)
 	}
 }

@@ -1,0 +1,66 @@
+package conformance
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+func TestReplaceVars(t *testing.T) {
+	vars := map[string]any{"h1": "mrh1_a", "h10": "mrh1_b", "gen": float64(3)}
+	in := DecodeJSON([]byte(`{"handle": "$h10", "expect": "$gen", "list": ["$h1", "x $h10 $gen"], "keep": "$nope"}`))
+	got := ReplaceVars(in, vars)
+	want := DecodeJSON([]byte(`{"handle": "mrh1_b", "expect": 3, "list": ["mrh1_a", "x mrh1_b 3"], "keep": "$nope"}`))
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("ReplaceVars = %v, want %v", got, want)
+	}
+}
+
+func TestSubset(t *testing.T) {
+	got := DecodeJSON([]byte(`{"a": 1, "b": {"c": [1, 2], "d": "x"}}`))
+	for want, ok := range map[string]bool{
+		`{}`: true, `{"a": 1}`: true, `{"b": {"d": "x"}}`: true, `{"b": {"c": [1, 2]}}`: true,
+		`{"b": {"c": [1]}}`: false, `{"a": 2}`: false, `{"e": null}`: false, `[1]`: false,
+	} {
+		if Subset(DecodeJSON([]byte(want)), got) != ok {
+			t.Errorf("Subset(%s) = %v, want %v", want, !ok, ok)
+		}
+	}
+}
+
+func TestCorruptFiles(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "state")
+	os.Mkdir(dir, 0o700)
+	write := func(name, s string) { os.WriteFile(filepath.Join(dir, name), []byte(s), 0o600) }
+	write("h-a", "abcdef")
+	write("h-b", "xy")
+	write("other", "keep")
+	if err := CorruptFiles(dir, root, "h-", "truncate"); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"h-a": "abc", "h-b": "x", "other": "keep"} {
+		if b, _ := os.ReadFile(filepath.Join(dir, name)); string(b) != want {
+			t.Errorf("after truncate %s = %q, want %q", name, b, want)
+		}
+	}
+	if err := CorruptFiles(dir, root, "h-a", "flip"); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "h-a")); string(b) != "ab\x9c" {
+		t.Errorf("after flip h-a = %q", b)
+	}
+	if err := CorruptFiles(dir, root, "other", "symlink"); err != nil {
+		t.Fatal(err)
+	}
+	if target, err := os.Readlink(filepath.Join(dir, "other")); err != nil || target != filepath.Join(root, "outside-other") {
+		t.Errorf("after symlink: %q, %v", target, err)
+	}
+	if err := CorruptFiles(dir, root, "none", "flip"); err == nil {
+		t.Error("no matching file: no error")
+	}
+	if err := CorruptFiles(dir, root, "h-", "bogus"); err == nil {
+		t.Error("unknown mode: no error")
+	}
+}
