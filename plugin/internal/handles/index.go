@@ -4,8 +4,8 @@ package handles
 // (plugin/README.md, "Handle store", Index).
 
 import (
-	"encoding/binary"
 	"crypto/sha256"
+	"encoding/binary"
 )
 
 // indexMagic starts every index file.
