@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -74,6 +75,33 @@ func oldHandles(t *testing.T, root string, created time.Time) {
 	}
 }
 
+// copyTree copies the directories (0700) and regular files (0600) under
+// src into dst, as a state root holds them.
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		to := filepath.Join(dst, rel)
+		if d.IsDir() {
+			if err := os.MkdirAll(to, 0o700); err != nil {
+				return err
+			}
+			return os.Chmod(to, 0o700)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(to, b, 0o600)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // The Go, Python and TypeScript command lines print the same bytes to
 // stdout and stderr, and exit the same, for the same state: every format
 // is the plugin's (plugin/internal/render), every answer too.
@@ -103,14 +131,21 @@ func TestCLIs_SameOutput(t *testing.T) {
 		t.Run(fmt.Sprint(args), func(t *testing.T) {
 			var first string
 			var firstOut []byte
+			old := time.Now().Add(-50 * time.Hour) // "2d" in every run: a fresh file's "0s" could tick
+			// One set of handles for the three languages (each gets a copy):
+			// handles are random, and the key hashes list shows must match.
+			handles := ""
+			if len(args) > 0 && args[0] == "state" {
+				handles = t.TempDir()
+				oldHandles(t, handles, old)
+			}
 			for _, lang := range []string{"go", "python", "typescript"} {
 				root, _ := fixtureRoot(t) // a fresh root each: prune removes files
 				gone := filepath.Join(root, "app-b", "token-2147480002-7.0f1e.4026531836")
 				os.WriteFile(gone, []byte("tok"), 0o600)
-				old := time.Now().Add(-50 * time.Hour) // "2d" in every run: a fresh file's "0s" could tick
 				os.Chtimes(gone, old, old)
-				if args[0] == "state" {
-					oldHandles(t, root, old)
+				if handles != "" {
+					copyTree(t, handles, root)
 				}
 				argv := append(append([]string{}, cmds[lang]...), args...)
 				cmd := exec.Command(argv[0], argv[1:]...)
