@@ -1,6 +1,6 @@
 // Package resume is the resume-token store of spec 000 ("MCP Server Session
 // Resume Specification v1"), written against the host-function contract of
-// hostfuncs/README.md (ABI version 5) so that one implementation serves
+// hostfuncs/README.md (ABI version 6) so that one implementation serves
 // every host.
 //
 // It is plain Go: the plugin (plugin/guest) compiles it to Wasm and forwards
