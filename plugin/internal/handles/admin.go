@@ -5,22 +5,17 @@ package handles
 // these list the directory; per-handle operations never do.
 
 import (
-	"strconv"
-
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
 	"github.com/mcp-resume/mcp-resume/plugin/internal/resume"
 )
 
-// itoa is strconv.Itoa.
-func itoa(n int) string { return strconv.Itoa(n) }
-
 // sweepTemps removes the temporary files of writers that died between
-// creating and renaming them (resume.IsTempName, older than
-// resume.SweepSeconds), and returns how many it removed.
+// creating and renaming them (resume.StaleTemp), and returns how many it
+// removed.
 func (s *Store) sweepTemps(files []hostfuncs.ListEntry) int64 {
 	n := int64(0)
 	for _, f := range files {
-		if f.Type == hostfuncs.StatFile && f.AgeSeconds > resume.SweepSeconds && resume.IsTempName(f.Name) && s.remove(f.Name) == nil {
+		if resume.StaleTemp(f) && s.remove(f.Name) == nil {
 			n++
 		}
 	}

@@ -5,6 +5,7 @@ package handles
 // store", Shards and Index).
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
@@ -149,7 +150,7 @@ func (sh *shard) rebuild(missing bool) *hostfuncs.Error {
 		return nil
 	}
 	sh.dirty = true
-	sh.s.log(hostfuncs.LevelWarn, EventIndexRebuilt, MsgIndexRebuilt, "shard="+shardName(sh.n)+" records="+itoa(len(sh.entries)))
+	sh.s.log(hostfuncs.LevelWarn, EventIndexRebuilt, MsgIndexRebuilt, "shard="+shardName(sh.n)+" records="+strconv.Itoa(len(sh.entries)))
 	return nil
 }
 

@@ -13,9 +13,9 @@
 // Files by concern: store.go opens the store and holds the host-call
 // helpers; shard.go a shard under its lock (index load, rebuild, expiry);
 // ops.go the per-handle operations; admin.go list, gc and the sweeps;
-// handle.go the handle syntax and keys (HMAC-SHA256 and HKDF); record.go
-// and index.go the file formats (crc.go their checksum); config.go the
-// settings and duration.go Go duration syntax.
+// handle.go the handle syntax and keys (HKDF-SHA256, HMAC-SHA256);
+// record.go and index.go the file formats; config.go the settings and
+// duration.go how messages write a duration.
 //
 // A Store is not safe for concurrent use; hosts serialise calls into the
 // plugin instance that owns it (and run one instance per goroutine).
@@ -362,21 +362,11 @@ func (s *Store) Export(name string, input []byte) ([]byte, *hostfuncs.Error) {
 // "h-" and 32 hex digits become "h-" and 12, so no line or error carries
 // a whole key hash.
 func shortenKeys(msg string) string {
-	for i := 0; i+2+32 <= len(msg); i++ {
-		if msg[i:i+2] != recordPrefix || !isHex(msg[i+2:i+2+32]) {
-			continue
+	const nameLen = len(recordPrefix) + 32
+	for i := 0; i+nameLen <= len(msg); i++ {
+		if _, ok := parseRecordName(msg[i : i+nameLen]); ok {
+			msg = msg[:i+len(recordPrefix)+12] + "…" + msg[i+nameLen:]
 		}
-		msg = msg[:i+2+12] + "…" + msg[i+2+32:]
 	}
 	return msg
-}
-
-// isHex reports whether s is lowercase hex digits only.
-func isHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
 }

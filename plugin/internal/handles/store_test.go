@@ -1,6 +1,7 @@
 package handles
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -97,7 +98,7 @@ func TestConcurrentCompareAndSet(t *testing.T) {
 					break
 				}
 				n := atoi(string(v.Value))
-				_, werr = st.Put(input(map[string]any{"handle": h, "principal": "", "value": []byte(itoa(n + 1)), "generation": v.Generation}))
+				_, werr = st.Put(input(map[string]any{"handle": h, "principal": "", "value": []byte(strconv.Itoa(n + 1)), "generation": v.Generation}))
 				if werr == nil {
 					ok++
 				} else if werr.Code != hostfuncs.CodeConflict {

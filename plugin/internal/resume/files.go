@@ -56,6 +56,13 @@ func TempName(name string) string {
 	return "." + name + "." + hex.EncodeToString(rnd[:]) + tempSuffix
 }
 
+// StaleTemp reports whether listed entry e is a temporary file a writer
+// left behind: a regular file named like TempName and older than
+// SweepSeconds. Both stores sweep these.
+func StaleTemp(e hostfuncs.ListEntry) bool {
+	return e.Type == hostfuncs.StatFile && e.AgeSeconds > SweepSeconds && IsTempName(e.Name)
+}
+
 // IsTempName reports whether name has the form of TempName: what the sweep
 // may remove. Any other dot name (a user's note, another program's file) is
 // never touched.
@@ -102,7 +109,7 @@ func (s *Store) entries() ([]hostfuncs.ListEntry, error) {
 	s.swept = true
 	kept := r.Files[:0]
 	for _, e := range r.Files {
-		if e.Type == hostfuncs.StatFile && e.AgeSeconds > SweepSeconds && IsTempName(e.Name) {
+		if StaleTemp(e) {
 			var rm hostfuncs.Empty
 			if s.invoke(hostfuncs.FnRemove, hostfuncs.NameRequest{Name: e.Name}, &rm, &rm.Error) == nil {
 				continue
