@@ -3,6 +3,7 @@ package host_test
 import (
 	"context"
 	"fmt"
+	"log"
 	"log/slog"
 	"os"
 
@@ -24,7 +25,7 @@ func Example() {
 			Instance:  host.NoInstance,
 		})
 		if err != nil {
-			fmt.Println("no session resume:", err) // serve anyway: a nil store is resume off
+			log.Println("no session resume:", err) // to stderr; serve anyway: a nil store is resume off
 		}
 		return s
 	}

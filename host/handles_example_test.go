@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"log/slog"
 	"os"
 
@@ -21,7 +22,7 @@ func ExampleOpenHandles() {
 	defer os.RemoveAll(dir)
 	hs, err := host.OpenHandles("my-server", host.HandleOptions{StateRoot: dir, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
-		fmt.Println("no handle store:", err) // serve anyway: its tools answer store_unavailable
+		log.Println("no handle store:", err) // to stderr; serve anyway: its tools answer store_unavailable
 		return
 	}
 	defer hs.Close()
