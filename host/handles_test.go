@@ -411,3 +411,37 @@ func TestHandles_ClockOption(t *testing.T) {
 		t.Errorf("List on the clock = %+v, %v", list, err)
 	}
 }
+
+// Two apps under one state root never share a handle: app B given app A's
+// handle and principal answers handle_not_found, even with A's record
+// copied into B's directory (the keys and the record's name derive from
+// the app as well as the handle).
+func TestHandles_AnotherAppNeverReads(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "state")
+	a := openHandles(t, "app-a", host.HandleOptions{StateRoot: root})
+	b := openHandles(t, "app-b", host.HandleOptions{StateRoot: root})
+	ctx := context.Background()
+	c, err := a.Create(ctx, "alice", []byte("a's secret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Get(ctx, c.Handle, "alice"); !errors.Is(err, host.ErrHandleNotFound) {
+		t.Fatalf("app-b read app-a's handle: %v, want ErrHandleNotFound", err)
+	}
+	if _, err := b.Create(ctx, "alice", []byte("b's own")); err != nil { // app-b's directory exists now
+		t.Fatal(err)
+	}
+	recs, _ := filepath.Glob(filepath.Join(a.Policy().StateDir, "h-*"))
+	for _, r := range recs {
+		data, _ := os.ReadFile(r)
+		if err := os.WriteFile(filepath.Join(b.Policy().StateDir, filepath.Base(r)), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.Get(ctx, c.Handle, "alice"); !errors.Is(err, host.ErrHandleNotFound) {
+		t.Fatalf("app-b read app-a's record copied into its directory: %v, want ErrHandleNotFound", err)
+	}
+	if v, err := a.Get(ctx, c.Handle, "alice"); err != nil || string(v.Data) != "a's secret" {
+		t.Fatalf("app-a's own read: %q, %v", v.Data, err)
+	}
+}

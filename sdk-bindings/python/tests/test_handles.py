@@ -567,3 +567,21 @@ def test_guest_random_source_10000_handles(root: Path) -> None:
     assert len({r[:8] for r in raw}) == 10000, "random prefixes repeat"
     ones = sum(bin(b).count("1") for r in raw for b in r)
     assert abs(ones / (10000 * 24 * 8) - 0.5) < 0.01, "the random bits are biased"
+
+
+def test_another_app_never_reads(root: Path) -> None:
+    """Two apps under one state root never share a handle: app B given app A's handle and principal answers
+    ``HandleNotFound``, even with A's record copied into B's directory (keys and record names derive from the app
+    as well as the handle)."""
+    with HandleStore("app-a", state_root=root) as a, HandleStore("app-b", state_root=root) as b:
+        c = a.create("alice", b"a's secret")
+        with pytest.raises(HandleNotFound):
+            b.get(c.handle, "alice")
+        b.create("alice", b"b's own")  # app-b's directory exists now
+        for rec in Path(a.state_dir).glob("h-*"):
+            dst = Path(b.state_dir) / rec.name
+            dst.write_bytes(rec.read_bytes())
+            dst.chmod(0o600)
+        with pytest.raises(HandleNotFound):
+            b.get(c.handle, "alice")
+        assert a.get(c.handle, "alice").data == b"a's secret"

@@ -90,6 +90,25 @@ describe("HandleStore", () => {
     assert.ok(logs.some((l) => l.fields?.event === "handle_created"), JSON.stringify(logs));
   });
 
+  test("another app under the same root never reads a handle, even with the record copied into its directory", async () => {
+    const { store: a, root } = await open({}, "app-a");
+    const b = await HandleStore.open("app-b", { stateRoot: root, logger: quiet });
+    try {
+      const c = await a.create("alice", enc.encode("a's secret"));
+      await failure(b.get(c.handle, "alice"), HandleNotFound, "handle_not_found");
+      await b.create("alice", enc.encode("b's own")); // app-b's directory exists now
+      for (const name of fs.readdirSync(a.settings.stateDir).filter((n) => n.startsWith("h-"))) {
+        fs.copyFileSync(path.join(a.settings.stateDir, name), path.join(b.settings.stateDir, name));
+        fs.chmodSync(path.join(b.settings.stateDir, name), 0o600);
+      }
+      await failure(b.get(c.handle, "alice"), HandleNotFound, "handle_not_found");
+      assert.equal(dec.decode((await a.get(c.handle, "alice")).data), "a's secret");
+    } finally {
+      await b.close();
+      await a.close();
+    }
+  });
+
   test("the value is sealed at rest: no file holds it; records are 0600", async () => {
     const { store, dir } = await open();
     const secret = "very-secret-notebook-content-0123456789";
