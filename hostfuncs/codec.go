@@ -341,3 +341,72 @@ func (o WhoamiOutput) EncodeJSON() ([]byte, error) {
 		en.strOmit("error", o.Error)
 	})
 }
+
+// EncodeJSON returns the JSON request of FnEval. The error is always nil.
+func (r EvalRequest) EncodeJSON() ([]byte, error) {
+	return encodeObject(func(en *encoder) {
+		en.str("url", r.URL)
+		if r.Cluster {
+			en.boolean("cluster", true)
+		}
+		en.strOmit("sha1", r.SHA1)
+		en.strOmit("script", r.Script)
+		en.strings("keys", r.Keys)
+		en.strings("args", r.Args)
+		en.int("timeout_ms", int64(r.TimeoutMS))
+	})
+}
+
+// EncodeJSON returns the JSON response of FnEval (what a Go host answers).
+// The error is always nil.
+func (r EvalResponse) EncodeJSON() ([]byte, error) {
+	return encodeObject(func(en *encoder) {
+		if r.Error != nil {
+			en.errorOmit("error", r.Error)
+			return
+		}
+		en.name("reply")
+		r.Reply.encode(en)
+	})
+}
+
+// encode writes the reply as FnEval's JSON.
+func (r *Reply) encode(en *encoder) {
+	switch r.Kind {
+	case ReplyInt:
+		en.raw(strconv.FormatInt(r.Int, 10))
+	case ReplyString:
+		en.value(r.Str)
+	case ReplyArray:
+		en.open('[')
+		for i := range r.Array {
+			r.Array[i].encode(en)
+		}
+		en.close(']')
+	case ReplyError:
+		en.open('{')
+		en.str("err", r.Str)
+		en.end()
+	default:
+		en.raw("null")
+	}
+}
+
+// MarshalJSON writes the reply as FnEval's JSON (for hosts that encode
+// with encoding/json).
+func (r Reply) MarshalJSON() ([]byte, error) {
+	en := &encoder{}
+	r.encode(en)
+	return en.b, nil
+}
+
+// UnmarshalJSON reads a reply of FnEval's JSON (for hosts and tests that
+// decode with encoding/json).
+func (r *Reply) UnmarshalJSON(b []byte) error {
+	var resp EvalResponse
+	if err := resp.DecodeJSON(append(append([]byte(`{"reply":`), b...), '}')); err != nil {
+		return err
+	}
+	*r = resp.Reply
+	return nil
+}

@@ -541,3 +541,50 @@ func (r *ListResponse) DecodeJSON(b []byte) error {
 		return d.skip()
 	})
 }
+
+// DecodeJSON sets r from the JSON response of FnEval. Errors as for
+// OpenInput.DecodeJSON, and for a reply that is not null, an integer, a
+// string, an array of replies or {"err": string}.
+func (r *EvalResponse) DecodeJSON(b []byte) error {
+	return decodeObject(b, func(d *decoder, name string) error {
+		switch field(name, "reply", "error") {
+		case "reply":
+			return d.reply(&r.Reply)
+		case "error":
+			return d.errorObj(&r.Error)
+		}
+		return d.skip()
+	})
+}
+
+// reply reads one reply of FnEval into p.
+func (d *decoder) reply(p *Reply) error {
+	switch k := d.d.PeekKind(); k {
+	case 'n':
+		p.Kind = ReplyNull
+		return d.skip()
+	case '0':
+		p.Kind = ReplyInt
+		return d.int64(&p.Int)
+	case '"':
+		p.Kind = ReplyString
+		return d.str(&p.Str)
+	case '[':
+		p.Kind, p.Array = ReplyArray, []Reply{}
+		_, err := d.array(func(d *decoder) error {
+			p.Array = append(p.Array, Reply{})
+			return d.reply(&p.Array[len(p.Array)-1])
+		})
+		return err
+	case '{':
+		p.Kind = ReplyError
+		return d.object(func(d *decoder, name string) error {
+			if field(name, "err") == "err" {
+				return d.str(&p.Str)
+			}
+			return d.skip()
+		})
+	default:
+		return typeError("reply", k)
+	}
+}

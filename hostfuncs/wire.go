@@ -7,7 +7,7 @@ package hostfuncs
 // ABIVersion is the version of the contract between plugin and host. The
 // plugin returns it from its ExportABIVersion export; a host refuses a plugin
 // whose version differs from the one it implements.
-const ABIVersion = "6"
+const ABIVersion = "7"
 
 // Namespace is the Wasm import module of every host function. It is the
 // Extism default for user host functions.
@@ -29,11 +29,12 @@ const (
 	FnLock       = "mcp_resume_lock"
 	FnLog        = "mcp_resume_log"
 	FnUnlock     = "mcp_resume_unlock"
+	FnEval       = "mcp_resume_eval"
 )
 
 // Functions lists every host function name, in the order of the README.
 func Functions() []string {
-	return []string{FnFacts, FnInspect, FnPrepareDir, FnRead, FnWrite, FnRemove, FnList, FnLock, FnLog, FnUnlock}
+	return []string{FnFacts, FnInspect, FnPrepareDir, FnRead, FnWrite, FnRemove, FnList, FnLock, FnLog, FnUnlock, FnEval}
 }
 
 // Error codes a host function may return in Error.Code.
@@ -68,6 +69,19 @@ const (
 	CodeNoSpace = "no_space"
 	// CodeReadOnly: the file system is mounted read-only (EROFS).
 	CodeReadOnly = "read_only"
+	// CodeNoScript: FnEval's EVALSHA named a script the Redis server does
+	// not hold (its NOSCRIPT error): the plugin sends the script itself.
+	CodeNoScript = "noscript"
+	// CodeScript: FnEval's server answered an error reply other than
+	// NOSCRIPT (a Lua error, WRONGTYPE, OOM, an unknown command where
+	// scripting is off); Message holds the server's error text.
+	CodeScript = "script"
+	// CodeUnavailable: FnEval could not reach the server, or the
+	// connection broke, or the server refused it (connection refused or
+	// reset, a DNS or TLS failure, bad credentials, LOADING, CLUSTERDOWN).
+	CodeUnavailable = "unavailable"
+	// CodeTimeout: FnEval had no answer within the request's timeout_ms.
+	CodeTimeout = "timeout"
 )
 
 // Error is the failure half of every host-function response, and the JSON
@@ -443,4 +457,54 @@ func Pad8(b []byte) []byte {
 		b = append(b, ' ')
 	}
 	return b
+}
+
+// EvalRequest asks FnEval to run one Lua script on a Redis or Valkey
+// server, atomically (EVALSHA, or EVAL when Script is given). The plugin
+// writes every script; the host runs it and hands back the reply.
+//
+// URL is redis://[user:password@]host:port[/db] or rediss:// (TLS), as the
+// plugin checked it: no query. Cluster: the URL names one node of a Redis
+// Cluster, and the host runs the script on the node that owns the slot of
+// Keys[0] (every key of one call shares a hash tag). Exactly one of SHA1
+// (40 lowercase hex digits) and Script is given. Keys and Args are passed
+// as the script's KEYS and ARGV. TimeoutMS (1..MaxEvalTimeoutMS) bounds
+// the whole call, connecting included.
+type EvalRequest struct {
+	URL       string   `json:"url"`
+	Cluster   bool     `json:"cluster,omitempty"`
+	SHA1      string   `json:"sha1,omitempty"`
+	Script    string   `json:"script,omitempty"`
+	Keys      []string `json:"keys"`
+	Args      []string `json:"args"`
+	TimeoutMS int      `json:"timeout_ms"`
+}
+
+// MaxEvalTimeoutMS is the largest timeout_ms FnEval accepts (60 s).
+const MaxEvalTimeoutMS = 60000
+
+// EvalResponse answers FnEval: the script's Reply, or Error (CodeNoScript,
+// CodeScript, CodeUnavailable, CodeTimeout, CodeInvalidRequest,
+// CodeUnsupported).
+type EvalResponse struct {
+	Reply Reply  `json:"reply"`
+	Error *Error `json:"error,omitempty"`
+}
+
+// Reply kinds (Reply.Kind).
+const (
+	ReplyNull   = 'n' // a nil reply (Lua false or nil): JSON null
+	ReplyInt    = 'i' // an integer reply (a Lua number, truncated): a JSON integer
+	ReplyString = 's' // a bulk or status reply: a JSON string (UTF-8, U+FFFD for bad bytes)
+	ReplyArray  = 'a' // an array reply: a JSON array of replies
+	ReplyError  = 'e' // an error reply inside an array: {"err": message}
+)
+
+// Reply is one Redis reply as FnEval carries it in JSON: null, an
+// integer, a string, an array of replies, or {"err": message}.
+type Reply struct {
+	Kind  byte
+	Int   int64
+	Str   string
+	Array []Reply
 }

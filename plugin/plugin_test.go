@@ -17,7 +17,7 @@ import (
 )
 
 // TestModule checks the committed plugin.wasm against the contract
-// (hostfuncs/README.md, ABI version 6): it imports exactly the ten host
+// (hostfuncs/README.md, ABI version 7): it imports exactly the eleven host
 // functions in hostfuncs.Namespace, each (i64) -> i64, and exports every plugin
 // export, the handle store's included, as () -> i32.
 func TestModule(t *testing.T) {

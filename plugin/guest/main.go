@@ -7,9 +7,9 @@
 //
 //	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath -ldflags="-buildid= -s -w" -o plugin/plugin.wasm ./plugin/guest
 //
-// Exports (hostfuncs/README.md, "Plugin exports"; ABI version 6):
+// Exports (hostfuncs/README.md, "Plugin exports"; ABI version 7):
 //
-//	mcp_resume_abi_version  () -> "6"
+//	mcp_resume_abi_version  () -> "7"
 //	open                    (JSON {"app","state_root"?,"instance"?,"launchers"?}) -> JSON {"state_dir","state_root","resume"}
 //	load                    () -> token bytes, or empty output when there is none
 //	store                   (token bytes) -> empty
@@ -82,6 +82,9 @@ func hostLog(uint64) uint64
 //go:wasmimport extism:host/user mcp_resume_unlock
 func hostUnlock(uint64) uint64
 
+//go:wasmimport extism:host/user mcp_resume_eval
+func hostEval(uint64) uint64
+
 var imports = map[string]func(uint64) uint64{
 	hostfuncs.FnFacts:      hostFacts,
 	hostfuncs.FnInspect:    hostInspect,
@@ -93,6 +96,7 @@ var imports = map[string]func(uint64) uint64{
 	hostfuncs.FnLock:       hostLock,
 	hostfuncs.FnLog:        hostLog,
 	hostfuncs.FnUnlock:     hostUnlock,
+	hostfuncs.FnEval:       hostEval,
 }
 
 // noResponse stands for the response of a host function that returned no
