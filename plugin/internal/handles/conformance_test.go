@@ -112,7 +112,7 @@ func runConfCase(t *testing.T, name string, raw []byte, backend string) {
 		rd = caseRedis(t)
 		raw = bytes.ReplaceAll(raw, []byte("$REDIS_URL"), []byte(rd.URL))
 		clients := &rediseval.Clients{}
-		t.Cleanup(clients.Close)
+		t.Cleanup(func() { _ = clients.Close() })
 		h.Eval = func(r hostfuncs.EvalRequest) hostfuncs.EvalResponse { return clients.Eval(context.Background(), r) }
 	}
 	var c confCase
