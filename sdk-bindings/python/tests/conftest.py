@@ -95,3 +95,87 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
         except subprocess.TimeoutExpired:
             server.process.kill()
             server.process.wait()
+
+
+@dataclass
+class RedisCluster:
+    """A running 3-master Redis Cluster: ``url`` (``redis://127.0.0.1:<first port>/0?cluster=true``, the
+    ``state_url`` form) and ``nodes``, one :class:`RedisServer` per master."""
+
+    url: str
+    nodes: list[RedisServer]
+
+
+def _cluster_ports(n: int) -> list[int]:
+    """``n`` loopback ports below 55536 whose cluster bus port (+10000) is free too."""
+    import random  # noqa: PLC0415
+
+    ports: list[int] = []
+    while len(ports) < n:
+        p = random.randrange(20000, 30000)
+        try:
+            for q in (p, p + 10000):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", q))
+        except OSError:
+            continue
+        if p not in ports:
+            ports.append(p)
+    return ports
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisCluster]:
+    """Three ``redis-server --cluster-enabled yes`` joined by ``redis-cli --cluster create`` (no replicas),
+    waited for until every node says ``cluster_state:ok``; stopped at the end. Missing programs: as
+    ``redis_server``."""
+    import redis  # noqa: PLC0415
+
+    if shutil.which("redis-server") is None or shutil.which("redis-cli") is None:
+        why = "redis-server or redis-cli is not on the PATH: the Redis Cluster tests cannot run"
+        if os.environ.get("MCP_RESUME_REQUIRE_REDIS") == "1":
+            pytest.fail(why + " (MCP_RESUME_REQUIRE_REDIS=1)")
+        pytest.skip("SKIPPED LOUDLY: " + why)
+    directory = tmp_path_factory.mktemp("redis-cluster")
+    nodes: list[RedisServer] = []
+    try:
+        for port in _cluster_ports(3):
+            d = directory / str(port)
+            d.mkdir()
+            log = open(d / "redis.log", "wb")  # noqa: SIM115
+            proc = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                                     "--appendonly", "no", "--dir", str(d), "--cluster-enabled", "yes",
+                                     "--cluster-config-file", "nodes.conf"],
+                                    stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+            log.close()
+            nodes.append(RedisServer(f"redis://127.0.0.1:{port}/0", port, proc,
+                                     redis.Redis(port=port, socket_timeout=5, socket_connect_timeout=1)))
+        deadline = time.monotonic() + 10
+        for node in nodes:
+            while True:
+                try:
+                    node.client.ping()
+                    break
+                except redis.ConnectionError:
+                    if time.monotonic() > deadline or node.process.poll() is not None:
+                        raise RuntimeError(f"cluster node {node.port} did not start; see {directory}") from None
+                    time.sleep(0.05)
+        subprocess.run(["redis-cli", "--cluster", "create", *[f"127.0.0.1:{n.port}" for n in nodes], "--cluster-yes"],
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=True,
+                       timeout=60)
+        deadline = time.monotonic() + 20
+        while not all(n.client.cluster("info")["cluster_state"] == "ok" for n in nodes):
+            if time.monotonic() > deadline:
+                raise RuntimeError("the cluster never reached cluster_state:ok")
+            time.sleep(0.1)
+        yield RedisCluster(f"redis://127.0.0.1:{nodes[0].port}/0?cluster=true", nodes)
+    finally:
+        for node in nodes:
+            node.client.close()
+            node.process.terminate()
+        for node in nodes:
+            try:
+                node.process.wait(10)
+            except subprocess.TimeoutExpired:
+                node.process.kill()
+                node.process.wait()

@@ -234,3 +234,54 @@ def test_unreachable_never_blocks_the_loop(silent: socket.socket) -> None:
         assert len(during) > 30 and max(gaps) < 0.25, f"{len(during)} ticks, largest gap {max(gaps):.3f}s"
 
     asyncio.run(main())
+
+
+# --- Redis Cluster ------------------------------------------------------------------------------------------
+
+
+def test_cluster_eval_routes_by_the_first_key(redis_cluster: Any) -> None:
+    """mcp_resume_eval with cluster true sends each script to the node owning keys[0]'s slot: 30 hash tags,
+    spread over the three masters, all run; the same requests without cluster, to the first node only, meet
+    MOVED (a script error) for the keys other nodes own."""
+    import json  # noqa: PLC0415
+    import logging  # noqa: PLC0415
+
+    from mcp_resume._hostfuncs import HostFunctions  # noqa: PLC0415
+
+    funcs = HostFunctions(logging.getLogger("mcp_resume.test.cluster"))
+    base = redis_cluster.nodes[0].url
+    script = "redis.call('SET', KEYS[1], ARGV[1]) return redis.call('GET', KEYS[2])"
+    try:
+        codes: dict[bool, list[str]] = {True: [], False: []}
+        for cluster in (True, False):
+            for i in range(30):
+                tag = f"{{t{i}}}"
+                req = {"url": base, "cluster": cluster, "script": script, "keys": [f"{tag}a", f"{tag}b"],
+                       "args": [str(i)], "timeout_ms": 3000}
+                doc = json.loads(funcs.call("mcp_resume_eval", json.dumps(req).encode()))
+                codes[cluster].append(doc["error"]["code"] if doc.get("error") else "ok")
+        assert codes[True] == ["ok"] * 30, codes[True]
+        assert "script" in codes[False] and "ok" in codes[False], codes[False]
+        owners = {n.port for n in redis_cluster.nodes if any(True for _ in n.client.scan_iter(match="{t*}a"))}
+        assert len(owners) == 3, "the keys did not spread over the three masters"
+    finally:
+        funcs.close()
+
+
+def test_cluster_handle_store(redis_cluster: Any) -> None:
+    """A HandleStore on ``?cluster=true``: 40 handles (their buckets spread over the masters' slots) created,
+    read back, compare-and-set and deleted."""
+    for node in redis_cluster.nodes:
+        node.client.flushall()
+    with HandleStore("redis-cluster", state_url=redis_cluster.url, timeout=3, pool_size=2) as s:
+        assert s.backend == "redis"
+        created = [s.create("p", b"v%d" % i) for i in range(40)]
+        for i, c in enumerate(created):
+            assert s.get(c.handle, "p").data == b"v%d" % i
+            assert s.put(c.handle, "p", b"w", expect=1) == 2
+        assert s.list().live == 40
+        holders = {n.port for n in redis_cluster.nodes if any(True for _ in n.client.scan_iter(match="mcp-resume:*:h:*"))}
+        assert len(holders) >= 2, "the store's records all sat on one node"
+        for c in created:
+            s.delete(c.handle, "p")
+        assert s.list().live == 0
