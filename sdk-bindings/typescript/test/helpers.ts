@@ -238,13 +238,13 @@ export function freePort(): Promise<number> {
 }
 
 /**
- * Starts `redis-server` from PATH on a free loopback port in a temporary directory, without persistence,
- * and waits for its PING.
+ * Starts `redis-server` from PATH on a free loopback port (or `onPort`: a restart) in a temporary
+ * directory, without persistence, and waits for its PING.
  *
  * @returns the server, or `undefined` when there is no `redis-server` on PATH (the caller skips and says so).
  * @throws when there is none and {@link REQUIRE_REDIS}, or when it does not answer within 10 s.
  */
-export async function startRedis(): Promise<RedisServer | undefined> {
+export async function startRedis(onPort?: number): Promise<RedisServer | undefined> {
   const bin = (process.env["PATH"] ?? "").split(path.delimiter).map((d) => path.join(d, "redis-server")).find((p) => {
     try {
       return statSync(p).isFile();
@@ -257,7 +257,7 @@ export async function startRedis(): Promise<RedisServer | undefined> {
     return undefined;
   }
   const dir = tempDir("mcp-resume-redis-");
-  const port = await freePort();
+  const port = onPort ?? (await freePort());
   const proc = spawn(bin, ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir], { stdio: ["ignore", "ignore", "pipe"] });
   let err = "";
   proc.stderr!.on("data", (d: Buffer) => (err += d.toString()));
