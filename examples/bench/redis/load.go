@@ -156,11 +156,19 @@ func printLoad(lang string, callers int, st, fl []result) {
 // anatomy times one caller's calls, one of each kind per round: a get the
 // plugin refuses before any host call (a malformed handle: the export
 // call, JSON and the pool), the store's get and put, the floor's read and
-// put scripts by EVALSHA, and a PING (the bare round trip).
+// put scripts by EVALSHA, a get of a deleted handle (one host call, the
+// script's refusal: no value, no AES-GCM, no base64), and a PING (the bare round trip).
 func anatomy(store *host.Handles, floor *redis.Client, handles []string, rec *Recording) {
 	sg, sp := storeOps(store, handles)
 	fg, fp := floorOps(floor, rec)
 	ctx := context.Background()
+	gone, err := store.Create(ctx, "", value())
+	if err == nil {
+		err = store.Delete(ctx, gone.Handle, "", 0)
+	}
+	if err != nil {
+		fatal("anatomy", err)
+	}
 	kinds := []struct {
 		what string
 		fn   func(i int) error
@@ -171,6 +179,12 @@ func anatomy(store *host.Handles, floor *redis.Client, handles []string, rec *Re
 		{"store: get of a malformed handle (no host call)", func(int) error {
 			if _, err := store.Get(ctx, "mrh1_not-a-handle", ""); !errors.Is(err, host.ErrInvalidHandle) {
 				return fmt.Errorf("a malformed handle answered %v", err)
+			}
+			return nil
+		}},
+		{"store: get of a deleted handle (one host call, no value)", func(int) error {
+			if _, err := store.Get(ctx, gone.Handle, ""); !errors.Is(err, host.ErrHandleNotFound) {
+				return fmt.Errorf("a deleted handle answered %v", err)
 			}
 			return nil
 		}},

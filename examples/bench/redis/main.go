@@ -37,6 +37,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -58,6 +59,7 @@ var (
 	flagLua     = flag.String("lua", "plugin/internal/handles/redis.lua", "the plugin's scripts, to name the recorded calls")
 	flagWasm    = flag.String("wasm", "plugin/plugin.wasm", "size: the plugin to weigh")
 	flagBase    = flag.Int64("wasm-base", 3818992, "size: the plugin's size with the file backend only (ABI 7 before the Redis backend), bytes")
+	flagProf    = flag.String("cpuprofile", "", "write a CPU profile of the parts after the recording to this file (go tool pprof)")
 	flagChild   = flag.String("child", "", "internal (replicas): run as a replica process with this JSON job")
 )
 
@@ -120,6 +122,7 @@ func main() {
 	}
 	defer srv.Close()
 	progress("redis-server on %s", srv.Addr)
+	warm()
 	store := open(srv.URL)
 	defer store.Close()
 	handles, rec := prepare(store)
@@ -134,6 +137,16 @@ func main() {
 		fatal("floor client", err)
 	}
 	defer floor.Close()
+	if *flagProf != "" {
+		f, err := os.Create(*flagProf)
+		if err != nil {
+			fatal("cpuprofile", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fatal("cpuprofile", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if parts["ops"] {
 		ops(store, floor, handles, rec)
 	}
@@ -214,6 +227,50 @@ func prepare(store *host.Handles) ([]string, *Recording) {
 	}
 	progress("%d handles created; their create, read and put calls recorded (%d MONITOR lines)", len(handles), len(lines))
 	return handles, rec
+}
+
+// warm returns once new plugin instances run compiled code (as in
+// examples/bench/handles: on a cold compilation cache a process's first
+// instances run on wazero's interpreter, ~30x slower, and keep it): a
+// fresh file store's get p50 under 3 ms, or under a fifth of the first's.
+func warm() {
+	dir, err := os.MkdirTemp("", "redis-bench-warm-")
+	if err != nil {
+		fatal("warm-up", err)
+	}
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	probe := func() time.Duration {
+		s, err := host.OpenHandles("bench-warm", host.HandleOptions{StateRoot: dir, Pool: 1, Logger: quiet})
+		if err != nil {
+			fatal("warm-up", err)
+		}
+		defer s.Close()
+		c, err := s.Create(ctx, "", make([]byte, 1024))
+		if err != nil {
+			fatal("warm-up", err)
+		}
+		var t samples
+		for range 15 {
+			st := time.Now()
+			if _, err := s.Get(ctx, c.Handle, ""); err != nil {
+				fatal("warm-up", err)
+			}
+			t = append(t, time.Since(st))
+		}
+		return t.pct(50)
+	}
+	first := probe()
+	for start := time.Now(); ; time.Sleep(time.Second) {
+		m := probe()
+		if m < 3*time.Millisecond || m < first/5 {
+			progress("warm: a new instance's get p50 is %.0f µs (the first's %.0f µs): compiled", us(m), us(first))
+			return
+		}
+		if time.Since(start) > 2*time.Minute {
+			fatal("warm-up", fmt.Errorf("new instances still answer get in %.0f µs after 2 minutes: not compiled?", us(m)))
+		}
+	}
 }
 
 // size weighs the plugin against the file backend's.
