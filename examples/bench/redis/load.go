@@ -19,6 +19,7 @@ type result struct {
 	ops      int
 	elapsed  time.Duration
 	get, put samples
+	callers  []int // operations done by each caller (fairness)
 }
 
 func (r result) rate() float64 { return float64(r.ops) / r.elapsed.Seconds() }
@@ -56,6 +57,7 @@ func window(callers, n int, d time.Duration, get, put func(i int) error) result 
 			}
 			mu.Lock()
 			res.get, res.put = append(res.get, g...), append(res.put, p...)
+			res.callers = append(res.callers, len(g)+len(p))
 			mu.Unlock()
 		}()
 	}
@@ -150,7 +152,15 @@ func printLoad(lang string, callers int, st, fl []result) {
 				median(s)/median(fv), target, verd, spread("%.0f", s), spread("%.0f", fv))
 		}
 	}
-	fmt.Println()
+	share := func(r result) float64 {
+		lo, sum := r.callers[0], 0
+		for _, c := range r.callers {
+			lo, sum = min(lo, c), sum+c
+		}
+		return float64(lo) / (float64(sum) / float64(len(r.callers)))
+	}
+	s, f := col(st, share), col(fl, share)
+	fmt.Printf("| slowest caller's ops / mean caller's | %.2f | %.2f | | | | %s; %s |\n\n", median(s), median(f), spread("%.2f", s), spread("%.2f", f))
 }
 
 // anatomy times one caller's calls, one of each kind per round: a get the
