@@ -170,7 +170,7 @@ async def task_window(callers: int, n: int, seconds: float, get: Callable[[int],
     return res
 
 
-def table(title: str, st: list[Result], fl: list[Result]) -> None:
+def table(title: str, callers: int, st: list[Result], fl: list[Result]) -> None:
     def spread(xs: list[float], f: str = "{:.0f}") -> str:
         return f"{f.format(min(xs))}–{f.format(max(xs))}"
 
@@ -181,6 +181,9 @@ def table(title: str, st: list[Result], fl: list[Result]) -> None:
     ratio = median(sr) / median(fr)
     print(f"| ops/s | {median(sr):.0f} | {median(fr):.0f} | {ratio:.2f}× | ≥ 0.5× | {'met' if ratio >= 0.5 else 'missed'} | "
           f"{spread(sr)}; {spread(fr)} |")
+    sl, fll = [callers / r * 1e6 for r in sr], [callers / r * 1e6 for r in fr]
+    print(f"| mean time per op, callers ÷ ops/s (µs) | {median(sl):.0f} | {median(fll):.0f} | "
+          f"{median(sl) - median(fll):+.0f} µs ({median(sl) / median(fll):.2f}×) | | | {spread(sl)}; {spread(fll)} |")
     for op in ("get", "put"):
         for p in (50, 99):
             s = [pct(getattr(r, op), p) * 1e6 for r in st]
@@ -261,7 +264,7 @@ def main() -> int:
         print(f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC, Python {sys.version.split()[0]}, redis-py "
               f"{redis.__version__}, {os.cpu_count()} cores, value {args.value} bytes\n")
         table(f"Python threads, {args.callers} concurrent callers, HandleStore pool_size {pool}, get and put alternating "
-              f"(median of {args.rounds} rounds of {args.window:g} s)", st, fl)
+              f"(median of {args.rounds} rounds of {args.window:g} s)", args.callers, st, fl)
         if args.use_async:
             asyncio.run(run_async(args, rec, url, opts, value))
     finally:
@@ -308,7 +311,7 @@ async def run_async(args: argparse.Namespace, rec: dict, url: str, opts: dict, v
     await store.aclose()
     await floor.aclose()
     table(f"Python asyncio, {args.callers} tasks, AsyncHandleStore (pool_size {pool}) vs redis.asyncio, get and put "
-          f"alternating (median of {args.rounds} rounds of {args.window:g} s)", st, fl)
+          f"alternating (median of {args.rounds} rounds of {args.window:g} s)", args.callers, st, fl)
 
 
 if __name__ == "__main__":

@@ -134,6 +134,16 @@ func printLoad(lang string, callers int, st, fl []result) {
 	ratio := median(sr) / median(fr)
 	fmt.Printf("| ops/s | %.0f | %.0f | %.2f× | ≥ 0.5× | %s | %s; %s |\n", median(sr), median(fr), ratio, verdict(ratio, 0.5, false),
 		spread("%.0f", sr), spread("%.0f", fr))
+	little := func(rs []float64) []float64 {
+		out := make([]float64, len(rs))
+		for i, r := range rs {
+			out[i] = float64(callers) / r * 1e6
+		}
+		return out
+	}
+	sl, fll := little(sr), little(fr)
+	fmt.Printf("| mean time per op, callers ÷ ops/s (µs) | %.0f | %.0f | %+.0f µs (%.2f×) | | | %s; %s |\n", median(sl), median(fll),
+		median(sl)-median(fll), median(sl)/median(fll), spread("%.0f", sl), spread("%.0f", fll))
 	for _, op := range []string{"get", "put"} {
 		for _, p := range []float64{50, 99} {
 			f := func(r result) float64 {

@@ -174,6 +174,9 @@ try {
   const fr = fl.map((r) => r.rate);
   const ratio = median(sr) / median(fr);
   console.log(`| ops/s | ${median(sr).toFixed(0)} | ${median(fr).toFixed(0)} | ${ratio.toFixed(2)}× | ≥ 0.5× | ${ratio >= 0.5 ? "met" : "missed"} | ${spread(sr)}; ${spread(fr)} |`);
+  const sl = sr.map((r) => (CALLERS / r) * 1e6);
+  const fll = fr.map((r) => (CALLERS / r) * 1e6);
+  console.log(`| mean time per op, callers ÷ ops/s (µs) | ${median(sl).toFixed(0)} | ${median(fll).toFixed(0)} | +${(median(sl) - median(fll)).toFixed(0)} µs (${(median(sl) / median(fll)).toFixed(2)}×) | | | ${spread(sl)}; ${spread(fll)} |`);
   for (const op of ["get", "put"]) {
     for (const p of [50, 99]) {
       const s = st.map((r) => pct(r[op], p));
