@@ -3,7 +3,7 @@
 // in the same run on the same redis-server (one started here on a free
 // loopback port, internal/redistest.Launch):
 //
-//	go run ./examples/bench/redis [-parts ops,anatomy,replicas,size] [-record ops.json]
+//	go run ./examples/bench/redis [-parts ops,anatomy,replicas,size] [-record calls.json] [-pool N] [-cpuprofile f]
 //
 // Parts (docs/BENCHMARKS.md, "Handle store on Redis", gives the method and
 // figures):
@@ -15,8 +15,9 @@
 //	          windows alternate (which goes first too), medians over rounds;
 //	          targets ops/s ≥ 0.5× the floor, p50 ≤ floor + 200 µs per op
 //	anatomy   one caller, no concurrency: where a get's time goes (a call
-//	          the plugin refuses before any host call, the store's get, the
-//	          floor's EVALSHA, a PING round trip), alternating
+//	          the plugin refuses before any host call, a get of a deleted
+//	          handle: one host call and no value, the store's get and put,
+//	          the floor's EVALSHA, a PING round trip), interleaved
 //	replicas  one process with 16 callers vs two processes with 16 each on
 //	          the same Redis, total ops/s (replicas.go)
 //	size      plugin.wasm's size vs the file backend's 3,818,992 bytes;
