@@ -23,7 +23,7 @@ else
 DEMO_LANG := go
 endif
 
-.PHONY: all build wasm check-wasm test test-go test-valkey test-faults test-handles fuzz-smoke demo bench bench-go bench-init bench-handles clean
+.PHONY: all build wasm check-wasm test test-go test-valkey test-faults test-handles fuzz-smoke demo bench bench-go bench-init bench-handles bench-redis clean
 # `make` builds the Go binaries and prepares the Python and TypeScript
 # environments, so every example server runs from the repository root.
 all: build $(if $(wildcard sdk-bindings/python/python.mk),python-setup) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-setup)
@@ -149,7 +149,21 @@ bench-handles: $(if $(wildcard sdk-bindings/python/python.mk),python-setup) $(if
 	$(if $(wildcard sdk-bindings/python/python.mk),cd $(ROOT) && $(PY) examples/bench/python/bench_handles.py)
 	$(if $(wildcard sdk-bindings/typescript/typescript.mk),cd $(ROOT) && $(NODE) examples/bench/typescript/handles.mjs)
 
-bench: bench-go $(if $(wildcard sdk-bindings/python/python.mk),python-bench) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-bench) bench-init bench-handles
+# The handle store on Redis (about 3 minutes; docs/BENCHMARKS.md, "Handle
+# store on Redis"; needs redis-server): 16 concurrent callers per language
+# against the same language's Redis client running the plugin's own Lua
+# scripts with the calls the Go run records (MONITOR) into BENCH_REDIS_CALLS,
+# one Go replica vs two, the plugin's size, and the TypeScript worker-mode
+# start. Each command starts its own redis-server on a free loopback port.
+# Not part of `make test`.
+BENCH_REDIS_CALLS ?= $(or $(TMPDIR),/tmp)/mcp-resume-bench-redis-calls.json
+bench-redis: $(if $(wildcard sdk-bindings/python/python.mk),python-setup) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-setup)
+	$(GO) run ./examples/bench/redis -record $(BENCH_REDIS_CALLS)
+	$(if $(wildcard sdk-bindings/python/python.mk),cd $(ROOT) && $(PY) examples/bench/python/bench_redis.py --record $(BENCH_REDIS_CALLS) --async)
+	$(if $(wildcard sdk-bindings/typescript/typescript.mk),cd $(ROOT) && $(NODE) examples/bench/typescript/redis.mjs --record $(BENCH_REDIS_CALLS))
+	$(if $(wildcard sdk-bindings/typescript/typescript.mk),cd $(ROOT) && $(NODE) examples/bench/typescript/worker_start.mjs)
+
+bench: bench-go $(if $(wildcard sdk-bindings/python/python.mk),python-bench) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-bench) bench-init bench-handles bench-redis
 
 clean:
 	rm -rf bin
