@@ -23,7 +23,7 @@ else
 DEMO_LANG := go
 endif
 
-.PHONY: all build wasm check-wasm test test-go test-valkey test-faults test-handles fuzz-smoke demo bench bench-go bench-init bench-handles bench-redis clean
+.PHONY: all build wasm check-wasm test test-go test-http test-valkey test-faults test-handles fuzz-smoke demo bench bench-go bench-init bench-handles bench-redis clean
 # `make` builds the Go binaries and prepares the Python and TypeScript
 # environments, so every example server runs from the repository root.
 all: build $(if $(wildcard sdk-bindings/python/python.mk),python-setup) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-setup)
@@ -97,7 +97,13 @@ test-handles: build python-setup typescript-setup
 	$(GO) vet -tags handles ./examples/handles/
 	$(GO) test -tags handles -count=1 -timeout 15m ./examples/handles/ -args -handles.require $(HANDLES_FLAGS)
 
-test: test-go fuzz-smoke $(if $(wildcard sdk-bindings/python/python.mk),python-test) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-test) test-faults test-handles test-valkey
+test: test-go fuzz-smoke $(if $(wildcard sdk-bindings/python/python.mk),python-test) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-test) test-faults test-handles test-http test-valkey
+
+# The example servers of every language as stateless Streamable HTTP
+# replicas (test-go runs these before the Python and TypeScript servers are
+# set up, so they skip there; here a server that cannot start fails).
+test-http: build python-setup typescript-setup
+	MCP_EXAMPLE_REQUIRE_SERVERS=1 $(GO) test -count=1 -run 'TestHTTP' ./examples/internal/servertest/
 
 # The Redis backend on Valkey (Debian bookworm-backports' valkey-server 8.0.1;
 # .ci/run installs it): the conformance cases through the plugin's native
