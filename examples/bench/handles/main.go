@@ -32,6 +32,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/mcp-resume/mcp-resume/examples/bench/internal/benchstat"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -176,11 +177,11 @@ func warm() {
 		if err != nil {
 			fatal("warm-up", err)
 		}
-		var t samples
+		var t benchstat.Samples
 		for range 15 {
 			t = append(t, timed("warm-up get", func() error { _, err := s.Get(ctx, c.Handle, ""); return err }))
 		}
-		return t.pct(50)
+		return t.Pct(50)
 	}
 	first := probe()
 	for start := time.Now(); ; {
@@ -206,7 +207,7 @@ func size() {
 	fmt.Printf("### plugin.wasm size\n\n| plugin | bytes | growth | target | |\n|---|---:|---:|---|---|\n")
 	fmt.Printf("| ABI 5 (before) | %d | | | |\n", *flagBase)
 	fmt.Printf("| %s | %d | %+d bytes = %+.1f KiB | ≤ +300 KiB | %s |\n\n", *flagWasm, st.Size(), grow, float64(grow)/1024,
-		verdict(float64(grow), 300*1024, true))
+		benchstat.Verdict(float64(grow), 300*1024, true))
 }
 
 // ops measures create, get, put and delete, warm, store vs native, the
@@ -236,7 +237,7 @@ func ops() {
 		nat.del(&k)
 	}
 	progress("ops: %d of each operation, store and native alternating", n)
-	var st, nt [4]samples
+	var st, nt [4]benchstat.Samples
 	handles := make([]string, n)
 	keys := make([]nativeKey, n)
 	for i := range keys {
@@ -287,17 +288,17 @@ func ops() {
 	fmt.Printf("### Per operation, warm, %d each, value %d bytes (ms)\n\n", n, *flagValue)
 	fmt.Printf("| operation | store p50 | store p99 | native p50 | native p99 | p50 ratio | p99 ratio | target | |\n|---|---:|---:|---:|---:|---:|---:|---|---|\n")
 	for op, name := range []string{"create", "get", "put", "delete"} {
-		r50 := float64(st[op].pct(50)) / float64(nt[op].pct(50))
-		r99 := float64(st[op].pct(99)) / float64(nt[op].pct(99))
+		r50 := float64(st[op].Pct(50)) / float64(nt[op].Pct(50))
+		r99 := float64(st[op].Pct(99)) / float64(nt[op].Pct(99))
 		target, verd := "", ""
 		switch name {
 		case "get":
-			target, verd = "p50 ≤ 3×", verdict(r50, 3, true)
+			target, verd = "p50 ≤ 3×", benchstat.Verdict(r50, 3, true)
 		case "put":
-			target, verd = "p50 ≤ 2×", verdict(r50, 2, true)
+			target, verd = "p50 ≤ 2×", benchstat.Verdict(r50, 2, true)
 		}
 		fmt.Printf("| %s | %s | %s | %s | %s | %.2f× | %.2f× | %s | %s |\n", name,
-			ms(st[op].pct(50)), ms(st[op].pct(99)), ms(nt[op].pct(50)), ms(nt[op].pct(99)), r50, r99, target, verd)
+			ms(st[op].Pct(50)), ms(st[op].Pct(99)), ms(nt[op].Pct(50)), ms(nt[op].Pct(99)), r50, r99, target, verd)
 	}
 	fmt.Println()
 }
@@ -311,7 +312,7 @@ func ops() {
 // get of a handle last used long before (+ the index rewrite).
 func anatomy(store *host.Handles, handles []string, perm []int) {
 	n := len(handles)
-	var refused, exists, hot, cold samples
+	var refused, exists, hot, cold benchstat.Samples
 	for i := range n {
 		h := handles[perm[i]]
 		refused = append(refused, timed("refused", func() error {
@@ -325,10 +326,10 @@ func anatomy(store *host.Handles, handles []string, perm []int) {
 		hot = append(hot, timed("get again", func() error { _, err := store.Get(ctx, h, ""); return err }))
 	}
 	fmt.Printf("### Anatomy of a get (same store, %d rounds; ms)\n\n| call | what it adds | p50 | p99 |\n|---|---|---:|---:|\n", n)
-	fmt.Printf("| get of a malformed handle | the export call: Wasm, JSON, the pool (no host call) | %s | %s |\n", ms(refused.pct(50)), ms(refused.pct(99)))
-	fmt.Printf("| exists | shard lock + unlock, index read, record header read | %s | %s |\n", ms(exists.pct(50)), ms(exists.pct(99)))
-	fmt.Printf("| get, handle read < 1 s before | whole record, AES-GCM open (no index write) | %s | %s |\n", ms(hot.pct(50)), ms(hot.pct(99)))
-	fmt.Printf("| get, handle idle ≥ 1 s | the index rewritten (temp + rename) | %s | %s |\n\n", ms(cold.pct(50)), ms(cold.pct(99)))
+	fmt.Printf("| get of a malformed handle | the export call: Wasm, JSON, the pool (no host call) | %s | %s |\n", ms(refused.Pct(50)), ms(refused.Pct(99)))
+	fmt.Printf("| exists | shard lock + unlock, index read, record header read | %s | %s |\n", ms(exists.Pct(50)), ms(exists.Pct(99)))
+	fmt.Printf("| get, handle read < 1 s before | whole record, AES-GCM open (no index write) | %s | %s |\n", ms(hot.Pct(50)), ms(hot.Pct(99)))
+	fmt.Printf("| get, handle idle ≥ 1 s | the index rewritten (temp + rename) | %s | %s |\n\n", ms(cold.Pct(50)), ms(cold.Pct(99)))
 }
 
 // fsOf names the file system of dir: its path and type (tmpfs or not).

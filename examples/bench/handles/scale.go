@@ -7,6 +7,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/mcp-resume/mcp-resume/examples/bench/internal/benchstat"
 	"math/rand/v2"
 	"os"
 	"sync"
@@ -56,7 +57,7 @@ func fill(name string, store *host.Handles, n int) []string {
 
 // alternate runs n rounds of a then b (b then a every other round) and
 // returns their durations.
-func alternate(n int, a, b func(i int) error) (sa, sb samples) {
+func alternate(n int, a, b func(i int) error) (sa, sb benchstat.Samples) {
 	for i := range n {
 		if i%2 == 0 {
 			sa = append(sa, timed("a", func() error { return a(i) }))
@@ -93,16 +94,16 @@ func scale(doScale, doGC bool) {
 			*flagBig, *flagBig, *flagSmall, *flagSmall)
 		for _, r := range []struct {
 			name string
-			b, s samples
+			b, s benchstat.Samples
 		}{{"get", gb, gs}, {"put", pb, ps}} {
-			ratio := float64(r.b.pct(50)) / float64(r.s.pct(50))
-			fmt.Printf("| %s | %s | %s | %s | %s | %.2f× | ≤ 1.25× | %s |\n", r.name, ms(r.b.pct(50)), ms(r.b.pct(99)),
-				ms(r.s.pct(50)), ms(r.s.pct(99)), ratio, verdict(ratio, 1.25, true))
+			ratio := float64(r.b.Pct(50)) / float64(r.s.Pct(50))
+			fmt.Printf("| %s | %s | %s | %s | %s | %.2f× | ≤ 1.25× | %s |\n", r.name, ms(r.b.Pct(50)), ms(r.b.Pct(99)),
+				ms(r.s.Pct(50)), ms(r.s.Pct(99)), ratio, benchstat.Verdict(ratio, 1.25, true))
 		}
 		fmt.Println()
 	}
 	if doGC {
-		var gcs, dirs samples
+		var gcs, dirs benchstat.Samples
 		var res host.GCResult
 		dir := big.Policy().StateDir
 		files := 0
@@ -115,9 +116,9 @@ func scale(doScale, doGC bool) {
 			}))
 		}
 		fmt.Printf("### gc over %d live handles (3 runs)\n\n| | median ms | min ms | max ms |\n|---|---:|---:|---:|\n", res.Live)
-		fmt.Printf("| `GC` (live after: %d) | %s | %s | %s |\n", res.Live, ms(gcs.pct(50)), ms(gcs.pct(0)), ms(gcs.pct(100)))
+		fmt.Printf("| `GC` (live after: %d) | %s | %s | %s |\n", res.Live, ms(gcs.Pct(50)), ms(gcs.Pct(0)), ms(gcs.Pct(100)))
 		fmt.Printf("| native: `os.ReadDir` of the store's directory (%d entries) | %s | %s | %s |\n\n", files,
-			ms(dirs.pct(50)), ms(dirs.pct(0)), ms(dirs.pct(100)))
+			ms(dirs.Pct(50)), ms(dirs.Pct(0)), ms(dirs.Pct(100)))
 	}
 }
 
@@ -151,11 +152,11 @@ func capacity() {
 	if got := count(full); got != shards*perShard {
 		fatal("capacity", errors.New("the full store left its cap"))
 	}
-	ratio := float64(cf.pct(50)) / float64(cb.pct(50))
+	ratio := float64(cf.Pct(50)) / float64(cb.Pct(50))
 	fmt.Printf("### Create at the capacity limit (max_handles %d: %d shards of %d; %d creates each; ms)\n\n", *flagCap, shards, perShard, n)
 	fmt.Printf("| store | p50 | p99 | p50 ratio | target | |\n|---|---:|---:|---:|---|---|\n")
-	fmt.Printf("| at the cap (%d live, every create evicts) | %s | %s | %.2f× | ≤ 2× | %s |\n", shards*perShard, ms(cf.pct(50)), ms(cf.pct(99)), ratio, verdict(ratio, 2, true))
-	fmt.Printf("| below it (%d → %d live) | %s | %s | 1.00× | | |\n\n", *flagCap/10, *flagCap/10+n, ms(cb.pct(50)), ms(cb.pct(99)))
+	fmt.Printf("| at the cap (%d live, every create evicts) | %s | %s | %.2f× | ≤ 2× | %s |\n", shards*perShard, ms(cf.Pct(50)), ms(cf.Pct(99)), ratio, benchstat.Verdict(ratio, 2, true))
+	fmt.Printf("| below it (%d → %d live) | %s | %s | 1.00× | | |\n\n", *flagCap/10, *flagCap/10+n, ms(cb.Pct(50)), ms(cb.Pct(99)))
 }
 
 // concurrency compares the throughput of 8 goroutines with 1, each on its
@@ -203,7 +204,7 @@ func concurrency() {
 		}
 		one, eight, ratios = append(one, a), append(eight, b), append(ratios, b/a)
 	}
-	ratio := median(eight) / median(one)
+	ratio := benchstat.Median(eight) / benchstat.Median(one)
 	fmt.Printf("### Concurrency: 8 goroutines vs 1, distinct handles, get + put (%d rounds of %v windows)\n\n", *flagRound, *flagWin)
 	fmt.Printf("| goroutines | ops/s (median) | min | max |\n|---|---:|---:|---:|\n")
 	mm := func(x []float64) (float64, float64) {
@@ -214,9 +215,9 @@ func concurrency() {
 		return lo, hi
 	}
 	lo, hi := mm(one)
-	fmt.Printf("| 1 | %.0f | %.0f | %.0f |\n", median(one), lo, hi)
+	fmt.Printf("| 1 | %.0f | %.0f | %.0f |\n", benchstat.Median(one), lo, hi)
 	lo, hi = mm(eight)
-	fmt.Printf("| 8 | %.0f | %.0f | %.0f |\n\n", median(eight), lo, hi)
+	fmt.Printf("| 8 | %.0f | %.0f | %.0f |\n\n", benchstat.Median(eight), lo, hi)
 	fmt.Printf("8 vs 1: **%.2f×** (median of the per-round ratios %.2f×; target ≥ 1.6×: %s); pool %d instances (0 = GOMAXPROCS)\n\n",
-		ratio, median(ratios), verdict(ratio, 1.6, false), *flagPool)
+		ratio, benchstat.Median(ratios), benchstat.Verdict(ratio, 1.6, false), *flagPool)
 }

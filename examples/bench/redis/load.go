@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mcp-resume/mcp-resume/examples/bench/internal/benchstat"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,7 +19,7 @@ import (
 type result struct {
 	ops      int
 	elapsed  time.Duration
-	get, put samples
+	get, put benchstat.Samples
 	callers  []int // operations done by each caller (fairness)
 }
 
@@ -40,7 +41,7 @@ func window(callers, n int, d time.Duration, get, put func(i int) error) result 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var g, p samples
+			var g, p benchstat.Samples
 			for k := 0; !stop.Load(); k++ {
 				i := (c*n/callers + k/2) % n
 				op, dst := get, &g
@@ -131,9 +132,9 @@ func printLoad(lang string, callers int, st, fl []result) {
 	fmt.Printf("### %s, %d concurrent callers, get and put alternating (median of %d rounds of %s)\n\n", lang, callers, len(st), *flagWindow)
 	fmt.Printf("| measure | store | floor | store vs floor | target | | rounds: store, floor |\n|---|---:|---:|---:|---|---|---|\n")
 	sr, fr := col(st, rate), col(fl, rate)
-	ratio := median(sr) / median(fr)
-	fmt.Printf("| ops/s | %.0f | %.0f | %.2f× | ≥ 0.5× | %s | %s; %s |\n", median(sr), median(fr), ratio, verdict(ratio, 0.5, false),
-		spread("%.0f", sr), spread("%.0f", fr))
+	ratio := benchstat.Median(sr) / benchstat.Median(fr)
+	fmt.Printf("| ops/s | %.0f | %.0f | %.2f× | ≥ 0.5× | %s | %s; %s |\n", benchstat.Median(sr), benchstat.Median(fr), ratio, benchstat.Verdict(ratio, 0.5, false),
+		benchstat.Spread("%.0f", sr), benchstat.Spread("%.0f", fr))
 	little := func(rs []float64) []float64 {
 		out := make([]float64, len(rs))
 		for i, r := range rs {
@@ -142,24 +143,24 @@ func printLoad(lang string, callers int, st, fl []result) {
 		return out
 	}
 	sl, fll := little(sr), little(fr)
-	fmt.Printf("| mean time per op, callers ÷ ops/s (µs) | %.0f | %.0f | %+.0f µs (%.2f×) | | | %s; %s |\n", median(sl), median(fll),
-		median(sl)-median(fll), median(sl)/median(fll), spread("%.0f", sl), spread("%.0f", fll))
+	fmt.Printf("| mean time per op, callers ÷ ops/s (µs) | %.0f | %.0f | %+.0f µs (%.2f×) | | | %s; %s |\n", benchstat.Median(sl), benchstat.Median(fll),
+		benchstat.Median(sl)-benchstat.Median(fll), benchstat.Median(sl)/benchstat.Median(fll), benchstat.Spread("%.0f", sl), benchstat.Spread("%.0f", fll))
 	for _, op := range []string{"get", "put"} {
 		for _, p := range []float64{50, 99} {
 			f := func(r result) float64 {
 				if op == "get" {
-					return us(r.get.pct(p))
+					return us(r.get.Pct(p))
 				}
-				return us(r.put.pct(p))
+				return us(r.put.Pct(p))
 			}
 			s, fv := col(st, f), col(fl, f)
-			diff := median(s) - median(fv)
+			diff := benchstat.Median(s) - benchstat.Median(fv)
 			target, verd := "", ""
 			if p == 50 {
-				target, verd = "≤ floor + 200 µs", verdict(diff, 200, true)
+				target, verd = "≤ floor + 200 µs", benchstat.Verdict(diff, 200, true)
 			}
-			fmt.Printf("| %s p%.0f (µs) | %.0f | %.0f | %+.0f µs (%.2f×) | %s | %s | %s; %s |\n", op, p, median(s), median(fv), diff,
-				median(s)/median(fv), target, verd, spread("%.0f", s), spread("%.0f", fv))
+			fmt.Printf("| %s p%.0f (µs) | %.0f | %.0f | %+.0f µs (%.2f×) | %s | %s | %s; %s |\n", op, p, benchstat.Median(s), benchstat.Median(fv), diff,
+				benchstat.Median(s)/benchstat.Median(fv), target, verd, benchstat.Spread("%.0f", s), benchstat.Spread("%.0f", fv))
 		}
 	}
 	share := func(r result) float64 {
@@ -170,7 +171,7 @@ func printLoad(lang string, callers int, st, fl []result) {
 		return float64(lo) / (float64(sum) / float64(len(r.callers)))
 	}
 	s, f := col(st, share), col(fl, share)
-	fmt.Printf("| slowest caller's ops / mean caller's | %.2f | %.2f | | | | %s; %s |\n\n", median(s), median(f), spread("%.2f", s), spread("%.2f", f))
+	fmt.Printf("| slowest caller's ops / mean caller's | %.2f | %.2f | | | | %s; %s |\n\n", benchstat.Median(s), benchstat.Median(f), benchstat.Spread("%.2f", s), benchstat.Spread("%.2f", f))
 }
 
 // anatomy times one caller's calls, one of each kind per round: a get the
@@ -211,7 +212,7 @@ func anatomy(store *host.Handles, floor *redis.Client, handles []string, rec *Re
 		{"store: get", sg},
 		{"store: put", sp},
 	}
-	t := make([]samples, len(kinds))
+	t := make([]benchstat.Samples, len(kinds))
 	n := *flagAnatN
 	progress("anatomy: %d rounds, one caller", n)
 	for r := range n {
@@ -226,7 +227,7 @@ func anatomy(store *host.Handles, floor *redis.Client, handles []string, rec *Re
 	}
 	fmt.Printf("### Anatomy, one caller (%d rounds, kinds interleaved; µs)\n\n| call | p50 | p99 |\n|---|---:|---:|\n", n)
 	for k, kd := range kinds {
-		fmt.Printf("| %s | %.0f | %.0f |\n", kd.what, us(t[k].pct(50)), us(t[k].pct(99)))
+		fmt.Printf("| %s | %.0f | %.0f |\n", kd.what, us(t[k].Pct(50)), us(t[k].Pct(99)))
 	}
 	fmt.Println()
 }

@@ -35,6 +35,7 @@ import (
 	"crypto/rand"
 	"flag"
 	"fmt"
+	"github.com/mcp-resume/mcp-resume/examples/bench/internal/benchstat"
 	"log/slog"
 	"os"
 	"runtime"
@@ -251,7 +252,7 @@ func warm() {
 		if err != nil {
 			fatal("warm-up", err)
 		}
-		var t samples
+		var t benchstat.Samples
 		for range 15 {
 			st := time.Now()
 			if _, err := s.Get(ctx, c.Handle, ""); err != nil {
@@ -259,7 +260,7 @@ func warm() {
 			}
 			t = append(t, time.Since(st))
 		}
-		return t.pct(50)
+		return t.Pct(50)
 	}
 	first := probe()
 	for start := time.Now(); ; time.Sleep(time.Second) {
@@ -284,5 +285,5 @@ func size() {
 	fmt.Printf("### plugin.wasm size\n\n| plugin | bytes | growth | target | |\n|---|---:|---:|---|---|\n")
 	fmt.Printf("| file backend only (ABI 7, before) | %d | | | |\n", *flagBase)
 	fmt.Printf("| %s | %d | %+d bytes = %+.1f KiB | ≤ +150 KiB | %s |\n\n", *flagWasm, st.Size(), grow, float64(grow)/1024,
-		verdict(float64(grow), 150*1024, true))
+		benchstat.Verdict(float64(grow), 150*1024, true))
 }

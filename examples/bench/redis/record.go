@@ -10,10 +10,9 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/mcp-resume/mcp-resume/internal/luascripts"
 	"os"
 	"os/exec"
 	"strconv"
@@ -48,26 +47,16 @@ type Script struct {
 	Src string `json:"src"`
 }
 
-// luaScripts splits redis.lua as plugin/internal/handles/redis.go does: at
-// its "--- <name>" lines, the prelude prepended to the bucket scripts.
+// luaScripts reads redis.lua and splits it as the plugin does
+// (internal/luascripts), so a recorded EVALSHA is named by its script.
 func luaScripts(path string) (map[string]Script, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]Script{}
-	var prelude string
-	for _, part := range strings.Split(string(b), "\n--- ")[1:] {
-		name, body, _ := strings.Cut(part, "\n")
-		switch name {
-		case "prelude":
-			prelude = body
-			continue
-		case "create", "read", "put", "delete", "corrupt", "list", "gc":
-			body = prelude + body
-		}
-		sum := sha1.Sum([]byte(body))
-		out[name] = Script{Sha: hex.EncodeToString(sum[:]), Src: body}
+	for name, sc := range luascripts.Split(string(b)) {
+		out[name] = Script{Sha: sc.SHA1, Src: sc.Src}
 	}
 	return out, nil
 }

@@ -10,6 +10,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"github.com/mcp-resume/mcp-resume/examples/bench/internal/benchstat"
 	"io"
 	"os"
 	"os/exec"
@@ -49,7 +50,7 @@ func child(spec string) {
 		fatal("child: waiting for the start", err)
 	}
 	r := window(j.Callers, len(j.Handles), j.Window, get, put)
-	b, _ := json.Marshal(childResult{Ops: r.ops, Elapsed: r.elapsed, GetP50: r.get.pct(50), PutP50: r.put.pct(50)})
+	b, _ := json.Marshal(childResult{Ops: r.ops, Elapsed: r.elapsed, GetP50: r.get.Pct(50), PutP50: r.put.Pct(50)})
 	fmt.Println(string(b))
 }
 
@@ -117,7 +118,7 @@ func replicas(handles []string) {
 			rate += float64(r.Ops) / r.Elapsed.Seconds()
 			g = append(g, us(r.GetP50))
 		}
-		return rate, median(g)
+		return rate, benchstat.Median(g)
 	}
 	var one, two, oneGet, twoGet []float64
 	for r := range *flagRounds {
@@ -132,11 +133,11 @@ func replicas(handles []string) {
 			}
 		}
 	}
-	ratio := median(two) / median(one)
+	ratio := benchstat.Median(two) / benchstat.Median(one)
 	fmt.Printf("### One replica vs two on one Redis, %d callers each (median of %d rounds of %s)\n\n", *flagCallers, len(one), *flagWindow)
 	fmt.Printf("| processes | total ops/s | get p50 (µs) | rounds |\n|---|---:|---:|---|\n")
-	fmt.Printf("| 1 × %d callers | %.0f | %.0f | %s |\n", *flagCallers, median(one), median(oneGet), spread("%.0f", one))
-	fmt.Printf("| 2 × %d callers | %.0f | %.0f | %s |\n", *flagCallers, median(two), median(twoGet), spread("%.0f", two))
+	fmt.Printf("| 1 × %d callers | %.0f | %.0f | %s |\n", *flagCallers, benchstat.Median(one), benchstat.Median(oneGet), benchstat.Spread("%.0f", one))
+	fmt.Printf("| 2 × %d callers | %.0f | %.0f | %s |\n", *flagCallers, benchstat.Median(two), benchstat.Median(twoGet), benchstat.Spread("%.0f", two))
 	fmt.Printf("| two / one | %.2f× | | |\n\n", ratio)
 }
 

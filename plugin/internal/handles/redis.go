@@ -8,7 +8,6 @@ package handles
 // a request to the server.
 
 import (
-	"crypto/sha1"
 	_ "embed"
 	"encoding/base64"
 	"encoding/hex"
@@ -16,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
+	"github.com/mcp-resume/mcp-resume/internal/luascripts"
 	"github.com/mcp-resume/mcp-resume/plugin/internal/resume"
 )
 
@@ -38,27 +38,8 @@ const keyRoot = "mcp-resume:"
 //go:embed redis.lua
 var luaSource string
 
-// script is one Lua script and its SHA-1 (EVALSHA).
-type script struct{ src, sha string }
-
-// The scripts of redis.lua, split at their "--- <name>" lines.
-var scripts = func() map[string]*script {
-	out := map[string]*script{}
-	var prelude string
-	for _, part := range strings.Split(luaSource, "\n--- ")[1:] {
-		name, body, _ := strings.Cut(part, "\n")
-		switch name {
-		case "prelude":
-			prelude = body
-			continue
-		case "create", "read", "put", "delete", "corrupt", "list", "gc":
-			body = prelude + body
-		}
-		sum := sha1.Sum([]byte(body))
-		out[name] = &script{src: body, sha: hex.EncodeToString(sum[:])}
-	}
-	return out
-}()
+// scripts are the scripts of redis.lua by name.
+var scripts = luascripts.Split(luaSource)
 
 // redisConn is where a Redis store's scripts run: the URL the host
 // connects to (no query), whether it names a cluster node, and the URL
@@ -181,11 +162,11 @@ func (s *Store) redisKey(n int) string {
 // Failures are store_unavailable (logged), worded from the host's code.
 func (s *Store) eval(name string, keys, args []string) ([]hostfuncs.Reply, *hostfuncs.Error) {
 	sc := scripts[name]
-	req := hostfuncs.EvalRequest{URL: s.rd.url, Cluster: s.rd.cluster, SHA1: sc.sha, Keys: keys, Args: args, TimeoutMS: int(s.set.TimeoutMS)}
+	req := hostfuncs.EvalRequest{URL: s.rd.url, Cluster: s.rd.cluster, SHA1: sc.SHA1, Keys: keys, Args: args, TimeoutMS: int(s.set.TimeoutMS)}
 	var resp hostfuncs.EvalResponse
 	err := resume.Invoke(s.call, hostfuncs.FnEval, req, &resp, &resp.Error)
 	if code(err) == hostfuncs.CodeNoScript {
-		req.SHA1, req.Script = "", sc.src
+		req.SHA1, req.Script = "", sc.Src
 		resp = hostfuncs.EvalResponse{}
 		err = resume.Invoke(s.call, hostfuncs.FnEval, req, &resp, &resp.Error)
 	}

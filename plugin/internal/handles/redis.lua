@@ -1,7 +1,7 @@
 -- The handle store's Redis scripts (plugin/README.md, "Handle store on
--- Redis"). redis.go splits this file at the lines "--- <name>": each
--- script is the prelude followed by one section, and runs atomically on
--- the server (EVALSHA, EVAL when the server lacks it).
+-- Redis"). internal/luascripts splits this file at the lines "--- <name>":
+-- each script is the prelude followed by one section, and runs atomically
+-- on the server (EVALSHA, EVAL when the server lacks it).
 --
 -- Only commands of Redis 6.2 and Valkey 7.2 to 9.x: TIME, TYPE, GET, SET,
 -- HGET, HMGET, HSET, HDEL, DEL, PEXPIRE, ZADD, ZREM, ZCARD, ZRANGE
