@@ -95,6 +95,13 @@ type HandlesOpenInput struct {
 	MaxHandles    int64  `json:"max_handles,omitempty"`
 	MaxValueBytes int64  `json:"max_value_bytes,omitempty"`
 	LockWaitMS    int64  `json:"lock_wait_ms,omitempty"`
+	// StateURL selects the Redis backend: redis://[user:password@]host[:port][/db]
+	// or rediss://, with at most the query ?cluster=true. Empty: the
+	// environment's MCP_RESUME_STATE_URL, else the file backend.
+	StateURL string `json:"state_url,omitempty"`
+	// TimeoutMS is the Redis backend's deadline per operation (1..60000
+	// ms). Zero: MCP_RESUME_STATE_TIMEOUT, else 2000.
+	TimeoutMS int64 `json:"timeout_ms,omitempty"`
 	// AppMissing: as OpenInput.AppMissing. Not part of the JSON.
 	AppMissing bool `json:"-"`
 	// Given records which numeric members the input held (by JSON name),
@@ -117,7 +124,20 @@ type HandlesOpenOutput struct {
 	// a directory made before keeps the count in its layout file
 	// (HandleListOutput.Shards reports the count in effect).
 	Shards int64 `json:"shards"`
+	// Backend is BackendFile or BackendRedis.
+	Backend string `json:"backend"`
+	// StateURL (Redis only) is the server's URL with its password shown
+	// as "***": safe to log and show.
+	StateURL string `json:"state_url,omitempty"`
+	// TimeoutMS (Redis only) is the deadline of each operation.
+	TimeoutMS int64 `json:"timeout_ms,omitempty"`
 }
+
+// Backends of HandlesOpenOutput.Backend.
+const (
+	BackendFile  = "file"
+	BackendRedis = "redis"
+)
 
 // HandleInput is the input of every handle_* export; each export reads the
 // members it needs. The *Set fields record which members were given (not
@@ -207,7 +227,7 @@ type HandleGCOutput struct {
 }
 
 // handlesOpenInts are the integer members of HandlesOpenInput, in order.
-var handlesOpenInts = []string{"idle_ttl_ms", "max_age_ms", "tombstone_ms", "max_handles", "max_value_bytes", "lock_wait_ms"}
+var handlesOpenInts = []string{"idle_ttl_ms", "max_age_ms", "tombstone_ms", "max_handles", "max_value_bytes", "lock_wait_ms", "timeout_ms"}
 
 // DecodeJSON sets in from the JSON input of ExportHandlesOpen. Errors: not
 // JSON or not an object; an *OptionError for a member of the wrong kind
@@ -215,15 +235,17 @@ var handlesOpenInts = []string{"idle_ttl_ms", "max_age_ms", "tombstone_ms", "max
 func (in *HandlesOpenInput) DecodeJSON(b []byte) error {
 	app := false
 	in.Given = map[string]bool{}
-	ints := []*int64{&in.IdleTTLMS, &in.MaxAgeMS, &in.TombstoneMS, &in.MaxHandles, &in.MaxValueBytes, &in.LockWaitMS}
+	ints := []*int64{&in.IdleTTLMS, &in.MaxAgeMS, &in.TombstoneMS, &in.MaxHandles, &in.MaxValueBytes, &in.LockWaitMS, &in.TimeoutMS}
 	err := decodeObject(b, func(d *decoder, name string) error {
-		f := field(name, append([]string{"app", "state_root"}, handlesOpenInts...)...)
+		f := field(name, append([]string{"app", "state_root", "state_url"}, handlesOpenInts...)...)
 		switch f {
 		case "app":
 			app = d.d.PeekKind() != 'n'
 			return member("app", "a string", "", func() error { return d.str(&in.App) })
 		case "state_root":
 			return member("state_root", "a string", "give an absolute path, or leave it out for the default", func() error { return d.str(&in.StateRoot) })
+		case "state_url":
+			return member("state_url", "a string", "give redis://host:port/db, or leave it out for the file backend", func() error { return d.str(&in.StateURL) })
 		}
 		for i, n := range handlesOpenInts {
 			if f == n {
@@ -359,6 +381,9 @@ func (o HandlesOpenOutput) EncodeJSON() ([]byte, error) {
 		en.int("max_handles", o.MaxHandles)
 		en.int("max_value_bytes", o.MaxValueBytes)
 		en.int("shards", o.Shards)
+		en.str("backend", o.Backend)
+		en.strOmit("state_url", o.StateURL)
+		en.intOmit("timeout_ms", o.TimeoutMS)
 	})
 }
 

@@ -93,10 +93,15 @@ const (
 	// FIPS 140 module's checks: kept, because key derivation is no place
 	// for code of our own; time.ParseDuration for the TTL variables;
 	// render's state_list and state_gc for `mcp-resume state`, about 21 KB.
-	// The store's host-call helpers are not inlined, which saves about 15 KB).
+	// The store's host-call helpers are not inlined, which saves about 15 KB),
+	// and then the handle store's Redis backend at ABI 7 (3,818,992 ->
+	// 3,947,534 bytes, +125.5 KiB of its 150 KiB budget: the Lua scripts
+	// embedded, crypto/sha1 for EVALSHA, the eval payload codecs and the
+	// reply decoder, the state_url check; written here rather than with
+	// net/url, which links fmt and alone added 480 KiB).
 	// Lower it as the guest shrinks; never raise it without a review of
 	// what grew.
-	maxWasmBytes = 3_820_000
+	maxWasmBytes = 3_960_000
 )
 
 // TestWasmSize fails when plugin.wasm outgrows its budget.

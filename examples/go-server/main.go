@@ -23,6 +23,12 @@
 // MCP_RESUME_STATE_IDLE_TTL and MCP_RESUME_STATE_MAX_AGE (Go duration
 // syntax, e.g. 90s) set the notebooks' lifetimes (read by the plugin).
 //
+// With --http ADDR (e.g. --http 127.0.0.1:0) it serves the same tools over
+// stateless Streamable HTTP at http://ADDR/mcp instead (http.go), for
+// several replicas behind one URL: MCP_EXAMPLE_PRINCIPALS
+// ("alice:<token>,bob:<token>") maps bearer tokens to principals, the
+// broker is optional, and no resume store is opened.
+//
 // Startup follows spec 000, MCP Server Startup: load the stored token, offer
 // it to the broker, reject it if the broker refuses, store whatever token the
 // broker issues. That runs in the background, concurrently with the server's
@@ -73,6 +79,23 @@ func main() {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	addr, httpMode, err := httpAddr(os.Args[1:])
+	if err != nil {
+		logger.Error("bad arguments", "error", err)
+		os.Exit(2)
+	}
+	if httpMode {
+		who, err := parsePrincipals(os.Getenv(EnvPrincipals))
+		if err != nil {
+			logger.Error("bad principals", "error", err)
+			os.Exit(2)
+		}
+		if err := serveHTTP(ctx, logger, addr, who); err != nil {
+			logger.Error("go-server stopped", "error", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := serve(ctx, logger); err != nil {
 		logger.Error("go-server stopped", "error", err)
 		os.Exit(1)

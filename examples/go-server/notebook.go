@@ -26,9 +26,10 @@ type notebook struct {
 	Notes []string `json:"notes"`
 }
 
-// principal is the caller the handles are bound to: "" (anonymous) over
-// stdio, where the process itself belongs to its one client.
-const principal = ""
+// The principal the handles are bound to is principalOf(request) (http.go):
+// "" (anonymous) over stdio, where the process itself belongs to its one
+// client; in HTTP mode the bearer token's principal, so that alice's
+// notebook is handle_not_found for bob.
 
 // addRetries is how many times notebook_add reads again and retries after
 // a conflict when the caller gave no generation.
@@ -129,16 +130,16 @@ func (n *notebooks) register(server *mcp.Server) {
 	n.addCreate(nil)
 	server.AddReceivingMiddleware(n.listWaitsForStore)
 	mcp.AddTool(server, &mcp.Tool{Name: "notebook_add", Description: "Appends a note to a notebook and returns its new generation. With generation, only if the notebook is still at that generation."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, any, error) {
-			return n.result(n.add(ctx, in))
+		func(ctx context.Context, req *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, any, error) {
+			return n.result(n.add(ctx, principalOf(req), in))
 		})
 	mcp.AddTool(server, &mcp.Tool{Name: "notebook_read", Description: "Returns a notebook's notes and generation."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in handleIn) (*mcp.CallToolResult, any, error) {
+		func(ctx context.Context, req *mcp.CallToolRequest, in handleIn) (*mcp.CallToolResult, any, error) {
 			hs, err := n.open()
 			if err != nil {
 				return n.result(nil, err)
 			}
-			v, err := hs.Get(ctx, in.Handle, principal)
+			v, err := hs.Get(ctx, in.Handle, principalOf(req))
 			if err != nil {
 				return n.result(nil, err)
 			}
@@ -149,14 +150,14 @@ func (n *notebooks) register(server *mcp.Server) {
 			return n.result(map[string]any{"notes": nb.Notes, "generation": v.Generation}, nil)
 		})
 	mcp.AddTool(server, &mcp.Tool{Name: "notebook_delete", Description: "Deletes a notebook; its handle then answers handle_not_found. With generation, only if the notebook is still at that generation."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in deleteIn) (*mcp.CallToolResult, any, error) {
+		func(ctx context.Context, req *mcp.CallToolRequest, in deleteIn) (*mcp.CallToolResult, any, error) {
 			hs, err := n.open()
 			expect, gerr := expected(in.Generation)
 			if err == nil && gerr != nil {
 				err = gerr
 			}
 			if err == nil {
-				err = hs.Delete(ctx, in.Handle, principal, expect)
+				err = hs.Delete(ctx, in.Handle, principalOf(req), expect)
 			}
 			return n.result(map[string]any{}, err)
 		})
@@ -165,13 +166,13 @@ func (n *notebooks) register(server *mcp.Server) {
 // addCreate adds notebook_create, described from policy p (nil: not open yet).
 func (n *notebooks) addCreate(p *host.HandlePolicy) {
 	mcp.AddTool(n.server, &mcp.Tool{Name: "notebook_create", Description: createDescription(p)},
-		func(ctx context.Context, _ *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
+		func(ctx context.Context, req *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
 			hs, err := n.open()
 			if err != nil {
 				return n.result(nil, err)
 			}
 			value, _ := json.Marshal(notebook{Notes: []string{}})
-			c, err := hs.Create(ctx, principal, value)
+			c, err := hs.Create(ctx, principalOf(req), value)
 			if err != nil {
 				return n.result(nil, err)
 			}
@@ -180,11 +181,11 @@ func (n *notebooks) addCreate(p *host.HandlePolicy) {
 		})
 }
 
-// add reads the notebook, appends the note and writes it back, expecting
+// add reads principal's notebook, appends the note and writes it back, expecting
 // the generation the caller gave, else the one it read; without a given
 // generation a conflict (another writer in between) reads again, up to
 // addRetries times.
-func (n *notebooks) add(ctx context.Context, in addIn) (any, error) {
+func (n *notebooks) add(ctx context.Context, principal string, in addIn) (any, error) {
 	hs, err := n.open()
 	if err != nil {
 		return nil, err

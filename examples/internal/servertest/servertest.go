@@ -4,7 +4,9 @@
 // server once per test binary, and a per-test Env of a real broker, a state
 // directory and the stderr of every server the test launches. Each test
 // package keeps its own launching and checks; only this common part lives
-// here.
+// here. http.go adds the example servers of all three languages in
+// Streamable HTTP mode (StartHTTP, ConnectHTTP), for the tests that run
+// them as stateless replicas.
 package servertest
 
 import (
@@ -53,6 +55,7 @@ func Main(m *testing.M, prefix string, bin *Binaries) {
 			os.Exit(1)
 		}
 	}
+	goServer.path = bin.Server // StartHTTP's "go" server
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

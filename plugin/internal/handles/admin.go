@@ -41,6 +41,13 @@ func (s *Store) sweepShard(n int, now int64) {
 // never a value, a handle or a principal. It changes nothing but a
 // rebuilt index. Errors: store_unavailable, invalid_option, not_open.
 func (s *Store) List(input []byte) (hostfuncs.HandleListOutput, *hostfuncs.Error) {
+	if s.rd != nil {
+		r, werr := s.parse(input, false, false, true)
+		if werr != nil {
+			return hostfuncs.HandleListOutput{}, werr
+		}
+		return s.redisList(r)
+	}
 	r, werr := s.wholeStore(input)
 	if werr != nil {
 		return hostfuncs.HandleListOutput{}, werr
@@ -99,6 +106,13 @@ var stateNames = [...]string{hostfuncs.HandleLive, hostfuncs.HandleExpiredIdle, 
 // It answers the counts and the live handles left. Errors:
 // store_unavailable, invalid_option, not_open.
 func (s *Store) GC(input []byte) (hostfuncs.HandleGCOutput, *hostfuncs.Error) {
+	if s.rd != nil {
+		r, werr := s.parse(input, false, false, true)
+		if werr != nil {
+			return hostfuncs.HandleGCOutput{}, werr
+		}
+		return s.redisGC(r)
+	}
 	r, werr := s.wholeStore(input)
 	if werr != nil {
 		return hostfuncs.HandleGCOutput{}, werr

@@ -53,6 +53,10 @@ type Settings struct {
 	MaxHandles    int64
 	MaxValueBytes int64
 	LockWaitMS    int64
+	// StateURL is the Redis backend's URL as given ("" for the file
+	// backend) and TimeoutMS its deadline per operation.
+	StateURL  string
+	TimeoutMS int64
 }
 
 // ShardsFor is the shard count of a new directory for maxHandles: the
@@ -76,10 +80,18 @@ func configure(in hostfuncs.HandlesOpenInput, f hostfuncs.Facts, factsOK bool) (
 	if werr != nil {
 		return Settings{}, werr
 	}
-	if c.StateDir == "" {
-		return Settings{}, &hostfuncs.Error{Code: hostfuncs.CodeStoreUnavailable, Message: "the handle store has no directory: " + c.Problem}
+	st := Settings{App: c.App, StateURL: in.StateURL}
+	if st.StateURL == "" {
+		st.StateURL = f.Env[EnvStateURL]
 	}
-	st := Settings{App: c.App, StateDir: c.StateDir + "/" + DirName, StateRoot: c.StateRoot}
+	switch {
+	case st.StateURL != "":
+		// A Redis store has no directory.
+	case c.StateDir == "":
+		return Settings{}, &hostfuncs.Error{Code: hostfuncs.CodeStoreUnavailable, Message: "the handle store has no directory: " + c.Problem}
+	default:
+		st.StateDir, st.StateRoot = c.StateDir+"/"+DirName, c.StateRoot
+	}
 	var err *hostfuncs.Error
 	pick := func(name string, v int64, env string, def, min, max int64) int64 {
 		if err != nil {
@@ -108,6 +120,7 @@ func configure(in hostfuncs.HandlesOpenInput, f hostfuncs.Facts, factsOK bool) (
 	st.MaxHandles = pick("max_handles", in.MaxHandles, "", DefaultMaxHandles, 1, MaxHandles)
 	st.MaxValueBytes = pick("max_value_bytes", in.MaxValueBytes, "", DefaultMaxValueBytes, 1, MaxValueBytes)
 	st.LockWaitMS = pick("lock_wait_ms", in.LockWaitMS, "", DefaultLockWaitMS, 0, hostfuncs.MaxLockWaitMS)
+	st.TimeoutMS = pick("timeout_ms", in.TimeoutMS, EnvTimeout, DefaultTimeoutMS, 1, hostfuncs.MaxEvalTimeoutMS)
 	return st, err
 }
 

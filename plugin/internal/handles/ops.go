@@ -102,13 +102,19 @@ func (sh *shard) live(r *request) (int, *hostfuncs.Error) {
 		sh.drop(i)
 		return -1, notFound()
 	}
-	switch e.State {
+	return -1, tombstoneErr(e.State, e.IdleTTLMS, e.MaxAgeMS)
+}
+
+// tombstoneErr is the answer for a tombstone of state (evicted, or
+// expired with the lifetime that ran out), on either backend.
+func tombstoneErr(state uint8, idleMS, maxAgeMS int64) *hostfuncs.Error {
+	switch state {
 	case stateEvicted:
-		return -1, &hostfuncs.Error{Code: hostfuncs.CodeHandleEvicted, Message: "the handle was evicted: the store reached its max_handles and this handle was the least recently used"}
+		return &hostfuncs.Error{Code: hostfuncs.CodeHandleEvicted, Message: "the handle was evicted: the store reached its max_handles and this handle was the least recently used"}
 	case stateExpiredMaxAge:
-		return -1, &hostfuncs.Error{Code: hostfuncs.CodeHandleExpired, Reason: hostfuncs.ReasonMaxAge, Message: "the handle expired: it reached its maximum age of " + msText(e.MaxAgeMS)}
+		return &hostfuncs.Error{Code: hostfuncs.CodeHandleExpired, Reason: hostfuncs.ReasonMaxAge, Message: "the handle expired: it reached its maximum age of " + msText(maxAgeMS)}
 	}
-	return -1, &hostfuncs.Error{Code: hostfuncs.CodeHandleExpired, Reason: hostfuncs.ReasonIdle, Message: "the handle expired: it was idle for " + msText(e.IdleTTLMS)}
+	return &hostfuncs.Error{Code: hostfuncs.CodeHandleExpired, Reason: hostfuncs.ReasonIdle, Message: "the handle expired: it was idle for " + msText(idleMS)}
 }
 
 // record reads and opens the record of live entry i: its header, and its
@@ -192,8 +198,10 @@ func (s *Store) Create(input []byte) (hostfuncs.HandleCreated, *hostfuncs.Error)
 	if werr != nil {
 		return hostfuncs.HandleCreated{}, werr
 	}
-	if werr := s.begin(r.now, true); werr != nil {
-		return hostfuncs.HandleCreated{}, werr
+	if s.rd == nil {
+		if werr := s.begin(r.now, true); werr != nil {
+			return hostfuncs.HandleCreated{}, werr
+		}
 	}
 	var raw [handleBytes]byte
 	var nonce [12]byte
@@ -202,6 +210,14 @@ func (s *Store) Create(input []byte) (hostfuncs.HandleCreated, *hostfuncs.Error)
 	}
 	r.k = deriveKeys(raw, s.set.App)
 	r.hash, r.tag = r.k.hash, r.k.tag(r.in.Principal)
+	if s.rd != nil {
+		created, werr := s.redisCreate(r, idle, maxAge)
+		if werr != nil {
+			return hostfuncs.HandleCreated{}, werr
+		}
+		s.log(hostfuncs.LevelDebug, EventCreated, MsgCreated, "key="+shortKey(r.hash))
+		return hostfuncs.HandleCreated{Handle: formatHandle(raw), Generation: 1, IdleTTLMS: idle, MaxAgeMS: maxAge, CreatedMS: created}, nil
+	}
 	hdr := header{Generation: 1, CreatedMS: r.now, IdleTTLMS: idle, MaxAgeMS: maxAge, Tag: r.tag, Nonce: nonce}
 	werr = s.withShard(s.shardOf(r.hash), r.now, s.set.LockWaitMS, func(sh *shard) *hostfuncs.Error {
 		sh.must = true
@@ -325,6 +341,9 @@ func (s *Store) Get(input []byte) (hostfuncs.HandleValue, *hostfuncs.Error) {
 	if werr != nil {
 		return hostfuncs.HandleValue{}, werr
 	}
+	if s.rd != nil {
+		return s.redisRead(r, "get")
+	}
 	var out hostfuncs.HandleValue
 	werr = s.handleOp(r, func(sh *shard, i int) *hostfuncs.Error {
 		h, v, werr := sh.record(r, i, false)
@@ -347,7 +366,13 @@ func (sh *shard) conflict(r *request, cur int64) *hostfuncs.Error {
 	if !r.in.GenerationSet || r.in.Generation == cur {
 		return nil
 	}
-	sh.s.log(hostfuncs.LevelInfo, EventConflict, MsgConflict, "key="+shortKey(r.hash))
+	return sh.s.conflictErr(r, cur)
+}
+
+// conflictErr logs handle_conflict and answers conflict with the current
+// generation cur, on either backend.
+func (s *Store) conflictErr(r *request, cur int64) *hostfuncs.Error {
+	s.log(hostfuncs.LevelInfo, EventConflict, MsgConflict, "key="+shortKey(r.hash))
 	return &hostfuncs.Error{Code: hostfuncs.CodeConflict, Generation: cur,
 		Message: "the handle is at generation " + strconv.FormatInt(cur, 10) + ", not " + strconv.FormatInt(r.in.Generation, 10) + ": read it again and retry; nothing was changed"}
 }
@@ -362,6 +387,9 @@ func (s *Store) Put(input []byte) (hostfuncs.HandleGeneration, *hostfuncs.Error)
 	r, werr := s.parse(input, true, true)
 	if werr != nil {
 		return hostfuncs.HandleGeneration{}, werr
+	}
+	if s.rd != nil {
+		return s.redisPut(r)
 	}
 	var out hostfuncs.HandleGeneration
 	werr = s.handleOp(r, func(sh *shard, i int) *hostfuncs.Error {
@@ -398,6 +426,13 @@ func (s *Store) Delete(input []byte) *hostfuncs.Error {
 	if werr != nil {
 		return werr
 	}
+	if s.rd != nil {
+		_, werr := s.redisHandle("delete", r, expected(r))
+		if werr == nil {
+			s.log(hostfuncs.LevelDebug, EventDeleted, MsgDeleted, "key="+shortKey(r.hash))
+		}
+		return werr
+	}
 	return s.handleOp(r, func(sh *shard, i int) *hostfuncs.Error {
 		h, _, werr := sh.record(r, i, true)
 		if werr != nil {
@@ -424,6 +459,10 @@ func (s *Store) Touch(input []byte) (hostfuncs.HandleTouched, *hostfuncs.Error) 
 	if werr != nil {
 		return hostfuncs.HandleTouched{}, werr
 	}
+	if s.rd != nil {
+		v, werr := s.redisRead(r, "touch")
+		return hostfuncs.HandleTouched{Generation: v.Generation, IdleTTLMS: v.IdleTTLMS, MaxAgeMS: v.MaxAgeMS}, werr
+	}
 	var out hostfuncs.HandleTouched
 	werr = s.handleOp(r, func(sh *shard, i int) *hostfuncs.Error {
 		h, _, werr := sh.record(r, i, true)
@@ -447,10 +486,14 @@ func (s *Store) Exists(input []byte) (hostfuncs.HandleExists, *hostfuncs.Error) 
 	if werr != nil {
 		return hostfuncs.HandleExists{}, werr
 	}
-	werr = s.handleOp(r, func(sh *shard, i int) *hostfuncs.Error {
-		_, _, werr := sh.record(r, i, true)
-		return werr
-	})
+	if s.rd != nil {
+		_, werr = s.redisRead(r, "exists")
+	} else {
+		werr = s.handleOp(r, func(sh *shard, i int) *hostfuncs.Error {
+			_, _, werr := sh.record(r, i, true)
+			return werr
+		})
+	}
 	switch {
 	case werr == nil:
 		return hostfuncs.HandleExists{Exists: true}, nil

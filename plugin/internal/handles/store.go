@@ -74,6 +74,7 @@ type Store struct {
 	set  Settings
 	euid int
 
+	rd       *redisConn // the Redis backend's server; nil for the file backend
 	opened   bool
 	ready    bool  // the directory was prepared and its layout read
 	shards   int   // the shard count in effect (the layout file's)
@@ -110,12 +111,21 @@ func (s *Store) Open(input []byte) (hostfuncs.HandlesOpenOutput, *hostfuncs.Erro
 	if werr != nil {
 		return hostfuncs.HandlesOpenOutput{}, werr
 	}
-	s.opened, s.set, s.euid = true, set, f.EUID
-	return hostfuncs.HandlesOpenOutput{
+	out := hostfuncs.HandlesOpenOutput{
 		StateDir: set.StateDir, StateRoot: set.StateRoot, IdleTTLMS: set.IdleTTLMS, MaxAgeMS: set.MaxAgeMS,
 		TombstoneMS: set.TombstoneMS, MaxHandles: set.MaxHandles, MaxValueBytes: set.MaxValueBytes,
-		Shards: int64(ShardsFor(set.MaxHandles)),
-	}, nil
+		Shards: int64(ShardsFor(set.MaxHandles)), Backend: hostfuncs.BackendFile,
+	}
+	if set.StateURL != "" {
+		c, werr := parseStateURL(set.StateURL)
+		if werr != nil {
+			return hostfuncs.HandlesOpenOutput{}, werr
+		}
+		s.rd = &c
+		out.Backend, out.StateURL, out.TimeoutMS = hostfuncs.BackendRedis, c.display, set.TimeoutMS
+	}
+	s.opened, s.set, s.euid = true, set, f.EUID
+	return out, nil
 }
 
 // Settings returns the settings in effect (zero before Open).

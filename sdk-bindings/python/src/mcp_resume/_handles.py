@@ -27,6 +27,7 @@ from ._errors import PluginError
 from ._handle_errors import (InvalidHandle, InvalidHandleOption, InvalidPrincipal, InvalidValue,
                              StoreUnavailable, handle_error)
 from ._handle_types import Created, GCResult, HandleInfo, HandleList, Touched, Value, td as _td, when as _when
+from ._eval import EvalClients
 from ._hostfuncs import ABI_VERSION, HostFunctions
 
 __all__ = ["Created", "GCResult", "HandleInfo", "HandleList", "HandleStore", "Touched", "Value"]  # the values re-exported
@@ -193,6 +194,9 @@ class HandleStore:
         self._clock = clock
         self._pool_size = pool_size
         self._cv = threading.Condition()
+        # mcp_resume_eval's Redis clients, one per URL, shared by every plugin instance of the pool; closed
+        # when the store is closed and its last instance is gone.
+        self._evals = EvalClients()
         self._idle: builtins.list[_Instance] = []
         self._count = 0
         self._closed = False
@@ -212,7 +216,7 @@ class HandleStore:
 
     def _new_instance(self) -> tuple[_Instance, dict[str, Any]]:
         """A new, opened instance and ``handles_open``'s output. Raises :class:`HandleStoreError`."""
-        inst = _Instance(self._host_functions(self._logger), self._wasm)
+        inst = _Instance(self._host_functions(self._logger, self._evals), self._wasm)
         try:
             return inst, inst.open(self._req)
         except BaseException:
@@ -289,7 +293,10 @@ class HandleStore:
         except BaseException:
             with self._cv:
                 self._count -= 1
+                last = self._closed and self._count == 0
                 self._cv.notify()
+            if last:
+                self._evals.close()
             raise
 
     def _release(self, inst: _Instance, broken: bool = False) -> None:
@@ -300,9 +307,12 @@ class HandleStore:
                 self._idle.append(inst)
             else:
                 self._count -= 1
+            last = self._closed and self._count == 0
             self._cv.notify()
         if not keep:
             inst.close()
+        if last:
+            self._evals.close()
 
     def _call(self, export: str, doc: dict[str, Any]) -> dict[str, Any]:
         """Run ``export`` with ``doc`` (plus ``now_ms`` from the clock) on a pooled instance: its JSON output.
@@ -433,10 +443,13 @@ class HandleStore:
             self._closed = True
             idle, self._idle = self._idle, []
             self._count -= len(idle)
+            last = self._count == 0
             self._cv.notify_all()
         for inst in idle:
             with contextlib.suppress(Exception):
                 inst.close()
+        if last:  # else the last busy call's _release closes them
+            self._evals.close()
 
     def __enter__(self) -> HandleStore:
         return self

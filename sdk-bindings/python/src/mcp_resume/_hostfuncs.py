@@ -1,9 +1,10 @@
-"""The ten host functions of the mcp-resume contract, ABI 6: OS primitives with no policy (POSIX).
+"""The eleven host functions of the mcp-resume contract, ABI 7: OS primitives with no policy (POSIX), and
+``mcp_resume_eval`` (one Lua script on Redis, in :mod:`mcp_resume._eval`).
 
 Requests, answers and error codes are ``hostfuncs/README.md``'s; the docstrings
 say what this host does. Nothing raises: every failure is an answer
 ``{"error": {"code", "message"}}`` (Extism's Python SDK swallows exceptions).
-Over the ~500-line guide on purpose: the ten functions share the request
+Over the ~500-line guide on purpose: the file functions share the request
 checks, the errno mapping and the per-store state, and splitting facts or
 inspect into their own modules would move lines without removing any.
 """
@@ -29,15 +30,18 @@ import threading
 import time
 from typing import Any
 
+from ._eval import EvalClients
+
 __all__ = ["ABI_VERSION", "FUNCTIONS", "NAMESPACE", "HostFunctions"]
 
 #: The version of the plugin/host contract this host implements (Go ``hostfuncs.ABIVersion``).
-ABI_VERSION = "6"
+ABI_VERSION = "7"
 #: Wasm import module of every host function (Go ``hostfuncs.Namespace``).
 NAMESPACE = "extism:host/user"
 #: Every host function name, in the order of the README.
 FUNCTIONS = ("mcp_resume_facts", "mcp_resume_inspect", "mcp_resume_prepare_dir", "mcp_resume_read", "mcp_resume_write",
-             "mcp_resume_remove", "mcp_resume_list", "mcp_resume_lock", "mcp_resume_log", "mcp_resume_unlock")
+             "mcp_resume_remove", "mcp_resume_list", "mcp_resume_lock", "mcp_resume_log", "mcp_resume_unlock",
+             "mcp_resume_eval")
 
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING, "error": logging.ERROR}
 _DIGITS = re.compile(r"[1-9][0-9]{0,9}")
@@ -248,8 +252,11 @@ class HostFunctions:
     #: Where the /proc ops read (README, ``mcp_resume_inspect``).
     proc_root = "/proc"
 
-    def __init__(self, logger: logging.Logger | logging.LoggerAdapter[Any]) -> None:
+    def __init__(self, logger: logging.Logger | logging.LoggerAdapter[Any], evals: EvalClients | None = None) -> None:
         self.logger = logger
+        # mcp_resume_eval's clients: the store's own (a HandleStore shares one among its plugin instances and
+        # closes it itself), else this object's, closed by close().
+        self._evals, self._own_evals = (evals, False) if evals is not None else (EvalClients(), True)
         self._state_dir = ""
         self._mu = threading.Lock()
         self._locks: dict[str, tuple[int, list[socket.socket]]] = {}
@@ -322,6 +329,8 @@ class HostFunctions:
                 os.close(fd)
             for sock in socks:
                 sock.close()
+        if self._own_evals:
+            self._evals.close()
 
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
@@ -585,6 +594,12 @@ class HostFunctions:
         for sock in socks:
             sock.close()
         return {}
+
+    def _eval(self, doc: dict[str, Any]) -> dict[str, Any]:
+        """``mcp_resume_eval`` on this store's clients (:meth:`mcp_resume._eval.EvalClients.run`): the request
+        checked before any I/O, one EVALSHA or EVAL, the reply as JSON or an error (``invalid_request``,
+        ``noscript``, ``script``, ``timeout``, ``unavailable``). Works without a state directory."""
+        return self._evals.run(doc)
 
     def _log(self, doc: dict[str, Any]) -> dict[str, Any]:
         """``message`` at ``level`` (debug, info, warn, error) with ``extra={"event", "detail"}``, never to stdout.

@@ -1,0 +1,463 @@
+package handles
+
+// The Redis backend (plugin/README.md, "Handle store on Redis"): the same
+// exports, inputs, outputs and errors as the file backend, with every
+// operation one atomic Lua script of redis.lua run through the host's
+// mcp_resume_eval. The plugin keeps the policy: keys, sealing, lifetimes,
+// the cap, the scripts and what their replies mean; the host only carries
+// a request to the server.
+
+import (
+	"crypto/sha1"
+	_ "embed"
+	"encoding/base64"
+	"encoding/hex"
+	"strconv"
+	"strings"
+
+	"github.com/mcp-resume/mcp-resume/hostfuncs"
+	"github.com/mcp-resume/mcp-resume/plugin/internal/resume"
+)
+
+// Environment variables of the Redis backend, read from facts.env.
+const (
+	// EnvStateURL selects the Redis backend when handles_open has no
+	// state_url.
+	EnvStateURL = "MCP_RESUME_STATE_URL"
+	// EnvTimeout is the deadline of each operation (Go duration syntax)
+	// when handles_open has no timeout_ms.
+	EnvTimeout = "MCP_RESUME_STATE_TIMEOUT"
+)
+
+// DefaultTimeoutMS is the Redis backend's default deadline per operation.
+const DefaultTimeoutMS = 2000
+
+// keyRoot starts every Redis key of the store.
+const keyRoot = "mcp-resume:"
+
+//go:embed redis.lua
+var luaSource string
+
+// script is one Lua script and its SHA-1 (EVALSHA).
+type script struct{ src, sha string }
+
+// The scripts of redis.lua, split at their "--- <name>" lines.
+var scripts = func() map[string]*script {
+	out := map[string]*script{}
+	var prelude string
+	for _, part := range strings.Split(luaSource, "\n--- ")[1:] {
+		name, body, _ := strings.Cut(part, "\n")
+		switch name {
+		case "prelude":
+			prelude = body
+			continue
+		case "create", "read", "put", "delete", "corrupt", "list", "gc":
+			body = prelude + body
+		}
+		sum := sha1.Sum([]byte(body))
+		out[name] = &script{src: body, sha: hex.EncodeToString(sum[:])}
+	}
+	return out
+}()
+
+// redisConn is where a Redis store's scripts run: the URL the host
+// connects to (no query), whether it names a cluster node, and the URL
+// safe to show (password as "***").
+type redisConn struct {
+	url, display string
+	cluster      bool
+}
+
+// parseStateURL checks a state_url: redis:// or rediss://, optional
+// user info, a host (a name, an IPv4 address or a bracketed IPv6 one), an
+// optional port, an optional database number as the path, and at most the
+// query cluster=true (then database 0). Errors are invalid_option and
+// never quote the URL's user info. (Parsed here rather than with net/url,
+// which links fmt and would more than quadruple the plugin's growth; the
+// host's client library parses the URL again to connect.)
+func parseStateURL(raw string) (redisConn, *hostfuncs.Error) {
+	const want = "; give redis://[user:password@]host[:port][/db] or rediss://…, with ?cluster=true for a Redis Cluster node"
+	bad := func(what string) (redisConn, *hostfuncs.Error) { return redisConn{}, optionErr("state_url " + what + want) }
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok || scheme != "redis" && scheme != "rediss" {
+		if ok && len(scheme) < 16 && !strings.ContainsAny(scheme, "@:/") {
+			return bad("has the scheme " + strconv.Quote(scheme))
+		}
+		return bad("is not a Redis URL")
+	}
+	if strings.ContainsAny(rest, "#\x00\t\n\r ") {
+		return bad("holds a fragment, a space or a control character")
+	}
+	rest, query, _ := strings.Cut(rest, "?")
+	authority, db, _ := strings.Cut(rest, "/")
+	userinfo, host := "", authority
+	if i := strings.LastIndexByte(authority, '@'); i >= 0 {
+		userinfo, host = authority[:i], authority[i+1:]
+	}
+	if !validHostPort(host) {
+		return bad("has no valid host[:port]")
+	}
+	if n, err := strconv.Atoi(db); db != "" && (err != nil || n < 0 || db[0] == '+' || db[0] == '-') {
+		return bad("has the path " + strconv.Quote(db) + ", not a database number")
+	}
+	c := redisConn{}
+	switch query {
+	case "", "cluster=false":
+	case "cluster=true":
+		c.cluster = true
+	default:
+		name, _, _ := strings.Cut(query, "=")
+		return bad("has the query parameter " + strconv.Quote(name) + ": the only one allowed is cluster=true")
+	}
+	if c.cluster && db != "" && db != "0" {
+		return redisConn{}, optionErr("a Redis Cluster has only database 0; state_url names database " + db)
+	}
+	path := ""
+	if db != "" {
+		path = "/" + db
+	}
+	c.url = scheme + "://" + authority + path
+	shown := userinfo
+	if user, _, hasPass := strings.Cut(userinfo, ":"); hasPass {
+		shown = user + ":***"
+	}
+	if shown != "" {
+		shown += "@"
+	}
+	c.display = scheme + "://" + shown + host + path
+	if c.cluster {
+		c.display += "?cluster=true"
+	}
+	return c, nil
+}
+
+// validHostPort reports whether hp is host[:port]: a host name or IPv4
+// address ([A-Za-z0-9._-]+) or a bracketed IPv6 address, and a port of
+// 1 to 65535.
+func validHostPort(hp string) bool {
+	host, port := hp, ""
+	if strings.HasPrefix(hp, "[") {
+		end := strings.IndexByte(hp, ']')
+		if end < 2 || strings.Trim(hp[1:end], "0123456789abcdefABCDEF:.") != "" {
+			return false
+		}
+		host, port = "", hp[end+1:]
+		if port != "" && port[0] != ':' {
+			return false
+		}
+		port = strings.TrimPrefix(port, ":")
+	} else if i := strings.LastIndexByte(hp, ':'); i >= 0 {
+		host, port = hp[:i], hp[i+1:]
+		if host == "" {
+			return false
+		}
+	}
+	for i := 0; i < len(host); i++ {
+		c := host[i] | 0x20 // lower case for letters
+		if !(c >= 'a' && c <= 'z' || host[i] >= '0' && host[i] <= '9' || strings.IndexByte(".-_", host[i]) >= 0) {
+			return false
+		}
+	}
+	if hp == "" || strings.HasPrefix(hp, ":") {
+		return false
+	}
+	if port == "" {
+		return !strings.HasSuffix(hp, ":")
+	}
+	n, err := strconv.Atoi(port)
+	return err == nil && n >= 1 && n <= 65535 && port[0] != '+'
+}
+
+// redisKey is the prefix of bucket n's keys: mcp-resume:{<app>:<bucket>}:.
+// The braces make the app and bucket the hash tag (one Cluster slot).
+func (s *Store) redisKey(n int) string {
+	return keyRoot + "{" + s.set.App + ":" + shardName(n) + "}:"
+}
+
+// eval runs script name with keys and args: by EVALSHA, and by EVAL when
+// the server answers noscript (a restart, SCRIPT FLUSH, another server).
+// Failures are store_unavailable (logged), worded from the host's code.
+func (s *Store) eval(name string, keys, args []string) ([]hostfuncs.Reply, *hostfuncs.Error) {
+	sc := scripts[name]
+	req := hostfuncs.EvalRequest{URL: s.rd.url, Cluster: s.rd.cluster, SHA1: sc.sha, Keys: keys, Args: args, TimeoutMS: int(s.set.TimeoutMS)}
+	var resp hostfuncs.EvalResponse
+	err := resume.Invoke(s.call, hostfuncs.FnEval, req, &resp, &resp.Error)
+	if code(err) == hostfuncs.CodeNoScript {
+		req.SHA1, req.Script = "", sc.src
+		resp = hostfuncs.EvalResponse{}
+		err = resume.Invoke(s.call, hostfuncs.FnEval, req, &resp, &resp.Error)
+	}
+	if err != nil {
+		return nil, s.redisFailure(err)
+	}
+	if resp.Reply.Kind != hostfuncs.ReplyArray {
+		return []hostfuncs.Reply{resp.Reply}, nil
+	}
+	return resp.Reply.Array, nil
+}
+
+// redisFailure words a failed mcp_resume_eval for the store's caller.
+func (s *Store) redisFailure(err error) *hostfuncs.Error {
+	at := "the Redis server " + s.rd.display
+	msg := ""
+	if werr, ok := err.(*hostfuncs.Error); ok {
+		msg = werr.Message
+	}
+	switch code(err) {
+	case hostfuncs.CodeUnavailable:
+		return s.unavailable(at + " cannot be reached: " + msg + "; check that it runs and that MCP_RESUME_STATE_URL names it")
+	case hostfuncs.CodeTimeout:
+		return s.unavailable(at + " did not answer within " + msText(s.set.TimeoutMS) + " (a write may or may not have been applied); retry, or raise timeout_ms")
+	case hostfuncs.CodeScript:
+		low := strings.ToLower(msg)
+		if strings.Contains(low, "unknown command") || strings.Contains(low, "script") && (strings.Contains(low, "disabled") || strings.Contains(low, "engine")) {
+			return s.unavailable(at + " cannot run Lua scripts (" + msg + "): the handle store needs EVAL and EVALSHA; enable scripting (on Valkey, the Lua module)")
+		}
+		return s.unavailable(at + " answered an error: " + msg)
+	case hostfuncs.CodeUnsupported:
+		return s.unavailable("this host cannot reach Redis in the mode it runs the plugin: " + msg)
+	}
+	return s.unavailable("cannot run a script on " + at + ": " + err.Error())
+}
+
+// redisBegin reads the app's bucket count once per instance (the layout
+// key, set by the first store of the app: as the file backend's layout
+// file, so that stores opened with another max_handles find the records).
+func (s *Store) redisBegin() *hostfuncs.Error {
+	if !s.opened {
+		return &hostfuncs.Error{Code: hostfuncs.CodeNotOpen, Message: "call handles_open before any other handle export"}
+	}
+	if s.ready {
+		return nil
+	}
+	out, werr := s.eval("layout", []string{keyRoot + "{" + s.set.App + "}:layout"}, []string{strconv.Itoa(ShardsFor(s.set.MaxHandles))})
+	if werr != nil {
+		return werr
+	}
+	n, err := strconv.Atoi(out[0].Str)
+	if err != nil || n < 1 || n > maxShards || n&(n-1) != 0 {
+		return s.unavailable("the handle store's layout key on " + s.rd.display + " is corrupt (want a power of two up to 256); the records cannot be found without it: restore it, or delete the app's keys to start empty")
+	}
+	s.shards, s.ready = n, true
+	s.perShard = max((s.set.MaxHandles+int64(n)-1)/int64(n), 1)
+	return nil
+}
+
+// redisArgs are the arguments every bucket script starts with: now ("" for
+// the server's clock), the tombstone period and the per-bucket cap.
+func (s *Store) redisArgs(r *request, more ...string) []string {
+	now := ""
+	if r.in.NowSet {
+		now = strconv.FormatInt(r.in.NowMS, 10)
+	}
+	return append([]string{now, strconv.FormatInt(s.set.TombstoneMS, 10), strconv.FormatInt(s.perShard, 10)}, more...)
+}
+
+// redisBucket runs a bucket script on bucket n and logs its events; the
+// reply's status is out[0].Str, its own fields from out[1].
+func (s *Store) redisBucket(name string, n int, args []string) ([]hostfuncs.Reply, *hostfuncs.Error) {
+	p := s.redisKey(n)
+	out, werr := s.eval(name, []string{p + "lru", p + "dead"}, args)
+	if werr != nil {
+		return nil, werr
+	}
+	if len(out) < 2 || out[0].Kind != hostfuncs.ReplyString {
+		return nil, s.unavailable("the Redis server " + s.rd.display + " answered a script with something else than its reply; is it Redis 6.2 or later, or Valkey?")
+	}
+	for _, ev := range out[1].Array {
+		s.logEvent(ev.Str)
+	}
+	return append(out[:1:1], out[2:]...), nil
+}
+
+// logEvent logs one event of a script's reply ("expired:<reason>:<hash>",
+// "evicted:<hash>", "corrupt:<hash>") as the file backend does.
+func (s *Store) logEvent(ev string) {
+	kind, rest, _ := strings.Cut(ev, ":")
+	reason, hash, _ := strings.Cut(rest, ":")
+	if kind != "expired" {
+		hash = rest
+	}
+	key := "key=" + hash[:min(12, len(hash))]
+	switch kind {
+	case "expired":
+		s.log(hostfuncs.LevelInfo, EventExpired, MsgExpired, key+" reason="+reason)
+	case "evicted":
+		s.log(hostfuncs.LevelInfo, EventEvicted, MsgEvicted, key)
+	case "corrupt":
+		s.log(hostfuncs.LevelWarn, EventCorrupt, MsgCorrupt, key)
+	}
+}
+
+// num is reply field i as an integer (0 when missing or not a number).
+func num(out []hostfuncs.Reply, i int) int64 {
+	if i >= len(out) {
+		return 0
+	}
+	if out[i].Kind == hostfuncs.ReplyInt {
+		return out[i].Int
+	}
+	n, _ := strconv.ParseInt(out[i].Str, 10, 64)
+	return n
+}
+
+// redisHandle runs per-handle script name for r on its bucket and turns
+// a refusal (not found, expired, evicted, conflict) into its error.
+func (s *Store) redisHandle(name string, r *request, more ...string) ([]hostfuncs.Reply, *hostfuncs.Error) {
+	if werr := s.redisBegin(); werr != nil {
+		return nil, werr
+	}
+	args := s.redisArgs(r, append([]string{hex.EncodeToString(r.tag[:]), hashHex(r.hash)}, more...)...)
+	out, werr := s.redisBucket(name, s.shardOf(r.hash), args)
+	if werr != nil {
+		return nil, werr
+	}
+	switch out[0].Str {
+	case "ok":
+		return out, nil
+	case "conflict":
+		return nil, s.conflictErr(r, num(out, 1))
+	case "not_found":
+		return nil, notFound()
+	case "evicted":
+		return nil, tombstoneErr(stateEvicted, num(out, 1), num(out, 2))
+	case "expired_idle":
+		return nil, tombstoneErr(stateExpiredIdle, num(out, 1), num(out, 2))
+	case "expired_max_age":
+		return nil, tombstoneErr(stateExpiredMaxAge, num(out, 1), num(out, 2))
+	}
+	return nil, s.unavailable("the Redis server " + s.rd.display + " answered a script with the unknown status " + strconv.Quote(out[0].Str))
+}
+
+// redisSeal seals value for r: nonce and AES-256-GCM ciphertext, base64.
+// The associated data binds the app, the key hash and the principal tag,
+// so a value moved to another key or principal fails to open.
+func (s *Store) redisSeal(r *request, value []byte) (string, *hostfuncs.Error) {
+	var nonce [12]byte
+	if !resume.ReadRandom(nonce[:]) {
+		return "", s.unavailable("the guest's random source (WASI random_get) failed; nothing was written")
+	}
+	b := gcm(r.k.seal).Seal(nonce[:], nonce[:], value, redisAAD(s.set.App, r.hash, r.tag))
+	return base64.StdEncoding.EncodeToString(b), nil
+}
+
+// redisAAD is the associated data of a value sealed for Redis.
+func redisAAD(app string, hash, tag [16]byte) []byte {
+	b := []byte("mcp-resume handle redis v1\x00" + app + "\x00")
+	b = append(b, hash[:]...)
+	return append(b, tag[:]...)
+}
+
+// redisCreate is Create on Redis: r carries the new handle's keys.
+func (s *Store) redisCreate(r *request, idle, maxAge int64) (int64, *hostfuncs.Error) {
+	sealed, werr := s.redisSeal(r, r.in.Value)
+	if werr != nil {
+		return 0, werr
+	}
+	out, werr := s.redisHandle("create", r, sealed, strconv.Itoa(len(r.in.Value)), strconv.FormatInt(idle, 10), strconv.FormatInt(maxAge, 10))
+	if werr != nil {
+		return 0, werr
+	}
+	return num(out, 1), nil
+}
+
+// redisRead is Get (mode "get"), Touch ("touch") and Exists ("exists") on
+// Redis. A value that does not open is removed as corrupt.
+func (s *Store) redisRead(r *request, mode string) (hostfuncs.HandleValue, *hostfuncs.Error) {
+	out, werr := s.redisHandle("read", r, mode)
+	if werr != nil {
+		return hostfuncs.HandleValue{}, werr
+	}
+	v := hostfuncs.HandleValue{Value: []byte{}, Generation: num(out, 2), CreatedMS: num(out, 3), IdleTTLMS: num(out, 4), MaxAgeMS: num(out, 5)}
+	if mode != "get" {
+		return v, nil
+	}
+	b, err := base64.StdEncoding.Strict().DecodeString(out[1].Str)
+	if err == nil && len(b) >= 12+gcmTagLen {
+		if v.Value, err = gcm(r.k.seal).Open(nil, b[:12], b[12:], redisAAD(s.set.App, r.hash, r.tag)); err == nil {
+			if v.Value == nil {
+				v.Value = []byte{}
+			}
+			return v, nil
+		}
+	}
+	if _, werr := s.redisBucket("corrupt", s.shardOf(r.hash), s.redisArgs(r, hashHex(r.hash), strconv.FormatInt(v.Generation, 10))); werr != nil {
+		return hostfuncs.HandleValue{}, werr
+	}
+	return hostfuncs.HandleValue{}, notFound()
+}
+
+// redisList is List on Redis: every bucket, one script each.
+func (s *Store) redisList(r *request) (hostfuncs.HandleListOutput, *hostfuncs.Error) {
+	if werr := s.redisBegin(); werr != nil {
+		return hostfuncs.HandleListOutput{}, werr
+	}
+	out := hostfuncs.HandleListOutput{Handles: []hostfuncs.HandleEntry{}, Shards: int64(s.shards)}
+	for n := 0; n < s.shards; n++ {
+		rows, werr := s.redisBucket("list", n, s.redisArgs(r))
+		if werr != nil {
+			return hostfuncs.HandleListOutput{}, werr
+		}
+		now := num(rows, 1)
+		for _, row := range rows[2:] {
+			if len(row.Array) < 6 {
+				continue
+			}
+			f := func(i int) int64 { return num(row.Array, i) }
+			state := map[string]string{"l": hostfuncs.HandleLive, "i": hostfuncs.HandleExpiredIdle, "m": hostfuncs.HandleExpiredMaxAge, "e": hostfuncs.HandleEvicted}[row.Array[1].Str]
+			key := row.Array[0].Str
+			e := hostfuncs.HandleEntry{Key: key[:min(12, len(key))], State: state, AgeMS: max(now-f(2), 0), IdleMS: max(now-f(3), 0)}
+			if state == hostfuncs.HandleLive {
+				e.Generation, e.Size = f(4), f(5)
+				out.Live++
+				out.Bytes += e.Size
+			} else {
+				out.Tombstones++
+			}
+			out.Handles = append(out.Handles, e)
+		}
+	}
+	return out, nil
+}
+
+// redisGC is GC on Redis: every bucket swept, one script each. Redis has
+// no temporary files and, its scripts being atomic, no orphans.
+func (s *Store) redisGC(r *request) (hostfuncs.HandleGCOutput, *hostfuncs.Error) {
+	if werr := s.redisBegin(); werr != nil {
+		return hostfuncs.HandleGCOutput{}, werr
+	}
+	var out hostfuncs.HandleGCOutput
+	for n := 0; n < s.shards; n++ {
+		c, werr := s.redisBucket("gc", n, s.redisArgs(r))
+		if werr != nil {
+			return hostfuncs.HandleGCOutput{}, werr
+		}
+		out.ExpiredIdle += num(c, 1)
+		out.ExpiredMaxAge += num(c, 2)
+		out.TombstonesDropped += num(c, 3)
+		out.Live += num(c, 4)
+	}
+	return out, nil
+}
+
+// redisPut is Put on Redis: the value sealed afresh, written if the
+// generation matches (when given).
+func (s *Store) redisPut(r *request) (hostfuncs.HandleGeneration, *hostfuncs.Error) {
+	sealed, werr := s.redisSeal(r, r.in.Value)
+	if werr != nil {
+		return hostfuncs.HandleGeneration{}, werr
+	}
+	out, werr := s.redisHandle("put", r, sealed, strconv.Itoa(len(r.in.Value)), expected(r))
+	if werr != nil {
+		return hostfuncs.HandleGeneration{}, werr
+	}
+	return hostfuncs.HandleGeneration{Generation: num(out, 1)}, nil
+}
+
+// expected is r's expected generation as a script argument, "" for none.
+func expected(r *request) string {
+	if !r.in.GenerationSet {
+		return ""
+	}
+	return strconv.FormatInt(r.in.Generation, 10)
+}

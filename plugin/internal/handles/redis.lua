@@ -1,0 +1,317 @@
+-- The handle store's Redis scripts (plugin/README.md, "Handle store on
+-- Redis"). redis.go splits this file at the lines "--- <name>": each
+-- script is the prelude followed by one section, and runs atomically on
+-- the server (EVALSHA, EVAL when the server lacks it).
+--
+-- Only commands of Redis 6.2 and Valkey 7.2 to 9.x: TIME, TYPE, GET, SET,
+-- HGET, HMGET, HSET, HDEL, DEL, PEXPIRE, ZADD, ZREM, ZCARD, ZRANGE
+-- (BYSCORE, WITHSCORES). Numbers cross as decimal strings, written with
+-- %d so that Lua's %.14g never rounds a millisecond time.
+--
+-- Keys of one bucket share the hash tag {<app>:<bucket>}, so a script
+-- touches one hash slot (Redis Cluster):
+--   KEYS[1] <p>lru   sorted set: live handles by last use (ms)
+--   KEYS[2] <p>dead  sorted set: tombstones by death time (ms)
+--   <p>h:<key hash>  hash: one record (its name is built here from the
+--                    key hash, in the same slot)
+-- where <p> is "mcp-resume:{<app>:<bucket>}:". A record holds
+-- t principal tag (32 hex), g generation, c created, u last used,
+-- i idle TTL, m max age, z value size, v the sealed value (base64);
+-- a tombstone drops v and adds s (e evicted, i idle, m max_age) and d
+-- (when it died).
+--
+-- ARGV[1] now (ms; "" = the server's TIME), ARGV[2] the tombstone period
+-- (ms), ARGV[3] live handles allowed per bucket; then each script's own.
+-- Every reply is {status, events, ...}: events are "expired:<reason>:<key
+-- hash>", "evicted:<key hash>" and "corrupt:<key hash>", for the plugin
+-- to log.
+
+--- prelude
+local lru, dead = KEYS[1], KEYS[2]
+local prefix = string.sub(lru, 1, #lru - 3)
+local now
+if ARGV[1] ~= '' then
+  now = tonumber(ARGV[1])
+else
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local tomb, cap = tonumber(ARGV[2]), tonumber(ARGV[3])
+local events = {}
+
+local function S(x) return string.format('%d', x) end
+local function key(member) return prefix .. 'h:' .. member end
+
+-- num reads a decimal integer field; nil for anything else.
+local function num(x)
+  if type(x) == 'string' and #x <= 16 and string.match(x, '^%-?%d+$') then return tonumber(x) end
+  return nil
+end
+
+-- rec reads the record at k: nil when there is none, false when the key
+-- holds something that is not a record (corrupt), else its fields.
+local function rec(k)
+  local ty = redis.call('TYPE', k)['ok']
+  if ty == 'none' then return nil end
+  if ty ~= 'hash' then return false end
+  local h = redis.call('HMGET', k, 't', 'g', 'c', 'u', 'i', 'm', 'z', 's', 'd')
+  local r = {t = h[1], g = num(h[2]), c = num(h[3]), u = num(h[4]), i = num(h[5]), m = num(h[6]), z = num(h[7]), d = num(h[9])}
+  if type(r.t) ~= 'string' or #r.t ~= 32 or not r.g or r.g < 1 or not r.c or not r.u
+    or not r.i or r.i < 1 or not r.m or r.m < 1 or not r.z or r.z < 0 then
+    return false
+  end
+  if h[8] then
+    if (h[8] ~= 'e' and h[8] ~= 'i' and h[8] ~= 'm') or not r.d then return false end
+    r.s = h[8]
+  end
+  return r
+end
+
+local function drop(member)
+  redis.call('DEL', key(member))
+  redis.call('ZREM', lru, member)
+  redis.call('ZREM', dead, member)
+end
+
+local function corrupt(member)
+  drop(member)
+  events[#events + 1] = 'corrupt:' .. member
+end
+
+-- lapsed: the state a live record r has at now and when it died, or nil.
+local function lapsed(r)
+  local ie, me = r.u + r.i, r.c + r.m
+  if now >= me and me <= ie then return 'm', me end
+  if now >= ie then return 'i', ie end
+  if now >= me then return 'm', me end
+  return nil, nil
+end
+
+-- keep sets the key's expiry to its deadline plus the tombstone period:
+-- Redis removes what nobody asks for again.
+local function keep(member, deadline)
+  redis.call('PEXPIRE', key(member), S(math.max(deadline + tomb - now, 1)))
+end
+
+-- bury turns live record r into a tombstone of state, dead since died.
+local function bury(member, r, state, died)
+  local k = key(member)
+  redis.call('HDEL', k, 'v')
+  redis.call('HSET', k, 's', state, 'd', S(died))
+  redis.call('ZREM', lru, member)
+  redis.call('ZADD', dead, S(died), member)
+  keep(member, died)
+  r.s, r.d = state, died
+  if state == 'e' then
+    events[#events + 1] = 'evicted:' .. member
+  else
+    events[#events + 1] = 'expired:' .. (state == 'i' and 'idle' or 'max_age') .. ':' .. member
+  end
+end
+
+-- live finds the record of member for principal tag, expiring it lazily:
+-- 'ok' and the record, or why not ('not_found', 'expired_idle',
+-- 'expired_max_age', 'evicted') with the record where there is one.
+local function live(member, tag)
+  local r = rec(key(member))
+  if r == nil then
+    redis.call('ZREM', lru, member)
+    redis.call('ZREM', dead, member)
+    return 'not_found'
+  end
+  if r == false then
+    corrupt(member)
+    return 'not_found'
+  end
+  if r.t ~= tag then return 'not_found' end
+  if not r.s then
+    local state, died = lapsed(r)
+    if not state then return 'ok', r end
+    bury(member, r, state, died)
+  end
+  if now - r.d >= tomb then
+    drop(member)
+    return 'not_found'
+  end
+  if r.s == 'e' then return 'evicted', r end
+  if r.s == 'm' then return 'expired_max_age', r end
+  return 'expired_idle', r
+end
+
+-- refused is the reply of a handle that is not live.
+local function refused(state, r)
+  if r then return {state, events, S(r.i), S(r.m)} end
+  return {state, events}
+end
+
+-- refresh moves r's last use to now when it moved by at least
+-- min(idle TTL / 64, 1 s), as the file backend's index does.
+local function refresh(member, r)
+  if now - r.u >= math.min(math.floor(r.i / 64), 1000) then
+    r.u = now
+    redis.call('HSET', key(member), 'u', S(now))
+    redis.call('ZADD', lru, S(now), member)
+    keep(member, math.min(now + r.i, r.c + r.m))
+  end
+end
+
+-- sweep expires every lapsed live record and drops every tombstone past
+-- its period, counting into c; it also mends the sets (a member whose
+-- record is gone, or listed in the wrong set).
+local function sweep(c)
+  for _, member in ipairs(redis.call('ZRANGE', lru, 0, -1)) do
+    local r = rec(key(member))
+    if r == nil then
+      redis.call('ZREM', lru, member)
+    elseif r == false then
+      corrupt(member)
+    elseif r.s then
+      redis.call('ZREM', lru, member)
+      redis.call('ZADD', dead, S(r.d), member)
+    else
+      local state, died = lapsed(r)
+      if state then
+        bury(member, r, state, died)
+        if state == 'i' then c.idle = c.idle + 1 else c.max = c.max + 1 end
+        if now - died >= tomb then
+          drop(member)
+          c.dropped = c.dropped + 1
+        end
+      end
+    end
+  end
+  for _, member in ipairs(redis.call('ZRANGE', dead, 0, -1)) do
+    local r = rec(key(member))
+    if r == nil then
+      redis.call('ZREM', dead, member)
+    elseif r == false then
+      corrupt(member)
+    elseif not r.s then
+      redis.call('ZREM', dead, member)
+      redis.call('ZADD', lru, S(r.u), member)
+    elseif now - r.d >= tomb then
+      drop(member)
+      c.dropped = c.dropped + 1
+    end
+  end
+end
+
+--- create
+-- ARGV[4] tag, [5] key hash, [6] sealed value, [7] value size,
+-- [8] idle TTL, [9] max age. Sweeps the bucket, evicts the least
+-- recently used live handles down to the cap, writes the record, and
+-- keeps at most cap tombstones. Reply {'ok', events, created}.
+local member = ARGV[5]
+sweep({idle = 0, max = 0, dropped = 0})
+while redis.call('ZCARD', lru) >= cap do
+  local first = redis.call('ZRANGE', lru, 0, 0, 'WITHSCORES')
+  if #first == 0 then break end
+  local victim, vr = nil, nil
+  for _, m in ipairs(redis.call('ZRANGE', lru, first[2], first[2], 'BYSCORE')) do
+    local r = rec(key(m))
+    if r and not r.s and (not victim or r.c < vr.c or (r.c == vr.c and m < victim)) then
+      victim, vr = m, r
+    end
+  end
+  if not victim then break end
+  bury(victim, vr, 'e', now)
+end
+drop(member)
+local idle, maxAge = tonumber(ARGV[8]), tonumber(ARGV[9])
+redis.call('HSET', key(member), 't', ARGV[4], 'g', '1', 'c', S(now), 'u', S(now), 'i', ARGV[8], 'm', ARGV[9], 'z', ARGV[7], 'v', ARGV[6])
+keep(member, now + math.min(idle, maxAge))
+redis.call('ZADD', lru, S(now), member)
+local n = redis.call('ZCARD', dead)
+while n > cap do
+  drop(redis.call('ZRANGE', dead, 0, 0)[1])
+  n = n - 1
+end
+return {'ok', events, S(now)}
+
+--- read
+-- ARGV[4] tag, [5] key hash, [6] mode: 'get' (the value; refreshes),
+-- 'touch' (refreshes) or 'exists'. Reply {'ok', events, value,
+-- generation, created, idle TTL, max age} or a refusal.
+local member, mode = ARGV[5], ARGV[6]
+local state, r = live(member, ARGV[4])
+if state ~= 'ok' then return refused(state, r) end
+local v = ''
+if mode == 'get' then
+  v = redis.call('HGET', key(member), 'v')
+  if type(v) ~= 'string' then
+    corrupt(member)
+    return {'not_found', events}
+  end
+end
+if mode ~= 'exists' then refresh(member, r) end
+return {'ok', events, v, S(r.g), S(r.c), S(r.i), S(r.m)}
+
+--- put
+-- ARGV[4] tag, [5] key hash, [6] sealed value, [7] value size,
+-- [8] expected generation ("" for none). Reply {'ok', events, new
+-- generation}, {'conflict', events, current generation} or a refusal.
+local member = ARGV[5]
+local state, r = live(member, ARGV[4])
+if state ~= 'ok' then return refused(state, r) end
+if ARGV[8] ~= '' and tonumber(ARGV[8]) ~= r.g then return {'conflict', events, S(r.g)} end
+local g = r.g + 1
+redis.call('HSET', key(member), 'v', ARGV[6], 'z', ARGV[7], 'g', S(g), 'u', S(now))
+redis.call('ZADD', lru, S(now), member)
+keep(member, math.min(now + r.i, r.c + r.m))
+return {'ok', events, S(g)}
+
+--- delete
+-- ARGV[4] tag, [5] key hash, [6] expected generation ("" for none).
+-- Reply {'ok', events}, {'conflict', events, current} or a refusal.
+local member = ARGV[5]
+local state, r = live(member, ARGV[4])
+if state ~= 'ok' then return refused(state, r) end
+if ARGV[6] ~= '' and tonumber(ARGV[6]) ~= r.g then return {'conflict', events, S(r.g)} end
+drop(member)
+return {'ok', events}
+
+--- corrupt
+-- ARGV[4] key hash, [5] the generation whose value did not open: the
+-- record is removed only if it is still at that generation (a put from
+-- another replica since then wrote a new value). Reply {'ok', events}.
+local member = ARGV[4]
+local r = rec(key(member))
+if r and r.g == tonumber(ARGV[5]) then corrupt(member) end
+return {'ok', events}
+
+--- list
+-- The bucket as now sees it, changing nothing. Reply {'ok', events, now,
+-- {key hash, state (l live, i, m, e), created, last use or death,
+-- generation, size}...}.
+local out = {'ok', events, S(now)}
+local seen = {}
+for _, set in ipairs({lru, dead}) do
+  for _, member in ipairs(redis.call('ZRANGE', set, 0, -1)) do
+    local r = (not seen[member]) and rec(key(member))
+    seen[member] = true
+    if r then
+      local state, t = r.s, r.d
+      if not state then
+        state, t = lapsed(r)
+        if not state then state, t = 'l', r.u end
+      end
+      if state == 'l' or now - t < tomb then
+        out[#out + 1] = {member, state, S(r.c), S(t), S(r.g), S(r.z)}
+      end
+    end
+  end
+end
+return out
+
+--- gc
+-- Sweeps the bucket. Reply {'ok', events, expired idle, expired max age,
+-- tombstones dropped, live left}.
+local c = {idle = 0, max = 0, dropped = 0}
+sweep(c)
+return {'ok', events, S(c.idle), S(c.max), S(c.dropped), S(redis.call('ZCARD', lru))}
+
+--- layout
+-- KEYS[1] the app's layout key ({<app>} hash tag), ARGV[1] the bucket
+-- count a new store gets. Sets it unless set; reply the count in effect.
+redis.call('SET', KEYS[1], ARGV[1], 'NX')
+return redis.call('GET', KEYS[1])
