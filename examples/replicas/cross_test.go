@@ -19,8 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-resume/mcp-resume/examples/internal/servertest"
 	"github.com/mcp-resume/mcp-resume/examples/mcphost"
-	"github.com/mcp-resume/mcp-resume/examples/replicas"
 	"github.com/mcp-resume/mcp-resume/internal/redistest"
 )
 
@@ -43,7 +43,7 @@ func TestConcurrency(t *testing.T) {
 func crossReplica(t *testing.T, stateURL string) {
 	ctx := context.Background()
 	f := newFx(t)
-	var py, gs, ts *replicas.Replica
+	var py, gs, ts *servertest.HTTPServer
 	var wg sync.WaitGroup // the three start at once: most of the time is runtime start-up
 	wg.Go(func() { py = f.start(pyLang, stateURL) })
 	wg.Go(func() { gs = f.start(goLang, stateURL) })
@@ -76,7 +76,7 @@ func crossReplica(t *testing.T, stateURL string) {
 	}
 	for _, r := range []struct {
 		name string
-		r    *replicas.Replica
+		r    *servertest.HTTPServer
 	}{{"Python", py}, {"Go", gs}, {"TypeScript", ts}} {
 		bob := f.client(r.r, "bob")
 		_, _, e1 := bob.Read(ctx, nb.Handle)
@@ -147,7 +147,7 @@ func (s *casStats) fail(format string, a ...any) {
 func concurrency(t *testing.T, stateURL string) {
 	ctx := context.Background()
 	f := newFx(t)
-	reps := make([]*replicas.Replica, len(allLangs))
+	reps := make([]*servertest.HTTPServer, len(allLangs))
 	var wg sync.WaitGroup
 	for i, l := range allLangs {
 		wg.Go(func() { reps[i] = f.start(l, stateURL) })

@@ -548,4 +548,3 @@ func faultNoPersistence(t *testing.T, l lang) {
 		result{Outcome: "the notebook acknowledged before the restart answered handle_not_found: without persistence Redis forgets every record (see *The Redis backend's guarantees*); new notebooks work at once",
 			Seen: seen.String(), Serving: serving(t, c, o)})
 }
-

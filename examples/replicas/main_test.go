@@ -7,12 +7,8 @@ package replicas_test
 // connects clients as alice or bob.
 
 import (
-	"bytes"
-	"context"
 	"flag"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -34,6 +30,10 @@ var (
 var bin servertest.Binaries
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if *require {
+		os.Setenv(servertest.EnvRequireServers, "1")
+	}
 	servertest.Main(m, "mcp-resume-replicas-", &bin)
 }
 
@@ -52,66 +52,14 @@ var (
 	allLangs = []lang{goLang, pyLang, tsLang}
 )
 
-// repoRoot is the repository root (the test runs in examples/replicas).
-func repoRoot(t testing.TB) string {
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
-}
-
-// serverArgv returns l's example server command (absolute paths), or skips
-// the test (fails under -replicas.require) when it is not built, naming
-// the make target.
-func serverArgv(t testing.TB, l lang) []string {
-	t.Helper()
-	root := repoRoot(t)
-	missing := func(what, target string) []string {
-		msg := fmt.Sprintf("the %s example server is not built (%s): run `make %s`", l.title, what, target)
-		if *require {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-		return nil
-	}
-	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
-	switch l.name {
-	case "go":
-		return []string{bin.Server}
-	case "python":
-		py := filepath.Join(root, ".venv", "bin", "python")
-		if !exists(py) {
-			return missing(py+" is missing", "python-setup")
-		}
-		if out, err := exec.Command(py, "-c", "import mcp_resume, mcp, redis").CombinedOutput(); err != nil {
-			return missing(fmt.Sprintf("%s cannot import mcp_resume, mcp and redis: %v %s", py, err, bytes.TrimSpace(out)), "python-setup")
-		}
-		return []string{py, filepath.Join(root, "examples", "python-server", "server.py")}
-	case "typescript":
-		node, err := exec.LookPath("node")
-		if err != nil {
-			return missing("node is not on PATH", "typescript-setup")
-		}
-		for _, p := range []string{filepath.Join(root, "examples", "typescript-server", "dist", "server.js"), filepath.Join(root, "sdk-bindings", "typescript", "dist", "index.js")} {
-			if !exists(p) {
-				return missing(p+" is missing", "typescript-setup")
-			}
-		}
-		return []string{node, filepath.Join(root, "examples", "typescript-server", "dist", "server.js")}
-	}
-	t.Fatalf("unknown language %q", l.name)
-	return nil
-}
-
-// fx is one test's fixture: the principals' tokens, the stderr of every
-// replica it starts, and the handles seen, which must never appear there.
+// fx is one test's fixture: the principals' tokens, the replicas it
+// starts, and the handles seen, which must never appear in their stderr.
 type fx struct {
 	t          testing.TB
 	tokens     map[string]string
 	principals string // MCP_EXAMPLE_PRINCIPALS=...
-	stderr     *servertest.SyncBuffer
 	mu         sync.Mutex
+	servers    []*servertest.HTTPServer
 	handles    []string
 	secrets    []string // passwords of state URLs, never to be logged
 }
@@ -123,12 +71,15 @@ var fullKeyHash = regexp.MustCompile(`:h:[0-9a-f]{32}\b`)
 // and no password may appear in the replicas' stderr; on failure it is
 // logged.
 func newFx(t testing.TB) *fx {
-	f := &fx{t: t, stderr: &servertest.SyncBuffer{}}
+	f := &fx{t: t}
 	f.tokens, f.principals = replicas.Principals()
 	t.Cleanup(func() {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		logs := f.stderr.String()
+		var logs string
+		for _, s := range f.servers {
+			logs += s.Stderr.String()
+		}
 		for _, h := range f.handles {
 			if strings.Contains(logs, h) {
 				t.Errorf("a handle appears in the replicas' stderr")
@@ -142,12 +93,6 @@ func newFx(t testing.TB) *fx {
 		if fullKeyHash.MatchString(logs) {
 			t.Errorf("a whole key hash (a Redis record key) appears in the replicas' stderr")
 		}
-		if strings.Contains(logs, "STDOUT: ") {
-			t.Errorf("a replica wrote to its stdout")
-		}
-		if t.Failed() {
-			t.Logf("replicas' stderr:\n%s", logs)
-		}
 	})
 	return f
 }
@@ -159,44 +104,27 @@ func (f *fx) seen(h ...string) {
 	f.mu.Unlock()
 }
 
-// start runs a replica of l's example server in HTTP mode with its handle
-// store on stateURL (MCP_RESUME_STATE_URL), the principals alice and bob,
-// app sharedApp, and env; it is stopped when the test ends. A replica that
-// does not start fails the test.
-func (f *fx) start(l lang, stateURL string, env ...string) *replicas.Replica {
+// start runs a replica of l's example server in HTTP mode
+// (servertest.StartHTTP) with its handle store on stateURL
+// (MCP_RESUME_STATE_URL), the principals alice and bob, app sharedApp, and
+// env; it is stopped when the test ends, which also checks that its stdout
+// stayed empty and that it exited with status 0.
+func (f *fx) start(l lang, stateURL string, env ...string) *servertest.HTTPServer {
 	f.t.Helper()
-	argv := serverArgv(f.t, l)
 	all := append([]string{"MCP_RESUME_STATE_URL=" + stateURL, f.principals, "EXAMPLE_APP=" + sharedApp,
 		// A state root of the test's own: HTTP mode opens no resume store
 		// and a Redis store no directory, but nothing may land in $HOME.
 		"MCP_RESUME_STATE_DIR=" + filepath.Join(f.t.TempDir(), "state")}, env...)
-	r, err := replicas.StartReplica(context.Background(), argv, all, prefixed{f.stderr, l.name + ": "})
-	if err != nil {
-		f.t.Fatalf("starting the %s replica: %v\nstderr:\n%s", l.title, err, f.stderr)
-	}
-	f.t.Cleanup(func() { r.Stop() })
-	return r
+	s := servertest.StartHTTP(f.t, l.name, all)
+	f.mu.Lock()
+	f.servers = append(f.servers, s)
+	f.mu.Unlock()
+	return s
 }
 
-// client connects to r as who ("alice" or "bob"); closed when the test
+// client connects to s as who ("alice" or "bob"); closed when the test
 // ends. A failed handshake fails the test.
-func (f *fx) client(r *replicas.Replica, who string) *replicas.Client {
+func (f *fx) client(s *servertest.HTTPServer, who string) *replicas.Client {
 	f.t.Helper()
-	c, err := replicas.Connect(context.Background(), r.URL, f.tokens[who])
-	if err != nil {
-		f.t.Fatalf("connecting to %s as %s: %v", r.URL, who, err)
-	}
-	f.t.Cleanup(c.Close)
-	return c
-}
-
-// prefixed writes each line to w with a prefix (the replica's language).
-type prefixed struct {
-	w      *servertest.SyncBuffer
-	prefix string
-}
-
-func (p prefixed) Write(b []byte) (int, error) {
-	p.w.Write([]byte(p.prefix))
-	return p.w.Write(b)
+	return &replicas.Client{Session: servertest.ConnectHTTP(f.t, s.URL, f.tokens[who])}
 }
