@@ -2,6 +2,7 @@
 #
 #   make demo               a Go MCP server resumes its session across a relaunch
 #   make demo LANG=python   the same with the Python server (LANG=typescript for Node)
+#   make demo-replicas      two replicas (Go, Python) share one notebook on a real Redis
 #   make test               everything CI runs
 #   make bench              benchmarks (examples/bench; results in docs/BENCHMARKS.md)
 #   make wasm               rebuild plugin/plugin.wasm (reproducible)
@@ -20,7 +21,7 @@ else
 DEMO_LANG := go
 endif
 
-.PHONY: all build wasm check-wasm test test-go test-faults test-handles fuzz-smoke demo bench bench-go bench-init bench-handles clean
+.PHONY: all build wasm check-wasm test test-go test-faults test-handles test-replicas fuzz-smoke demo demo-replicas bench bench-go bench-init bench-handles clean
 # `make` builds the Go binaries and prepares the Python and TypeScript
 # environments, so every example server runs from the repository root.
 all: build $(if $(wildcard sdk-bindings/python/python.mk),python-setup) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-setup)
@@ -94,7 +95,22 @@ test-handles: build python-setup typescript-setup
 	$(GO) vet -tags handles ./examples/handles/
 	$(GO) test -tags handles -count=1 -timeout 15m ./examples/handles/ -args -handles.require $(HANDLES_FLAGS)
 
-test: test-go fuzz-smoke $(if $(wildcard sdk-bindings/python/python.mk),python-test) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-test) test-faults test-handles
+# The Redis backend with real replicas (examples/replicas): the Go, Python
+# and TypeScript example servers in stateless HTTP mode on one redis-server
+# each test starts (internal/redistest): one notebook through three
+# replicas, 3 replicas x 8 clients of compare-and-set, the Redis faults
+# (killed under load, unreachable, frozen, SCRIPT FLUSH, garbage keys,
+# restarts) and the same on a 3-master Redis Cluster (about 3-5 minutes).
+# Behind the build tag "replicas", so test-go's `go test ./...` does not run
+# it too. Needs redis-server and redis-cli (Debian's redis-server package).
+# It fails when the run's Redis fault table differs from the one in
+# docs/RELIABILITY.md; after an intended change:
+#   make test-replicas REPLICAS_FLAGS=-update-replica-table
+test-replicas: build python-setup typescript-setup
+	$(GO) vet -tags replicas ./examples/replicas/
+	MCP_RESUME_REQUIRE_REDIS=1 $(GO) test -tags replicas -count=1 -timeout 20m ./examples/replicas/ -args -replicas.require $(REPLICAS_FLAGS)
+
+test: test-go fuzz-smoke $(if $(wildcard sdk-bindings/python/python.mk),python-test) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-test) test-faults test-handles test-replicas
 
 DEMO_SERVER_go := bin/go-server
 DEMO_SERVER_python = $(PYTHON_SERVER_CMD)
@@ -106,6 +122,14 @@ DEMO_SETUP_typescript := typescript-setup
 demo: build $(DEMO_SETUP_$(DEMO_LANG))
 	@test -n "$(DEMO_SERVER_$(DEMO_LANG))" || { echo "unknown LANG=$(DEMO_LANG): use go, python or typescript"; exit 2; }
 	LANG=C.UTF-8 bin/demo -broker bin/broker -server "$(DEMO_SERVER_$(DEMO_LANG))"
+
+# Two replicas (the Go and the Python example server, --http) on one Redis:
+# the demo starts redis-server (AOF on) on a free loopback port in a
+# temporary directory; REDIS_URL=redis://[user:password@]host:port/db uses
+# your own Redis or Valkey instead (and skips stopping it).
+demo-replicas: build python-setup
+	$(GO) build -o bin/ ./examples/demo-replicas
+	LANG=C.UTF-8 bin/demo-replicas -go-server bin/go-server -python-server "$(PYTHON_SERVER_CMD)"
 
 bench-go: build
 	$(GO) test -run '^$$' -bench Wasm -benchtime 2000x -count 1 ./host/
