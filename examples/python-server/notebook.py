@@ -13,7 +13,8 @@ until it expires. The Go and TypeScript example servers offer the same four tool
 A failure is an MCP tool error (``isError: true``) whose structured content is ``{"error": "<code>", "message",
 ("reason"), ("generation")}`` with the handle store's codes (``handle_expired`` with ``reason`` ``idle`` or
 ``max_age``, ``conflict`` with the current ``generation``...), and whose text is the same JSON. The principal
-is ``""``: a stdio server has one, anonymous, client. The lifetimes come from the store, which reads
+is ``""`` over stdio (one, anonymous, client) and the bearer token's principal in HTTP mode
+(:func:`http_mode.principal_of`), so that alice's notebook is ``handle_not_found`` for bob. The lifetimes come from the store, which reads
 ``MCP_RESUME_STATE_IDLE_TTL`` and ``MCP_RESUME_STATE_MAX_AGE`` (Go duration syntax, e.g. ``90s``).
 """
 
@@ -25,14 +26,14 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Any
 
+from http_mode import principal_of
+
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
     from mcp_types import CallToolResult
 
 log = logging.getLogger("example-python")
 
-#: The principal of every call: a stdio server has one, anonymous, client.
-PRINCIPAL = ""
 #: How many times notebook_add retries a put that lost a race, when the caller gave no generation.
 ADD_RETRIES = 5
 
@@ -129,6 +130,7 @@ def _notes(data: bytes) -> list[str]:
 def register_notebook(server: "MCPServer", books: Notebooks) -> None:
     """Add the four notebook tools to ``server``. ``notebook_create``'s description states the opened store's
     policy: ``tools/list`` waits for the store to open (the handshake does not), then puts it in."""
+    from mcp.server.mcpserver import Context
     from mcp_resume import Conflict, HandleStoreError
     from mcp_types import CallToolResult
 
@@ -153,11 +155,11 @@ def register_notebook(server: "MCPServer", books: Notebooks) -> None:
         return None
 
     @server.tool(description="Creates a notebook and returns its handle.")  # the policy: list_tools_with_policy
-    async def notebook_create() -> CallToolResult:
+    async def notebook_create(ctx: Context) -> CallToolResult:
         if (bad := await unavailable()) is not None:
             return bad
         try:
-            c = await books.store.create(PRINCIPAL, json.dumps({"notes": []}).encode())
+            c = await books.store.create(principal_of(ctx), json.dumps({"notes": []}).encode())
         except HandleStoreError as e:
             return failed(e)
         return _result({"handle": c.handle, "generation": c.generation, "idle_ttl_seconds": _seconds(c.idle_ttl),
@@ -165,15 +167,15 @@ def register_notebook(server: "MCPServer", books: Notebooks) -> None:
 
     @server.tool(description="Appends a note to a notebook and returns its new generation. With generation, only if "
                              "the notebook is still at that generation.")
-    async def notebook_add(handle: str, note: str, generation: int | None = None) -> CallToolResult:
+    async def notebook_add(handle: str, note: str, ctx: Context, generation: int | None = None) -> CallToolResult:
         if (bad := await unavailable()) is not None:
             return bad
         for attempt in range(1 + (ADD_RETRIES if generation is None else 0)):
             try:
-                v = await books.store.get(handle, PRINCIPAL)
+                v = await books.store.get(handle, principal_of(ctx))
                 notes = _notes(v.data) + [note]
                 expect = generation if generation is not None else v.generation
-                gen = await books.store.put(handle, PRINCIPAL, json.dumps({"notes": notes}).encode(), expect=expect)
+                gen = await books.store.put(handle, principal_of(ctx), json.dumps({"notes": notes}).encode(), expect=expect)
                 return _result({"generation": gen})
             except Conflict as e:
                 if generation is not None or attempt == ADD_RETRIES:
@@ -183,22 +185,22 @@ def register_notebook(server: "MCPServer", books: Notebooks) -> None:
         raise AssertionError("unreachable")
 
     @server.tool(description="Returns a notebook's notes and generation.")
-    async def notebook_read(handle: str) -> CallToolResult:
+    async def notebook_read(handle: str, ctx: Context) -> CallToolResult:
         if (bad := await unavailable()) is not None:
             return bad
         try:
-            v = await books.store.get(handle, PRINCIPAL)
+            v = await books.store.get(handle, principal_of(ctx))
             return _result({"notes": _notes(v.data), "generation": v.generation})
         except (HandleStoreError, ValueError) as e:
             return failed(e)
 
     @server.tool(description="Deletes a notebook; its handle then answers handle_not_found. With generation, only if "
                              "the notebook is still at that generation.")
-    async def notebook_delete(handle: str, generation: int | None = None) -> CallToolResult:
+    async def notebook_delete(handle: str, ctx: Context, generation: int | None = None) -> CallToolResult:
         if (bad := await unavailable()) is not None:
             return bad
         try:
-            await books.store.delete(handle, PRINCIPAL, expect=generation)
+            await books.store.delete(handle, principal_of(ctx), expect=generation)
             return _result({})
         except HandleStoreError as e:
             return failed(e)

@@ -32,6 +32,11 @@ durable state behind explicit handles in mcp-resume's handle store, which needs 
 this process and its MCP host, and stays on with ``MCP_RESUME=off``
 (``MCP_RESUME_STATE_IDLE_TTL`` / ``MCP_RESUME_STATE_MAX_AGE``, Go duration syntax, set its lifetimes).
 
+With ``--http HOST:PORT`` (e.g. ``--http 127.0.0.1:0``) it serves the same tools over stateless Streamable HTTP
+at ``http://HOST:PORT/mcp`` instead (http_mode.py), for several replicas behind one URL:
+``MCP_EXAMPLE_PRINCIPALS`` (``alice:<token>,bob:<token>``) maps bearer tokens to principals, the broker is
+optional and no resume store is opened.
+
 Startup follows spec 000, "MCP Server Startup", the same flow as the Go and
 TypeScript examples: load the stored token, offer it to the broker, reject it
 if the broker refuses (401/409/410), start a fresh session otherwise, and store
@@ -63,6 +68,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from http_mode import ENV_PRINCIPALS, UsageError, auth_kwargs, http_addr, parse_principals, serve_http
 from notebook import Notebooks, register_notebook
 
 if TYPE_CHECKING:
@@ -259,9 +265,10 @@ async def establish(store: Any, broker: Broker) -> Session:
 class State:
     """The server's broker session, established in the background and shared by the tool handlers."""
 
-    def __init__(self, broker: Broker, store: Any) -> None:
-        """``broker``: the client every tool call uses; ``store``: :func:`open_store`'s. The session comes
-        later, from :meth:`startup`, which the server's lifespan runs."""
+    def __init__(self, broker: Broker | None, store: Any) -> None:
+        """``broker``: the client every tool call uses (``None``: no broker, HTTP mode without
+        ``MCP_EXAMPLE_BROKER_URL``: the broker tools fail, saying so); ``store``: :func:`open_store`'s (``None``:
+        no resume). The session comes later, from :meth:`startup`, which the server's lifespan runs."""
         self.broker = broker
         self.store = store
         self._ready: Any = None  # an anyio.Event, made in the server's event loop by lifespan()
@@ -274,6 +281,8 @@ class State:
         A broker that cannot be reached leaves the error, and the tools fail with it until restart.
         """
         try:
+            if self.broker is None:
+                raise BrokerError(f"{ENV_BROKER_URL} is not set: this replica has no broker session")
             self._session = await establish(self.store, self.broker)
         except Exception as e:  # noqa: BLE001 - BrokerError, or anything else: the tools report it
             self._error = e
@@ -334,13 +343,13 @@ class State:
             raise ToolError(str(e)) from None
 
 
-def new_server(state: State | None = None) -> MCPServer:
+def new_server(state: State | None = None, **auth: Any) -> MCPServer:
     """The MCP server object (official SDK; ``MCPServer`` is FastMCP's name since mcp 2), with ``state``'s
-    lifespan (``None``: none, as the startup benchmark, examples/bench/python/server_start.py, builds it).
-    Imports the SDK."""
+    lifespan (``None``: none, as the startup benchmark, examples/bench/python/server_start.py, builds it) and
+    ``auth`` (:func:`http_mode.auth_kwargs`: bearer principals in HTTP mode). Imports the SDK."""
     from mcp.server.mcpserver import MCPServer
 
-    return MCPServer("mcp-resume-example-python", version="0.1.0", lifespan=state.lifespan if state else None)
+    return MCPServer("mcp-resume-example-python", version="0.1.0", lifespan=state.lifespan if state else None, **auth)
 
 
 def register(server: MCPServer, state: State) -> None:
@@ -349,12 +358,14 @@ def register(server: MCPServer, state: State) -> None:
     @server.tool(description="Keep a note in this session's context at the broker.")
     async def remember(note: str) -> str:
         session = await state.current()
+        assert state.broker is not None  # current() has a session only with a broker
         await state.call(state.broker.add_note, session.token, note)
         return "remembered"
 
     @server.tool(description="List the notes of this session.")
     async def recall() -> str:
         session = await state.current()
+        assert state.broker is not None  # current() has a session only with a broker
         notes = await state.call(state.broker.notes, session.token)
         return json.dumps({"notes": notes})
 
@@ -364,8 +375,34 @@ def register(server: MCPServer, state: State) -> None:
         return json.dumps({"session_id": session.session_id, "resumed": session.resumed})
 
 
+def main_http(host: str, port: int) -> int:
+    """Serve the same tools over stateless Streamable HTTP (:mod:`http_mode`); return the exit status (0 after
+    SIGTERM/SIGINT, 2 for a malformed ``MCP_EXAMPLE_PRINCIPALS``). No resume store: there is no MCP host parent
+    to identify. The broker is optional; the handle store opens from the environment."""
+    try:
+        principals = parse_principals(os.environ.get(ENV_PRINCIPALS, ""))
+    except UsageError as e:
+        log.error("%s", e)
+        return 2
+    if principals is None:
+        log.warning("HTTP mode without %s: every request runs as the anonymous principal \"\"", ENV_PRINCIPALS)
+    log.info("HTTP mode: no MCP host parent to identify, so no session resume store; "
+             "the handle store opens from the environment")
+    broker_url = os.environ.get(ENV_BROKER_URL, "")
+    state = State(Broker(broker_url) if broker_url else None, None)
+    books = Notebooks(APP).start()
+    try:
+        server = new_server(state, **auth_kwargs(principals))
+        register(server, state)
+        register_notebook(server, books)
+        return serve_http(server, host, port)
+    finally:
+        books.close()
+
+
 def main() -> int:
-    """Run the server; return the exit status (0, or 1 without ``MCP_EXAMPLE_BROKER_URL``).
+    """Run the server; return the exit status (0, or 1 without ``MCP_EXAMPLE_BROKER_URL``, or 2 for bad
+    arguments). With ``--http HOST:PORT``: :func:`main_http`.
 
     The resume store is constructed first (it opens and loads in its own
     thread), then the SDK imports, the server is built and serves stdio at
@@ -373,6 +410,13 @@ def main() -> int:
     ``initialize`` waits for neither the plugin nor the broker.
     """
     setup_logging()
+    try:
+        addr = http_addr(sys.argv[1:])
+    except UsageError as e:
+        log.error("%s", e)
+        return 2
+    if addr is not None:
+        return main_http(*addr)
     broker_url = os.environ.get(ENV_BROKER_URL, "")
     if not broker_url:
         log.error("%s is not set: point it at the token broker (go run ./examples/broker prints its URL)", ENV_BROKER_URL)

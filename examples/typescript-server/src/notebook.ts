@@ -2,7 +2,9 @@
  * The notebook tools: the handle store's example (durable state for a
  * sessionless MCP server), with the same names and JSON as the Go and Python
  * example servers. A notebook is the JSON `{"notes": [...]}` (UTF-8) behind
- * a handle; the principal is `""` (stdio has no authenticated caller).
+ * a handle; the principal is `""` over stdio (no authenticated caller) and
+ * the bearer token's principal in HTTP mode ({@link principalOf}), so that
+ * alice's notebook is `handle_not_found` for bob.
  *
  * - `notebook_create {}` → `{"handle", "generation", "idle_ttl_seconds", "max_age_seconds"}`
  * - `notebook_add {handle, note, generation?}` → `{"generation"}`
@@ -19,6 +21,8 @@
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { Conflict, HandleExpired, HandleStore, HandleStoreError, type Logger } from "mcp-resume";
 import { z } from "zod";
+
+import { principalOf } from "./http.js";
 
 /** Retries of notebook_add after a conflict when the caller gave no generation (another writer got in between). */
 export const ADD_RETRIES = 5;
@@ -94,9 +98,9 @@ export function registerNotebookTools(server: McpServer, opened: HandleStore | H
   const handle = z.string().describe("the notebook's handle, as notebook_create returned it");
   const generation = z.number().int().optional().describe("the generation you read: the call fails with conflict if the notebook changed since");
 
-  server.registerTool("notebook_create", { description: `Creates a notebook and returns its handle. ${policy}`, inputSchema: {} }, async () => {
+  server.registerTool("notebook_create", { description: `Creates a notebook and returns its handle. ${policy}`, inputSchema: {} }, async (_args, extra) => {
     try {
-      const c = await store().create("", notebook([]));
+      const c = await store().create(principalOf(extra), notebook([]));
       return ok({ handle: c.handle, generation: c.generation, idle_ttl_seconds: c.idleTtlMs / 1000, max_age_seconds: c.maxAgeMs / 1000 });
     } catch (e) {
       return toolError(e);
@@ -109,13 +113,14 @@ export function registerNotebookTools(server: McpServer, opened: HandleStore | H
       description: `Adds a note to a notebook and returns its new generation. Without a generation, a concurrent change is retried up to ${ADD_RETRIES} times.`,
       inputSchema: { handle, note: z.string().describe("the note to add"), generation },
     },
-    async ({ handle: h, note, generation: expect }) => {
+    async ({ handle: h, note, generation: expect }, extra) => {
+      const who = principalOf(extra);
       try {
         const s = store();
         for (let attempt = 0; ; attempt++) {
-          const v = await s.get(h, "");
+          const v = await s.get(h, who);
           try {
-            return ok({ generation: await s.put(h, "", notebook([...notesOf(v.data), note]), { expect: expect ?? v.generation }) });
+            return ok({ generation: await s.put(h, who, notebook([...notesOf(v.data), note]), { expect: expect ?? v.generation }) });
           } catch (e) {
             if (!(e instanceof Conflict) || expect !== undefined || attempt >= ADD_RETRIES) throw e;
           }
@@ -126,9 +131,9 @@ export function registerNotebookTools(server: McpServer, opened: HandleStore | H
     },
   );
 
-  server.registerTool("notebook_read", { description: "Returns a notebook's notes and generation.", inputSchema: { handle } }, async ({ handle: h }) => {
+  server.registerTool("notebook_read", { description: "Returns a notebook's notes and generation.", inputSchema: { handle } }, async ({ handle: h }, extra) => {
     try {
-      const v = await store().get(h, "");
+      const v = await store().get(h, principalOf(extra));
       return ok({ notes: notesOf(v.data), generation: v.generation });
     } catch (e) {
       return toolError(e);
@@ -138,9 +143,9 @@ export function registerNotebookTools(server: McpServer, opened: HandleStore | H
   server.registerTool(
     "notebook_delete",
     { description: "Deletes a notebook; with a generation, only if it is still that one. Its handle then answers handle_not_found.", inputSchema: { handle, generation } },
-    async ({ handle: h, generation: expect }) => {
+    async ({ handle: h, generation: expect }, extra) => {
       try {
-        await store().delete(h, "", expect === undefined ? {} : { expect });
+        await store().delete(h, principalOf(extra), expect === undefined ? {} : { expect });
         return ok({});
       } catch (e) {
         return toolError(e);

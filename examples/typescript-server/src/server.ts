@@ -38,6 +38,12 @@
  * `MCP_RESUME_STATE_IDLE_TTL` and `MCP_RESUME_STATE_MAX_AGE` (Go duration
  * syntax, e.g. `90s`) set the notebooks' lifetimes.
  *
+ * With `--http HOST:PORT` (e.g. `--http 127.0.0.1:0`) it serves the same
+ * tools over stateless Streamable HTTP at `http://HOST:PORT/mcp` instead
+ * (http.ts), for several replicas behind one URL: `MCP_EXAMPLE_PRINCIPALS`
+ * (`alice:<token>,bob:<token>`) maps bearer tokens to principals, the broker
+ * is optional and no resume store is opened.
+ *
  * Startup follows spec 000, "MCP Server Startup": load the stored token,
  * offer it to the broker, reject it if the broker refuses, store whatever
  * token the broker issues. It runs in the background, after the MCP
@@ -55,10 +61,11 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
-import { createStderrLogger, ResumeTokenStore, type Logger } from "mcp-resume";
+import { createStderrLogger, HandleStore, ResumeTokenStore, type Logger } from "mcp-resume";
 import { z } from "zod";
 
 import { BrokerClient, BrokerRejectedError, type Session } from "./broker.js";
+import { ENV_PRINCIPALS, httpAddr, parsePrincipals, serveHttp, type Principals } from "./http.js";
 import { openNotebooks, registerNotebookTools } from "./notebook.js";
 
 /**
@@ -173,7 +180,111 @@ function delayMonitor(): { handshake(): void; done(): void } {
   };
 }
 
+/**
+ * Registers the broker tools on `server`: `current` gives the broker
+ * session (or rejects saying why there is none); `broker` undefined (HTTP
+ * mode without a broker) never gets that far.
+ */
+function registerBrokerTools(server: McpServer, broker: BrokerClient | undefined, current: () => Promise<Session>): void {
+  server.registerTool(
+    "remember",
+    {
+      description: "Keep a note in this session's context at the broker.",
+      inputSchema: { note: z.string().describe("the note to keep in this session") },
+    },
+    async ({ note }) => {
+      const s = await current();
+      await broker!.addNote(s.token, note);
+      return text("remembered");
+    },
+  );
+  server.registerTool("recall", { description: "List the notes of this session." }, async () => {
+    const s = await current();
+    const notes = await broker!.notes(s.token);
+    return text(JSON.stringify({ notes }));
+  });
+  server.registerTool(
+    "session_info",
+    { description: "The broker session ID and whether it was resumed." },
+    async () => {
+      const s = await current();
+      return text(JSON.stringify({ session_id: s.session_id, resumed: s.resumed }));
+    },
+  );
+}
+
+/**
+ * Waits for `started` (the background startup's outcome) at most
+ * {@link SESSION_WAIT_MS} and returns its session, or throws why there is none.
+ */
+async function sessionOf(started: Promise<Outcome>): Promise<Session> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<Outcome>((resolve) => {
+    timer = setTimeout(
+      () => resolve({ error: `startup still running after ${SESSION_WAIT_MS / 1000} s (is the broker at ${ENV_BROKER_URL} reachable?)` }),
+      SESSION_WAIT_MS,
+    );
+  });
+  const o = await Promise.race([started, timeout]).finally(() => clearTimeout(timer));
+  if (!o.session) throw new Error(`no broker session: ${o.error}`);
+  return o.session;
+}
+
+/**
+ * HTTP mode (http.ts): the same tools over stateless Streamable HTTP, one
+ * server per request, with bearer principals. No resume store (no MCP host
+ * parent to identify); the broker is optional; the handle store opens once,
+ * from the environment, before listening.
+ */
+async function mainHttp(host: string, port: number): Promise<void> {
+  let principals: Principals | undefined;
+  try {
+    principals = parsePrincipals(process.env[ENV_PRINCIPALS] ?? "");
+  } catch (e) {
+    logger.error((e as Error).message);
+    process.exit(2);
+  }
+  if (!principals) logger.warn(`HTTP mode without ${ENV_PRINCIPALS}: every request runs as the anonymous principal ""`);
+  logger.info("HTTP mode: no MCP host parent to identify, so no session resume store; the handle store opens from the environment");
+  const brokerURL = process.env[ENV_BROKER_URL];
+  const broker = brokerURL ? new BrokerClient(brokerURL) : undefined;
+  const started: Promise<Outcome> = broker
+    ? establish(undefined, broker).then(
+        (session): Outcome => ({ session }),
+        (e: unknown): Outcome => {
+          const error = (e as Error).message;
+          logger.error("no broker session; broker tools will fail until restart", { error });
+          return { error };
+        },
+      )
+    : Promise.resolve({ error: `${ENV_BROKER_URL} is not set: this replica has no broker session` });
+  const opened = await openNotebooks(APP, logger);
+  await serveHttp({
+    host,
+    port,
+    principals,
+    logger,
+    newServer: () => {
+      const server = newServer();
+      registerNotebookTools(server, opened);
+      registerBrokerTools(server, broker, () => sessionOf(started));
+      return server;
+    },
+    onClose: () => {
+      if (opened instanceof HandleStore) opened.close();
+    },
+  });
+}
+
 async function main(): Promise<void> {
+  let addr: { host: string; port: number } | undefined;
+  try {
+    addr = httpAddr(process.argv.slice(2));
+  } catch (e) {
+    logger.error((e as Error).message);
+    process.exit(2);
+  }
+  if (addr) return mainHttp(addr.host, addr.port);
   const brokerURL = process.env[ENV_BROKER_URL];
   if (!brokerURL) {
     logger.error(`${ENV_BROKER_URL} is not set: point it at the token broker (go run ./examples/broker prints its URL)`);
@@ -187,46 +298,12 @@ async function main(): Promise<void> {
       eld?.done();
       return o;
     }));
-  const current = async (): Promise<Session> => {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<Outcome>((resolve) => {
-      timer = setTimeout(
-        () => resolve({ error: `startup still running after ${SESSION_WAIT_MS / 1000} s (is the broker at ${ENV_BROKER_URL} reachable?)` }),
-        SESSION_WAIT_MS,
-      );
-    });
-    const o = await Promise.race([start(), timeout]).finally(() => clearTimeout(timer));
-    if (!o.session) throw new Error(`no broker session: ${o.error}`);
-    return o.session;
-  };
 
   const server = newServer();
   // Opened before connecting, so that tools/list already states the store's policy: ~60 ms of compile and
   // instantiation the resume store would otherwise pay after initialize.
   registerNotebookTools(server, await openNotebooks(APP, logger));
-  server.registerTool(
-    "remember",
-    {
-      description: "Keep a note in this session's context at the broker.",
-      inputSchema: { note: z.string().describe("the note to keep in this session") },
-    },
-    async ({ note }) => {
-      await broker.addNote((await current()).token, note);
-      return text("remembered");
-    },
-  );
-  server.registerTool("recall", { description: "List the notes of this session." }, async () => {
-    const notes = await broker.notes((await current()).token);
-    return text(JSON.stringify({ notes }));
-  });
-  server.registerTool(
-    "session_info",
-    { description: "The broker session ID and whether it was resumed." },
-    async () => {
-      const s = await current();
-      return text(JSON.stringify({ session_id: s.session_id, resumed: s.resumed }));
-    },
-  );
+  registerBrokerTools(server, broker, () => sessionOf(start()));
 
   if (process.env["MCP_EXAMPLE_BENCH_EAGER"] === "1") void start();
   // initialize has been answered: the plugin's synchronous work may run now.

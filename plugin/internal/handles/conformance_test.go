@@ -8,16 +8,21 @@ package handles
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
 	"github.com/mcp-resume/mcp-resume/hostfuncs/conformance"
+	"github.com/mcp-resume/mcp-resume/internal/rediseval"
+	"github.com/mcp-resume/mcp-resume/internal/redistest"
 	"github.com/mcp-resume/mcp-resume/plugin/internal/testhost"
 )
 
@@ -31,6 +36,7 @@ type confWant struct {
 	OutputJSONSubset json.RawMessage `json:"output_json_subset"`
 	ErrorCode        string          `json:"error_code"`
 	ErrorJSONSubset  json.RawMessage `json:"error_json_subset"`
+	MessageExcludes  string          `json:"message_excludes"`
 }
 
 type confCall struct {
@@ -43,6 +49,8 @@ type confCall struct {
 	Content confContent       `json:"content"`
 	Prefix  string            `json:"prefix"`
 	Mode    string            `json:"mode"`
+	Command []string          `json:"command"`
+	EachKey string            `json:"each_key"`
 }
 
 type confCase struct {
@@ -50,6 +58,8 @@ type confCase struct {
 	Spec        string          `json:"spec"`
 	Description string          `json:"description"`
 	Store       string          `json:"store"`
+	Backends    []string        `json:"backends"`
+	LogsExclude string          `json:"logs_exclude"`
 	System      json.RawMessage `json:"system"`
 	Open        json.RawMessage `json:"open"`
 	// OpenWant is checked like a call's want.
@@ -80,21 +90,49 @@ func TestConformanceCasesNative(t *testing.T) {
 			t.Fatal(err)
 		}
 		name := strings.TrimSuffix(filepath.Base(p), ".json")
-		t.Run(name, func(t *testing.T) { runConfCase(t, name, raw) })
+		var b struct{ Backends []string }
+		_ = json.Unmarshal(raw, &b)
+		for _, backend := range []string{hostfuncs.BackendFile, hostfuncs.BackendRedis} {
+			if len(b.Backends) == 0 || slices.Contains(b.Backends, backend) {
+				t.Run(name+"/"+backend, func(t *testing.T) { runConfCase(t, name, raw, backend) })
+			}
+		}
 	}
 }
 
-func runConfCase(t *testing.T, name string, raw []byte) {
+func runConfCase(t *testing.T, name string, raw []byte, backend string) {
 	h := testhost.New(t)
 	root := h.Facts.Home
 	euid := strconv.Itoa(os.Geteuid())
 	raw = bytes.ReplaceAll(raw, []byte(`"$EUID"`), []byte(euid))
 	raw = bytes.ReplaceAll(raw, []byte("$ROOT"), []byte(root))
+	var rd *redistest.Server
+	redis := backend == hostfuncs.BackendRedis
+	if redis {
+		rd = caseRedis(t)
+		raw = bytes.ReplaceAll(raw, []byte("$REDIS_URL"), []byte(rd.URL))
+		clients := &rediseval.Clients{}
+		t.Cleanup(func() { _ = clients.Close() })
+		h.Eval = func(r hostfuncs.EvalRequest) hostfuncs.EvalResponse { return clients.Eval(context.Background(), r) }
+	}
 	var c confCase
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
 		t.Fatalf("case: %v", err)
+	}
+	if redis {
+		// The same case on Redis: the store is named by state_url, and
+		// nothing on disk is checked.
+		c.FilesAfter, c.FilesAfterCount, c.FilesExclude, c.StateDirAfter = nil, nil, "", nil
+		open := map[string]any{"app": "conformance", "state_root": root + "/state"}
+		if len(c.Open) > 0 {
+			_ = json.Unmarshal(c.Open, &open)
+		}
+		if _, ok := open["state_url"]; !ok {
+			open["state_url"] = rd.URL
+		}
+		c.Open, _ = json.Marshal(open)
 	}
 	if c.Name != name || c.Spec == "" || c.Store != "handles" {
 		t.Fatalf("case name %q, spec %q, store %q: want name %q, a spec, store handles", c.Name, c.Spec, c.Store, name)
@@ -132,7 +170,9 @@ func runConfCase(t *testing.T, name string, raw []byte) {
 	out, werr := s.Open(open)
 	if werr == nil {
 		h.Dir = out.StateDir
-		if out.StateDir != dir {
+		if out.Backend == hostfuncs.BackendRedis {
+			dir = filepath.Join(root, "no-directory")
+		} else if out.StateDir != dir {
 			t.Errorf("state_dir %s, want %s", out.StateDir, dir)
 		}
 	}
@@ -156,6 +196,9 @@ func runConfCase(t *testing.T, name string, raw []byte) {
 			if err := conformance.CorruptFiles(dir, root, cl.Prefix, cl.Mode); err != nil {
 				t.Fatal(err)
 			}
+			continue
+		case "redis":
+			redisAction(t, rd, cl.EachKey, cl.Command)
 			continue
 		case "":
 		default:
@@ -221,6 +264,13 @@ func runConfCase(t *testing.T, name string, raw []byte) {
 			}
 		}
 	}
+	if c.LogsExclude != "" {
+		for _, l := range h.Logs {
+			if strings.Contains(l.Message+" "+l.Detail, c.LogsExclude) {
+				t.Errorf("log line %+v holds %q", l, c.LogsExclude)
+			}
+		}
+	}
 	var got []hostfuncs.LogRequest
 	for _, l := range h.Logs {
 		if l.Level != hostfuncs.LevelDebug {
@@ -247,6 +297,9 @@ func checkWant(t *testing.T, what string, w confWant, out []byte, werr *hostfunc
 			return
 		}
 		eb, _ := werr.EncodeJSON()
+		if w.MessageExcludes != "" && strings.Contains(string(eb), w.MessageExcludes) {
+			t.Errorf("%s: error %s holds %q", what, eb, w.MessageExcludes)
+		}
 		var g any
 		_ = json.Unmarshal(eb, &g)
 		if w.ErrorCode != "" && werr.Code != w.ErrorCode || w.ErrorJSONSubset != nil && !conformance.Subset(conformance.DecodeJSON(w.ErrorJSONSubset), g) {
@@ -295,4 +348,69 @@ func plant(t *testing.T, dir, name string, f confContent) {
 		old := modTime(f.AgeDays)
 		_ = os.Chtimes(p, old, old)
 	}
+}
+
+// caseRedis is the Redis server of this package's redis-mode cases: one
+// per test binary (hostfuncs/conformance/README.md, "Redis"), emptied and
+// its scripts flushed before each case.
+func caseRedis(t *testing.T) *redistest.Server {
+	t.Helper()
+	redisOnce.Do(func() { redisServer, redisErr = redistest.Launch() })
+	if redisErr != nil {
+		if redistest.Required() {
+			t.Fatalf("redis-server: %v", redisErr)
+		}
+		t.Skipf("no Redis for the redis-mode cases: %v", redisErr)
+	}
+	for _, cmd := range [][]string{{"FLUSHALL"}, {"SCRIPT", "FLUSH"}} {
+		if _, err := redisServer.Do(cmd...); err != nil {
+			t.Fatalf("%v: %v", cmd, err)
+		}
+	}
+	return redisServer
+}
+
+var (
+	redisOnce   sync.Once
+	redisServer *redistest.Server
+	redisErr    error
+)
+
+// redisAction is the "redis" action: command sent once, or once per key
+// matching eachKey with "$KEY" replaced.
+func redisAction(t *testing.T, rd *redistest.Server, eachKey string, command []string) {
+	t.Helper()
+	if rd == nil {
+		t.Fatal("a redis action outside the redis backend")
+	}
+	if eachKey == "" {
+		if _, err := rd.Do(command...); err != nil {
+			t.Logf("%v: %v (ignored)", command, err)
+		}
+		return
+	}
+	keys, err := rd.Client().Keys(context.Background(), eachKey).Result()
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("no key matches %s (%v)", eachKey, err)
+	}
+	for _, k := range keys {
+		cmd := slices.Clone(command)
+		for i := range cmd {
+			if cmd[i] == "$KEY" {
+				cmd[i] = k
+			}
+		}
+		if _, err := rd.Do(cmd...); err != nil {
+			t.Logf("%v: %v (ignored)", cmd, err)
+		}
+	}
+}
+
+// TestMain stops the redis-mode cases' server after the run.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if redisServer != nil {
+		redisServer.Close()
+	}
+	os.Exit(code)
 }

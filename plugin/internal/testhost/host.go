@@ -59,6 +59,9 @@ type Host struct {
 	Calls map[string]int // host function -> calls
 	Reqs  []string       // every request, "fn json"
 	Logs  []hostfuncs.LogRequest
+	// Eval answers mcp_resume_eval (the Redis backend's tests set it to the
+	// Go host's real client, internal/rediseval); nil answers unsupported.
+	Eval func(hostfuncs.EvalRequest) hostfuncs.EvalResponse
 }
 
 // The default system of the conformance cases: the server is pid 100, its
@@ -151,6 +154,15 @@ func (h *Host) Call(fn string, req []byte) []byte {
 	switch fn {
 	case hostfuncs.FnFacts:
 		return respond(h.Facts)
+	case hostfuncs.FnEval:
+		var r hostfuncs.EvalRequest
+		if err := json.Unmarshal(req, &r); err != nil {
+			return errResp(hostfuncs.CodeInvalidRequest, "bad eval request")
+		}
+		if h.Eval == nil {
+			return errResp(hostfuncs.CodeUnsupported, "this test host has no Redis")
+		}
+		return respond(h.Eval(r))
 	case hostfuncs.FnInspect:
 		var r struct {
 			Ops []map[string]any `json:"ops"`

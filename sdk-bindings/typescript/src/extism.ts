@@ -1,11 +1,13 @@
 /**
  * Loading `@extism/extism` 1.0.3 and the plugin module, with the SDK's traps handled (README, "Extism
  * 1.0.3 and its traps"): the `node:wasi` warning ({@link loadExtism}), the missing `get_log_level`
- * ({@link extismEnvExtras}); the store resets the block table after every call and keeps stdout clean.
+ * ({@link extismEnvExtras}), the worker mode's thread ({@link withSdkWorker}); the store resets the block
+ * table after every call and keeps stdout clean.
  *
  * @packageDocumentation
  */
 import { readFile } from "node:fs/promises";
+import { createRequire, syncBuiltinESMExports } from "node:module";
 import { fileURLToPath } from "node:url";
 import { setFlagsFromString } from "node:v8";
 
@@ -83,4 +85,47 @@ export const PLUGIN_LOG_LEVEL = 3;
 /** Functions added to `extism:host/env` for what 1.0.3 lacks: `get_log_level () -> i32`. */
 export function extismEnvExtras(): Record<string, (...args: unknown[]) => unknown> {
   return { get_log_level: () => PLUGIN_LOG_LEVEL };
+}
+
+const SDK_WORKER_PREFIX = "data:text/javascript;base64,";
+let workerPatches = 0;
+
+/**
+ * Runs `create` (an Extism `createPlugin` with `runInWorker: true`) with the SDK's worker thread started
+ * safely. 1.0.3 starts it as `new Worker(<data: URL>)` with the parent's `execArgv`, and its source ends
+ * with `//# sourceMappingURL=worker.js.map`: with source maps on (`--enable-source-maps`, tsx) the
+ * thread dies on that relative URL before it answers, and it prints Node's "WASI is experimental"
+ * warning on stderr. For the duration of `create`, `worker_threads.Worker` (re-exported to ES modules
+ * with `syncBuiltinESMExports`) starts the SDK's source (recognised by its text) without that comment,
+ * with no inherited `execArgv` (it is plain JavaScript) but `--disable-warning=ExperimentalWarning`, and
+ * with its stdout never piped to ours (`stdout: true`: JSON-RPC). Every other Worker starts unchanged.
+ *
+ * @param create - the plugin creation; its promise is returned as is.
+ */
+export async function withSdkWorker<T>(create: () => Promise<T>): Promise<T> {
+  const wt = createRequire(import.meta.url)("node:worker_threads") as typeof import("node:worker_threads");
+  const original = wt.Worker;
+  if (workerPatches++ === 0) {
+    wt.Worker = class SdkWorker extends original {
+      constructor(url: string | URL, options?: import("node:worker_threads").WorkerOptions) {
+        const href = url instanceof URL ? url.href : "";
+        const src = href.startsWith(SDK_WORKER_PREFIX) ? Buffer.from(href.slice(SDK_WORKER_PREFIX.length), "base64").toString("utf8") : "";
+        if (!src.includes("github.com/extism/js-sdk")) {
+          super(url, options);
+          return;
+        }
+        const clean = src.replace(/\n\/\/# sourceMappingURL=\S*\s*$/, "\n");
+        super(new URL(SDK_WORKER_PREFIX + Buffer.from(clean).toString("base64")), { ...options, execArgv: ["--disable-warning=ExperimentalWarning"], stdout: true });
+      }
+    } as typeof original;
+    syncBuiltinESMExports();
+  }
+  try {
+    return await create();
+  } finally {
+    if (--workerPatches === 0) {
+      wt.Worker = Object.getPrototypeOf(wt.Worker) as typeof original;
+      syncBuiltinESMExports();
+    }
+  }
 }

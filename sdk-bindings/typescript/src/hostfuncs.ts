@@ -1,6 +1,8 @@
 /**
- * The ten host functions of the plugin for Node (hostfuncs/README.md, ABI
- * version 6): operating-system primitives with no policy. None ever throws:
+ * The eleven host functions of the plugin for Node (hostfuncs/README.md, ABI
+ * version 7): operating-system primitives with no policy, and `mcp_resume_eval`
+ * (redis.ts; asynchronous, so only through {@link HostFunctions.callAsync} in
+ * Extism's worker mode). None ever throws:
  * every failure, a malformed request included, is the response
  * `{"error": {"code", "message"}}`. Node specifics: `peer`, `sysctl` and
  * `procargs` answer `unsupported`; on macOS `ps` runs `/bin/ps`; the lock is
@@ -8,7 +10,7 @@
  * {@link HostFunctions.lockAhead} for the resume store and otherwise
  * synchronously by the process's lock worker (lockworker.ts), and `O_EXLOCK`
  * on macOS. Node opens every file close-on-exec (libuv adds `O_CLOEXEC`).
- * Just over 500 lines: one function per contract section, kept together.
+ * Over 500 lines: one function per contract section, kept together.
  *
  * @packageDocumentation
  */
@@ -20,16 +22,17 @@ import * as path from "node:path";
 
 import { LockWorker, lockWorker, sleepSync } from "./lockworker.js";
 import { safeLog, type LogLevel, type Logger } from "./logger.js";
+import { EvalError, evalRequest, RedisEval } from "./redis.js";
 
 /** Version of the plugin/host contract this host implements. */
-export const ABI_VERSION = "6";
+export const ABI_VERSION = "7";
 
 /** Wasm import module of every host function (Extism's default for user functions). */
 export const NAMESPACE = "extism:host/user";
 
 /** Host function names, in the order of hostfuncs/README.md. */
 export const FUNCTIONS = ["mcp_resume_facts", "mcp_resume_inspect", "mcp_resume_prepare_dir", "mcp_resume_read", "mcp_resume_write",
-  "mcp_resume_remove", "mcp_resume_list", "mcp_resume_lock", "mcp_resume_log", "mcp_resume_unlock"] as const;
+  "mcp_resume_remove", "mcp_resume_list", "mcp_resume_lock", "mcp_resume_log", "mcp_resume_unlock", "mcp_resume_eval"] as const;
 
 /** The largest `limit` of `mcp_resume_read` in bytes (8 MiB: a sealed record of the largest handle value fits one read). */
 export const MAX_READ_LIMIT = 8 << 20;
@@ -37,7 +40,8 @@ export const MAX_READ_LIMIT = 8 << 20;
 export const MAX_LOCK_WAIT_MS = 10_000;
 
 /** Error codes of the contract (hostfuncs/README.md, "Error codes"). */
-export type ErrorCode = "not_found" | "permission" | "unsupported" | "invalid_request" | "unsafe" | "busy" | "not_dir" | "exists" | "no_space" | "read_only" | "io";
+export type ErrorCode = "not_found" | "permission" | "unsupported" | "invalid_request" | "unsafe" | "busy" | "not_dir" | "exists" | "no_space" | "read_only" | "io"
+  | "noscript" | "script" | "unavailable" | "timeout";
 
 /** errno names and their codes (hostfuncs/README.md, "Error codes"); any other errno is `io`. */
 const ERRNO_CODES: Record<string, ErrorCode> = {
@@ -62,6 +66,7 @@ const INT_MAX = 0x7fffffff;
 /** A Node system error as a {@link HostError} coded by {@link ERRNO_CODES}, its message prefixed `what: `; a HostError as is. */
 function osError(what: string, e: unknown): HostError {
   if (e instanceof HostError) return e;
+  if (e instanceof EvalError) return new HostError(e.code, e.message);
   return new HostError(ERRNO_CODES[(e as NodeJS.ErrnoException | null)?.code ?? ""] ?? "io", `${what}: ${(e as Error | null)?.message ?? String(e)}`);
 }
 
@@ -199,6 +204,8 @@ export class HostFunctions {
   /** What lockAhead() found for sockets it could not bind. */
   readonly #failed = new Map<string, HostError>();
   readonly #pending = new Set<Promise<void>>();
+  /** The Redis clients of `mcp_resume_eval`, made on its first call (worker mode only). */
+  #redis: RedisEval | undefined;
   #closed = false;
 
   /** @param config - `logger` receives the `mcp_resume_log` lines. */
@@ -221,15 +228,37 @@ export class HostFunctions {
   call(fn: string, request: Uint8Array): Uint8Array {
     let resp: unknown;
     try {
-      if (this.#closed) throw bad("the store is closed");
-      const req = orElse(() => JSON.parse(Buffer.from(request).toString("utf8")) as unknown, undefined);
-      if (req === null || typeof req !== "object" || Array.isArray(req)) throw bad("the request is not a JSON object");
-      resp = this.#dispatch(fn, req as Json);
+      resp = this.#dispatch(fn, this.#request(request));
     } catch (e) {
       resp = { error: toWire(e, fn) };
     }
-    const out = JSON.stringify(resp);
-    return Buffer.from(out + " ".repeat((8 - (Buffer.byteLength(out) % 8)) % 8), "utf8");
+    return padded(resp);
+  }
+
+  /**
+   * Serves one host function call where it may wait (Extism's worker mode): `mcp_resume_eval` runs its
+   * script on Redis (redis.ts, one client per URL for this store); any other function as {@link call}.
+   * Never rejects.
+   *
+   * @returns the padded UTF-8 JSON response, as {@link call}.
+   */
+  async callAsync(fn: string, request: Uint8Array): Promise<Uint8Array> {
+    if (fn !== "mcp_resume_eval") return this.call(fn, request);
+    try {
+      const req = evalRequest(this.#request(request));
+      this.#redis ??= new RedisEval();
+      return padded({ reply: await this.#redis.eval(req) });
+    } catch (e) {
+      return padded({ error: toWire(e, fn) });
+    }
+  }
+
+  /** The request as a JSON object, else `invalid_request` (also once the store is closed). */
+  #request(request: Uint8Array): Json {
+    if (this.#closed) throw bad("the store is closed");
+    const req = orElse(() => JSON.parse(Buffer.from(request).toString("utf8")) as unknown, undefined);
+    if (req === null || typeof req !== "object" || Array.isArray(req)) throw bad("the request is not a JSON object");
+    return req as Json;
   }
 
   #dispatch(fn: string, req: Json): Json {
@@ -279,6 +308,9 @@ export class HostFunctions {
         safeLog(this.#logger, level as LogLevel, message, { event, ...(detail !== "" ? { detail } : {}) });
         return {};
       }
+      case "mcp_resume_eval":
+        evalRequest(req); // a malformed request is invalid_request in every mode
+        throw new HostError("unsupported", "mcp_resume_eval: Redis needs Extism's worker mode, where a host function may wait for the network; HandleStore.open runs the plugin there when stateUrl or MCP_RESUME_STATE_URL is set");
       default:
         throw bad(`unknown host function ${fn}`);
     }
@@ -537,13 +569,20 @@ export class HostFunctions {
     if (h !== undefined) release(key, h);
   }
 
-  /** Releases every lock this instance holds (the lock files stay); every later call answers `invalid_request`. Idempotent; never rejects. */
+  /** Releases every lock this instance holds (the lock files stay) and destroys its Redis clients; every later call answers `invalid_request`. Idempotent; never rejects. */
   async close(): Promise<void> {
     this.#closed = true;
+    this.#redis?.close();
     await Promise.all(this.#pending);
     for (const [key, h] of this.#held) release(key, h);
     this.#held.clear();
   }
+}
+
+/** `resp` as UTF-8 JSON padded with spaces to a multiple of 8 bytes (hostfuncs/README.md, "Calling convention"). */
+function padded(resp: unknown): Uint8Array {
+  const out = JSON.stringify(resp);
+  return Buffer.from(out + " ".repeat((8 - (Buffer.byteLength(out) % 8)) % 8), "utf8");
 }
 
 /** Releases one held lock: closes the descriptor (macOS), the server bound ahead, or asks the worker to close `key`. */

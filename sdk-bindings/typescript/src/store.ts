@@ -6,7 +6,7 @@
  */
 import type { Plugin } from "@extism/extism";
 
-import { compiledModule, extismEnvExtras, loadExtism } from "./extism.js";
+import { compiledModule, extismEnvExtras, loadExtism, withSdkWorker } from "./extism.js";
 import { ABI_VERSION, FUNCTIONS, HostFunctions, NAMESPACE } from "./hostfuncs.js";
 import { createStderrLogger, safeLog, type Logger } from "./logger.js";
 
@@ -97,7 +97,7 @@ export class InvalidTokenError extends ResumeError {}
 /**
  * Thrown by {@link ResumeTokenStore.open} when the plugin cannot be loaded,
  * speaks another ABI version (`plugin ABI version "4", this host implements
- * "6"`) or refuses an option; by `list`, `prune`, `whoami` when it fails.
+ * "7"`) or refuses an option; by `list`, `prune`, `whoami` when it fails.
  */
 export class PluginError extends ResumeError {}
 
@@ -407,6 +407,9 @@ export class ResumeTokenStore {
    */
   async #raw(name: string, input?: Uint8Array): Promise<ExportResult> {
     if (this.#released) return { ok: false, code: "not_open", message: "the store is closed" };
+    // Worker mode: the plugin's thread keeps the process alive only while a call runs (the promise waits on it).
+    const worker = (this.plugin as unknown as { worker?: { ref(): void; unref(): void } | null }).worker;
+    worker?.ref();
     try {
       // 1.0.3 wraps a view's whole ArrayBuffer: hand it an exactly sized copy.
       const out = await this.plugin.call(name, input && input.length > 0 ? new Uint8Array(input) : undefined);
@@ -420,6 +423,7 @@ export class ResumeTokenStore {
       return { ok: false, code: "plugin_failed", message: msg };
     } finally {
       await this.plugin.reset().catch(() => undefined);
+      worker?.unref();
     }
   }
 }
@@ -429,29 +433,55 @@ export class ResumeTokenStore {
  * ABI version, without calling `open`. Internal: the conformance runner and
  * the tests use it (other plugins, fixture host functions).
  *
+ * `worker`: run the plugin in Extism's worker mode (`runInWorker`: the plugin
+ * on a worker thread, every host function on this thread, where it may
+ * return a promise while the event loop keeps turning); `mcp_resume_eval`
+ * then reaches Redis ({@link HostFunctions.callAsync}). Otherwise (the
+ * default, a few milliseconds cheaper to start and to call) host functions run
+ * synchronously and `mcp_resume_eval` answers `unsupported`. The other host
+ * functions behave the same in both modes: they are synchronous and run on
+ * this thread (the lock worker's `Atomics.wait` included).
+ *
  * @throws {@link PluginError} `plugin_unusable`.
  */
-export async function loadStore(logger: Logger, wasm: string | URL = PLUGIN_WASM_URL, funcs = new HostFunctions({ logger })): Promise<ResumeTokenStore> {
+export async function loadStore(logger: Logger, wasm: string | URL = PLUGIN_WASM_URL, funcs = new HostFunctions({ logger }), worker = false): Promise<ResumeTokenStore> {
   let plugin: Plugin;
   try {
     const [extism, module] = await Promise.all([loadExtism(), compiledModule(wasm)]);
+    type Ctx = { read(a: bigint): { bytes(): Uint8Array } | null; store(b: Uint8Array): bigint };
     // Never throws: when plugin memory cannot be touched it answers offset 0, which the plugin reads as "cannot tell".
-    const hostFn = (name: string) => (cp: { read(a: bigint): { bytes(): Uint8Array } | null; store(b: Uint8Array): bigint }, offset: bigint) => {
+    // An exact copy of the answer: 1.0.3 stores a view's whole buffer.
+    const hostFn = (name: string) => (cp: Ctx, offset: bigint) => {
       try {
         const req = cp.read(offset);
-        return req ? cp.store(new Uint8Array(funcs.call(name, req.bytes()))) : 0n; // an exact copy: 1.0.3 stores a view's whole buffer
+        return req ? cp.store(new Uint8Array(funcs.call(name, req.bytes()))) : 0n;
+      } catch {
+        return 0n;
+      }
+    };
+    // Worker mode: the SDK awaits the promise on this thread while the plugin's thread waits (the context stays this call's).
+    const asyncFn = (name: string) => async (cp: Ctx, offset: bigint) => {
+      try {
+        const req = cp.read(offset);
+        return req ? cp.store(new Uint8Array(await funcs.callAsync(name, req.bytes()))) : 0n;
       } catch {
         return 0n;
       }
     };
     // A bare Module: a manifest would make 1.0.3 touch `Response`, loading undici (~25 ms, ~4 MiB); noFetch: its `fetch`.
-    plugin = await extism.createPlugin(module, {
+    const create = () => extism.createPlugin(module, {
       useWasi: true,
       enableWasiOutput: false, // never the process's stdout (JSON-RPC); unset, 1.0.3 takes it from $EXTISM_ENABLE_WASI_OUTPUT
-      runInWorker: false, // host functions run synchronously on this thread
-      functions: { [NAMESPACE]: Object.fromEntries(FUNCTIONS.map((n) => [n, hostFn(n)])), "extism:host/env": extismEnvExtras() },
+      runInWorker: worker,
+      functions: {
+        [NAMESPACE]: Object.fromEntries(FUNCTIONS.map((n) => [n, worker && n === "mcp_resume_eval" ? asyncFn(n) : hostFn(n)])),
+        "extism:host/env": extismEnvExtras(),
+      },
       ...{ logger: consoleFor(logger), config: {}, allowedPaths: {}, allowedHosts: [], fetch: noFetch },
     });
+    plugin = await (worker ? withSdkWorker(create) : create());
+    // 1.0.3 leaves its worker referenced: an idle store would keep the process alive. #raw refs it during a call.
+    (plugin as unknown as { worker?: { unref(): void } }).worker?.unref();
   } catch (e) {
     await funcs.close();
     throw new PluginError("plugin_unusable", `mcp-resume plugin unusable: loading ${String(wasm)}: ${(e as Error)?.message ?? String(e)}`);

@@ -139,6 +139,17 @@ class HandleStore:
     derived from the handle: a copy of the directory reveals nothing without the handle). ``MCP_RESUME=off``
     turns session resume off, **not** this store.
 
+    **Redis or Valkey** instead of files (every replica of a server sharing its handles): ``state_url``
+    (``None`` or ``""``: ``$MCP_RESUME_STATE_URL``; empty again, the files) is ``redis://[user:password@]host[:port][/db]``
+    or ``rediss://...`` (TLS), with at most ``?cluster=true`` (a Redis Cluster node); anything else is
+    :class:`InvalidHandleOption`, worded without the password. ``timeout`` (``datetime.timedelta`` or seconds;
+    ``None``: ``$MCP_RESUME_STATE_TIMEOUT``, Go duration syntax, else 2 s; at most 60 s) bounds each operation,
+    connecting included. The same operations, answers and exceptions as on files (hostfuncs/README.md, "The
+    Redis backend"; ``plugin/README.md``, "Handle store on Redis"); an unreachable server, a timeout or a
+    server without scripting raises :class:`StoreUnavailable` within ``timeout``. The store keeps one
+    redis-py client per URL, shared by its threads, closed by :meth:`close`; no command is ever resent on
+    its own (a script may have run): the plugin decides. The constructor does not connect.
+
     Options (``None``: the environment, then the plugin's default): ``state_root`` (as for
     :class:`ResumeTokenStore`: ``$MCP_RESUME_STATE_DIR``, else the XDG state directory's ``mcp-resume``);
     ``idle_ttl`` (``$MCP_RESUME_STATE_IDLE_TTL``, default 24 h: a handle unused that long expires),
@@ -155,7 +166,7 @@ class HandleStore:
     default ``logging.getLogger("mcp_resume")``; a line names a handle only by 12 hex digits of its key hash).
 
     Raises :class:`InvalidHandleOption` (a bad option, in the plugin's words) and :class:`StoreUnavailable`
-    (the plugin cannot be loaded). A directory that cannot be used does not fail the constructor: the plugin
+    (the plugin cannot be loaded). A directory (or a Redis server) that cannot be used does not fail the constructor: the plugin
     logs why (event ``handle_store_unavailable``) and every operation raises :class:`StoreUnavailable`
     saying what and what to do, so a server opens its store at start and keeps serving everything else.
     """
@@ -168,15 +179,18 @@ class HandleStore:
     def __init__(self, app: str, *, state_root: PathLike | None = None, idle_ttl: Duration | None = None,
                  max_age: Duration | None = None, tombstone: Duration | None = None, max_handles: int | None = None,
                  max_value_bytes: int | None = None, lock_wait: Duration | None = None, pool_size: int | None = None,
-                 clock: Clock | None = None, logger: Logger | None = None) -> None:
+                 clock: Clock | None = None, logger: Logger | None = None, state_url: str | None = None,
+                 timeout: Duration | None = None) -> None:
         req: dict[str, Any] = {"app": _jsonable("app", app, "a string")}
         if isinstance(state_root, (str, os.PathLike)):
             if path := os.fsdecode(os.fspath(state_root)):
                 req["state_root"] = path
         elif state_root is not None:
             req["state_root"] = _jsonable("state_root", state_root, "a string")
+        if state_url is not None and state_url != "":
+            req["state_url"] = _jsonable("state_url", state_url, "a string")
         for key, value in (("idle_ttl", idle_ttl), ("max_age", max_age), ("tombstone", tombstone),
-                           ("lock_wait", lock_wait)):
+                           ("lock_wait", lock_wait), ("timeout", timeout)):
             if (ms := _duration_ms(key, value)) is not None:
                 req[key + "_ms"] = ms
         for key, value in (("max_handles", max_handles), ("max_value_bytes", max_value_bytes)):
@@ -210,6 +224,9 @@ class HandleStore:
             self._tombstone = _td(out["tombstone_ms"])
             self._max_handles, self._max_value_bytes = int(out["max_handles"]), int(out["max_value_bytes"])
             self._shards = int(out["shards"])
+            self._backend = str(out.get("backend") or "file")
+            self._state_url = str(out.get("state_url") or "")
+            self._timeout = _td(out["timeout_ms"]) if out.get("timeout_ms") is not None else None
         except (KeyError, TypeError, ValueError) as e:
             self.close()
             raise StoreUnavailable("store_unavailable", f"mcp-resume plugin unusable: handles_open returned {e}") from None
@@ -232,7 +249,7 @@ class HandleStore:
 
     @property
     def state_dir(self) -> str:
-        """The absolute handle directory, ``<state_root>/<app>/handles``."""
+        """The absolute handle directory, ``<state_root>/<app>/handles``; ``""`` on Redis (no directory)."""
         return self._state_dir
 
     @property
@@ -266,11 +283,28 @@ class HandleStore:
         return self._shards
 
     @property
+    def backend(self) -> str:
+        """Where the handles live: ``"file"`` (:attr:`state_dir`) or ``"redis"`` (:attr:`state_url`)."""
+        return self._backend
+
+    @property
+    def state_url(self) -> str:
+        """The Redis URL in use with its password shown as ``***`` (safe to log); ``""`` for the file backend."""
+        return self._state_url
+
+    @property
+    def timeout(self) -> dt.timedelta | None:
+        """The deadline of each Redis operation, connecting included; ``None`` for the file backend."""
+        return self._timeout
+
+    @property
     def pool_size(self) -> int:
         """The most plugin instances this store runs at once (concurrent calls beyond it wait)."""
         return self._pool_size
 
     def __repr__(self) -> str:
+        if getattr(self, "_backend", "file") == "redis":
+            return f"HandleStore(app={self._app!r}, state_url={self._state_url!r})"
         return f"HandleStore(app={self._app!r}, state_dir={getattr(self, '_state_dir', '')!r})"
 
     # --- the pool ---------------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """``AsyncHandleStore``: the handle store for asyncio code (the MCP Python SDK's servers are async).
 
 Every call of :class:`HandleStore` blocks: it runs a plugin export that reads and writes files and may wait
-up to ``lock_wait`` for a shard lock another process holds. Here each call runs in this store's own thread
+up to ``lock_wait`` for a shard lock another process holds, or (``state_url``: Redis or Valkey) waits up to
+``timeout`` for the server. Here each call runs in this store's own thread
 pool (one thread per plugin instance of the pool), so the event loop never waits for one.
 """
 
@@ -26,6 +27,7 @@ class AsyncHandleStore:
     ::
 
         store = await AsyncHandleStore.open("my-server")   # options as HandleStore's
+        shared = await AsyncHandleStore.open("my-server", state_url="redis://127.0.0.1:6379/0", timeout=2.0)
         c = await store.create("", b"{}")
         v = await store.get(c.handle, "")
         await store.aclose()
@@ -44,7 +46,8 @@ class AsyncHandleStore:
 
     @classmethod
     async def open(cls, app: str, **options: Any) -> AsyncHandleStore:
-        """Open ``HandleStore(app, **options)`` in a worker thread. Raises what :class:`HandleStore` raises."""
+        """Open ``HandleStore(app, **options)`` in a worker thread: the same options (``state_root``, ``idle_ttl``,
+        ..., ``state_url`` and ``timeout`` for Redis). Raises what :class:`HandleStore` raises."""
         return cls(await asyncio.to_thread(functools.partial(HandleStore, app, **options)))
 
     @property
@@ -88,7 +91,8 @@ class AsyncHandleStore:
         return await self._run(self._store.gc)
 
     async def aclose(self) -> None:
-        """Close the store (after the calls running finish their export) and the thread pool. Idempotent."""
+        """Close the store (after the calls running finish their export; its Redis clients with the last) and the
+        thread pool. Idempotent."""
         await asyncio.to_thread(self._store.close)
         self._pool.shutdown(wait=False)
 

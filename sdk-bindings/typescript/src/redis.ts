@@ -1,0 +1,260 @@
+/**
+ * `mcp_resume_eval` for Node (hostfuncs/README.md, `mcp_resume_eval`): runs
+ * one plugin-written Lua script on Redis or Valkey with node-redis (`redis`),
+ * the handle store's Redis backend. node-redis is asynchronous, so this runs
+ * only when the plugin runs in Extism's worker mode (store.ts, `worker`),
+ * where host functions may return a promise; the synchronous host answers
+ * `unsupported` ({@link HostFunctions.call}).
+ *
+ * One client per store and (URL, cluster), created on first use, closed with
+ * the store. No command is ever resent: the offline queue is off
+ * (`disableOfflineQueue`), a timed-out call drops its client (the next call
+ * connects afresh), and only the connection is retried, a few times, within
+ * the call's deadline. No message quotes the URL (it may hold a password).
+ *
+ * @packageDocumentation
+ */
+import type { Json } from "./hostfuncs.js";
+
+type Redis = typeof import("redis");
+/** What both clients (single node, cluster) share here. */
+interface Client {
+  readonly isOpen: boolean;
+  readonly isReady: boolean;
+  connect(): Promise<unknown>;
+  destroy(): void;
+  on(event: string, listener: (...a: unknown[]) => void): unknown;
+  off(event: string, listener: (...a: unknown[]) => void): unknown;
+  eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+  evalSha(sha1: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+}
+/** One client and its first connect (rejects when the reconnect strategy gave up). */
+interface Entry {
+  client: Client;
+  connected: Promise<unknown>;
+  failed: boolean;
+}
+
+/** A validated `mcp_resume_eval` request. */
+export interface EvalRequest {
+  url: string;
+  cluster: boolean;
+  sha1?: string;
+  script?: string;
+  keys: string[];
+  args: string[];
+  timeoutMs: number;
+}
+
+/** The largest `timeout_ms` in milliseconds (hostfuncs/README.md, `mcp_resume_eval`). */
+export const MAX_EVAL_TIMEOUT_MS = 60_000;
+
+/** An `mcp_resume_eval` failure: the wire's code and a message that never holds the URL. */
+export class EvalError extends Error {
+  /** @param code - `invalid_request`, `unsupported`, `noscript`, `script`, `unavailable` or `timeout`. */
+  constructor(readonly code: "invalid_request" | "unsupported" | "noscript" | "script" | "unavailable" | "timeout", message: string) {
+    super(message);
+  }
+}
+
+const strings = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === "string");
+
+/**
+ * Checks an `mcp_resume_eval` request before any network I/O.
+ *
+ * @throws {@link EvalError} `invalid_request`: no `url` string, a `cluster` that is not a boolean, both or
+ *   neither of `sha1` (40 lowercase hex digits) and `script`, `keys`/`args` not lists of strings,
+ *   `timeout_ms` not an integer 1–60000.
+ */
+export function evalRequest(req: Json): EvalRequest {
+  const bad = (m: string): EvalError => new EvalError("invalid_request", m);
+  if (typeof req["url"] !== "string" || !/^rediss?:\/\//.test(req["url"])) throw bad('"url" must be a redis:// or rediss:// URL');
+  const cluster = req["cluster"] ?? false;
+  if (typeof cluster !== "boolean") throw bad('"cluster" must be a boolean');
+  const [sha1, script] = [req["sha1"], req["script"]];
+  if ((sha1 === undefined) === (script === undefined)) throw bad('exactly one of "sha1" and "script" must be given');
+  if (sha1 !== undefined && (typeof sha1 !== "string" || !/^[0-9a-f]{40}$/.test(sha1))) throw bad('"sha1" must be 40 lowercase hex digits');
+  if (script !== undefined && typeof script !== "string") throw bad('"script" must be a string');
+  if (!strings(req["keys"]) || !strings(req["args"])) throw bad('"keys" and "args" must be lists of strings');
+  const t = req["timeout_ms"];
+  if (typeof t !== "number" || !Number.isInteger(t) || t < 1 || t > MAX_EVAL_TIMEOUT_MS) throw bad(`"timeout_ms" must be an integer from 1 to ${MAX_EVAL_TIMEOUT_MS}`);
+  return { url: req["url"], cluster, keys: req["keys"], args: req["args"], timeoutMs: t, ...(sha1 !== undefined ? { sha1: sha1 as string } : { script: script as string }) };
+}
+
+/** A reply of node-redis (RESP2) as the wire's JSON: null, integer, string, array, `{"err"}` for an error inside an array. */
+export function replyJson(r: unknown): unknown {
+  if (r === null || r === undefined) return null;
+  if (typeof r === "number") return Math.trunc(r);
+  if (typeof r === "bigint") return Number(r);
+  if (typeof r === "string") return r;
+  if (typeof r === "boolean") return r ? 1 : null; // RESP2 never sends one; Lua's true is 1, false nil
+  if (Buffer.isBuffer(r)) return r.toString("utf8");
+  if (r instanceof Error) return { err: r.message };
+  if (Array.isArray(r)) return r.map(replyJson);
+  return String(r);
+}
+
+/** Server errors that mean "cannot serve now" (hostfuncs/README.md: `unavailable`), not a script failure. */
+const UNAVAILABLE_REPLY = /^(NOAUTH|WRONGPASS|LOADING|CLUSTERDOWN|READONLY|MASTERDOWN|TRYAGAIN)\b/;
+
+/** The words of `e` (an AggregateError's inner messages, a system error's code when it has no message). */
+function words(e: unknown): string {
+  const x = e as (Error & { code?: string; errors?: unknown[]; originalError?: unknown; socketError?: unknown }) | null;
+  if (x?.socketError instanceof Error) return words(x.socketError); // ReconnectStrategyError: what the socket said
+  if (Array.isArray(x?.errors) && x.errors.length > 0) return [...new Set(x.errors.map(words))].join("; ");
+  return x?.message || x?.code || String(e);
+}
+
+/**
+ * The failure `e` of node-redis as an {@link EvalError}: an error reply `NOSCRIPT` → `noscript`, one of
+ * {@link UNAVAILABLE_REPLY} → `unavailable`, any other → `script` (the server's text, prefix kept); anything
+ * else (refused, reset, DNS, TLS, offline, closed) → `unavailable`. `secrets` are cut out of the message.
+ */
+export function evalError(e: unknown, ErrorReply: Redis["ErrorReply"], secrets: string[]): EvalError {
+  let text = words(e);
+  for (const s of secrets) if (s.length >= 3) text = text.replaceAll(s, "***");
+  if (e instanceof ErrorReply && !(e as { socketError?: unknown }).socketError) {
+    if (text.startsWith("NOSCRIPT")) return new EvalError("noscript", text);
+    if (!UNAVAILABLE_REPLY.test(text)) return new EvalError("script", text);
+  }
+  return new EvalError("unavailable", `redis: ${text}`);
+}
+
+/** What may not appear in a message: the URL, its user and password (raw and decoded). */
+function secretsOf(url: string): string[] {
+  try {
+    const u = new URL(url);
+    return [url, u.password, decodeURIComponent(u.password), u.username, decodeURIComponent(u.username)].filter((s) => s !== "");
+  } catch {
+    return [url];
+  }
+}
+
+let redisModule: Promise<Redis> | undefined;
+
+/** Imports node-redis once per process (its import costs tens of milliseconds: only worker-mode stores pay it). */
+export function loadRedis(): Promise<Redis> {
+  redisModule ??= import("redis");
+  redisModule.catch(() => (redisModule = undefined));
+  return redisModule;
+}
+
+/**
+ * The Redis side of one store: its clients by (URL, cluster) and the eval. Every call is bounded by its
+ * `timeout_ms`, connecting included; calls come one at a time (the store queues its plugin calls).
+ */
+export class RedisEval {
+  readonly #entries = new Map<string, Entry>();
+  #closed = false;
+
+  /**
+   * Runs one validated request.
+   *
+   * @returns the reply converted by {@link replyJson}.
+   * @throws {@link EvalError}: `noscript`, `script`, `unavailable`, `timeout` (no reply within `timeoutMs`,
+   *   connecting included; the command is not resent and its client is dropped).
+   */
+  async eval(req: EvalRequest): Promise<unknown> {
+    const deadline = performance.now() + req.timeoutMs;
+    const redis = await loadRedis().catch((e: unknown) => {
+      throw new EvalError("unavailable", `cannot load the node-redis package: ${(e as Error)?.message}`);
+    });
+    const secrets = secretsOf(req.url);
+    if (this.#closed) throw new EvalError("unavailable", "the store is closed");
+    const key = `${req.cluster ? "cluster" : "node"} ${req.url}`;
+    let entry = this.#entries.get(key);
+    if (entry && (entry.failed || !entry.client.isOpen)) {
+      this.#drop(key); // the reconnect strategy gave up: start over
+      entry = undefined;
+    }
+    if (!entry) entry = this.#create(redis, key, req);
+    const options = { keys: req.keys, arguments: req.args };
+    const e = entry;
+    try {
+      return replyJson(await within(deadline, async () => {
+        await e.connected;
+        if (!e.client.isReady) await readyOrTerminated(e.client); // reconnecting after a broken connection
+        return req.sha1 !== undefined ? e.client.evalSha(req.sha1, options) : e.client.eval(req.script!, options);
+      }));
+    } catch (err) {
+      if (err === TIMED_OUT) {
+        this.#drop(key); // its reply may still come: never read it, never resend
+        throw new EvalError("timeout", `redis: no reply within ${req.timeoutMs} ms`);
+      }
+      throw evalError(err, redis.ErrorReply, secrets);
+    }
+  }
+
+  /** Destroys every client (pending commands are dropped, none is resent). Idempotent. */
+  close(): void {
+    this.#closed = true;
+    for (const key of [...this.#entries.keys()]) this.#drop(key);
+  }
+
+  /** A new client for `req` (node or cluster), connecting; its connect failure marks it failed. */
+  #create(redis: Redis, key: string, req: EvalRequest): Entry {
+    const socket = {
+      connectTimeout: req.timeoutMs,
+      // Bounded: three reconnects (50, 100, 200 ms), then the client gives up and the next call starts over.
+      reconnectStrategy: (retries: number) => (retries < 3 ? 50 << retries : false),
+      ...(req.url.startsWith("rediss:") ? { tls: true as const } : {}),
+    };
+    const common = { RESP: 2 as const, disableOfflineQueue: true, disableClientInfo: true, socket };
+    let client: Client;
+    if (req.cluster) {
+      const u = new URL(req.url);
+      const auth = { ...(u.username ? { username: decodeURIComponent(u.username) } : {}), ...(u.password ? { password: decodeURIComponent(u.password) } : {}) };
+      // Discovered nodes take only `defaults`: the credentials and TLS go there too.
+      client = redis.createCluster({ rootNodes: [{ url: req.url }], defaults: { ...common, ...auth }, RESP: 2, useReplicas: false }) as unknown as Client;
+    } else {
+      client = redis.createClient({ url: req.url, ...common }) as unknown as Client;
+    }
+    client.on("error", () => undefined); // each failure is answered to the plugin; an unheard 'error' would crash the process
+    const entry: Entry = { client, connected: Promise.resolve(), failed: false };
+    entry.connected = client.connect().then(
+      () => (client as unknown as { unref?: () => void }).unref?.(), // an idle store never keeps the process alive
+      (e: unknown) => {
+        entry.failed = true;
+        throw e;
+      },
+    );
+    entry.connected.catch(() => undefined);
+    this.#entries.set(key, entry);
+    return entry;
+  }
+
+  #drop(key: string): void {
+    const e = this.#entries.get(key);
+    this.#entries.delete(key);
+    try {
+      e?.client.destroy();
+    } catch {} // already destroyed
+  }
+}
+
+const TIMED_OUT = Symbol("timed out");
+
+/** `fn()`, or rejects with {@link TIMED_OUT} at `deadline` (performance.now() milliseconds); the timer keeps the process alive meanwhile. */
+function within<T>(deadline: number, fn: () => Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const work = fn();
+  work.catch(() => undefined); // abandoned at the deadline: its late failure is nobody's
+  const expiry = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(TIMED_OUT), Math.max(0, deadline - performance.now()))));
+  return Promise.race([work, expiry]).finally(() => clearTimeout(timer));
+}
+
+/** Resolves when `client` is ready again, rejects when its reconnect strategy gave up. */
+function readyOrTerminated(client: Client): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const ready = (): void => {
+      client.off("terminated", terminated);
+      resolve();
+    };
+    const terminated = (cause: unknown): void => {
+      client.off("ready", ready);
+      reject(cause);
+    };
+    client.on("ready", ready);
+    client.on("terminated", terminated);
+  });
+}
