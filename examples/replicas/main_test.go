@@ -7,6 +7,7 @@ package replicas_test
 // connects clients as alice or bob.
 
 import (
+	"context"
 	"flag"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/mcp-resume/mcp-resume/examples/internal/servertest"
+	"github.com/mcp-resume/mcp-resume/examples/mcphost"
 	"github.com/mcp-resume/mcp-resume/examples/replicas"
 )
 
@@ -58,6 +60,7 @@ type fx struct {
 	t          testing.TB
 	tokens     map[string]string
 	principals string // MCP_EXAMPLE_PRINCIPALS=...
+	broker     *mcphost.Broker
 	mu         sync.Mutex
 	servers    []*servertest.HTTPServer
 	handles    []string
@@ -73,6 +76,14 @@ var fullKeyHash = regexp.MustCompile(`:h:[0-9a-f]{32}\b`)
 func newFx(t testing.TB) *fx {
 	f := &fx{t: t}
 	f.tokens, f.principals = replicas.Principals()
+	// session_info, the tool that shows a replica serving while its
+	// store cannot, reports the replica's broker session.
+	b, err := mcphost.StartBroker(context.Background(), bin.Broker, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.broker = b
+	t.Cleanup(b.Stop)
 	t.Cleanup(func() {
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -112,6 +123,7 @@ func (f *fx) seen(h ...string) {
 func (f *fx) start(l lang, stateURL string, env ...string) *servertest.HTTPServer {
 	f.t.Helper()
 	all := append([]string{"MCP_RESUME_STATE_URL=" + stateURL, f.principals, "EXAMPLE_APP=" + sharedApp,
+		"MCP_EXAMPLE_BROKER_URL=" + f.broker.URL,
 		// A state root of the test's own: HTTP mode opens no resume store
 		// and a Redis store no directory, but nothing may land in $HOME.
 		"MCP_RESUME_STATE_DIR=" + filepath.Join(f.t.TempDir(), "state")}, env...)
