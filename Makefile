@@ -10,6 +10,9 @@
 ROOT := $(abspath .)
 GO ?= go
 export GOFLAGS := -buildvcs=false
+# The Redis tests (Go, Python, TypeScript) fail rather than skip without a
+# redis-server on the PATH (.ci/run installs Debian's).
+export MCP_RESUME_REQUIRE_REDIS := 1
 WASM := plugin/plugin.wasm
 WASM_BUILD = GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -ldflags="-buildid= -s -w"
 

@@ -239,6 +239,9 @@ func checkHostCall(t *testing.T, what string, w want, resp []byte) {
 		return
 	}
 	code := errorCode(got)
+	if msg := conformance.Excludes(w.MessageExcludes, string(resp)); code != "" && msg != "" {
+		t.Errorf("%s: message_excludes: %s", what, msg)
+	}
 	switch {
 	case w.ErrorCode != "":
 		if code != w.ErrorCode {

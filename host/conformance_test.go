@@ -25,6 +25,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/host/internal/primitives"
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
 	"github.com/mcp-resume/mcp-resume/hostfuncs/conformance"
+	"github.com/mcp-resume/mcp-resume/internal/redistest"
 )
 
 // The shared cases of hostfuncs/conformance, run against the real plugin in
@@ -32,7 +33,10 @@ import (
 // (facts, a fixture /proc tree, the answers of kill0/fstat/peer/sysctl/
 // procargs/ps/exe) is pinned, by the test's wrapper of the host functions
 // (pinnedSystem, conformance_system_test.go). The Python and TypeScript
-// suites run the same files. hostfuncs/conformance/README.md is the format
+// suites run the same files. Handle cases run on both backends, the second
+// time on a redis-server this run starts once (hostfuncs/conformance,
+// Redis), like the host_eval_* cases of the host function itself.
+// hostfuncs/conformance/README.md is the format
 // and the procedure followed step by step below (one file, over 500 lines,
 // so that it reads in the README's order; the host_call and hold_socket
 // forms and the pinned system live in conformance_system_test.go).
@@ -62,6 +66,9 @@ type want struct {
 	// (mcp_resume_lock's wait_ms): 0 is no bound.
 	MinMS int64 `json:"min_ms"`
 	MaxMS int64 `json:"max_ms"`
+	// MessageExcludes: an error's message (the whole error string) does
+	// not hold this text (a URL's password).
+	MessageExcludes string `json:"message_excludes"`
 }
 
 // call is one entry of a case's calls: an export, an action or a
@@ -83,7 +90,10 @@ type call struct {
 	// Prefix and Mode are corrupt_files' arguments.
 	Prefix string `json:"prefix"`
 	Mode   string `json:"mode"`
-	Want   want   `json:"want"`
+	// Command and EachKey are the redis action's.
+	Command []string `json:"command"`
+	EachKey string   `json:"each_key"`
+	Want    want     `json:"want"`
 }
 
 type logLine struct {
@@ -130,6 +140,11 @@ type conformanceCase struct {
 	FilesAfterCount map[string]int `json:"files_after_count"`
 	// FilesExclude: no file of the state directory holds these bytes.
 	FilesExclude *string `json:"files_exclude"`
+	// Backends the case runs on (conformance.Backends reads it).
+	Backends []string `json:"backends"`
+	// LogsExclude: no log line, debug included, holds this text in its
+	// message or detail.
+	LogsExclude string `json:"logs_exclude"`
 }
 
 func TestConformance(t *testing.T) {
@@ -143,7 +158,17 @@ func TestConformance(t *testing.T) {
 			t.Fatal(err)
 		}
 		name := strings.TrimSuffix(filepath.Base(p), ".json")
-		t.Run(name, func(t *testing.T) { runCase(t, raw) })
+		backends := conformance.Backends(raw)
+		if len(backends) == 0 {
+			t.Fatalf("%s: not a JSON case", name)
+		}
+		// One subtest per backend (README.md, "Redis: the same cases on
+		// the second backend"): TestConformance/<case>/file and /redis.
+		t.Run(name, func(t *testing.T) {
+			for _, b := range backends {
+				t.Run(b, func(t *testing.T) { runCase(t, raw, b) })
+			}
+		})
 	}
 }
 
@@ -158,13 +183,33 @@ func substitute(raw []byte, root string) []byte {
 	return bytes.ReplaceAll(raw, []byte("$ROOT"), []byte(root))
 }
 
-func runCase(t *testing.T, raw []byte) {
+func runCase(t *testing.T, raw []byte, backend string) {
 	ctx := context.Background()
-	// Step 1.
+	// Step 1; on Redis, the run's server, emptied, as $REDIS_URL.
 	root := t.TempDir()
+	var rd *redistest.Server
+	switch backend {
+	case hostfuncs.BackendRedis:
+		rd = conformance.Redis(t)
+		raw = bytes.ReplaceAll(raw, []byte("$REDIS_URL"), []byte(rd.URL+"/0"))
+	case hostfuncs.BackendFile:
+	default:
+		t.Fatalf("unknown backend %q (file or redis)", backend)
+	}
 	var c conformanceCase
 	if err := json.Unmarshal(substitute(raw, root), &c); err != nil {
 		t.Fatalf("case: %v", err)
+	}
+	// A handle case on Redis: the store is named by state_url, and nothing
+	// on disk is planted or checked.
+	redisHandles := rd != nil && c.Store == "handles"
+	if redisHandles {
+		c.FilesBefore, c.FilesAfter, c.FilesAfterCount, c.FilesExclude, c.StateDirAfter = nil, nil, nil, nil, nil
+		var err error
+		def := map[string]any{"app": "conformance", "state_root": filepath.Join(root, "state")}
+		if c.Open, err = conformance.WithStateURL(c.Open, def, rd.URL+"/0"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if runtime.GOOS != "linux" && slices.ContainsFunc(c.Calls, func(cl call) bool { return cl.Action == "hold_socket" }) {
 		t.Skip("hold_socket is a Linux rule (abstract sockets)")
@@ -290,6 +335,14 @@ func runCase(t *testing.T, raw []byte) {
 				t.Fatal(err)
 			}
 			continue
+		case "redis":
+			if rd == nil {
+				t.Fatalf("call %d: a redis action in a run on the file backend", i)
+			}
+			if err := conformance.RedisAction(rd, cl.EachKey, cl.Command); err != nil {
+				t.Fatalf("call %d: %v", i, err)
+			}
+			continue
 		case "":
 			if cl.Export == "" {
 				t.Fatalf("call %d: unknown call form (no export, action or host_call)", i)
@@ -312,7 +365,7 @@ func runCase(t *testing.T, raw []byte) {
 	// Step 7: the files.
 	// files_after, when given, exactly; absent, "no file" unless a handle
 	// case checks its directory by counts or by state_dir_after instead.
-	if c.FilesAfter != nil || c.Store != "handles" || c.FilesAfterCount == nil && c.StateDirAfter == nil {
+	if !redisHandles && (c.FilesAfter != nil || c.Store != "handles" || c.FilesAfterCount == nil && c.StateDirAfter == nil) {
 		checkFiles(t, dir, c.FilesAfter, true)
 	}
 	checkFileCounts(t, dir, c.FilesAfterCount, c.FilesExclude)
@@ -326,7 +379,16 @@ func runCase(t *testing.T, raw []byte) {
 			t.Errorf("state directory mode = %04o, want %s", info.Mode().Perm(), a.Mode)
 		}
 	}
-	// Step 8: the log lines.
+	// Step 8: the log lines; logs_exclude over every line, debug included.
+	for _, l := range logs.all() {
+		detail := ""
+		if l.Detail != nil {
+			detail = *l.Detail
+		}
+		if msg := conformance.Excludes(c.LogsExclude, l.Message, detail); msg != "" {
+			t.Errorf("logs_exclude: %s line %s: %s", l.Level, l.Event, msg)
+		}
+	}
 	got := logs.lines()
 	if len(got) != len(c.Logs) {
 		t.Fatalf("logs:\n got %d lines %+v\nwant %d lines %+v", len(got), got, len(c.Logs), c.Logs)
@@ -374,6 +436,9 @@ func loadSystem(t *testing.T, raw json.RawMessage, root string) system {
 // string of an answered failure.
 func check(t *testing.T, what string, w want, out, errJSON []byte, callErr *hostfuncs.Error) {
 	t.Helper()
+	if msg := conformance.Excludes(w.MessageExcludes, string(errJSON)); callErr != nil && msg != "" {
+		t.Errorf("%s: message_excludes: %s", what, msg)
+	}
 	if w.ErrorJSONSubset != nil {
 		if callErr == nil || !conformance.Subset(conformance.DecodeJSON(w.ErrorJSONSubset), conformance.DecodeJSON(errJSON)) {
 			t.Errorf("%s: answered %q / error %s, want an error holding %s", what, truncate(out), errJSON, w.ErrorJSONSubset)
@@ -589,13 +654,14 @@ func strp(p *string) string {
 	return strconv.Quote(*p)
 }
 
-// captureHandler records every log record but debug ones as conformance lines.
+// captureHandler records every log record as a conformance line; lines
+// leaves the debug ones out (step 8), all keeps them (logs_exclude).
 type captureHandler struct {
 	mu  sync.Mutex
 	got []logLine
 }
 
-func (h *captureHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
+func (h *captureHandler) Enabled(context.Context, slog.Level) bool { return true }
 func (h *captureHandler) WithAttrs([]slog.Attr) slog.Handler           { return h }
 func (h *captureHandler) WithGroup(string) slog.Handler                { return h }
 func (h *captureHandler) Handle(_ context.Context, r slog.Record) error {
@@ -617,6 +683,16 @@ func (h *captureHandler) Handle(_ context.Context, r slog.Record) error {
 }
 
 func (h *captureHandler) lines() []logLine {
+	var out []logLine
+	for _, l := range h.all() {
+		if l.Level != "debug" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func (h *captureHandler) all() []logLine {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return append([]logLine(nil), h.got...)

@@ -106,6 +106,31 @@
 //
 // MCP_RESUME=off turns resume off, not the handle store.
 //
+// # The handle store on Redis
+//
+// A server run as several replicas (behind a load balancer, stateless
+// Streamable HTTP) needs every replica to see the same handles: give
+// HandleOptions.StateURL (or set MCP_RESUME_STATE_URL) to a Redis or
+// Valkey server, Redis 6.2 or later:
+//
+//	hs, err := host.OpenHandles("my-server", host.HandleOptions{
+//		StateURL: "redis://:password@redis.internal:6379/0", // or rediss://...; ?cluster=true for a Redis Cluster
+//		Timeout:  2 * time.Second,                            // per operation, connecting included
+//	})
+//	log.Printf("handles on %s", hs.Policy().StateURL) // the password shown as ***
+//
+// The methods, errors and policy are the file backend's; each operation
+// is one atomic Lua script the plugin writes and this package's host
+// function mcp_resume_eval runs through go-redis
+// (github.com/redis/go-redis/v9), never resending a script after a timeout
+// or a broken connection (hostfuncs/README.md, "mcp_resume_eval"). The
+// store keeps one client per URL, shared by its pool and closed by Close.
+// A server that cannot be reached, does not answer within Timeout or
+// cannot run scripts gives ErrStoreUnavailable; after a timeout a write
+// may or may not have been applied. What Redis must provide (persistence,
+// noeviction) and the keys it holds: plugin/README.md, "Handle store on
+// Redis".
+//
 // A StateStore interface (set, get, delete, exists, updateTTL,
 // compareAndSet) maps onto it as: set → Create (a new handle) or Put
 // (an existing one), get → Get, delete → Delete, exists → Exists, updateTTL

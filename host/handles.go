@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/host/internal/primitives"
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
+	"github.com/mcp-resume/mcp-resume/internal/rediseval"
 )
 
 // The handle store: durable state handles for sessionless MCP servers
@@ -30,8 +31,24 @@ type HandleOptions struct {
 	// StateRoot is the state root, as Options.StateRoot: the store lives in
 	// <StateRoot>/<app dir>/handles. Empty: $MCP_RESUME_STATE_DIR, else the
 	// per-user default root. A relative root is taken against the working
-	// directory.
+	// directory. Not used by the Redis backend.
 	StateRoot string
+	// StateURL selects the Redis (or Valkey, Redis 6.2 or later) backend,
+	// for handles shared by every replica of a server:
+	// redis://[user:password@]host[:port][/db] or rediss://... (TLS, the
+	// system's CA roots), with at most the query ?cluster=true (the URL
+	// names one node of a Redis Cluster; db 0 or absent). Empty:
+	// $MCP_RESUME_STATE_URL; empty again, the file backend in StateRoot.
+	// Anything else is ErrInvalidOption, worded without the password. The
+	// plugin decides all of this (hostfuncs/README.md, "The Redis
+	// backend"); the store keeps one client per URL, closed by Close.
+	StateURL string
+	// Timeout is the Redis backend's deadline for each operation, connecting
+	// included: a server that does not answer in time makes the operation
+	// fail with ErrStoreUnavailable. Sent in whole milliseconds, 1 ms to
+	// 60 s (more is ErrInvalidOption). Zero: $MCP_RESUME_STATE_TIMEOUT (Go
+	// duration syntax), else 2 s. Not used by the file backend.
+	Timeout time.Duration
 	// IdleTTL is how long a handle lives without a Get, Put or Touch.
 	// Zero: $MCP_RESUME_STATE_IDLE_TTL (Go duration syntax), else 24 h.
 	IdleTTL time.Duration
@@ -72,10 +89,21 @@ type HandleOptions struct {
 // tool's description states it (sessionless MCP asks a server to state the
 // durability of its handles).
 type HandlePolicy struct {
-	// StateDir is the store's directory, <StateRoot>/<app dir>/handles.
+	// Backend is "file" (the handles live in StateDir) or "redis" (they
+	// live on the server of StateURL).
+	Backend string
+	// StateDir is the store's directory, <StateRoot>/<app dir>/handles;
+	// "" for the Redis backend.
 	StateDir string
-	// StateRoot is the state root it lies in.
+	// StateRoot is the state root it lies in; "" for the Redis backend.
 	StateRoot string
+	// StateURL is the Redis server's URL with its password shown as
+	// "***" (safe to log or show in a tool description); "" for the file
+	// backend.
+	StateURL string
+	// Timeout is the Redis backend's deadline per operation; 0 for the
+	// file backend.
+	Timeout time.Duration
 	// IdleTTL, MaxAge and Tombstone are the store's lifetimes.
 	IdleTTL, MaxAge, Tombstone time.Duration
 	// MaxHandles is the live-handle cap; MaxValueBytes the largest value.
@@ -88,20 +116,26 @@ type HandlePolicy struct {
 
 // Handles is an open handle store of one app: values kept under opaque,
 // unguessable handles, each bound to a principal, with an idle TTL, a
-// maximum age, a generation for compare-and-set, sealed on disk
-// (AES-256-GCM under a key derived from the handle). It is independent of
+// maximum age, a generation for compare-and-set, sealed at rest
+// (AES-256-GCM under a key derived from the handle), kept in a directory
+// (the file backend) or on a Redis or Valkey server (the Redis backend,
+// HandleOptions.StateURL: every replica of a server sees the same
+// handles). It is independent of
 // the resume Store (MCP_RESUME=off does not turn it off) and safe for
 // many goroutines: the plugin is compiled once per process, and each call
 // runs in one of a pool of plugin instances (a go-sdk instance is not
 // safe for concurrent use). Operations on one handle are linearizable
-// across goroutines, processes and languages sharing the directory.
+// across goroutines, processes and languages sharing the directory or the
+// Redis server (each operation is one atomic Lua script there).
 //
 // Every method honours ctx while it waits for a free instance; a call
 // already in the plugin runs to its end (it waits at most LockWait for a
-// shard lock), as for Store ("Cancellation").
+// shard lock, or Timeout for the Redis server), as for Store
+// ("Cancellation").
 type Handles struct {
 	app    string
-	input  []byte // handles_open's input, for every instance of the pool
+	input  []byte             // handles_open's input, for every instance of the pool
+	redis  *rediseval.Clients // the store's Redis clients, shared by its instances
 	now    func() time.Time
 	logger *slog.Logger
 	policy HandlePolicy
@@ -121,9 +155,15 @@ type Handles struct {
 // defaults) and touches no file: the first operation creates the
 // directory (0700, owner checked) and sweeps stale temporary files and
 // expired handles, and an unusable directory makes the operations answer
-// ErrStoreUnavailable. It fails with an error matching ErrInvalidApp or
+// ErrStoreUnavailable. With a Redis URL (StateURL or $MCP_RESUME_STATE_URL)
+// it does not connect either: each operation runs one script on the
+// server, and a server that cannot be reached, does not answer within
+// Timeout or cannot run scripts makes it answer ErrStoreUnavailable
+// (plugin/README.md, "Handle store on Redis"). It fails with an error
+// matching ErrInvalidApp or
 // ErrInvalidOption (the plugin's message names the option and what to
-// give), ErrStoreUnavailable (no state root can be found) or ErrPlugin
+// give; a bad StateURL or Timeout too), ErrStoreUnavailable (no state
+// root can be found) or ErrPlugin
 // (the plugin cannot run). A server whose store cannot open should keep
 // serving and answer store_unavailable from the tools that need it.
 func OpenHandles(app string, opts HandleOptions) (*Handles, error) {
@@ -136,13 +176,13 @@ func OpenHandles(app string, opts HandleOptions) (*Handles, error) {
 		}
 		return d.Milliseconds(), nil
 	}
-	in := hostfuncs.HandlesOpenInput{App: app, StateRoot: opts.StateRoot, MaxHandles: int64(opts.MaxHandles), MaxValueBytes: int64(opts.MaxValueBytes)}
+	in := hostfuncs.HandlesOpenInput{App: app, StateRoot: opts.StateRoot, StateURL: opts.StateURL, MaxHandles: int64(opts.MaxHandles), MaxValueBytes: int64(opts.MaxValueBytes)}
 	var err error
 	for _, o := range []struct {
 		name string
 		d    time.Duration
 		ms   *int64
-	}{{"IdleTTL", opts.IdleTTL, &in.IdleTTLMS}, {"MaxAge", opts.MaxAge, &in.MaxAgeMS}, {"Tombstone", opts.Tombstone, &in.TombstoneMS}, {"LockWait", opts.LockWait, &in.LockWaitMS}} {
+	}{{"IdleTTL", opts.IdleTTL, &in.IdleTTLMS}, {"MaxAge", opts.MaxAge, &in.MaxAgeMS}, {"Tombstone", opts.Tombstone, &in.TombstoneMS}, {"LockWait", opts.LockWait, &in.LockWaitMS}, {"Timeout", opts.Timeout, &in.TimeoutMS}} {
 		if *o.ms, err = ms(o.name, o.d); err != nil {
 			return nil, err
 		}
@@ -150,7 +190,7 @@ func OpenHandles(app string, opts HandleOptions) (*Handles, error) {
 	if opts.MaxHandles < 0 || opts.MaxValueBytes < 0 || opts.Pool < 0 {
 		return nil, &refusal{ErrInvalidOption, "MaxHandles, MaxValueBytes and Pool must be positive, or zero for the default"}
 	}
-	h := &Handles{app: app, now: opts.Now, logger: opts.Logger, max: opts.Pool, all: map[*Store]bool{}}
+	h := &Handles{app: app, now: opts.Now, logger: opts.Logger, max: opts.Pool, all: map[*Store]bool{}, redis: &rediseval.Clients{}}
 	if h.logger == nil {
 		h.logger = slog.Default()
 	}
@@ -163,10 +203,12 @@ func OpenHandles(app string, opts HandleOptions) (*Handles, error) {
 	}
 	first, out, err := h.instance(context.Background())
 	if err != nil {
+		h.redis.Close()
 		return nil, err
 	}
 	h.policy = HandlePolicy{
-		StateDir: out.StateDir, StateRoot: out.StateRoot,
+		Backend:  out.Backend,
+		StateDir: out.StateDir, StateRoot: out.StateRoot, StateURL: out.StateURL, Timeout: msDuration(out.TimeoutMS),
 		IdleTTL: msDuration(out.IdleTTLMS), MaxAge: msDuration(out.MaxAgeMS), Tombstone: msDuration(out.TombstoneMS),
 		MaxHandles: int(out.MaxHandles), MaxValueBytes: int(out.MaxValueBytes), Shards: int(out.Shards),
 	}
@@ -183,10 +225,11 @@ var handlesCacheDir = ""
 func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
 
 // instance loads a plugin instance with its own host functions (its own
-// locks and state directory) and opens the handle store in it.
+// locks and state directory; the store's Redis clients) and opens the
+// handle store in it.
 func (h *Handles) instance(ctx context.Context) (*Store, hostfuncs.HandlesOpenOutput, error) {
 	var out hostfuncs.HandlesOpenOutput
-	funcs := primitives.New(primitives.Config{Logger: h.logger})
+	funcs := primitives.New(primitives.Config{Logger: h.logger, Redis: h.redis})
 	s, err := load(ctx, handlesCacheDir, funcs, h.logger)
 	if err != nil {
 		return nil, out, err
@@ -202,8 +245,12 @@ func (h *Handles) instance(ctx context.Context) (*Store, hostfuncs.HandlesOpenOu
 	case callErr != nil:
 		err = handleError(hostfuncs.ExportHandlesOpen, errJSON)
 	default:
-		if jerr := json.Unmarshal(raw, &out); jerr != nil || out.StateDir == "" {
+		if jerr := json.Unmarshal(raw, &out); jerr != nil || (out.StateDir == "") != (out.Backend == hostfuncs.BackendRedis) {
 			err = fmt.Errorf("%w: %s answered %q", ErrPlugin, hostfuncs.ExportHandlesOpen, raw)
+		} else if out.Backend == hostfuncs.BackendRedis {
+			// No directory: the file functions keep answering
+			// invalid_request, and every operation goes through
+			// mcp_resume_eval (hostfuncs/README.md, "The Redis backend").
 		} else if !funcs.SetStateDir(out.StateDir) {
 			// The confinement rule: the file functions act in
 			// handles_open's state_dir, for good.
@@ -253,6 +300,7 @@ func (h *Handles) acquire(ctx context.Context) (*Store, error) {
 		h.size--
 		if err == nil { // closed meanwhile
 			s.Close(ctx)
+			h.closeRedisIfLast()
 			return nil, fmt.Errorf("mcp-resume handle store: %w", fs.ErrClosed)
 		}
 		h.logger.Warn("mcp-resume handle store: could not add a plugin instance; calls wait for the running ones", "event", "handle_pool_grow_failed", "error", err)
@@ -279,6 +327,7 @@ func (h *Handles) release(s *Store, broken bool) {
 		delete(h.all, s)
 		h.size--
 		s.Close(context.Background())
+		h.closeRedisIfLast()
 		return
 	}
 	h.idle <- s // never blocks: at most max instances exist
@@ -336,7 +385,17 @@ func (h *Handles) Close() error {
 			h.size--
 			s.Close(context.Background())
 		default:
+			h.closeRedisIfLast()
 			return nil
 		}
+	}
+}
+
+// closeRedisIfLast closes the store's Redis clients once the store is
+// closed and its last instance is gone (a busy one ends its call first).
+// h.mu is held.
+func (h *Handles) closeRedisIfLast() {
+	if h.done && h.size == 0 {
+		h.redis.Close()
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mcp-resume/mcp-resume/host"
+	"github.com/mcp-resume/mcp-resume/hostfuncs/conformance"
 )
 
 // sharedCacheDir is one wazero compilation cache for the whole test binary,
@@ -46,6 +47,7 @@ func TestMain(m *testing.M) {
 	host.WaitCompileForTest(ctx, dir)
 	host.SetHandlesCacheDirForTest(dir)
 	code := m.Run()
+	conformance.StopRedis() // the redis-mode cases' server, if they started it
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -1,9 +1,10 @@
-// Package primitives is the Go implementation of the ten host functions the
-// mcp-resume plugin imports (ABI version 6, hostfuncs/README.md): facts about
+// Package primitives is the Go implementation of the eleven host functions the
+// mcp-resume plugin imports (ABI version 7, hostfuncs/README.md): facts about
 // this process, typed read-only process inspection (/proc, kill(pid, 0),
 // fstat, SO_PEERCRED, sysctl), a filesystem confined to the state directory
 // the plugin's open (or handles_open) answered, an advisory lock with a
-// bounded wait and its release, and logging. They are OS
+// bounded wait and its release, logging, and one Lua script run on Redis
+// (mcp_resume_eval, through internal/rediseval). They are OS and network
 // primitives and hold no policy: which process is the MCP host, whether a
 // host is alive, which files are tokens and which temporary files are stale
 // are decided by the plugin (procid, plugin/internal/resume).
@@ -33,6 +34,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
+	"github.com/mcp-resume/mcp-resume/internal/rediseval"
 )
 
 // Config configures Funcs. The zero value is the production configuration
@@ -45,6 +47,10 @@ type Config struct {
 	// debugging (host's BenchmarkOpenLoad counts the primitives a start
 	// costs); it must not change anything.
 	Trace func(fn string, req []byte, took time.Duration)
+	// Redis serves mcp_resume_eval: the store's clients, shared by the
+	// Funcs of all its plugin instances and closed by the store. Nil: the
+	// Funcs has its own, closed by Close.
+	Redis *rediseval.Clients
 }
 
 // Funcs implements the host functions for one store. The file functions
@@ -53,6 +59,9 @@ type Config struct {
 type Funcs struct {
 	logger *slog.Logger
 	trace  func(string, []byte, time.Duration)
+
+	redis    *rediseval.Clients
+	ownRedis bool // redis is this Funcs's own: Close closes it
 
 	mu    sync.Mutex
 	dir   string              // the confined state directory; "" until SetStateDir
@@ -65,7 +74,11 @@ func New(cfg Config) *Funcs {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Funcs{logger: logger, trace: cfg.Trace, locks: map[string]heldLock{}}
+	f := &Funcs{logger: logger, trace: cfg.Trace, locks: map[string]heldLock{}, redis: cfg.Redis}
+	if f.redis == nil {
+		f.redis, f.ownRedis = &rediseval.Clients{}, true
+	}
+	return f
 }
 
 // SetStateDir fixes dir, the state_dir field of a successful open's output
@@ -87,14 +100,18 @@ func (f *Funcs) SetStateDir(dir string) bool {
 }
 
 // Close releases every lock taken through mcp_resume_lock (the process
-// exiting releases them too). It does not delete the lock files. Safe to
-// call more than once.
+// exiting releases them too) and closes the Redis clients when they are
+// this Funcs's own (Config.Redis nil). It does not delete the lock files.
+// Safe to call more than once.
 func (f *Funcs) Close() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for name, h := range f.locks {
 		h.release()
 		delete(f.locks, name)
+	}
+	if f.ownRedis {
+		return f.redis.Close()
 	}
 	return nil
 }
@@ -114,7 +131,7 @@ func NewContext(ctx context.Context, h Handler) context.Context {
 	return context.WithValue(ctx, ctxKey{}, h)
 }
 
-// Shared returns the ten host functions for a module compiled once and
+// Shared returns the eleven host functions for a module compiled once and
 // instantiated by many stores (hostfuncs/README.md, "Loading the plugin").
 // Each reads its JSON request from plugin memory, serves it with the
 // Handler that NewContext put in the context of the plugin call (Extism
@@ -177,6 +194,8 @@ func (f *Funcs) Call(fn string, req []byte) []byte {
 		resp, werr = serve(req, f.log)
 	case hostfuncs.FnUnlock:
 		resp, werr = serve(req, f.unlock)
+	case hostfuncs.FnEval:
+		resp, werr = serve(req, f.eval)
 	default:
 		werr = invalid("unknown host function " + fn)
 	}

@@ -1,0 +1,39 @@
+package primitives
+
+import (
+	"context"
+
+	"github.com/mcp-resume/mcp-resume/hostfuncs"
+)
+
+// evalRequest is mcp_resume_eval's request as it arrives; pointers tell a
+// missing member (hostfuncs/README.md, "mcp_resume_eval": url, keys, args
+// and timeout_ms are required, so their absence is invalid_request).
+type evalRequest struct {
+	URL       *string   `json:"url"`
+	Cluster   bool      `json:"cluster"`
+	SHA1      string    `json:"sha1"`
+	Script    string    `json:"script"`
+	Keys      *[]string `json:"keys"`
+	Args      *[]string `json:"args"`
+	TimeoutMS *int      `json:"timeout_ms"`
+}
+
+// eval answers mcp_resume_eval through the store's Redis clients
+// (internal/rediseval: validation before any I/O, timeout_ms bounding the
+// whole call, no resend, reply and error conversion). Its response is the
+// reply or the error; a request missing a required member is
+// invalid_request.
+func (f *Funcs) eval(r evalRequest) (any, *hostfuncs.Error) {
+	if r.URL == nil || r.Keys == nil || r.Args == nil || r.TimeoutMS == nil {
+		return nil, invalid(`mcp_resume_eval: request lacks "url", "keys", "args" or "timeout_ms"`)
+	}
+	resp := f.redis.Eval(context.Background(), hostfuncs.EvalRequest{
+		URL: *r.URL, Cluster: r.Cluster, SHA1: r.SHA1, Script: r.Script,
+		Keys: *r.Keys, Args: *r.Args, TimeoutMS: *r.TimeoutMS,
+	})
+	if resp.Error != nil {
+		return nil, resp.Error
+	}
+	return resp, nil
+}
