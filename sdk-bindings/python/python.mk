@@ -6,7 +6,8 @@
 #                       `python -m mcp_resume precompile` fills the plugin's compilation cache
 #   make python-test    mypy --strict on the package, then the binding's pytest
 #                       suite: unit, conformance, end to end (needs Go on PATH
-#                       to build the broker)
+#                       to build the broker, and redis-server on PATH: with
+#                       MCP_RESUME_REQUIRE_REDIS=1 the Redis runs fail without it)
 #   make python-bench   startup cost of resume in the example server
 #                       (examples/bench/python/bench_startup.py)
 
@@ -36,7 +37,7 @@ $(PY_STAMP): $(PY_STAMP_DEPS)
 
 python-test: python-setup
 	cd $(PY_SRC) && $(PY) -m mypy
-	cd $(ROOT) && $(PY) -m pytest -p no:cacheprovider sdk-bindings/python/tests
+	cd $(ROOT) && MCP_RESUME_REQUIRE_REDIS=1 $(PY) -m pytest -p no:cacheprovider sdk-bindings/python/tests
 
 python-bench: python-setup
 	cd $(ROOT) && $(PY) examples/bench/python/bench_startup.py --runs 15

@@ -24,6 +24,18 @@ README's handle-store additions): one plugin instance opened with
 ``save`` keeps members of its output for later ``$<var>`` inputs, and the
 wants add ``error_json_subset``, ``files_after_count``, ``files_exclude`` and
 the ``corrupt_files`` action.
+
+Redis (the README's "Redis: the same cases on the second backend"): one
+``redis-server`` for the session (``conftest.redis_server``), ``$REDIS_URL``
+substituted, ``FLUSHALL`` and ``SCRIPT FLUSH`` before each case run on it. A
+handle case without ``backends`` runs twice, ``[file]`` as written and
+``[redis]`` with ``"state_url": "$REDIS_URL"`` added to its ``open`` and its
+file checks skipped; ``backends`` restricts (the ``host_eval_*`` resume-store
+cases are ``["redis"]``). The ``redis`` action sends a command with
+redis-py (``each_key``: once per key matching the glob, ``$KEY`` replaced),
+never through the host function; ``message_excludes`` (a want) and
+``logs_exclude`` (a case: every captured line, debug included) pin that a
+URL's password reaches no message and no log line.
 """
 
 from __future__ import annotations
@@ -49,6 +61,19 @@ from pinned import hold_abstract_socket, load_system, pinned_functions
 from system import CONFORMANCE, check_files, content_bytes, make_files, substitute
 
 CASES = sorted((CONFORMANCE / "cases").glob("*.json"))
+
+
+def _runs(path: Path) -> list[str]:
+    """The backends a case runs on: ``backends`` as given, else both for a handle case, else the files only."""
+    case = json.loads(path.read_text())
+    if "backends" in case:
+        return list(case["backends"])
+    return ["file", "redis"] if case.get("store") == "handles" else ["file"]
+
+
+RUNS = [(p, b) for p in CASES for b in _runs(p)]
+#: The checks of files a Redis run skips (the README: the calls, wants and logs must come out the same).
+FILE_CHECKS = ("files_before", "files_after", "files_after_count", "files_exclude", "state_dir_after")
 _LEVELS = {logging.INFO: "info", logging.WARNING: "warn", logging.ERROR: "error"}
 
 
@@ -63,13 +88,17 @@ class Capture(logging.Handler):
     """Records every log line above debug as a conformance log entry."""
 
     def __init__(self) -> None:
-        super().__init__(logging.INFO)
+        super().__init__(logging.DEBUG)
         self.lines: list[dict[str, str]] = []
+        self.every: list[str] = []  # every line's text, debug included (logs_exclude)
 
     def emit(self, record: logging.LogRecord) -> None:
         # The printed text is the message, then ": <detail>" when there is one; cases compare the message only.
         detail = str(getattr(record, "detail", "") or "")
         message = record.getMessage()
+        self.every.append(f"{message} {detail}")
+        if record.levelno < logging.INFO:
+            return
         if detail:
             assert message.endswith(": " + detail), f"the detail is not printed: {message!r}"
             message = message[: -len(detail) - 2]
@@ -84,8 +113,17 @@ def subset(got: Any, want: Any) -> bool:
     return bool(got == want)
 
 
+def excludes(where: str, want: dict[str, Any], text: str | None) -> list[str]:
+    """``message_excludes``: the error (its message, or the whole error string) does not hold this text."""
+    bad = want.get("message_excludes")
+    return [f"{where}: the error {text!r} holds {bad!r}"] if bad and text and bad in text else []
+
+
 def check(where: str, want: dict[str, Any], out: bytes, err: str | None) -> list[str]:
     """Compare one export's result (output bytes, error string or ``None``) with a ``want``."""
+    if "message_excludes" in want:
+        return excludes(where, want, err) + check(where, {k: v for k, v in want.items() if k != "message_excludes"},
+                                                 out, err)
     if "error_json_subset" in want:
         try:
             doc = json.loads(err or "")
@@ -129,6 +167,9 @@ def check_host(where: str, want: dict[str, Any], raw: bytes) -> list[str]:
     if not isinstance(doc, dict):
         return [f"{where}: answer {doc!r} is not a JSON object"]
     err = doc.get("error")
+    if "message_excludes" in want:
+        errors = excludes(where, want, json.dumps(err) if err is not None else None)
+        return errors + check_host(where, {k: v for k, v in want.items() if k != "message_excludes"}, raw)
     if "error_code" in want:
         code = err.get("code") if isinstance(err, dict) else None
         return [] if code == want["error_code"] else [f"{where}: answer {doc}, want error code {want['error_code']!r}"]
@@ -230,10 +271,45 @@ def open_handles(system: Any, logger: logging.Logger, open_req: Any) -> tuple[_I
     return inst, result
 
 
-@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
-def test_conformance(path: Path, tmp_path: Path) -> None:
+def redis_action(server: Any, call: dict[str, Any]) -> list[str]:
+    """The ``redis`` action: ``command`` sent with the runner's own client, its reply ignored; with ``each_key``,
+    once per key matching the glob (``SCAN``), each ``$KEY`` argument replaced by the key."""
+    command = call["command"]
+    if "each_key" not in call:
+        server.client.execute_command(*command)
+        return []
+    keys = list(server.client.scan_iter(match=call["each_key"]))
+    for key in keys:
+        server.client.execute_command(*[key if a == "$KEY" else a for a in command])
+    return [] if keys else [f"redis action: no key matches {call['each_key']!r}"]
+
+
+def with_redis_url(doc: Any, url: str) -> Any:
+    """``doc`` with ``$REDIS_URL`` in every string replaced by ``url``."""
+    if isinstance(doc, dict):
+        return {with_redis_url(k, url): with_redis_url(v, url) for k, v in doc.items()}
+    if isinstance(doc, list):
+        return [with_redis_url(v, url) for v in doc]
+    return doc.replace("$REDIS_URL", url) if isinstance(doc, str) else doc
+
+
+@pytest.mark.parametrize(("path", "backend"), RUNS, ids=[f"{p.stem}[{b}]" for p, b in RUNS])
+def test_conformance(path: Path, backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     root = tmp_path.resolve()
     case = substitute(json.loads(path.read_text()), root)
+    server = None
+    if backend == "redis":
+        server = request.getfixturevalue("redis_server")
+        server.flush()
+        if case.get("store") == "handles" and "backends" not in case:
+            for key in FILE_CHECKS:
+                case.pop(key, None)
+        # The server goes into open unless the case names it itself (in open, or as MCP_RESUME_STATE_URL in
+        # its facts): some ["redis"] cases (garbage records, NOSCRIPT) rely on the runner for it too.
+        if case.get("store") == "handles" and "$REDIS_URL" not in path.read_text():
+            case["open"] = dict(case.get("open", {"app": "conformance", "state_root": f"{root}/state"}))
+            case["open"].setdefault("state_url", "$REDIS_URL")
+        case = with_redis_url(case, server.url)
     if any(c.get("action") == "hold_socket" for c in case.get("calls", [])) and not sys.platform.startswith("linux"):
         pytest.skip("hold_socket: abstract Unix sockets are a Linux rule")
     system = load_system(case.get("system"), root)
@@ -289,6 +365,8 @@ def test_conformance(path: Path, tmp_path: Path) -> None:
                 if not opened or opened[0][1] is None:
                     errors.append(f"open: {e}")
         assert opened, "open was never called"
+        if backend == "redis" and handles and opened[0][1] is None and json.loads(opened[0][0]).get("backend") != "redis":
+            errors.append(f"open: a Redis run opened the {json.loads(opened[0][0]).get('backend')!r} backend")
         if "open_want" in case:
             errors += check("open", case["open_want"], *opened[0])
         elif opened[0][1] is not None:
@@ -313,6 +391,10 @@ def test_conformance(path: Path, tmp_path: Path) -> None:
                 assert not resp.get("error"), f"hold_lock {call['name']}: {resp}"
             elif call.get("action") == "hold_socket":
                 held.append(hold_abstract_socket(call["socket"]))
+            elif call.get("action") == "redis":
+                if server is None:
+                    pytest.fail(f"{path.name}: call {i}: a redis action in a run without Redis")
+                errors += [f"call {i} {e}" for e in redis_action(server, call)]
             elif "host_call" in call and "action" not in call and "export" not in call:
                 # The store's own host functions, the instance the plugin calls (state directory fixed by open).
                 t0 = time.monotonic()
@@ -373,4 +455,6 @@ def test_conformance(path: Path, tmp_path: Path) -> None:
             detail_ok = "detail" not in w or g["detail"] == w["detail"]
             if not (g["level"] == w["level"] and g["event"] == w["event"] and msg_ok and detail_ok):
                 errors.append(f"log line {i} = {g}, want {w}")
+    if exclude := case.get("logs_exclude"):
+        errors += [f"a log line holds {exclude!r}: {line!r}" for line in capture.every if exclude in line]
     assert not errors, f"{path.name} ({case.get('spec', '')}):\n  " + "\n  ".join(errors)
