@@ -33,7 +33,7 @@ type Cluster struct {
 // node. Missing redis-server or redis-cli fails or skips t (package doc).
 func StartCluster(t testing.TB, n int, opts ...Option) *Cluster {
 	t.Helper()
-	requireBinaries(t, "redis-server", "redis-cli")
+	requireBinaries(t, ServerBinary(), CLIBinary())
 	if n < 3 {
 		t.Fatalf("redistest: a Redis Cluster needs at least 3 masters, not %d", n)
 	}
@@ -68,7 +68,7 @@ func StartCluster(t testing.TB, n int, opts ...Option) *Cluster {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "redis-cli", args...).CombinedOutput()
+	out, err := exec.CommandContext(ctx, CLIBinary(), args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("redistest: redis-cli --cluster create: %v\n%s", err, out)
 	}

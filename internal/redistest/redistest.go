@@ -9,7 +9,10 @@
 // log to a file in their directory, never to stdout, and save nothing to
 // disk unless AOFAlways is given.
 //
-// redis-server (and redis-cli for clusters) come from PATH. When they are
+// redis-server (and redis-cli for clusters) come from PATH; the
+// environment's MCP_RESUME_REDIS_SERVER and MCP_RESUME_REDIS_CLI name
+// others (valkey-server and valkey-cli: the Makefile's test-valkey runs the
+// conformance cases on Valkey this way). When they are
 // missing, Start and StartCluster fail the test if the environment has
 // MCP_RESUME_REQUIRE_REDIS=1 (the Makefile's test targets set it, so CI
 // cannot pass by skipping) and skip it otherwise, saying why.
@@ -95,7 +98,7 @@ type Server struct {
 // redis-server fails or skips t (see the package doc).
 func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
-	requireBinaries(t, "redis-server")
+	requireBinaries(t, ServerBinary())
 	s, err := launch(t, t.TempDir(), false, opts)
 	if err != nil {
 		t.Fatalf("redistest: %v", err)
@@ -110,7 +113,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 // decides between skipping and failing: Required tells). The caller must
 // Close the server, which also removes its directory.
 func Launch(opts ...Option) (*Server, error) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
+	if _, err := exec.LookPath(ServerBinary()); err != nil {
 		return nil, ErrNotInstalled
 	}
 	dir, err := os.MkdirTemp("", "redistest-")
@@ -123,6 +126,21 @@ func Launch(opts ...Option) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// ServerBinary is the server program the fixtures run: redis-server, or
+// $MCP_RESUME_REDIS_SERVER (valkey-server).
+func ServerBinary() string { return envOr("MCP_RESUME_REDIS_SERVER", "redis-server") }
+
+// CLIBinary is the command-line client that creates clusters: redis-cli,
+// or $MCP_RESUME_REDIS_CLI (valkey-cli).
+func CLIBinary() string { return envOr("MCP_RESUME_REDIS_CLI", "redis-cli") }
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
 }
 
 // Required reports whether the environment requires the Redis tests to run
@@ -206,7 +224,7 @@ func freePort() (int, error) {
 
 // start runs the server process and waits until it answers PING.
 func (s *Server) start() error {
-	cmd := exec.Command("redis-server", s.args...)
+	cmd := exec.Command(ServerBinary(), s.args...)
 	cmd.Dir = s.Dir
 	// stdout is sacred, even a test's: the server logs to its logfile.
 	cmd.Stdout, cmd.Stderr = nil, nil

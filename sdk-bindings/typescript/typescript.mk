@@ -3,7 +3,8 @@
 # defines ROOT := $(abspath .).
 #
 #   make typescript-setup   npm ci + tsc for the binding and the example (idempotent)
-#   make typescript-test    type-check, then conformance, unit and end-to-end tests (needs Go on PATH)
+#   make typescript-test    type-check, then conformance, unit and end-to-end tests (needs Go and
+#                           redis-server on PATH: MCP_RESUME_REQUIRE_REDIS=1 fails the Redis runs without it)
 #   make typescript-bench   startup (load vs baseline) and memory benchmark, Markdown tables
 #                           (examples/bench/typescript/startup.mjs); the handle store's benchmark
 #                           is examples/bench/typescript/handles.mjs (make bench-handles)
@@ -41,7 +42,7 @@ typescript-setup: $(TS_BINDING)/node_modules/.package-lock.json $(TS_EXAMPLE)/no
 typescript-test: typescript-setup
 	@command -v $${GO:-go} >/dev/null || { echo "typescript-test needs Go on PATH (it builds examples/broker)"; exit 2; }
 	cd $(TS_BINDING) && $(NODE) node_modules/typescript/bin/tsc -p tsconfig.test.json
-	cd $(TS_BINDING) && $(NODE) --import tsx --test test/*.test.ts
+	cd $(TS_BINDING) && MCP_RESUME_REQUIRE_REDIS=1 $(NODE) --import tsx --test test/*.test.ts
 
 typescript-bench: typescript-setup
 	cd $(ROOT) && $(NODE) examples/bench/typescript/startup.mjs -n 20

@@ -11,6 +11,7 @@
  * @packageDocumentation
  */
 import { createStderrLogger, type Logger } from "./logger.js";
+import { loadRedis } from "./redis.js";
 import { callExport, loadStore, type ExportResult, type ResumeTokenStore } from "./store.js";
 
 /** Options of {@link HandleStore.open}. Omitted → the environment → the plugin's defaults (shown). */
@@ -33,12 +34,29 @@ export interface HandleStoreOptions {
   clock?: () => number;
   /** Receives the plugin's log lines (`handle_created`, `handle_expired`…; never a handle, value or principal). Default {@link createStderrLogger}(). */
   logger?: Logger;
+  /**
+   * The Redis backend (hostfuncs/README.md, "The Redis backend"): `redis://[user:password@]host[:port][/db]`
+   * or `rediss://…` (TLS), optionally `?cluster=true` (a node of a Redis Cluster). Redis 6.2 or later, or
+   * Valkey. Default `$MCP_RESUME_STATE_URL` (read by the plugin); empty again: the file backend. When this
+   * or the variable is non-empty the plugin runs in Extism's worker mode (a thread of its own), where the
+   * store reaches Redis with node-redis while the event loop keeps turning.
+   */
+  stateUrl?: string;
+  /** Redis only: the deadline of each operation in milliseconds, connecting included (1–60000). Default `$MCP_RESUME_STATE_TIMEOUT` (Go duration), else 2000. */
+  timeoutMs?: number;
 }
 
-/** The store's effective settings, as `handles_open` answered them (durations in milliseconds). */
+/** The store's effective settings (its policy), as `handles_open` answered them (durations in milliseconds). */
 export interface HandleStoreSettings {
-  /** Absolute directory of the records: `<stateRoot>/<app dir>/handles`. */
+  /** `file` (records in {@link stateDir}) or `redis` (records on the server of {@link stateUrl}). */
+  backend: "file" | "redis";
+  /** Redis only: the URL with its password shown as `***` (safe to log). */
+  stateUrl?: string;
+  /** Redis only: the deadline of each operation, connecting included, in milliseconds. */
+  timeoutMs?: number;
+  /** Absolute directory of the records: `<stateRoot>/<app dir>/handles`; `""` on Redis. */
   stateDir: string;
+  /** `""` on Redis. */
   stateRoot: string;
   idleTtlMs: number;
   maxAgeMs: number;
@@ -145,7 +163,7 @@ export class Conflict extends HandleStoreError {
 export class ValueTooLarge extends HandleStoreError {}
 /** `invalid_principal`: not a string, over 1024 bytes, or not valid UTF-8. */
 export class InvalidPrincipal extends HandleStoreError {}
-/** `store_unavailable`: the directory cannot be used (I/O error, full disk, lock wait over) or the plugin cannot load; the message says what to do. */
+/** `store_unavailable`: the directory cannot be used (I/O error, full disk, lock wait over), the Redis server cannot be reached or did not answer within `timeoutMs`, or the plugin cannot load; the message says what to do. */
 export class StoreUnavailable extends HandleStoreError {}
 /** `invalid_option`: a bad option or input (wrong type, a TTL longer than the store's, a bad generation, a bad environment value). */
 export class InvalidHandleOption extends HandleStoreError {}
@@ -171,7 +189,19 @@ function camel(v: unknown): any {
 }
 
 const OPTION_KEYS: Array<[keyof HandleStoreOptions, string]> = [["stateRoot", "state_root"], ["idleTtlMs", "idle_ttl_ms"], ["maxAgeMs", "max_age_ms"],
-  ["tombstoneMs", "tombstone_ms"], ["maxHandles", "max_handles"], ["maxValueBytes", "max_value_bytes"], ["lockWaitMs", "lock_wait_ms"]];
+  ["tombstoneMs", "tombstone_ms"], ["maxHandles", "max_handles"], ["maxValueBytes", "max_value_bytes"], ["lockWaitMs", "lock_wait_ms"],
+  ["stateUrl", "state_url"], ["timeoutMs", "timeout_ms"]];
+
+/**
+ * Whether a store opened with `options` runs its plugin in Extism's worker mode: when `stateUrl`, else
+ * `$MCP_RESUME_STATE_URL`, is non-empty. The only environment variable the host reads for the handle
+ * store (the plugin reads every other, and this one again): the runtime mode is fixed when the plugin is
+ * created, before `handles_open` could say which backend it chose, and Redis needs the asynchronous mode.
+ */
+export function needsWorker(options: HandleStoreOptions): boolean {
+  const url = typeof options.stateUrl === "string" && options.stateUrl !== "" ? options.stateUrl : process.env["MCP_RESUME_STATE_URL"];
+  return typeof url === "string" && url !== "";
+}
 
 /** `value` as standard base64, or {@link HandleStoreError} `invalid_value` for anything but bytes. */
 function b64(value: unknown): string {
@@ -194,10 +224,12 @@ function b64(value: unknown): string {
  * await store.put(handle, "", newBytes, { expect: v.generation }); // Conflict if someone wrote meanwhile
  * ```
  *
- * Independent of resume: `MCP_RESUME=off` does not turn it off. Each
- * operation is synchronous inside the plugin (file I/O and, when another
- * process holds the shard, a wait of up to `lockWaitMs`), so it blocks the
- * event loop for its duration.
+ * Independent of resume: `MCP_RESUME=off` does not turn it off. On the file
+ * backend each operation is synchronous inside the plugin (file I/O and, when
+ * another process holds the shard, a wait of up to `lockWaitMs`), so it
+ * blocks the event loop for its duration. On Redis (`stateUrl`) the plugin
+ * runs on a worker thread and the event loop keeps turning while an
+ * operation waits for the server (at most `timeoutMs`).
  */
 export class HandleStore {
   readonly #inst: ResumeTokenStore;
@@ -215,20 +247,25 @@ export class HandleStore {
    * opens the handle store of `app` (creating `handles/` 0700, sweeping
    * expired entries and stale temporary files).
    *
+   * On Redis nothing is sent to the server here: a server that cannot be reached answers
+   * {@link StoreUnavailable} at the first operation, within `timeoutMs`.
+   *
    * @param app - the server's app name (1–64 of `[A-Za-z0-9._-]`, starting with a letter or digit).
-   * @param options - directory, lifetimes, capacity, lock wait, clock, logger.
-   * @throws {@link InvalidHandleOption} for a bad option or environment value (the message names it);
-   *   {@link HandleStoreError} `invalid_app` for a bad app name; {@link StoreUnavailable} when the
-   *   directory cannot be used or the plugin cannot be loaded.
+   * @param options - directory or Redis URL, lifetimes, capacity, lock wait, Redis deadline, clock, logger.
+   * @throws {@link InvalidHandleOption} for a bad option or environment value (the message names it, and
+   *   never holds a URL's password); {@link HandleStoreError} `invalid_app` for a bad app name;
+   *   {@link StoreUnavailable} when the directory cannot be used or the plugin cannot be loaded.
    */
   static async open(app: string, options: HandleStoreOptions = {}): Promise<HandleStore> {
     const input: Record<string, unknown> = { app };
-    for (const [k, wire] of OPTION_KEYS) if (options[k] !== undefined) input[wire] = options[k];
+    for (const [k, wire] of OPTION_KEYS) if (options[k] !== undefined && !(k === "stateUrl" && options[k] === "")) input[wire] = options[k];
+    const worker = needsWorker(options);
+    if (worker) loadRedis().catch(() => undefined); // imported while the plugin starts; a failure answers at the first operation
     let inst: ResumeTokenStore;
     try {
       // The plugin instance lives in the resume store's shell, which queues calls FIFO and confines the
-      // host functions to the state_dir handles_open answers; none of its resume methods is used.
-      inst = await loadStore(options.logger ?? createStderrLogger());
+      // host functions to the state_dir handles_open answers (none on Redis); none of its resume methods is used.
+      inst = await loadStore(options.logger ?? createStderrLogger(), undefined, undefined, worker);
     } catch (e) {
       throw new StoreUnavailable("store_unavailable", `mcp-resume handle store: ${(e as Error).message}`);
     }
@@ -317,7 +354,7 @@ export class HandleStore {
     return camel(await this.#call("handle_gc", {}));
   }
 
-  /** Waits for queued calls, then releases the plugin instance and its locks. Idempotent; later calls reject with `not_open`. */
+  /** Waits for queued calls, then releases the plugin instance (its worker thread), its locks and its Redis connection. Idempotent; later calls reject with `not_open`. */
   async close(): Promise<void> {
     this.#closed = true;
     await this.#inst.close();

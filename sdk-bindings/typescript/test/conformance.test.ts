@@ -18,7 +18,15 @@
 // output ("save") for later inputs ("$var"), expect a JSON error
 // (error_json_subset), corrupt every record (corrupt_files), and its files
 // are checked by count and for the sealed value (files_after_count,
-// files_exclude).
+// files_exclude). Redis (the README's "Redis: ..."): one redis-server per
+// run (helpers.ts, startRedis), `$REDIS_URL` substituted, FLUSHALL and
+// SCRIPT FLUSH before each Redis run; a handle case without `backends` runs
+// twice (the second titled "[redis]", with `state_url` added to its open
+// and no file checks). A Redis run loads its store in Extism's worker mode,
+// as HandleStore.open does for a state URL, so the plugin's
+// mcp_resume_eval reaches the real server; its host_calls go through
+// HostFunctions.callAsync, the worker mode's entry. The `redis` action
+// sends its command with the runner's own node-redis client.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -32,7 +40,7 @@ import { fileURLToPath } from "node:url";
 import { fdOf, HostError, HostFunctions, pidOf, type ErrorCode, type Json } from "../src/hostfuncs.js";
 import type { LogFields, Logger } from "../src/logger.js";
 import { callExport, loadStore, type ExportResult } from "../src/store.js";
-import { holdAbstractSocket, PinnedHost } from "./helpers.js";
+import { holdAbstractSocket, PinnedHost, REQUIRE_REDIS, startRedis, type RedisServer } from "./helpers.js";
 
 const CONF = fileURLToPath(new URL("../../../hostfuncs/conformance/", import.meta.url));
 
@@ -44,6 +52,8 @@ interface Want {
   output_json_subset?: unknown;
   error_code?: string;
   error_json_subset?: Json;
+  /** The error's message (and the whole error string) does not hold this text. */
+  message_excludes?: string;
 }
 interface System {
   facts: Json;
@@ -55,6 +65,8 @@ interface Case {
   name: string;
   spec: string;
   store?: "resume" | "handles";
+  backends?: Array<"file" | "redis">;
+  logs_exclude?: string;
   files_after_count?: Record<string, number>;
   files_exclude?: string;
   system?: string | System;
@@ -76,6 +88,8 @@ interface HostWant {
   error_code?: string;
   response_subset?: Json;
   result_codes?: Array<string | null>;
+  /** With one of the above: the error message does not hold this text. */
+  message_excludes?: string;
   /** With one of the above: the call took at least / at most this many milliseconds (wall clock). */
   min_ms?: number;
   max_ms?: number;
@@ -94,6 +108,9 @@ interface Call {
   mode?: "truncate" | "flip" | "symlink";
   request?: unknown;
   want?: Want & HostWant;
+  /** The `redis` action: the command, sent once, or once per key matching `each_key` with `$KEY` replaced. */
+  command?: string[];
+  each_key?: string;
 }
 
 const norm = (c: Content): Exclude<Content, string> => (typeof c === "string" ? { text: c } : c);
@@ -150,6 +167,10 @@ function assertSubset(got: unknown, want: unknown, where: string): void {
 }
 
 function checkWant(r: ExportResult, w: Want, what: string, exportName: string): void {
+  if (w.message_excludes !== undefined) {
+    const text = r.ok ? "" : `${r.message} ${JSON.stringify(r.error ?? {})}`;
+    assert.ok(!text.includes(w.message_excludes), `${what}: the error holds ${JSON.stringify(w.message_excludes)}: ${text}`);
+  }
   if (w.error_json_subset !== undefined) {
     assert.ok(!r.ok, `${what}: want error ${JSON.stringify(w.error_json_subset)}, got success`);
     assert.ok(r.error !== undefined, `${what}: the error string is not JSON: ${r.message}`);
@@ -179,7 +200,8 @@ function checkHostWant(out: Uint8Array, w: HostWant, what: string): void {
   const text = Buffer.from(out).toString("utf8");
   const r = JSON.parse(text) as Json;
   const err = (x: unknown): string | undefined => ((x as Json | null)?.["error"] as { code?: string } | null | undefined)?.code;
-  const keys = Object.keys(w);
+  if (w.message_excludes !== undefined) assert.ok(!text.includes(w.message_excludes), `${what}: the response holds ${JSON.stringify(w.message_excludes)}: ${text}`);
+  const keys = Object.keys(w).filter((k) => k !== "message_excludes");
   assert.equal(keys.length, 1, `${what}: a host want has exactly one of ok, error_code, response_subset, result_codes: ${JSON.stringify(w)}`);
   if (w.error_code !== undefined) return assert.equal(err(r), w.error_code, `${what}: want error ${w.error_code}, got ${text}`);
   assert.ok(r["error"] === undefined || r["error"] === null, `${what}: unexpected error ${text}`);
@@ -271,18 +293,58 @@ after(() => roots.forEach((r) => fs.rmSync(r, { recursive: true, force: true }))
 
 const caseFiles = fs.readdirSync(path.join(CONF, "cases")).filter((f) => f.endsWith(".json")).sort();
 
+/** The run's one redis-server, started by the first Redis run; `undefined` when there is none on PATH. */
+let redisServer: Promise<RedisServer | undefined> | undefined;
+after(async () => (await redisServer?.catch(() => undefined))?.stop());
+
+/**
+ * The `redis` action: `command` on the runner's own client; with `each_key`, once per key matching the glob
+ * (SCAN to the end), `$KEY` replaced by it; no matching key fails the case.
+ */
+async function redisAction(r: RedisServer, cl: Call, i: number): Promise<void> {
+  assert.ok(Array.isArray(cl.command) && cl.command.length > 0, `call ${i}: redis action without a command`);
+  if (cl.each_key === undefined) return void (await r.client.sendCommand(cl.command));
+  const keys: string[] = [];
+  let cursor = "0";
+  do {
+    const [next, batch] = (await r.client.sendCommand(["SCAN", cursor, "MATCH", cl.each_key, "COUNT", "1000"])) as [string, string[]];
+    cursor = next;
+    keys.push(...batch);
+  } while (cursor !== "0");
+  assert.ok(keys.length > 0, `call ${i}: no key matches ${cl.each_key}`);
+  for (const key of keys) await r.client.sendCommand(cl.command.map((a) => a.replaceAll("$KEY", key)));
+}
+
 describe("conformance", () => {
   test("the shared cases are present", () => assert.ok(caseFiles.length >= 33, caseFiles.join(", ")));
 
   for (const file of caseFiles) {
     const raw = fs.readFileSync(path.join(CONF, "cases", file), "utf8");
-    const title = (JSON.parse(raw) as Case).name;
+    const parsed = JSON.parse(raw) as Case;
+    // A handle case without backends runs on both; a resume case runs once, as written, unless it says redis.
+    const backends = parsed.backends ?? (parsed.store === "handles" ? ["file", "redis"] : ["file"]);
+    for (const backend of backends) {
+    const onRedis = backend === "redis";
+    const title = onRedis && backends.length > 1 ? `${parsed.name} [redis]` : parsed.name;
     test(title, async (t) => {
+      let redis: RedisServer | undefined;
+      if (onRedis) {
+        redisServer ??= startRedis();
+        redis = await redisServer;
+        if (!redis) {
+          process.stderr.write(`conformance: ${title} SKIPPED: no redis-server on PATH (MCP_RESUME_REQUIRE_REDIS=1 makes this a failure)\n`);
+          return t.skip("no redis-server on PATH");
+        }
+        await redis.flush();
+      }
       const root = fs.mkdtempSync(path.join(tmpdir(), "mcp-resume-conf-"));
       roots.push(root);
       const euid = String(process.geteuid?.() ?? -1);
-      const subst = (text: string): string => text.replaceAll('"$EUID"', euid).replaceAll("$EUID", euid).replaceAll("$ROOT", root);
+      const subst = (text: string): string =>
+        text.replaceAll('"$EUID"', euid).replaceAll("$EUID", euid).replaceAll("$ROOT", root).replaceAll("$REDIS_URL", redis?.url ?? "redis://127.0.0.1:1/0");
       const c = JSON.parse(subst(raw)) as Case;
+      // A Redis run of a case written for both backends: no file checks.
+      if (onRedis && c.store === "handles" && c.backends === undefined) for (const k of ["files_before", "files_after", "files_after_count", "files_exclude", "state_dir_after"] as const) delete c[k];
       if (process.platform !== "linux" && c.calls?.some((cl) => cl.action === "hold_socket")) return t.skip("hold_socket: abstract sockets are a Linux rule");
       const sys: System =
         typeof c.system === "object" ? c.system : (JSON.parse(subst(fs.readFileSync(path.join(CONF, "systems", `${c.system ?? "default"}.json`), "utf8"))) as System);
@@ -300,18 +362,29 @@ describe("conformance", () => {
       makeFiles(dir, c.files_before);
 
       const logs: Array<{ level: string; event: string; message: string; detail: string }> = [];
-      const add = (level: string) => (message: string, fields?: LogFields) =>
-        level !== "debug" && logs.push({ level, event: String(fields?.event ?? ""), message, detail: String(fields?.detail ?? "") });
+      const every: string[] = []; // every line, debug included, for logs_exclude
+      const add = (level: string) => (message: string, fields?: LogFields) => {
+        every.push(`${message} ${JSON.stringify(fields ?? {})}`);
+        if (level !== "debug") logs.push({ level, event: String(fields?.event ?? ""), message, detail: String(fields?.detail ?? "") });
+      };
       const logger: Logger = { debug: add("debug"), info: add("info"), warn: add("warn"), error: add("error") };
       const host = new FixtureHost(sys, root, logger);
-      const store = await loadStore(logger, undefined, host);
+      const store = await loadStore(logger, undefined, host, onRedis);
       const others: HostFunctions[] = [];
       const sockets: Server[] = [];
       try {
         const vars = new Map<string, string | number>();
-        const opened = await callExport(store, handles ? "handles_open" : "open", Buffer.from(JSON.stringify(c.open ?? { app: "conformance", state_root: path.dirname(appDir) })));
+        const open: Json = { ...(c.open ?? { app: "conformance", state_root: path.dirname(appDir) }) };
+        // On Redis the open names the server, unless the case does, in its open or its environment.
+        const envUrl = (sys.facts["env"] as Json | undefined)?.["MCP_RESUME_STATE_URL"];
+        if (onRedis && handles && open["state_url"] === undefined && !envUrl) open["state_url"] = redis!.url;
+        const opened = await callExport(store, handles ? "handles_open" : "open", Buffer.from(JSON.stringify(open)));
         if (c.open_want) checkWant(opened, c.open_want, "open", "open");
         else assert.ok(opened.ok, `open: ${opened.ok ? "" : `${opened.code}: ${opened.message}`}`);
+        if (onRedis && handles && opened.ok) {
+          const backend = (JSON.parse(Buffer.from(opened.output).toString()) as Json)["backend"];
+          assert.equal(backend, "redis", "a Redis run's store must be on Redis (a plugin without the Redis backend ignores state_url)");
+        }
         for (const [i, cl] of (c.open_want?.error_code ? [] : (c.calls ?? [])).entries()) {
           const forms = (["export", "action", "host_call"] as const).filter((k) => cl[k] !== undefined);
           assert.equal(forms.length, 1, `call ${i}: unknown call form ${JSON.stringify(cl)} (want one of export, action, host_call)`);
@@ -323,11 +396,14 @@ describe("conformance", () => {
             if (cl.host_call === "mcp_resume_lock" && typeof req?.["socket"] === "string") await host.lockAhead(req["socket"]);
             const { min_ms, max_ms, ...hw } = cl.want ?? {};
             const t0 = performance.now();
-            const out = host.call(cl.host_call, Buffer.from(JSON.stringify(cl.request)));
+            const out = onRedis ? await host.callAsync(cl.host_call, Buffer.from(JSON.stringify(cl.request))) : host.call(cl.host_call, Buffer.from(JSON.stringify(cl.request)));
             const took = performance.now() - t0;
             checkHostWant(out, hw, `call ${i} host_call ${cl.host_call}`);
             if (min_ms !== undefined) assert.ok(took >= min_ms, `call ${i} host_call ${cl.host_call}: took ${took.toFixed(1)} ms, want at least ${min_ms}`);
             if (max_ms !== undefined) assert.ok(took <= max_ms, `call ${i} host_call ${cl.host_call}: took ${took.toFixed(1)} ms, want at most ${max_ms}`);
+          } else if (cl.action === "redis") {
+            assert.ok(redis, `call ${i}: a redis action in a case that does not run on Redis`);
+            await redisAction(redis, cl, i);
           } else if (cl.action === "hold_socket") {
             sockets.push(await holdAbstractSocket(cl.socket!));
           } else if (cl.action === "put_file") {
@@ -368,7 +444,10 @@ describe("conformance", () => {
         for (const s of sockets) s.close();
       }
 
-      if (c.state_dir_after?.exists === false) assert.equal(fs.existsSync(dir), false, "the state directory must not exist");
+      if (c.logs_exclude !== undefined) for (const line of every) assert.ok(!line.includes(c.logs_exclude), `a log line holds ${JSON.stringify(c.logs_exclude)}: ${line}`);
+      if (onRedis && handles) {
+        // A Redis store has no directory: nothing of the case's files to check.
+      } else if (c.state_dir_after?.exists === false) assert.equal(fs.existsSync(dir), false, "the state directory must not exist");
       else checkFiles(dir, c.files_after, c.files_after_count === undefined); // with counts, files_after lists only some names
       for (const [prefix, n] of Object.entries(c.files_after_count ?? {})) {
         const count = fs.readdirSync(dir).filter((f) => f.startsWith(prefix) && fs.lstatSync(path.join(dir, f)).isFile()).length;
@@ -392,5 +471,6 @@ describe("conformance", () => {
       const want = wantLogs.map((w) => ({ level: w.level, event: w.event, message: w.message ?? w.message_prefix, ...(w.detail !== undefined ? { detail: w.detail } : {}) }));
       assert.deepEqual(got, want, "log lines");
     });
+    }
   }
 });

@@ -209,3 +209,93 @@ export async function holdAbstractSocket(name: string): Promise<Server> {
   }
   return server;
 }
+
+/** A redis-server of the tests' own (hostfuncs/conformance/README.md, "Redis: ..."): its URL, a client of its own (RESP2), stop. */
+export interface RedisServer {
+  url: string;
+  port: number;
+  client: import("redis").RedisClientType<any, any, any, 2>;
+  /** FLUSHALL and SCRIPT FLUSH (before each case using it). */
+  flush(): Promise<void>;
+  /** SIGKILL, as a crash would. */
+  kill(): void;
+  stop(): Promise<void>;
+}
+
+/** Whether a missing redis-server fails the run (`make test` sets MCP_RESUME_REQUIRE_REDIS=1) rather than skipping its runs. */
+export const REQUIRE_REDIS = process.env["MCP_RESUME_REQUIRE_REDIS"] === "1";
+
+/** A free loopback TCP port (bound, then released). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * Starts `redis-server` from PATH on a free loopback port (or `onPort`: a restart) in a temporary
+ * directory, without persistence, and waits for its PING.
+ *
+ * @returns the server, or `undefined` when there is no `redis-server` on PATH (the caller skips and says so).
+ * @throws when there is none and {@link REQUIRE_REDIS}, or when it does not answer within 10 s.
+ */
+export async function startRedis(onPort?: number): Promise<RedisServer | undefined> {
+  const bin = (process.env["PATH"] ?? "").split(path.delimiter).map((d) => path.join(d, "redis-server")).find((p) => {
+    try {
+      return statSync(p).isFile();
+    } catch {
+      return false;
+    }
+  });
+  if (!bin) {
+    if (REQUIRE_REDIS) throw new Error("MCP_RESUME_REQUIRE_REDIS=1 but there is no redis-server on PATH (apt-get install redis-server)");
+    return undefined;
+  }
+  const dir = tempDir("mcp-resume-redis-");
+  const port = onPort ?? (await freePort());
+  const proc = spawn(bin, ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir], { stdio: ["ignore", "ignore", "pipe"] });
+  let err = "";
+  proc.stderr!.on("data", (d: Buffer) => (err += d.toString()));
+  const url = `redis://127.0.0.1:${port}/0`;
+  const { createClient } = await import("redis");
+  const client = createClient({ url, RESP: 2, socket: { reconnectStrategy: false } });
+  client.on("error", () => undefined);
+  const until = Date.now() + 10_000;
+  for (;;) {
+    try {
+      await client.connect();
+      await client.ping();
+      break;
+    } catch (e) {
+      if (Date.now() > until || proc.exitCode !== null) {
+        proc.kill("SIGKILL");
+        throw new Error(`redis-server did not answer on ${url}: ${(e as Error).message} ${err}`);
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  return {
+    url,
+    port,
+    client: client as RedisServer["client"],
+    async flush() {
+      await client.sendCommand(["FLUSHALL"]);
+      await client.sendCommand(["SCRIPT", "FLUSH"]);
+    },
+    kill() {
+      proc.kill("SIGKILL");
+    },
+    async stop() {
+      client.destroy();
+      if (proc.exitCode === null && proc.signalCode === null) {
+        proc.kill("SIGTERM");
+        await new Promise((r) => proc.once("exit", r));
+      }
+    },
+  };
+}

@@ -1,0 +1,149 @@
+package handles
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/mcp-resume/mcp-resume/hostfuncs"
+	"github.com/mcp-resume/mcp-resume/internal/rediseval"
+	"github.com/mcp-resume/mcp-resume/plugin/internal/testhost"
+)
+
+func TestParseStateURL(t *testing.T) {
+	good := []struct{ in, url, display string }{
+		{"redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0"},
+		{"redis://localhost", "redis://localhost", "redis://localhost"},
+		{"rediss://me:s3cret@cache.example.com:6380/2", "rediss://me:s3cret@cache.example.com:6380/2", "rediss://me:***@cache.example.com:6380/2"},
+		{"redis://:s3cret@[::1]:7000?cluster=true", "redis://:s3cret@[::1]:7000", "redis://:***@[::1]:7000?cluster=true"},
+		{"redis://default@10.0.0.1:6379/", "redis://default@10.0.0.1:6379", "redis://default@10.0.0.1:6379"},
+		{"redis://h:1/3?cluster=false", "redis://h:1/3", "redis://h:1/3"},
+	}
+	for _, g := range good {
+		c, werr := parseStateURL(g.in)
+		if werr != nil || c.url != g.url || c.display != g.display {
+			t.Errorf("parseStateURL(%q) = %+v, %v; want url %q display %q", g.in, c, werr, g.url, g.display)
+		}
+	}
+	bad := []string{
+		"", "localhost:6379", "http://me:s3cret@h/0", "redis://", "redis://me:s3cret@/0", "redis://h:0", "redis://h:65536",
+		"redis://h:x", "redis://h/db", "redis://h/-1", "redis://h/0?timeout=1", "redis://h?cluster=true&x=1",
+		"redis://h/2?cluster=true", "redis://h/0#frag", "redis://h o/0", "redis://h:6379:1", "redis://[zz]:1",
+		"redis://me:s3cret@h/0?dial_timeout=3s",
+	}
+	for _, b := range bad {
+		_, werr := parseStateURL(b)
+		if werr == nil || werr.Code != hostfuncs.CodeInvalidOption {
+			t.Errorf("parseStateURL(%q) = %v, want invalid_option", b, werr)
+			continue
+		}
+		if strings.Contains(werr.Message, "s3cret") {
+			t.Errorf("parseStateURL(%q) message quotes the password: %s", b, werr.Message)
+		}
+	}
+}
+
+// redisStore opens a handle store of app on the conformance Redis.
+func redisStore(t *testing.T, url, app string) (*Store, *testhost.Host) {
+	t.Helper()
+	h := testhost.New(t)
+	clients := &rediseval.Clients{}
+	t.Cleanup(func() { _ = clients.Close() })
+	h.Eval = func(r hostfuncs.EvalRequest) hostfuncs.EvalResponse { return clients.Eval(context.Background(), r) }
+	s := New(h.Call)
+	in, _ := json.Marshal(map[string]any{"app": app, "state_url": url})
+	if _, werr := s.Open(in); werr != nil {
+		t.Fatal(werr)
+	}
+	return s, h
+}
+
+func call(t *testing.T, s *Store, export string, in map[string]any) (map[string]any, *hostfuncs.Error) {
+	t.Helper()
+	b, _ := json.Marshal(in)
+	out, werr := s.Export(export, b)
+	var o map[string]any
+	_ = json.Unmarshal(out, &o)
+	return o, werr
+}
+
+// Redis holds ciphertext, key hashes and integers: neither the value nor
+// the principal nor the handle appears in any key or field.
+func TestRedisSealedAtRest(t *testing.T) {
+	rd := caseRedis(t)
+	s, _ := redisStore(t, rd.URL, "sealed")
+	value, principal := "the-secret-notebook-text", "alice@example.com"
+	o, werr := call(t, s, "handle_create", map[string]any{"principal": principal, "value": base64.StdEncoding.EncodeToString([]byte(value))})
+	if werr != nil {
+		t.Fatal(werr)
+	}
+	handle := o["handle"].(string)
+	ctx := context.Background()
+	keys, _ := rd.Client().Keys(ctx, "*").Result()
+	if len(keys) < 3 {
+		t.Fatalf("keys %v, want a layout, a record and an LRU set at least", keys)
+	}
+	for _, k := range keys {
+		dump, err := rd.Client().Dump(ctx, k).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, secret := range []string{value, principal, handle, handle[5:], base64.StdEncoding.EncodeToString([]byte(value))} {
+			if strings.Contains(k, secret) || strings.Contains(dump, secret) {
+				t.Errorf("key %s holds %q", k, secret)
+			}
+		}
+	}
+}
+
+// Another app on the same Redis, given the handle, finds nothing; even a
+// record copied under the other app's key fails to open (corrupt, removed),
+// and the owner's record is untouched.
+func TestRedisAnotherAppNeverReads(t *testing.T) {
+	rd := caseRedis(t)
+	a, _ := redisStore(t, rd.URL, "app-a")
+	b, hb := redisStore(t, rd.URL, "app-b")
+	o, werr := call(t, a, "handle_create", map[string]any{"principal": "alice", "value": "c2VjcmV0"})
+	if werr != nil {
+		t.Fatal(werr)
+	}
+	h := o["handle"]
+	if _, werr := call(t, b, "handle_get", map[string]any{"handle": h, "principal": "alice"}); werr == nil || werr.Code != hostfuncs.CodeHandleNotFound {
+		t.Fatalf("app-b get = %v, want handle_not_found", werr)
+	}
+	ctx := context.Background()
+	keys, _ := rd.Client().Keys(ctx, "mcp-resume:{app-a:*}:h:*").Result()
+	if len(keys) != 1 {
+		t.Fatalf("app-a records %v, want 1", keys)
+	}
+	// Plant app-a's record where app-b would look for the same handle.
+	raw, _ := ParseHandle(h.(string))
+	kb := deriveKeys(raw, "app-b")
+	b.redisBegin()
+	target := b.redisKey(b.shardOf(kb.hash)) + "h:" + hashHex(kb.hash)
+	fields, _ := rd.Client().HGetAll(ctx, keys[0]).Result()
+	tb := kb.tag("alice")
+	fields["t"] = hashHex(tb)
+	if err := rd.Client().HSet(ctx, target, fields).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, werr := call(t, b, "handle_get", map[string]any{"handle": h, "principal": "alice"}); werr == nil || werr.Code != hostfuncs.CodeHandleNotFound {
+		t.Fatalf("app-b get of a copied record = %v, want handle_not_found", werr)
+	}
+	if n, _ := rd.Client().Exists(ctx, target).Result(); n != 0 {
+		t.Errorf("the copied record was not removed")
+	}
+	corrupt := false
+	for _, l := range hb.Logs {
+		corrupt = corrupt || l.Event == EventCorrupt
+	}
+	if !corrupt {
+		t.Errorf("no handle_corrupt logged for the copied record")
+	}
+	if o, werr := call(t, a, "handle_get", map[string]any{"handle": h, "principal": "alice"}); werr != nil || o["value"] != "c2VjcmV0" {
+		t.Errorf("app-a get after the copy = %v, %v", o, werr)
+	}
+}
+

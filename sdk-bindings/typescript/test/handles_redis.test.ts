@@ -1,0 +1,206 @@
+// HandleStore on Redis with the real plugin in Extism's worker mode against
+// a real redis-server (helpers.ts, startRedis; skipped with a line on stderr
+// when there is none, failed when MCP_RESUME_REQUIRE_REDIS=1): every method
+// end to end, two stores and a second process sharing handles through the
+// server, the environment variable choosing the backend, an unreachable or
+// busy server answering StoreUnavailable within the deadline while the event
+// loop keeps ticking, a restarted server reached again by the next call, and
+// an idle store keeping neither the process nor its thread alive. Also the
+// synchronous mode's answer: mcp_resume_eval is unsupported there.
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { after, before, describe, test } from "node:test";
+
+import { HostFunctions } from "../src/hostfuncs.js";
+import { Conflict, HandleNotFound, HandleStore, InvalidHandleOption, StoreUnavailable, type HandleStoreOptions } from "../src/index.js";
+import type { Logger, LogFields } from "../src/logger.js";
+import { cleanupTemps, freePort, PKG, startRedis, type RedisServer } from "./helpers.js";
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+const DIST = new URL("../dist/index.js", import.meta.url).href;
+
+let redis: RedisServer | undefined;
+before(async () => {
+  redis = await startRedis();
+  if (!redis) process.stderr.write("handles_redis.test.ts SKIPPED: no redis-server on PATH (MCP_RESUME_REQUIRE_REDIS=1 makes this a failure)\n");
+});
+after(async () => {
+  await redis?.stop();
+  cleanupTemps();
+});
+
+/** A Redis store on the test server with captured log lines (every level). */
+async function open(options: HandleStoreOptions = {}, app = "hs-redis") {
+  const lines: string[] = [];
+  const add = (level: string) => (message: string, fields?: LogFields) => lines.push(`${level} ${message} ${JSON.stringify(fields ?? {})}`);
+  const store = await HandleStore.open(app, { stateUrl: redis!.url, logger: { debug: add("debug"), info: add("info"), warn: add("warn"), error: add("error") }, ...options });
+  return { store, lines };
+}
+
+/** Counts event-loop turns (a 5 ms interval) while `p` runs; resolves with its outcome, the ticks and the time taken. */
+async function ticking<T>(p: () => Promise<T>): Promise<{ result: PromiseSettledResult<T>; ticks: number; ms: number }> {
+  let ticks = 0;
+  const timer = setInterval(() => ticks++, 5);
+  const t0 = performance.now();
+  const [result] = await Promise.allSettled([p()]);
+  const ms = performance.now() - t0;
+  clearInterval(timer);
+  return { result, ticks, ms };
+}
+
+describe("HandleStore on Redis", () => {
+  const skip = (t: { skip(m: string): void }) => (redis ? false : (t.skip("no redis-server on PATH"), true));
+
+  test("every method end to end: settings, create, get, put with and without expect, touch, exists, list, gc, delete", async (t) => {
+    if (skip(t)) return;
+    await redis!.flush();
+    const { store } = await open({ timeoutMs: 1500 });
+    assert.equal(store.settings.backend, "redis");
+    assert.equal(store.settings.stateUrl, redis!.url);
+    assert.equal(store.settings.timeoutMs, 1500);
+    assert.equal(store.settings.stateDir, "");
+    const c = await store.create("alice", enc.encode("one"));
+    assert.equal(c.generation, 1);
+    const v = await store.get(c.handle, "alice");
+    assert.equal(dec.decode(v.data), "one");
+    assert.equal(await store.put(c.handle, "alice", enc.encode("two"), { expect: 1 }), 2);
+    await assert.rejects(store.put(c.handle, "alice", enc.encode("x"), { expect: 1 }), (e: unknown) => e instanceof Conflict && e.generation === 2);
+    assert.equal(await store.put(c.handle, "alice", enc.encode("three")), 3);
+    assert.equal((await store.touch(c.handle, "alice")).generation, 3);
+    assert.equal(await store.exists(c.handle, "alice"), true);
+    assert.equal(await store.exists(c.handle, "bob"), false);
+    await assert.rejects(store.get(c.handle, "bob"), HandleNotFound);
+    const l = await store.list();
+    assert.equal(l.live, 1);
+    assert.equal(l.handles[0]!.generation, 3);
+    assert.equal((await store.gc()).live, 1);
+    await store.delete(c.handle, "alice", { expect: 3 });
+    await assert.rejects(store.get(c.handle, "alice"), HandleNotFound);
+    const keys = (await redis!.client.sendCommand(["KEYS", "*"])) as string[];
+    assert.ok(keys.every((k) => k.startsWith("mcp-resume:")), keys.join(" "));
+    await store.close();
+  });
+
+  test("two stores, and another Node process, share handles through the server", async (t) => {
+    if (skip(t)) return;
+    const [{ store: a }, { store: b }] = await Promise.all([open(), open()]);
+    const c = await a.create("", enc.encode("shared"));
+    assert.equal(dec.decode((await b.get(c.handle, "")).data), "shared");
+    await b.put(c.handle, "", enc.encode("from b"));
+    const code = `import { HandleStore } from ${JSON.stringify(DIST)};
+const s = await HandleStore.open("hs-redis", { stateUrl: process.env.URL_, logger: { debug() {}, info() {}, warn() {}, error() {} } });
+const v = await s.get(process.env.H_, ""); await s.put(process.env.H_, "", new TextEncoder().encode(new TextDecoder().decode(v.data) + ", then the child"), { expect: v.generation });
+await s.close();`;
+    const r = await nodeEval(code, { ...process.env, URL_: redis!.url, H_: c.handle });
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, "", "nothing on stdout");
+    assert.equal(dec.decode((await a.get(c.handle, "")).data), "from b, then the child");
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  test("MCP_RESUME_STATE_URL alone selects Redis (and worker mode); an explicit stateUrl wins", async (t) => {
+    if (skip(t)) return;
+    const saved = process.env["MCP_RESUME_STATE_URL"];
+    process.env["MCP_RESUME_STATE_URL"] = redis!.url;
+    try {
+      const s = await HandleStore.open("hs-env", { logger: quiet });
+      assert.equal(s.settings.backend, "redis");
+      const c = await s.create("", enc.encode("env"));
+      assert.equal(dec.decode((await s.get(c.handle, "")).data), "env");
+      await s.close();
+      await assert.rejects(HandleStore.open("hs-env", { stateUrl: "http://nope", logger: quiet }), InvalidHandleOption);
+    } finally {
+      if (saved === undefined) delete process.env["MCP_RESUME_STATE_URL"];
+      else process.env["MCP_RESUME_STATE_URL"] = saved;
+    }
+  });
+
+  test("nothing listening: StoreUnavailable within the deadline, the event loop ticking meanwhile, no password anywhere", async (t) => {
+    if (skip(t)) return;
+    const port = await freePort();
+    const { store, lines } = await open({ stateUrl: `redis://me:s3cretpw@127.0.0.1:${port}/0`, timeoutMs: 400 });
+    assert.equal(store.settings.stateUrl, `redis://me:***@127.0.0.1:${port}/0`);
+    const { result, ticks, ms } = await ticking(() => store.create("", enc.encode("x")));
+    assert.equal(result.status, "rejected");
+    const e = (result as PromiseRejectedResult).reason as Error;
+    assert.ok(e instanceof StoreUnavailable, String(e));
+    assert.ok(!e.message.includes("s3cretpw"), e.message);
+    assert.ok(ms < 400 + 1500, `took ${ms.toFixed(0)} ms, deadline 400 ms`);
+    assert.ok(ticks >= 5, `the event loop turned ${ticks} times in ${ms.toFixed(0)} ms`);
+    assert.ok(lines.length > 0 && lines.every((l) => !l.includes("s3cretpw")), lines.join("\n"));
+    await store.close();
+  });
+
+  test("a busy server: StoreUnavailable at the deadline (timeout), ticking meanwhile; the next call goes through", async (t) => {
+    if (skip(t)) return;
+    const { store } = await open({ timeoutMs: 200 });
+    const c = await store.create("", enc.encode("v"));
+    // Another client keeps the server in a 700 ms script: our command waits behind it.
+    const busy = redis!.client.sendCommand(["EVAL", "local t = redis.call('TIME') local s = t[1]*1000000 + t[2] while true do local n = redis.call('TIME') if n[1]*1000000 + n[2] - s > 700000 then break end end return 1", "0"]);
+    await new Promise((r) => setTimeout(r, 50));
+    const { result, ticks, ms } = await ticking(() => store.get(c.handle, ""));
+    assert.equal(result.status, "rejected");
+    assert.ok((result as PromiseRejectedResult).reason instanceof StoreUnavailable);
+    assert.ok(ms >= 190 && ms < 200 + 1000, `took ${ms.toFixed(0)} ms, deadline 200 ms`);
+    assert.ok(ticks >= 10, `the event loop turned ${ticks} times in ${ms.toFixed(0)} ms`);
+    await busy;
+    assert.equal(dec.decode((await store.get(c.handle, "")).data), "v");
+    await store.close();
+  });
+
+  test("the server killed and started again on the same port: unavailable meanwhile, then the next call reconnects by itself", async (t) => {
+    if (skip(t)) return;
+    const own = await startRedis();
+    const { store } = await open({ stateUrl: own!.url, timeoutMs: 500 });
+    const c = await store.create("", enc.encode("before"));
+    own!.kill();
+    await assert.rejects(store.get(c.handle, ""), StoreUnavailable);
+    const again = await startRedis(own!.port);
+    try {
+      // The record died with the server (no persistence): the store answers, so it reconnected.
+      await assert.rejects(store.get(c.handle, ""), HandleNotFound);
+      const d = await store.create("", enc.encode("after"));
+      assert.equal(dec.decode((await store.get(d.handle, "")).data), "after");
+    } finally {
+      await store.close();
+      await again?.stop();
+      await own!.stop();
+    }
+  });
+
+  test("an unclosed Redis store keeps neither the process nor its worker thread alive", async (t) => {
+    if (skip(t)) return;
+    const code = `import { HandleStore } from ${JSON.stringify(DIST)};
+const s = await HandleStore.open("hs-exit", { stateUrl: process.env.URL_, logger: { debug() {}, info() {}, warn() {}, error() {} } });
+await s.create("", new Uint8Array(1)); process.stderr.write("created\\n");`;
+    const t0 = performance.now();
+    const r = await nodeEval(code, { ...process.env, URL_: redis!.url });
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, /created/);
+    assert.ok(performance.now() - t0 < 10_000);
+  });
+});
+
+test("synchronous mode (the file store, resume): mcp_resume_eval answers unsupported, naming worker mode; a malformed request invalid_request", async () => {
+  const f = new HostFunctions({ logger: quiet });
+  const call = (req: object) => JSON.parse(Buffer.from(f.call("mcp_resume_eval", Buffer.from(JSON.stringify(req)))).toString()) as { error?: { code: string; message: string } };
+  const ok = call({ url: "redis://127.0.0.1:1/0", script: "return 1", keys: [], args: [], timeout_ms: 100 });
+  assert.equal(ok.error?.code, "unsupported");
+  assert.match(ok.error!.message, /worker mode/);
+  assert.equal(call({ url: "redis://127.0.0.1:1/0", keys: [], args: [], timeout_ms: 100 }).error?.code, "invalid_request");
+  await f.close();
+});
+
+/** Runs `node --input-type=module -e <code>` with stdio piped: stdout, stderr, exit code. */
+function nodeEval(code: string, env: NodeJS.ProcessEnv): Promise<{ stdout: string; stderr: string; code: number | null }> {
+  return new Promise((resolve) => {
+    const p = spawn(process.execPath, ["--input-type=module", "-e", code], { env, cwd: PKG, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    p.stdout.on("data", (d: Buffer) => (stdout += d));
+    p.stderr.on("data", (d: Buffer) => (stderr += d));
+    p.on("exit", (code) => resolve({ stdout, stderr, code }));
+  });
+}
