@@ -7,7 +7,10 @@ import "strconv"
 // ("gc") of each app's handle store:
 //
 //	{"command": "state_list"|"state_gc", "json"?: bool,
-//	 "apps": [{"app", "state_dir", "list"?: <handle_list output>, "gc"?: <handle_gc output>}]}
+//	 "apps": [{"app", "state_dir", "state_url"?, "list"?: <handle_list output>, "gc"?: <handle_gc output>}]}
+//
+// A store on Redis has no state_dir: its state_url (handles_open's, the
+// password shown as ***) names where it lives instead.
 //
 // Every value printed comes from those outputs, which hold key-hash
 // prefixes, states, generations, sizes, ages and counts: never a value, a
@@ -35,6 +38,9 @@ func state(apps []*node, member string, asJSON bool, head ...string) []byte {
 	var summary []byte
 	for _, a := range apps {
 		app, dir, m := a.str("app"), a.str("state_dir"), a.get(member)
+		if dir == "" {
+			dir = a.str("state_url")
+		}
 		row := &node{kind: '{', keys: []string{"app", "state_dir"}, vals: []*node{{kind: '"', text: app}, {kind: '"', text: dir}}}
 		if m != nil && m.kind == '{' {
 			row.keys, row.vals = append(row.keys, m.keys...), append(row.vals, m.vals...)
