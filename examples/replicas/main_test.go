@@ -146,8 +146,8 @@ func (f *fx) client(s *servertest.HTTPServer, who string) *replicas.Client {
 
 // TestServer names the server the suite runs against (INFO server's
 // server_name and version: Debian's redis-server, or Valkey when
-// `make test-replicas-valkey` puts its binary first on PATH as
-// redis-server), and fails when -replicas.server names another.
+// `make test-replicas-valkey` names its binary in MCP_RESUME_REDIS_SERVER),
+// and fails when -replicas.server names another.
 func TestServer(t *testing.T) {
 	rs := redistest.Start(t)
 	v, err := rs.Do("INFO", "server")
