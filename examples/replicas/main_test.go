@@ -25,7 +25,7 @@ import (
 
 var (
 	require    = flag.Bool("replicas.require", false, "fail, rather than skip, when a language's server cannot run (make test-replicas)")
-	casOps     = flag.Int("replicas.cas-ops", 3, "concurrency test: successful appends per client (3 replicas × 8 clients)")
+	casOps     = flag.Int("replicas.cas-ops", 5, "concurrency test: successful appends per client (3 replicas × 8 clients)")
 	wantServer = flag.String("replicas.server", "", "fail unless the redis-server on PATH is this server_name (redis or valkey)")
 	updateTbl  = flag.Bool("update-replica-table", false, "rewrite the Redis fault table in docs/RELIABILITY.md from this run")
 )
