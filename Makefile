@@ -149,7 +149,7 @@ demo: build $(DEMO_SETUP_$(DEMO_LANG))
 # your own Redis or Valkey instead (and skips stopping it).
 demo-replicas: build python-setup
 	$(GO) build -o bin/ ./examples/demo-replicas
-	LANG=C.UTF-8 bin/demo-replicas -go-server bin/go-server -python-server "$(PYTHON_SERVER_CMD)"
+	LANG=C.UTF-8 bin/demo-replicas -broker bin/broker -go-server bin/go-server -python-server "$(PYTHON_SERVER_CMD)"
 
 bench-go: build
 	$(GO) test -run '^$$' -bench Wasm -benchtime 2000x -count 1 ./host/

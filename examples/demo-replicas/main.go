@@ -13,10 +13,10 @@
 //	go run ./examples/demo-replicas -go-server bin/go-server -python-server ".venv/bin/python examples/python-server/server.py"
 //
 // REDIS_URL=redis://[user:password@]host:port/db points it at your own
-// Redis or Valkey instead (a fresh app name each run, so your data is not
-// touched; the notebook is deleted at the end): the steps that stop and
-// restart Redis are then skipped, since that server is not the demo's to
-// stop.
+// Redis or Valkey instead (its keys are all mcp-resume:{demo-replicas...},
+// so your data is not touched; the notebook is deleted at the end, its
+// tombstone expiring after 7 days): the steps that stop and restart Redis
+// are then skipped, since that server is not the demo's to stop.
 //
 // It prints each step on stdout (it is a demo program, not a server) and
 // exits 1 when a step does not do what it says, 2 on bad flags.
@@ -44,6 +44,7 @@ import (
 )
 
 func main() {
+	brokerPath := flag.String("broker", "bin/broker", "path of the examples/broker binary (session_info, the tool that answers while Redis is down, reports a broker session)")
 	goServer := flag.String("go-server", "bin/go-server", "command that starts the Go example server (split on spaces)")
 	pyServer := flag.String("python-server", ".venv/bin/python examples/python-server/server.py", "command that starts the Python example server (split on spaces)")
 	redisServer := flag.String("redis-server", "redis-server", "the redis-server binary to start (ignored with $REDIS_URL)")
@@ -57,25 +58,31 @@ func main() {
 	if *verbose {
 		logs = os.Stderr
 	}
-	d := &demo{logs: logs, redisBin: *redisServer}
-	err := d.run(context.Background(), strings.Fields(*goServer), strings.Fields(*pyServer), os.Getenv("REDIS_URL"))
+	d := &demo{logs: logs, redisBin: *redisServer, brokerPath: *brokerPath}
+	own := os.Getenv("REDIS_URL")
+	err := d.run(context.Background(), strings.Fields(*goServer), strings.Fields(*pyServer), own)
 	d.cleanup()
 	if err != nil {
 		fmt.Printf("\nFAIL: %v\n", err)
 		os.Exit(1)
+	}
+	if own != "" {
+		fmt.Println("\nPASS: two replicas shared one notebook on your Redis, and bob could not see it.")
+		return
 	}
 	fmt.Println("\nPASS: two replicas shared one notebook on Redis, bob could not see it, a stopped Redis answered store_unavailable while the servers kept serving, and the notebook outlived the restart.")
 }
 
 // demo holds what the run started, for cleanup.
 type demo struct {
-	logs     io.Writer
-	redisBin string
-	redis    *redisProc
-	replicas []*replicas.Replica
-	clients  []*replicas.Client
-	tmp      string
-	done     []func()
+	logs       io.Writer
+	redisBin   string
+	brokerPath string
+	redis      *redisProc
+	replicas   []*replicas.Replica
+	clients    []*replicas.Client
+	tmp        string
+	done       []func()
 }
 
 func (d *demo) cleanup() {
@@ -107,7 +114,10 @@ func redacted(u string) string {
 	if err != nil {
 		return "(a URL that does not parse)"
 	}
-	return p.Redacted()
+	if _, has := p.User.Password(); has {
+		p.User = url.UserPassword(p.User.Username(), "***")
+	}
+	return strings.Replace(p.String(), "%2A%2A%2A", "***", 1)
 }
 
 func (d *demo) run(ctx context.Context, goArgv, pyArgv []string, ownURL string) error {
@@ -127,15 +137,19 @@ func (d *demo) run(ctx context.Context, goArgv, pyArgv []string, ownURL string) 
 		stateURL = d.redis.url
 		step("redis-server (pid %d) on %s, directory %s, appendonly yes, appendfsync always", d.redis.cmd.Process.Pid, stateURL, d.redis.dir)
 	} else {
-		// A fresh app per run: its keys (mcp-resume:{<app>:..}:...) are
-		// new, so the user's other data is never read or written.
-		app = fmt.Sprintf("demo-replicas-%d", time.Now().UnixNano())
-		step("your Redis: %s (app %s)", redacted(ownURL), app)
+		// The store's keys are all mcp-resume:{demo-replicas...}: the
+		// user's other data is never read or written.
+		step("your Redis: %s (keys mcp-resume:{%s...})", redacted(ownURL), app)
 	}
 
 	fmt.Println("\n2. two replicas on that Redis, stateless Streamable HTTP, principals alice and bob")
+	broker, err := mcphost.StartBroker(ctx, d.brokerPath, d.logs)
+	if err != nil {
+		return err
+	}
+	d.done = append(d.done, broker.Stop)
 	tokens, principals := replicas.Principals()
-	env := []string{"MCP_RESUME_STATE_URL=" + stateURL, principals, "EXAMPLE_APP=" + app,
+	env := []string{"MCP_RESUME_STATE_URL=" + stateURL, principals, "EXAMPLE_APP=" + app, "MCP_EXAMPLE_BROKER_URL=" + broker.URL,
 		"MCP_RESUME_STATE_DIR=" + filepath.Join(tmp, "state")}
 	goRep, err := d.start(ctx, "Go", goArgv, env)
 	if err != nil {
