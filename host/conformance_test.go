@@ -662,8 +662,8 @@ type captureHandler struct {
 }
 
 func (h *captureHandler) Enabled(context.Context, slog.Level) bool { return true }
-func (h *captureHandler) WithAttrs([]slog.Attr) slog.Handler           { return h }
-func (h *captureHandler) WithGroup(string) slog.Handler                { return h }
+func (h *captureHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *captureHandler) WithGroup(string) slog.Handler            { return h }
 func (h *captureHandler) Handle(_ context.Context, r slog.Record) error {
 	line := logLine{Level: strings.ToLower(r.Level.String()), Message: r.Message}
 	r.Attrs(func(a slog.Attr) bool {

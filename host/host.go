@@ -26,6 +26,17 @@ const EnvStateDir = "MCP_RESUME_STATE_DIR"
 // configuration can set it per server entry.
 const EnvInstance = "MCP_RESUME_INSTANCE"
 
+// EnvStateURL names the environment variable the plugin reads for the
+// handle store's Redis URL when HandleOptions.StateURL is empty: set, the
+// handle store is on that Redis server (hostfuncs/README.md, "The Redis
+// backend"). EnvStateTimeout is its deadline per operation (Go duration
+// syntax) when HandleOptions.Timeout is zero. Hosts pass them through
+// facts; the plugin interprets them.
+const (
+	EnvStateURL     = "MCP_RESUME_STATE_URL"
+	EnvStateTimeout = "MCP_RESUME_STATE_TIMEOUT"
+)
+
 // NoInstance, as Options.Instance, treats every instance under one MCP host as
 // the same one: the file is the spec's plain token-<pid>-<start_time>, and
 // only one instance at a time resumes.

@@ -16,7 +16,11 @@
 // never print a token. state list and state gc cover every app under the
 // root that has a handle store (a handles/ directory; none is created), or
 // APP (--app NAME is the same); they print key-hash prefixes, states,
-// generations, sizes, ages and counts, never a value or a handle. Exit status: 0 on success, 1 on a runtime failure
+// generations, sizes, ages and counts, never a value or a handle. With
+// $MCP_RESUME_STATE_URL set the handle stores are on that Redis server
+// (hostfuncs/README.md, "The Redis backend"): state list and state gc then
+// need APP, since a server holds no directory to list apps from, and name
+// the server by its URL with the password as ***. Exit status: 0 on success, 1 on a runtime failure
 // (one line on stderr: "mcp-resume <command>: <what was wrong and what to
 // do>"), 2 on bad usage.
 package main
@@ -152,10 +156,14 @@ func (r renderRequest) MarshalJSON() ([]byte, error) {
 }
 
 // stateResult is one app's handle store for the render export: its
-// handle_list output (state list) or handle_gc output (state gc).
+// handle_list output (state list) or handle_gc output (state gc); on the
+// Redis backend StateDir is "" and Backend and StateURL (the password as
+// ***) say where the store is.
 type stateResult struct {
 	App      string           `json:"app"`
 	StateDir string           `json:"state_dir"`
+	Backend  string           `json:"backend,omitempty"`
+	StateURL string           `json:"state_url,omitempty"`
 	List     *host.HandleList `json:"list,omitempty"`
 	GC       *host.GCResult   `json:"gc,omitempty"`
 }
@@ -297,23 +305,42 @@ func renderPlugin(ctx context.Context, input []byte) ([]byte, error) {
 // collectStates lists (or, with gc, sweeps) the handle store of app, or of
 // every app under the state root (dir or the plugin's default) that has
 // one. An app without a handles directory is skipped, so that looking
-// creates nothing.
+// creates nothing. The stores are opened with the environment, so
+// $MCP_RESUME_STATE_URL selects the Redis backend; there app is required
+// (an error says so).
 func collectStates(ctx context.Context, gc bool, app, dir string) ([]stateResult, error) {
+	openQuiet := func(a string) (*host.Handles, error) {
+		return host.OpenHandles(a, host.HandleOptions{StateRoot: dir, Pool: 1, Logger: slog.New(slog.DiscardHandler)})
+	}
+	if app == "" {
+		// OpenHandles touches nothing: this only reads the backend the
+		// environment selects.
+		if hs, err := openQuiet(cliApp); err == nil {
+			p := hs.Policy()
+			hs.Close()
+			if p.Backend == hostfuncs.BackendRedis {
+				return nil, fmt.Errorf("the handle stores are on %s (%s): name the app, as in `mcp-resume state list APP`; a Redis server has no app directories to list", p.StateURL, host.EnvStateURL)
+			}
+		}
+	}
 	apps, err := targetApps(ctx, app, dir)
 	if err != nil {
 		return nil, err
 	}
 	results := []stateResult{}
 	for _, a := range apps {
-		hs, err := host.OpenHandles(a, host.HandleOptions{StateRoot: dir, Pool: 1, Logger: slog.New(slog.DiscardHandler)})
+		hs, err := openQuiet(a)
 		if errors.Is(err, host.ErrInvalidApp) && app == "" {
 			continue // not an app's directory: the plugin's app rule decides
 		}
 		if err != nil {
 			return nil, err
 		}
-		r := stateResult{App: a, StateDir: hs.Policy().StateDir}
-		if info, serr := os.Lstat(r.StateDir); serr != nil || !info.IsDir() {
+		p := hs.Policy()
+		r := stateResult{App: a, StateDir: p.StateDir}
+		if p.Backend == hostfuncs.BackendRedis {
+			r.Backend, r.StateURL = p.Backend, p.StateURL
+		} else if info, serr := os.Lstat(r.StateDir); serr != nil || !info.IsDir() {
 			hs.Close()
 			continue
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/host"
+	"github.com/mcp-resume/mcp-resume/internal/redistest"
 )
 
 // stateFixture makes handle stores for app-a (two handles, one of them
@@ -104,4 +105,67 @@ func TestState_Usage(t *testing.T) {
 	if code, _, stderr := runCLI("state", "list", "a/b"); code != 1 || !strings.HasPrefix(stderr, "mcp-resume state list: invalid app name") {
 		t.Errorf("state list a/b: exit %d, %q", code, stderr)
 	}
+}
+
+// With MCP_RESUME_STATE_URL set, state list and state gc read the app's
+// handle store on that Redis server (the environment opens it), show the
+// server by its URL without the password, and need the app named.
+func TestStateRedis(t *testing.T) {
+	srv := redistest.Start(t, redistest.Password("pw-xyzzy"))
+	fixtureRoot(t)
+	t.Setenv(host.EnvStateURL, srv.URL+"/0")
+	ctx := context.Background()
+	hs, err := host.OpenHandles("app-r", host.HandleOptions{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var handles []string
+	for i := range 2 {
+		var opts []host.CreateOption
+		if i == 1 {
+			opts = append(opts, host.WithIdleTTL(time.Millisecond))
+		}
+		c, err := hs.Create(ctx, "alice", []byte("secret-value"), opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		handles = append(handles, c.Handle)
+	}
+	hs.Close()
+	time.Sleep(20 * time.Millisecond)
+
+	code, out, stderr := runCLI("state", "list", "--json", "app-r")
+	var rows []struct {
+		App      string `json:"app"`
+		StateDir string `json:"state_dir"`
+		host.HandleList
+	}
+	if err := json.Unmarshal([]byte(out), &rows); code != 0 || err != nil || len(rows) != 1 || rows[0].App != "app-r" ||
+		rows[0].StateDir != "" || rows[0].Live != 1 || rows[0].Tombstones != 1 || len(rows[0].Handles) != 2 {
+		t.Fatalf("state list --json app-r on Redis (exit %d, %s): %s", code, stderr, out)
+	}
+	code, text, stderr := runCLI("state", "list", "app-r")
+	if code != 0 || !strings.Contains(text, "app-r: 1 live, 1 tombstones") || !strings.Contains(text, "expired_idle") {
+		t.Errorf("state list app-r on Redis (exit %d, %s):\n%s", code, stderr, text)
+	}
+	code, gcOut, stderr := runCLI("state", "gc", "--json", "app-r")
+	var gcRows []struct {
+		App string `json:"app"`
+		host.GCResult
+	}
+	if err := json.Unmarshal([]byte(gcOut), &gcRows); code != 0 || err != nil || len(gcRows) != 1 || gcRows[0].Live != 1 {
+		t.Errorf("state gc --json app-r on Redis (exit %d, %s): %s", code, stderr, gcOut)
+	}
+	for _, s := range append(handles, "secret-value", "alice", "pw-xyzzy") {
+		if strings.Contains(out+text+gcOut, s) {
+			t.Errorf("state list/gc on Redis shows %q", s)
+		}
+	}
+	// Without the app: a Redis server has no directories to list apps from.
+	code, out, stderr = runCLI("state", "list")
+	if code != 1 || out != "" || !strings.HasPrefix(stderr, "mcp-resume state list: the handle stores are on redis://") ||
+		!strings.Contains(stderr, "state list APP") || strings.Contains(stderr, "pw-xyzzy") {
+		t.Errorf("state list without an app on Redis: exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+	t.Logf("text output on Redis:\n%s", text)
 }
