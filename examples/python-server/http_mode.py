@@ -132,6 +132,9 @@ def serve_http(server: Any, host: str, port: int) -> int:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # Accepted connections inherit TCP_NODELAY. Without it a kept-alive connection waits on Nagle and the client's
+    # delayed ACK between the small writes of an SSE response: measured 48 ms per tool call, 2.3 ms with it.
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.bind((host, port))
     sock.listen(128)  # connections wait in the backlog until uvicorn accepts them
     real = sock.getsockname()[1]

@@ -407,7 +407,8 @@ export class ResumeTokenStore {
    */
   async #raw(name: string, input?: Uint8Array): Promise<ExportResult> {
     if (this.#released) return { ok: false, code: "not_open", message: "the store is closed" };
-    // Worker mode: the plugin's thread keeps the process alive only while a call runs (the promise waits on it).
+    // Worker mode: 1.0.3 leaves its thread referenced, so an idle store would keep the process alive; it is
+    // referenced only while a call runs (the call's promise waits on it). The ABI check at load unrefs it first.
     const worker = (this.plugin as unknown as { worker?: { ref(): void; unref(): void } | null }).worker;
     worker?.ref();
     try {
@@ -480,8 +481,6 @@ export async function loadStore(logger: Logger, wasm: string | URL = PLUGIN_WASM
       ...{ logger: consoleFor(logger), config: {}, allowedPaths: {}, allowedHosts: [], fetch: noFetch },
     });
     plugin = await (worker ? withSdkWorker(create) : create());
-    // 1.0.3 leaves its worker referenced: an idle store would keep the process alive. #raw refs it during a call.
-    (plugin as unknown as { worker?: { unref(): void } }).worker?.unref();
   } catch (e) {
     await funcs.close();
     throw new PluginError("plugin_unusable", `mcp-resume plugin unusable: loading ${String(wasm)}: ${(e as Error)?.message ?? String(e)}`);

@@ -5,7 +5,8 @@
 // server, the environment variable choosing the backend, an unreachable or
 // busy server answering StoreUnavailable within the deadline while the event
 // loop keeps ticking, a restarted server reached again by the next call, and
-// an idle store keeping neither the process nor its thread alive. Also the
+// an idle store keeping neither the process nor its thread alive, and a
+// three-master Redis Cluster (redis-cli --cluster create). Also the
 // synchronous mode's answer: mcp_resume_eval is unsupported there.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -14,7 +15,7 @@ import { after, before, describe, test } from "node:test";
 import { HostFunctions } from "../src/hostfuncs.js";
 import { Conflict, HandleNotFound, HandleStore, InvalidHandleOption, StoreUnavailable, type HandleStoreOptions } from "../src/index.js";
 import type { Logger, LogFields } from "../src/logger.js";
-import { cleanupTemps, freePort, PKG, startRedis, type RedisServer } from "./helpers.js";
+import { cleanupTemps, freePort, PKG, startCluster, startRedis, type RedisServer } from "./helpers.js";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -175,12 +176,29 @@ await s.close();`;
     const code = `import { HandleStore } from ${JSON.stringify(DIST)};
 const s = await HandleStore.open("hs-exit", { stateUrl: process.env.URL_, logger: { debug() {}, info() {}, warn() {}, error() {} } });
 await s.create("", new Uint8Array(1)); process.stderr.write("created\\n");`;
-    const t0 = performance.now();
-    const r = await nodeEval(code, { ...process.env, URL_: redis!.url });
-    assert.equal(r.code, 0, r.stderr);
+    const r = await nodeEval(code, { ...process.env, URL_: redis!.url }, 15_000);
+    assert.equal(r.code, 0, `the process did not exit by itself: ${r.stderr}`);
     assert.match(r.stderr, /created/);
-    assert.ok(performance.now() - t0 < 10_000);
   });
+});
+
+test("a Redis Cluster (?cluster=true): every operation reaches the node owning its slot; handles spread over the masters", async (t) => {
+  const cluster = await startCluster(3);
+  if (!cluster) return t.skip("no redis-server or redis-cli on PATH");
+  try {
+    const store = await HandleStore.open("hs-cluster", { stateUrl: cluster.url, timeoutMs: 3000, logger: quiet });
+    assert.equal(store.settings.backend, "redis");
+    const handles = [];
+    for (let i = 0; i < 24; i++) handles.push((await store.create("", enc.encode(`v${i}`))).handle);
+    for (const [i, h] of handles.entries()) assert.equal(dec.decode((await store.get(h, "")).data), `v${i}`);
+    assert.equal((await store.list()).live, 24);
+    // Each node holds only keys of its own slots; with 24 handles over 64 buckets every master holds some.
+    const counts = await Promise.all(cluster.nodes.map(async (n) => Number(await n.client.sendCommand(["DBSIZE"]))));
+    assert.ok(counts.every((c) => c > 0), `keys per master: ${counts.join(", ")}`);
+    await store.close();
+  } finally {
+    await cluster.stop();
+  }
 });
 
 test("synchronous mode (the file store, resume): mcp_resume_eval answers unsupported, naming worker mode; a malformed request invalid_request", async () => {
@@ -193,10 +211,10 @@ test("synchronous mode (the file store, resume): mcp_resume_eval answers unsuppo
   await f.close();
 });
 
-/** Runs `node --input-type=module -e <code>` with stdio piped: stdout, stderr, exit code. */
-function nodeEval(code: string, env: NodeJS.ProcessEnv): Promise<{ stdout: string; stderr: string; code: number | null }> {
+/** Runs `node --input-type=module -e <code>` with stdio piped: stdout, stderr, exit code (null: killed after `killMs`). */
+function nodeEval(code: string, env: NodeJS.ProcessEnv, killMs = 60_000): Promise<{ stdout: string; stderr: string; code: number | null }> {
   return new Promise((resolve) => {
-    const p = spawn(process.execPath, ["--input-type=module", "-e", code], { env, cwd: PKG, stdio: ["ignore", "pipe", "pipe"] });
+    const p = spawn(process.execPath, ["--input-type=module", "-e", code], { env, cwd: PKG, stdio: ["ignore", "pipe", "pipe"], timeout: killMs, killSignal: "SIGKILL" });
     let stdout = "";
     let stderr = "";
     p.stdout.on("data", (d: Buffer) => (stdout += d));

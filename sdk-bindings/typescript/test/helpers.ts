@@ -239,12 +239,12 @@ export function freePort(): Promise<number> {
 
 /**
  * Starts `redis-server` from PATH on a free loopback port (or `onPort`: a restart) in a temporary
- * directory, without persistence, and waits for its PING.
+ * directory, without persistence, with `extra` arguments, and waits for its PING.
  *
  * @returns the server, or `undefined` when there is no `redis-server` on PATH (the caller skips and says so).
  * @throws when there is none and {@link REQUIRE_REDIS}, or when it does not answer within 10 s.
  */
-export async function startRedis(onPort?: number): Promise<RedisServer | undefined> {
+export async function startRedis(onPort?: number, extra: string[] = []): Promise<RedisServer | undefined> {
   const bin = (process.env["PATH"] ?? "").split(path.delimiter).map((d) => path.join(d, "redis-server")).find((p) => {
     try {
       return statSync(p).isFile();
@@ -258,7 +258,7 @@ export async function startRedis(onPort?: number): Promise<RedisServer | undefin
   }
   const dir = tempDir("mcp-resume-redis-");
   const port = onPort ?? (await freePort());
-  const proc = spawn(bin, ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir], { stdio: ["ignore", "ignore", "pipe"] });
+  const proc = spawn(bin, ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, ...extra], { stdio: ["ignore", "ignore", "pipe"] });
   let err = "";
   proc.stderr!.on("data", (d: Buffer) => (err += d.toString()));
   const url = `redis://127.0.0.1:${port}/0`;
@@ -298,4 +298,52 @@ export async function startRedis(onPort?: number): Promise<RedisServer | undefin
       }
     },
   };
+}
+
+/** A Redis Cluster of the tests' own: its masters and the URL of one node with `?cluster=true`, as a store takes it. */
+export interface RedisCluster {
+  url: string;
+  nodes: RedisServer[];
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `n` (at least 3) cluster-enabled redis-servers on free loopback ports, joins them with
+ * `redis-cli --cluster create` (masters only) and waits for `cluster_state:ok` on every node.
+ *
+ * @returns the cluster, or `undefined` when redis-server or redis-cli is missing (as {@link startRedis}).
+ */
+export async function startCluster(n = 3): Promise<RedisCluster | undefined> {
+  const cli = (process.env["PATH"] ?? "").split(path.delimiter).map((d) => path.join(d, "redis-cli")).find((p) => {
+    try {
+      return statSync(p).isFile();
+    } catch {
+      return false;
+    }
+  });
+  const nodes: RedisServer[] = [];
+  const stop = async () => void (await Promise.all(nodes.map((s) => s.stop())));
+  try {
+    for (let i = 0; i < n; i++) {
+      const s = await startRedis(undefined, ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000"]);
+      if (!s) return undefined;
+      nodes.push(s);
+    }
+    if (!cli) {
+      if (REQUIRE_REDIS) throw new Error("MCP_RESUME_REQUIRE_REDIS=1 but there is no redis-cli on PATH");
+      await stop();
+      return undefined;
+    }
+    await execFileP(cli, ["--cluster", "create", ...nodes.map((s) => `127.0.0.1:${s.port}`), "--cluster-replicas", "0", "--cluster-yes"]);
+    for (const until = Date.now() + 20_000; ; ) {
+      const infos = await Promise.all(nodes.map((s) => s.client.sendCommand(["CLUSTER", "INFO"]) as Promise<string>));
+      if (infos.every((i) => i.includes("cluster_state:ok"))) break;
+      if (Date.now() > until) throw new Error(`the cluster did not come up: ${infos[0]}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+  return { url: `redis://127.0.0.1:${nodes[0]!.port}/0?cluster=true`, nodes, stop };
 }
