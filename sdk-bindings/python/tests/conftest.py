@@ -4,6 +4,8 @@
 "Redis: the same cases on the second backend"), on a free loopback port in a temporary directory, without
 persistence, stopped at the end. Without ``redis-server`` on the PATH a test using it fails when
 ``MCP_RESUME_REQUIRE_REDIS=1`` (``make python-test`` sets it) and is skipped otherwise, saying why.
+``$MCP_RESUME_REDIS_SERVER`` and ``$MCP_RESUME_REDIS_CLI`` name other programs (``valkey-server``,
+``valkey-cli``), as for the Go fixture ``internal/redistest``, so the same tests run on Valkey.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ import pytest
 
 #: The repository root (sdk-bindings/python/tests -> ../../..).
 REPO_ROOT = Path(__file__).resolve().parents[3]
+#: The server and cli programs the Redis fixtures start.
+REDIS_SERVER = os.environ.get("MCP_RESUME_REDIS_SERVER") or "redis-server"
+REDIS_CLI = os.environ.get("MCP_RESUME_REDIS_CLI") or "redis-cli"
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -54,7 +59,7 @@ def _start(directory: Path) -> RedisServer:
     between the probe and the start is retried on another. Raises ``RuntimeError``."""
     import redis  # noqa: PLC0415 - only when a test needs the server
 
-    exe = shutil.which("redis-server")
+    exe = shutil.which(REDIS_SERVER)
     assert exe is not None
     for _attempt in range(5):
         port = _free_port()
@@ -78,8 +83,8 @@ def _start(directory: Path) -> RedisServer:
 @pytest.fixture(scope="session")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
     """One ``redis-server`` for the session (see the module docstring); a test flushes it itself."""
-    if shutil.which("redis-server") is None:
-        why = ("redis-server is not on the PATH: the Redis runs (conformance on the second backend, HandleStore "
+    if shutil.which(REDIS_SERVER) is None:
+        why = (f"{REDIS_SERVER} is not on the PATH: the Redis runs (conformance on the second backend, HandleStore "
                "on Redis) cannot run; install it (Debian: apt-get install redis-server)")
         if os.environ.get("MCP_RESUME_REQUIRE_REDIS") == "1":
             pytest.fail(why + " (MCP_RESUME_REQUIRE_REDIS=1)")
@@ -131,8 +136,8 @@ def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisClu
     ``redis_server``."""
     import redis  # noqa: PLC0415
 
-    if shutil.which("redis-server") is None or shutil.which("redis-cli") is None:
-        why = "redis-server or redis-cli is not on the PATH: the Redis Cluster tests cannot run"
+    if shutil.which(REDIS_SERVER) is None or shutil.which(REDIS_CLI) is None:
+        why = f"{REDIS_SERVER} or {REDIS_CLI} is not on the PATH: the Redis Cluster tests cannot run"
         if os.environ.get("MCP_RESUME_REQUIRE_REDIS") == "1":
             pytest.fail(why + " (MCP_RESUME_REQUIRE_REDIS=1)")
         pytest.skip("SKIPPED LOUDLY: " + why)
@@ -143,7 +148,7 @@ def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisClu
             d = directory / str(port)
             d.mkdir()
             log = open(d / "redis.log", "wb")  # noqa: SIM115
-            proc = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+            proc = subprocess.Popen([REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
                                      "--appendonly", "no", "--dir", str(d), "--cluster-enabled", "yes",
                                      "--cluster-config-file", "nodes.conf"],
                                     stdin=subprocess.DEVNULL, stdout=log, stderr=log)
@@ -160,7 +165,7 @@ def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisClu
                     if time.monotonic() > deadline or node.process.poll() is not None:
                         raise RuntimeError(f"cluster node {node.port} did not start; see {directory}") from None
                     time.sleep(0.05)
-        subprocess.run(["redis-cli", "--cluster", "create", *[f"127.0.0.1:{n.port}" for n in nodes], "--cluster-yes"],
+        subprocess.run([REDIS_CLI, "--cluster", "create", *[f"127.0.0.1:{n.port}" for n in nodes], "--cluster-yes"],
                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=True,
                        timeout=60)
         deadline = time.monotonic() + 20

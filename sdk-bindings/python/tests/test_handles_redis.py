@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import json
 import socket
 import threading
 import time
@@ -92,6 +93,13 @@ def test_end_to_end(server: Any, tmp_path: Path) -> None:
         assert b"mcp-resume:" in stored
         for secret in (b"secret-value", b"alice-principal", c.handle.encode(), c.handle[5:].encode()):
             assert secret not in stored, f"{secret!r} is readable on the server"
+        # No state directory: the file functions answer invalid_request (hostfuncs/README.md, "Names and the
+        # state directory"), whatever the name.
+        funcs = s._idle[0].funcs
+        assert funcs.state_dir == ""
+        for fn, req in (("mcp_resume_read", {"name": "layout", "limit": 10}), ("mcp_resume_list", {}),
+                        ("mcp_resume_lock", {"name": "lock-00"})):
+            assert json.loads(funcs.call(fn, json.dumps(req).encode()))["error"]["code"] == "invalid_request", fn
         s.delete(c.handle, "alice-principal", expect=3)
         with pytest.raises(HandleNotFound):
             s.get(c.handle, "alice-principal")
@@ -243,7 +251,6 @@ def test_cluster_eval_routes_by_the_first_key(redis_cluster: Any) -> None:
     """mcp_resume_eval with cluster true sends each script to the node owning keys[0]'s slot: 30 hash tags,
     spread over the three masters, all run; the same requests without cluster, to the first node only, meet
     MOVED (a script error) for the keys other nodes own."""
-    import json  # noqa: PLC0415
     import logging  # noqa: PLC0415
 
     from mcp_resume._hostfuncs import HostFunctions  # noqa: PLC0415

@@ -245,7 +245,10 @@ class HostFunctions:
 
     ``logger`` receives ``mcp_resume_log``'s lines. State: the store's state directory (:meth:`set_state_dir`,
     after ``open`` or ``handles_open`` succeeds; the file functions answer ``invalid_request`` before), the locks
-    of ``mcp_resume_lock`` until ``mcp_resume_unlock`` or :meth:`close`, and the stdio copies of :meth:`keep_stdio`. The conformance
+    of ``mcp_resume_lock`` until ``mcp_resume_unlock`` or :meth:`close`, the stdio copies of :meth:`keep_stdio`, and
+    ``mcp_resume_eval``'s Redis clients: ``evals`` when given (a :class:`~mcp_resume.HandleStore` shares one
+    :class:`~mcp_resume._eval.EvalClients` among its plugin instances and closes it itself), else this object's own,
+    closed by :meth:`close`. The conformance
     runner substitutes :meth:`facts`, :meth:`os_name`, :attr:`proc_root` and :meth:`_primitive` in a subclass
     (the pinned system, test code)."""
 
@@ -318,8 +321,8 @@ class HostFunctions:
                     os.close(fd)
 
     def close(self) -> None:
-        """Release every lock (its descriptor and sockets; the files stay) and the stdio copies; every call
-        answers ``invalid_request`` from now on. Idempotent."""
+        """Release every lock (its descriptor and sockets; the files stay), the stdio copies and the Redis clients
+        this object owns; every call answers ``invalid_request`` from now on. Idempotent."""
         self.release_stdio()
         with self._mu:
             self._closed = True

@@ -1,0 +1,164 @@
+"""``mcp_resume_eval`` (hostfuncs/README.md, "``mcp_resume_eval``"): what the shared ``host_eval_*`` cases do not
+pin, on a real ``redis-server``.
+
+A malformed request answers ``invalid_request`` with no connection made (a listening socket sees none); one
+client per (url, cluster, timeout), kept across calls and closed with the host functions (the server sees the
+connection go); a wrong password (``WRONGPASS``), no password (``NOAUTH``) and a write on a read-only replica
+(``READONLY``) answer ``unavailable``, never quoting the password; error replies keep their code (``ERR``),
+inside an array too; keys and arguments reach the server as UTF-8 bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcp_resume._hostfuncs import HostFunctions
+
+from conftest import REDIS_SERVER, RedisServer, _start
+from test_handles_redis import connections, wait_connections
+
+
+@pytest.fixture
+def server(redis_server: Any) -> Any:
+    redis_server.flush()
+    return redis_server
+
+
+@pytest.fixture
+def funcs() -> Iterator[HostFunctions]:
+    f = HostFunctions(logging.getLogger("mcp_resume.test.eval"))
+    yield f
+    f.close()
+
+
+def ev(funcs: HostFunctions, url: Any, **request: Any) -> dict[str, Any]:
+    """One ``mcp_resume_eval`` call (keys, args and a 2 s timeout unless given; ``_url`` in ``request``
+    replaces ``url``): the parsed answer."""
+    doc = {"url": request.pop("_url", url), "keys": [], "args": [], "timeout_ms": 2000, **request}
+    return dict(json.loads(funcs.call("mcp_resume_eval", json.dumps(doc).encode())))
+
+
+def code(answer: dict[str, Any]) -> str | None:
+    return answer["error"]["code"] if answer.get("error") else None
+
+
+def test_invalid_requests_make_no_connection(funcs: HostFunctions) -> None:
+    """Each malformed request answers invalid_request at once, and the server's port never sees a connection."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.setblocking(False)
+    url = f"redis://127.0.0.1:{listener.getsockname()[1]}/0"
+    bad: list[dict[str, Any]] = [
+        {"sha1": "0" * 40, "script": "return 1"}, {}, {"script": "return 1", "timeout_ms": 0},
+        {"script": "return 1", "timeout_ms": 60001}, {"script": "return 1", "timeout_ms": 5.0},
+        {"script": "return 1", "timeout_ms": True}, {"script": "return 1", "keys": [1]},
+        {"script": "return 1", "keys": "k"}, {"script": "return 1", "args": None},
+        {"script": "return 1", "keys": ["\ud800"]}, {"sha1": "0" * 39}, {"sha1": "A" * 40},
+        {"script": 7}, {"script": "return 1", "cluster": "yes"}, {"script": "return 1", "_url": 7},
+        {"script": "return 1", "_url": "http://127.0.0.1:1/0"}, {"script": "return 1", "_url": None},
+    ]
+    try:
+        for req in bad:
+            t0 = time.monotonic()
+            answer = ev(funcs, url, **req)
+            assert code(answer) == "invalid_request", (req, answer)
+            assert time.monotonic() - t0 < 0.1
+        with pytest.raises(BlockingIOError):
+            listener.accept()
+    finally:
+        listener.close()
+    raw = funcs.call("mcp_resume_eval", b"not json")
+    assert json.loads(raw)["error"]["code"] == "invalid_request"
+
+
+def test_one_client_per_url_reused_and_closed(server: Any) -> None:
+    """Calls with one (url, cluster, timeout) reuse one client and one connection; another timeout gets its
+    own client; close() closes them all (the server sees the connections go) and later calls answer
+    invalid_request."""
+    before = connections(server)
+    funcs = HostFunctions(logging.getLogger("mcp_resume.test.eval"))
+    try:
+        for _ in range(20):
+            assert ev(funcs, server.url, script="return 1") == {"reply": 1}
+        assert len(funcs._evals._clients) == 1 and connections(server) == before + 1
+        assert ev(funcs, server.url, script="return 2", timeout_ms=3000) == {"reply": 2}
+        assert len(funcs._evals._clients) == 2
+    finally:
+        funcs.close()
+    assert wait_connections(server, before) == before
+    assert code(ev(funcs, server.url, script="return 1")) == "invalid_request"
+
+
+def test_auth_failures_are_unavailable(server: Any, funcs: HostFunctions) -> None:
+    """An ACL user: the right password runs the script; a wrong one (WRONGPASS) answers unavailable without
+    the password in the message."""
+    server.client.execute_command("ACL", "SETUSER", "evaluser", "on", ">right-pw", "~*", "+@all")
+    host = f"127.0.0.1:{server.port}"
+    assert ev(funcs, f"redis://evaluser:right-pw@{host}/0", script="return 1") == {"reply": 1}
+    answer = ev(funcs, f"redis://evaluser:wr0ng-s3cret@{host}/0", script="return 1")
+    assert code(answer) == "unavailable", answer
+    assert "wr0ng-s3cret" not in json.dumps(answer) and "evaluser" not in answer["error"]["message"]
+
+
+def test_noauth_and_readonly_are_unavailable(funcs: HostFunctions, tmp_path: Path) -> None:
+    """A server of its own with requirepass: no password (NOAUTH) answers unavailable; the same server made a
+    replica (of a port nothing listens on): a script that writes (READONLY) answers unavailable, one that
+    reads runs."""
+    if shutil.which(REDIS_SERVER) is None:
+        pytest.skip(f"{REDIS_SERVER} is not on the PATH")
+    own: RedisServer = _start(tmp_path)
+    try:
+        own.client.config_set("requirepass", "pw-of-its-own")
+        url = f"redis://127.0.0.1:{own.port}/0"
+        answer = ev(funcs, url, script="return 1")
+        assert code(answer) == "unavailable", answer
+        own.client.execute_command("AUTH", "pw-of-its-own")
+        own.client.execute_command("REPLICAOF", "127.0.0.1", "1")
+        with_pw = f"redis://:pw-of-its-own@127.0.0.1:{own.port}/0"
+        answer = ev(funcs, with_pw, script="return redis.call('SET', KEYS[1], 'x')", keys=["k"])
+        assert code(answer) == "unavailable", answer
+        assert "pw-of-its-own" not in json.dumps(answer)
+        assert ev(funcs, with_pw, script="return redis.call('GET', KEYS[1])", keys=["k"]) == {"reply": None}
+    finally:
+        own.client.close()
+        own.process.terminate()
+        try:
+            own.process.wait(10)
+        except subprocess.TimeoutExpired:
+            own.process.kill()
+            own.process.wait()
+
+
+def test_error_replies_keep_their_code(server: Any, funcs: HostFunctions) -> None:
+    """A Lua error and an unknown command answer script with the server's text from its code (``ERR``); an
+    error inside an array is {"err"} with its code too."""
+    answer = ev(funcs, server.url, script="error('boom')")
+    assert code(answer) == "script" and answer["error"]["message"].startswith("ERR "), answer
+    answer = ev(funcs, server.url, script="return redis.call('NO-SUCH-COMMAND')")
+    assert code(answer) == "script" and answer["error"]["message"].startswith("ERR "), answer
+    server.client.set("s", "text")
+    answer = ev(funcs, server.url, script="return {1, redis.pcall('INCR', KEYS[1]), redis.error_reply('MINE x')}",
+                keys=["s"])
+    reply = answer["reply"]
+    assert reply[0] == 1 and reply[2] == {"err": "MINE x"}, answer
+    assert reply[1]["err"].startswith("ERR value is not an integer"), answer
+
+
+def test_utf8_keys_and_args(server: Any, funcs: HostFunctions) -> None:
+    """Keys and arguments arrive as their UTF-8 bytes; a reply's bytes that are not UTF-8 come back as U+FFFD."""
+    answer = ev(funcs, server.url, script="redis.call('SET', KEYS[1], ARGV[1]) return redis.call('GET', KEYS[1])",
+                keys=["clé"], args=["été ☃"])
+    assert answer == {"reply": "été ☃"}
+    assert server.client.get("clé".encode()) == "été ☃".encode()
+    assert ev(funcs, server.url, script="return 'a\\255b'") == {"reply": "a\ufffdb"}
