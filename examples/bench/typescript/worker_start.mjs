@@ -7,6 +7,8 @@
 //   worker   HandleStore.open(app, {stateUrl}) on this script's own redis-server, then one create()
 //   file     HandleStore.open(app, {stateRoot}) (synchronous mode), then one create()
 //   resume   ResumeTokenStore.open({app, stateRoot}) and one load(), the stdio server's resume start
+//   import   only the binding's import of node-redis (`redis`), which a worker store starts at open
+//            while its thread starts: the share of the difference that is the client library's
 //
 // Two times per run: `inside`, from just before the child imports the binding to just after the
 // first call answers (performance.now(), sent on stderr), and `process`, spawn to exit as seen
@@ -60,6 +62,8 @@ await s.create("", new Uint8Array(16)); const t1 = performance.now(); process.st
 const s = await ResumeTokenStore.open({ app: "bench", stateRoot: process.env.ROOT_, logger: quiet });
 await s.load(); const t1 = performance.now(); process.stderr.write(\`\${t1 - t0} resume\\n\`); await s.close();`,
 };
+CHILD.import = `const t0 = performance.now(); const { loadRedis } = await import(${JSON.stringify(path.join(ROOT, "sdk-bindings", "typescript", "dist", "redis.js"))});
+await loadRedis(); const t1 = performance.now(); process.stderr.write(\`\${t1 - t0} import\\n\`);`;
 const QUIET = "const quiet = { debug() {}, info() {}, warn() {}, error() {} };\n";
 
 function run(mode) {
@@ -99,8 +103,8 @@ const median = (xs) => {
 
 try {
   await waitRedis();
-  const modes = ["worker", "file", "resume"];
-  const got = { worker: [], file: [], resume: [] };
+  const modes = ["worker", "file", "resume", "import"];
+  const got = { worker: [], file: [], resume: [], import: [] };
   let backend = "";
   for (let i = 0; i < N + WARMUP; i++) {
     for (let j = 0; j < modes.length; j++) {

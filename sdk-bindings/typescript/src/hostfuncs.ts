@@ -441,7 +441,7 @@ export class HostFunctions {
 
   /** The state directory, `invalid_request` before `open` succeeded; with a request, the path of its name `key` there ({@link nameOf}). */
   #file(req?: Json, key = "name"): string {
-    if (this.#dir === undefined) throw bad("no state directory: the plugin's open has not succeeded");
+    if (this.#dir === undefined) throw bad("no state directory: the plugin's open has not succeeded, or its store has none (a Redis handle store)");
     return req ? path.join(this.#dir, nameOf(req, key)) : this.#dir;
   }
 

@@ -234,12 +234,23 @@ export class RedisEval {
 
 const TIMED_OUT = Symbol("timed out");
 
-/** `fn()`, or rejects with {@link TIMED_OUT} at `deadline` (performance.now() milliseconds); the timer keeps the process alive meanwhile. */
+/**
+ * `fn()`, or rejects with {@link TIMED_OUT} at `deadline` (performance.now() milliseconds), never before
+ * (Node's timers run on a millisecond loop clock and may fire a fraction early: re-armed for the rest).
+ * The timer keeps the process alive meanwhile.
+ */
 function within<T>(deadline: number, fn: () => Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const work = fn();
   work.catch(() => undefined); // abandoned at the deadline: its late failure is nobody's
-  const expiry = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(TIMED_OUT), Math.max(0, deadline - performance.now()))));
+  const expiry = new Promise<never>((_, reject) => {
+    const arm = (): void => {
+      const left = deadline - performance.now();
+      if (left <= 0) return reject(TIMED_OUT);
+      timer = setTimeout(arm, Math.ceil(left));
+    };
+    arm();
+  });
   return Promise.race([work, expiry]).finally(() => clearTimeout(timer));
 }
 

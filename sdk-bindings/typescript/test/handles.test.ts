@@ -51,7 +51,7 @@ describe("HandleStore", () => {
     const { store, dir, logs } = await open();
     assert.equal(store.settings.stateDir, dir);
     assert.deepEqual({ ...store.settings, stateDir: "", stateRoot: "" }, {
-      stateDir: "", stateRoot: "", idleTtlMs: 86_400_000, maxAgeMs: 30 * 86_400_000, tombstoneMs: 7 * 86_400_000, maxHandles: 10_000, maxValueBytes: 1 << 20, shards: 64,
+      backend: "file", stateDir: "", stateRoot: "", idleTtlMs: 86_400_000, maxAgeMs: 30 * 86_400_000, tombstoneMs: 7 * 86_400_000, maxHandles: 10_000, maxValueBytes: 1 << 20, shards: 64,
     });
     const before = Date.now();
     const c = await store.create("alice", enc.encode("the value"));
