@@ -79,7 +79,7 @@ type demo struct {
 	redisBin   string
 	brokerPath string
 	redis      *redisProc
-	replicas   []*replicas.Replica
+	replicas   []*replica
 	clients    []*replicas.Client
 	tmp        string
 	done       []func()
@@ -270,11 +270,11 @@ func describe(err error) string {
 }
 
 // start launches one replica and prints where it listens.
-func (d *demo) start(ctx context.Context, name string, argv, env []string) (*replicas.Replica, error) {
+func (d *demo) start(ctx context.Context, name string, argv, env []string) (*replica, error) {
 	if len(argv) == 0 {
 		return nil, fmt.Errorf("no command for the %s server", name)
 	}
-	r, err := replicas.StartReplica(ctx, argv, env, d.logs)
+	r, err := startReplica(ctx, argv, env, d.logs)
 	if err != nil {
 		return nil, fmt.Errorf("the %s replica: %w (build the servers with `make build python-setup`)", name, err)
 	}
@@ -283,7 +283,7 @@ func (d *demo) start(ctx context.Context, name string, argv, env []string) (*rep
 	return r, nil
 }
 
-func (d *demo) connect(ctx context.Context, r *replicas.Replica, token string) (*replicas.Client, error) {
+func (d *demo) connect(ctx context.Context, r *replica, token string) (*replicas.Client, error) {
 	c, err := replicas.Connect(ctx, r.URL, token)
 	if err != nil {
 		return nil, err

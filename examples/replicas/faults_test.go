@@ -4,6 +4,8 @@ package replicas_test
 
 // The Redis faults (rows R1… of docs/RELIABILITY.md): each injected under
 // one HTTP replica of each language, with a redis-server of its own.
+// TestRedisFaults, the helpers the rows share, and R1 (SIGKILL under load)
+// are here; R2, R3, R6 and R7 in outage_test.go, R4 and R5 in data_test.go.
 
 import (
 	"context"
@@ -14,7 +16,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -302,46 +303,6 @@ func allFail(t *testing.T, c *replicas.Client, handle, wantCode string) *codes {
 	return &seen
 }
 
-// R2: nothing listens at the state URL; then a Redis starts there.
-func faultUnreachable(t *testing.T, l lang) {
-	ctx := context.Background()
-	const pw = "s3cretpw"
-	rs := redistest.Start(t, redistest.Password(pw))
-	rs.Stop()
-	f := newFx(t)
-	f.secrets = append(f.secrets, pw)
-	r := f.start(l, rs.URL, "MCP_RESUME_STATE_TIMEOUT="+deadline.String())
-	c := f.client(r, "alice")
-	seen := allFail(t, c, "mrh1_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "store_unavailable")
-	leak := ""
-	if err := c.CallJSON(ctx, "notebook_read", map[string]any{"handle": "mrh1_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}, nil); err != nil && strings.Contains(err.Error(), pw) {
-		leak = "; the password appears in a message"
-		t.Errorf("the password appears in a tool's message: %v", err)
-	}
-	// The same replica, once a server listens there, works: the failures
-	// above were the unreachable server's, not a store that never works.
-	rs.Restart()
-	var o other
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end) && o.handle == ""; time.Sleep(100 * time.Millisecond) {
-		nb, err := c.Create(ctx)
-		if err != nil {
-			continue
-		}
-		f.seen(nb.Handle)
-		if _, err := c.Add(ctx, nb.Handle, "untouched", 1); err != nil {
-			t.Fatalf("notebook_add once Redis listens: %v", err)
-		}
-		o = other{nb.Handle, []string{"untouched"}}
-	}
-	if o.handle == "" {
-		t.Fatalf("notebook_create still fails 10 s after Redis started on the state URL's port")
-	}
-	addRow(l, "R2", "Redis unreachable",
-		"the replica's `MCP_RESUME_STATE_URL` names a loopback port nothing listens on, with a password (`MCP_RESUME_STATE_TIMEOUT=1s`); later a redis-server (`requirepass`) starts on that port",
-		result{Outcome: "notebook_create, notebook_read, notebook_add (with and without generation) and notebook_delete each answered store_unavailable within the 1 s deadline (+1.5 s for the round trip); session_info answered after each; no message or log line held the password; once Redis listened, the same replica created and read a notebook" + leak,
-			Seen: seen.String(), Serving: serving(t, c, o)})
-}
-
 // redisPID is the process id of rs (INFO server).
 func redisPID(t *testing.T, rs *redistest.Server) int {
 	v, err := rs.Do("INFO", "server")
@@ -358,206 +319,4 @@ func redisPID(t *testing.T, rs *redistest.Server) int {
 	}
 	t.Fatalf("INFO server has no process_id")
 	return 0
-}
-
-// R3: Redis frozen (SIGSTOP): connections open, nothing answers.
-func faultFrozen(t *testing.T, l lang) {
-	rs := redistest.Start(t)
-	f := newFx(t)
-	r := f.start(l, rs.URL, "MCP_RESUME_STATE_TIMEOUT="+deadline.String())
-	c := f.client(r, "alice")
-	o := makeOther(t, f, c)
-	pid := redisPID(t, rs)
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	cont := sync.OnceFunc(func() { syscall.Kill(pid, syscall.SIGCONT) })
-	t.Cleanup(cont)
-	seen := allFail(t, c, o.handle, "store_unavailable")
-	cont()
-	// The replica reconnects by itself: give it a few calls.
-	var err error
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		if _, _, err = c.Read(context.Background(), o.handle); err == nil {
-			break
-		}
-	}
-	if err != nil {
-		t.Errorf("notebook_read 10 s after SIGCONT: %v", err)
-	}
-	addRow(l, "R3", "Redis frozen",
-		"redis-server SIGSTOPped (connections are accepted by the kernel, nothing answers), `MCP_RESUME_STATE_TIMEOUT=1s`; then SIGCONT",
-		result{Outcome: "notebook_create, notebook_read, notebook_add (with and without generation) and notebook_delete each answered store_unavailable within the 1 s deadline (+1.5 s for the round trip); session_info answered after each; after SIGCONT the same replica read the other notebook back unchanged",
-			Seen: seen.String(), Serving: serving(t, c, o)})
-}
-
-// R4: SCRIPT FLUSH between the calls of a run.
-func faultScriptFlush(t *testing.T, l lang) {
-	ctx := context.Background()
-	rs := redistest.Start(t)
-	f := newFx(t)
-	r := f.start(l, rs.URL)
-	c := f.client(r, "alice")
-	o := makeOther(t, f, c)
-	nb, err := c.Create(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.seen(nb.Handle)
-	var seen codes
-	const n = 30
-	for i := range n {
-		if i%3 == 0 {
-			if _, err := rs.Do("SCRIPT", "FLUSH"); err != nil {
-				t.Fatal(err)
-			}
-		}
-		g, err := c.Add(ctx, nb.Handle, casNote("f", 0, i), int64(i+1))
-		seen.add(err)
-		if err != nil || g != int64(i+2) {
-			t.Errorf("notebook_add %d after SCRIPT FLUSH: generation %d, %v", i, g, err)
-		}
-	}
-	notes, gen, err := c.Read(ctx, nb.Handle)
-	seen.add(err)
-	if err != nil || gen != n+1 || len(notes) != n {
-		t.Errorf("notebook_read: %d notes at generation %d, %v; want %d at %d", len(notes), gen, err, n, n+1)
-	}
-	addRow(l, "R4", "Scripts flushed mid-run",
-		"`SCRIPT FLUSH` before every third of 30 notebook_add calls (compare-and-set) on one replica, so the store's `EVALSHA` meets `NOSCRIPT`",
-		result{Outcome: "every notebook_add succeeded (generation 31, 30 notes in order): NOSCRIPT was recovered by loading the script, invisibly to the caller",
-			Seen: seen.String(), Serving: serving(t, c, o)})
-}
-
-// recordKeys lists the record keys (mcp-resume:{…}:h:<hash>) on rs.
-func recordKeys(t *testing.T, rs *redistest.Server) []string {
-	v, err := rs.Do("KEYS", "mcp-resume:*:h:*")
-	if err != nil {
-		t.Fatalf("KEYS: %v", err)
-	}
-	var keys []string
-	if a, ok := v.([]any); ok {
-		for _, k := range a {
-			keys = append(keys, fmt.Sprint(k))
-		}
-	}
-	return keys
-}
-
-// R5: garbage planted under a record key.
-func faultGarbage(t *testing.T, l lang) {
-	ctx := context.Background()
-	rs := redistest.Start(t)
-	f := newFx(t)
-	r := f.start(l, rs.URL)
-	c := f.client(r, "alice")
-	// plant creates a notebook, finds its record key (the one new key),
-	// runs cmd on it, and returns the handle and the key.
-	plant := func(cmd ...string) (string, string) {
-		before := recordKeys(t, rs)
-		nb, err := c.Create(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.seen(nb.Handle)
-		var key string
-		for _, k := range recordKeys(t, rs) {
-			if !slices.Contains(before, k) {
-				key = k
-			}
-		}
-		if key == "" {
-			t.Fatalf("no new record key after notebook_create (keys %d)", len(before))
-		}
-		args := append([]string{cmd[0], key}, cmd[1:]...)
-		if _, err := rs.Do(args...); err != nil {
-			t.Fatalf("%s: %v", cmd[0], err)
-		}
-		return nb.Handle, key
-	}
-	a, ka := plant("SET", "garbage")
-	b, kb := plant("HSET", "g", "two")
-	o := makeOther(t, f, c)
-	var seen codes
-	var gone []string
-	for _, h := range []struct{ name, handle, key string }{{"string", a, ka}, {"text generation", b, kb}} {
-		_, _, err := c.Read(ctx, h.handle)
-		seen.add(err)
-		if mcphost.ErrorCode(err) != "handle_not_found" {
-			t.Errorf("notebook_read of the notebook with a %s planted: %v; want handle_not_found", h.name, err)
-		}
-		n, err := rs.Do("EXISTS", h.key)
-		if err != nil || fmt.Sprint(n) != "0" {
-			t.Errorf("the record key with a %s planted is still there (EXISTS %v, %v)", h.name, n, err)
-		} else {
-			gone = append(gone, h.name)
-		}
-		_, err = c.Add(ctx, h.handle, "x", 0)
-		seen.add(err)
-		if mcphost.ErrorCode(err) != "handle_not_found" {
-			t.Errorf("notebook_add after the %s: %v; want handle_not_found", h.name, err)
-		}
-	}
-	out := "notebook_read and then notebook_add answered handle_not_found for both; both keys were removed; another notebook reads back unchanged"
-	if len(gone) != 2 {
-		out = fmt.Sprintf("handle_not_found, but only the keys with %q were removed", gone)
-	}
-	addRow(l, "R5", "Garbage under a record key",
-		"two notebooks' record keys overwritten by hand: one with the string `garbage` (`SET`, a wrong type), one with its generation field set to text (`HSET <key> g two`)",
-		result{Outcome: out, Seen: seen.String(), Serving: serving(t, c, o)})
-}
-
-// R6: Redis stopped, then restarted: the notebook intact (AOF on).
-func faultRestart(t *testing.T, l lang) {
-	ctx := context.Background()
-	rs := redistest.Start(t, redistest.AOFAlways())
-	f := newFx(t)
-	r := f.start(l, rs.URL, "MCP_RESUME_STATE_TIMEOUT="+deadline.String())
-	c := f.client(r, "alice")
-	o := makeOther(t, f, c)
-	rs.Stop()
-	seen := allFail(t, c, o.handle, "store_unavailable")
-	rs.Restart()
-	var err error
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		if _, _, err = c.Read(ctx, o.handle); err == nil {
-			break
-		}
-	}
-	if err != nil {
-		t.Errorf("notebook_read 10 s after the restart: %v", err)
-	}
-	addRow(l, "R6", "Redis stopped, then restarted",
-		"redis-server (`appendonly yes`, `appendfsync always`) stopped (SIGTERM), the replica called, redis-server started again on the same port and directory",
-		result{Outcome: "while stopped, every notebook call answered store_unavailable within the 1 s deadline and session_info answered; after the restart the same replica read the notebook back unchanged (generation 2)",
-			Seen: seen.String(), Serving: serving(t, c, o)})
-}
-
-// R7: Redis restarted with persistence off: the documented loss.
-func faultNoPersistence(t *testing.T, l lang) {
-	ctx := context.Background()
-	rs := redistest.Start(t)
-	f := newFx(t)
-	r := f.start(l, rs.URL)
-	c := f.client(r, "alice")
-	lost := makeOther(t, f, c)
-	rs.Stop()
-	rs.Restart()
-	var seen codes
-	var err error
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		_, _, err = c.Read(ctx, lost.handle)
-		if mcphost.ErrorCode(err) != "store_unavailable" {
-			break
-		}
-	}
-	seen.add(err)
-	if mcphost.ErrorCode(err) != "handle_not_found" {
-		t.Errorf("notebook_read after a restart without persistence: %v; want handle_not_found", err)
-	}
-	o := makeOther(t, f, c)
-	addRow(l, "R7", "Redis restarted without persistence",
-		"redis-server with `appendonly no` and `save \"\"` (no AOF, no snapshots) stopped and started again",
-		result{Outcome: "the notebook acknowledged before the restart answered handle_not_found: without persistence Redis forgets every record (see *What it does not*); new notebooks work at once",
-			Seen: seen.String(), Serving: serving(t, c, o)})
 }
