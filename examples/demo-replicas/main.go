@@ -14,9 +14,9 @@
 //
 // REDIS_URL=redis://[user:password@]host:port/db points it at your own
 // Redis or Valkey instead (its keys are all mcp-resume:{demo-replicas...},
-// so your data is not touched; the notebook is deleted at the end, its
-// tombstone expiring after 7 days): the steps that stop and restart Redis
-// are then skipped, since that server is not the demo's to stop.
+// so your data is not touched; the notebook is deleted at the end, only
+// the app's layout key stays): the steps that stop and restart Redis are
+// then skipped, since that server is not the demo's to stop.
 //
 // It prints each step on stdout (it is a demo program, not a server) and
 // exits 1 when a step does not do what it says, 2 on bad flags.
@@ -85,15 +85,17 @@ type demo struct {
 	done       []func()
 }
 
+// cleanup undoes what run did, the deferred steps (the notebook's delete)
+// first, while the replicas still run.
 func (d *demo) cleanup() {
+	for _, f := range slices.Backward(d.done) {
+		f()
+	}
 	for _, c := range d.clients {
 		c.Close()
 	}
 	for _, r := range d.replicas {
 		r.Stop()
-	}
-	for _, f := range slices.Backward(d.done) {
-		f()
 	}
 	if d.redis != nil {
 		d.redis.stop()
