@@ -268,9 +268,11 @@ func faultKillUnderLoad(t *testing.T, l lang) {
 func timed(t *testing.T, what string, call func() error) error {
 	start := time.Now()
 	err := call()
-	if d := time.Since(start); d > deadline+slack {
+	d := time.Since(start)
+	if d > deadline+slack {
 		t.Errorf("%s took %v, more than the %v deadline + %v", what, d.Round(time.Millisecond), deadline, slack)
 	}
+	t.Logf("%s answered %s in %v", what, mcphost.ErrorCode(err), d.Round(time.Millisecond))
 	return err
 }
 
