@@ -4,7 +4,7 @@
 // (host/internal/startbench): the example Go server's startup with, instead
 // of the mcp-resume plugin, a minimal go-pdk module (../floorguest, one
 // export) opened exactly as package host opens the plugin (host/internal/
-// loader: extism go-sdk on wazero, WASI, the ten host functions, the same
+// loader: extism go-sdk on wazero, WASI, the eleven host functions, the same
 // compilation cache and engines). It calls the export once and exits 0, as
 // examples/bench/gostart (the server's startup) does after its first load
 // answer.
