@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
 import socket
 import subprocess
 import time
@@ -24,7 +23,7 @@ import pytest
 
 from mcp_resume._hostfuncs import HostFunctions
 
-from conftest import REDIS_SERVER, RedisServer, _start
+from conftest import RedisServer, _start
 from test_handles_redis import connections, wait_connections
 
 
@@ -111,13 +110,11 @@ def test_auth_failures_are_unavailable(server: Any, funcs: HostFunctions) -> Non
     assert "wr0ng-s3cret" not in json.dumps(answer) and "evaluser" not in answer["error"]["message"]
 
 
-def test_noauth_and_readonly_are_unavailable(funcs: HostFunctions, tmp_path: Path) -> None:
+def test_noauth_and_readonly_are_unavailable(redis_server: Any, funcs: HostFunctions, tmp_path: Path) -> None:
     """A server of its own with requirepass: no password (NOAUTH) answers unavailable; the same server made a
     replica (of a port nothing listens on): a script that writes (READONLY) answers unavailable, one that
     reads runs."""
-    if shutil.which(REDIS_SERVER) is None:
-        pytest.skip(f"{REDIS_SERVER} is not on the PATH")
-    own: RedisServer = _start(tmp_path)
+    own: RedisServer = _start(tmp_path)  # redis_server: skipped, or failed, as without redis-server
     try:
         own.client.config_set("requirepass", "pw-of-its-own")
         url = f"redis://127.0.0.1:{own.port}/0"
