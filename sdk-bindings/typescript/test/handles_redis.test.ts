@@ -10,12 +10,15 @@
 // synchronous mode's answer: mcp_resume_eval is unsupported there.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
 
 import { HostFunctions } from "../src/hostfuncs.js";
 import { Conflict, HandleNotFound, HandleStore, InvalidHandleOption, StoreUnavailable, type HandleStoreOptions } from "../src/index.js";
 import type { Logger, LogFields } from "../src/logger.js";
-import { cleanupTemps, freePort, PKG, startCluster, startRedis, type RedisServer } from "./helpers.js";
+import { callExport, loadStore } from "../src/store.js";
+import { cleanupTemps, freePort, PKG, startCluster, startRedis, tempDir, type RedisServer } from "./helpers.js";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -198,6 +201,25 @@ test("a Redis Cluster (?cluster=true): every operation reaches the node owning i
     await store.close();
   } finally {
     await cluster.stop();
+  }
+});
+
+test("worker mode with files: the synchronous host functions (files, the shard lock through the lock worker's Atomics.wait) run unchanged on the main thread", async () => {
+  const root = tempDir("handles-worker-files-");
+  const store = await loadStore(quiet, undefined, undefined, true);
+  const call = async (name: string, input: object) => {
+    const r = await callExport(store, name, Buffer.from(JSON.stringify(input)));
+    assert.ok(r.ok, `${name}: ${r.ok ? "" : r.message}`);
+    return JSON.parse(Buffer.from(r.output).toString()) as Record<string, unknown>;
+  };
+  try {
+    assert.equal((await call("handles_open", { app: "hs-wf", state_root: root }))["backend"], "file");
+    const { handle } = (await call("handle_create", { principal: "", value: "YQ==" })) as { handle: string };
+    assert.equal((await call("handle_get", { handle, principal: "" }))["value"], "YQ==");
+    const files = fs.readdirSync(path.join(root, "hs-wf", "handles"));
+    assert.ok(files.some((f) => f.startsWith("lock")), `the shard lock file: ${files.join(" ")}`); // taken and released, or create would have failed
+  } finally {
+    await store.close();
   }
 });
 
