@@ -2,14 +2,15 @@
 
 package replicas_test
 
-// Rows R4 and R5: the server's script cache flushed, and garbage planted
-// under record keys, under one replica of each language (faults_test.go
-// runs them).
+// Rows R4, R5 and R8: the server's script cache flushed, garbage planted
+// under record keys, and the server out of memory, under one replica of
+// each language (faults_test.go runs them).
 
 import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/mcp-resume/mcp-resume/examples/mcphost"
@@ -130,4 +131,61 @@ func faultGarbage(t *testing.T, l lang) {
 	addRow(l, "R5", "Garbage under a record key",
 		"two notebooks' record keys overwritten by hand: one with the string `garbage` (`SET`, a wrong type), one with its generation field set to text (`HSET <key> g two`)",
 		result{Outcome: out, Seen: seen.String(), Serving: serving(t, c, o)})
+}
+
+// R8: Redis at maxmemory under noeviction, the policy the store needs.
+func faultOutOfMemory(t *testing.T, l lang) {
+	ctx := context.Background()
+	rs := redistest.Start(t, redistest.Args("--maxmemory", "4mb", "--maxmemory-policy", "noeviction"))
+	f := newFx(t)
+	r := f.start(l, rs.URL)
+	c := f.client(r, "alice")
+	o := makeOther(t, f, c)
+	big := strings.Repeat("m", 100<<10)
+	type nbk struct{ handle string }
+	var made []nbk
+	var seen codes
+	var full error
+	for range 200 {
+		nb, err := c.Create(ctx)
+		if err == nil {
+			f.seen(nb.Handle)
+			_, err = c.Add(ctx, nb.Handle, big, 1)
+			if err == nil {
+				made = append(made, nbk{nb.Handle})
+				continue
+			}
+		}
+		full = err
+		break
+	}
+	seen.add(full)
+	if mcphost.ErrorCode(full) != "store_unavailable" {
+		t.Fatalf("filling Redis to maxmemory: %d notebooks of 100 KiB, then %v; want store_unavailable", len(made), full)
+	}
+	// Full: writes are refused, what was written still reads.
+	notes, _, err := c.Read(ctx, made[0].handle)
+	seen.add(err)
+	if err != nil || len(notes) != 1 || notes[0] != big {
+		t.Errorf("notebook_read at maxmemory: %d notes, %v; want the note written before", len(notes), err)
+	}
+	if _, err := rs.Do("CONFIG", "SET", "maxmemory", "0"); err != nil {
+		t.Fatal(err)
+	}
+	for i, nb := range made {
+		notes, gen, err := c.Read(ctx, nb.handle)
+		if err != nil || gen != 2 || len(notes) != 1 || notes[0] != big {
+			t.Errorf("notebook %d of %d after maxmemory was lifted: %d notes at generation %d, %v", i, len(made), len(notes), gen, err)
+		}
+	}
+	if nb, err := c.Create(ctx); err != nil {
+		t.Errorf("notebook_create after maxmemory was lifted: %v", err)
+	} else if _, err := c.Add(ctx, nb.Handle, big, 1); err != nil {
+		t.Errorf("notebook_add after maxmemory was lifted: %v", err)
+	}
+	t.Logf("%d notebooks of 100 KiB before maxmemory (4 MiB); then %v", len(made), full)
+	addRow(l, "R8", "Redis out of memory",
+		"redis-server with `maxmemory 4mb` and `maxmemory-policy noeviction` (the policy the store needs), filled with notebooks of one 100 KiB note until a call fails; then `CONFIG SET maxmemory 0`",
+		result{Outcome: "once full, a write (notebook_create or notebook_add) answered store_unavailable (Redis's `OOM` error); notebook_read still answered the notes written before; nothing was evicted: with the limit lifted every notebook read back whole and new ones were written",
+			Seen: seen.String(), Serving: serving(t, c, o)})
 }

@@ -5,7 +5,7 @@ package replicas_test
 // The Redis faults (rows R1… of docs/RELIABILITY.md): each injected under
 // one HTTP replica of each language, with a redis-server of its own.
 // TestRedisFaults, the helpers the rows share, and R1 (SIGKILL under load)
-// are here; R2, R3, R6 and R7 in outage_test.go, R4 and R5 in data_test.go.
+// are here; R2, R3, R6 and R7 in outage_test.go, R4, R5 and R8 in data_test.go.
 
 import (
 	"context"
@@ -47,6 +47,7 @@ func TestRedisFaults(t *testing.T) {
 		{"garbage", faultGarbage},
 		{"restart", faultRestart},
 		{"no_persistence", faultNoPersistence},
+		{"out_of_memory", faultOutOfMemory},
 	}
 	for _, fault := range faults {
 		t.Run(fault.name, func(t *testing.T) {
