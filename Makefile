@@ -103,7 +103,8 @@ test-handles: build python-setup typescript-setup
 # each test starts (internal/redistest): one notebook through three
 # replicas, 3 replicas x 8 clients of compare-and-set, the Redis faults
 # (killed under load, unreachable, frozen, SCRIPT FLUSH, garbage keys,
-# restarts) and the same on a 3-master Redis Cluster (about 3-5 minutes).
+# restarts, out of memory) and the same on a 3-master Redis Cluster (about
+# 2 minutes).
 # Behind the build tag "replicas", so test-go's `go test ./...` does not run
 # it too. Needs redis-server and redis-cli (Debian's redis-server package).
 # It fails when the run's Redis fault table differs from the one in
