@@ -188,6 +188,7 @@ func runCase(t *testing.T, raw []byte, backend string) {
 	// Step 1; on Redis, the run's server, emptied, as $REDIS_URL.
 	root := t.TempDir()
 	var rd *redistest.Server
+	namesRedis := bytes.Contains(raw, []byte("$REDIS_URL")) // the case names the server itself
 	switch backend {
 	case hostfuncs.BackendRedis:
 		rd = conformance.Redis(t)
@@ -200,11 +201,14 @@ func runCase(t *testing.T, raw []byte, backend string) {
 	if err := json.Unmarshal(substitute(raw, root), &c); err != nil {
 		t.Fatalf("case: %v", err)
 	}
-	// A handle case on Redis: the store is named by state_url, and nothing
-	// on disk is planted or checked.
+	// A handle case on Redis: the store is named by state_url (added unless
+	// open has one or the case names $REDIS_URL elsewhere, as in its
+	// environment), and nothing on disk is planted or checked.
 	redisHandles := rd != nil && c.Store == "handles"
 	if redisHandles {
 		c.FilesBefore, c.FilesAfter, c.FilesAfterCount, c.FilesExclude, c.StateDirAfter = nil, nil, nil, nil, nil
+	}
+	if redisHandles && !namesRedis {
 		var err error
 		def := map[string]any{"app": "conformance", "state_root": filepath.Join(root, "state")}
 		if c.Open, err = conformance.WithStateURL(c.Open, def, rd.URL+"/0"); err != nil {

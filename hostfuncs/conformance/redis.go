@@ -137,6 +137,8 @@ func isReplyError(err error) bool {
 
 // WithStateURL returns a handle case's open object for its redis run:
 // open (or, when empty, def) with "state_url": url added unless it has one.
+// A runner does not call it for a case that names $REDIS_URL itself
+// (README.md: in its environment, say).
 func WithStateURL(open json.RawMessage, def map[string]any, url string) (json.RawMessage, error) {
 	o := map[string]any{}
 	if len(open) == 0 || string(open) == "null" {
