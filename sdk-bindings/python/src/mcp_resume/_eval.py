@@ -145,7 +145,8 @@ class EvalClients:
     def _client(self, url: str, cluster: bool, timeout_ms: int) -> Any:
         """The client for ``(url, cluster, timeout_ms)``, made now if needed. ``timeout_ms`` is both the connect
         and the read timeout of its sockets; every retry is off (no resend: README, "Never resend"). A cluster
-        client reads the slot map from ``url``'s node when made, so making it may raise what a call raises."""
+        client reads the slot map from ``url``'s node when made, so making it may raise what a call raises (under
+        the lock: the store's threads wait for one attempt, at most ``timeout_ms``, rather than each connecting)."""
         key = (url, cluster, timeout_ms)
         with self._mu:
             if self._closed:
