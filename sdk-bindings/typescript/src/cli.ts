@@ -19,7 +19,11 @@
  * of every app under the root that has one (a `handles/` directory; none is
  * created), or of APP: key-hash prefixes, states, generations, sizes, ages
  * and counts (the plugin's `handle_list` and `handle_gc`), never a value,
- * handle or principal. Exit status: 0 on success; 1 on a runtime failure, with one
+ * handle or principal. With `$MCP_RESUME_STATE_URL` set the handle stores
+ * are on that Redis server (hostfuncs/README.md, "The Redis backend"; opened
+ * in worker mode, as HandleStore.open does): `state list` and `state gc`
+ * then need APP, since a server holds no directory to list apps from, and
+ * name the server by its URL with the password as `***`. Exit status: 0 on success; 1 on a runtime failure, with one
  * line on stderr, `mcp-resume <command>: <what was wrong and what to do>`; 2
  * on bad usage.
  *
@@ -27,6 +31,7 @@
  */
 import * as fs from "node:fs";
 
+import { needsWorker } from "./handles.js";
 import { callExport, InvalidAppError, loadStore, ResumeError, ResumeTokenStore } from "./store.js";
 
 /** The app name stores are opened with when no --app is given: it only picks a default directory. */
@@ -116,15 +121,31 @@ function subdirs(root: string): string[] {
  * has, with the raw outputs the render export reads. @throws ResumeError
  */
 async function handleStoreOf(app: string, gc: boolean, opts: Opts): Promise<Record<string, unknown> | undefined> {
-  const inst = await loadStore(quiet);
+  const inst = await loadStore(quiet, undefined, undefined, needsWorker({})); // the environment may name a Redis server
   try {
     const opened = await callExport(inst, "handles_open", encoder.encode(JSON.stringify({ app, ...(opts["state-dir"] ? { state_root: opts["state-dir"] } : {}) })));
     if (!opened.ok && opened.code === "invalid_app" && !opts.app) return undefined;
     if (!opened.ok) throw new ResumeError(opened.code, opened.message);
-    const stateDir = String((JSON.parse(decoder.decode(opened.output)) as { state_dir?: unknown }).state_dir ?? "");
-    if (!fs.lstatSync(stateDir, { throwIfNoEntry: false })?.isDirectory()) return undefined;
+    const o = JSON.parse(decoder.decode(opened.output)) as { state_dir?: unknown; backend?: unknown; state_url?: unknown };
+    const stateDir = String(o.state_dir ?? "");
+    const redis = o.backend === "redis"; // no directory to check: the server has the store or answers empty
+    if (!redis && !fs.lstatSync(stateDir, { throwIfNoEntry: false })?.isDirectory()) return undefined;
     const out = JSON.parse(decoder.decode(await call(inst, gc ? "handle_gc" : "handle_list", {}))) as unknown;
-    return { app, state_dir: stateDir, [gc ? "gc" : "list"]: out };
+    return { app, state_dir: stateDir, ...(redis ? { backend: "redis", state_url: String(o.state_url ?? "") } : {}), [gc ? "gc" : "list"]: out };
+  } finally {
+    await inst.close();
+  }
+}
+
+/** The redacted URL of the Redis server the environment puts the handle stores on, or `undefined` (files, or a URL the plugin refuses). */
+async function envRedis(opts: Opts): Promise<string | undefined> {
+  if (!needsWorker({})) return undefined;
+  const inst = await loadStore(quiet, undefined, undefined, true);
+  try {
+    // handles_open touches nothing: this only reads the backend the environment selects.
+    const opened = await callExport(inst, "handles_open", encoder.encode(JSON.stringify({ app: CLI_APP, ...(opts["state-dir"] ? { state_root: opts["state-dir"] } : {}) })));
+    const o = opened.ok ? (JSON.parse(decoder.decode(opened.output)) as { backend?: unknown; state_url?: unknown }) : {};
+    return o.backend === "redis" ? String(o.state_url ?? "") : undefined;
   } finally {
     await inst.close();
   }
@@ -146,6 +167,12 @@ async function run(cmd: string, opts: Opts): Promise<Uint8Array> {
   const [exp, member] = cmd === "list" ? ["list", "files"] : ["prune", "removed"];
   const state = cmd.startsWith("state ");
   if (state) doc["command"] = cmd.replace(" ", "_");
+  if (state && !opts.app) {
+    const url = await envRedis(opts);
+    if (url !== undefined) {
+      throw new ResumeError("invalid_option", `the handle stores are on ${url} (MCP_RESUME_STATE_URL): name the app, as in \`mcp-resume ${cmd} APP\`; a Redis server has no app directories to list`);
+    }
+  }
   const base = await open(state ? CLI_APP : opts.app || CLI_APP, opts["state-dir"]);
   try {
     let apps: string[];

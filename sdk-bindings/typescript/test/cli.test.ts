@@ -1,7 +1,8 @@
 // `mcp-resume state list|gc` of the TypeScript command line (dist/cli.js)
 // on real handle stores, checked against the Go command's output for the
 // same directory (both print the plugin's render export), with its usage
-// errors and exit statuses.
+// errors and exit statuses; and on a Redis server named by
+// MCP_RESUME_STATE_URL, against the Go command for the same server.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import * as fs from "node:fs";
@@ -10,7 +11,7 @@ import { after, before, describe, test } from "node:test";
 import { promisify } from "node:util";
 
 import { HandleStore } from "../src/index.js";
-import { cleanupTemps, goBuild, PKG, tempDir } from "./helpers.js";
+import { cleanupTemps, goBuild, PKG, startRedis, tempDir } from "./helpers.js";
 
 after(() => {
   if (root) fs.rmSync(`${root}.saved`, { recursive: true, force: true });
@@ -83,6 +84,45 @@ describe("mcp-resume state", () => {
     const one = await cli([process.execPath, CLI, "state", "list", "--state-dir", root, "alpha"]);
     assert.match(one.stdout, /^alpha: \d+ live, \d+ tombstones, 1 shards, \d+ bytes in /m);
     assert.ok(!one.stdout.includes("beta"));
+  });
+
+  test("on Redis (MCP_RESUME_STATE_URL): state list and gc APP as the Go command prints them, the password as ***; without an app, both say to name one", async (t) => {
+    const server = await startRedis(undefined, ["--requirepass", "pw-cli-1"], "pw-cli-1");
+    if (!server) return t.skip("no redis-server on PATH");
+    const url = `redis://default:pw-cli-1@127.0.0.1:${server.port}/0`;
+    const saved = process.env["MCP_RESUME_STATE_URL"];
+    process.env["MCP_RESUME_STATE_URL"] = url;
+    try {
+      const s = await HandleStore.open("app-r", { logger: quiet });
+      await s.create("", new Uint8Array(4));
+      await s.create("", new Uint8Array(2), { idleTtlMs: 1 });
+      await s.close();
+      await new Promise((r) => setTimeout(r, 20));
+      const strip = (x: string) => JSON.parse(x, (k, v) => (k === "age_ms" || k === "idle_ms" ? undefined : v)) as unknown;
+      const ts = await cli([process.execPath, CLI, "state", "list", "--json", "app-r"]);
+      const go = await cli([goCli, "state", "list", "--json", "app-r"]);
+      assert.equal(ts.code, 0, ts.stderr);
+      const rows = strip(ts.stdout) as Array<{ app: string; state_dir: string; live: number; tombstones: number }>;
+      // The render names a Redis store by its URL where a file store shows its directory.
+      assert.deepEqual(rows.map((r) => [r.app, r.state_dir, r.live, r.tombstones]), [["app-r", `redis://default:***@127.0.0.1:${server.port}/0`, 1, 1]]);
+      assert.deepEqual(rows, strip(go.stdout));
+      const text = await cli([process.execPath, CLI, "state", "list", "app-r"]);
+      assert.match(text.stdout, /app-r: 1 live, 1 tombstones/);
+      assert.ok(text.stdout.includes(`redis://default:***@127.0.0.1:${server.port}/0`), text.stdout);
+      const gc = [await cli([process.execPath, CLI, "state", "gc", "--json", "app-r"]), await cli([goCli, "state", "gc", "--json", "app-r"])];
+      assert.equal(gc[0]!.code, 0, gc[0]!.stderr);
+      assert.match(gc[0]!.stdout, /"expired_idle": 1/);
+      assert.equal(gc[1]!.code, 0, gc[1]!.stderr); // the Go command found nothing left to sweep
+      const bare = [await cli([process.execPath, CLI, "state", "list"]), await cli([goCli, "state", "list"])];
+      assert.deepEqual(bare[0], bare[1]);
+      assert.equal(bare[0]!.code, 1);
+      assert.match(bare[0]!.stderr, /name the app/);
+      for (const r of [ts, text, ...gc, ...bare]) assert.ok(!`${r.stdout}${r.stderr}`.includes("pw-cli-1"), "the password in the output");
+    } finally {
+      if (saved === undefined) delete process.env["MCP_RESUME_STATE_URL"];
+      else process.env["MCP_RESUME_STATE_URL"] = saved;
+      await server.stop();
+    }
   });
 
   test("usage errors exit 2 with the Go command's words; an unknown app lists nothing", async () => {

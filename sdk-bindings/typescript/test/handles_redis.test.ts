@@ -6,7 +6,8 @@
 // busy server answering StoreUnavailable within the deadline while the event
 // loop keeps ticking, a restarted server reached again by the next call, and
 // an idle store keeping neither the process nor its thread alive, and a
-// three-master Redis Cluster (redis-cli --cluster create). Also the
+// three-master Redis Cluster (redis-cli --cluster create), a server with a
+// password (right and wrong, never in a message or a line). Also the
 // synchronous mode's answer: mcp_resume_eval is unsupported there.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -17,6 +18,7 @@ import { after, before, describe, test } from "node:test";
 import { HostFunctions } from "../src/hostfuncs.js";
 import { Conflict, HandleNotFound, HandleStore, InvalidHandleOption, StoreUnavailable, type HandleStoreOptions } from "../src/index.js";
 import type { Logger, LogFields } from "../src/logger.js";
+import { evalError, loadRedis, replyJson } from "../src/redis.js";
 import { callExport, loadStore } from "../src/store.js";
 import { cleanupTemps, freePort, PKG, startCluster, startRedis, tempDir, type RedisServer } from "./helpers.js";
 
@@ -185,6 +187,35 @@ await s.create("", new Uint8Array(1)); process.stderr.write("created\\n");`;
   });
 });
 
+test("a server with a password: the right one works end to end; a wrong one is unavailable, and no password reaches a message", async (t) => {
+  const own = await startRedis(undefined, ["--requirepass", "rightpw-1"], "rightpw-1");
+  if (!own) return t.skip("no redis-server on PATH");
+  const f = new HostFunctions({ logger: quiet });
+  try {
+    const url = (pw: string) => `redis://default:${pw}@127.0.0.1:${own.port}/0`;
+    const ask = async (u: string) => JSON.parse(Buffer.from(await f.callAsync("mcp_resume_eval", Buffer.from(JSON.stringify({ url: u, script: "return 1", keys: [], args: [], timeout_ms: 2000 })))).toString());
+    assert.deepEqual(await ask(url("rightpw-1")), { reply: 1 });
+    const wrong = await ask(url("wrongpw-2"));
+    assert.equal(wrong.error?.code, "unavailable", JSON.stringify(wrong));
+    assert.ok(!JSON.stringify(wrong).includes("wrongpw-2"), JSON.stringify(wrong));
+    const lines: string[] = [];
+    const add = (m: string, x?: LogFields) => lines.push(`${m} ${JSON.stringify(x ?? {})}`);
+    const store = await HandleStore.open("hs-auth", { stateUrl: url("rightpw-1"), logger: { debug: add, info: add, warn: add, error: add } });
+    assert.equal(store.settings.stateUrl, `redis://default:***@127.0.0.1:${own.port}/0`);
+    const c = await store.create("", enc.encode("authed"));
+    assert.equal(dec.decode((await store.get(c.handle, "")).data), "authed");
+    await store.close();
+    const bad = await HandleStore.open("hs-auth", { stateUrl: url("wrongpw-2"), logger: { debug: add, info: add, warn: add, error: add } });
+    const e = await bad.create("", enc.encode("x")).then(() => assert.fail("created with a wrong password"), (x: unknown) => x as Error);
+    assert.ok(e instanceof StoreUnavailable && !e.message.includes("wrongpw-2"), String(e));
+    await bad.close();
+    assert.ok(lines.every((l) => !l.includes("rightpw-1") && !l.includes("wrongpw-2")), lines.join("\n"));
+  } finally {
+    await f.close();
+    await own.stop();
+  }
+});
+
 test("a Redis Cluster (?cluster=true): every operation reaches the node owning its slot; handles spread over the masters", async (t) => {
   const cluster = await startCluster(3);
   if (!cluster) return t.skip("no redis-server or redis-cli on PATH");
@@ -221,6 +252,20 @@ test("worker mode with files: the synchronous host functions (files, the shard l
   } finally {
     await store.close();
   }
+});
+
+test("error replies by their prefix: NOSCRIPT noscript; NOAUTH, WRONGPASS, LOADING, CLUSTERDOWN, READONLY, MASTERDOWN unavailable; others script, text kept; secrets cut", async () => {
+  const { ErrorReply } = await loadRedis();
+  const code = (text: string) => evalError(new ErrorReply(text), ErrorReply, []).code;
+  assert.equal(code("NOSCRIPT No matching script. Please use EVAL."), "noscript");
+  for (const p of ["NOAUTH Authentication required.", "WRONGPASS invalid username-password pair", "LOADING Redis is loading the dataset in memory", "CLUSTERDOWN The cluster is down", "READONLY You can't write against a read only replica.", "MASTERDOWN Link with MASTER is down"]) assert.equal(code(p), "unavailable", p);
+  const wrongtype = evalError(new ErrorReply("WRONGTYPE Operation against a key holding the wrong kind of value"), ErrorReply, []);
+  assert.equal(wrongtype.code, "script");
+  assert.match(wrongtype.message, /^WRONGTYPE /);
+  const refused = evalError(Object.assign(new Error("connect ECONNREFUSED 10.0.0.1:6379 for redis://u:hunter22@10.0.0.1"), { code: "ECONNREFUSED" }), ErrorReply, ["redis://u:hunter22@10.0.0.1", "hunter22"]);
+  assert.equal(refused.code, "unavailable");
+  assert.ok(!refused.message.includes("hunter22"), refused.message);
+  assert.deepEqual(replyJson([1, "a", null, [2, new ErrorReply("ERR x")], Buffer.from([0x62, 0xff])]), [1, "a", null, [2, { err: "ERR x" }], "b\ufffd"]);
 });
 
 test("synchronous mode (the file store, resume): mcp_resume_eval answers unsupported, naming worker mode; a malformed request invalid_request", async () => {

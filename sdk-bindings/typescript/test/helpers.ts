@@ -239,12 +239,13 @@ export function freePort(): Promise<number> {
 
 /**
  * Starts `redis-server` from PATH on a free loopback port (or `onPort`: a restart) in a temporary
- * directory, without persistence, with `extra` arguments, and waits for its PING.
+ * directory, without persistence, with `extra` arguments, and waits for its PING (its own client
+ * authenticating with `password`, when the extra arguments set one).
  *
  * @returns the server, or `undefined` when there is no `redis-server` on PATH (the caller skips and says so).
  * @throws when there is none and {@link REQUIRE_REDIS}, or when it does not answer within 10 s.
  */
-export async function startRedis(onPort?: number, extra: string[] = []): Promise<RedisServer | undefined> {
+export async function startRedis(onPort?: number, extra: string[] = [], password?: string): Promise<RedisServer | undefined> {
   const bin = (process.env["PATH"] ?? "").split(path.delimiter).map((d) => path.join(d, "redis-server")).find((p) => {
     try {
       return statSync(p).isFile();
@@ -263,7 +264,7 @@ export async function startRedis(onPort?: number, extra: string[] = []): Promise
   proc.stderr!.on("data", (d: Buffer) => (err += d.toString()));
   const url = `redis://127.0.0.1:${port}/0`;
   const { createClient } = await import("redis");
-  const client = createClient({ url, RESP: 2, socket: { reconnectStrategy: false } });
+  const client = createClient({ url, RESP: 2, socket: { reconnectStrategy: false }, ...(password ? { password } : {}) });
   client.on("error", () => undefined);
   const until = Date.now() + 10_000;
   for (;;) {
