@@ -8,6 +8,8 @@
 //
 //	go test -tags replicas -count=1 ./examples/replicas/ -args -replicas.require
 //
+// and `make test-replicas-valkey` runs the same against Valkey.
+//
 // What runs (each test starts its own redis-server through
 // internal/redistest, and its own servers):
 //   - cross-replica: Python creates a notebook, Go adds, TypeScript adds,
@@ -17,7 +19,8 @@
 //     compare-and-set appends to one notebook;
 //   - faults (rows R1… of docs/RELIABILITY.md, one column per language):
 //     Redis SIGKILLed and restarted under load, unreachable, frozen,
-//     SCRIPT FLUSH, garbage under a record key, stopped and restarted;
+//     SCRIPT FLUSH, garbage under a record key, stopped and restarted,
+//     restarted without persistence, out of memory;
 //   - cluster: the cross-replica and concurrency tests on a 3-master Redis
 //     Cluster, and the app's keys spread over the masters.
 //
