@@ -24,7 +24,7 @@ else
 DEMO_LANG := go
 endif
 
-.PHONY: all build wasm check-wasm test test-go test-faults test-handles test-replicas test-replicas-valkey valkey-setup fuzz-smoke demo demo-replicas bench bench-go bench-init bench-handles clean
+.PHONY: all build wasm check-wasm test test-go test-valkey test-faults test-handles test-replicas test-replicas-valkey valkey-setup fuzz-smoke demo demo-replicas bench bench-go bench-init bench-handles clean
 # `make` builds the Go binaries and prepares the Python and TypeScript
 # environments, so every example server runs from the repository root.
 all: build $(if $(wildcard sdk-bindings/python/python.mk),python-setup) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-setup)
@@ -53,7 +53,7 @@ GO_PKGS = $(shell $(GO) list ./... | grep -v /node_modules/)
 test-go: check-wasm
 	$(GO) vet $(GO_PKGS)
 	GOOS=darwin $(GO) vet $(GO_PKGS)
-	$(GO) test -race -count=1 $(GO_PKGS)
+	$(GO) test -race -count=1 -timeout 30m $(GO_PKGS)
 
 # Each fuzz target for a short fixed budget (docs/RELIABILITY.md has longer
 # runs). Budgets are execution counts (~5-10 s each here), not times: a
@@ -131,7 +131,18 @@ $(VALKEY_SERVER):
 test-replicas-valkey: build python-setup typescript-setup valkey-setup
 	MCP_RESUME_REDIS_SERVER=$(VALKEY_SERVER) MCP_RESUME_REQUIRE_REDIS=1 $(GO) test -tags replicas -count=1 -timeout 20m ./examples/replicas/ -args -replicas.require -replicas.server valkey
 
-test: test-go fuzz-smoke $(if $(wildcard sdk-bindings/python/python.mk),python-test) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-test) test-faults test-handles test-replicas test-replicas-valkey
+test: test-go fuzz-smoke $(if $(wildcard sdk-bindings/python/python.mk),python-test) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-test) test-faults test-handles test-valkey test-replicas test-replicas-valkey
+
+# The Redis backend on Valkey (Debian bookworm-backports' valkey-server 8.0.1;
+# .ci/run installs it): the conformance cases through the plugin's native
+# runner, the Go host and the Python host, and the Go client's tests (a
+# 3-master Valkey cluster among them), with valkey-server and valkey-cli in
+# place of redis-server and redis-cli.
+VALKEY := MCP_RESUME_REDIS_SERVER=valkey-server MCP_RESUME_REDIS_CLI=valkey-cli
+test-valkey: python-setup
+	$(VALKEY) $(GO) test -count=1 -run 'TestConformance|TestRedis' ./plugin/internal/handles/ ./host/
+	$(VALKEY) $(GO) test -count=1 ./internal/rediseval/
+	cd $(ROOT) && $(VALKEY) $(PY) -m pytest -q -p no:cacheprovider -k redis sdk-bindings/python/tests/test_conformance.py
 
 DEMO_SERVER_go := bin/go-server
 DEMO_SERVER_python = $(PYTHON_SERVER_CMD)

@@ -13,10 +13,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
@@ -90,12 +88,8 @@ func TestConformanceCasesNative(t *testing.T) {
 			t.Fatal(err)
 		}
 		name := strings.TrimSuffix(filepath.Base(p), ".json")
-		var b struct{ Backends []string }
-		_ = json.Unmarshal(raw, &b)
-		for _, backend := range []string{hostfuncs.BackendFile, hostfuncs.BackendRedis} {
-			if len(b.Backends) == 0 || slices.Contains(b.Backends, backend) {
-				t.Run(name+"/"+backend, func(t *testing.T) { runConfCase(t, name, raw, backend) })
-			}
+		for _, backend := range conformance.Backends(raw) {
+			t.Run(name+"/"+backend, func(t *testing.T) { runConfCase(t, name, raw, backend) })
 		}
 	}
 }
@@ -109,7 +103,7 @@ func runConfCase(t *testing.T, name string, raw []byte, backend string) {
 	var rd *redistest.Server
 	redis := backend == hostfuncs.BackendRedis
 	if redis {
-		rd = caseRedis(t)
+		rd = conformance.Redis(t)
 		raw = bytes.ReplaceAll(raw, []byte("$REDIS_URL"), []byte(rd.URL))
 		clients := &rediseval.Clients{}
 		t.Cleanup(func() { _ = clients.Close() })
@@ -125,14 +119,12 @@ func runConfCase(t *testing.T, name string, raw []byte, backend string) {
 		// The same case on Redis: the store is named by state_url, and
 		// nothing on disk is checked.
 		c.FilesAfter, c.FilesAfterCount, c.FilesExclude, c.StateDirAfter = nil, nil, "", nil
-		open := map[string]any{"app": "conformance", "state_root": root + "/state"}
-		if len(c.Open) > 0 {
-			_ = json.Unmarshal(c.Open, &open)
+		if !bytes.Contains(raw, []byte(rd.URL)) { // the case may name the server itself (its environment)
+			var err error
+			if c.Open, err = conformance.WithStateURL(c.Open, map[string]any{"app": "conformance", "state_root": root + "/state"}, rd.URL); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if _, ok := open["state_url"]; !ok && !bytes.Contains(raw, []byte(rd.URL)) { // the case may name a server itself (open, environment)
-			open["state_url"] = rd.URL
-		}
-		c.Open, _ = json.Marshal(open)
 	}
 	if c.Name != name || c.Spec == "" || c.Store != "handles" {
 		t.Fatalf("case name %q, spec %q, store %q: want name %q, a spec, store handles", c.Name, c.Spec, c.Store, name)
@@ -198,7 +190,12 @@ func runConfCase(t *testing.T, name string, raw []byte, backend string) {
 			}
 			continue
 		case "redis":
-			redisAction(t, rd, cl.EachKey, cl.Command)
+			if rd == nil {
+				t.Fatalf("%s: a redis action outside the redis backend", what)
+			}
+			if err := conformance.RedisAction(rd, cl.EachKey, cl.Command); err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
 			continue
 		case "":
 		default:
@@ -264,11 +261,9 @@ func runConfCase(t *testing.T, name string, raw []byte, backend string) {
 			}
 		}
 	}
-	if c.LogsExclude != "" {
-		for _, l := range h.Logs {
-			if strings.Contains(l.Message+" "+l.Detail, c.LogsExclude) {
-				t.Errorf("log line %+v holds %q", l, c.LogsExclude)
-			}
+	for _, l := range h.Logs {
+		if msg := conformance.Excludes(c.LogsExclude, l.Message, l.Detail); msg != "" {
+			t.Errorf("log line: %s", msg)
 		}
 	}
 	var got []hostfuncs.LogRequest
@@ -297,8 +292,8 @@ func checkWant(t *testing.T, what string, w confWant, out []byte, werr *hostfunc
 			return
 		}
 		eb, _ := werr.EncodeJSON()
-		if w.MessageExcludes != "" && strings.Contains(string(eb), w.MessageExcludes) {
-			t.Errorf("%s: error %s holds %q", what, eb, w.MessageExcludes)
+		if msg := conformance.Excludes(w.MessageExcludes, string(eb)); msg != "" {
+			t.Errorf("%s: error %s", what, msg)
 		}
 		var g any
 		_ = json.Unmarshal(eb, &g)
@@ -350,67 +345,9 @@ func plant(t *testing.T, dir, name string, f confContent) {
 	}
 }
 
-// caseRedis is the Redis server of this package's redis-mode cases: one
-// per test binary (hostfuncs/conformance/README.md, "Redis"), emptied and
-// its scripts flushed before each case.
-func caseRedis(t *testing.T) *redistest.Server {
-	t.Helper()
-	redisOnce.Do(func() { redisServer, redisErr = redistest.Launch() })
-	if redisErr != nil {
-		if redistest.Required() {
-			t.Fatalf("redis-server: %v", redisErr)
-		}
-		t.Skipf("no Redis for the redis-mode cases: %v", redisErr)
-	}
-	for _, cmd := range [][]string{{"FLUSHALL"}, {"SCRIPT", "FLUSH"}} {
-		if _, err := redisServer.Do(cmd...); err != nil {
-			t.Fatalf("%v: %v", cmd, err)
-		}
-	}
-	return redisServer
-}
-
-var (
-	redisOnce   sync.Once
-	redisServer *redistest.Server
-	redisErr    error
-)
-
-// redisAction is the "redis" action: command sent once, or once per key
-// matching eachKey with "$KEY" replaced.
-func redisAction(t *testing.T, rd *redistest.Server, eachKey string, command []string) {
-	t.Helper()
-	if rd == nil {
-		t.Fatal("a redis action outside the redis backend")
-	}
-	if eachKey == "" {
-		if _, err := rd.Do(command...); err != nil {
-			t.Logf("%v: %v (ignored)", command, err)
-		}
-		return
-	}
-	keys, err := rd.Client().Keys(context.Background(), eachKey).Result()
-	if err != nil || len(keys) == 0 {
-		t.Fatalf("no key matches %s (%v)", eachKey, err)
-	}
-	for _, k := range keys {
-		cmd := slices.Clone(command)
-		for i := range cmd {
-			if cmd[i] == "$KEY" {
-				cmd[i] = k
-			}
-		}
-		if _, err := rd.Do(cmd...); err != nil {
-			t.Logf("%v: %v (ignored)", cmd, err)
-		}
-	}
-}
-
 // TestMain stops the redis-mode cases' server after the run.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if redisServer != nil {
-		redisServer.Close()
-	}
+	conformance.StopRedis()
 	os.Exit(code)
 }

@@ -77,7 +77,9 @@ type redisConn struct {
 // host's client library parses the URL again to connect.)
 func parseStateURL(raw string) (redisConn, *hostfuncs.Error) {
 	const want = "; give redis://[user:password@]host[:port][/db] or rediss://…, with ?cluster=true for a Redis Cluster node"
-	bad := func(what string) (redisConn, *hostfuncs.Error) { return redisConn{}, optionErr("state_url " + what + want) }
+	bad := func(what string) (redisConn, *hostfuncs.Error) {
+		return redisConn{}, optionErr("state_url " + what + want)
+	}
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok || scheme != "redis" && scheme != "rediss" {
 		if ok && len(scheme) < 16 && !strings.ContainsAny(scheme, "@:/") {

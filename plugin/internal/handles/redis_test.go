@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
+	"github.com/mcp-resume/mcp-resume/hostfuncs/conformance"
 	"github.com/mcp-resume/mcp-resume/internal/rediseval"
 	"github.com/mcp-resume/mcp-resume/plugin/internal/testhost"
 )
@@ -72,7 +73,7 @@ func call(t *testing.T, s *Store, export string, in map[string]any) (map[string]
 // Redis holds ciphertext, key hashes and integers: neither the value nor
 // the principal nor the handle appears in any key or field.
 func TestRedisSealedAtRest(t *testing.T) {
-	rd := caseRedis(t)
+	rd := conformance.Redis(t)
 	s, _ := redisStore(t, rd.URL, "sealed")
 	value, principal := "the-secret-notebook-text", "alice@example.com"
 	o, werr := call(t, s, "handle_create", map[string]any{"principal": principal, "value": base64.StdEncoding.EncodeToString([]byte(value))})
@@ -102,7 +103,7 @@ func TestRedisSealedAtRest(t *testing.T) {
 // record copied under the other app's key fails to open (corrupt, removed),
 // and the owner's record is untouched.
 func TestRedisAnotherAppNeverReads(t *testing.T) {
-	rd := caseRedis(t)
+	rd := conformance.Redis(t)
 	a, _ := redisStore(t, rd.URL, "app-a")
 	b, hb := redisStore(t, rd.URL, "app-b")
 	o, werr := call(t, a, "handle_create", map[string]any{"principal": "alice", "value": "c2VjcmV0"})
@@ -146,4 +147,3 @@ func TestRedisAnotherAppNeverReads(t *testing.T) {
 		t.Errorf("app-a get after the copy = %v, %v", o, werr)
 	}
 }
-

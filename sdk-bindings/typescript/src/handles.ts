@@ -254,21 +254,22 @@ export class HandleStore {
    * @param options - directory or Redis URL, lifetimes, capacity, lock wait, Redis deadline, clock, logger.
    * @throws {@link InvalidHandleOption} for a bad option or environment value (the message names it, and
    *   never holds a URL's password); {@link HandleStoreError} `invalid_app` for a bad app name;
-   *   {@link StoreUnavailable} when the directory cannot be used or the plugin cannot be loaded.
+   *   {@link StoreUnavailable} when the directory cannot be used or the plugin (for Redis, node-redis too) cannot be loaded.
    */
   static async open(app: string, options: HandleStoreOptions = {}): Promise<HandleStore> {
     const input: Record<string, unknown> = { app };
     for (const [k, wire] of OPTION_KEYS) if (options[k] !== undefined && !(k === "stateUrl" && options[k] === "")) input[wire] = options[k];
     const worker = needsWorker(options);
-    if (worker) loadRedis().catch(() => undefined); // imported while the plugin starts; a failure answers at the first operation
-    let inst: ResumeTokenStore;
-    try {
-      // The plugin instance lives in the resume store's shell, which queues calls FIFO and confines the
-      // host functions to the state_dir handles_open answers (none on Redis); none of its resume methods is used.
-      inst = await loadStore(options.logger ?? createStderrLogger(), undefined, undefined, worker);
-    } catch (e) {
-      throw new StoreUnavailable("store_unavailable", `mcp-resume handle store: ${(e as Error).message}`);
+    // The plugin instance lives in the resume store's shell, which queues calls FIFO and confines the
+    // host functions to the state_dir handles_open answers (none on Redis); none of its resume methods is used.
+    // node-redis is imported while the plugin's thread starts: open pays for it, not the first operation's deadline.
+    const [loaded, lib] = await Promise.allSettled([loadStore(options.logger ?? createStderrLogger(), undefined, undefined, worker), worker ? loadRedis() : undefined]);
+    const failed = loaded.status === "rejected" ? (loaded.reason as Error) : lib.status === "rejected" ? new Error(`cannot load node-redis: ${(lib.reason as Error)?.message}`) : undefined;
+    if (failed) {
+      if (loaded.status === "fulfilled") await loaded.value.close();
+      throw new StoreUnavailable("store_unavailable", `mcp-resume handle store: ${failed.message}`);
     }
+    const inst = (loaded as PromiseFulfilledResult<ResumeTokenStore>).value;
     const r = await callExport(inst, "handles_open", Buffer.from(JSON.stringify(input)));
     if (!r.ok) {
       await inst.close();

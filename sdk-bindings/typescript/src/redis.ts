@@ -132,7 +132,11 @@ function secretsOf(url: string): string[] {
 
 let redisModule: Promise<Redis> | undefined;
 
-/** Imports node-redis once per process (its import costs tens of milliseconds: only worker-mode stores pay it). */
+/**
+ * Imports node-redis once per process. Only Redis stores pay it, and it is most of their extra start
+ * (its ~1,700 command modules: examples/bench/typescript/worker_start.mjs), so HandleStore.open starts it
+ * while the plugin's thread starts.
+ */
 export function loadRedis(): Promise<Redis> {
   redisModule ??= import("redis");
   redisModule.catch(() => (redisModule = undefined));
@@ -156,22 +160,20 @@ export class RedisEval {
    */
   async eval(req: EvalRequest): Promise<unknown> {
     const deadline = performance.now() + req.timeoutMs;
-    const redis = await loadRedis().catch((e: unknown) => {
-      throw new EvalError("unavailable", `cannot load the node-redis package: ${(e as Error)?.message}`);
-    });
-    const secrets = secretsOf(req.url);
     if (this.#closed) throw new EvalError("unavailable", "the store is closed");
     const key = `${req.cluster ? "cluster" : "node"} ${req.url}`;
-    let entry = this.#entries.get(key);
-    if (entry && (entry.failed || !entry.client.isOpen)) {
-      this.#drop(key); // the reconnect strategy gave up: start over
-      entry = undefined;
-    }
-    if (!entry) entry = this.#create(redis, key, req);
     const options = { keys: req.keys, arguments: req.args };
-    const e = entry;
+    let redis: Redis | undefined;
     try {
+      // Everything within the deadline: the library's first import, connecting, the command.
       return replyJson(await within(deadline, async () => {
+        redis = await loadRedis();
+        let e = this.#entries.get(key);
+        if (e && (e.failed || !e.client.isOpen)) {
+          this.#drop(key); // the reconnect strategy gave up: start over
+          e = undefined;
+        }
+        e ??= this.#create(redis, key, req);
         await e.connected;
         if (!e.client.isReady) await readyOrTerminated(e.client); // reconnecting after a broken connection
         return req.sha1 !== undefined ? e.client.evalSha(req.sha1, options) : e.client.eval(req.script!, options);
@@ -181,7 +183,8 @@ export class RedisEval {
         this.#drop(key); // its reply may still come: never read it, never resend
         throw new EvalError("timeout", `redis: no reply within ${req.timeoutMs} ms`);
       }
-      throw evalError(err, redis.ErrorReply, secrets);
+      if (!redis) throw new EvalError("unavailable", `cannot load the node-redis package: ${(err as Error)?.message ?? String(err)}`);
+      throw evalError(err, redis.ErrorReply, secretsOf(req.url));
     }
   }
 
