@@ -24,7 +24,7 @@ else
 DEMO_LANG := go
 endif
 
-.PHONY: all build wasm check-wasm test test-go test-valkey test-faults test-handles test-replicas test-replicas-valkey valkey-setup fuzz-smoke demo demo-replicas bench bench-go bench-init bench-handles clean
+.PHONY: all build wasm check-wasm test test-go test-http test-valkey test-faults test-handles test-replicas test-replicas-valkey valkey-setup fuzz-smoke demo demo-replicas bench bench-go bench-init bench-handles bench-redis clean
 # `make` builds the Go binaries and prepares the Python and TypeScript
 # environments, so every example server runs from the repository root.
 all: build $(if $(wildcard sdk-bindings/python/python.mk),python-setup) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-setup)
@@ -131,7 +131,13 @@ $(VALKEY_SERVER):
 test-replicas-valkey: build python-setup typescript-setup valkey-setup
 	MCP_RESUME_REDIS_SERVER=$(VALKEY_SERVER) MCP_RESUME_REQUIRE_REDIS=1 $(GO) test -tags replicas -count=1 -timeout 20m ./examples/replicas/ -args -replicas.require -replicas.server valkey
 
-test: test-go fuzz-smoke $(if $(wildcard sdk-bindings/python/python.mk),python-test) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-test) test-faults test-handles test-valkey test-replicas test-replicas-valkey
+test: test-go fuzz-smoke $(if $(wildcard sdk-bindings/python/python.mk),python-test) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-test) test-faults test-handles test-http test-valkey test-replicas test-replicas-valkey
+
+# The example servers of every language as stateless Streamable HTTP
+# replicas (test-go runs these before the Python and TypeScript servers are
+# set up, so they skip there; here a server that cannot start fails).
+test-http: build python-setup typescript-setup
+	MCP_EXAMPLE_REQUIRE_SERVERS=1 $(GO) test -count=1 -run 'TestHTTP' ./examples/internal/servertest/
 
 # The Redis backend on Valkey (Debian bookworm-backports' valkey-server 8.0.1;
 # .ci/run installs it): the conformance cases through the plugin's native
@@ -191,7 +197,21 @@ bench-handles: $(if $(wildcard sdk-bindings/python/python.mk),python-setup) $(if
 	$(if $(wildcard sdk-bindings/python/python.mk),cd $(ROOT) && $(PY) examples/bench/python/bench_handles.py)
 	$(if $(wildcard sdk-bindings/typescript/typescript.mk),cd $(ROOT) && $(NODE) examples/bench/typescript/handles.mjs)
 
-bench: bench-go $(if $(wildcard sdk-bindings/python/python.mk),python-bench) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-bench) bench-init bench-handles
+# The handle store on Redis (about 3 minutes; docs/BENCHMARKS.md, "Handle
+# store on Redis"; needs redis-server): 16 concurrent callers per language
+# against the same language's Redis client running the plugin's own Lua
+# scripts with the calls the Go run records (MONITOR) into BENCH_REDIS_CALLS,
+# one Go replica vs two, the plugin's size, and the TypeScript worker-mode
+# start. Each command starts its own redis-server on a free loopback port.
+# Not part of `make test`.
+BENCH_REDIS_CALLS ?= $(or $(TMPDIR),/tmp)/mcp-resume-bench-redis-calls.json
+bench-redis: $(if $(wildcard sdk-bindings/python/python.mk),python-setup) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-setup)
+	$(GO) run ./examples/bench/redis -record $(BENCH_REDIS_CALLS)
+	$(if $(wildcard sdk-bindings/python/python.mk),cd $(ROOT) && $(PY) examples/bench/python/bench_redis.py --record $(BENCH_REDIS_CALLS) --async)
+	$(if $(wildcard sdk-bindings/typescript/typescript.mk),cd $(ROOT) && $(NODE) examples/bench/typescript/redis.mjs --record $(BENCH_REDIS_CALLS))
+	$(if $(wildcard sdk-bindings/typescript/typescript.mk),cd $(ROOT) && $(NODE) examples/bench/typescript/worker_start.mjs)
+
+bench: bench-go $(if $(wildcard sdk-bindings/python/python.mk),python-bench) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-bench) bench-init bench-handles bench-redis
 
 clean:
 	rm -rf bin

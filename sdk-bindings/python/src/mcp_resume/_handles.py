@@ -213,6 +213,9 @@ class HandleStore:
         self._evals = EvalClients()
         self._idle: builtins.list[_Instance] = []
         self._count = 0
+        # Tickets: _acquire serves threads in the order they asked (_next_turn).
+        self._tickets = self._serving = 0
+        self._skipped: set[int] = set()
         self._closed = False
         first, out = self._new_instance()
         self._count = 1
@@ -310,28 +313,50 @@ class HandleStore:
     # --- the pool ---------------------------------------------------------------------------------------
 
     def _acquire(self) -> _Instance:
-        """An idle instance, a new one while fewer than ``pool_size`` exist, else wait for one.
-        Raises :class:`StoreUnavailable` (closed, or a new instance cannot open)."""
+        """An idle instance, a new one while fewer than ``pool_size`` exist, else wait for one, in the order the
+        threads asked (a ticket each): a thread that gives an instance back cannot take it again ahead of one
+        that waits, so no thread starves while others loop. Raises :class:`StoreUnavailable` (closed, or a new
+        instance cannot open)."""
         with self._cv:
-            while True:
-                if self._closed:
-                    raise StoreUnavailable("store_unavailable", "the handle store is closed")
-                if self._idle:
-                    return self._idle.pop()
-                if self._count < self._pool_size:
-                    self._count += 1
-                    break
-                self._cv.wait()
+            ticket = self._tickets
+            self._tickets += 1
+            try:
+                while True:
+                    if self._closed:
+                        raise StoreUnavailable("store_unavailable", "the handle store is closed")
+                    if ticket == self._serving:
+                        if self._idle:
+                            self._next_turn()
+                            return self._idle.pop()
+                        if self._count < self._pool_size:
+                            self._count += 1
+                            self._next_turn()
+                            break
+                    self._cv.wait()
+            except BaseException:
+                if ticket == self._serving:
+                    self._next_turn()
+                else:
+                    self._skipped.add(ticket)
+                raise
         try:
             return self._new_instance()[0]
         except BaseException:
             with self._cv:
                 self._count -= 1
                 last = self._closed and self._count == 0
-                self._cv.notify()
+                self._cv.notify_all()
             if last:
                 self._evals.close()
             raise
+
+    def _next_turn(self) -> None:
+        """Serve the next ticket (skipping those whose threads gave up), waking the waiters. Under ``_cv``."""
+        self._serving += 1
+        while self._serving in self._skipped:
+            self._skipped.discard(self._serving)
+            self._serving += 1
+        self._cv.notify_all()
 
     def _release(self, inst: _Instance, broken: bool = False) -> None:
         """Give ``inst`` back; a ``broken`` one (its export trapped) or one of a closed store is closed."""
@@ -342,7 +367,7 @@ class HandleStore:
             else:
                 self._count -= 1
             last = self._closed and self._count == 0
-            self._cv.notify()
+            self._cv.notify_all()
         if not keep:
             inst.close()
         if last:
