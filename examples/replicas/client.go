@@ -1,0 +1,191 @@
+// Package replicas holds the tests of the handle store's Redis backend with
+// real replicas: the Go, Python and TypeScript example servers in their
+// stateless Streamable HTTP mode (--http), several at once on one Redis
+// (or one Redis Cluster), driven by the official Go MCP SDK client with
+// bearer tokens for the principals alice and bob. The tests are behind the
+// build tag "replicas", so that the plain `go test ./...` of `make test-go`
+// does not run them; `make test-replicas` (part of `make test`) does:
+//
+//	go test -tags replicas -count=1 ./examples/replicas/ -args -replicas.require
+//
+// and `make test-replicas-valkey` runs the same against Valkey.
+//
+// What runs (each test starts its own redis-server through
+// internal/redistest, and its own servers):
+//   - cross-replica: Python creates a notebook, Go adds, TypeScript adds,
+//     Python reads generation 3, each through its own replica; bob gets
+//     handle_not_found on every replica;
+//   - concurrency: 3 replicas (one per language) × 8 clients doing
+//     compare-and-set appends to one notebook;
+//   - faults (rows R1… of docs/RELIABILITY.md, one column per language):
+//     Redis SIGKILLed and restarted under load, unreachable, frozen,
+//     SCRIPT FLUSH, garbage under a record key, stopped and restarted,
+//     restarted without persistence, out of memory;
+//   - cluster: the cross-replica and concurrency tests on a 3-master Redis
+//     Cluster, and the app's keys spread over the masters.
+//
+// This file (no build tag) is the part the demo program
+// (examples/demo-replicas) shares with the tests: a client of the example
+// servers' notebook tools over Streamable HTTP with a bearer token. The
+// tests start their replicas with examples/internal/servertest.StartHTTP.
+package replicas
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-resume/mcp-resume/examples/mcphost"
+)
+
+// Principals returns new random bearer tokens for alice and bob, and the
+// MCP_EXAMPLE_PRINCIPALS value ("alice:<tok>,bob:<tok>") that gives them
+// to an example server in HTTP mode. Tokens are 32 hex digits.
+func Principals() (tokens map[string]string, env string) {
+	tokens = map[string]string{}
+	for _, who := range []string{"alice", "bob"} {
+		b := make([]byte, 16)
+		rand.Read(b)
+		tokens[who] = hex.EncodeToString(b)
+	}
+	return tokens, "MCP_EXAMPLE_PRINCIPALS=alice:" + tokens["alice"] + ",bob:" + tokens["bob"]
+}
+
+// bearer adds "Authorization: Bearer <token>" to every request.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+// Client is one MCP client of one replica, calling the notebook tools as
+// one principal. Its methods are safe for concurrent use.
+type Client struct {
+	Session *mcp.ClientSession
+}
+
+// Connect completes the MCP handshake with the Streamable HTTP server at
+// url (http://host:port/mcp) with "Authorization: Bearer <token>" on every
+// request, within 15 s. The client opens no standalone SSE stream (the
+// servers are stateless) and never retries a request on its own.
+func Connect(ctx context.Context, url, token string) (*Client, error) {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	c := mcp.NewClient(&mcp.Implementation{Name: "mcp-resume-replicas", Version: "0.1.0"}, nil)
+	tr := &mcp.StreamableClientTransport{
+		Endpoint:             url,
+		HTTPClient:           &http.Client{Transport: bearer{token, http.DefaultTransport}},
+		MaxRetries:           -1,
+		DisableStandaloneSSE: true,
+	}
+	s, err := c.Connect(ctx, tr, nil)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to %s: %w", url, err)
+	}
+	return &Client{Session: s}, nil
+}
+
+// Close ends the client's session.
+func (c *Client) Close() { c.Session.Close() }
+
+// CallJSON calls tool with args and decodes its JSON result (text content,
+// else structured content) into out (nil: ignore it). A tool error is a
+// *mcphost.ToolError carrying the handle store's code (mcphost.ErrorCode);
+// a failed call (transport, HTTP status, 15 s timeout) is another error.
+func (c *Client) CallJSON(ctx context.Context, tool string, args map[string]any, out any) error {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	res, err := c.Session.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		return fmt.Errorf("calling %s: %w", tool, err)
+	}
+	var text string
+	for _, ct := range res.Content {
+		if t, ok := ct.(*mcp.TextContent); ok {
+			text += t.Text
+		}
+	}
+	raw := []byte(text)
+	if len(raw) == 0 && res.StructuredContent != nil {
+		raw, _ = json.Marshal(res.StructuredContent)
+	}
+	if res.IsError {
+		te := &mcphost.ToolError{Tool: tool, Text: text}
+		if res.StructuredContent != nil {
+			b, _ := json.Marshal(res.StructuredContent)
+			_ = json.Unmarshal(b, te)
+		}
+		if te.Code == "" {
+			_ = json.Unmarshal(raw, te)
+		}
+		if te.Code == "" {
+			te.Code, te.Message = "(no code)", text
+		}
+		return te
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("%s answered %q: %w", tool, raw, err)
+	}
+	return nil
+}
+
+// Create calls notebook_create.
+func (c *Client) Create(ctx context.Context) (mcphost.Notebook, error) {
+	var nb mcphost.Notebook
+	err := c.CallJSON(ctx, "notebook_create", map[string]any{}, &nb)
+	return nb, err
+}
+
+// Add calls notebook_add and returns the new generation; expect > 0 is sent
+// as "generation" (compare-and-set: conflict unless it is the current one).
+func (c *Client) Add(ctx context.Context, handle, note string, expect int64) (int64, error) {
+	args := map[string]any{"handle": handle, "note": note}
+	if expect > 0 {
+		args["generation"] = expect
+	}
+	var out struct {
+		Generation int64 `json:"generation"`
+	}
+	err := c.CallJSON(ctx, "notebook_add", args, &out)
+	return out.Generation, err
+}
+
+// Read calls notebook_read and returns the notes and the generation.
+func (c *Client) Read(ctx context.Context, handle string) ([]string, int64, error) {
+	var out struct {
+		Notes      []string `json:"notes"`
+		Generation int64    `json:"generation"`
+	}
+	err := c.CallJSON(ctx, "notebook_read", map[string]any{"handle": handle}, &out)
+	return out.Notes, out.Generation, err
+}
+
+// Delete calls notebook_delete; expect > 0 is sent as "generation".
+func (c *Client) Delete(ctx context.Context, handle string, expect int64) error {
+	args := map[string]any{"handle": handle}
+	if expect > 0 {
+		args["generation"] = expect
+	}
+	return c.CallJSON(ctx, "notebook_delete", args, nil)
+}
+
+// Other is the call that shows a replica still serving while its store
+// cannot: session_info, a tool that does not touch the handle store. Its
+// text is returned; a tool error or a failed call is an error.
+func (c *Client) Other(ctx context.Context) (string, error) {
+	return mcphost.CallText(ctx, c.Session, "session_info", map[string]any{})
+}
