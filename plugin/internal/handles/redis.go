@@ -196,6 +196,9 @@ func (s *Store) redisFailure(err error) *hostfuncs.Error {
 		if strings.Contains(low, "unknown command") || strings.Contains(low, "script") && (strings.Contains(low, "disabled") || strings.Contains(low, "engine")) {
 			return s.unavailable(at + " cannot run Lua scripts (" + msg + "): the handle store needs EVAL and EVALSHA; enable scripting (on Valkey, the Lua module)")
 		}
+		if strings.HasPrefix(low, "noperm") {
+			return s.unavailable(at + " refuses this user the scripts (" + msg + "): the handle store needs EVAL and EVALSHA; grant them (ACL SETUSER <user> +eval +evalsha)")
+		}
 		return s.unavailable(at + " answered an error: " + msg)
 	case hostfuncs.CodeUnsupported:
 		return s.unavailable("this host cannot reach Redis in the mode it runs the plugin: " + msg)

@@ -147,3 +147,25 @@ func TestRedisAnotherAppNeverReads(t *testing.T) {
 		t.Errorf("app-a get after the copy = %v, %v", o, werr)
 	}
 }
+
+// A server that refuses scripts (here an ACL user without EVAL and
+// EVALSHA; Valkey without its Lua module answers an unknown command) makes
+// every operation store_unavailable, saying what the store needs; the
+// password stays out of the message.
+func TestRedisScriptsRefused(t *testing.T) {
+	rd := conformance.Redis(t)
+	if _, err := rd.Do("ACL", "SETUSER", "noscripts", "on", ">s3cretpw", "~*", "+@all", "-eval", "-evalsha", "-script"); err != nil {
+		t.Fatal(err)
+	}
+	url := strings.Replace(rd.URL, "redis://", "redis://noscripts:s3cretpw@", 1)
+	s, h := redisStore(t, url, "refused")
+	_, werr := call(t, s, "handle_create", map[string]any{"principal": "alice", "value": "YQ=="})
+	if werr == nil || werr.Code != hostfuncs.CodeStoreUnavailable || !strings.Contains(werr.Message, "EVALSHA") || strings.Contains(werr.Message, "s3cretpw") {
+		t.Fatalf("create as a user without scripts = %v, want store_unavailable naming EVALSHA, without the password", werr)
+	}
+	for _, l := range h.Logs {
+		if strings.Contains(l.Message+l.Detail, "s3cretpw") {
+			t.Errorf("log line %+v holds the password", l)
+		}
+	}
+}
