@@ -179,19 +179,19 @@ func (d *demo) run(ctx context.Context, goArgv, pyArgv []string, ownURL string) 
 	}
 
 	fmt.Println("\n3. alice: create on the Go replica, add on the Python one, read back on the Go one")
-	nb, err := aliceGo.Create(ctx)
+	nb, err := aliceGo.NotebookCreate(ctx)
 	if err != nil {
 		return fmt.Errorf("notebook_create on the Go replica: %w", err)
 	}
-	d.done = append(d.done, func() { aliceGo.Delete(context.Background(), nb.Handle, 0) })
+	d.done = append(d.done, func() { aliceGo.NotebookDelete(context.Background(), nb.Handle, 0) })
 	step("Go     notebook_create -> handle %s, generation %d", shortHandle(nb.Handle), nb.Generation)
 	want := []string{"added on the Python replica"}
-	gen, err := alicePy.Add(ctx, nb.Handle, want[0], nb.Generation)
+	gen, err := alicePy.NotebookAdd(ctx, nb.Handle, want[0], nb.Generation)
 	if err != nil {
 		return fmt.Errorf("notebook_add on the Python replica: %w", err)
 	}
 	step("Python notebook_add(%q, generation %d) -> generation %d", want[0], nb.Generation, gen)
-	notes, gen, err := aliceGo.Read(ctx, nb.Handle)
+	notes, gen, err := aliceGo.NotebookRead(ctx, nb.Handle)
 	if err != nil {
 		return fmt.Errorf("notebook_read on the Go replica: %w", err)
 	}
@@ -205,7 +205,7 @@ func (d *demo) run(ctx context.Context, goArgv, pyArgv []string, ownURL string) 
 		name string
 		c    *replicas.Client
 	}{{"Go    ", bobGo}, {"Python", bobPy}} {
-		_, _, err := c.c.Read(ctx, nb.Handle)
+		_, _, err := c.c.NotebookRead(ctx, nb.Handle)
 		step("%s notebook_read (as bob) -> %s", c.name, describe(err))
 		if mcphost.ErrorCode(err) != "handle_not_found" {
 			return fmt.Errorf("bob's notebook_read on the %s replica answered %v, want handle_not_found", strings.TrimSpace(c.name), err)
@@ -226,7 +226,7 @@ func (d *demo) run(ctx context.Context, goArgv, pyArgv []string, ownURL string) 
 		c    *replicas.Client
 	}{{"Go    ", aliceGo}, {"Python", alicePy}} {
 		start := time.Now()
-		_, _, err := c.c.Read(ctx, nb.Handle)
+		_, _, err := c.c.NotebookRead(ctx, nb.Handle)
 		step("%s notebook_read -> %s (%v)", c.name, describe(err), time.Since(start).Round(time.Millisecond))
 		if mcphost.ErrorCode(err) != "store_unavailable" {
 			return fmt.Errorf("notebook_read on the %s replica with Redis stopped answered %v, want store_unavailable", strings.TrimSpace(c.name), err)
@@ -247,7 +247,7 @@ func (d *demo) run(ctx context.Context, goArgv, pyArgv []string, ownURL string) 
 		name string
 		c    *replicas.Client
 	}{{"Go    ", aliceGo}, {"Python", alicePy}} {
-		notes, gen, err := c.c.Read(ctx, nb.Handle)
+		notes, gen, err := c.c.NotebookRead(ctx, nb.Handle)
 		if err != nil {
 			return fmt.Errorf("notebook_read on the %s replica after the restart: %w", strings.TrimSpace(c.name), err)
 		}

@@ -81,8 +81,9 @@ func (b *Broker) Stop() {
 
 // Server is one launched MCP server and the client session talking to it.
 type Server struct {
-	session *mcp.ClientSession
-	cmd     *exec.Cmd
+	Notebooks // its tools, over session
+	session   *mcp.ClientSession
+	cmd       *exec.Cmd
 }
 
 // SessionInfo is the example servers' session_info result.
@@ -111,7 +112,7 @@ func Launch(ctx context.Context, argv []string, env []string, stderr io.Writer) 
 		}
 		return nil, fmt.Errorf("connecting to %v: %w", argv, err)
 	}
-	return &Server{session: session, cmd: cmd}, nil
+	return &Server{Notebooks: Notebooks{Session: session}, session: session, cmd: cmd}, nil
 }
 
 // PID returns the server process's pid (the direct child; a launcher when

@@ -10,6 +10,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Notebook is notebook_create's result.
@@ -57,13 +59,20 @@ func ErrorCode(err error) string {
 	return ""
 }
 
+// Notebooks calls tools, the notebook tools among them, over one MCP
+// client session: a launched stdio Server's (which embeds it), or a
+// Streamable HTTP replica's (examples/replicas). Safe for concurrent use.
+type Notebooks struct {
+	Session *mcp.ClientSession
+}
+
 // CallJSON calls tool with args (any JSON object, so callers can send wrong
 // types too) and decodes its result into out (nil: ignore it). The result is
 // the tool's text content (the notebook tools' JSON), or its structured
 // content when it has no text. A tool error is a *ToolError; a failed call
 // (transport, protocol, 15 s timeout) is another error.
-func (s *Server) CallJSON(ctx context.Context, tool string, args map[string]any, out any) error {
-	res, text, err := callTool(ctx, s.session, tool, args)
+func (s Notebooks) CallJSON(ctx context.Context, tool string, args map[string]any, out any) error {
+	res, text, err := callTool(ctx, s.Session, tool, args)
 	if err != nil {
 		return err
 	}
@@ -95,7 +104,7 @@ func (s *Server) CallJSON(ctx context.Context, tool string, args map[string]any,
 }
 
 // NotebookCreate calls notebook_create.
-func (s *Server) NotebookCreate(ctx context.Context) (Notebook, error) {
+func (s Notebooks) NotebookCreate(ctx context.Context) (Notebook, error) {
 	var nb Notebook
 	err := s.CallJSON(ctx, "notebook_create", map[string]any{}, &nb)
 	return nb, err
@@ -104,7 +113,7 @@ func (s *Server) NotebookCreate(ctx context.Context) (Notebook, error) {
 // NotebookAdd calls notebook_add and returns the new generation. expect > 0
 // is sent as "generation" (compare-and-set: conflict unless it is the
 // current one); 0 leaves it out (the server retries on conflict).
-func (s *Server) NotebookAdd(ctx context.Context, handle, note string, expect int64) (int64, error) {
+func (s Notebooks) NotebookAdd(ctx context.Context, handle, note string, expect int64) (int64, error) {
 	args := map[string]any{"handle": handle, "note": note}
 	if expect > 0 {
 		args["generation"] = expect
@@ -117,7 +126,7 @@ func (s *Server) NotebookAdd(ctx context.Context, handle, note string, expect in
 }
 
 // NotebookRead calls notebook_read and returns the notes and generation.
-func (s *Server) NotebookRead(ctx context.Context, handle string) ([]string, int64, error) {
+func (s Notebooks) NotebookRead(ctx context.Context, handle string) ([]string, int64, error) {
 	var out struct {
 		Notes      []string `json:"notes"`
 		Generation int64    `json:"generation"`
@@ -127,7 +136,7 @@ func (s *Server) NotebookRead(ctx context.Context, handle string) ([]string, int
 }
 
 // NotebookDelete calls notebook_delete; expect > 0 is sent as "generation".
-func (s *Server) NotebookDelete(ctx context.Context, handle string, expect int64) error {
+func (s Notebooks) NotebookDelete(ctx context.Context, handle string, expect int64) error {
 	args := map[string]any{"handle": handle}
 	if expect > 0 {
 		args["generation"] = expect

@@ -34,7 +34,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"time"
@@ -69,10 +68,11 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.next.RoundTrip(r)
 }
 
-// Client is one MCP client of one replica, calling the notebook tools as
-// one principal. Its methods are safe for concurrent use.
+// Client is one MCP client of one replica, calling the notebook tools
+// (mcphost.Notebooks: CallJSON, NotebookCreate, NotebookAdd, NotebookRead,
+// NotebookDelete) as one principal. Its methods are safe for concurrent use.
 type Client struct {
-	Session *mcp.ClientSession
+	mcphost.Notebooks
 }
 
 // Connect completes the MCP handshake with the Streamable HTTP server at
@@ -93,95 +93,11 @@ func Connect(ctx context.Context, url, token string) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", url, err)
 	}
-	return &Client{Session: s}, nil
+	return &Client{mcphost.Notebooks{Session: s}}, nil
 }
 
 // Close ends the client's session.
 func (c *Client) Close() { c.Session.Close() }
-
-// CallJSON calls tool with args and decodes its JSON result (text content,
-// else structured content) into out (nil: ignore it). A tool error is a
-// *mcphost.ToolError carrying the handle store's code (mcphost.ErrorCode);
-// a failed call (transport, HTTP status, 15 s timeout) is another error.
-func (c *Client) CallJSON(ctx context.Context, tool string, args map[string]any, out any) error {
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	res, err := c.Session.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
-	if err != nil {
-		return fmt.Errorf("calling %s: %w", tool, err)
-	}
-	var text string
-	for _, ct := range res.Content {
-		if t, ok := ct.(*mcp.TextContent); ok {
-			text += t.Text
-		}
-	}
-	raw := []byte(text)
-	if len(raw) == 0 && res.StructuredContent != nil {
-		raw, _ = json.Marshal(res.StructuredContent)
-	}
-	if res.IsError {
-		te := &mcphost.ToolError{Tool: tool, Text: text}
-		if res.StructuredContent != nil {
-			b, _ := json.Marshal(res.StructuredContent)
-			_ = json.Unmarshal(b, te)
-		}
-		if te.Code == "" {
-			_ = json.Unmarshal(raw, te)
-		}
-		if te.Code == "" {
-			te.Code, te.Message = "(no code)", text
-		}
-		return te
-	}
-	if out == nil {
-		return nil
-	}
-	if err := json.Unmarshal(raw, out); err != nil {
-		return fmt.Errorf("%s answered %q: %w", tool, raw, err)
-	}
-	return nil
-}
-
-// Create calls notebook_create.
-func (c *Client) Create(ctx context.Context) (mcphost.Notebook, error) {
-	var nb mcphost.Notebook
-	err := c.CallJSON(ctx, "notebook_create", map[string]any{}, &nb)
-	return nb, err
-}
-
-// Add calls notebook_add and returns the new generation; expect > 0 is sent
-// as "generation" (compare-and-set: conflict unless it is the current one).
-func (c *Client) Add(ctx context.Context, handle, note string, expect int64) (int64, error) {
-	args := map[string]any{"handle": handle, "note": note}
-	if expect > 0 {
-		args["generation"] = expect
-	}
-	var out struct {
-		Generation int64 `json:"generation"`
-	}
-	err := c.CallJSON(ctx, "notebook_add", args, &out)
-	return out.Generation, err
-}
-
-// Read calls notebook_read and returns the notes and the generation.
-func (c *Client) Read(ctx context.Context, handle string) ([]string, int64, error) {
-	var out struct {
-		Notes      []string `json:"notes"`
-		Generation int64    `json:"generation"`
-	}
-	err := c.CallJSON(ctx, "notebook_read", map[string]any{"handle": handle}, &out)
-	return out.Notes, out.Generation, err
-}
-
-// Delete calls notebook_delete; expect > 0 is sent as "generation".
-func (c *Client) Delete(ctx context.Context, handle string, expect int64) error {
-	args := map[string]any{"handle": handle}
-	if expect > 0 {
-		args["generation"] = expect
-	}
-	return c.CallJSON(ctx, "notebook_delete", args, nil)
-}
 
 // Other is the call that shows a replica still serving while its store
 // cannot: session_info, a tool that does not touch the handle store. Its

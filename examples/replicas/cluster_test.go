@@ -31,12 +31,12 @@ func TestCluster(t *testing.T) {
 		cl := f.client(f.start(goLang, c.URL), "alice")
 		const n = 30
 		for range n {
-			nb, err := cl.Create(ctx)
+			nb, err := cl.NotebookCreate(ctx)
 			if err != nil {
 				t.Fatalf("notebook_create on the cluster: %v", err)
 			}
 			f.seen(nb.Handle)
-			if _, err := cl.Add(ctx, nb.Handle, "on the cluster", 1); err != nil {
+			if _, err := cl.NotebookAdd(ctx, nb.Handle, "on the cluster", 1); err != nil {
 				t.Fatalf("notebook_add on the cluster: %v", err)
 			}
 		}

@@ -54,22 +54,22 @@ func crossReplica(t *testing.T, stateURL string) {
 	}
 	ap, ag, at := f.client(py, "alice"), f.client(gs, "alice"), f.client(ts, "alice")
 
-	nb, err := ap.Create(ctx)
+	nb, err := ap.NotebookCreate(ctx)
 	if err != nil || nb.Generation != 1 {
 		t.Fatalf("Python notebook_create: %+v, %v", nb, err)
 	}
 	f.seen(nb.Handle)
-	if gen, err := ag.Add(ctx, nb.Handle, "added by Go", 1); err != nil || gen != 2 {
+	if gen, err := ag.NotebookAdd(ctx, nb.Handle, "added by Go", 1); err != nil || gen != 2 {
 		t.Fatalf("Go notebook_add (generation 1): generation %d, %v; want 2", gen, err)
 	}
-	if gen, err := at.Add(ctx, nb.Handle, "added by TypeScript", 2); err != nil || gen != 3 {
+	if gen, err := at.NotebookAdd(ctx, nb.Handle, "added by TypeScript", 2); err != nil || gen != 3 {
 		t.Fatalf("TypeScript notebook_add (generation 2): generation %d, %v; want 3", gen, err)
 	}
 	want := []string{"added by Go", "added by TypeScript"}
-	if notes, gen, err := ap.Read(ctx, nb.Handle); err != nil || gen != 3 || !slices.Equal(notes, want) {
+	if notes, gen, err := ap.NotebookRead(ctx, nb.Handle); err != nil || gen != 3 || !slices.Equal(notes, want) {
 		t.Fatalf("Python notebook_read: %q generation %d, %v; want %q generation 3", notes, gen, err, want)
 	}
-	_, err = ag.Add(ctx, nb.Handle, "stale", 2)
+	_, err = ag.NotebookAdd(ctx, nb.Handle, "stale", 2)
 	var te *mcphost.ToolError
 	if !errors.As(err, &te) || te.Code != "conflict" || te.Generation != 3 {
 		t.Fatalf("Go notebook_add with the stale generation 2: %v; want conflict naming generation 3", err)
@@ -79,16 +79,16 @@ func crossReplica(t *testing.T, stateURL string) {
 		r    *servertest.HTTPServer
 	}{{"Python", py}, {"Go", gs}, {"TypeScript", ts}} {
 		bob := f.client(r.r, "bob")
-		_, _, e1 := bob.Read(ctx, nb.Handle)
-		_, e2 := bob.Add(ctx, nb.Handle, "bob was here", 0)
-		e3 := bob.Delete(ctx, nb.Handle, 0)
+		_, _, e1 := bob.NotebookRead(ctx, nb.Handle)
+		_, e2 := bob.NotebookAdd(ctx, nb.Handle, "bob was here", 0)
+		e3 := bob.NotebookDelete(ctx, nb.Handle, 0)
 		for i, e := range []error{e1, e2, e3} {
 			if mcphost.ErrorCode(e) != "handle_not_found" {
 				t.Errorf("%s replica, bob's %s of alice's notebook: %v; want handle_not_found", r.name, []string{"notebook_read", "notebook_add", "notebook_delete"}[i], e)
 			}
 		}
 	}
-	if notes, gen, err := at.Read(ctx, nb.Handle); err != nil || gen != 3 || !slices.Equal(notes, want) {
+	if notes, gen, err := at.NotebookRead(ctx, nb.Handle); err != nil || gen != 3 || !slices.Equal(notes, want) {
 		t.Fatalf("TypeScript notebook_read after bob's attempts: %q generation %d, %v; want %q generation 3", notes, gen, err, want)
 	}
 }
@@ -156,7 +156,7 @@ func concurrency(t *testing.T, stateURL string) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	nb, err := f.client(reps[0], "alice").Create(ctx)
+	nb, err := f.client(reps[0], "alice").NotebookCreate(ctx)
 	if err != nil {
 		t.Fatalf("notebook_create: %v", err)
 	}
@@ -170,7 +170,7 @@ func concurrency(t *testing.T, stateURL string) {
 			c := f.client(reps[i], "alice")
 			wg.Go(func() {
 				for done, tries := 0, 0; done < ops && tries < ops*400; tries++ {
-					notes, gen, err := c.Read(ctx, nb.Handle)
+					notes, gen, err := c.NotebookRead(ctx, nb.Handle)
 					if err != nil {
 						st.fail("%s client %d: notebook_read: %v", l.name, k, err)
 						continue
@@ -183,7 +183,7 @@ func concurrency(t *testing.T, stateURL string) {
 							st.fail("%s client %d: read a note that is not whole: %q", l.name, k, n)
 						}
 					}
-					got, err := c.Add(ctx, nb.Handle, casNote(l.name, k, done), gen)
+					got, err := c.NotebookAdd(ctx, nb.Handle, casNote(l.name, k, done), gen)
 					var te *mcphost.ToolError
 					switch {
 					case err == nil && got == gen+1:
@@ -209,7 +209,7 @@ func concurrency(t *testing.T, stateURL string) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	notes, gen, err := f.client(reps[1], "alice").Read(ctx, nb.Handle)
+	notes, gen, err := f.client(reps[1], "alice").NotebookRead(ctx, nb.Handle)
 	if err != nil {
 		t.Fatalf("final notebook_read: %v", err)
 	}

@@ -25,7 +25,7 @@ func faultScriptFlush(t *testing.T, l lang) {
 	r := f.start(l, rs.URL)
 	c := f.client(r, "alice")
 	o := makeOther(t, f, c)
-	nb, err := c.Create(ctx)
+	nb, err := c.NotebookCreate(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,13 +38,13 @@ func faultScriptFlush(t *testing.T, l lang) {
 				t.Fatal(err)
 			}
 		}
-		g, err := c.Add(ctx, nb.Handle, casNote("f", 0, i), int64(i+1))
+		g, err := c.NotebookAdd(ctx, nb.Handle, casNote("f", 0, i), int64(i+1))
 		seen.add(err)
 		if err != nil || g != int64(i+2) {
 			t.Errorf("notebook_add %d after SCRIPT FLUSH: generation %d, %v", i, g, err)
 		}
 	}
-	notes, gen, err := c.Read(ctx, nb.Handle)
+	notes, gen, err := c.NotebookRead(ctx, nb.Handle)
 	seen.add(err)
 	if err != nil || gen != n+1 || len(notes) != n {
 		t.Errorf("notebook_read: %d notes at generation %d, %v; want %d at %d", len(notes), gen, err, n, n+1)
@@ -81,7 +81,7 @@ func faultGarbage(t *testing.T, l lang) {
 	// runs cmd on it, and returns the handle and the key.
 	plant := func(cmd ...string) (string, string) {
 		before := recordKeys(t, rs)
-		nb, err := c.Create(ctx)
+		nb, err := c.NotebookCreate(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,7 +107,7 @@ func faultGarbage(t *testing.T, l lang) {
 	var seen codes
 	var gone []string
 	for _, h := range []struct{ name, handle, key string }{{"string", a, ka}, {"text generation", b, kb}} {
-		_, _, err := c.Read(ctx, h.handle)
+		_, _, err := c.NotebookRead(ctx, h.handle)
 		seen.add(err)
 		if mcphost.ErrorCode(err) != "handle_not_found" {
 			t.Errorf("notebook_read of the notebook with a %s planted: %v; want handle_not_found", h.name, err)
@@ -118,7 +118,7 @@ func faultGarbage(t *testing.T, l lang) {
 		} else {
 			gone = append(gone, h.name)
 		}
-		_, err = c.Add(ctx, h.handle, "x", 0)
+		_, err = c.NotebookAdd(ctx, h.handle, "x", 0)
 		seen.add(err)
 		if mcphost.ErrorCode(err) != "handle_not_found" {
 			t.Errorf("notebook_add after the %s: %v; want handle_not_found", h.name, err)
@@ -147,10 +147,10 @@ func faultOutOfMemory(t *testing.T, l lang) {
 	var seen codes
 	var full error
 	for range 200 {
-		nb, err := c.Create(ctx)
+		nb, err := c.NotebookCreate(ctx)
 		if err == nil {
 			f.seen(nb.Handle)
-			_, err = c.Add(ctx, nb.Handle, big, 1)
+			_, err = c.NotebookAdd(ctx, nb.Handle, big, 1)
 			if err == nil {
 				made = append(made, nbk{nb.Handle})
 				continue
@@ -164,7 +164,7 @@ func faultOutOfMemory(t *testing.T, l lang) {
 		t.Fatalf("filling Redis to maxmemory: %d notebooks of 100 KiB, then %v; want store_unavailable", len(made), full)
 	}
 	// Full: writes are refused, what was written still reads.
-	notes, _, err := c.Read(ctx, made[0].handle)
+	notes, _, err := c.NotebookRead(ctx, made[0].handle)
 	seen.add(err)
 	if err != nil || len(notes) != 1 || notes[0] != big {
 		t.Errorf("notebook_read at maxmemory: %d notes, %v; want the note written before", len(notes), err)
@@ -173,14 +173,14 @@ func faultOutOfMemory(t *testing.T, l lang) {
 		t.Fatal(err)
 	}
 	for i, nb := range made {
-		notes, gen, err := c.Read(ctx, nb.handle)
+		notes, gen, err := c.NotebookRead(ctx, nb.handle)
 		if err != nil || gen != 2 || len(notes) != 1 || notes[0] != big {
 			t.Errorf("notebook %d of %d after maxmemory was lifted: %d notes at generation %d, %v", i, len(made), len(notes), gen, err)
 		}
 	}
-	if nb, err := c.Create(ctx); err != nil {
+	if nb, err := c.NotebookCreate(ctx); err != nil {
 		t.Errorf("notebook_create after maxmemory was lifted: %v", err)
-	} else if _, err := c.Add(ctx, nb.Handle, big, 1); err != nil {
+	} else if _, err := c.NotebookAdd(ctx, nb.Handle, big, 1); err != nil {
 		t.Errorf("notebook_add after maxmemory was lifted: %v", err)
 	}
 	t.Logf("%d notebooks of 100 KiB before maxmemory (4 MiB); then %v", len(made), full)

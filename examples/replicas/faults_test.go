@@ -108,12 +108,12 @@ type other struct {
 // makeOther creates a notebook holding one note through c.
 func makeOther(t *testing.T, f *fx, c *replicas.Client) other {
 	ctx := context.Background()
-	nb, err := c.Create(ctx)
+	nb, err := c.NotebookCreate(ctx)
 	if err != nil {
 		t.Fatalf("notebook_create (the other notebook): %v", err)
 	}
 	f.seen(nb.Handle)
-	if _, err := c.Add(ctx, nb.Handle, "untouched", 1); err != nil {
+	if _, err := c.NotebookAdd(ctx, nb.Handle, "untouched", 1); err != nil {
 		t.Fatalf("notebook_add (the other notebook): %v", err)
 	}
 	return other{nb.Handle, []string{"untouched"}}
@@ -130,7 +130,7 @@ func serving(t *testing.T, c *replicas.Client, o other) string {
 	if o.handle == "" {
 		return "yes"
 	}
-	notes, gen, err := c.Read(ctx, o.handle)
+	notes, gen, err := c.NotebookRead(ctx, o.handle)
 	if err != nil || gen != 2 || !slices.Equal(notes, o.notes) {
 		t.Errorf("the other notebook after the fault: %q generation %d, %v", notes, gen, err)
 		return "other notebook changed"
@@ -163,7 +163,7 @@ func faultKillUnderLoad(t *testing.T, l lang) {
 	ws := make([]*writer, writers)
 	for k := range ws {
 		c := f.client(r, "alice")
-		nb, err := c.Create(ctx)
+		nb, err := c.NotebookCreate(ctx)
 		if err != nil {
 			t.Fatalf("notebook_create: %v", err)
 		}
@@ -177,7 +177,7 @@ func faultKillUnderLoad(t *testing.T, l lang) {
 		wg.Go(func() {
 			for i := 0; !stop.Load(); i++ {
 				note := casNote("w", w.k, i)
-				g, err := w.c.Add(ctx, w.handle, note, w.gen)
+				g, err := w.c.NotebookAdd(ctx, w.handle, note, w.gen)
 				if err == nil {
 					if g != w.gen+1 {
 						t.Errorf("writer %d: notebook_add expecting %d answered %d", w.k, w.gen, g)
@@ -194,7 +194,7 @@ func faultKillUnderLoad(t *testing.T, l lang) {
 				// Learn where the notebook is: the add may have been
 				// written before the connection broke.
 				for !stop.Load() {
-					_, g, err := w.c.Read(ctx, w.handle)
+					_, g, err := w.c.NotebookRead(ctx, w.handle)
 					if err == nil {
 						w.gen = g
 						break
@@ -220,7 +220,7 @@ func faultKillUnderLoad(t *testing.T, l lang) {
 
 	var lost, torn, extra, total, late int
 	for _, w := range ws {
-		notes, gen, err := w.c.Read(ctx, w.handle)
+		notes, gen, err := w.c.NotebookRead(ctx, w.handle)
 		if err != nil {
 			t.Fatalf("writer %d: final notebook_read: %v", w.k, err)
 		}
@@ -287,11 +287,11 @@ func allFail(t *testing.T, c *replicas.Client, handle, wantCode string) *codes {
 		name string
 		call func() error
 	}{
-		{"notebook_create", func() error { _, err := c.Create(ctx); return err }},
-		{"notebook_read", func() error { _, _, err := c.Read(ctx, handle); return err }},
-		{"notebook_add", func() error { _, err := c.Add(ctx, handle, "x", 0); return err }},
-		{"notebook_add with generation", func() error { _, err := c.Add(ctx, handle, "x", 2); return err }},
-		{"notebook_delete", func() error { return c.Delete(ctx, handle, 0) }},
+		{"notebook_create", func() error { _, err := c.NotebookCreate(ctx); return err }},
+		{"notebook_read", func() error { _, _, err := c.NotebookRead(ctx, handle); return err }},
+		{"notebook_add", func() error { _, err := c.NotebookAdd(ctx, handle, "x", 0); return err }},
+		{"notebook_add with generation", func() error { _, err := c.NotebookAdd(ctx, handle, "x", 2); return err }},
+		{"notebook_delete", func() error { return c.NotebookDelete(ctx, handle, 0) }},
 	}
 	for _, k := range calls {
 		err := timed(t, k.name, k.call)

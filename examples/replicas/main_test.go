@@ -141,7 +141,7 @@ func (f *fx) start(l lang, stateURL string, env ...string) *servertest.HTTPServe
 // ends. A failed handshake fails the test.
 func (f *fx) client(s *servertest.HTTPServer, who string) *replicas.Client {
 	f.t.Helper()
-	return &replicas.Client{Session: servertest.ConnectHTTP(f.t, s.URL, f.tokens[who])}
+	return &replicas.Client{Notebooks: mcphost.Notebooks{Session: servertest.ConnectHTTP(f.t, s.URL, f.tokens[who])}}
 }
 
 // TestServer names the server the suite runs against (INFO server's

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/examples/mcphost"
+	"github.com/mcp-resume/mcp-resume/examples/replicas"
 	"github.com/mcp-resume/mcp-resume/internal/redistest"
 )
 
@@ -39,12 +40,12 @@ func faultUnreachable(t *testing.T, l lang) {
 	rs.Restart()
 	var o other
 	for end := time.Now().Add(10 * time.Second); time.Now().Before(end) && o.handle == ""; time.Sleep(100 * time.Millisecond) {
-		nb, err := c.Create(ctx)
+		nb, err := c.NotebookCreate(ctx)
 		if err != nil {
 			continue
 		}
 		f.seen(nb.Handle)
-		if _, err := c.Add(ctx, nb.Handle, "untouched", 1); err != nil {
+		if _, err := c.NotebookAdd(ctx, nb.Handle, "untouched", 1); err != nil {
 			t.Fatalf("notebook_add once Redis listens: %v", err)
 		}
 		o = other{nb.Handle, []string{"untouched"}}
@@ -73,16 +74,7 @@ func faultFrozen(t *testing.T, l lang) {
 	t.Cleanup(cont)
 	seen := allFail(t, c, o.handle, "store_unavailable")
 	cont()
-	// The replica reconnects by itself: give it a few calls.
-	var err error
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		if _, _, err = c.Read(context.Background(), o.handle); err == nil {
-			break
-		}
-	}
-	if err != nil {
-		t.Errorf("notebook_read 10 s after SIGCONT: %v", err)
-	}
+	readsAgain(t, c, o.handle, "SIGCONT")
 	addRow(l, "R3", "Redis frozen",
 		"redis-server SIGSTOPped (connections are accepted by the kernel, nothing answers), `MCP_RESUME_STATE_TIMEOUT=1s`; then SIGCONT",
 		result{Outcome: "notebook_create, notebook_read, notebook_add (with and without generation) and notebook_delete each answered store_unavailable within the 1 s deadline (+1.5 s for the round trip); session_info answered after each; after SIGCONT the same replica read the other notebook back unchanged",
@@ -91,7 +83,6 @@ func faultFrozen(t *testing.T, l lang) {
 
 // R6: Redis stopped, then restarted: the notebook intact (AOF on).
 func faultRestart(t *testing.T, l lang) {
-	ctx := context.Background()
 	rs := redistest.Start(t, redistest.AOFAlways())
 	f := newFx(t)
 	r := f.start(l, rs.URL, "MCP_RESUME_STATE_TIMEOUT="+deadline.String())
@@ -100,15 +91,7 @@ func faultRestart(t *testing.T, l lang) {
 	rs.Stop()
 	seen := allFail(t, c, o.handle, "store_unavailable")
 	rs.Restart()
-	var err error
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		if _, _, err = c.Read(ctx, o.handle); err == nil {
-			break
-		}
-	}
-	if err != nil {
-		t.Errorf("notebook_read 10 s after the restart: %v", err)
-	}
+	readsAgain(t, c, o.handle, "the restart")
 	addRow(l, "R6", "Redis stopped, then restarted",
 		"redis-server (`appendonly yes`, `appendfsync always`) stopped (SIGTERM), the replica called, redis-server started again on the same port and directory",
 		result{Outcome: "while stopped, every notebook call answered store_unavailable within the 1 s deadline and session_info answered; after the restart the same replica read the notebook back unchanged (generation 2)",
@@ -128,7 +111,7 @@ func faultNoPersistence(t *testing.T, l lang) {
 	var seen codes
 	var err error
 	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		_, _, err = c.Read(ctx, lost.handle)
+		_, _, err = c.NotebookRead(ctx, lost.handle)
 		if mcphost.ErrorCode(err) != "store_unavailable" {
 			break
 		}
@@ -142,4 +125,17 @@ func faultNoPersistence(t *testing.T, l lang) {
 		"redis-server with `appendonly no` and `save \"\"` (no AOF, no snapshots) stopped and started again",
 		result{Outcome: "the notebook acknowledged before the restart answered handle_not_found: without persistence Redis forgets every record (see *What it does not*); new notebooks work at once",
 			Seen: seen.String(), Serving: serving(t, c, o)})
+}
+
+// readsAgain checks that replica client c, not restarted, reads handle
+// again within 10 s of a fault's end (after what): it reconnects by itself.
+func readsAgain(t *testing.T, c *replicas.Client, handle, after string) {
+	t.Helper()
+	var err error
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if _, _, err = c.NotebookRead(context.Background(), handle); err == nil {
+			return
+		}
+	}
+	t.Errorf("notebook_read 10 s after %s: %v", after, err)
 }
