@@ -11,8 +11,6 @@ package handles_test
 // (examples/internal/doctable).
 
 import (
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/mcp-resume/mcp-resume/examples/internal/doctable"
@@ -45,11 +43,7 @@ var table = &doctable.Table{
 	SeenLabel:  "answered",
 	UpdateHint: "make test-handles HANDLES_FLAGS=-update-handle-table",
 	// By number (H1, H2, ... H10), whatever order the parallel tests ran in.
-	Order: func(a, b string) int {
-		na, _ := strconv.Atoi(strings.TrimPrefix(a, "H"))
-		nb, _ := strconv.Atoi(strings.TrimPrefix(b, "H"))
-		return na - nb
-	},
+	Order: doctable.ByNumber("H"),
 }
 
 // tableLangs are allLangs as the table's columns.

@@ -9,8 +9,6 @@ package replicas_test
 // -update-replica-table (examples/internal/doctable, as the handle table).
 
 import (
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/mcp-resume/mcp-resume/examples/internal/doctable"
@@ -40,11 +38,7 @@ var table = &doctable.Table{
 	SeenLabel:  "answered",
 	UpdateHint: "make test-replicas REPLICAS_FLAGS=-update-replica-table",
 	// By number (R1, R2, ... R10), whatever order the parallel tests ran in.
-	Order: func(a, b string) int {
-		na, _ := strconv.Atoi(strings.TrimPrefix(a, "R"))
-		nb, _ := strconv.Atoi(strings.TrimPrefix(b, "R"))
-		return na - nb
-	},
+	Order: doctable.ByNumber("R"),
 }
 
 // tableLangs are allLangs as the table's columns.

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -220,4 +221,14 @@ func (tb *Table) Check(t *testing.T, complete, update bool) bool {
 			"  %s\n--- this run:\n%s--- document:\n%s", tb.Name, tb.Doc, tb.UpdateHint, got, want)
 	}
 	return true
+}
+
+// ByNumber is an Order for IDs made of prefix and a number (H1, H2, ...
+// H10): by the number, so that H10 follows H9.
+func ByNumber(prefix string) func(a, b string) int {
+	return func(a, b string) int {
+		na, _ := strconv.Atoi(strings.TrimPrefix(a, prefix))
+		nb, _ := strconv.Atoi(strings.TrimPrefix(b, prefix))
+		return na - nb
+	}
 }

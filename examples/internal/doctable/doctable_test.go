@@ -3,6 +3,7 @@ package doctable
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -85,5 +86,13 @@ func TestIncompleteNotCompared(t *testing.T) {
 	t.Run("skip", func(t *testing.T) { s.Skip(t, "why") })
 	if got := s.Skipped(); len(got) != 1 || !strings.HasSuffix(got[0], ": why") {
 		t.Errorf("Skipped() = %q", got)
+	}
+}
+
+func TestByNumber(t *testing.T) {
+	ids := []string{"R10", "R2", "R1"}
+	slices.SortFunc(ids, ByNumber("R"))
+	if !slices.Equal(ids, []string{"R1", "R2", "R10"}) {
+		t.Errorf("ByNumber order: %v", ids)
 	}
 }
