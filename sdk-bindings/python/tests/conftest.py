@@ -47,6 +47,16 @@ class RedisServer:
         self.client.flushall()
         self.client.script_flush()
 
+    def stop(self) -> None:
+        """Close the tests' client and stop the server: SIGTERM, then SIGKILL after 10 s."""
+        self.client.close()
+        self.process.terminate()
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -93,13 +103,7 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
     try:
         yield server
     finally:
-        server.client.close()
-        server.process.terminate()
-        try:
-            server.process.wait(10)
-        except subprocess.TimeoutExpired:
-            server.process.kill()
-            server.process.wait()
+        server.stop()
 
 
 @dataclass
@@ -176,11 +180,4 @@ def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisClu
         yield RedisCluster(f"redis://127.0.0.1:{nodes[0].port}/0?cluster=true", nodes)
     finally:
         for node in nodes:
-            node.client.close()
-            node.process.terminate()
-        for node in nodes:
-            try:
-                node.process.wait(10)
-            except subprocess.TimeoutExpired:
-                node.process.kill()
-                node.process.wait()
+            node.stop()

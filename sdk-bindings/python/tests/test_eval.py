@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import logging
 import socket
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -128,13 +127,7 @@ def test_noauth_and_readonly_are_unavailable(redis_server: Any, funcs: HostFunct
         assert "pw-of-its-own" not in json.dumps(answer)
         assert ev(funcs, with_pw, script="return redis.call('GET', KEYS[1])", keys=["k"]) == {"reply": None}
     finally:
-        own.client.close()
-        own.process.terminate()
-        try:
-            own.process.wait(10)
-        except subprocess.TimeoutExpired:
-            own.process.kill()
-            own.process.wait()
+        own.stop()
 
 
 def test_error_replies_keep_their_code(server: Any, funcs: HostFunctions) -> None:
