@@ -24,7 +24,7 @@ else
 DEMO_LANG := go
 endif
 
-.PHONY: all build wasm check-wasm test test-go test-http test-valkey test-faults test-handles test-replicas test-replicas-valkey valkey-setup fuzz-smoke demo demo-replicas bench bench-go bench-init bench-handles bench-redis clean
+.PHONY: all build wasm check-wasm test test-suites test-go test-http test-valkey test-faults test-handles test-replicas test-replicas-valkey valkey-setup fuzz-smoke demo demo-replicas bench bench-go bench-init bench-handles bench-redis clean
 # `make` builds the Go binaries and prepares the Python and TypeScript
 # environments, so every example server runs from the repository root.
 all: build $(if $(wildcard sdk-bindings/python/python.mk),python-setup) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-setup)
@@ -131,7 +131,14 @@ $(VALKEY_SERVER):
 test-replicas-valkey: build python-setup typescript-setup valkey-setup
 	MCP_RESUME_REDIS_SERVER=$(VALKEY_SERVER) MCP_RESUME_REQUIRE_REDIS=1 $(GO) test -tags replicas -count=1 -timeout 20m ./examples/replicas/ -args -replicas.require -replicas.server valkey
 
-test: test-go fuzz-smoke $(if $(wildcard sdk-bindings/python/python.mk),python-test) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-test) test-faults test-handles test-http test-valkey test-replicas test-replicas-valkey
+# The suites play MCP hosts that act for one person, as a developer's
+# terminal does; where make runs without a controlling terminal (CI), withtty
+# gives the run one, and nothing else (examples/internal/withtty).
+test:
+	@if (: </dev/tty) 2>/dev/null; then $(MAKE) --no-print-directory test-suites; else \
+	$(GO) build -o bin/withtty ./examples/internal/withtty && bin/withtty $(MAKE) --no-print-directory test-suites; fi
+
+test-suites: test-go fuzz-smoke $(if $(wildcard sdk-bindings/python/python.mk),python-test) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-test) test-faults test-handles test-http test-valkey test-replicas test-replicas-valkey
 
 # The example servers of every language as stateless Streamable HTTP
 # replicas (test-go runs these before the Python and TypeScript servers are

@@ -188,6 +188,8 @@ func (r InspectRequest) EncodeJSON() ([]byte, error) {
 			if len(op.Targets) > 0 {
 				en.strings("targets", op.Targets)
 			}
+			en.strOmit("ns", op.NS)
+			en.strOmit("table", op.Table)
 			en.end()
 		})
 	})

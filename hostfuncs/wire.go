@@ -7,7 +7,7 @@ package hostfuncs
 // ABIVersion is the version of the contract between plugin and host. The
 // plugin returns it from its ExportABIVersion export; a host refuses a plugin
 // whose version differs from the one it implements.
-const ABIVersion = "7"
+const ABIVersion = "8"
 
 // Namespace is the Wasm import module of every host function. It is the
 // Extism default for user host functions.
@@ -164,39 +164,71 @@ const (
 	OpProcargs = "procargs" // PID: raw kern.procargs2 (macOS)
 	OpPs       = "ps"       // PID: ps output where sysctl is impossible (macOS, Node)
 	OpExe      = "exe"      // PID: device and inode of the program image, stat(2) of /proc/<pid>/exe (Linux)
+	OpEnviron  = "environ"  // PID ("self" ok): Data of /proc/<pid>/environ, the environment as it was at exec (ABI 8)
+	OpNS       = "ns"       // PID ("self" ok), NS: Target of readlink /proc/<pid>/ns/<ns> (ABI 8)
+	OpNet      = "net"      // PID ("self" ok), Table: Data of /proc/<pid>/net/<table>, the sockets of its network namespace (ABI 8)
 
 )
 
 // ProcOp is what a /proc operation of mcp_resume_inspect reads: Path under
-// /proc, where "<P>" stands for the checked pid or "self" and "<N>" for the
-// checked fd, and whether the answer is the link's "target" (Link) or the
+// /proc, where "<P>" stands for the checked pid or "self", "<N>" for the
+// checked fd, "<NS>" for a name of Namespaces and "<T>" for one of
+// NetTables, and whether the answer is the link's "target" (Link) or the
 // file's "data" (for OpFDs: the directory listed). It is the table of
 // hostfuncs/README.md, "mcp_resume_inspect", for Go hosts and runners.
 type ProcOp struct {
 	Path string
 	Link bool
+	// Max is the most bytes a data operation returns: MaxProcRead, or
+	// MaxProcTableRead for the files that grow with the system (environ,
+	// net tables). A plugin reading exactly Max bytes cannot tell whether
+	// the file was longer.
+	Max int
 }
+
+// MaxProcRead is the most bytes a data operation returns of a /proc file
+// (stat, cmdline, boot_id, timens_offsets).
+const MaxProcRead = 65536
+
+// MaxProcTableRead is the most bytes the environ and net operations return:
+// an environment or a socket table can outgrow MaxProcRead.
+const MaxProcTableRead = 1 << 20
+
+// Namespaces is the set of namespace names OpNS accepts (InspectOp.NS):
+// the entries of /proc/<pid>/ns that name a process's view of the system.
+var Namespaces = []string{"net", "mnt", "uts", "ipc", "user", "cgroup", "pid"}
+
+// NetTables is the set of socket tables OpNet accepts (InspectOp.Table):
+// the files of /proc/<pid>/net (proc_net(5)) that list sockets with their
+// inodes.
+var NetTables = []string{"tcp", "tcp6", "udp", "udp6", "unix"}
 
 // ProcOpOf returns what the /proc operation op reads, and false when op
 // is not one (kill0, exe, fstat… or unknown).
 func ProcOpOf(op string) (ProcOp, bool) {
 	switch op {
 	case OpBootID:
-		return ProcOp{"sys/kernel/random/boot_id", false}, true
+		return ProcOp{"sys/kernel/random/boot_id", false, MaxProcRead}, true
 	case OpSelf:
-		return ProcOp{"self", true}, true
+		return ProcOp{"self", true, 0}, true
 	case OpTimens:
-		return ProcOp{"self/timens_offsets", false}, true
+		return ProcOp{"self/timens_offsets", false, MaxProcRead}, true
 	case OpStat:
-		return ProcOp{"<P>/stat", false}, true
+		return ProcOp{"<P>/stat", false, MaxProcRead}, true
 	case OpCmdline:
-		return ProcOp{"<P>/cmdline", false}, true
+		return ProcOp{"<P>/cmdline", false, MaxProcRead}, true
 	case OpPidNS:
-		return ProcOp{"<P>/ns/pid", true}, true
+		return ProcOp{"<P>/ns/pid", true, 0}, true
 	case OpFDLink:
-		return ProcOp{"<P>/fd/<N>", true}, true
+		return ProcOp{"<P>/fd/<N>", true, 0}, true
 	case OpFDs:
-		return ProcOp{"<P>/fd", false}, true
+		return ProcOp{"<P>/fd", false, 0}, true
+	case OpEnviron:
+		return ProcOp{"<P>/environ", false, MaxProcTableRead}, true
+	case OpNS:
+		return ProcOp{"<P>/ns/<NS>", true, 0}, true
+	case OpNet:
+		return ProcOp{"<P>/net/<T>", false, MaxProcTableRead}, true
 	}
 	return ProcOp{}, false
 }
@@ -218,7 +250,8 @@ const MaxInspectOps = 64
 // depends on Op; see hostfuncs/README.md, "mcp_resume_inspect".
 type InspectOp struct {
 	Op string `json:"op"`
-	// PID, a string: for stat, cmdline, pid_ns, fd_link and fds PIDSelf or
+	// PID, a string: for stat, cmdline, pid_ns, fd_link, fds, environ, ns
+	// and net PIDSelf or
 	// decimal digits without a leading zero, 1..2147483647; for kill0, exe,
 	// sysctl, procargs and ps the digits only.
 	PID string `json:"pid,omitempty"`
@@ -230,6 +263,10 @@ type InspectOp struct {
 	// Targets, for fds: report only fds whose link target is one of these
 	// (nil reports every fd).
 	Targets []string `json:"targets,omitempty"`
+	// NS, for ns: one of Namespaces.
+	NS string `json:"ns,omitempty"`
+	// Table, for net: one of NetTables.
+	Table string `json:"table,omitempty"`
 }
 
 // InspectResponse answers FnInspect: one result per operation, in order.

@@ -9,7 +9,7 @@
 //
 // Exports (hostfuncs/README.md, "Plugin exports"; ABI version 7):
 //
-//	mcp_resume_abi_version  () -> "7"
+//	mcp_resume_abi_version  () -> "8"
 //	open                    (JSON {"app","state_root"?,"instance"?,"launchers"?}) -> JSON {"state_dir","state_root","resume"}
 //	load                    () -> token bytes, or empty output when there is none
 //	store                   (token bytes) -> empty

@@ -19,8 +19,9 @@ import (
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
 )
 
-// MaxProcRead is the most bytes a "data" operation returns of a /proc file.
-const MaxProcRead = 65536
+// MaxProcRead is the most bytes a "data" operation returns of a /proc file
+// (hostfuncs.ProcOp.Max says which limit an operation has).
+const MaxProcRead = hostfuncs.MaxProcRead
 
 // inspectOp is one decoded operation. Pointers tell a missing field from a
 // zero one (fd 0 is stdin); a field of the wrong JSON type fails decoding.
@@ -29,6 +30,8 @@ type inspectOp struct {
 	PID     *string  `json:"pid"`
 	FD      *int64   `json:"fd"`
 	Targets []string `json:"targets"`
+	NS      *string  `json:"ns"`
+	Table   *string  `json:"table"`
 }
 
 // result is one answer of mcp_resume_inspect: a success object or
@@ -82,6 +85,18 @@ func inspectOne(op inspectOp) result {
 			}
 			path = strings.Replace(path, "<N>", strconv.Itoa(fd), 1)
 		}
+		if strings.Contains(path, "<NS>") {
+			if op.NS == nil || !slices.Contains(hostfuncs.Namespaces, *op.NS) {
+				return failed(invalid(`"ns" must be one of ` + strings.Join(hostfuncs.Namespaces, ", ")))
+			}
+			path = strings.Replace(path, "<NS>", *op.NS, 1)
+		}
+		if strings.Contains(path, "<T>") {
+			if op.Table == nil || !slices.Contains(hostfuncs.NetTables, *op.Table) {
+				return failed(invalid(`"table" must be one of ` + strings.Join(hostfuncs.NetTables, ", ")))
+			}
+			path = strings.Replace(path, "<T>", *op.Table, 1)
+		}
 		switch {
 		case runtime.GOOS != "linux":
 			return unsupported("no /proc on this system")
@@ -94,7 +109,7 @@ func inspectOne(op inspectOp) result {
 			}
 			return result{"target": target}
 		}
-		data, err := readProc(path)
+		data, err := readProc(path, p.Max)
 		if err != nil {
 			return failed(osError("read "+path, err))
 		}
@@ -167,15 +182,15 @@ func checkFD(fd *int64) (int, *hostfuncs.Error) {
 	return int(*fd), nil
 }
 
-// readProc reads the first MaxProcRead bytes of path, opened
+// readProc reads the first max bytes of path, opened
 // O_RDONLY|O_NOFOLLOW|O_CLOEXEC.
-func readProc(path string) ([]byte, error) {
+func readProc(path string, max int) ([]byte, error) {
 	file, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer file.Close()
-	return io.ReadAll(io.LimitReader(file, MaxProcRead))
+	return io.ReadAll(io.LimitReader(file, int64(max)))
 }
 
 // fds lists dir, a /proc/<pid>/fd: each fd with its link target and the
@@ -212,7 +227,7 @@ func fds(dir string, targets []string) result {
 
 // fdFlags returns the octal "flags:" value of an fdinfo file, or -1.
 func fdFlags(path string) int {
-	b, _ := readProc(path)
+	b, _ := readProc(path, MaxProcRead)
 	for line := range strings.Lines(string(b)) {
 		if v, ok := strings.CutPrefix(line, "flags:"); ok {
 			if n, err := strconv.ParseInt(strings.TrimSpace(v), 8, 64); err == nil && n >= 0 && n <= math.MaxInt32 {
