@@ -96,6 +96,8 @@ func (p *pinnedSystem) inspect(raw json.RawMessage) json.RawMessage {
 		PID     *string  `json:"pid"`
 		FD      *int64   `json:"fd"`
 		Targets []string `json:"targets"`
+		NS      *string  `json:"ns"`
+		Table   *string  `json:"table"`
 	}
 	if json.Unmarshal(raw, &op) != nil || raw[0] != '{' {
 		return pinnedError(hostfuncs.CodeInvalidRequest, "operation is not an object")
@@ -108,6 +110,10 @@ func (p *pinnedSystem) inspect(raw json.RawMessage) json.RawMessage {
 	needFD := isProc && strings.Contains(fx.Path, "<N>") || op.Op == hostfuncs.OpFstat || op.Op == hostfuncs.OpPeer
 	if needPID && (op.PID == nil || !validPID(*op.PID, isProc)) || needFD && (op.FD == nil || *op.FD < 0 || *op.FD > math.MaxInt32) {
 		return pinnedError(hostfuncs.CodeInvalidRequest, `bad "pid" or "fd"`)
+	}
+	if strings.Contains(fx.Path, "<NS>") && (op.NS == nil || !slices.Contains(hostfuncs.Namespaces, *op.NS)) ||
+		strings.Contains(fx.Path, "<T>") && (op.Table == nil || !slices.Contains(hostfuncs.NetTables, *op.Table)) {
+		return pinnedError(hostfuncs.CodeInvalidRequest, `bad "ns" or "table"`)
 	}
 	key := op.Op + " "
 	switch {
@@ -138,6 +144,12 @@ func (p *pinnedSystem) inspect(raw json.RawMessage) json.RawMessage {
 	if needFD {
 		path = strings.Replace(path, "<N>", strconv.FormatInt(*op.FD, 10), 1)
 	}
+	if op.NS != nil {
+		path = strings.Replace(path, "<NS>", *op.NS, 1)
+	}
+	if op.Table != nil {
+		path = strings.Replace(path, "<T>", *op.Table, 1)
+	}
 	if !p.linux {
 		return pinnedError(hostfuncs.CodeUnsupported, "no /proc on the pinned system")
 	}
@@ -153,7 +165,7 @@ func (p *pinnedSystem) inspect(raw json.RawMessage) json.RawMessage {
 		result = map[string]string{"target": target}
 	default:
 		var data []byte
-		data, err = readNoFollow(path)
+		data, err = readNoFollow(path, fx.Max)
 		result = map[string][]byte{"data": data}
 	}
 	if err != nil {
@@ -182,7 +194,7 @@ func fixtureFDs(dir string, targets []string) (any, error) {
 			continue
 		}
 		flags := -1
-		info, _ := readNoFollow(filepath.Join(dir+"info", e.Name()))
+		info, _ := readNoFollow(filepath.Join(dir+"info", e.Name()), hostfuncs.MaxProcRead)
 		for line := range strings.Lines(string(info)) {
 			if v, ok := strings.CutPrefix(line, "flags:"); ok {
 				if f, err := strconv.ParseInt(strings.TrimSpace(v), 8, 32); err == nil {
@@ -196,13 +208,13 @@ func fixtureFDs(dir string, targets []string) (any, error) {
 	return map[string]any{"fds": out}, nil
 }
 
-func readNoFollow(path string) ([]byte, error) {
+func readNoFollow(path string, max int) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, 65536))
+	return io.ReadAll(io.LimitReader(f, int64(max)))
 }
 
 // fixtureCode maps a fixture read's error as the contract does.

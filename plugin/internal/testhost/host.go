@@ -33,7 +33,8 @@ type Host struct {
 	T     *testing.T
 	Facts hostfuncs.Facts
 	// Proc answers mcp_resume_inspect: "read <path>" (boot_id, timens,
-	// stat, cmdline), "readlink <path>" (self, pid_ns, fd_link) with the
+	// stat, cmdline, environ, net), "readlink <path>" (self, pid_ns, ns,
+	// fd_link) with the
 	// /proc path a host reads for the typed operation, "kill0 <pid>",
 	// "fstat <fd>", "fds <pid>"... An operation without an
 	// entry gets not_found (fstat: "char"; peer, sysctl, procargs, ps:
@@ -387,6 +388,14 @@ func (h *Host) inspect(op map[string]any) hostfuncs.InspectResult {
 		key = "read /proc/" + pid + "/" + name
 	case hostfuncs.OpPidNS:
 		key = "readlink /proc/" + pid + "/ns/pid"
+	case hostfuncs.OpEnviron:
+		key = "read /proc/" + pid + "/environ"
+	case hostfuncs.OpNS:
+		ns, _ := op["ns"].(string)
+		key = "readlink /proc/" + pid + "/ns/" + ns
+	case hostfuncs.OpNet:
+		table, _ := op["table"].(string)
+		key = "read /proc/" + pid + "/net/" + table
 	case hostfuncs.OpFDLink:
 		fd, ok := op["fd"].(float64)
 		if !ok || pid == "" {
