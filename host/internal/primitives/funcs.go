@@ -250,7 +250,7 @@ func facts() hostfuncs.Facts {
 	}
 	return hostfuncs.Facts{
 		OS: runtime.GOOS, PID: os.Getpid(), EUID: os.Geteuid(), Home: home(),
-		XDGStateHome: os.Getenv("XDG_STATE_HOME"), Cwd: cwd(), Args: args, Env: env, Runtime: "go",
+		XDGStateHome: os.Getenv("XDG_STATE_HOME"), Cwd: startCwd, Args: args, Env: env, Runtime: "go",
 	}
 }
 
@@ -289,7 +289,16 @@ func home() string {
 	return ""
 }
 
-// cwd is facts.cwd: getcwd(2), never $PWD (os.Getwd prefers $PWD when it
+// startCwd is facts.cwd: the working directory when this package was
+// initialised, before any code of the server's main ran, so a server that
+// changes directory (to its install directory, say) before it opens a store
+// still reports the directory it was launched in, which is part of the
+// default instance key. A Go program's package initialisers all run before
+// main; one that changes directory in an init of its own that runs before
+// this package's is not caught (README, "Several instances under one host").
+var startCwd = cwd()
+
+// cwd is getcwd(2), never $PWD (os.Getwd prefers $PWD when it
 // names the same directory, so a symlinked path would differ from what
 // Python's os.getcwd and Node's process.cwd report); "" when it fails
 // (a deleted working directory).
