@@ -75,8 +75,10 @@ var reapers = []string{
 //     user@notty" process (comm sshd, or sshd-session from OpenSSH 9.8),
 //     which also holds the channel's pipes. Without sharing each launch gets
 //     a new sshd and a resume could never happen anyway.
+//
 //   - Terminal multiplexers: one server process ("tmux: server", SCREEN,
 //     zellij --server, dtach, abduco) is the parent of every window and pane.
+//
 //   - Terminal emulators and terminal servers: one process (often a single
 //     server for all windows: gnome-terminal-server, kitty, wezterm,
 //     konsole, foot --server, urxvtd) is the parent of every tab's shell.

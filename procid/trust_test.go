@@ -64,11 +64,11 @@ func TestCheckTrust_Linux(t *testing.T) {
 		{name: "listens on ::ffff:10.0.0.1 is not loopback", host: withTTY, fds: sockFDs, files: map[string]string{"/proc/42/net/tcp6": listen6("0000000000000000FFFF00000100000A:1F40")},
 			want: `listens on [::ffff:a00:1]:8000, so it may serve several people`, wantErr: ErrSharedHost},
 		{name: "listens on loopback, known host", host: code, fds: sockFDs, files: map[string]string{"/proc/42/net/tcp": listen4("0100007F:1F40")},
-			want: `single user: pid 42 ("code") is a known single-user MCP host (VS Code or a fork of it, an editor one person runs; the Remote-SSH server is that person's editor on another machine); it listens on loopback only (127.0.0.1:8000)`,
+			want:     `single user: pid 42 ("code") is a known single-user MCP host (VS Code or a fork of it, an editor one person runs; the Remote-SSH server is that person's editor on another machine); it listens on loopback only (127.0.0.1:8000)`,
 			notAsked: []string{"environ"}},
 		// Rule 4: terminal and desktop.
 		{name: "daemon: no terminal, no desktop", host: agent, files: map[string]string{"/proc/42/environ": "HOME=/var/lib/agent\x00PATH=/usr/bin\x00DISPLAY=\x00"},
-			want: `The MCP host pid 42 ("agentd") has no controlling terminal and no desktop session (DISPLAY, WAYLAND_DISPLAY) and is not a known single-user MCP host: a daemon, service or job runner may act for several people; session resume disabled for this instance (set MCP_RESUME=on if it acts for one person)`,
+			want:    `The MCP host pid 42 ("agentd") has no controlling terminal and no desktop session (DISPLAY, WAYLAND_DISPLAY) and is not a known single-user MCP host: a daemon, service or job runner may act for several people; session resume disabled for this instance (set MCP_RESUME=on if it acts for one person)`,
 			wantErr: ErrSharedHost, notAsked: []string{"net"}},
 		{name: "desktop: DISPLAY", host: agent, files: map[string]string{"/proc/42/environ": "HOME=/home/u\x00DISPLAY=:0\x00"},
 			want: `single user: pid 42 ("agentd") runs in a desktop session (DISPLAY is set)`},
@@ -93,7 +93,7 @@ func TestCheckTrust_Linux(t *testing.T) {
 			files: map[string]string{"/proc/42/environ": "HOME=/\x00"}, want: "daemon, service or job runner", wantErr: ErrSharedHost},
 		// Rule 1: gateways, whatever their terminal.
 		{name: "supergateway through node_modules/.bin", host: fakeProc{pid: 42, ppid: 10, comm: "node", tty: ttyPTS3, cmdline: argv("node", "/x/node_modules/.bin/supergateway", "--stdio", "server", "--port", "8000")},
-			want: `The MCP host pid 42 ("node") is an MCP gateway or proxy that exposes stdio servers to remote clients, so it may serve several people; session resume disabled for this instance (set MCP_RESUME=on if it acts for one person)`,
+			want:    `The MCP host pid 42 ("node") is an MCP gateway or proxy that exposes stdio servers to remote clients, so it may serve several people; session resume disabled for this instance (set MCP_RESUME=on if it acts for one person)`,
 			wantErr: ErrSharedHost, notAsked: []string{"fds", "net", "environ"}},
 		{name: "supergateway package script", host: fakeProc{pid: 42, ppid: 10, comm: "node", tty: ttyPTS3, cmdline: argv("node", "/x/node_modules/supergateway/dist/index.js", "--stdio", "server")},
 			want: "is an MCP gateway or proxy", wantErr: ErrSharedHost},
