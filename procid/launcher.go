@@ -75,10 +75,8 @@ var reapers = []string{
 //     user@notty" process (comm sshd, or sshd-session from OpenSSH 9.8),
 //     which also holds the channel's pipes. Without sharing each launch gets
 //     a new sshd and a resume could never happen anyway.
-//
 //   - Terminal multiplexers: one server process ("tmux: server", SCREEN,
 //     zellij --server, dtach, abduco) is the parent of every window and pane.
-//
 //   - Terminal emulators and terminal servers: one process (often a single
 //     server for all windows: gnome-terminal-server, kitty, wezterm,
 //     konsole, foot --server, urxvtd) is the parent of every tab's shell.
@@ -87,15 +85,15 @@ var reapers = []string{
 //     must resume, and a terminal tab's interactive shell is a host of its
 //     own before the walk reaches them.
 //
-//   - MCP gateways and proxies that expose stdio servers to remote clients
-//     (supergateway, mcp-proxy, mcpo, mcp-hub, mcphub): one process serves
-//     every client that connects over the network, and each server it
-//     starts has it as its parent. They are the MCP host, so the walk does
-//     not refuse them: the trust rule does (CheckTrust, rule 1; trust.go),
-//     which a deployer can skip (MCP_RESUME=on, or a per-tenant
-//     MCP_RESUME_INSTANCE the gateway sets). The rule that catches them and
-//     their unlisted kin is the listening socket (rules 2 and 3); the names
-//     are defence in depth.
+// The list also holds, marked gateway, the MCP gateways and proxies that
+// expose stdio servers to remote clients (supergateway, mcp-proxy, mcpo,
+// mcp-hub, mcphub): one process serves every client that connects over the
+// network, and each server it starts has it as its parent. They are the
+// MCP host, so the walk takes them: the trust rule refuses them
+// (CheckTrust, rule 1; trust.go), which a deployer can skip (MCP_RESUME=on,
+// or a per-tenant MCP_RESUME_INSTANCE the gateway sets). The rule that
+// catches them and their unlisted kin is the listening socket (rules 2 and
+// 3); the names are defence in depth.
 //
 // Each entry is a kind, worded for the message after "the host would be pid
 // N (...), ", and its names, separated and surrounded by spaces: a string
