@@ -103,8 +103,11 @@ func TestStore_HostVouched(t *testing.T) {
 		if b, err := os.ReadFile(dir + "/" + w.TokenFile); err != nil || string(b) != "tok-1" {
 			t.Errorf("token file: %q, %v", b, err)
 		}
+		// The instance key reads the server's own environ (pid self); the
+		// trust rule would read the host's (pid 4242), all its fds (the stdio
+		// check asks only for some) and its socket tables.
 		for _, r := range h.Reqs {
-			if strings.Contains(r, `"op":"environ"`) || strings.Contains(r, `"op":"net"`) {
+			if strings.Contains(r, `"op":"environ","pid":"4242"`) || strings.Contains(r, `"op":"net"`) || strings.Contains(r, `"op":"fds","pid":"4242"}`) {
 				t.Errorf("vouched, yet asked %s", r)
 			}
 		}
