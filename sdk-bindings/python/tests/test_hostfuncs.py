@@ -834,6 +834,47 @@ def test_inspect_exe_follows_exec() -> None:
         assert inspect(bare(), {"op": "exe", "pid": bad})[0]["error"]["code"] == "invalid_request"
 
 
+def test_facts_cwd_is_where_the_server_started(tmp_path: Path) -> None:
+    """facts.cwd is the working directory at import of mcp_resume: a server that changes directory afterwards (to
+    its install directory, or in a FastMCP lifespan) still reports where it was launched."""
+    (tmp_path / "launched").mkdir()
+    (tmp_path / "install").mkdir()
+    child = subprocess.run([sys.executable, "-c", f"""
+import json, logging, os
+import mcp_resume
+from mcp_resume._hostfuncs import HostFunctions
+os.chdir({str(tmp_path / "install")!r})
+print(json.loads(HostFunctions(logging.getLogger("x")).call("mcp_resume_facts", b"{{}}"))["cwd"])
+"""], cwd=tmp_path / "launched", capture_output=True, text=True, timeout=60, check=True)
+    assert child.stdout.strip() == str(tmp_path / "launched")
+
+
+def test_inspect_environ_ns_net() -> None:
+    """environ: this process's environment as it was at exec (a variable set afterwards is not in it); ns: the
+    namespace links of /proc/<pid>/ns; net: the socket tables of the pid's network namespace, where a listening
+    socket of this process appears with its inode."""
+    env = dict(os.environ, MCP_RESUME_TEST_AT_EXEC="yes")
+    child = subprocess.run([sys.executable, "-c", """
+import json, logging, os, socket
+from mcp_resume._hostfuncs import HostFunctions
+os.environ["MCP_RESUME_TEST_LATER"] = "1"
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
+ino = os.fstat(s.fileno()).st_ino
+ops = [{"op": "environ", "pid": "self"}, {"op": "ns", "pid": "self", "ns": "net"}, {"op": "net", "pid": "self", "table": "tcp"},
+       {"op": "ns", "pid": str(os.getppid()), "ns": "mnt"}, {"op": "net", "pid": "self", "table": "unix"}]
+print(json.dumps({"ino": ino, "port": s.getsockname()[1], "r": json.loads(HostFunctions(logging.getLogger("x")).call("mcp_resume_inspect", json.dumps({"ops": ops}).encode()))}))
+"""], env=env, capture_output=True, text=True, timeout=60, check=True)
+    out = json.loads(child.stdout)
+    environ, ns, tcp, parent_mnt, unix = out["r"]["results"]
+    entries = base64.b64decode(environ["data"]).split(b"\0")
+    assert b"MCP_RESUME_TEST_AT_EXEC=yes" in entries and not any(e.startswith(b"MCP_RESUME_TEST_LATER=") for e in entries)
+    assert ns["target"].startswith("net:[") and parent_mnt["target"] == os.readlink("/proc/self/ns/mnt")
+    rows = base64.b64decode(tcp["data"]).decode().splitlines()[1:]
+    mine = [r.split() for r in rows if r.split()[9] == str(out["ino"])]
+    assert mine and mine[0][1] == "0100007F:%04X" % out["port"] and mine[0][3] == "0A", rows
+    assert base64.b64decode(unix["data"]).startswith(b"Num")
+
+
 def dead_pid() -> int:
     """The pid of a child process that has exited and been reaped."""
     p = subprocess.Popen(["true"])
@@ -850,7 +891,10 @@ def dead_pid() -> int:
     {"op": "fd_link", "pid": "self", "fd": "0"}, {"op": "fd_link", "pid": "self", "fd": True},
     {"op": "fd_link", "pid": "self", "fd": 2**31}, {"op": "fd_link", "pid": "x", "fd": 0},
     {"op": "fds", "pid": "01"}, {"op": "kill0", "pid": "self"}, {"op": "exe", "pid": "self"},
-    {"op": "environ", "pid": "self"}, {"op": "STAT", "pid": "self"}, {"op": 5}, {}, "stat", None, [],
+    {"op": "environ", "pid": "01"}, {"op": "environ"}, {"op": "ns", "pid": "self"},
+    {"op": "ns", "pid": "self", "ns": "time"}, {"op": "ns", "pid": "self", "ns": "../fd/0"},
+    {"op": "ns", "pid": "self", "ns": 1}, {"op": "net", "pid": "self"}, {"op": "net", "pid": "self", "table": "raw"},
+    {"op": "net", "pid": "self", "table": "../stat"}, {"op": "STAT", "pid": "self"}, {"op": 5}, {}, "stat", None, [],
 ])
 def test_inspect_typed_ops_checked_first(op: Any) -> None:
     """No path is ever given: an unknown op or a field of the wrong type or range is invalid_request."""

@@ -48,6 +48,11 @@ _DIGITS = re.compile(r"[1-9][0-9]{0,9}")
 _INT32_MAX = 0x7FFFFFFF
 _MAX_INSPECT_OPS = 64
 _PROC_READ_CAP = 65536
+#: The read limit of ``environ`` and ``net`` (Go ``hostfuncs.MaxProcTableRead``): files that grow with the system.
+_PROC_TABLE_READ_CAP = 1 << 20
+#: The names ``ns`` accepts and the tables ``net`` accepts (Go ``hostfuncs.Namespaces``, ``hostfuncs.NetTables``).
+_NAMESPACES = ("net", "mnt", "uts", "ipc", "user", "cgroup", "pid")
+_NET_TABLES = ("tcp", "tcp6", "udp", "udp6", "unix")
 #: The largest ``mcp_resume_read`` limit (Go ``hostfuncs.MaxReadLimit``): a sealed handle record of the largest value.
 _MAX_READ_LIMIT = 8 << 20
 #: The largest ``mcp_resume_lock`` ``wait_ms`` (Go ``hostfuncs.MaxLockWaitMS``).
@@ -60,7 +65,8 @@ _O_FLAGS = os.O_NOFOLLOW | os.O_CLOEXEC
 _PROC_OPS = {"boot_id": ("data", "sys/kernel/random/boot_id"), "self": ("target", "self"),
              "timens": ("data", "self/timens_offsets"), "stat": ("data", "{pid}/stat"),
              "cmdline": ("data", "{pid}/cmdline"), "pid_ns": ("target", "{pid}/ns/pid"),
-             "fd_link": ("target", "{pid}/fd/{fd}")}
+             "fd_link": ("target", "{pid}/fd/{fd}"), "environ": ("data", "{pid}/environ"),
+             "ns": ("target", "{pid}/ns/{ns}"), "net": ("data", "{pid}/net/{table}")}
 #: The other ops, answered by :meth:`HostFunctions._primitive`: op -> the request field it takes.
 _PRIMITIVES = {"kill0": "pid", "exe": "pid", "sysctl": "pid", "procargs": "pid", "ps": "pid",
                "fstat": "fd", "peer": "fd"}
@@ -171,11 +177,18 @@ def _home() -> str:
 
 
 def _cwd() -> str:
-    """``facts.cwd``: ``getcwd(3)``; ``""`` when it fails (a deleted working directory)."""
+    """``getcwd(3)``; ``""`` when it fails (a deleted working directory)."""
     try:
         return os.getcwd()
     except OSError:
         return ""
+
+
+#: ``facts.cwd``: the working directory when this package was first imported, before the server's own code
+#: (a FastMCP ``lifespan``, a ``chdir`` to its install directory) ran, so the default instance key and a
+#: relative state root name the directory the server was launched in (``hostfuncs/README.md``,
+#: ``mcp_resume_facts``). A server that changes directory before it imports ``mcp_resume`` is not caught.
+_START_CWD = _cwd()
 
 
 def _libc_sysctl(mib: list[int], size: int) -> bytes:
@@ -287,7 +300,7 @@ class HostFunctions:
         """``mcp_resume_facts``: os, pid, euid, home, xdg_state_home, cwd, args, every environment variable,
         runtime and ``stdio_fds`` while :meth:`keep_stdio`'s copies are held; invalid bytes as U+FFFD."""
         facts = {"os": self.os_name(), "pid": os.getpid(), "euid": os.geteuid() if hasattr(os, "geteuid") else -1,
-                 "home": _home(), "xdg_state_home": os.environ.get("XDG_STATE_HOME", ""), "cwd": _cwd(),
+                 "home": _home(), "xdg_state_home": os.environ.get("XDG_STATE_HOME", ""), "cwd": _START_CWD,
                  "args": sys.argv[1:], "env": dict(os.environ), "runtime": "python"}
         with self._mu:
             if self._stdio is not None:
@@ -392,7 +405,9 @@ class HostFunctions:
         elif name in _PROC_OPS:
             kind, path = _PROC_OPS[name]
             path = path.format(pid=_pid(op, self_ok=True) if "{pid}" in path else "",
-                               fd=_fd(op) if "{fd}" in path else "")
+                               fd=_fd(op) if "{fd}" in path else "",
+                               ns=_choice(op, "ns", _NAMESPACES) if "{ns}" in path else "",
+                               table=_choice(op, "table", _NET_TABLES) if "{table}" in path else "")
         else:
             raise _Fail("invalid_request", f"unknown inspect operation {name!r}")
         if self.os_name() != "linux":
@@ -401,7 +416,8 @@ class HostFunctions:
         if kind == "fds":
             return self._fds(full, op.get("targets"))
         if kind == "data":
-            return {"data": _b64(_read_file(full, _PROC_READ_CAP))}
+            cap = _PROC_TABLE_READ_CAP if name in ("environ", "net") else _PROC_READ_CAP
+            return {"data": _b64(_read_file(full, cap))}
         try:
             return {"target": _exact(os.readlink(full))}
         except OSError as e:
@@ -643,6 +659,15 @@ def _pid(op: dict[str, Any], self_ok: bool) -> str:
         return p
     want = "'self' or " if self_ok else ""
     raise _Fail("invalid_request", f"{op.get('op')}: pid must be {want}decimal digits 1..2147483647, not {p!r}")
+
+
+def _choice(op: dict[str, Any], field: str, allowed: tuple[str, ...]) -> str:
+    """The op's ``field`` (``ns`` of ``ns``, ``table`` of ``net``): one of ``allowed``, else ``invalid_request``,
+    so no request names a path of its own (README, ``mcp_resume_inspect``)."""
+    v = op.get(field)
+    if isinstance(v, str) and v in allowed:
+        return v
+    raise _Fail("invalid_request", f"{op.get('op')}: {field} must be one of {', '.join(allowed)}, not {v!r}")
 
 
 def _fd(op: dict[str, Any]) -> int:
