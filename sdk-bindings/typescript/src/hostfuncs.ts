@@ -94,6 +94,17 @@ function orElse<T>(fn: () => T, fallback: T): T {
   }
 }
 
+/**
+ * `facts.cwd`: the working directory when this module was first evaluated (`process.cwd()`, `""` when it throws: a
+ * deleted directory), which is when the server imported the binding, before its own code could change directory.
+ * A server that calls `process.chdir` before it opens a store (to its install directory, say) still reports the
+ * directory it was launched in, part of the plugin's default instance key and the base of a relative `stateRoot`.
+ * As the Go host's value at package init and the Python binding's at import; a chdir in code that runs before
+ * the binding is imported (a module imported ahead of it, a `--import` hook) is not seen (README, "API", the
+ * launch directory).
+ */
+const LAUNCH_CWD = orElse(() => process.cwd(), "");
+
 /** `b` as UTF-8 with every byte of an invalid sequence as one U+FFFD, as Go's encoding/json sends it (Node's decoder gives one per sequence). */
 function utf8(b: Buffer): string {
   let out = b.toString("utf8");
@@ -338,13 +349,13 @@ export class HostFunctions {
     }
   }
 
-  /** `mcp_resume_facts` of this process (hostfuncs/README.md, `mcp_resume_facts`); the conformance runner pins others. */
+  /** `mcp_resume_facts` of this process (hostfuncs/README.md, `mcp_resume_facts`), `cwd` the directory at module load ({@link LAUNCH_CWD}); the conformance runner pins others. */
   protected facts(): Json {
     const abs = (p: string | undefined): string => (p !== undefined && path.isAbsolute(p) ? p : "");
     const home = abs(process.env["HOME"]) || abs(orElse(() => userInfo().homedir, undefined));
     const env = Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => typeof e[1] === "string"));
     return { os: process.platform, pid: process.pid, euid: process.geteuid?.() ?? -1, home, xdg_state_home: process.env["XDG_STATE_HOME"] ?? "",
-      cwd: orElse(() => process.cwd(), ""), args: process.argv.slice(2), env, runtime: "node" };
+      cwd: LAUNCH_CWD, args: process.argv.slice(2), env, runtime: "node" };
   }
 
   /** The path of `/proc/<rel>`. The conformance runner's subclass maps it into a fixture tree. */

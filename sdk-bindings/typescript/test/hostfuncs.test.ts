@@ -19,6 +19,8 @@ import { cleanupTemps, PinnedHost, PKG, startHolder, tempDir } from "./helpers.j
 after(cleanupTemps);
 
 const LINUX = process.platform === "linux";
+/** The working directory when this file's imports (the binding among them) were evaluated: facts.cwd. */
+const LAUNCH_CWD = process.cwd();
 const ROOT_USER = process.geteuid?.() === 0;
 const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 type Answer = Record<string, any>;
@@ -60,7 +62,7 @@ describe("mcp_resume_facts", () => {
         euid: process.geteuid!(),
         home: process.env["HOME"],
         xdg_state_home: process.env["XDG_STATE_HOME"] ?? "",
-        cwd: process.cwd(),
+        cwd: LAUNCH_CWD,
         args: process.argv.slice(2),
         env: { ...process.env },
         runtime: "node",
@@ -70,6 +72,18 @@ describe("mcp_resume_facts", () => {
     } finally {
       delete process.env["MCP_RESUME_TEST_X"];
       delete process.env["MCP_RESUMEX"];
+    }
+  });
+  test("cwd is the working directory when the module was loaded: a process.chdir after the import changes nothing", () => {
+    const elsewhere = fs.realpathSync(tempDir("chdir-"));
+    assert.notEqual(elsewhere, LAUNCH_CWD);
+    try {
+      process.chdir(elsewhere);
+      const facts = caller(new HostFunctions({ logger: quiet }))("mcp_resume_facts", {});
+      assert.equal(facts["cwd"], LAUNCH_CWD, "where the server was launched, not where it went");
+      assert.equal(process.cwd(), elsewhere);
+    } finally {
+      process.chdir(LAUNCH_CWD);
     }
   });
   test("HOME unset, empty or relative: the password database's home of the effective uid, as in Go and Python", () => {
