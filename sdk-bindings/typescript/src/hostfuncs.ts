@@ -163,9 +163,9 @@ export const MAX_PROC_READ = 65536;
 /** The most bytes `environ` and `net` return, files that grow with the system: 1 MiB (Go: hostfuncs.MaxProcTableRead). */
 export const MAX_PROC_TABLE_READ = 1 << 20;
 /** The namespaces the `ns` op reads, `/proc/<P>/ns/<ns>` (Go: hostfuncs.Namespaces); any other `ns` is `invalid_request`. */
-export const NAMESPACES: readonly string[] = ["net", "mnt", "uts", "ipc", "user", "cgroup", "pid"];
+export const NAMESPACES: readonly string[] = Object.freeze(["net", "mnt", "uts", "ipc", "user", "cgroup", "pid"]);
 /** The socket tables the `net` op reads, `/proc/<P>/net/<table>` (Go: hostfuncs.NetTables); any other `table` is `invalid_request`. */
-export const NET_TABLES: readonly string[] = ["tcp", "tcp6", "udp", "udp6", "unix"];
+export const NET_TABLES: readonly string[] = Object.freeze(["tcp", "tcp6", "udp", "udp6", "unix"]);
 
 /**
  * The file-backed `/proc` ops (Go: hostfuncs.ProcOpOf): `/proc/<path(P, N, X)>` read (`data`, at most `max`
