@@ -428,9 +428,13 @@ func faultLaunchesDiffer(t *testing.T, s *server) {
 		if !rw.Resumed || !rp.Resumed {
 			t.Errorf("restart all: work %+v, personal %+v: want both resumed", rw, rp)
 		}
+		// Two keys, so neither entry met the other's lock: no ambiguity.
+		if m := markerNames(f.StateDir); len(m) != 0 || f.logged(lineAmbiguous) {
+			t.Errorf("entries with different environments were taken for identical ones: markers %v\n%s", m, f.Stderr)
+		}
 		f.row("14b", "One host, two config entries (environment), one after the other and at once",
 			"the same command with ACCOUNT=work (stores a token), then ACCOUNT=personal; work relaunched with other SHLVL, _ and OLDPWD; then both at once (\"restart all\")",
-			"the environment minus the per-launch variables is part of the default instance key: personal got its own file and a fresh session; work resumed its own across the per-launch changes; at once, each resumed its own session under its own lock",
+			"the environment minus the per-launch variables is part of the default instance key: personal got its own file and a fresh session; work resumed its own across the per-launch changes; at once, each resumed its own session under its own lock, and neither key was marked ambiguous",
 			[]string{f.mustLog(lineNotFound), f.mustLog(lineResumed)}, wrongIf(wrong || crossed, "one entry resumed the other's session"))
 	})
 }
