@@ -80,7 +80,8 @@ var ErrInvalidToken = errors.New("invalid token")
 type Options struct {
 	// StateRoot is the state root, the directory that holds one state
 	// directory per app; a relative one is taken against the working
-	// directory (by the plugin, from facts.cwd, as in every language): token
+	// directory the process started in (by the plugin, from facts.cwd, as in
+	// every language; a later os.Chdir does not move it): token
 	// files live in <StateRoot>/<app> (uppercase letters of the app written
 	// as '+' and the lowercase letter; Store.StateDir), so two apps given one
 	// StateRoot never share a file. Empty: $MCP_RESUME_STATE_DIR, else the

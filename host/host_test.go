@@ -67,6 +67,11 @@ func TestOpen_StateDir(t *testing.T) {
 	ctx := context.Background()
 	quiet := &host.Options{CacheDir: sharedCacheDir, Instance: host.NoInstance, Logger: slog.New(slog.DiscardHandler)}
 
+	// A relative root is taken from the directory the process started in
+	// (facts.cwd, read at package init), not from where it is when it
+	// opens: a server that changes directory first still names the same
+	// state directory.
+	launched, _ := os.Getwd()
 	t.Chdir(t.TempDir())
 	o := *quiet
 	o.StateRoot = "rel/state"
@@ -74,11 +79,13 @@ func TestOpen_StateDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wd, _ := os.Getwd()
-	if want := filepath.Join(wd, "rel", "state", "test-app"); s.StateDir() != want {
+	if want := filepath.Join(launched, "rel", "state", "test-app"); s.StateDir() != want {
 		t.Errorf("relative StateRoot: %q, want %q", s.StateDir(), want)
 	}
 	s.Close(ctx)
+	if _, err := os.Stat(filepath.Join(launched, "rel")); err == nil {
+		t.Errorf("Open created %s", filepath.Join(launched, "rel"))
+	}
 
 	env := filepath.Join(t.TempDir(), "from-env")
 	t.Setenv(host.EnvStateDir, env)
