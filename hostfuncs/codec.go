@@ -329,6 +329,7 @@ func (o WhoamiOutput) EncodeJSON() ([]byte, error) {
 		en.strOmit("instance_suffix", o.InstanceSuffix)
 		en.strOmit("token_file", o.TokenFile)
 		en.strOmit("lock_file", o.LockFile)
+		en.strOmit("marker_file", o.MarkerFile)
 		en.str("state_dir", o.StateDir)
 		en.array("chain", o.Chain == nil, len(o.Chain), func(i int) {
 			p := o.Chain[i]

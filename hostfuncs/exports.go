@@ -91,6 +91,10 @@ const (
 	HostAlive   = "alive"   // that process is running with that start time
 	HostGone    = "gone"    // no such process, or the pid now names another process or boot
 	HostUnknown = "unknown" // cannot tell (permissions, another PID namespace, platform)
+	// HostAmbiguous is the Host of an ambiguity marker's row in ExportList
+	// and ExportPrune: ambiguous-<16 hex>, which names no host (pid 0,
+	// start time ""); its Instance is the suffix of the key it marks.
+	HostAmbiguous = "ambiguous"
 )
 
 // TokenFile is one token file reported by ExportList (never its token);
@@ -121,6 +125,7 @@ type ListOutput struct {
 const (
 	ReasonHostGone = "host_gone" // its MCP host process is gone
 	ReasonAged     = "aged"      // its MCP host cannot be checked and the file is older than 30 days
+	ReasonUnseen   = "unseen"    // an ambiguity marker no instance has met for 30 days
 )
 
 // PrunedFile is one file ExportPrune removed, and why.
@@ -186,6 +191,10 @@ type WhoamiOutput struct {
 	// when Error is set.
 	TokenFile string `json:"token_file,omitempty"`
 	LockFile  string `json:"lock_file,omitempty"`
+	// MarkerFile is the ambiguity marker that would stop this instance
+	// from resuming (ambiguous-<InstanceSuffix>), "" when none applies (no
+	// instance key) or Error is set.
+	MarkerFile string `json:"marker_file,omitempty"`
 	// StateDir is the absolute state directory (the app's own, under the
 	// state root).
 	StateDir string `json:"state_dir"`

@@ -107,9 +107,15 @@ const (
 	// macOS terminal and environment (trustDarwin, decodeProcArgsEnv)
 	// 6.3 KB, address formatting for messages 3.7 KB, about 72 KB of code
 	// in all, the rest their messages; no new package is linked).
+	// Then the complete instance key (measured alone against the build
+	// before both: 3,949,491 -> 4,012,214 bytes, +61 KiB: reading the
+	// launch from /proc/self and kern.procargs2 or ps, the namespaces and
+	// their comparison with the host's, the v2 key and key material
+	// encodings, the ambiguity marker with its list rows, prune rule and
+	// render lines); both together: 4,102,354 bytes.
 	// Lower it as the guest shrinks; never raise it without a review of
 	// what grew.
-	maxWasmBytes = 4_045_000
+	maxWasmBytes = 4_105_000
 )
 
 // TestWasmSize fails when plugin.wasm outgrows its budget.

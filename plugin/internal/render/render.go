@@ -38,9 +38,11 @@ const Usage = `usage: mcp-resume <command> [flags]
 
 commands:
   whoami   show the MCP host identity this process (or --pid PID) resolves and the ancestor chain walked
-  list     list token files per app, with whether their host is alive (never the token)
-  prune    delete token and lock files whose host is gone, and token files older
-           than 30 days whose host cannot be checked
+  list     list token files per app, with whether their host is alive (never the token),
+           and ambiguity markers (host "ambiguous": two instances had one key at once)
+  prune    delete token and lock files whose host is gone, token files older
+           than 30 days whose host cannot be checked, and ambiguity markers unseen
+           for 30 days
   state list [APP]
            list the handle store of each app (or APP): per handle its key-hash prefix,
            state, generation, size, age and idle time (never a value or a handle)
@@ -326,6 +328,9 @@ func whoami(id *node, showDir, asJSON bool) []byte {
 		"\ninstance suffix: "+suffix+
 		"\ntoken file: "+id.str("token_file")+
 		"\nlock file: "+id.str("lock_file")+"\n"...)
+	if m := id.str("marker_file"); m != "" {
+		out = append(out, "ambiguity marker: "+m+" (resume stays off while it exists)\n"...)
+	}
 	if dir := id.str("state_dir"); showDir && dir != "" {
 		out = append(out, "state directory: "+dir+"\n"...)
 	}
@@ -357,7 +362,12 @@ func rows(apps []*node, member string, asJSON bool) []byte {
 					inst = "-"
 				}
 				age, _ := strconv.ParseInt(f.str("age_seconds"), 10, 64)
-				t = append(t, []string{app, f.str("pid"), f.str("start_time"), inst, f.str("host"), Age(age), file})
+				pid, start := f.str("pid"), f.str("start_time")
+				if f.str("host") == "ambiguous" {
+					// An ambiguity marker names no host.
+					pid, start = "-", "-"
+				}
+				t = append(t, []string{app, pid, start, inst, f.str("host"), Age(age), file})
 			} else {
 				t = append(t, []string{app, Reason(f.str("reason"), f.str("host")), file})
 			}
@@ -382,15 +392,18 @@ func join(dir, name string) string {
 	return dir + "/" + name
 }
 
-// Reason says why prune removed a file, in words: "host gone", or "aged:
+// Reason says why prune removed a file, in words: "host gone", "aged:
 // older than 30 days, host <state>" for the age rule (plugin/internal/resume,
-// MaxAge); an unknown reason as it is.
+// MaxAge), or "ambiguity marker unseen for 30 days" for a marker no
+// instance met for that long; an unknown reason as it is.
 func Reason(reason, host string) string {
 	switch reason {
 	case "host_gone":
 		return "host gone"
 	case "aged":
 		return "aged: older than 30 days, host " + host
+	case "unseen":
+		return "ambiguity marker unseen for 30 days"
 	}
 	return reason
 }

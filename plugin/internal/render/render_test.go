@@ -172,3 +172,30 @@ func TestRenderErrors(t *testing.T) {
 		}
 	}
 }
+
+// Ambiguity markers: a list row with host "ambiguous" and no pid or start
+// time; prune's reason in words; whoami names the marker.
+func TestRenderAmbiguous(t *testing.T) {
+	const marker = "ambiguous-0123456789abcdef"
+	in := renderInput{Command: "list", Apps: []renderApp{{App: "a", StateDir: "/s/a", Files: []hostfuncs.TokenFile{
+		{Name: marker, Instance: "0123456789abcdef", Host: hostfuncs.HostAmbiguous, AgeSeconds: 90},
+	}}}}
+	want := tabwriterTable([][]string{
+		{"APP", "PID", "START TIME", "INSTANCE", "HOST", "AGE", "FILE"},
+		{"a", "-", "-", "0123456789abcdef", "ambiguous", "90s", "/s/a/" + marker},
+	})
+	if got := render(t, in); !bytes.Equal(got, want) {
+		t.Errorf("list:\n%s\nwant\n%s", got, want)
+	}
+	in = renderInput{Command: "prune", Apps: []renderApp{{App: "a", StateDir: "/s/a", Removed: []hostfuncs.PrunedFile{
+		{Name: marker, Reason: hostfuncs.ReasonUnseen, Host: hostfuncs.HostAmbiguous},
+	}}}}
+	want = tabwriterTable([][]string{{"APP", "REMOVED BECAUSE", "FILE"}, {"a", "ambiguity marker unseen for 30 days", "/s/a/" + marker}})
+	if got := render(t, in); !bytes.Equal(got, want) {
+		t.Errorf("prune:\n%s\nwant\n%s", got, want)
+	}
+	in = renderInput{Command: "whoami", Whoami: hostfuncs.WhoamiOutput{PID: 4242, TokenFile: "t", LockFile: "l", MarkerFile: marker, Chain: []hostfuncs.Process{}}}
+	if got := render(t, in); !bytes.Contains(got, []byte("\nlock file: l\nambiguity marker: "+marker+" (resume stays off while it exists)\n")) {
+		t.Errorf("whoami:\n%s", got)
+	}
+}

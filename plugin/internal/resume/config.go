@@ -143,61 +143,130 @@ var VolatileEnv = []string{
 
 // defaultKeyTag starts every default instance key, so that the encoding
 // of one launch can equal no other's and no declared key a user would
-// write (a declared key is used as it is).
-const defaultKeyTag = "mcp-resume default instance key v1"
+// write (a declared key is used as it is). v1 keys (facts.args, facts.cwd,
+// facts.env as the host reported them) are no longer made.
+const defaultKeyTag = "mcp-resume default instance key v2"
 
-// DefaultInstanceKey returns the instance key of a server that declares
-// none: an unambiguous encoding of facts.args, facts.cwd and facts.env
-// without the variables of VolatileEnv and MCP_RESUME_STATE_DIR, or ""
-// (no instance) when all three
-// are empty. Every element is written as a netstring (<decimal length>:<bytes>,)
-// after a count, in the order tag, "args", count, each argument, "cwd",
-// cwd, "env", count, then each variable's name and value sorted by name
-// byte-wise; so two different launches never encode alike, whatever bytes
-// they hold. Only its SHA-256 (InstanceSuffix of plugin/internal/resume) reaches
-// a file name.
-func DefaultInstanceKey(f hostfuncs.Facts) string {
-	names := keyEnvNames(f.Env)
-	if len(f.Args) == 0 && f.Cwd == "" && len(names) == 0 {
-		return ""
-	}
+// materialTag starts every instance key material (KeyMaterial).
+const materialTag = "mcp-resume instance key material v2"
+
+// Launch is what the default instance key is made of: the server process
+// as it was started, read from the system rather than from the host's
+// facts, so that a server that changes its arguments, environment or
+// working directory before it opens the store keeps the key of its launch.
+type Launch struct {
+	// Args is the argument vector as exec'd: /proc/self/cmdline split at
+	// its NULs (Linux), or the argv of kern.procargs2 (macOS, Go and
+	// Python hosts). argv[0] and, for an interpreter, the script path or
+	// -m module are in it. Nil when PSArgs is used instead.
+	Args []string
+	// PSArgs is the output of `ps -o args=` for the server (macOS hosts
+	// that cannot call sysctl: Node): the arguments joined by spaces, so
+	// arguments that differ only in where the spaces are cannot be told
+	// apart there. "" when Args is used.
+	PSArgs string
+	// Env is the environment as exec'd, one "NAME=value" entry each:
+	// /proc/self/environ (Linux), the environment of kern.procargs2
+	// (macOS, Go and Python), or facts.env where nothing better exists
+	// (macOS Node: the environment at import of the binding).
+	Env []string
+	// Cwd is the working directory the host captured at import (facts.cwd).
+	Cwd string
+}
+
+// DefaultInstanceKey returns the instance key (v2) of a server that
+// declares none: an unambiguous encoding of l, the launch as exec'd,
+// without the variables of VolatileEnv and MCP_RESUME_STATE_DIR. Every
+// element is written as a netstring (<decimal length>:<bytes>,), in the
+// order: the tag "mcp-resume default instance key v2"; "argv", the count,
+// each argument (or "ps args" and the line, PSArgs); "cwd", the working
+// directory; "env", the count, then each kept entry "NAME=value" as it is,
+// sorted byte-wise (a host may pass the environment in any order; an entry
+// without "=" is kept whole, a name given twice twice). So two launches that
+// differ in any byte of program, arguments, working directory or kept
+// environment never encode alike. Only a digest of it, inside KeyMaterial,
+// reaches a file name.
+func DefaultInstanceKey(l Launch) string {
 	var b strings.Builder
-	ns := func(s string) {
+	ns := netstring(&b)
+	ns(defaultKeyTag)
+	if l.Args == nil && l.PSArgs != "" {
+		ns("ps args")
+		ns(l.PSArgs)
+	} else {
+		ns("argv")
+		ns(strconv.Itoa(len(l.Args)))
+		for _, a := range l.Args {
+			ns(a)
+		}
+	}
+	ns("cwd")
+	ns(l.Cwd)
+	env := keyEnv(l.Env)
+	ns("env")
+	ns(strconv.Itoa(len(env)))
+	for _, e := range env {
+		ns(e)
+	}
+	return b.String()
+}
+
+// KeyMaterial returns what the instance suffix of the file names and the
+// ambiguity marker are the digest of: the netstrings of the tag "mcp-resume
+// instance key material v2", "ns", the count and each namespace link
+// target (net, mnt, uts, ipc, user, cgroup of the server, in that order,
+// e.g. "net:[4026531840]"; none on macOS), then "key" and the instance key
+// (declared or default; "" for none). The namespaces are in it whatever the
+// key: two servers launched alike in two network namespaces (ip netns
+// exec) are two instances even when they declare one key.
+func KeyMaterial(namespaces []string, key string) string {
+	var b strings.Builder
+	ns := netstring(&b)
+	ns(materialTag)
+	ns("ns")
+	ns(strconv.Itoa(len(namespaces)))
+	for _, n := range namespaces {
+		ns(n)
+	}
+	ns("key")
+	ns(key)
+	return b.String()
+}
+
+// netstring returns a writer of one netstring to b.
+func netstring(b *strings.Builder) func(string) {
+	return func(s string) {
 		b.WriteString(strconv.Itoa(len(s)))
 		b.WriteByte(':')
 		b.WriteString(s)
 		b.WriteByte(',')
 	}
-	ns(defaultKeyTag)
-	ns("args")
-	ns(strconv.Itoa(len(f.Args)))
-	for _, a := range f.Args {
-		ns(a)
-	}
-	ns("cwd")
-	ns(f.Cwd)
-	ns("env")
-	ns(strconv.Itoa(len(names)))
-	for _, n := range names {
-		ns(n)
-		ns(f.Env[n])
-	}
-	return b.String()
 }
 
-// keyEnvNames returns the names of env that are part of the default
-// instance key, sorted byte-wise: all but VolatileEnv and
-// MCP_RESUME_STATE_DIR (the state root already separates launches that
-// differ in it: their files live in different directories).
-func keyEnvNames(env map[string]string) []string {
-	var names []string
-	for n := range env {
+// keyEnv returns the entries of env ("NAME=value") that are part of the
+// default instance key, sorted byte-wise: all but those named in
+// VolatileEnv and MCP_RESUME_STATE_DIR (the state root already separates
+// launches that differ in it: their files live in different directories).
+func keyEnv(env []string) []string {
+	var out []string
+	for _, e := range env {
+		n, _, _ := strings.Cut(e, "=")
 		if !slices.Contains(VolatileEnv, n) && n != EnvStateDir {
-			names = append(names, n)
+			out = append(out, e)
 		}
 	}
-	slices.Sort(names)
-	return names
+	slices.Sort(out)
+	return out
+}
+
+// envEntries returns env as "NAME=value" entries (facts.env, where the
+// environment at exec cannot be read).
+func envEntries(env map[string]string) []string {
+	out := make([]string, 0, len(env))
+	for n, v := range env {
+		out = append(out, n+"="+v)
+	}
+	return out
 }
 
 // undecodable reports whether s may not be what the process was given:
@@ -209,30 +278,39 @@ func undecodable(s string) bool {
 	return !utf8.ValidString(s) || strings.ContainsRune(s, utf8.RuneError)
 }
 
-// keyProblem says which input of the instance key cannot be told apart
-// from another launch's because the host could not carry it exactly, or ""
-// when every input is exact. declared is the declared key (option or
-// MCP_RESUME_INSTANCE), nil when the default key is used. It never quotes
-// a value: arguments and environment may hold secrets.
+// inexactFix ends every message about an input the host could not carry
+// exactly.
+const inexactFix = ": bytes that are not UTF-8 reach the plugin as U+FFFD, so launches that differ only in them would share a session; give this server entry an ASCII instance name (MCP_RESUME_INSTANCE or the instance option)"
+
+// keyProblem says which input of the instance key that the host reports
+// (rather than the system) cannot be told apart from another launch's
+// because the host could not carry it exactly, or "" when every such input
+// is exact. declared is the declared key (option or MCP_RESUME_INSTANCE),
+// nil when the default key is used: then the working directory (facts.cwd)
+// is checked; the arguments and environment come from the system
+// (Launch) and are exact. It never quotes a value: arguments and
+// environment may hold secrets.
 func keyProblem(declared *string, declaredFrom string, f hostfuncs.Facts) string {
-	const fix = ": bytes that are not UTF-8 reach the plugin as U+FFFD, so launches that differ only in them would share a session; give this server entry an ASCII instance name (MCP_RESUME_INSTANCE or the instance option)"
 	if declared != nil {
 		if undecodable(*declared) {
-			return "the instance key from " + declaredFrom + " is not exact" + fix
+			return "the instance key from " + declaredFrom + " is not exact" + inexactFix
 		}
 		return ""
 	}
-	for i, a := range f.Args {
-		if undecodable(a) {
-			return "argument " + strconv.Itoa(i+1) + " of the server is not exact" + fix
-		}
-	}
 	if undecodable(f.Cwd) {
-		return "the working directory is not exact" + fix
+		return "the working directory is not exact" + inexactFix
 	}
-	for _, n := range keyEnvNames(f.Env) {
-		if undecodable(n) || undecodable(f.Env[n]) {
-			return "environment variable " + strconv.QuoteToASCII(n) + " is not exact" + fix
+	return ""
+}
+
+// envProblem is keyProblem for facts.env where it stands in for the
+// environment at exec (macOS Node): the first variable kept in the key
+// that is not exact, or "".
+func envProblem(env map[string]string) string {
+	for _, e := range keyEnv(envEntries(env)) {
+		if undecodable(e) {
+			n, _, _ := strings.Cut(e, "=")
+			return "environment variable " + strconv.QuoteToASCII(n) + " is not exact" + inexactFix
 		}
 	}
 	return ""
@@ -274,8 +352,16 @@ type Config struct {
 	// the state_root option, else MCP_RESUME_STATE_DIR, else the default
 	// root; "" when unknown.
 	StateRoot string
-	// InstanceKey is the instance key; "" for none.
+	// InstanceKey is the declared instance key; "" for none or when
+	// DefaultKey is set.
 	InstanceKey string
+	// DefaultKey is set when no key was declared: the key is then
+	// DefaultInstanceKey of the launch, read from the system when the
+	// identity is first resolved.
+	DefaultKey bool
+	// InstanceFrom names where a declared key came from ("the instance
+	// option", MCP_RESUME_INSTANCE); "" for the default key.
+	InstanceFrom string
 	// KeyProblem, when not "", is why the instance key cannot be trusted
 	// (an input the host could not carry exactly): resume is off.
 	KeyProblem string
@@ -316,10 +402,11 @@ func (c Config) Resume() bool { return !c.Off && c.Problem == "" && c.KeyProblem
 //     lock or prune decision, whatever directory they are given;
 //   - the instance key: the declared one if any (nil is "not declared"),
 //     else env MCP_RESUME_INSTANCE if not empty, each used exactly as
-//     given, else DefaultInstanceKey (arguments, working directory and
-//     environment but VolatileEnv); "" or "-" is no instance. A key input
-//     that the host could not carry exactly (U+FFFD, see keyProblem) sets
-//     KeyProblem: resume off;
+//     given ("" or "-" is no instance), else DefaultKey: the default key
+//     (DefaultInstanceKey: program, arguments and environment as exec'd,
+//     working directory), which the store reads from the system when it
+//     first resolves the identity. A key input that the host could not
+//     carry exactly (U+FFFD, see keyProblem) sets KeyProblem: resume off;
 //   - launchers: the defaults, the declared ones, and env MCP_RESUME_LAUNCHERS;
 //   - env MCP_RESUME=off switches resume off;
 //   - env MCP_RESUME=on, or an MCP_RESUME_INSTANCE that is a key (not
@@ -383,14 +470,14 @@ func Configure(in hostfuncs.OpenInput, f hostfuncs.Facts, factsOK bool) (Config,
 		declared, from = &v, EnvInstance
 	}
 	if declared != nil {
-		c.InstanceKey = *declared
+		c.InstanceKey, c.InstanceFrom = *declared, from
 	} else {
-		c.InstanceKey = DefaultInstanceKey(f)
+		c.DefaultKey = true
 	}
 	if c.InstanceKey == NoInstance {
 		c.InstanceKey = ""
 	}
-	if c.InstanceKey != "" {
+	if c.InstanceKey != "" || c.DefaultKey {
 		c.KeyProblem = keyProblem(declared, from, f)
 	}
 	c.Launchers = procid.NewLauncherSet(in.Launchers, env(procid.EnvLaunchers))

@@ -30,7 +30,6 @@ func TestConfigure(t *testing.T) {
 		change(&f)
 		return f
 	}
-	argsKey := DefaultInstanceKey(linux)
 	const home = "/home/ada/.local/state/mcp-resume"
 	tests := []struct {
 		name     string
@@ -44,13 +43,13 @@ func TestConfigure(t *testing.T) {
 			name:  "linux defaults: instance from args",
 			in:    hostfuncs.OpenInput{App: "app"},
 			facts: linux,
-			want:  Config{App: "app", StateDir: home + "/app", StateRoot: home, InstanceKey: argsKey},
+			want:  Config{App: "app", StateDir: home + "/app", StateRoot: home, DefaultKey: true},
 		},
 		{
 			name:  "absolute XDG_STATE_HOME",
 			in:    hostfuncs.OpenInput{App: "app"},
 			facts: with(linux, func(f *hostfuncs.Facts) { f.XDGStateHome = "/x/state/" }),
-			want:  Config{App: "app", StateDir: "/x/state/mcp-resume/app", StateRoot: "/x/state/mcp-resume", InstanceKey: argsKey},
+			want:  Config{App: "app", StateDir: "/x/state/mcp-resume/app", StateRoot: "/x/state/mcp-resume", DefaultKey: true},
 		},
 		{
 			// A relative XDG_STATE_HOME is ignored: it would move with the
@@ -58,19 +57,19 @@ func TestConfigure(t *testing.T) {
 			name:  "relative XDG_STATE_HOME",
 			in:    hostfuncs.OpenInput{App: "app"},
 			facts: with(linux, func(f *hostfuncs.Facts) { f.XDGStateHome = "~/x" }),
-			want:  Config{App: "app", StateDir: home + "/app", StateRoot: home, InstanceKey: argsKey},
+			want:  Config{App: "app", StateDir: home + "/app", StateRoot: home, DefaultKey: true},
 		},
 		{
 			name:  "macOS ignores XDG",
 			in:    hostfuncs.OpenInput{App: "app"},
 			facts: with(linux, func(f *hostfuncs.Facts) { f.OS = "darwin"; f.Home = "/Users/ada"; f.XDGStateHome = "/x" }),
-			want:  Config{App: "app", StateDir: "/Users/ada/Library/Application Support/mcp-resume/app", StateRoot: "/Users/ada/Library/Application Support/mcp-resume", InstanceKey: argsKey},
+			want:  Config{App: "app", StateDir: "/Users/ada/Library/Application Support/mcp-resume/app", StateRoot: "/Users/ada/Library/Application Support/mcp-resume", DefaultKey: true},
 		},
 		{
 			name:  "declared state dir is a cleaned root; env instance",
 			in:    hostfuncs.OpenInput{App: "app", StateRoot: "/srv//state/./x/"},
 			facts: with(linux, func(f *hostfuncs.Facts) { f.Env["MCP_RESUME_INSTANCE"] = "work" }),
-			want:  Config{App: "app", StateDir: "/srv/state/x/app", StateRoot: "/srv/state/x", InstanceKey: "work", Vouch: "MCP_RESUME_INSTANCE"},
+			want:  Config{App: "app", StateDir: "/srv/state/x/app", StateRoot: "/srv/state/x", InstanceKey: "work", InstanceFrom: "MCP_RESUME_INSTANCE", Vouch: "MCP_RESUME_INSTANCE"},
 		},
 		{
 			name: "env state dir is a root; declared instance wins over env",
@@ -79,80 +78,76 @@ func TestConfigure(t *testing.T) {
 				f.Env["MCP_RESUME_STATE_DIR"] = "/e/dir"
 				f.Env["MCP_RESUME_INSTANCE"] = "work"
 			}),
-			want: Config{App: "app", StateDir: "/e/dir/app", StateRoot: "/e/dir", InstanceKey: "mine", Vouch: "MCP_RESUME_INSTANCE"},
+			want: Config{App: "app", StateDir: "/e/dir/app", StateRoot: "/e/dir", InstanceKey: "mine", InstanceFrom: "the instance option", Vouch: "MCP_RESUME_INSTANCE"},
 		},
 		{
 			name:  "root state dir",
 			in:    hostfuncs.OpenInput{App: "MyApp", StateRoot: "/", Instance: strp("-")},
 			facts: linux,
-			want:  Config{App: "MyApp", StateDir: "/+my+app", StateRoot: "/"},
+			want:  Config{App: "MyApp", StateDir: "/+my+app", StateRoot: "/", InstanceFrom: "the instance option"},
 		},
 		{
 			name:  "declared no instance",
 			in:    hostfuncs.OpenInput{App: "app", Instance: strp("-")},
 			facts: linux,
-			want:  Config{App: "app", StateDir: home + "/app", StateRoot: home},
+			want:  Config{App: "app", StateDir: home + "/app", StateRoot: home, InstanceFrom: "the instance option"},
 		},
 		{
 			name:  "declared empty instance",
 			in:    hostfuncs.OpenInput{App: "app", Instance: strp("")},
 			facts: with(linux, func(f *hostfuncs.Facts) { f.Env["MCP_RESUME_INSTANCE"] = "work" }),
-			want:  Config{App: "app", StateDir: home + "/app", StateRoot: home, Vouch: "MCP_RESUME_INSTANCE"},
+			want:  Config{App: "app", StateDir: home + "/app", StateRoot: home, InstanceFrom: "the instance option", Vouch: "MCP_RESUME_INSTANCE"},
 		},
 		{
 			name:  "env no instance",
 			in:    hostfuncs.OpenInput{App: "app"},
 			facts: with(linux, func(f *hostfuncs.Facts) { f.Env["MCP_RESUME_INSTANCE"] = "-" }),
-			want:  Config{App: "app", StateDir: home + "/app", StateRoot: home},
+			want:  Config{App: "app", StateDir: home + "/app", StateRoot: home, InstanceFrom: "MCP_RESUME_INSTANCE"},
 		},
 		{
-			name:  "no args, no cwd, no env: no instance",
+			// The default key is read from the launch later: facts.args
+			// and facts.env are no longer its source.
+			name:  "no args, no cwd, no env: still the default key",
 			in:    hostfuncs.OpenInput{App: "app"},
 			facts: with(linux, func(f *hostfuncs.Facts) { f.Args = nil }),
-			want:  Config{App: "app", StateDir: home + "/app", StateRoot: home},
-		},
-		{
-			name:  "only volatile env: no instance",
-			in:    hostfuncs.OpenInput{App: "app"},
-			facts: with(linux, func(f *hostfuncs.Facts) { f.Args = nil; f.Env["SHLVL"] = "2"; f.Env["_"] = "/usr/bin/x" }),
-			want:  Config{App: "app", StateDir: home + "/app", StateRoot: home},
+			want:  Config{App: "app", StateDir: home + "/app", StateRoot: home, DefaultKey: true},
 		},
 		{
 			name:  "MCP_RESUME=on vouches for the host",
 			in:    hostfuncs.OpenInput{App: "app", Instance: strp("-")},
 			facts: with(linux, func(f *hostfuncs.Facts) { f.Env["MCP_RESUME"] = "on"; f.Env["MCP_RESUME_INSTANCE"] = "work" }),
-			want:  Config{App: "app", StateDir: home + "/app", StateRoot: home, Vouch: "MCP_RESUME=on"},
+			want:  Config{App: "app", StateDir: home + "/app", StateRoot: home, InstanceFrom: "the instance option", Vouch: "MCP_RESUME=on"},
 		},
 		{
 			name:  "a declared instance does not vouch",
 			in:    hostfuncs.OpenInput{App: "app", Instance: strp("tenant")},
 			facts: linux,
-			want:  Config{App: "app", StateDir: home + "/app", StateRoot: home, InstanceKey: "tenant"},
+			want:  Config{App: "app", StateDir: home + "/app", StateRoot: home, InstanceKey: "tenant", InstanceFrom: "the instance option"},
 		},
 		{
 			name:  "MCP_RESUME=off",
 			in:    hostfuncs.OpenInput{App: "app"},
 			facts: with(linux, func(f *hostfuncs.Facts) { f.Args = nil; f.Env["MCP_RESUME"] = "off" }),
-			want:  Config{App: "app", StateDir: home + "/app", StateRoot: home, InstanceKey: DefaultInstanceKey(hostfuncs.Facts{Env: map[string]string{"MCP_RESUME": "off"}}), Off: true},
+			want:  Config{App: "app", StateDir: home + "/app", StateRoot: home, DefaultKey: true, Off: true},
 		},
 		{
 			name:  "no home",
 			in:    hostfuncs.OpenInput{App: "app"},
 			facts: with(linux, func(f *hostfuncs.Facts) { f.Args = nil; f.Home = "" }),
-			want:  Config{App: "app", Problem: "no home directory to put the default state directory in: set MCP_RESUME_STATE_DIR"},
+			want:  Config{App: "app", Problem: "no home directory to put the default state directory in: set MCP_RESUME_STATE_DIR", DefaultKey: true},
 		},
 		{
 			name:  "unsupported system",
 			in:    hostfuncs.OpenInput{App: "app", StateRoot: "/s"},
 			facts: with(linux, func(f *hostfuncs.Facts) { f.Args = nil; f.OS = "win32" }),
-			want:  Config{App: "app", StateDir: "/s/app", StateRoot: "/s", Problem: `process identity is not supported on "win32" (spec 000, Platform Support)`},
+			want:  Config{App: "app", StateDir: "/s/app", StateRoot: "/s", Problem: `process identity is not supported on "win32" (spec 000, Platform Support)`, DefaultKey: true},
 		},
 		{
 			name:     "facts unusable",
 			in:       hostfuncs.OpenInput{App: "app", StateRoot: "/s"},
 			facts:    linux,
 			factsBad: true,
-			want:     Config{App: "app", StateDir: "/s/app", StateRoot: "/s", Problem: "mcp_resume_facts gave no usable answer"},
+			want:     Config{App: "app", StateDir: "/s/app", StateRoot: "/s", Problem: "mcp_resume_facts gave no usable answer", DefaultKey: true},
 		},
 		{name: "bad app", in: hostfuncs.OpenInput{App: "../x"}, facts: linux, wantCode: hostfuncs.CodeInvalidApp},
 		{name: "no app", in: hostfuncs.OpenInput{}, facts: linux, wantCode: hostfuncs.CodeInvalidApp},
@@ -211,53 +206,73 @@ func TestAppDirName(t *testing.T) {
 	}
 }
 
-// TestDefaultInstanceKey: launches of one command that differ in working
-// directory, environment or the split of their arguments get different
-// keys; launches that differ only in the variables that change on every
-// launch get the same key.
+// TestDefaultInstanceKey: launches of one command that differ in program,
+// script, working directory, environment or the split of their arguments
+// get different keys; launches that differ only in the variables that
+// change on every launch, or in the order of the environment, get the
+// same key.
 func TestDefaultInstanceKey(t *testing.T) {
-	base := hostfuncs.Facts{Args: []string{"serve"}, Cwd: "/ws/A", Env: map[string]string{"PATH": "/usr/bin", "ACCOUNT": "work"}}
-	with := func(change func(f *hostfuncs.Facts)) hostfuncs.Facts {
-		f := base
-		f.Args = append([]string(nil), base.Args...)
-		f.Env = map[string]string{}
-		for k, v := range base.Env {
-			f.Env[k] = v
-		}
-		change(&f)
-		return f
+	base := Launch{Args: []string{"python3", "/home/u/work/notes/server.py", "serve"}, Cwd: "/ws/A", Env: []string{"PATH=/usr/bin", "ACCOUNT=work"}}
+	with := func(change func(l *Launch)) Launch {
+		l := base
+		l.Args = append([]string(nil), base.Args...)
+		l.Env = append([]string(nil), base.Env...)
+		change(&l)
+		return l
 	}
-	differ := map[string]hostfuncs.Facts{
-		"another project (cwd /ws/B)":        with(func(f *hostfuncs.Facts) { f.Cwd = "/ws/B" }),
-		"another account (ACCOUNT=personal)": with(func(f *hostfuncs.Facts) { f.Env["ACCOUNT"] = "personal" }),
-		"a variable more":                    with(func(f *hostfuncs.Facts) { f.Env["DEBUG"] = "" }),
-		"no cwd":                             with(func(f *hostfuncs.Facts) { f.Cwd = "" }),
-		"arguments split differently":        with(func(f *hostfuncs.Facts) { f.Args = []string{"ser", "ve"} }),
-		"an argument more":                   with(func(f *hostfuncs.Facts) { f.Args = append(f.Args, "") }),
-		"argument moved into the cwd":        with(func(f *hostfuncs.Facts) { f.Args = nil; f.Cwd = "serve" }),
-		"value moved into the name":          with(func(f *hostfuncs.Facts) { delete(f.Env, "ACCOUNT"); f.Env["ACCOUNT=work"] = "" }),
-		"name/value boundary":                with(func(f *hostfuncs.Facts) { delete(f.Env, "ACCOUNT"); f.Env["ACCOUN"] = "Twork" }),
-		"MCP_RESUME_LAUNCHERS set":           with(func(f *hostfuncs.Facts) { f.Env["MCP_RESUME_LAUNCHERS"] = "x" }),
+	differ := map[string]Launch{
+		"another script (the program is in the key)": with(func(l *Launch) { l.Args[1] = "/home/u/home/notes/server.py" }),
+		"another package version (npx pkg@2)":        with(func(l *Launch) { l.Args = []string{"npx", "pkg@2"} }),
+		"another project (cwd /ws/B)":                with(func(l *Launch) { l.Cwd = "/ws/B" }),
+		"another account (ACCOUNT=personal)":         with(func(l *Launch) { l.Env[1] = "ACCOUNT=personal" }),
+		"a variable more":                            with(func(l *Launch) { l.Env = append(l.Env, "DEBUG=") }),
+		"a variable twice":                           with(func(l *Launch) { l.Env = append(l.Env, "ACCOUNT=work") }),
+		"an entry without =":                         with(func(l *Launch) { l.Env = append(l.Env, "DEBUG") }),
+		"no cwd":                                     with(func(l *Launch) { l.Cwd = "" }),
+		"arguments split differently":                with(func(l *Launch) { l.Args[2] = "ser"; l.Args = append(l.Args, "ve") }),
+		"an argument more":                           with(func(l *Launch) { l.Args = append(l.Args, "") }),
+		"argument moved into the cwd":                with(func(l *Launch) { l.Args = l.Args[:2]; l.Cwd = "serve" }),
+		"name/value boundary":                        with(func(l *Launch) { l.Env[1] = "ACCOUN=Twork" }),
+		"MCP_RESUME_LAUNCHERS set":                   with(func(l *Launch) { l.Env = append(l.Env, "MCP_RESUME_LAUNCHERS=x") }),
+		"ps args (macOS Node) of the same words":     {PSArgs: "python3 /home/u/work/notes/server.py serve", Cwd: "/ws/A", Env: base.Env},
 	}
 	k := DefaultInstanceKey(base)
 	seen := map[string]string{k: "base"}
-	for name, f := range differ {
-		got := DefaultInstanceKey(f)
+	for name, l := range differ {
+		got := DefaultInstanceKey(l)
 		if other, dup := seen[got]; dup {
 			t.Errorf("%s: same key as %s", name, other)
 		}
 		seen[got] = name
 	}
-	same := with(func(f *hostfuncs.Facts) {
+	same := with(func(l *Launch) {
 		for i, n := range VolatileEnv {
-			f.Env[n] = "launch-" + strconv.Itoa(i)
+			l.Env = append(l.Env, n+"=launch-"+strconv.Itoa(i))
 		}
+		l.Env = append(l.Env, "MCP_RESUME_STATE_DIR=/elsewhere")
+		l.Env[0], l.Env[1] = l.Env[1], l.Env[0]
 	})
 	if DefaultInstanceKey(same) != k {
-		t.Errorf("the variables of VolatileEnv changed the key")
+		t.Errorf("the variables of VolatileEnv, MCP_RESUME_STATE_DIR or the order changed the key")
 	}
-	if DefaultInstanceKey(hostfuncs.Facts{Env: map[string]string{"PWD": "/x"}}) != "" {
-		t.Errorf("only volatile variables: want no instance")
+	const want = "34:mcp-resume default instance key v2,4:argv,1:1,1:x,3:cwd,2:/w,3:env,1:1,3:A=1,"
+	if got := DefaultInstanceKey(Launch{Args: []string{"x"}, Cwd: "/w", Env: []string{"_=/x", "A=1"}}); got != want {
+		t.Errorf("DefaultInstanceKey = %q, want %q", got, want)
+	}
+}
+
+// TestKeyMaterial: the namespaces are in the material whatever the key, so
+// one key in two network namespaces names two files; the encoding is
+// pinned.
+func TestKeyMaterial(t *testing.T) {
+	ns := []string{"net:[1]", "mnt:[2]"}
+	if KeyMaterial(ns, "k") == KeyMaterial([]string{"net:[9]", "mnt:[2]"}, "k") || KeyMaterial(ns, "") == KeyMaterial(ns, "k") ||
+		KeyMaterial([]string{"a"}, "b") == KeyMaterial([]string{}, "1:a,3:key,1:b") {
+		t.Errorf("KeyMaterial is ambiguous")
+	}
+	const want = "35:mcp-resume instance key material v2,2:ns,1:2,7:net:[1],7:mnt:[2],3:key,1:k,"
+	if got := KeyMaterial(ns, "k"); got != want {
+		t.Errorf("KeyMaterial = %q, want %q", got, want)
 	}
 }
 
@@ -275,16 +290,14 @@ func TestConfigure_Undecodable(t *testing.T) {
 		change func(f *hostfuncs.Facts)
 		want   string // a part of KeyProblem; "" for none
 	}{
-		{name: "argument", change: func(f *hostfuncs.Facts) { f.Args = []string{"a", bad} }, want: "argument 2"},
+		// Arguments and environment come from the launch (/proc/self), exact.
+		{name: "argument", change: func(f *hostfuncs.Facts) { f.Args = []string{"a", bad} }, want: ""},
 		{name: "cwd", change: func(f *hostfuncs.Facts) { f.Cwd = "/ws/" + bad }, want: "working directory"},
-		{name: "env value", change: func(f *hostfuncs.Facts) { f.Env["TOKEN"] = bad }, want: `environment variable "TOKEN"`},
-		{name: "env name", change: func(f *hostfuncs.Facts) { f.Env[bad] = "1" }, want: "environment variable"},
-		{name: "volatile env value is not a key input", change: func(f *hostfuncs.Facts) { f.Env["OLDPWD"] = bad }, want: ""},
+		{name: "env value", change: func(f *hostfuncs.Facts) { f.Env["TOKEN"] = bad }, want: ""},
 		{name: "env instance", change: func(f *hostfuncs.Facts) { f.Env["MCP_RESUME_INSTANCE"] = bad }, want: "MCP_RESUME_INSTANCE"},
 		{name: "declared instance", in: hostfuncs.OpenInput{Instance: strp(bad)}, change: func(f *hostfuncs.Facts) {}, want: "instance option"},
-		{name: "declared ASCII instance covers a bad argument", in: hostfuncs.OpenInput{Instance: strp("work")}, change: func(f *hostfuncs.Facts) { f.Args = []string{bad} }, want: ""},
-		{name: "env ASCII instance covers a bad env value", change: func(f *hostfuncs.Facts) { f.Env["MCP_RESUME_INSTANCE"] = "work"; f.Env["X"] = bad }, want: ""},
-		{name: "no instance declared covers a bad argument", in: hostfuncs.OpenInput{Instance: strp("-")}, change: func(f *hostfuncs.Facts) { f.Args = []string{bad} }, want: ""},
+		{name: "declared ASCII instance covers a bad cwd", in: hostfuncs.OpenInput{Instance: strp("work")}, change: func(f *hostfuncs.Facts) { f.Cwd = bad }, want: ""},
+		{name: "no instance declared covers a bad cwd", in: hostfuncs.OpenInput{Instance: strp("-")}, change: func(f *hostfuncs.Facts) { f.Cwd = bad }, want: ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -309,9 +322,14 @@ func TestConfigure_Undecodable(t *testing.T) {
 	}
 	// Invalid UTF-8 that reached the plugin raw counts too.
 	f := linux
-	f.Args = []string{"--x=\xff"}
+	f.Cwd = "/ws/\xff"
 	if c, _ := Configure(hostfuncs.OpenInput{App: "app"}, f, true); c.KeyProblem == "" {
-		t.Errorf("a raw invalid byte in an argument left the key trusted")
+		t.Errorf("a raw invalid byte in the working directory left the key trusted")
+	}
+	// facts.env stands in for the environment at exec only on macOS Node
+	// (envProblem).
+	if p := envProblem(map[string]string{"TOKEN": bad, "OLDPWD": bad}); !strings.Contains(p, `"TOKEN"`) || strings.Contains(p, "OLDPWD") || strings.Contains(p, "s3cret") {
+		t.Errorf("envProblem = %q", p)
 	}
 }
 

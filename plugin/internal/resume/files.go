@@ -130,7 +130,7 @@ type listed struct {
 
 // scan keeps the entries the plugin acts on: regular files (not symlinks,
 // directories, FIFOs), whose names obey ValidFileName and parse with one of
-// prefixes (ParseName). They come grouped by prefix, in the order of
+// prefixes (ParseName; ParseMarker for MarkerPrefix). They come grouped by prefix, in the order of
 // prefixes, and sorted by name (byte order) within a group.
 func scan(entries []hostfuncs.ListEntry, prefixes ...string) []listed {
 	// Sorting names (slices.Sort of strings, linked already) rather than
@@ -148,7 +148,11 @@ func scan(entries []hostfuncs.ListEntry, prefixes ...string) []listed {
 	var out []listed
 	for _, p := range prefixes {
 		for _, name := range names {
-			if n, ok := ParseName(p, name); ok {
+			if p == MarkerPrefix {
+				if inst, ok := ParseMarker(name); ok {
+					out = append(out, listed{prefix: p, name: name, parsed: Name{Instance: inst}, age: byName[name]})
+				}
+			} else if n, ok := ParseName(p, name); ok {
 				out = append(out, listed{prefix: p, name: name, parsed: n, age: byName[name]})
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -102,15 +103,17 @@ func TestStore_Sweep(t *testing.T) {
 }
 
 // TestStore_SweepWhenBusy: the sweep follows the verdict on the directory,
-// not the lock: an instance that finds the lock busy still sweeps.
+// not the lock: an instance that finds the lock busy still sweeps. (No
+// instance key, so the second instance only runs without resume.)
 func TestStore_SweepWhenBusy(t *testing.T) {
 	h, dir := newHost(t)
-	first := h.open(openInput(dir))
+	in := `{"app":"conformance","state_root":` + strconv.Quote(filepath.Dir(dir)) + `,"instance":"-"}`
+	first := h.open(in)
 	mustLoad(t, first)
 	write(t, filepath.Join(dir, staleTemp), "half")
 	age(t, filepath.Join(dir, staleTemp), 2*time.Minute)
 	h2 := h.sibling()
-	s := h2.open(openInput(dir))
+	s := h2.open(in)
 	mustLoad(t, s)
 	if ev := h2.events(); !slices.Contains(ev, resume.EventInstanceBusy) {
 		t.Errorf("events %q, want %s", ev, resume.EventInstanceBusy)
@@ -171,7 +174,7 @@ func TestStore_RelativeStateRoot(t *testing.T) {
 	h.Dir = out.StateDir
 	mustLoad(t, s)
 	mustStore(t, s, "tok-A")
-	if b, err := os.ReadFile(filepath.Join(dir, tokenFile)); err != nil || string(b) != "tok-A" {
+	if b, err := os.ReadFile(filepath.Join(dir, plainTokenFile)); err != nil || string(b) != "tok-A" {
 		t.Errorf("token file: %q, %v", b, err)
 	}
 	for cwd, why := range map[string]string{

@@ -13,13 +13,42 @@ import (
 type testHost struct{ *testhost.Host }
 
 // The default system of the conformance cases (testhost.New) and the
-// names its identity gives.
+// names its identity gives: plain with no instance (MCP_RESUME_INSTANCE=-),
+// else with the suffix of the default key of its launch.
 const (
-	serverStat = testhost.ServerStat
-	hostStart  = "98765.0f1e2d3c4b5a69788796a5b4c3d2e1f0.4026531836.2049x1234567"
-	tokenFile  = "token-4242-" + hostStart
-	lockFile   = "lock-4242-" + hostStart
+	serverStat     = testhost.ServerStat
+	hostStart      = "98765.0f1e2d3c4b5a69788796a5b4c3d2e1f0.4026531836.2049x1234567"
+	plainTokenFile = "token-4242-" + hostStart
+	plainLockFile  = "lock-4242-" + hostStart
 )
+
+var (
+	defaultSuffix = launchSuffix(resume.Launch{Args: []string{"server"}, Env: []string{"HOME=/home/u", "PATH=/usr/bin:/bin"}})
+	tokenFile     = plainTokenFile + "-" + defaultSuffix
+	lockFile      = plainLockFile + "-" + defaultSuffix
+	markerFile    = resume.MarkerPrefix + defaultSuffix
+)
+
+// defaultNS are the default system's namespaces in key order.
+func defaultNS() []string {
+	var out []string
+	for _, n := range resume.KeyNamespaces {
+		out = append(out, testhost.Namespaces[n])
+	}
+	return out
+}
+
+// launchSuffix is the instance suffix of a server launched as l in the
+// default system's namespaces.
+func launchSuffix(l resume.Launch) string {
+	return resume.InstanceSuffix(resume.KeyMaterial(defaultNS(), resume.DefaultInstanceKey(l)))
+}
+
+// keySuffix is the instance suffix of a declared key in the default
+// system's namespaces.
+func keySuffix(key string) string {
+	return resume.InstanceSuffix(resume.KeyMaterial(defaultNS(), key))
+}
 
 var (
 	data = testhost.Data

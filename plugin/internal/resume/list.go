@@ -75,7 +75,9 @@ func (s *Store) hosts(files []listed) []string {
 
 // List is the list export: every token file in the state directory whose
 // name parses as token-<pid>-<start_time>[-<instance>], with whether its host
-// is alive, gone or unknown (procid.Liveness) and its age in whole seconds,
+// is alive, gone or unknown (procid.Liveness), then every ambiguity marker
+// (ambiguous-<instance>: host "ambiguous", pid 0, no start time), each with
+// its age in whole seconds,
 // at least 0 (a host may report -1 for a file written a moment ago: its
 // clock and the file system's timestamps differ in resolution). It
 // needs no identity, never reads a token, and never creates the state
@@ -104,15 +106,21 @@ func (s *Store) List() (hostfuncs.ListOutput, *hostfuncs.Error) {
 		out.Files = append(out.Files, hostfuncs.TokenFile{Name: f.name, PID: f.parsed.PID, StartTime: f.parsed.StartTime,
 			Instance: f.parsed.Instance, Host: states[i], AgeSeconds: max(f.age, 0)})
 	}
+	for _, m := range scan(all, MarkerPrefix) {
+		out.Files = append(out.Files, hostfuncs.TokenFile{Name: m.name, Instance: m.parsed.Instance, Host: hostfuncs.HostAmbiguous, AgeSeconds: max(m.age, 0)})
+	}
 	return out, nil
 }
 
 // Prune is the prune export: it removes the token and lock files of hosts
 // that are gone (the pid is absent, a zombie, or names another process or
-// boot) and the token files whose host cannot be checked once older than
+// boot), the token files whose host cannot be checked once older than
 // MaxAge (never lock files: their modification time never moves, so age
-// says nothing about whether an instance still holds one). It never removes
-// a live host's files, nor this instance's own. It needs no identity, so
+// says nothing about whether an instance still holds one), and the
+// ambiguity markers no instance has met for MaxAge (each instance that
+// meets one rewrites it, so its age is the time since its key was last
+// seen; reason "unseen"). It never removes a live host's files, nor this
+// instance's own (its marker included). It needs no identity, so
 // `mcp-resume prune` can run it for any state directory, and never creates
 // the directory. Failures are skipped: when unsure, keep. Error:
 // hostfuncs.CodeNotOpen.
@@ -141,6 +149,12 @@ func (s *Store) prune(all []hostfuncs.ListEntry) hostfuncs.PruneOutput {
 		}
 	}
 	states := s.hosts(files)
+	for _, m := range scan(all, MarkerPrefix) {
+		if m.name != s.marker && m.age > MaxAge {
+			files = append(files, m)
+			states = append(states, hostfuncs.HostAmbiguous)
+		}
+	}
 	for i, f := range files {
 		reason := ""
 		switch {
@@ -150,6 +164,8 @@ func (s *Store) prune(all []hostfuncs.ListEntry) hostfuncs.PruneOutput {
 			reason = hostfuncs.ReasonHostGone
 		case states[i] == hostfuncs.HostUnknown && f.age > MaxAge && f.prefix == FilePrefix:
 			reason = hostfuncs.ReasonAged
+		case f.prefix == MarkerPrefix:
+			reason = hostfuncs.ReasonUnseen
 		default:
 			continue
 		}
@@ -159,8 +175,11 @@ func (s *Store) prune(all []hostfuncs.ListEntry) hostfuncs.PruneOutput {
 		}
 		out.Removed = append(out.Removed, hostfuncs.PrunedFile{Name: f.name, Reason: reason, Host: states[i]})
 		detail := f.name + ": host " + states[i]
-		if reason == hostfuncs.ReasonAged {
+		switch reason {
+		case hostfuncs.ReasonAged:
 			detail += ", older than 30 days"
+		case hostfuncs.ReasonUnseen:
+			detail = f.name + ": ambiguity marker unseen for 30 days"
 		}
 		s.log(hostfuncs.LevelInfo, EventStaleRemoved, MsgStaleRemoved, detail)
 	}

@@ -41,9 +41,10 @@ func CheckToken(b []byte) string {
 	return ""
 }
 
-// InstanceSuffix returns the file-name suffix for an instance key: "" for
-// "", else the first 16 hex digits of its SHA-256 (the key may hold a
-// server's arguments, so only a digest reaches the file system).
+// InstanceSuffix returns the file-name suffix for an instance key material
+// (KeyMaterial): "" for "", else the first 16 hex digits of its SHA-256
+// (the key may hold a server's arguments and environment, so only a digest
+// reaches the file system).
 func InstanceSuffix(instance string) string {
 	if instance == "" {
 		return ""
@@ -97,6 +98,18 @@ func ParseName(prefix, name string) (Name, bool) {
 		return Name{}, false
 	}
 	return Name{PID: pid, StartTime: start, Instance: inst}, true
+}
+
+// MarkerPrefix starts the name of an ambiguity marker:
+// ambiguous-<InstanceSuffix of the key material>. It has no host part, so
+// it outlives both instances and their host (plugin/README.md, "Files").
+const MarkerPrefix = "ambiguous-"
+
+// ParseMarker returns the 16 hex digits of an ambiguity marker's name
+// (MarkerPrefix), and false for any other name.
+func ParseMarker(name string) (string, bool) {
+	hex16, ok := strings.CutPrefix(name, MarkerPrefix)
+	return hex16, ok && isHex16(hex16)
 }
 
 func isHex16(s string) bool {

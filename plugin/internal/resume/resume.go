@@ -55,6 +55,14 @@ const (
 	// (bytes that are not UTF-8), so launches that differ only there would
 	// share one session (Config.KeyProblem).
 	MsgKeyInexact = "Instance key holds bytes the host could not carry exactly, session resume disabled for this instance"
+	// Ours: what the instance key is read from (the server's launch or
+	// namespaces) could not be read (key.go).
+	MsgKeyUnreadable = "Could not read what tells this server's launches apart, session resume disabled for this instance"
+	// Ours: two live instances under one host have one key (default key),
+	// so an ambiguity marker stops both from resuming (ambiguous.go).
+	MsgAmbiguous = "Two server instances under this host were launched identically (same program, arguments, working directory and environment), so neither resumes a session: give each server entry its own MCP_RESUME_INSTANCE"
+	// Ours: MsgAmbiguous for a declared key.
+	MsgAmbiguousDeclared = "Two server instances under this host declared the same instance key, so neither resumes a session: give each server entry its own MCP_RESUME_INSTANCE"
 	// Ours, debug: the MCP host was identified.
 	MsgHostIdentified = "MCP host identified"
 	// Ours, info: MCP_RESUME=on vouches for the MCP host (the trust rule is
@@ -81,6 +89,8 @@ const (
 	EventStaleRemoved        = "stale_removed"
 	EventResumeOff           = "resume_off"
 	EventKeyInexact          = "instance_key_inexact"
+	EventKeyUnreadable       = "instance_key_unreadable"
+	EventAmbiguous           = "instance_ambiguous"
 	EventHostIdentified      = "host_identified"
 	EventHostShared          = "host_shared"
 	EventHostTrustVouched    = "host_trust_vouched"
@@ -110,6 +120,11 @@ type Store struct {
 	namesDone bool
 	id        procid.Identity
 	idErr     error
+	key       keyDone // the names' suffix and marker, or why the key is unusable
+
+	marker    string // ambiguous-<suffix>, "" when no marker applies (no instance)
+	ambiguous bool   // the marker exists: load offers nothing, store writes nothing
+	listed    bool   // init's listing just showed whether the marker exists
 
 	current string // token last loaded or stored; what reject compares against
 	offered bool   // load returned a token that has not been rejected yet
@@ -181,6 +196,10 @@ func (s *Store) init() {
 			s.log(hostfuncs.LevelWarn, EventHostShared, s.idErr.Error(), "")
 			return
 		}
+		if s.key.event != "" {
+			s.log(hostfuncs.LevelWarn, s.key.event, s.key.msg, s.key.detail)
+			return
+		}
 		s.log(hostfuncs.LevelWarn, EventIdentityUnavailable, MsgIdentityUnavailable, s.idProblem())
 		return
 	}
@@ -203,13 +222,28 @@ func (s *Store) init() {
 	// The directory is judged: sweep now, whether or not the lock is free;
 	// the same listing serves the prune below.
 	all, lerr := s.entries()
+	// A key marked ambiguous resumes nothing, whichever instance runs
+	// (ambiguous.go); its other files are still pruned.
+	if s.marker != "" && lerr == nil && hasEntry(all, s.marker) {
+		s.setAmbiguous(false)
+		s.prune(all)
+		return
+	}
+	s.listed = lerr == nil
 	// Instances that cannot be told apart share one name: the first owns
-	// it for its lifetime, the others run without resume (several server
-	// instances under one host; spec 000's Known Limitation). On Linux every
-	// host also binds the abstract socket named by lockSocket, so that Go,
-	// Python and Node servers exclude one another.
+	// it for its lifetime (several server instances under one host; spec
+	// 000's Known Limitation). With an instance key, the second marks the
+	// key ambiguous, so that neither resumes, now or after a restart; with
+	// none (MCP_RESUME_INSTANCE=-, one session per host by choice) it runs
+	// without resume. On Linux every host also binds the abstract socket
+	// named by lockSocket, so that Go, Python and Node servers exclude one
+	// another.
 	var lk hostfuncs.Empty
 	if err := s.invoke(hostfuncs.FnLock, hostfuncs.LockRequest{Name: s.lock, Socket: s.lockSocket()}, &lk, &lk.Error); errCode(err) == hostfuncs.CodeBusy {
+		if s.marker != "" {
+			s.setAmbiguous(true)
+			return
+		}
 		s.log(hostfuncs.LevelWarn, EventInstanceBusy, MsgInstanceBusy, "set a distinct instance (host option or MCP_RESUME_INSTANCE) to resume each instance separately")
 		return
 	} else if err != nil {
@@ -265,7 +299,11 @@ func (s *Store) resolveNames() bool {
 	if s.id.Trust, s.idErr = trust(s.cfg, s.facts, s.id, s.inspect); s.idErr != nil {
 		return false
 	}
-	suffix := InstanceSuffix(s.cfg.InstanceKey)
+	if s.key = s.keyFor(hostfuncs.PIDSelf, s.id.PID, s.facts.Cwd, true); s.key.event != "" {
+		return false
+	}
+	suffix := s.key.suffix
+	s.marker = s.key.marker
 	s.file = FileName(s.id.PID, s.id.StartTime, suffix)
 	s.lock = lockName(s.id.PID, s.id.StartTime, suffix)
 	s.log(hostfuncs.LevelDebug, EventHostIdentified, MsgHostIdentified,
@@ -311,15 +349,15 @@ func (s *Store) lockSocket() string {
 }
 
 // Load is the load export: the stored token and true, or "" and false when
-// there is none to offer: no file, resume off, or a corrupt file (which it
-// deletes). Spec 000, MCP Server Startup steps 3–5, and Token File
+// there is none to offer: no file, resume off, a key marked ambiguous
+// (ambiguous.go), or a corrupt file (which it deletes). Spec 000, MCP Server Startup steps 3–5, and Token File
 // Corrupted. Error: hostfuncs.CodeNotOpen.
 func (s *Store) Load() (string, bool, *hostfuncs.Error) {
 	if !s.opened {
 		return "", false, notOpen()
 	}
 	s.init()
-	if !s.enabled {
+	if !s.enabled || s.checkAmbiguous() {
 		return "", false, nil
 	}
 	var r hostfuncs.ReadResponse
@@ -350,7 +388,9 @@ func (s *Store) Load() (string, bool, *hostfuncs.Error) {
 // every other failure is logged as "Failed to write token file: <error>"
 // and not returned, since a lost token only costs the next resume. If the
 // previous Load offered a token that was not rejected, it logs "Session
-// resumed successfully" once. Errors: hostfuncs.CodeNotOpen, hostfuncs.CodeInvalidToken.
+// resumed successfully" once. While the key is marked ambiguous it writes
+// nothing and deletes the token file (ambiguous.go). Errors:
+// hostfuncs.CodeNotOpen, hostfuncs.CodeInvalidToken.
 func (s *Store) Store(token string) *hostfuncs.Error {
 	if !s.opened {
 		return notOpen()
@@ -359,6 +399,12 @@ func (s *Store) Store(token string) *hostfuncs.Error {
 		return &hostfuncs.Error{Code: hostfuncs.CodeInvalidToken, Message: "invalid token: " + problem + "; pass the token exactly as the broker issued it"}
 	}
 	s.init()
+	if s.ambiguous || s.enabled && s.checkAmbiguous() {
+		// No token for an ambiguous key, and none left behind: the
+		// instance that held the lock stops too.
+		s.remove()
+		return nil
+	}
 	if !s.enabled {
 		return nil
 	}
@@ -386,7 +432,7 @@ func (s *Store) Reject() *hostfuncs.Error {
 		return notOpen()
 	}
 	s.init()
-	if !s.enabled || s.current == "" {
+	if !s.enabled || s.current == "" || s.ambiguous {
 		return nil
 	}
 	s.log(hostfuncs.LevelInfo, EventRejected, MsgRejected, "")

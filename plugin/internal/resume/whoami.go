@@ -14,15 +14,17 @@ import (
 // Whoami is the whoami export: the MCP host this process resolves
 // (procid.Resolve), the chain of processes walked with their roles, how the
 // stdio check went, the trust rule's verdict (procid.CheckTrust, or the
-// opt-in that skipped it), the instance suffix, the file names it would use and the
-// state directory. It touches no file. When the identity is unavailable,
+// opt-in that skipped it), the instance suffix, the file names it would use
+// (the ambiguity marker's included) and the state directory. It touches no file. When the identity is unavailable,
 // Error says why and the chain holds what was read.
 //
 // input is empty or the JSON hostfuncs.WhoamiInput: a pid other than this
 // process's asks what that running server would resolve
 // (procid.ResolveFor, then procid.CheckTrust without the opt-in, which
 // that server's environment would give), with this store's instance key
-// and state directory; it does not change this store's own identity. Errors: hostfuncs.CodeNotOpen;
+// and state directory; it does not change this store's own identity. With the default key the
+// names of another process are left empty: its key holds its working
+// directory at start, which cannot be read from outside. Errors: hostfuncs.CodeNotOpen;
 // hostfuncs.CodeInvalidOption for input that is not a WhoamiInput or a pid below 1.
 func (s *Store) Whoami(input []byte) (hostfuncs.WhoamiOutput, *hostfuncs.Error) {
 	out := hostfuncs.WhoamiOutput{Chain: []hostfuncs.Process{}}
@@ -37,7 +39,6 @@ func (s *Store) Whoami(input []byte) (hostfuncs.WhoamiOutput, *hostfuncs.Error) 
 		return out, &hostfuncs.Error{Code: hostfuncs.CodeInvalidOption, Message: "pid " + strconv.Itoa(in.PID) + " is not a server process: give the pid of a running MCP server"}
 	}
 	out.StateDir = s.cfg.StateDir
-	out.InstanceSuffix = InstanceSuffix(s.cfg.InstanceKey)
 	if in.PID != 0 && in.PID != s.facts.PID {
 		return s.whoamiOther(in.PID, out), nil
 	}
@@ -50,6 +51,8 @@ func (s *Store) Whoami(input []byte) (hostfuncs.WhoamiOutput, *hostfuncs.Error) 
 			out.Error = MsgResumeOff
 		case s.cfg.KeyProblem != "":
 			out.Error = MsgKeyInexact + ": " + s.cfg.KeyProblem
+		case s.key.event != "":
+			out.Error = s.key.msg + ": " + s.key.detail
 		default:
 			out.Error = s.idProblem()
 		}
@@ -57,6 +60,7 @@ func (s *Store) Whoami(input []byte) (hostfuncs.WhoamiOutput, *hostfuncs.Error) 
 	}
 	out.PID, out.StartTime, out.Stdio, out.Trust = s.id.PID, s.id.StartTime, s.id.Stdio, s.id.Trust
 	out.TokenFile, out.LockFile = s.file, s.lock
+	out.InstanceSuffix, out.MarkerFile = s.key.suffix, s.marker
 	return out, nil
 }
 
@@ -86,8 +90,19 @@ func (s *Store) whoamiOther(pid int, out hostfuncs.WhoamiOutput) hostfuncs.Whoam
 		return out
 	}
 	out.PID, out.StartTime, out.Stdio, out.Trust = id.PID, id.StartTime, id.Stdio, id.Trust
-	out.TokenFile = FileName(id.PID, id.StartTime, out.InstanceSuffix)
-	out.LockFile = lockName(id.PID, id.StartTime, out.InstanceSuffix)
+	if s.cfg.DefaultKey {
+		// Its working directory at start cannot be read from here, so
+		// neither can its default key: no names.
+		return out
+	}
+	k := s.keyFor(strconv.Itoa(pid), id.PID, "", false)
+	if k.event != "" {
+		out.Error = k.msg + ": " + k.detail
+		return out
+	}
+	out.InstanceSuffix, out.MarkerFile = k.suffix, k.marker
+	out.TokenFile = FileName(id.PID, id.StartTime, k.suffix)
+	out.LockFile = lockName(id.PID, id.StartTime, k.suffix)
 	return out
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
 	"github.com/mcp-resume/mcp-resume/plugin/internal/resume"
+	"github.com/mcp-resume/mcp-resume/plugin/internal/testhost"
 )
 
 func TestStore_Whoami(t *testing.T) {
@@ -24,11 +25,11 @@ func TestStore_Whoami(t *testing.T) {
 	if werr != nil {
 		t.Fatal(werr)
 	}
-	suffix := resume.InstanceSuffix(resume.DefaultInstanceKey(h.Facts))
+	suffix := defaultSuffix
 	want := hostfuncs.WhoamiOutput{
 		PID: 4242, StartTime: hostStart, Stdio: "verified: stdin /dev/pts/3 is held by the host as fd 0",
 		Trust:          `single user: pid 4242 ("claude") is a known single-user MCP host (Claude Desktop or Claude Code, run by one person)`,
-		InstanceSuffix: suffix, TokenFile: tokenFile + "-" + suffix, LockFile: lockFile + "-" + suffix, StateDir: dir,
+		InstanceSuffix: suffix, TokenFile: tokenFile, LockFile: lockFile, MarkerFile: markerFile, StateDir: dir,
 		Chain: []hostfuncs.Process{
 			{PID: 200, PPID: 4242, Name: "sh", Args: []string{"sh", "-c", "server"}, StartTime: "777.0f1e2d3c4b5a69788796a5b4c3d2e1f0.4026531836", Role: "launcher"},
 			{PID: 4242, PPID: 50, Name: "claude", Args: []string{"claude"}, StartTime: strings.TrimSuffix(hostStart, ".2049x1234567"), Role: "host"},
@@ -60,10 +61,13 @@ func TestStore_WhoamiPID(t *testing.T) {
 	h.Proc["read /proc/310/cmdline"] = data("sh\x00-c\x00other-server\x00")
 	h.Proc["fds 300"] = hostfuncs.InspectResult{FDs: []hostfuncs.FD{{FD: 0, Target: "pipe:[21]", Flags: 0}, {FD: 1, Target: "pipe:[22]", Flags: 1}, {FD: 2, Target: "/dev/null", Flags: 1}}}
 	h.Proc["fds 4242"] = hostfuncs.InspectResult{FDs: []hostfuncs.FD{{FD: 7, Target: "pipe:[22]", Flags: 0}}}
+	for n, target := range testhost.Namespaces {
+		h.SetNS("300", n, target)
+	}
 	s := h.open(`{"app": "a", "state_root": ` + strconv.Quote(dir) + `, "instance": "-"}`)
 
 	w, werr := s.Whoami([]byte(`{"pid": 300}`))
-	if werr != nil || w.Error != "" || w.PID != 4242 || w.TokenFile != tokenFile || len(w.Chain) != 2 || w.Chain[0].Role != "launcher" || w.Chain[1].Role != "host" ||
+	if werr != nil || w.Error != "" || w.PID != 4242 || w.TokenFile != plainTokenFile || len(w.Chain) != 2 || w.Chain[0].Role != "launcher" || w.Chain[1].Role != "host" ||
 		w.Stdio != "verified: stdout pipe:[22] is held by the host as fd 7" {
 		t.Errorf("Whoami(pid 300) = %+v, %v", w, werr)
 	}

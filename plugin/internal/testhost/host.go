@@ -35,7 +35,9 @@ type Host struct {
 	// Proc answers mcp_resume_inspect: "read <path>" (boot_id, timens,
 	// stat, cmdline, environ, net), "readlink <path>" (self, pid_ns, ns,
 	// fd_link) with the
-	// /proc path a host reads for the typed operation, "kill0 <pid>",
+	// /proc path a host reads for the typed operation (a /proc/self/ path
+	// without an entry of its own reaches that of the pid "readlink
+	// /proc/self" names, as on Linux), "kill0 <pid>",
 	// "fstat <fd>", "fds <pid>"... An operation without an
 	// entry gets not_found (fstat: "char"; peer, sysctl, procargs, ps:
 	// unsupported), as in the conformance runner.
@@ -100,6 +102,8 @@ func New(t *testing.T) *Host {
 			"read /proc/100/cmdline":               Data("server\x00"),
 			"read /proc/4242/stat":                 Data(HostStat),
 			"read /proc/4242/cmdline":              Data("claude\x00"),
+			// The server's environment at exec (the instance key's).
+			"read /proc/100/environ": Data(ServerEnviron),
 			// stdio is the terminal /dev/pts/3, which the host holds.
 			"readlink /proc/self/fd/0": Link("/dev/pts/3"),
 			"readlink /proc/self/fd/1": Link("/dev/pts/3"),
@@ -110,7 +114,29 @@ func New(t *testing.T) *Host {
 		locks:  map[string]*os.File{},
 		Calls:  map[string]int{},
 	}
+	// Server and host share the namespaces of the first process (the
+	// values of a typical Linux system).
+	for pid, set := range map[string]map[string]string{"100": Namespaces, "4242": Namespaces} {
+		for ns, target := range set {
+			h.Proc["readlink /proc/"+pid+"/ns/"+ns] = Link(target)
+		}
+	}
 	return h
+}
+
+// ServerEnviron is the default server's /proc/100/environ.
+const ServerEnviron = "HOME=/home/u\x00PATH=/usr/bin:/bin\x00"
+
+// Namespaces are the namespace link targets every process of the default
+// system has (readlink /proc/<pid>/ns/<ns>; resume.KeyNamespaces).
+var Namespaces = map[string]string{
+	"net": "net:[4026531840]", "mnt": "mnt:[4026531841]", "uts": "uts:[4026531838]",
+	"ipc": "ipc:[4026531839]", "user": "user:[4026531837]", "cgroup": "cgroup:[4026531835]",
+}
+
+// SetNS sets the namespace ns of process pid ("100", "4242"...) to target.
+func (h *Host) SetNS(pid, ns, target string) {
+	h.Proc["readlink /proc/"+pid+"/ns/"+ns] = Link(target)
 }
 
 // Sibling returns another host (another server process) on the same
@@ -411,7 +437,14 @@ func (h *Host) inspect(op map[string]any) hostfuncs.InspectResult {
 	default:
 		key += " " + fmt.Sprint(op["pid"])
 	}
-	if r, ok := h.Proc[key]; ok {
+	r, ok := h.Proc[key]
+	if !ok && pid == hostfuncs.PIDSelf && strings.Contains(key, "/proc/self/") {
+		// As on Linux: /proc/self is a link to the process's own pid.
+		if self, found := h.Proc["readlink /proc/self"]; found && self.Target != "" {
+			r, ok = h.Proc[strings.Replace(key, "/proc/self/", "/proc/"+self.Target+"/", 1)]
+		}
+	}
+	if ok {
 		if r.FDs != nil && op["targets"] != nil {
 			var targets []string
 			for _, t := range op["targets"].([]any) {
