@@ -104,7 +104,7 @@ func faultCrossHostLock(t *testing.T, s *server) {
 			t.Errorf("%s started first: ambiguity markers %v, want one", all[lead].name, markerNames(shared))
 		}
 	}
-	amb := f.mustLog(lineAmbiguous, "MCP_RESUME_INSTANCE")
+	amb := f.mustLog(lineAmbiguousDeclared, "MCP_RESUME_INSTANCE")
 	t.Logf("rounds: %v", order)
 	f.row("26", "Go, Python and TypeScript servers of one app under one host at once",
 		fmt.Sprintf("`EXAMPLE_APP=%s` and one MCP_RESUME_INSTANCE for all three (the default key would part them by program): this language's server stores a session; then 3 rounds, each with a different one of the three example servers started first, the other two once it answered; all kept up until all three answered; the test removes the ambiguity marker before each round", sharedApp),

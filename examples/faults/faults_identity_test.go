@@ -429,7 +429,7 @@ func faultLaunchesDiffer(t *testing.T, s *server) {
 			t.Errorf("restart all: work %+v, personal %+v: want both resumed", rw, rp)
 		}
 		// Two keys, so neither entry met the other's lock: no ambiguity.
-		if m := markerNames(f.StateDir); len(m) != 0 || f.logged(lineAmbiguous) {
+		if m := markerNames(f.StateDir); len(m) != 0 || f.logged(lineAmbiguousAny) {
 			t.Errorf("entries with different environments were taken for identical ones: markers %v\n%s", m, f.Stderr)
 		}
 		f.row("14b", "One host, two config entries (environment), one after the other and at once",

@@ -20,8 +20,14 @@ import (
 )
 
 // lineAmbiguous starts the plugin's line for two live instances of one
-// instance key under one host (hostfuncs/README.md, mcp_resume_log).
-const lineAmbiguous = "Two server instances under this host were launched identically"
+// default instance key under one host, lineAmbiguousDeclared its line for
+// a declared key, and lineAmbiguousAny both (README.md, "Several instances
+// under one host").
+const (
+	lineAmbiguous         = "Two server instances under this host were launched identically"
+	lineAmbiguousDeclared = "Two server instances under this host declared the same instance key"
+	lineAmbiguousAny      = "Two server instances under this host"
+)
 
 // defaultKey leaves MCP_RESUME_INSTANCE empty: the default instance key
 // (newFx declares "-", no instance).
@@ -309,7 +315,7 @@ func faultNetNS(t *testing.T, s *server) {
 			order = append(order, fmt.Sprintf("%s then %s: resumed %v/%v", pair[0].name, pair[1].name, r1.Resumed, r2.Resumed))
 		}
 		t.Logf("pairs: %v", order)
-		if f.logged(lineInstanceBusy) || f.logged(lineAmbiguous) {
+		if f.logged(lineInstanceBusy) || f.logged(lineAmbiguousAny) || len(markerNames(f.StateDir)) > 0 {
 			t.Errorf("servers in two network namespaces contended for one lock:\n%s", f.Stderr)
 		}
 		f.row("31h", "Two live servers in two network namespaces, this language's and Node's",
