@@ -98,7 +98,7 @@ const (
 	// 3,948,941 bytes, +126.9 KiB of its 150 KiB budget: the Lua scripts
 	// embedded, crypto/sha1 for EVALSHA, the eval payload codecs and the
 	// reply decoder, the state_url check; written here rather than with
-	// net/url, which links fmt and alone added 480 KiB), and then the trust
+	// net/url, which links fmt and alone added 480 KiB), then the trust
 	// rule and the stdio socket rule (3,949,491 -> 4,041,139 bytes,
 	// +89.5 KiB, measured function by function against the build before
 	// them: procid's trustLinux 13.5 KB, checkUnixSockets 8 KB,
@@ -106,13 +106,13 @@ const (
 	// (programNames, knownHost, interpreterScript, listed) 12 KB, the
 	// macOS terminal and environment (trustDarwin, decodeProcArgsEnv)
 	// 6.3 KB, address formatting for messages 3.7 KB, about 72 KB of code
-	// in all, the rest their messages; no new package is linked).
-	// Then the complete instance key (measured alone against the build
-	// before both: 3,949,491 -> 4,012,214 bytes, +61 KiB: reading the
-	// launch from /proc/self and kern.procargs2 or ps, the namespaces and
-	// their comparison with the host's, the v2 key and key material
-	// encodings, the ambiguity marker with its list rows, prune rule and
-	// render lines); both together: 4,102,354 bytes.
+	// in all, the rest their messages; no new package is linked), and the
+	// complete instance key (+61 KiB on its own: reading the launch from
+	// /proc/self and kern.procargs2 or ps, the namespaces and their
+	// comparison with the host's, the v2 key and key material encodings,
+	// the ambiguity marker with its list rows, prune rule and render lines;
+	// each unreadable input worded as its own message): 4,102,417 bytes
+	// together.
 	// Lower it as the guest shrinks; never raise it without a review of
 	// what grew.
 	maxWasmBytes = 4_105_000

@@ -53,7 +53,9 @@ func (s *Store) setAmbiguous(written bool) {
 // checkAmbiguous reports whether the key is marked ambiguous, for a load
 // or store of an instance that holds the lock: another instance may have
 // marked it since. The first call after init uses init's listing; later
-// ones read the marker (any answer but not_found counts as present).
+// ones read the marker: present when it reads, or when something that is
+// not a regular file stands in its place (unsafe); any other failure is not
+// taken for a marker, which would stop the key for good.
 func (s *Store) checkAmbiguous() bool {
 	switch {
 	case s.ambiguous:
@@ -65,7 +67,7 @@ func (s *Store) checkAmbiguous() bool {
 		return false
 	}
 	var r hostfuncs.ReadResponse
-	if err := s.invoke(hostfuncs.FnRead, hostfuncs.ReadRequest{Name: s.marker, Limit: 1}, &r, &r.Error); errCode(err) == hostfuncs.CodeNotFound {
+	if err := s.invoke(hostfuncs.FnRead, hostfuncs.ReadRequest{Name: s.marker, Limit: 1}, &r, &r.Error); err != nil && errCode(err) != hostfuncs.CodeUnsafe {
 		return false
 	}
 	s.setAmbiguous(false)

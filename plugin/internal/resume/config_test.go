@@ -69,7 +69,7 @@ func TestConfigure(t *testing.T) {
 			name:  "declared state dir is a cleaned root; env instance",
 			in:    hostfuncs.OpenInput{App: "app", StateRoot: "/srv//state/./x/"},
 			facts: with(linux, func(f *hostfuncs.Facts) { f.Env["MCP_RESUME_INSTANCE"] = "work" }),
-			want:  Config{App: "app", StateDir: "/srv/state/x/app", StateRoot: "/srv/state/x", InstanceKey: "work", InstanceFrom: "MCP_RESUME_INSTANCE", Vouch: "MCP_RESUME_INSTANCE"},
+			want:  Config{App: "app", StateDir: "/srv/state/x/app", StateRoot: "/srv/state/x", InstanceKey: "work", Vouch: "MCP_RESUME_INSTANCE", InstanceFrom: "MCP_RESUME_INSTANCE"},
 		},
 		{
 			name: "env state dir is a root; declared instance wins over env",
@@ -78,7 +78,7 @@ func TestConfigure(t *testing.T) {
 				f.Env["MCP_RESUME_STATE_DIR"] = "/e/dir"
 				f.Env["MCP_RESUME_INSTANCE"] = "work"
 			}),
-			want: Config{App: "app", StateDir: "/e/dir/app", StateRoot: "/e/dir", InstanceKey: "mine", InstanceFrom: "the instance option", Vouch: "MCP_RESUME_INSTANCE"},
+			want: Config{App: "app", StateDir: "/e/dir/app", StateRoot: "/e/dir", InstanceKey: "mine", Vouch: "MCP_RESUME_INSTANCE", InstanceFrom: "the instance option"},
 		},
 		{
 			name:  "root state dir",
@@ -96,7 +96,7 @@ func TestConfigure(t *testing.T) {
 			name:  "declared empty instance",
 			in:    hostfuncs.OpenInput{App: "app", Instance: strp("")},
 			facts: with(linux, func(f *hostfuncs.Facts) { f.Env["MCP_RESUME_INSTANCE"] = "work" }),
-			want:  Config{App: "app", StateDir: home + "/app", StateRoot: home, InstanceFrom: "the instance option", Vouch: "MCP_RESUME_INSTANCE"},
+			want:  Config{App: "app", StateDir: home + "/app", StateRoot: home, Vouch: "MCP_RESUME_INSTANCE", InstanceFrom: "the instance option"},
 		},
 		{
 			name:  "env no instance",
@@ -116,7 +116,7 @@ func TestConfigure(t *testing.T) {
 			name:  "MCP_RESUME=on vouches for the host",
 			in:    hostfuncs.OpenInput{App: "app", Instance: strp("-")},
 			facts: with(linux, func(f *hostfuncs.Facts) { f.Env["MCP_RESUME"] = "on"; f.Env["MCP_RESUME_INSTANCE"] = "work" }),
-			want:  Config{App: "app", StateDir: home + "/app", StateRoot: home, InstanceFrom: "the instance option", Vouch: "MCP_RESUME=on"},
+			want:  Config{App: "app", StateDir: home + "/app", StateRoot: home, Vouch: "MCP_RESUME=on", InstanceFrom: "the instance option"},
 		},
 		{
 			name:  "a declared instance does not vouch",

@@ -94,9 +94,9 @@ func TestStore_RoundTrip(t *testing.T) {
 // its parent and grandparent, two mkdirs, stat it again); an existing one
 // costs one (stat). One mcp_resume_list serves the sweep and the prune.
 // Five inspect calls: the server and its stdio, its parent, the stdio
-// check, the trust rule (the host's fds and stat; the host, claude,
-// holds no socket, so no socket table is read), and the instance key
-// (cmdline, environ and namespaces of the server, in one request).
+// check, the trust rule (the host's fds and stat; the host, claude, holds
+// no socket, so no socket table is read), and the instance key (cmdline,
+// environ and namespaces of the server, in one request).
 func TestStore_StartCalls(t *testing.T) {
 	h, dir := newHost(t)
 	s := h.open(openInput(dir))

@@ -104,9 +104,10 @@ func TestStore_HostVouched(t *testing.T) {
 			t.Errorf("token file: %q, %v", b, err)
 		}
 		// The instance key reads the server's own environ (pid self); the
-		// host's environ and socket tables are the trust rule's.
+		// trust rule would read the host's (pid 4242), all its fds (the stdio
+		// check asks only for some) and its socket tables.
 		for _, r := range h.Reqs {
-			if strings.Contains(r, `"op":"environ","pid":"4242"`) || strings.Contains(r, `"op":"net"`) {
+			if strings.Contains(r, `"op":"environ","pid":"4242"`) || strings.Contains(r, `"op":"net"`) || strings.Contains(r, `"op":"fds","pid":"4242"}`) {
 				t.Errorf("vouched, yet asked %s", r)
 			}
 		}

@@ -15,16 +15,18 @@ import (
 // (procid.Resolve), the chain of processes walked with their roles, how the
 // stdio check went, the trust rule's verdict (procid.CheckTrust, or the
 // opt-in that skipped it), the instance suffix, the file names it would use
-// (the ambiguity marker's included) and the state directory. It touches no file. When the identity is unavailable,
+// (the ambiguity marker's included) and the state directory. It touches no
+// file. When the identity is unavailable,
 // Error says why and the chain holds what was read.
 //
 // input is empty or the JSON hostfuncs.WhoamiInput: a pid other than this
 // process's asks what that running server would resolve
 // (procid.ResolveFor, then procid.CheckTrust without the opt-in, which
 // that server's environment would give), with this store's instance key
-// and state directory; it does not change this store's own identity. With the default key the
-// names of another process are left empty: its key holds its working
-// directory at start, which cannot be read from outside. Errors: hostfuncs.CodeNotOpen;
+// and state directory; it does not change this store's own identity. With
+// the default key the names of another process are left empty: its key
+// holds its working directory at start, which cannot be read from outside.
+// Errors: hostfuncs.CodeNotOpen;
 // hostfuncs.CodeInvalidOption for input that is not a WhoamiInput or a pid below 1.
 func (s *Store) Whoami(input []byte) (hostfuncs.WhoamiOutput, *hostfuncs.Error) {
 	out := hostfuncs.WhoamiOutput{Chain: []hostfuncs.Process{}}
