@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
 
@@ -42,11 +42,11 @@ async function open(extra: Partial<OpenOptions> = {}, dir = path.join(tempDir(),
   return { store, dir, lines };
 }
 
-/** Runs `node --input-type=module -e <code>` and returns stdout, stderr and the exit code. */
-function nodeEval(code: string, env: NodeJS.ProcessEnv = process.env): Promise<{ stdout: string; stderr: string; code: number | null }> {
+/** Runs `node --input-type=module -e <code>` in `cwd` and returns stdout, stderr and the exit code. */
+function nodeEval(code: string, env: NodeJS.ProcessEnv = process.env, cwd = PKG): Promise<{ stdout: string; stderr: string; code: number | null }> {
   return new Promise((resolve) => {
     // stdin a socket pair like stdout, as a Node MCP host gives them: /dev/null proves nothing (resume off).
-    const p = spawn(process.execPath, ["--input-type=module", "-e", code], { env, cwd: PKG, stdio: ["pipe", "pipe", "pipe"] });
+    const p = spawn(process.execPath, ["--input-type=module", "-e", code], { env, cwd, stdio: ["pipe", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     p.stdout.on("data", (d: Buffer) => (stdout += d));
@@ -227,6 +227,31 @@ describe("instances", { skip: !LINUX && "file names are checked against /proc" }
     } finally {
       delete process.env["MCP_RESUME_INSTANCE"];
     }
+  });
+  test("the default key's working directory is the launch directory: a process.chdir before open changes neither the key nor the base of a relative stateRoot", async () => {
+    // Real child servers (their host: this process), each importing the package, then changing directory to
+    // `elsewhere` (the same environment for both, which is part of the key too), then opening.
+    const [launch, elsewhere] = [realpathSync(tempDir("launch-")), realpathSync(tempDir("elsewhere-"))];
+    const env: NodeJS.ProcessEnv = { ...process.env, GO_TO: elsewhere };
+    delete env["MCP_RESUME_INSTANCE"];
+    delete env["MCP_RESUME_STATE_DIR"];
+    const run = async (cwd: string): Promise<{ stateDir: string; names: { token?: string } }> => {
+      const code = `import { ResumeTokenStore } from ${JSON.stringify(DIST)}; import { callExport } from ${JSON.stringify(new URL("../dist/store.js", import.meta.url).href)};
+        process.chdir(process.env.GO_TO);
+        const s = await ResumeTokenStore.open({ app: "x", stateRoot: "rel", logger: { debug() {}, info() {}, warn() {}, error() {} } });
+        const names = await callExport(s, "names");
+        process.stderr.write(JSON.stringify({ stateDir: s.stateDir, names: JSON.parse(Buffer.from(names.output ?? []).toString() || "{}") }));
+        await s.close();`;
+      const r = await nodeEval(code, env, cwd);
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(r.stdout, "");
+      return JSON.parse(r.stderr) as { stateDir: string; names: { token?: string } };
+    };
+    const [moved, stayed] = [await run(launch), await run(elsewhere)];
+    assert.match(moved.names.token ?? "", /^token-\S+-[0-9a-f]{16}$/, "resume on, the file suffixed by the default key");
+    assert.notEqual(moved.names.token, stayed.names.token, "launched elsewhere, another key, though both opened in the same directory");
+    assert.equal(moved.stateDir, path.join(launch, "rel", "x"), "a relative stateRoot is resolved against the launch directory");
+    assert.equal(stayed.stateDir, path.join(elsewhere, "rel", "x"));
   });
   test("two instances with different keys under one host hold separate files and resume independently", async () => {
     const { store: a, dir } = await open({ instance: "a" });
