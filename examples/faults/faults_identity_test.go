@@ -323,10 +323,6 @@ func faultProcHidden(t *testing.T, s *server) {
 	})
 }
 
-// lineKeyInexact is the plugin's line for an instance key input the host
-// could not carry exactly (hostfuncs/README.md, "mcp_resume_log").
-const lineKeyInexact = "Instance key holds bytes the host could not carry exactly, session resume disabled for this instance"
-
 // 13. Two apps share one state root.
 func faultSharedRoot(t *testing.T, s *server) {
 	f := newFx(t, s)
