@@ -26,9 +26,13 @@ const lineInstanceBusy = "Another server instance under this host holds the toke
 // Python and TypeScript example servers: one app, one token file, one lock.
 const sharedApp = "example-shared"
 
-// 26. A Go, a Python and a TypeScript server of one app under one host, at
-// once. The row's language stores the session first; then all three start
-// together and stay up until each has answered: exactly one may resume.
+// 26. A Go, a Python and a TypeScript server of one app and one declared
+// instance under one host, at once. The row's language stores the session
+// first; then all three start together and stay up until each has
+// answered: exactly one may resume, and the other two, finding its lock
+// held, mark the key ambiguous and delete the token (the marker is removed
+// and a session stored before each round, so that every round meets the
+// lock afresh).
 func faultCrossHostLock(t *testing.T, s *server) {
 	var all []*server
 	for _, l := range allLangs {
@@ -39,16 +43,26 @@ func faultCrossHostLock(t *testing.T, s *server) {
 		all = append(all, findServer(t, l))
 	}
 	f := newFx(t, s)
-	app := []string{"EXAMPLE_APP=" + sharedApp}
-	first := f.launch(s.cmd(), app, "")
-	if first.Resumed {
-		t.Fatalf("the first launch resumed: %+v", first)
-	}
+	// One declared instance for all three: the default key holds the
+	// program, which would give each language its own key and lock.
+	app := []string{"EXAMPLE_APP=" + sharedApp, "MCP_RESUME_INSTANCE=shared"}
+	shared := filepath.Join(filepath.Dir(f.StateDir), sharedApp)
 	wrong := false
 	var order []string
-	// Round i: server i starts first and answers (so it holds the lock),
-	// then the other two start together; all stay up until all answered.
+	// Round i: this language's server stores a session; server i starts
+	// first and answers (so it holds the lock), then the other two start
+	// together; all stay up until all answered.
 	for lead := range all {
+		// The previous round marked the key ambiguous and deleted its
+		// token: remove the marker, so that this round meets the lock
+		// afresh, and store a session for the lead to resume.
+		for _, m := range markerNames(shared) {
+			os.Remove(m)
+		}
+		first := f.launch(s.cmd(), app, "")
+		if first.Resumed {
+			t.Fatalf("the launch before round %d resumed: %+v", lead+1, first)
+		}
 		results := make([]launchResult, len(all))
 		var leadReady, ready, done sync.WaitGroup
 		ready.Add(len(all))
@@ -89,13 +103,16 @@ func faultCrossHostLock(t *testing.T, s *server) {
 		if len(winners) != 1 || winners[0] != all[lead].name {
 			t.Errorf("%s started first and holds the lock, but %v resumed", all[lead].name, winners)
 		}
+		if len(markerNames(shared)) != 1 {
+			t.Errorf("%s started first: ambiguity markers %v, want one", all[lead].name, markerNames(shared))
+		}
 	}
-	busy := f.mustLog(lineInstanceBusy)
+	amb := f.mustLog(lineAmbiguousDeclared, "MCP_RESUME_INSTANCE")
 	t.Logf("rounds: %v", order)
 	f.row("26", "Go, Python and TypeScript servers of one app under one host at once",
-		fmt.Sprintf("`EXAMPLE_APP=%s`: this language's server stores a session; then 3 rounds, each with a different one of the three example servers started first, the other two once it answered; all kept up until all three answered", sharedApp),
-		"in every round exactly one server resumed the stored session, the one started first (it holds the lock: every host binds the plugin's abstract socket); the other two ran fresh sessions",
-		[]string{busy}, wrongIf(wrong, "two or more servers resumed one session at once"))
+		fmt.Sprintf("`EXAMPLE_APP=%s` and one MCP_RESUME_INSTANCE for all three (the default key would part them by program): 3 rounds, each with a different one of the three example servers started first, the other two once it answered, all kept up until all three answered; before each round the test removes the ambiguity marker and this language's server stores a session", sharedApp),
+		"in every round exactly one server resumed the stored session, the one started first (it holds the lock: every host binds the plugin's abstract socket); the other two found the lock held, ran fresh sessions and marked the key ambiguous, which deleted the token",
+		[]string{amb}, wrongIf(wrong, "two or more servers resumed one session at once"))
 }
 
 // holdUntil starts argv as an MCP host would, asks session_info, signals

@@ -22,7 +22,6 @@ func faultNoSpace(t *testing.T, s *server) {
 	requireRoot(t)
 	ns := newMountNS(t)
 	f := newFx(t, s)
-	me := hostNames(t)
 	mnt := filepath.Join(t.TempDir(), "mnt")
 	os.Mkdir(mnt, 0o700)
 	ns.Run("mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", mnt)
@@ -32,7 +31,10 @@ func faultNoSpace(t *testing.T, s *server) {
 	argv := ns.Argv(s.cmd()...)
 
 	first := f.launch(argv, nil, "")
-	before := mustRead(t, filepath.Join(inside, me.token))
+	// The server's mount namespace is not its host's, so its file names
+	// carry the namespaces' digest (fault 31): the one token file.
+	tokenPath := onlyToken(t, inside)
+	before := mustRead(t, tokenPath)
 
 	fill, err := os.OpenFile(ns.Path(filepath.Join(mnt, "fill")), os.O_WRONLY|os.O_CREATE, 0o600)
 	if err != nil {
@@ -54,7 +56,7 @@ func faultNoSpace(t *testing.T, s *server) {
 		t.Errorf("relaunch on a full file system: %+v, want session %s resumed (reading needs no space)", second, first.SessionID)
 	}
 	wf := f.mustLog(lineWriteFailed, "no space left on device")
-	if after := mustRead(t, filepath.Join(inside, me.token)); !bytes.Equal(after, before) {
+	if after := mustRead(t, tokenPath); !bytes.Equal(after, before) {
 		t.Errorf("the token file changed (%d bytes -> %d) although the write failed", len(before), len(after))
 	}
 	if tmp := tempFiles(inside); len(tmp) > 0 {
@@ -71,19 +73,31 @@ func faultNoSpace(t *testing.T, s *server) {
 		[]string{wf, rej}, "no")
 }
 
+// onlyToken returns the path of the one token file in dir, failing the
+// test (Fatal) when there is not exactly one.
+func onlyToken(t *testing.T, dir string) string {
+	t.Helper()
+	m := tokenNames(dir)
+	if len(m) != 1 {
+		t.Fatalf("token files in %s: %v, want one", dir, m)
+	}
+	return m[0]
+}
+
 // 2. Read-only state directory.
 func faultReadOnly(t *testing.T, s *server) {
 	requireRoot(t)
 	t.Run("lock_file_present", func(t *testing.T) {
 		f := newFx(t, s)
-		me := hostNames(t)
-		first := f.launch(s.cmd(), nil, "")
-		tokenPath := filepath.Join(f.StateDir, me.token)
-		before := mustRead(t, tokenPath)
+		// Every launch in one mount namespace: the namespaces are part of
+		// the key (fault 31), so a launch outside would be another instance.
 		ns := newMountNS(t)
+		argv := ns.Argv(s.cmd()...)
+		first := f.launch(argv, nil, "")
+		tokenPath := onlyToken(t, f.StateDir)
+		before := mustRead(t, tokenPath)
 		ns.Run("mount", "--bind", f.StateDir, f.StateDir)
 		ns.Run("mount", "-o", "remount,bind,ro", f.StateDir)
-		argv := ns.Argv(s.cmd()...)
 
 		second := f.launch(argv, nil, "")
 		if !second.Resumed || second.SessionID != first.SessionID {
@@ -100,18 +114,18 @@ func faultReadOnly(t *testing.T, s *server) {
 			t.Error("the token file changed on a read-only file system")
 		}
 		f.row("2a", "Read-only state directory",
-			"a token stored, then the state dir bind-mounted read-only in a private mount namespace (`nsenter`)",
+			"a token stored by the server in a private mount namespace (`nsenter`, so the test stays its host), then the state dir bind-mounted read-only there",
 			"relaunch resumed its own session; the rotated token could not be written; the next launch offered the stale token, the broker refused it, deleting the file failed too, fresh session; the file is unchanged",
 			[]string{wf, rej, df}, "no")
 	})
 	t.Run("no_lock_file", func(t *testing.T) {
 		f := newFx(t, s)
-		first := f.launch(s.cmd(), nil, "")
+		ns := newMountNS(t)
+		first := f.launch(ns.Argv(s.cmd()...), nil, "")
 		locks, _ := filepath.Glob(filepath.Join(f.StateDir, "lock-*"))
 		for _, l := range locks {
 			os.Remove(l)
 		}
-		ns := newMountNS(t)
 		ns.Run("mount", "--bind", f.StateDir, f.StateDir)
 		ns.Run("mount", "-o", "remount,bind,ro", f.StateDir)
 		second := f.launch(ns.Argv(s.cmd()...), nil, "")

@@ -42,9 +42,10 @@ package faults_test
 // directory) are in faults_statedir_test.go, 7-9 (token contents and
 // concurrency) in faults_tokens_test.go, 10-17 (the host's identity) in
 // faults_identity_test.go, the later ones in faults_lists_test.go,
-// faults_verdicts_test.go, faults_dirlock_test.go and faults_fds_test.go;
-// harness_test.go, faults_util_test.go, faults_helpers_test.go and
-// faults_servers_test.go are the infrastructure.
+// faults_verdicts_test.go, faults_dirlock_test.go and faults_fds_test.go,
+// 31 (the instance key) in faults_key_test.go; harness_test.go,
+// faults_util_test.go, faults_helpers_test.go, faults_servers_test.go and
+// faults_keyutil_test.go are the infrastructure.
 
 import (
 	"context"
@@ -478,6 +479,11 @@ func TestFaults(t *testing.T) {
 		{"27_root_with_user_home", faultRootWithUserHome},
 		{"28_state_dir_not_dir", faultStateDirNotDir},
 		{"29_stderr_closed", faultStderrClosed},
+		{"31_identical_entries", faultIdenticalEntries},
+		{"31_program_in_key", faultProgramInKey},
+		{"31_key_as_launched", faultKeyAsLaunched},
+		{"31_netns", faultNetNS},
+		{"31_tcp_stdio", faultTCPStdio},
 	}
 	defer removeHelperBin()
 	want := map[string]bool{}

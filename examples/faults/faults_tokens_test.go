@@ -193,6 +193,12 @@ func faultKillDuringStore(t *testing.T, s *server) {
 	if total.kills < s.kills {
 		t.Errorf("only %d kills", total.kills)
 	}
+	// One store at a time (MCP_RESUME_INSTANCE=-): nothing to mark ambiguous.
+	for _, d := range dirs {
+		if m := markerNames(d); len(m) > 0 {
+			t.Errorf("ambiguity markers %v after the kills", m)
+		}
+	}
 	// A real server on the crashed directory: the stress token is offered,
 	// the broker refuses it, the server goes on.
 	f := newFx(t, s)
@@ -203,7 +209,7 @@ func faultKillDuringStore(t *testing.T, s *server) {
 	}
 	rej := f.mustLog(lineRejected)
 	f.row("8", "SIGKILL during store",
-		"processes (the language's binding: the Go host package, mcp_resume, the npm package) store self-checking tokens (40 B–4 KiB) in a tight loop, each SIGKILLed 0–4 ms after its first store; a fresh store loads after each kill (`-faults.kills`: Go 200; `-faults.kills-slow`: Python and TypeScript 100, each loop starts a runtime)",
+		"processes (the language's binding: the Go host package, mcp_resume, the npm package) store self-checking tokens (40 B–4 KiB) in a tight loop, each SIGKILLed 0–4 ms after its first store; a fresh store loads after each kill (`-faults.kills`: Go 200; `-faults.kills-slow`: Python and TypeScript 100, each loop starts a runtime); MCP_RESUME_INSTANCE=- (no instance key)",
 		"every load returned a complete token that had been stored (the killed loop's or an earlier one), never a partial one, and the token never vanished; temp files of killed writers remain (counted in the test log); a real server then offered the last token, the broker refused it, fresh session",
 		[]string{"never `" + lineCorrupt + "` in any load", rej}, "no")
 }
@@ -372,6 +378,13 @@ func faultConcurrentInstances(t *testing.T, s *server) {
 			if events["token_corrupted"] > 0 {
 				t.Errorf("%d loads found the token file corrupt", events["token_corrupted"])
 			}
+			// MCP_RESUME_INSTANCE=- (stressEnv): no instance key, so a busy
+			// lock only turns resume off for the store that met it; with a
+			// key, the first busy lock would mark it ambiguous and end the
+			// stress (faults 31a, 26).
+			if m := markerNames(f.StateDir); len(m) > 0 || events["instance_ambiguous"] > 0 {
+				t.Errorf("ambiguity under MCP_RESUME_INSTANCE=-: markers %v, %d instance_ambiguous lines", m, events["instance_ambiguous"])
+			}
 			final, err := os.ReadFile(filepath.Join(f.StateDir, me.token))
 			finalState := "absent"
 			if err == nil {
@@ -390,8 +403,8 @@ func faultConcurrentInstances(t *testing.T, s *server) {
 				logs = append(logs, f.mustLog(lineRejected))
 			}
 			f.row(fmt.Sprintf("9/%d", n), fmt.Sprintf("%d instances under one host at once", n),
-				fmt.Sprintf("%d processes of the language's binding (real identity: all children of the test process) each doing 5 × (open a store, %s × load / reject 1 in 4 / store, close)", n, "`-faults.hammer-ops`"),
-				"no crash; every load returned a complete token some instance had stored, never a garbled one; no corruption seen; a real server then found a usable file (offered, refused by the broker: stress tokens are not the broker's)",
+				fmt.Sprintf("%d processes of the language's binding (real identity: all children of the test process) each doing 5 × (open a store, %s × load / reject 1 in 4 / store, close), with MCP_RESUME_INSTANCE=- (no instance key: one session per host by choice)", n, "`-faults.hammer-ops`"),
+				"no crash; every load returned a complete token some instance had stored, never a garbled one; no corruption seen; the lock let one store at a time use the file, a store that found it held ran without resume, and with no instance key nothing was marked ambiguous; a real server then found a usable file (offered, refused by the broker: stress tokens are not the broker's)",
 				logs, "no")
 		})
 	}

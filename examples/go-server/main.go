@@ -77,6 +77,10 @@ func appName() string {
 
 func main() {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if err := applyTestKnobs(); err != nil {
+		logger.Error("EXAMPLE_CHDIR", "error", err)
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	addr, httpMode, err := httpAddr(os.Args[1:])
@@ -100,6 +104,22 @@ func main() {
 		logger.Error("go-server stopped", "error", err)
 		os.Exit(1)
 	}
+}
+
+// applyTestKnobs applies the fault suite's two test-only settings
+// (examples/faults, fault 31): EXAMPLE_UNSET names a variable the server
+// removes from its environment and EXAMPLE_CHDIR a directory it changes to,
+// both at startup, before its resume store opens, as a server that consumes
+// a secret from its environment or changes to its install directory does.
+// Neither is set in normal use. Error: the chdir's (the server then exits 2).
+func applyTestKnobs() error {
+	if name := os.Getenv("EXAMPLE_UNSET"); name != "" {
+		os.Unsetenv(name)
+	}
+	if dir := os.Getenv("EXAMPLE_CHDIR"); dir != "" {
+		return os.Chdir(dir)
+	}
+	return nil
 }
 
 // sessionWait bounds how long a tool call waits for the broker session that

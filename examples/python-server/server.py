@@ -71,6 +71,11 @@ from typing import TYPE_CHECKING, Any
 from http_mode import ENV_PRINCIPALS, UsageError, auth_kwargs, http_addr, parse_principals, serve_http
 from notebook import Notebooks, register_notebook
 
+try:  # first: the binding records the working directory the server was launched in when it is imported
+    import mcp_resume  # noqa: F401
+except ImportError:  # resume is an optimisation: open_store serves without it
+    pass
+
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
@@ -400,6 +405,19 @@ def main_http(host: str, port: int) -> int:
         books.close()
 
 
+def apply_test_knobs() -> None:
+    """Apply the fault suite's two test-only settings (examples/faults, fault 31): ``EXAMPLE_UNSET`` names a
+    variable the server removes from its environment and ``EXAMPLE_CHDIR`` a directory it changes to, both at
+    startup, before the resume store opens, as a server that consumes a secret from its environment or
+    changes to its install directory does. Neither is set in normal use. Raises the chdir's ``OSError``."""
+    name = os.environ.get("EXAMPLE_UNSET", "")
+    if name:
+        os.environ.pop(name, None)
+    directory = os.environ.get("EXAMPLE_CHDIR", "")
+    if directory:
+        os.chdir(directory)
+
+
 def main() -> int:
     """Run the server; return the exit status (0, or 1 without ``MCP_EXAMPLE_BROKER_URL``, or 2 for bad
     arguments). With ``--http HOST:PORT``: :func:`main_http`.
@@ -410,6 +428,7 @@ def main() -> int:
     ``initialize`` waits for neither the plugin nor the broker.
     """
     setup_logging()
+    apply_test_knobs()
     try:
         addr = http_addr(sys.argv[1:])
     except UsageError as e:

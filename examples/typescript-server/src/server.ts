@@ -276,7 +276,21 @@ async function mainHttp(host: string, port: number): Promise<void> {
   });
 }
 
+/**
+ * Applies the fault suite's two test-only settings (examples/faults, fault 31): `EXAMPLE_UNSET` names a variable
+ * the server removes from its environment and `EXAMPLE_CHDIR` a directory it changes to, both at startup, before
+ * the resume store opens, as a server that consumes a secret from its environment or changes to its install
+ * directory does. Neither is set in normal use. Throws the chdir's error (the server then exits 1).
+ */
+function applyTestKnobs(): void {
+  const name = process.env["EXAMPLE_UNSET"];
+  if (name) delete process.env[name];
+  const dir = process.env["EXAMPLE_CHDIR"];
+  if (dir) process.chdir(dir);
+}
+
 async function main(): Promise<void> {
+  applyTestKnobs();
   let addr: { host: string; port: number } | undefined;
   try {
     addr = httpAddr(process.argv.slice(2));
