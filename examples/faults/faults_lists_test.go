@@ -170,7 +170,12 @@ func faultInitFileShells(t *testing.T, s *server) {
 	if err := os.WriteFile(init, []byte("$FAULTS_SERVER\nexit $?\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	owner := startRemoteHost(t, f.Env, nil, []string{"bash", "--init-file", init, "-i"}, []string{"FAULTS_SERVER=" + s.shell()})
+	// The owner leads a session of its own, without a controlling
+	// terminal: an interactive bash takes over the terminal of its session
+	// (tcsetpgrp), and in a background process group of the test's
+	// terminal (make test has one) it would stop on SIGTTOU. The stdio
+	// check refuses the shell before the trust rule would look at it.
+	owner := startRemoteHost(t, f.Env, []string{"setsid", "-w"}, []string{"bash", "--init-file", init, "-i"}, []string{"FAULTS_SERVER=" + s.shell()})
 	t1 := owner.launch() // terminal 1
 	f.record(t1)
 	t2 := owner.launch() // terminal 2, another interactive shell of the same owner
