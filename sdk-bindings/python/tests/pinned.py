@@ -1,14 +1,19 @@
 """The pinned system (hostfuncs/conformance/README.md, "System"), test code only: host functions that
 answer ``facts`` and the primitives without a file from a case and read a fixture ``/proc`` tree, with
-everything else (files, locks, logging) real. Also what the store tests share: the default system's token
-and lock names (its MCP host is pid 4242, every program image ``2049x1234567``), a log capture, a
-store class pinned to that system, and the socket the ``hold_socket`` action holds."""
+everything else (files, locks, logging) real. Also what the store tests share: the default system's token,
+lock and ambiguity-marker names (its MCP host is pid 4242, every program image ``2049x1234567``), the
+instance suffix as the plugin derives it (key material v2: namespaces and key), a log capture, a store
+class pinned to that system, and the socket the ``hold_socket`` action holds."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import os
 import socket
+import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,9 +24,61 @@ from mcp_resume._hostfuncs import HostFunctions
 from system import CONFORMANCE, make_files, substitute
 
 PID, START = 4242, "98765.0f1e2d3c4b5a69788796a5b4c3d2e1f0.4026531836.2049x1234567"  # the conformance exe default
-TOKEN_NAME = f"token-{PID}-{START}"
-LOCK_NAME = f"lock-{PID}-{START}"
 SUN_PATH_LEN = 108  # sockaddr_un.sun_path on Linux
+
+#: The namespaces of every instance key material, in its order (plugin/internal/resume, KeyNamespaces).
+KEY_NAMESPACES = ("net", "mnt", "uts", "ipc", "user", "cgroup")
+#: The default system's server namespaces (its ``100/ns/*`` fixtures), the same as its host's (``4242/ns/*``).
+DEFAULT_NAMESPACES = ("net:[4026531840]", "mnt:[4026531841]", "uts:[4026531838]", "ipc:[4026531839]",
+                      "user:[4026531837]", "cgroup:[4026531835]")
+#: The suffix of the default system's default instance key (systems/default.json names it in its description).
+DEFAULT_SUFFIX = "380ed5242748ec80"
+#: The spec's plain names, kept with no instance (``"-"`` or ``""``) by a server in its host's namespaces.
+PLAIN_TOKEN_NAME = f"token-{PID}-{START}"
+PLAIN_LOCK_NAME = f"lock-{PID}-{START}"
+#: The names a store on the default system gets with its default instance key: the namespaces and the key
+#: always enter the suffix.
+TOKEN_NAME = f"{PLAIN_TOKEN_NAME}-{DEFAULT_SUFFIX}"
+LOCK_NAME = f"{PLAIN_LOCK_NAME}-{DEFAULT_SUFFIX}"
+#: The ambiguity marker of that key: no host part.
+MARKER_NAME = f"ambiguous-{DEFAULT_SUFFIX}"
+
+
+def _netstrings(parts: Iterable[str]) -> bytes:
+    """Each part as a netstring (``<length in bytes>:<bytes>,``), concatenated: the plugin's encoding."""
+    out = b""
+    for part in parts:
+        raw = part.encode("utf-8", "surrogateescape")
+        out += str(len(raw)).encode() + b":" + raw + b","
+    return out
+
+
+def default_instance_key(argv: list[str], cwd: str, env: Iterable[str] = ()) -> str:
+    """The plugin's default instance key v2 (``resume.DefaultInstanceKey``) of a launch: ``argv`` as exec'd
+    (``/proc/<pid>/cmdline`` split at its NULs), ``cwd`` (``facts.cwd``) and ``env``, the ``NAME=value``
+    entries of ``/proc/<pid>/environ`` the key keeps (the caller leaves out the plugin's volatile variables and
+    ``MCP_RESUME_STATE_DIR``), sorted here byte-wise."""
+    kept = sorted(env, key=lambda e: e.encode("utf-8", "surrogateescape"))
+    parts = ["mcp-resume default instance key v2", "argv", str(len(argv)), *argv, "cwd", cwd,
+             "env", str(len(kept)), *kept]
+    return _netstrings(parts).decode("utf-8", "surrogateescape")
+
+
+def instance_suffix(namespaces: Iterable[str], key: str) -> str:
+    """The file-name suffix of ``key`` (declared or default) for a server in ``namespaces`` (link targets such
+    as ``net:[4026531840]``, in :data:`KEY_NAMESPACES` order; none on macOS): the first 16 hex digits of the
+    SHA-256 of the key material v2 (``resume.KeyMaterial``). No instance in the host's namespaces has none."""
+    ns = list(namespaces)
+    material = _netstrings(["mcp-resume instance key material v2", "ns", str(len(ns)), *ns, "key", key])
+    return hashlib.sha256(material).hexdigest()[:16]
+
+
+def real_namespaces(pid: str = "self") -> tuple[str, ...]:
+    """The key namespaces of process ``pid`` on this system (readlink ``/proc/<pid>/ns/<ns>``); none off Linux,
+    where the plugin reads none."""
+    if not sys.platform.startswith("linux"):
+        return ()
+    return tuple(os.readlink(f"/proc/{pid}/ns/{n}") for n in KEY_NAMESPACES)
 
 
 @dataclass

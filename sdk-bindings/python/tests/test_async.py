@@ -17,7 +17,7 @@ import pytest
 
 from mcp_resume import AsyncResumeTokenStore, InvalidAppError, InvalidOptionError, InvalidTokenError
 
-from pinned import TOKEN_NAME, Capture, logger_for, pinned_store
+from pinned import MARKER_NAME, TOKEN_NAME, Capture, logger_for, pinned_store
 
 
 @pytest.fixture
@@ -29,6 +29,9 @@ def PinnedAsync(tmp_path_factory: pytest.TempPathFactory) -> type[AsyncResumeTok
 
 
 def test_flow(tmp_path: Path, PinnedAsync: type[AsyncResumeTokenStore]) -> None:
+    """load, store and reject awaited on the default system, as the synchronous store does them: the token
+    loaded at construction, filed under the host with the default key's suffix, resumed, rotated, rejected;
+    invalid tokens refused."""
     capture = Capture()
     lg = logger_for(capture, "async.flow")
 
@@ -108,8 +111,8 @@ def test_close_during_the_start_releases_the_lock(tmp_path: Path, PinnedAsync: t
             await second.store("tok-2")
 
     asyncio.run(run())
-    assert "instance_busy" not in capture.events()
-    assert (tmp_path / "app" / TOKEN_NAME).read_text() == "tok-2"
+    assert set(capture.events()) == {"token_not_found"}, "the second found the lock free: not busy, not ambiguous"
+    assert (tmp_path / "app" / TOKEN_NAME).read_text() == "tok-2" and not (tmp_path / "app" / MARKER_NAME).exists()
 
 
 COLD = r"""

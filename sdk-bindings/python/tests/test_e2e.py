@@ -7,8 +7,11 @@ that are separate Python processes running the SDK's stdio client
 and start time. Launch paths: direct, ``sh -c '<server>; exit $?'``,
 ``uv run``, and a copy of /bin/sh named like a reaper (``dumb-init``). One
 host also runs two server instances at the same time, launched differently
-(each resumes its own session) or identically (the second runs without
-resume while the first holds the token file).
+(each resumes its own session) or identically (the second marks their key
+ambiguous, and neither resumes from then on). The default instance key holds
+the environment as exec'd: a server that changes ``os.environ`` after start
+still resumes, two launches that differ in their environment at exec do not
+share a session.
 
 Every launch also checks that the server's stdout carried nothing but
 JSON-RPC (the SDK reports any unparsable line) and that no token ever
@@ -17,7 +20,6 @@ appears in the server's stderr.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import queue
@@ -34,6 +36,7 @@ from collections.abc import Iterator
 import pytest
 
 from conftest import REPO_ROOT
+from pinned import instance_suffix, real_namespaces
 
 SERVER = REPO_ROOT / "examples" / "python-server" / "server.py"
 HOST_SCRIPT = Path(__file__).resolve().parent / "mcp_host.py"
@@ -46,6 +49,9 @@ MSG_CORRUPTED = "Token file corrupted, treating as stale"
 MSG_REJECTED = "Broker rejected resume token, starting fresh session"
 MSG_UNVERIFIED = "Could not verify parent process start time, session resume disabled for this instance"
 MSG_BUSY = "Another server instance under this host holds the token file, session resume disabled for this instance"
+MSG_AMBIGUOUS = ("Two server instances under this host were launched identically (same program, arguments, working "
+                 "directory and environment), so neither resumes a session: give each server entry its own "
+                 "MCP_RESUME_INSTANCE")
 
 
 # --- the broker -------------------------------------------------------------------------
@@ -253,9 +259,15 @@ def lock_files(state: Path) -> list[str]:
     return sorted(n for n in os.listdir(state) if n.startswith("lock-")) if state.exists() else []
 
 
+def markers(state: Path) -> list[str]:
+    """The ambiguity markers of the state directory."""
+    return sorted(n for n in os.listdir(state) if n.startswith("ambiguous-")) if state.exists() else []
+
+
 def suffix(instance: str) -> str:
-    """The file-name suffix of an instance key: the first 16 hex digits of its SHA-256."""
-    return hashlib.sha256(instance.encode()).hexdigest()[:16]
+    """The file-name suffix of the declared instance key ``instance`` for a server launched from this test (in
+    this process's namespaces): the first 16 hex digits of the SHA-256 of the key material (namespaces, key)."""
+    return instance_suffix(real_namespaces(), instance)
 
 
 def assert_no_token_in(logs: list[Path], tokens: set[str]) -> None:
@@ -422,7 +434,6 @@ def test_instances_launched_differently_resume_independently(tmp_path: Path, env
             out.append((cmd, args, e, tmp_path / f"{p}{rnd}.log", calls[p]))
         return out
 
-    keys = {p: f"--profile\0{p}" if how == "arguments" else f"profile-{p}" for p in "ab"}
     first = host.launch_together(servers(1, {p: [["session_info", {}], ["remember", {"note": f"note {p}"}]] for p in "ab"}))
     a1, b1 = info(first[0][0]), info(first[1][0])
     assert a1["resumed"] is False and b1["resumed"] is False and a1["session_id"] != b1["session_id"]
@@ -433,12 +444,14 @@ def test_instances_launched_differently_resume_independently(tmp_path: Path, env
         # DefaultInstanceKey), so its suffix is not computed here: two different 16-hex suffixes, one per profile.
         assert len({n.rsplit("-", 1)[1] for n in files}) == 2 and all(len(n.rsplit("-", 1)[1]) == 16 for n in files), files
     else:
-        want = {p: f"-{suffix(keys[p])}" for p in "ab"}
+        want = {p: f"-{suffix(f'profile-{p}')}" for p in "ab"}
         assert all(any(n.endswith(want[p]) for n in files) for p in "ab"), (files, want)
     assert lock_files(state) == sorted("lock-" + n[len("token-"):] for n in files)
     tokens = set(files.values())
     for p in "ab":
-        assert MSG_NOT_FOUND in _text(tmp_path / f"{p}1.log") and MSG_BUSY not in _text(tmp_path / f"{p}1.log")
+        log = _text(tmp_path / f"{p}1.log")
+        assert MSG_NOT_FOUND in log and MSG_BUSY not in log and MSG_AMBIGUOUS not in log
+    assert markers(state) == []
 
     second = host.launch_together(servers(2, {p: [["session_info", {}], ["recall", {}]] for p in "ab"}))
     assert info(second[0][0]) == {"session_id": a1["session_id"], "resumed": True}
@@ -454,8 +467,10 @@ def test_instances_launched_differently_resume_independently(tmp_path: Path, env
 
 
 def test_identical_instances_second_runs_without_resume(tmp_path: Path, env: dict[str, str], hosts: Any) -> None:
-    """One host runs the same server twice at once, launched identically: the first holds the token file;
-    the second says so, gets a fresh session and touches nothing; the first still resumes after relaunch."""
+    """One host runs the same server twice at once, launched identically (one default key): the second finds
+    the first's lock busy, so it writes the ambiguity marker, deletes the key's token file, says why with the
+    fix (``instance_ambiguous``) and serves a fresh session; from then on neither resumes: a relaunch finds the
+    marker, gets a fresh session and stores no token. A distinct MCP_RESUME_INSTANCE, the fix, resumes again."""
     state = tmp_path / "state" / APP  # the app's directory; the server gets its root
     host = hosts()
     log_a, log_b, log_again = tmp_path / "a.log", tmp_path / "b.log", tmp_path / "again.log"
@@ -466,22 +481,82 @@ def test_identical_instances_second_runs_without_resume(tmp_path: Path, env: dic
     first, other = info(a[0]), info(b[0])
     assert first["resumed"] is False and other["resumed"] is False
     assert other["session_id"] != first["session_id"]
-    assert MSG_BUSY in _text(log_b) and MSG_NOT_FOUND not in _text(log_b)
-    assert MSG_BUSY not in _text(log_a)
-    files = token_files(state)
-    assert len(files) == 1, files
-    (name,) = files
-    # Launched identically: one default key (arguments, working directory, environment), so one name.
-    assert name.startswith(f"token-{host.pid}-") and len(name.split("-")) == 4, "one default-key suffix"
-    assert lock_files(state) == ["lock-" + name[len("token-"):]]
-    tokens = set(files.values())
+    assert MSG_NOT_FOUND in _text(log_a) and MSG_AMBIGUOUS not in _text(log_a), "the first ran before the second"
+    assert MSG_AMBIGUOUS in _text(log_b) and MSG_NOT_FOUND not in _text(log_b) and MSG_BUSY not in _text(log_b)
+    (marker,) = markers(state)
+    sfx = marker[len("ambiguous-"):]
+    assert len(sfx) == 16 and f"wrote {marker}" in _text(log_b)
+    # Launched identically: one default key (program, arguments, working directory, environment), so one lock.
+    (lock,) = lock_files(state)
+    assert lock.startswith(f"lock-{host.pid}-") and lock.endswith(f"-{sfx}"), (lock, marker)
+    assert token_files(state) == {}, "the second deleted the key's token file"
+    assert stat.S_IMODE(os.stat(state / marker).st_mode) == 0o600
 
     r = host.launch(*direct(), env, log_again, [["session_info", {}], ["recall", {}]])
-    assert info(r[0]) == {"session_id": first["session_id"], "resumed": True}
-    assert json.loads(r[1]["text"]) == {"notes": ["kept"]}
-    assert MSG_RESUMED in _text(log_again)
-    tokens.update(token_files(state).values())
-    assert_no_token_in([log_a, log_b, log_again], tokens)
+    again = info(r[0])
+    assert again["resumed"] is False and again["session_id"] not in (first["session_id"], other["session_id"])
+    assert json.loads(r[1]["text"]) == {"notes": []}
+    assert MSG_AMBIGUOUS in _text(log_again) and f"found {marker}" in _text(log_again)
+    assert MSG_RESUMED not in _text(log_again)
+    assert token_files(state) == {} and markers(state) == [marker], "no token to resume from next time either"
+
+    fixed = {**env, "MCP_RESUME_INSTANCE": "entry-1"}
+    logs_fixed = [tmp_path / "fixed1.log", tmp_path / "fixed2.log"]
+    one = info(host.launch(*direct(), fixed, logs_fixed[0], [["session_info", {}]])[0])
+    two = info(host.launch(*direct(), fixed, logs_fixed[1], [["session_info", {}]])[0])
+    assert one["resumed"] is False and two == {"session_id": one["session_id"], "resumed": True}
+    assert all(MSG_AMBIGUOUS not in _text(p) for p in logs_fixed)
+    files = token_files(state)
+    assert list(files) == [f"token-{lock[len('lock-'):-len(sfx)]}{suffix('entry-1')}"], files
+    assert_no_token_in([log_a, log_b, log_again, *logs_fixed], set(files.values()))
+
+
+#: Run the example server after giving ``os.environ`` a variable whose value is new on every launch (what a
+#: server may do before it imports mcp_resume): the command line stays the same, the environment as exec'd too.
+ENV_CHANGER = r"""
+import os, runpy, sys, time
+os.environ["MCP_TEST_PER_LAUNCH"] = f"{os.getpid()}-{time.time_ns()}"
+print(f"MCP_TEST_PER_LAUNCH={os.environ['MCP_TEST_PER_LAUNCH']}", file=sys.stderr, flush=True)
+sys.argv = sys.argv[1:]
+sys.path.insert(0, os.path.dirname(sys.argv[0]))
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def test_environment_as_execd_keys_the_instance(tmp_path: Path, env: dict[str, str], hosts: Any) -> None:
+    """The default instance key holds the environment as exec'd (/proc/self/environ), not ``os.environ``: a
+    server that sets a variable after start, to a new value on every launch, keeps its key, so a relaunch
+    resumes; two launches of one command whose environments at exec differ in one variable get two token
+    files and two sessions, never each other's, and each relaunch resumes its own."""
+    state = tmp_path / "state" / APP  # the app's directory; the server gets its root
+    host = hosts()
+    changer = (PYTHON, ["-c", ENV_CHANGER, str(SERVER)])
+    log1, log2 = tmp_path / "changer1.log", tmp_path / "changer2.log"
+    first = info(host.launch(*changer, env, log1, [["session_info", {}]])[0])
+    second = info(host.launch(*changer, env, log2, [["session_info", {}]])[0])
+    values = [next(x for x in _text(p).splitlines() if x.startswith("MCP_TEST_PER_LAUNCH=")) for p in (log1, log2)]
+    assert values[0] != values[1], "os.environ differed between the launches"
+    assert first["resumed"] is False and second == {"session_id": first["session_id"], "resumed": True}
+    assert MSG_RESUMED in _text(log2)
+    (changer_file,) = token_files(state)
+
+    flavours = {f: {**env, "MCP_TEST_FLAVOUR": f} for f in ("one", "two")}
+    logs = {(f, n): tmp_path / f"{f}{n}.log" for f in flavours for n in (1, 2)}
+    fresh = {f: info(host.launch(*direct(), e, logs[f, 1], [["session_info", {}], ["remember", {"note": f}]])[0])
+             for f, e in flavours.items()}
+    assert fresh["one"]["resumed"] is False and fresh["two"]["resumed"] is False
+    assert len({first["session_id"], fresh["one"]["session_id"], fresh["two"]["session_id"]}) == 3
+    assert MSG_NOT_FOUND in _text(logs["two", 1]) and MSG_RESUMED not in _text(logs["two", 1])
+    files = token_files(state)
+    assert len(files) == 3 and changer_file in files, files
+    assert len({n.rsplit("-", 1)[1] for n in files}) == 3, "one suffix per environment at exec"
+    for f, e in flavours.items():
+        r = host.launch(*direct(), e, logs[f, 2], [["session_info", {}], ["recall", {}]])
+        assert info(r[0]) == {"session_id": fresh[f]["session_id"], "resumed": True}
+        assert json.loads(r[1]["text"]) == {"notes": [f]}
+    assert all(MSG_AMBIGUOUS not in _text(p) for p in [log1, log2, *logs.values()])
+    assert markers(state) == []
+    assert_no_token_in([log1, log2, *logs.values()], set(files.values()) | set(token_files(state).values()))
 
 
 # --- stdout and startup modes, with the server as a plain subprocess ----------------------------

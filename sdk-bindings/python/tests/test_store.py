@@ -13,7 +13,6 @@ temporary directory; everything else is the real system.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.resources
 import json
 import logging
@@ -31,7 +30,10 @@ from mcp_resume import (InvalidAppError, InvalidTokenError, PluginError, ResumeS
                         TokenFile)
 
 from conftest import REPO_ROOT
-from pinned import LOCK_NAME, PID, START, TOKEN_NAME, Capture, logger_for, pinned_store
+from pinned import (DEFAULT_NAMESPACES, DEFAULT_SUFFIX, KEY_NAMESPACES, LOCK_NAME, MARKER_NAME, PID, PLAIN_LOCK_NAME,
+                    PLAIN_TOKEN_NAME, START, TOKEN_NAME, Capture, default_instance_key, instance_suffix, logger_for,
+                    pinned_store)
+from system import CONFORMANCE
 
 
 
@@ -68,7 +70,13 @@ def test_public_api() -> None:
 
 
 def test_state_dir_defaults_from_real_facts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Nothing touches disk here: open only computes the directory."""
+    """The state directory from the real facts: XDG_STATE_HOME when absolute, else ~/.local/state (macOS:
+    Application Support), MCP_RESUME_STATE_DIR, an explicit root, case folding, and a relative root made
+    absolute against the directory the process started in (facts.cwd, read at the first import of
+    mcp_resume), not the current one. Nothing touches disk here: open only computes the directory."""
+    from mcp_resume._hostfuncs import _START_CWD
+
+    launched = Path(_START_CWD)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
     monkeypatch.delenv("MCP_RESUME_STATE_DIR", raising=False)
@@ -87,12 +95,14 @@ def test_state_dir_defaults_from_real_facts(monkeypatch: pytest.MonkeyPatch, tmp
         assert s.state_dir == str(tmp_path / "explicit" / "app1") and s.state_root == str(tmp_path / "explicit")
     with ResumeTokenStore("App1", tmp_path / "explicit") as s:
         assert s.state_dir == str(tmp_path / "explicit" / "+app1"), "case-folding file systems must not merge apps"
-    monkeypatch.chdir(tmp_path)
+    monkeypatch.chdir(tmp_path)  # after the import: the launch directory stays what it was
+    assert launched.is_absolute() and launched != tmp_path
     with ResumeTokenStore("app1", "rel") as s:
-        assert s.state_dir == str(tmp_path / "rel" / "app1"), "the plugin makes a relative state_root absolute (facts.cwd)"
+        assert s.state_dir == str(launched / "rel" / "app1"), (
+            "the plugin makes a relative state_root absolute against the launch directory (facts.cwd at import)")
     with ResumeTokenStore("app1", "./rel/../rel2//") as s:
-        assert s.state_dir == str(tmp_path / "rel2" / "app1"), "and clean"
-    for d in ("xdg", "env", "explicit", "rel"):
+        assert s.state_dir == str(launched / "rel2" / "app1"), "and clean"
+    for d in ("xdg", "env", "explicit", "rel", "rel2"):
         assert not (tmp_path / d).exists(), f"open created {d}"
 
 
@@ -240,12 +250,15 @@ def test_not_wasm_refused() -> None:
 
 
 def test_flow(tmp_path: Path, capture: Capture, Pinned: type[ResumeTokenStore]) -> None:
+    """load, store and reject on the default system: the token is filed under the host's identity with the
+    default instance key's suffix (the namespaces and the launch always enter it), the next store resumes it,
+    reject deletes it, and no log line carries a token."""
     lg = logger_for(capture, "flow")
     with Pinned("app", tmp_path, logger=lg) as s:
         assert s.load() is None
         s.store("tok-A")
         (f,) = s.list()
-        assert f == TokenFile(TOKEN_NAME, PID, START, "", "alive", f.age_seconds)
+        assert f == TokenFile(TOKEN_NAME, PID, START, DEFAULT_SUFFIX, "alive", f.age_seconds)
     with Pinned("app", tmp_path, logger=lg) as s:
         assert s.load() == "tok-A"
         s.store("tok-B")
@@ -321,6 +334,8 @@ def test_list_and_prune_before_use(tmp_path: Path, Pinned: type[ResumeTokenStore
 
 
 def test_thread_safe(tmp_path: Path, Pinned: type[ResumeTokenStore]) -> None:
+    """Eight threads storing, loading and listing on one store: no error, the file holds one of their tokens,
+    and the directory holds only the token file and its lock (one instance: no ambiguity marker)."""
     errors: list[BaseException] = []
     tokens = [f"tok-{i}" for i in range(8)]
     with Pinned("app", tmp_path) as s:
@@ -345,6 +360,7 @@ def test_thread_safe(tmp_path: Path, Pinned: type[ResumeTokenStore]) -> None:
 
 
 def test_many_stores_share_one_compiled_plugin(tmp_path: Path, Pinned: type[ResumeTokenStore]) -> None:
+    """Two stores of two apps share the process's one compiled plugin, each writing its own token file."""
     from mcp_resume import _runtime
 
     a = Pinned("a", tmp_path / "a")
@@ -361,6 +377,8 @@ def test_many_stores_share_one_compiled_plugin(tmp_path: Path, Pinned: type[Resu
 
 def test_default_logger_and_no_stdout(tmp_path: Path, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture,
                                       Pinned: type[ResumeTokenStore]) -> None:
+    """With no logger given, the plugin's lines go to logging's ``mcp_resume`` logger (a corrupt token file:
+    one warning with its detail), and nothing reaches stdout."""
     caplog.set_level(logging.INFO, logger="mcp_resume")
     (tmp_path / "app").mkdir(mode=0o700)
     (tmp_path / "app" / TOKEN_NAME).write_bytes(b"\x00garbage")
@@ -404,20 +422,45 @@ def test_default_logging_prints_the_path_and_the_fix(tmp_path: Path, config: str
 
 
 def suffix(instance: str) -> str:
-    return hashlib.sha256(instance.encode()).hexdigest()[:16]
+    """The suffix of the declared key ``instance`` on the default system (its namespaces and the key)."""
+    return instance_suffix(DEFAULT_NAMESPACES, instance)
+
+
+def test_default_suffix_is_the_default_systems_launch() -> None:
+    """The default system's suffix is the key material of its server's namespaces and its default key v2: the
+    program and arguments as exec'd (100/cmdline), facts.cwd and the environment at exec (100/environ); a
+    declared key, other namespaces or another launch (argument, environment entry, directory) give others."""
+    system = json.loads((CONFORMANCE / "systems" / "default.json").read_text())
+    proc, facts = system["proc"], system["facts"]
+    argv = proc["100/cmdline"]["text"].split("\0")[:-1]
+    env = [e for e in proc["100/environ"]["text"].split("\0") if e]
+    assert tuple(proc[f"100/ns/{n}"]["symlink"] for n in KEY_NAMESPACES) == DEFAULT_NAMESPACES
+    assert tuple(proc[f"4242/ns/{n}"]["symlink"] for n in KEY_NAMESPACES) == DEFAULT_NAMESPACES, "the host's"
+    assert argv == ["/usr/local/bin/conformance-server"] and env == [] and facts.get("cwd", "") == ""
+    key = default_instance_key(argv, facts.get("cwd", ""), env)
+    assert instance_suffix(DEFAULT_NAMESPACES, key) == DEFAULT_SUFFIX and DEFAULT_SUFFIX in system["description"]
+    others = {suffix(key + "x"), instance_suffix(DEFAULT_NAMESPACES[1:] + ("cgroup:[1]",), key),
+              instance_suffix(DEFAULT_NAMESPACES, default_instance_key([*argv, "--x"], "", env)),
+              instance_suffix(DEFAULT_NAMESPACES, default_instance_key(argv, "", ["A=1"])),
+              instance_suffix(DEFAULT_NAMESPACES, default_instance_key(argv, "/srv", env))}
+    assert len(others) == 5 and DEFAULT_SUFFIX not in others
 
 
 def test_instance_names_the_files(tmp_path: Path, Pinned: type[ResumeTokenStore]) -> None:
+    """A declared instance names the files by the digest of the namespaces and the key (never the key itself);
+    no instance (``""`` or ``"-"``) keeps the spec's plain names, the server being in its host's namespaces;
+    an instance that is not a string is refused."""
     with Pinned("app", tmp_path, instance="--profile\0work") as s:
         s.store("tok-W")
         sfx = suffix("--profile\0work")
-        assert [(f.name, f.instance) for f in s.list()] == [(f"{TOKEN_NAME}-{sfx}", sfx)]
+        assert [(f.name, f.instance) for f in s.list()] == [(f"{PLAIN_TOKEN_NAME}-{sfx}", sfx)]
         assert s.whoami()["instance_suffix"] == sfx
-    assert sorted(os.listdir(tmp_path / "app")) == [f"{LOCK_NAME}-{sfx}", f"{TOKEN_NAME}-{sfx}"]
+    assert sorted(os.listdir(tmp_path / "app")) == [f"{PLAIN_LOCK_NAME}-{sfx}", f"{PLAIN_TOKEN_NAME}-{sfx}"]
+    assert sfx != DEFAULT_SUFFIX, "a declared key replaces the default one"
     for none in ("", "-"):
         with Pinned("app", tmp_path / none.replace("-", "dash") if none else tmp_path / "empty", instance=none) as s:
             s.store("tok")
-            assert [f.name for f in s.list()] == [TOKEN_NAME]
+            assert [f.name for f in s.list()] == [PLAIN_TOKEN_NAME]
     with pytest.raises(mcp_resume.InvalidOptionError, match="^instance must be a string, not a number$"):
         Pinned("app", tmp_path, instance=5)  # type: ignore[arg-type]
 
@@ -435,32 +478,105 @@ def test_instances_resume_independently(tmp_path: Path, capture: Capture, Pinned
     assert b.load() == "tok-b" and a.load() == "tok-a"
     a.close()
     b.close()
-    assert capture.events() == ["token_not_found", "token_not_found"], "no instance_busy, nothing pruned"
+    assert capture.events() == ["token_not_found", "token_not_found"], "no instance_busy or instance_ambiguous, nothing pruned"
     assert sorted(os.listdir(tmp_path / "app")) == sorted(f"{kind}-{PID}-{START}-{suffix(i)}" for kind in ("lock", "token") for i in "ab")
 
 
+MSG_BUSY = "Another server instance under this host holds the token file, session resume disabled for this instance"
+MSG_AMBIGUOUS = ("Two server instances under this host were launched identically (same program, arguments, working "
+                 "directory and environment), so neither resumes a session: give each server entry its own "
+                 "MCP_RESUME_INSTANCE")
+MSG_AMBIGUOUS_DECLARED = ("Two server instances under this host declared the same instance key, so neither resumes a "
+                          "session: give each server entry its own MCP_RESUME_INSTANCE")
+
+
 def test_same_instance_busy_until_closed(tmp_path: Path, capture: Capture, Pinned: type[ResumeTokenStore]) -> None:
-    """Two stores launched the same way under one host: the first holds the file, the second runs without resume."""
-    first = Pinned("app", tmp_path, logger=logger_for(capture, "first"))
+    """Two stores with no instance (``"-"``: one session per host by choice) under one host at once: the first
+    holds the plain token file, the second says so (``instance_busy``, no marker) and runs without resume, and
+    after both close the next store resumes the first's token."""
+    first = Pinned("app", tmp_path, instance="-", logger=logger_for(capture, "first"))
     assert first.load() is None
     first.store("tok-1")
     second_logs = Capture()
-    second = Pinned("app", tmp_path, logger=logger_for(second_logs, "second"))
+    second = Pinned("app", tmp_path, instance="-", logger=logger_for(second_logs, "second"))
     assert second.load() is None
     second.store("tok-2")
     second.reject()
     assert second.load() is None
     assert second_logs.events() == ["instance_busy"]
-    assert (tmp_path / "app" / TOKEN_NAME).read_text() == "tok-1"
+    assert second_logs.records[-1].getMessage().startswith(MSG_BUSY + ": ")
+    assert (tmp_path / "app" / PLAIN_TOKEN_NAME).read_text() == "tok-1"
     second.close()
     first.close()
-    third = Pinned("app", tmp_path)
+    third = Pinned("app", tmp_path, instance="-")
     assert third.load() == "tok-1", "close released the lock"
     third.close()
-    assert sorted(os.listdir(tmp_path / "app")) == [LOCK_NAME, TOKEN_NAME]
+    assert sorted(os.listdir(tmp_path / "app")) == [PLAIN_LOCK_NAME, PLAIN_TOKEN_NAME], "no ambiguity marker"
+
+
+@pytest.mark.parametrize("instance", [None, "shared"], ids=["default key", "declared key"])
+def test_identical_instances_marked_ambiguous(tmp_path: Path, instance: str | None,
+                                              Pinned: type[ResumeTokenStore]) -> None:
+    """Two stores with one instance key (launched identically, or declaring the same key) under one host at
+    once: the second finds the lock busy, writes the marker ``ambiguous-<suffix>`` (0600, no host part),
+    deletes the key's token file and logs ``instance_ambiguous``; from then on neither resumes: the first's
+    next store deletes the token and writes none (it logs the marker once), its load offers nothing, and a
+    relaunch after both closed finds the marker and neither loads nor stores. ``list`` shows the marker;
+    another key and no instance are not covered by it and resume."""
+    sfx = DEFAULT_SUFFIX if instance is None else suffix(instance)
+    token, lock, marker = f"{PLAIN_TOKEN_NAME}-{sfx}", f"{PLAIN_LOCK_NAME}-{sfx}", f"ambiguous-{sfx}"
+    assert instance is not None or (token, lock, marker) == (TOKEN_NAME, LOCK_NAME, MARKER_NAME)
+    msg = MSG_AMBIGUOUS if instance is None else MSG_AMBIGUOUS_DECLARED
+    opts: dict[str, Any] = {} if instance is None else {"instance": instance}
+    state = tmp_path / "app"
+    first_logs, second_logs, third_logs = Capture(), Capture(), Capture()
+
+    first = Pinned("app", tmp_path, logger=logger_for(first_logs, "amb.first"), **opts)
+    assert first.load() is None
+    first.store("tok-1")
+    assert (state / token).read_text() == "tok-1" and not (state / marker).exists()
+    second = Pinned("app", tmp_path, logger=logger_for(second_logs, "amb.second"), **opts)
+    assert second.load() is None
+    assert second_logs.events() == ["instance_ambiguous"]
+    (rec,) = [r for r in second_logs.records if r.levelno > logging.DEBUG]
+    assert rec.levelno == logging.WARNING and rec.getMessage().startswith(msg + ": ")
+    assert f"holds {lock}; wrote {marker}" in str(getattr(rec, "detail", "")), getattr(rec, "detail", "")
+    assert (state / marker).is_file() and (state / marker).stat().st_mode & 0o777 == 0o600
+    assert not (state / token).exists(), "the key's token file is deleted"
+    second.store("tok-2")
+    second.reject()
+    assert second.load() is None and not (state / token).exists()
+
+    first.store("tok-1b")  # the instance that holds the lock stops too
+    assert not (state / token).exists()
+    assert first.load() is None
+    first.store("tok-1c")
+    assert not (state / token).exists()
+    assert first_logs.events() == ["token_not_found", "instance_ambiguous"], "logged once per store"
+    assert f"found {marker}" in str(getattr([r for r in first_logs.records if r.levelno > logging.DEBUG][-1], "detail", ""))
+    second.close()
+    first.close()
+
+    third = Pinned("app", tmp_path, logger=logger_for(third_logs, "amb.third"), **opts)
+    assert third.load() is None, "the marker outlives both instances"
+    third.store("tok-3")
+    assert not (state / token).exists()
+    assert third_logs.events() == ["instance_ambiguous"]
+    (f,) = third.list()
+    assert f == TokenFile(marker, 0, "", sfx, "ambiguous", f.age_seconds)
+    third.close()
+    assert sorted(os.listdir(state)) == sorted([lock, marker])
+
+    for other in ("other", "-"):  # another key, or no instance: no marker applies
+        for expect in (None, f"tok-{other}"):
+            with Pinned("app", tmp_path, instance=other) as s:
+                assert s.load() == expect
+                s.store(f"tok-{other}")
 
 
 def test_lock_failed_turns_resume_off(tmp_path: Path, capture: Capture, Pinned: type[ResumeTokenStore]) -> None:
+    """A directory where the key's lock file goes: the lock cannot be taken, so resume is off (``lock_failed``)
+    and the token file is left as it was."""
     (tmp_path / "app").mkdir(mode=0o700)
     (tmp_path / "app" / LOCK_NAME).mkdir()
     (tmp_path / "app" / TOKEN_NAME).write_text("tok-1")
@@ -472,25 +588,31 @@ def test_lock_failed_turns_resume_off(tmp_path: Path, capture: Capture, Pinned: 
 
 
 def test_prune_and_whoami(tmp_path: Path, capture: Capture, Pinned: type[ResumeTokenStore]) -> None:
-    """On the pinned system only pid 4242 runs: the files of other hosts are gone; ours stay."""
+    """On the pinned system only pid 4242 runs: the files of other hosts are gone; ours stay (named with the
+    default key's suffix, as whoami says). Ambiguity markers of other keys stay until unseen for 30 days."""
     other = f"2.{START.split('.', 1)[1]}"  # another start time on this boot, in this PID namespace
+    seen, unseen = f"ambiguous-{suffix('seen')}", f"ambiguous-{suffix('unseen')}"
     old = {f"token-7777-{other}": "gone", f"lock-7777-{other}": "", f"token-9999-{other}-{suffix('x')}": "gone too",
-           "token-nonsense": "not ours", "other": "x", TOKEN_NAME: "ours"}
+           "token-nonsense": "not ours", "other": "x", TOKEN_NAME: "ours", seen: "", unseen: ""}
     for n, text in old.items():
         (tmp_path / "app").mkdir(mode=0o700, exist_ok=True)
         (tmp_path / "app" / n).write_text(text)
+    month = 31 * 24 * 3600
+    os.utime(tmp_path / "app" / unseen, (os.stat(tmp_path / "app" / unseen).st_atime - month,) * 2)
     with Pinned("app", tmp_path, logger=logger_for(capture, "prune")) as s:
         removed = s.prune()
-        assert sorted(r["name"] for r in removed) == sorted([f"token-7777-{other}", f"lock-7777-{other}",
-                                                              f"token-9999-{other}-{suffix('x')}"])
-        assert {r["reason"] for r in removed} == {"host_gone"} and {r["host"] for r in removed} == {"gone"}
+        gone = [f"token-7777-{other}", f"lock-7777-{other}", f"token-9999-{other}-{suffix('x')}"]
+        assert sorted(r["name"] for r in removed) == sorted([*gone, unseen])
+        assert {(r["name"], r["reason"], r["host"]) for r in removed} == {
+            *((n, "host_gone", "gone") for n in gone), (unseen, "unseen", "ambiguous")}
         assert s.prune() == []
         who = s.whoami()
         assert (who["pid"], who["start_time"], who["token_file"], who["lock_file"]) == (PID, START, TOKEN_NAME, LOCK_NAME)
+        assert who["instance_suffix"] == DEFAULT_SUFFIX
         assert who["state_dir"] == str(tmp_path / "app") and who["chain"][-1]["pid"] == PID and "error" not in who
         assert s.load() == "ours"
-    assert sorted(os.listdir(tmp_path / "app")) == sorted([LOCK_NAME, "other", TOKEN_NAME, "token-nonsense"])
-    assert capture.events() == ["stale_removed"] * 3
+    assert sorted(os.listdir(tmp_path / "app")) == sorted([LOCK_NAME, "other", TOKEN_NAME, "token-nonsense", seen])
+    assert capture.events() == ["stale_removed"] * 4
 
 
 # --- compilation cache and environment, in fresh processes -----------------------------------------
