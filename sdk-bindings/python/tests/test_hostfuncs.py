@@ -770,6 +770,46 @@ def test_facts(monkeypatch: pytest.MonkeyPatch) -> None:
     assert facts["xdg_state_home"] == "~/x", "reported exactly as set: the plugin judges it"
 
 
+def test_facts_cwd_is_the_directory_at_import(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """facts.cwd is the working directory when mcp_resume was imported: changing directory afterwards (as a
+    server does before it opens its store, or in a FastMCP lifespan) does not change it."""
+    launched = os.getcwd()  # this process imported mcp_resume here: no test leaves another directory behind
+    monkeypatch.chdir(tmp_path)
+    assert os.getcwd() != launched
+    assert call(bare(), "mcp_resume_facts", {})["cwd"] == launched
+
+
+CWD_CHILD = r"""
+import json, logging, os, sys
+if sys.argv[2] == "deleted":
+    os.chdir(sys.argv[3])
+    os.rmdir(sys.argv[3])
+import mcp_resume
+from mcp_resume._hostfuncs import HostFunctions
+os.chdir(sys.argv[4])
+facts = json.loads(HostFunctions(logging.getLogger("x")).call("mcp_resume_facts", b"{}"))
+with open(sys.argv[1], "w") as f:
+    json.dump({"facts_cwd": facts["cwd"], "now": os.getcwd()}, f)
+"""
+
+
+@pytest.mark.parametrize("how", ["kept", "deleted"])
+def test_facts_cwd_of_a_server_that_changes_directory(tmp_path: Path, how: str) -> None:
+    """A process launched in one directory that imports mcp_resume and then changes directory reports the launch
+    directory; when getcwd fails at import (its directory was deleted), ``""`` for good, even after it changes
+    to a directory that exists."""
+    launch, later = tmp_path / "launch", tmp_path / "later"
+    launch.mkdir()
+    later.mkdir()
+    out = tmp_path / "answer.json"
+    p = subprocess.run([sys.executable, "-c", CWD_CHILD, str(out), how, str(launch), str(later)], cwd=launch,
+                       capture_output=True, timeout=60)
+    assert p.returncode == 0, p.stderr.decode()
+    got = json.loads(out.read_text())
+    assert got["now"] == os.path.realpath(later)
+    assert got["facts_cwd"] == (os.path.realpath(launch) if how == "kept" else "")
+
+
 @pytest.mark.parametrize("home", [None, "", "rel/dir", "~"])
 def test_facts_home_falls_back_to_the_password_database(monkeypatch: pytest.MonkeyPatch, home: str | None) -> None:
     """HOME unset, empty or relative: the effective uid's password-database home, as the Go host (os/user) and

@@ -183,11 +183,19 @@ def _home() -> str:
 
 
 def _cwd() -> str:
-    """``facts.cwd``: ``getcwd(3)``; ``""`` when it fails (a deleted working directory)."""
+    """``getcwd(3)`` (``os.getcwd()``, never ``$PWD``); ``""`` when it fails (a deleted working directory)."""
     try:
         return os.getcwd()
     except OSError:
         return ""
+
+
+#: ``facts.cwd``: the working directory when the ``mcp_resume`` package was imported (its ``__init__`` imports
+#: this module), before the server's own startup code runs, so a server that changes directory later (to its
+#: install directory, say, or in a FastMCP lifespan that opens the store) still reports the directory it was
+#: launched in, which is part of the default instance key and the base of a relative ``state_root``; ``""``
+#: when ``getcwd`` failed then. The Go host reads it at package init (hostfuncs/README.md, ``mcp_resume_facts``).
+_START_CWD = _cwd()
 
 
 def _libc_sysctl(mib: list[int], size: int) -> bytes:
@@ -296,10 +304,11 @@ class HostFunctions:
         return "linux" if sys.platform.startswith("linux") else sys.platform
 
     def facts(self) -> dict[str, Any]:
-        """``mcp_resume_facts``: os, pid, euid, home, xdg_state_home, cwd, args, every environment variable,
-        runtime and ``stdio_fds`` while :meth:`keep_stdio`'s copies are held; invalid bytes as U+FFFD."""
+        """``mcp_resume_facts``: os, pid, euid, home, xdg_state_home, cwd (the working directory at import of the
+        package, :data:`_START_CWD`), args, every environment variable, runtime and ``stdio_fds`` while
+        :meth:`keep_stdio`'s copies are held; invalid bytes as U+FFFD. Raises nothing."""
         facts = {"os": self.os_name(), "pid": os.getpid(), "euid": os.geteuid() if hasattr(os, "geteuid") else -1,
-                 "home": _home(), "xdg_state_home": os.environ.get("XDG_STATE_HOME", ""), "cwd": _cwd(),
+                 "home": _home(), "xdg_state_home": os.environ.get("XDG_STATE_HOME", ""), "cwd": _START_CWD,
                  "args": sys.argv[1:], "env": dict(os.environ), "runtime": "python"}
         with self._mu:
             if self._stdio is not None:
