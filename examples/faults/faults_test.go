@@ -478,6 +478,9 @@ func TestFaults(t *testing.T) {
 		{"27_root_with_user_home", faultRootWithUserHome},
 		{"28_state_dir_not_dir", faultStateDirNotDir},
 		{"29_stderr_closed", faultStderrClosed},
+		{"30_gateway", faultGateway},
+		{"30_agent_service", faultAgentService},
+		{"30_single_user_hosts", faultSingleUserHosts},
 	}
 	defer removeHelperBin()
 	want := map[string]bool{}
