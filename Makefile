@@ -65,6 +65,7 @@ fuzz-smoke:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseStat$$' -fuzztime 300000x ./procid/
 	$(GO) test -run '^$$' -fuzz '^FuzzParsePsStat$$' -fuzztime 150000x ./procid/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeKinfo$$' -fuzztime 150000x ./procid/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseNetTable$$' -fuzztime 150000x ./procid/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseFileName$$' -fuzztime 150000x ./plugin/internal/resume/
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckToken$$' -fuzztime 150000x ./plugin/internal/resume/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 100000x ./hostfuncs/

@@ -325,6 +325,7 @@ func (o WhoamiOutput) EncodeJSON() ([]byte, error) {
 		en.intOmit("pid", int64(o.PID))
 		en.strOmit("start_time", o.StartTime)
 		en.strOmit("stdio", o.Stdio)
+		en.strOmit("trust", o.Trust)
 		en.strOmit("instance_suffix", o.InstanceSuffix)
 		en.strOmit("token_file", o.TokenFile)
 		en.strOmit("lock_file", o.LockFile)

@@ -174,6 +174,11 @@ type WhoamiOutput struct {
 	// Stdio says how the MCP host's hold on the server's stdin and stdout
 	// was checked ("verified: ...", "not checked: ...").
 	Stdio string `json:"stdio,omitempty"`
+	// Trust is the trust rule's verdict on the MCP host ("single user:
+	// ...", or "vouched: MCP_RESUME=on ..." when the environment skipped
+	// the rule); empty when Error is set (a host the rule refuses: Error
+	// says why).
+	Trust string `json:"trust,omitempty"`
 	// InstanceSuffix is the 16-hex-digit instance part of the names, ""
 	// for none.
 	InstanceSuffix string `json:"instance_suffix,omitempty"`

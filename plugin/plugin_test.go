@@ -98,10 +98,18 @@ const (
 	// 3,948,941 bytes, +126.9 KiB of its 150 KiB budget: the Lua scripts
 	// embedded, crypto/sha1 for EVALSHA, the eval payload codecs and the
 	// reply decoder, the state_url check; written here rather than with
-	// net/url, which links fmt and alone added 480 KiB).
+	// net/url, which links fmt and alone added 480 KiB), and then the trust
+	// rule and the stdio socket rule (3,949,491 -> 4,041,139 bytes,
+	// +89.5 KiB, measured function by function against the build before
+	// them: procid's trustLinux 13.5 KB, checkUnixSockets 8 KB,
+	// parseNetTable 6.4 KB, the gateway and known-host name matching
+	// (programNames, knownHost, interpreterScript, listed) 12 KB, the
+	// macOS terminal and environment (trustDarwin, decodeProcArgsEnv)
+	// 6.3 KB, address formatting for messages 3.7 KB, about 72 KB of code
+	// in all, the rest their messages; no new package is linked).
 	// Lower it as the guest shrinks; never raise it without a review of
 	// what grew.
-	maxWasmBytes = 3_960_000
+	maxWasmBytes = 4_045_000
 )
 
 // TestWasmSize fails when plugin.wasm outgrows its budget.

@@ -36,6 +36,9 @@ const (
 	kinfoCommLen = 17
 	// kinfoPPID is kp_eproc.e_ppid, an int32.
 	kinfoPPID = 560
+	// kinfoTdev is kp_eproc.e_tdev, an int32 dev_t: the controlling
+	// terminal, NODEV (-1) for none.
+	kinfoTdev = 572
 )
 
 // darwinZombie is p_stat for a process that exited and was not yet reaped
@@ -48,6 +51,7 @@ type kinfo struct {
 	ppid int
 	comm string
 	stat int8
+	tdev int32
 	sec  int64
 	usec int32
 }
@@ -66,6 +70,7 @@ func decodeKinfo(b []byte) (kinfo, error) {
 		pid:  int(int32(le.Uint32(b[kinfoPID:]))),
 		ppid: int(int32(le.Uint32(b[kinfoPPID:]))),
 		stat: int8(b[kinfoStat]),
+		tdev: int32(le.Uint32(b[kinfoTdev:])),
 		sec:  int64(le.Uint64(b[kinfoStartSec:])),
 		usec: int32(le.Uint32(b[kinfoStartUsec:])),
 	}
@@ -94,35 +99,74 @@ func darwinStartTime(sec int64) string {
 	return strconv.FormatInt(sec, 10)
 }
 
-// process converts k to a Process with the given args.
+// process converts k to a Process with the given args; its terminal is
+// known (e_tdev).
 func (k kinfo) process(args []string) Process {
-	return Process{PID: k.pid, PPID: k.ppid, Name: k.comm, Args: args, StartTime: darwinStartTime(k.sec), zombie: k.stat == darwinZombie}
+	return Process{PID: k.pid, PPID: k.ppid, Name: k.comm, Args: args, StartTime: darwinStartTime(k.sec), zombie: k.stat == darwinZombie,
+		tty: k.tdev, ttyKnown: true}
 }
 
 // decodeProcArgs decodes a kern.procargs2 record: a little-endian int32
 // argc, the executable path NUL-terminated, NUL padding, then argc
-// NUL-terminated arguments, then the environment (ignored). Trailing empty
-// arguments are dropped, as on Linux, since a retitled process (node, npm)
-// leaves its old argument area NUL-padded. Errors wrap ErrMalformed.
+// NUL-terminated arguments, then the environment (ignored here; see
+// decodeProcArgsEnv). Trailing empty arguments are dropped, as on Linux,
+// since a retitled process (node, npm) leaves its old argument area
+// NUL-padded. Errors wrap ErrMalformed.
 func decodeProcArgs(b []byte) ([]string, error) {
+	args, _, err := decodeProcArgsEnv(b)
+	return args, err
+}
+
+// decodeProcArgsEnv is decodeProcArgs, also returning the strings after
+// the arguments up to the first empty one: the environment
+// ("NAME=value"), which the trust rule reads for a desktop session. The
+// kernel may follow it with more NUL-terminated strings (the "apple"
+// strings, also NAME=value) after an empty one; a record cut short ends
+// the environment where it ends.
+func decodeProcArgsEnv(b []byte) ([]string, []string, error) {
+	args, rest, err := decodeArgv(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	var env []string
+	for len(rest) > 0 {
+		i := bytes.IndexByte(rest, 0)
+		if i == 0 {
+			break
+		}
+		if i < 0 {
+			i = len(rest)
+		}
+		env = append(env, string(rest[:i]))
+		if i == len(rest) {
+			break
+		}
+		rest = rest[i+1:]
+	}
+	return args, env, nil
+}
+
+// decodeArgv decodes the arguments of a kern.procargs2 record
+// (decodeProcArgs) and returns the bytes after them.
+func decodeArgv(b []byte) ([]string, []byte, error) {
 	if len(b) < 4 {
-		return nil, wrap("procargs2 is "+itoa(len(b))+" bytes", ErrMalformed)
+		return nil, nil, wrap("procargs2 is "+itoa(len(b))+" bytes", ErrMalformed)
 	}
 	argc := int32(binary.LittleEndian.Uint32(b))
 	if argc < 0 || int(argc) > len(b) {
-		return nil, wrap("procargs2 has argc "+itoa(int(argc)), ErrMalformed)
+		return nil, nil, wrap("procargs2 has argc "+itoa(int(argc)), ErrMalformed)
 	}
 	rest := b[4:]
 	i := bytes.IndexByte(rest, 0)
 	if i < 0 {
-		return nil, wrap("procargs2 has no executable path", ErrMalformed)
+		return nil, nil, wrap("procargs2 has no executable path", ErrMalformed)
 	}
 	rest = bytes.TrimLeft(rest[i:], "\x00")
 	args := make([]string, 0, argc)
 	for len(args) < int(argc) {
 		i := bytes.IndexByte(rest, 0)
 		if i < 0 {
-			return nil, wrap("procargs2 ends after "+itoa(len(args))+" of "+itoa(int(argc))+" arguments", ErrMalformed)
+			return nil, nil, wrap("procargs2 ends after "+itoa(len(args))+" of "+itoa(int(argc))+" arguments", ErrMalformed)
 		}
 		args = append(args, string(rest[:i]))
 		rest = rest[i+1:]
@@ -131,9 +175,9 @@ func decodeProcArgs(b []byte) ([]string, error) {
 		args = args[:len(args)-1]
 	}
 	if len(args) == 0 {
-		return nil, nil
+		return nil, rest, nil
 	}
-	return args, nil
+	return args, rest, nil
 }
 
 // psStat is one line of `ps -o pid=,ppid=,stat=,lstart=,ucomm=`.
@@ -298,7 +342,7 @@ func darwinProcess(pid int, r hostfuncs.InspectResult, procargs *hostfuncs.Inspe
 			return Process{}, wrap(op+" described pid "+itoa(st.pid), ErrMalformed)
 		}
 		return Process{PID: pid, PPID: st.ppid, Name: st.comm, Args: parsePsArgs(r.Args),
-			StartTime: darwinStartTime(st.sec), zombie: strings.HasPrefix(st.state, "Z")}, nil
+			StartTime: darwinStartTime(st.sec), zombie: strings.HasPrefix(st.state, "Z"), ttyFG: strings.Contains(st.state, "+")}, nil
 	}
 	k, err := decodeKinfo(r.Data)
 	if err != nil {
@@ -307,11 +351,16 @@ func darwinProcess(pid int, r hostfuncs.InspectResult, procargs *hostfuncs.Inspe
 	if k.pid != pid {
 		return Process{}, wrap(op+" returned pid "+itoa(k.pid), ErrMalformed)
 	}
-	var args []string
+	var args, env []string
+	envKnown := false
 	if procargs != nil && procargs.Error == nil {
-		args, _ = decodeProcArgs(procargs.Data)
+		var err error
+		args, env, err = decodeProcArgsEnv(procargs.Data)
+		envKnown = err == nil
 	}
-	return k.process(args), nil
+	p := k.process(args)
+	p.env, p.envKnown = env, envKnown
+	return p, nil
 }
 
 // darwinWalker reads one level of the walk per host call, with sysctl and

@@ -33,6 +33,7 @@ func kinfoBytes(pid, ppid int32, comm string, stat int8, sec int64, usec int32) 
 	}
 	copy(c, comm)
 	le.PutUint32(b[560:], uint32(ppid))
+	le.PutUint32(b[572:], 0xFFFFFFFF) // e_tdev NODEV: no terminal unless a test sets one.
 	return b
 }
 
@@ -47,25 +48,25 @@ func TestDecodeKinfo(t *testing.T) {
 		{
 			name:      "plain",
 			data:      kinfoBytes(4242, 1, "Claude", 2, 1700000000, 42),
-			want:      kinfo{pid: 4242, ppid: 1, comm: "Claude", stat: 2, sec: 1700000000, usec: 42},
+			want:      kinfo{pid: 4242, ppid: 1, comm: "Claude", stat: 2, tdev: -1, sec: 1700000000, usec: 42},
 			wantStart: "1700000000",
 		},
 		{
 			name:      "sixteen-byte comm, usec at its maximum",
 			data:      kinfoBytes(77, 4242, "0123456789abcdef", 3, 1, 999999),
-			want:      kinfo{pid: 77, ppid: 4242, comm: "0123456789abcdef", stat: 3, sec: 1, usec: 999999},
+			want:      kinfo{pid: 77, ppid: 4242, comm: "0123456789abcdef", stat: 3, tdev: -1, sec: 1, usec: 999999},
 			wantStart: "1",
 		},
 		{
 			name:      "odd comm",
 			data:      kinfoBytes(78, 77, "x) (y", 5, 1700000001, 0),
-			want:      kinfo{pid: 78, ppid: 77, comm: "x) (y", stat: 5, sec: 1700000001},
+			want:      kinfo{pid: 78, ppid: 77, comm: "x) (y", stat: 5, tdev: -1, sec: 1700000001},
 			wantStart: "1700000001",
 		},
 		{
 			name:      "longer record",
 			data:      append(kinfoBytes(79, 1, "sh", 2, 10, 10), 0, 0, 0, 0),
-			want:      kinfo{pid: 79, ppid: 1, comm: "sh", stat: 2, sec: 10, usec: 10},
+			want:      kinfo{pid: 79, ppid: 1, comm: "sh", stat: 2, tdev: -1, sec: 10, usec: 10},
 			wantStart: "10",
 		},
 		{name: "empty", data: nil, wantErr: ErrMalformed},
@@ -98,8 +99,8 @@ func TestDecodeKinfo(t *testing.T) {
 }
 
 func TestKinfo_Process(t *testing.T) {
-	k := kinfo{pid: 4242, ppid: 1, comm: "Claude", stat: 2, sec: 1700000000, usec: 42}
-	want := Process{PID: 4242, PPID: 1, Name: "Claude", Args: []string{"a"}, StartTime: "1700000000"}
+	k := kinfo{pid: 4242, ppid: 1, comm: "Claude", stat: 2, tdev: 0x10000003, sec: 1700000000, usec: 42}
+	want := Process{PID: 4242, PPID: 1, Name: "Claude", Args: []string{"a"}, StartTime: "1700000000", tty: 0x10000003, ttyKnown: true}
 	if d := diff(want, k.process([]string{"a"})); d != "" {
 		t.Errorf("process() mismatch %s", d)
 	}

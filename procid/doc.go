@@ -243,6 +243,31 @@
 //     their own servers must resume, and their tabs' interactive shells are
 //     hosts before the walk reaches them.
 //
+// The list also names MCP gateways and proxies (supergateway, mcp-proxy,
+// mcpo, mcp-hub, mcphub), marked gateway: the walk takes them for the host,
+// and the trust rule refuses them.
+//
+// # Who is trusted
+//
+// A resolved host is not yet a host to resume under: [CheckTrust] keeps
+// resume only under a host that can be shown to act for one person at a
+// time, since everyone one host serves would share its token files. In
+// order, the first match deciding: a known MCP gateway (by comm, program,
+// interpreter script or node_modules package) is refused; on Linux a host
+// with a TCP socket in state LISTEN on a non-loopback address (its socket
+// inodes from its fd list, found in its namespace's tcp and tcp6 tables,
+// parsed by one parser, parseNetTable) is refused; an unknown host
+// listening on loopback only is refused; an unknown host with no
+// controlling terminal (tty_nr 0; macOS e_tdev NODEV) and no desktop
+// session (DISPLAY or WAYLAND_DISPLAY in /proc/<host>/environ; macOS a
+// LaunchServices application's __CFBundleIdentifier or XPC_SERVICE_NAME
+// application.*) is refused; what cannot be read refuses too. Known
+// single-user MCP hosts (knownHosts: VS Code and forks with their remote
+// servers, Claude, Codex, Zed) skip the last two rules, never the first
+// two. The error wraps [ErrSharedHost]. The plugin skips the rule when
+// the server's environment vouches for the host (MCP_RESUME=on, or
+// MCP_RESUME_INSTANCE set to a key). macOS has no listening-socket check.
+//
 // # Hidden processes
 //
 // A /proc mounted hidepid=1 or 2 hides other users' processes: their
@@ -296,6 +321,10 @@
 //     the host, which is inside).
 //   - The residual: a socket whose peer this host cannot read at all (peer
 //     answers unsupported: Node has no SO_PEERCRED).
+//   - Before any of that, a socket must be a Unix socket of this network
+//     namespace (listed by its inode in /proc/self/net/unix): a TCP or UDP
+//     socket, or one found in no table, fails with [ErrNetworkStdio]
+//     whatever the other fd shows, in every host language.
 //
 // One fd verified is enough: [Identity.Stdio] then reads "verified: ...".
 // When neither fd is verified and one is disproved, Resolve fails with

@@ -107,6 +107,12 @@ func opPath(op hostfuncs.InspectOp) (path string, link, ok bool) {
 		return "/proc/" + op.PID + "/ns/pid", true, true
 	case hostfuncs.OpFDLink:
 		return "/proc/" + op.PID + "/fd/" + strconv.Itoa(op.FD), true, true
+	case hostfuncs.OpEnviron:
+		return "/proc/" + op.PID + "/environ", false, true
+	case hostfuncs.OpNS:
+		return "/proc/" + op.PID + "/ns/" + op.NS, true, true
+	case hostfuncs.OpNet:
+		return "/proc/" + op.PID + "/net/" + op.Table, false, true
 	}
 	return "", false, false
 }
@@ -177,6 +183,8 @@ type fakeProc struct {
 	// cmdline is the raw contents of /proc/<pid>/cmdline; use argv to build
 	// it from arguments.
 	cmdline string
+	// tty is field 7 of stat, tty_nr: 0 for no controlling terminal.
+	tty int
 }
 
 // argv returns the cmdline contents for args: each followed by a NUL.
@@ -206,8 +214,8 @@ func (p fakeProc) statLine() string {
 	if state == 0 {
 		state = 'S'
 	}
-	// Fields 5 (pgrp) to 21 (itrealvalue): 17 fields.
-	mid := strings.TrimSpace(strings.Repeat("0 ", 17))
+	// Fields 5 (pgrp) to 21 (itrealvalue): 17 fields, 7 tty_nr.
+	mid := "0 0 " + strconv.Itoa(p.tty) + " " + strings.TrimSpace(strings.Repeat("0 ", 14))
 	// Fields 23 (vsize) to 52 (exit_code): 30 fields.
 	tail := strings.TrimSpace(strings.Repeat("7 ", 30))
 	return fmt.Sprintf("%d (%s) %c %d %s %d %s\n", p.pid, p.comm, state, p.ppid, mid, p.startTicks(), tail)

@@ -85,20 +85,36 @@ var reapers = []string{
 //     must resume, and a terminal tab's interactive shell is a host of its
 //     own before the walk reaches them.
 //
+// The list also holds, marked gateway, the MCP gateways and proxies that
+// expose stdio servers to remote clients (supergateway, mcp-proxy, mcpo,
+// mcp-hub, mcphub): one process serves every client that connects over the
+// network, and each server it starts has it as its parent. They are the
+// MCP host, so the walk takes them: the trust rule refuses them
+// (CheckTrust, rule 1; trust.go), which a deployer can skip (MCP_RESUME=on,
+// or a per-tenant MCP_RESUME_INSTANCE the gateway sets). The rule that
+// catches them and their unlisted kin is the listening socket (rules 2 and
+// 3); the names are defence in depth.
+//
 // Each entry is a kind, worded for the message after "the host would be pid
 // N (...), ", and its names, separated and surrounded by spaces: a string
 // rather than a slice or map, so that the list is static data in the plugin.
-var sharedServers = [...]struct{ kind, names string }{
+// gateway marks the entry the trust rule checks instead of the walk.
+var sharedServers = [...]struct {
+	kind, names string
+	gateway     bool
+}{
 	{"a remote-login server that every channel of a shared connection (ssh ControlMaster) runs under",
-		" sshd sshd-session dropbear mosh-server telnetd in.telnetd rlogind in.rlogind rshd in.rshd "},
+		" sshd sshd-session dropbear mosh-server telnetd in.telnetd rlogind in.rlogind rshd in.rshd ", false},
 	{"a terminal multiplexer that every window and pane shares",
-		" tmux screen SCREEN zellij dtach abduco byobu "},
+		" tmux screen SCREEN zellij dtach abduco byobu ", false},
 	{"a terminal emulator or terminal server that every tab's shell shares",
 		" gnome-terminal-server gnome-terminal kgx ptyxis ptyxis-agent konsole yakuake" +
 			" xterm uxterm rxvt urxvt urxvtd rxvt-unicode kitty alacritty foot footclient" +
 			" wezterm wezterm-gui wezterm-mux-server tilix terminator xfce4-terminal mate-terminal" +
 			" lxterminal qterminal terminology sakura guake tilda st ghostty contour" +
-			" cool-retro-term deepin-terminal cosmic-term blackbox rio Terminal iTerm2 iTermServer "},
+			" cool-retro-term deepin-terminal cosmic-term blackbox rio Terminal iTerm2 iTermServer ", false},
+	{"an MCP gateway or proxy that exposes stdio servers to remote clients",
+		" supergateway mcp-proxy mcpo mcp-hub mcphub ", true},
 }
 
 // sharedServerKind returns what kind of shared server p is (see
@@ -106,7 +122,9 @@ var sharedServers = [...]struct{ kind, names string }{
 // base name of Args[0], and each of them cut before a ": " title ("sshd:
 // alice@notty", "tmux: server"). A candidate matches a listed name exactly;
 // a Name of 15 or more bytes also matches every listed name it is a prefix
-// of (comm truncation, as for reapers: "gnome-terminal-").
+// of (comm truncation, as for reapers: "gnome-terminal-"). The gateway
+// entry is not checked here: gateways are hosts, refused by the trust rule
+// (gatewayKind, trust.go).
 func sharedServerKind(p Process) string {
 	title := func(s string) string {
 		if i := strings.Index(s, ": "); i > 0 {
@@ -120,6 +138,9 @@ func sharedServerKind(p Process) string {
 		cands[2], cands[3] = path.Base(p.Args[0]), path.Base(title(p.Args[0]))
 	}
 	for _, s := range sharedServers {
+		if s.gateway {
+			continue
+		}
 		for i, c := range cands {
 			if c == "" || strings.ContainsRune(c, ' ') {
 				continue

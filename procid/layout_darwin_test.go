@@ -31,4 +31,6 @@ const (
 	_ = uintptr(kinfoCommLen - unsafe.Sizeof(layout.Proc.P_comm))
 	_ = uintptr(unsafe.Offsetof(layout.Eproc) + unsafe.Offsetof(layout.Eproc.Ppid) - kinfoPPID)
 	_ = uintptr(kinfoPPID - unsafe.Offsetof(layout.Eproc) - unsafe.Offsetof(layout.Eproc.Ppid))
+	_ = uintptr(unsafe.Offsetof(layout.Eproc) + unsafe.Offsetof(layout.Eproc.Tdev) - kinfoTdev)
+	_ = uintptr(kinfoTdev - unsafe.Offsetof(layout.Eproc) - unsafe.Offsetof(layout.Eproc.Tdev))
 )

@@ -51,6 +51,9 @@ type statInfo struct {
 	comm  string
 	state byte
 	ppid  int
+	// tty is field 7, tty_nr: the controlling terminal's device number, 0
+	// for none.
+	tty int64
 	// start is field 22, starttime: clock ticks from boot to process start.
 	start uint64
 }
@@ -83,6 +86,10 @@ func parseStat(data []byte) (statInfo, error) {
 	if err != nil || ppid < 0 {
 		return statInfo{}, wrap("bad ppid "+quote(rest[4-3]), ErrMalformed)
 	}
+	tty, err := strconv.ParseInt(rest[7-3], 10, 64)
+	if err != nil {
+		return statInfo{}, wrap("bad tty_nr "+quote(rest[7-3]), ErrMalformed)
+	}
 	start, err := strconv.ParseUint(rest[22-3], 10, 64)
 	if err != nil {
 		return statInfo{}, wrap("bad starttime "+quote(rest[22-3]), ErrMalformed)
@@ -92,6 +99,7 @@ func parseStat(data []byte) (statInfo, error) {
 		comm:  string(data[open+1 : end]),
 		state: rest[0][0],
 		ppid:  ppid,
+		tty:   tty,
 		start: start,
 	}, nil
 }

@@ -150,6 +150,16 @@ type Process struct {
 	// every parent of the walk; exeErr says why it is unknown.
 	exe    string
 	exeErr error
+	// macOS, for the trust rule (trust.go): tty is e_tdev of struct
+	// kinfo_proc (darwinNoDev: no controlling terminal), ttyKnown whether
+	// it was read (not with ps), ttyFG whether ps shows the process in the
+	// foreground of a terminal ("+" in its state); env is the environment
+	// of kern.procargs2, envKnown whether it was read.
+	tty      int32
+	ttyKnown bool
+	ttyFG    bool
+	env      []string
+	envKnown bool
 }
 
 // Identity is the resolved MCP host: the pair the token file is named after
@@ -169,6 +179,10 @@ type Identity struct {
 	// stdout, for logs: "verified: stdin pipe:[123] is held by the host as
 	// fd 7", or "not checked: ..." with the reasons.
 	Stdio string
+	// Trust is the verdict of the trust rule for whoami and logs
+	// ("single user: ..." from [CheckTrust], or the opt-in that skipped
+	// it); "" until the caller sets it. Resolve leaves it empty.
+	Trust string
 }
 
 // WireChain returns the chain as [hostfuncs.Process] values with roles: every

@@ -1,6 +1,7 @@
 package procid
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 
@@ -102,7 +103,10 @@ func fmtInts(ns []int) string {
 // The first identity call already answered fstat and readlink for both fds
 // (fds); when one is a pipe, a named FIFO, a terminal or a socket, one more
 // call asks for this process's flags on them (fds self), the host's fds
-// holding them (fds <host>) and the socket peers (peer).
+// holding them (fds <host>), the socket peers (peer) and this network
+// namespace's Unix sockets (/proc/self/net/unix): a socket must be listed
+// there (the stdio socket rule, checkUnixSockets), else the check fails
+// with ErrNetworkStdio whatever the other fd shows.
 //
 // It returns "verified: ..." when an fd is verified, and "not checked:
 // ..." when both fds are sockets without peer credentials (the documented
@@ -135,6 +139,7 @@ func checkStdio(in Inspector, self int, other bool, host Process, fds [2]fdFacts
 	}
 	var plans [2]plan
 	var ops []hostfuncs.InspectOp
+	unixIdx := -1 // the read of /proc/self/net/unix, for a socket
 	var targets []string
 	for i := 0; i <= 1; i++ {
 		name, f, p := stdioNames[i], fds[i], &plans[i]
@@ -152,6 +157,10 @@ func checkStdio(in Inspector, self int, other bool, host Process, fds [2]fdFacts
 			p.socket = true
 			p.peerIdx = len(ops)
 			ops = append(ops, hostfuncs.InspectOp{Op: hostfuncs.OpPeer, FD: f.fd})
+			if unixIdx < 0 {
+				unixIdx = len(ops)
+				ops = append(ops, hostfuncs.InspectOp{Op: hostfuncs.OpNet, PID: hostfuncs.PIDSelf, Table: "unix"})
+			}
 		case f.link.Error != nil || p.link == "":
 			p.why = name + " (a " + f.fstat.Type + ") has a /proc link that cannot be read (" + code(f.link) + ")"
 		case f.fstat.Type == hostfuncs.FileTypeFIFO:
@@ -188,6 +197,17 @@ func checkStdio(in Inspector, self int, other bool, host Process, fds [2]fdFacts
 		}
 		if hostIdx >= 0 && code(res[hostIdx]) == hostfuncs.CodeNotFound {
 			return fail("the host "+describe(host)+" exited during the stdio check; retry", ErrRace)
+		}
+	}
+	if unixIdx >= 0 {
+		var links []string
+		for i := 0; i <= 1; i++ {
+			if plans[i].socket {
+				links = append(links, stdioNames[i]+" "+plans[i].link)
+			}
+		}
+		if why, err := checkUnixSockets(in, links, res[unixIdx]); err != nil {
+			return fail(why, err)
 		}
 	}
 
@@ -323,4 +343,82 @@ func checkHeld(fd int, name, link string, anyMode bool, selfFDs, hostFDs hostfun
 		}
 	}
 	return disproved, label + " is not held by the host"
+}
+
+// checkUnixSockets applies the stdio socket rule to the sockets on the
+// server's stdio, links ("stdin socket:[N]", as named in messages) and
+// unix, the answer to reading /proc/self/net/unix: each must be a Unix
+// socket of this network namespace, listed there by its inode, for the
+// peer check to stand. A socket found in tcp, tcp6, udp or udp6 instead,
+// or in none, or one whose link or table cannot be read, fails with
+// ErrNetworkStdio: a network socket on stdio (socat TCP-LISTEN:...
+// EXEC:server) lets any network client in, and only the Go and Python
+// hosts could tell it from its missing peer credentials (Node cannot read
+// SO_PEERCRED), so the rule is here, the same for every host. One more
+// call reads the four network tables to name the socket in the message.
+func checkUnixSockets(in Inspector, links []string, unix hostfuncs.InspectResult) (string, error) {
+	rows, err := netTable("/proc/self/net/unix", "unix", unix)
+	if err != nil && unix.Error == nil && len(unix.Data) >= hostfuncs.MaxProcTableRead {
+		// Cut short at the read limit: the complete lines still name
+		// sockets that exist; one missing from them cannot tell.
+		if cut := bytes.LastIndexByte(unix.Data, '\n'); cut >= 0 {
+			if part, perr := parseNetTable("unix", unix.Data[:cut+1]); perr == nil {
+				rows = part
+			}
+		}
+	}
+	if err != nil && rows == nil {
+		return "cannot tell whether the socket on the server's stdio (" + strings.Join(links, ", ") + ") is a Unix socket", wrap("", ErrNetworkStdio, err)
+	}
+	var missing []string
+	var inodes []uint64
+	for _, l := range links {
+		_, link, _ := strings.Cut(l, " ")
+		ino, ok := socketInode(link)
+		if !ok {
+			return l + ": cannot tell what socket it is (its /proc link is not socket:[N])", ErrNetworkStdio
+		}
+		found := false
+		for _, r := range rows {
+			found = found || r.inode == ino
+		}
+		switch {
+		case !found && err != nil:
+			return "cannot tell whether " + l + " is a Unix socket", wrap("", ErrNetworkStdio, err)
+		case !found:
+			missing, inodes = append(missing, l), append(inodes, ino)
+		}
+	}
+	if len(missing) == 0 {
+		return "", nil
+	}
+	tables := []string{"tcp", "tcp6", "udp", "udp6"}
+	ops := make([]hostfuncs.InspectOp, len(tables))
+	for i, t := range tables {
+		ops[i] = hostfuncs.InspectOp{Op: hostfuncs.OpNet, PID: hostfuncs.PIDSelf, Table: t}
+	}
+	named := make([]string, len(missing))
+	for i := range missing {
+		named[i] = missing[i] + " is not a Unix socket (/proc/self/net/unix does not list it)"
+	}
+	if res, err := inspect(in, ops); err == nil {
+		for i, t := range tables {
+			rows, err := netTable("/proc/self/net/"+t, t, res[i])
+			if err != nil {
+				continue
+			}
+			for _, r := range rows {
+				for j, ino := range inodes {
+					if r.inode == ino {
+						family := "a TCP"
+						if t == "udp" || t == "udp6" {
+							family = "a UDP"
+						}
+						named[j] = missing[j] + " is " + family + " socket (local address " + r.String() + ")"
+					}
+				}
+			}
+		}
+	}
+	return strings.Join(named, "; ") + ": a network client may be at the other end (as with socat TCP-LISTEN:... EXEC:server), whom the MCP host does not vouch for; session resume is off", ErrNetworkStdio
 }

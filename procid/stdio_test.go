@@ -2,6 +2,7 @@ package procid
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -49,6 +50,10 @@ func TestCheckStdio(t *testing.T) {
 		wantErr  error
 		wantIn   []string
 		wantCall int // inspect calls; 0 means 3
+		// files replace /proc files of the fixture, such as the socket
+		// tables ("" removes one); by default /proc/self/net/unix lists
+		// the Unix sockets 20 and 21.
+		files map[string]string
 	}{
 		{
 			name:  "host holds the write end of stdin and the read end of stdout",
@@ -289,6 +294,91 @@ func TestCheckStdio(t *testing.T) {
 			wantIn:  []string{"(stdout is /dev/null, which proves nothing about who launched the server; stdin socket:[20] is a socket without peer credentials"},
 		},
 		{
+			// The stdio socket rule: a socket on stdio must be a Unix
+			// socket of /proc/self/net/unix, whatever its peer says.
+			name:     "TCP socket on stdio",
+			self:     map[int]fakeFD{0: {"socket:[20]", 0o2}, 1: {"socket:[20]", 0o2}},
+			types:    [2]hostfuncs.InspectResult{sock, sock},
+			answers:  map[string]hostfuncs.InspectResult{"peer 0": errResult(hostfuncs.CodeIO), "peer 1": errResult(hostfuncs.CodeIO)},
+			files:    map[string]string{"/proc/self/net/unix": unixTable(30), "/proc/self/net/tcp": tcpTable("0100007F:1388 0300000A:A1A2 01", 20)},
+			wantErr:  ErrNetworkStdio,
+			wantIn:   []string{"stdin socket:[20] is a TCP socket (local address 127.0.0.1:5000)", "socat TCP-LISTEN"},
+			wantCall: 4,
+		},
+		{
+			name:     "TCP socket on stdio, peer unsupported (Node)",
+			self:     map[int]fakeFD{0: {"socket:[20]", 0o2}, 1: {"socket:[20]", 0o2}},
+			types:    [2]hostfuncs.InspectResult{sock, sock},
+			files:    map[string]string{"/proc/self/net/unix": unixTable(30), "/proc/self/net/tcp6": tcp6Table("00000000000000000000000000000000:1388 00000000000000000000000000000000:0000 0A", 20)},
+			wantErr:  ErrNetworkStdio,
+			wantIn:   []string{"stdin socket:[20] is a TCP socket (local address [::]:5000)"},
+			wantCall: 4,
+		},
+		{
+			name:     "TCP socket on stdin, pipe held by the host on stdout",
+			self:     map[int]fakeFD{0: {"socket:[20]", 0o2}, 1: {"pipe:[11]", 0o1}},
+			host:     map[int]fakeFD{9: {"pipe:[11]", 0o0}},
+			types:    [2]hostfuncs.InspectResult{sock, fifo},
+			answers:  map[string]hostfuncs.InspectResult{"peer 0": errResult(hostfuncs.CodeIO)},
+			files:    map[string]string{"/proc/self/net/unix": unixTable(30), "/proc/self/net/tcp": tcpTable("0100007F:1388 0300000A:A1A2 01", 20)},
+			wantErr:  ErrNetworkStdio,
+			wantIn:   []string{"stdin socket:[20] is a TCP socket"},
+			wantCall: 4,
+		},
+		{
+			name:     "UDP socket on stdio",
+			self:     map[int]fakeFD{0: {"socket:[20]", 0o2}, 1: {"socket:[20]", 0o2}},
+			types:    [2]hostfuncs.InspectResult{sock, sock},
+			files:    map[string]string{"/proc/self/net/unix": unixTable(30), "/proc/self/net/udp": tcpTable("00000000:0035 00000000:0000 07", 20)},
+			wantErr:  ErrNetworkStdio,
+			wantIn:   []string{"stdin socket:[20] is a UDP socket (local address 0.0.0.0:53)"},
+			wantCall: 4,
+		},
+		{
+			name:     "socket in no table",
+			self:     map[int]fakeFD{0: {"socket:[20]", 0o2}, 1: {"socket:[20]", 0o2}},
+			types:    [2]hostfuncs.InspectResult{sock, sock},
+			answers:  map[string]hostfuncs.InspectResult{"peer 0": {PeerPID: ptr(42)}},
+			files:    map[string]string{"/proc/self/net/unix": unixTable(30)},
+			wantErr:  ErrNetworkStdio,
+			wantIn:   []string{"stdin socket:[20] is not a Unix socket (/proc/self/net/unix does not list it)"},
+			wantCall: 4,
+		},
+		{
+			name:    "Unix socket table unreadable",
+			self:    map[int]fakeFD{0: {"socket:[20]", 0o2}, 1: {"socket:[21]", 0o2}},
+			types:   [2]hostfuncs.InspectResult{sock, sock},
+			answers: map[string]hostfuncs.InspectResult{"peer 0": {PeerPID: ptr(42)}},
+			files:   map[string]string{"/proc/self/net/unix": ""},
+			wantErr: ErrNetworkStdio,
+			wantIn:  []string{"cannot tell whether the socket on the server's stdio (stdin socket:[20], stdout socket:[21]) is a Unix socket"},
+		},
+		{
+			name:    "Unix socket table cut at the read limit, socket not in it",
+			self:    map[int]fakeFD{0: {"socket:[20]", 0o2}, 1: {"socket:[20]", 0o2}},
+			types:   [2]hostfuncs.InspectResult{sock, sock},
+			answers: map[string]hostfuncs.InspectResult{"peer 0": {PeerPID: ptr(42)}},
+			files:   map[string]string{"/proc/self/net/unix": fillTo(unixTable(30), hostfuncs.MaxProcTableRead)},
+			wantErr: ErrNetworkStdio,
+			wantIn:  []string{"cannot tell whether stdin socket:[20] is a Unix socket", "read limit"},
+		},
+		{
+			name:    "Unix socket table cut at the read limit, socket in it",
+			self:    map[int]fakeFD{0: {"socket:[20]", 0o2}, 1: {"socket:[20]", 0o2}},
+			types:   [2]hostfuncs.InspectResult{sock, sock},
+			answers: map[string]hostfuncs.InspectResult{"peer 0": {PeerPID: ptr(42)}},
+			files:   map[string]string{"/proc/self/net/unix": fillTo(unixTable(20), hostfuncs.MaxProcTableRead)},
+			want:    "verified: stdin socket:[20] peer is the host",
+		},
+		{
+			name:    "socket link that is not socket:[N]",
+			self:    map[int]fakeFD{0: {"socket:[x]", 0o2}, 1: {"socket:[x]", 0o2}},
+			types:   [2]hostfuncs.InspectResult{sock, sock},
+			answers: map[string]hostfuncs.InspectResult{"peer 0": {PeerPID: ptr(42)}},
+			wantErr: ErrNetworkStdio,
+			wantIn:  []string{"stdin socket:[x]: cannot tell what socket it is"},
+		},
+		{
 			name:    "socket peer answer without peer_pid",
 			self:    map[int]fakeFD{0: {"socket:[20]", 0o2}, 1: {"socket:[21]", 0o2}},
 			types:   [2]hostfuncs.InspectResult{sock, sock},
@@ -318,6 +408,14 @@ func TestCheckStdio(t *testing.T) {
 				sys.answers["fds 42"] = errResult(hostfuncs.CodeNotFound)
 			}
 			sys.answers["fstat 0"], sys.answers["fstat 1"] = tt.types[0], tt.types[1]
+			sys.files["/proc/self/net/unix"] = []byte(unixTable(20, 21))
+			for k, v := range tt.files {
+				if v == "" {
+					delete(sys.files, k)
+					continue
+				}
+				sys.files[k] = []byte(v)
+			}
 			for k, v := range tt.answers {
 				sys.answers[k] = v
 			}
@@ -375,4 +473,39 @@ func TestCheckStdio_Batch(t *testing.T) {
 	if d := diff(want, last); d != "" {
 		t.Errorf("stdio call %s", d)
 	}
+}
+
+// unixTable returns a /proc/net/unix table listing Unix sockets with these
+// inodes.
+func unixTable(inodes ...int) string {
+	out := "Num       RefCount Protocol Flags    Type St Inode Path\n"
+	for _, ino := range inodes {
+		out += "0000000000000000: 00000002 00000000 00000000 0001 03 " + strconv.Itoa(ino) + "\n"
+	}
+	return out
+}
+
+// tcpTable returns a tcp (or udp) table with one row: local, remote and
+// state as the kernel prints them ("0100007F:1388 00000000:0000 0A"), and
+// the inode.
+func tcpTable(row string, inode int) string {
+	return "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n" +
+		"   0: " + row + " 00000000:00000000 00:00000000 00000000  1000        0 " + strconv.Itoa(inode) + " 1 0000000000000000 100 0 0 10 0\n"
+}
+
+// tcp6Table is tcpTable for tcp6 (or udp6).
+func tcp6Table(row string, inode int) string {
+	return "  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n" +
+		"   0: " + row + " 00000000:00000000 00:00000000 00000000  1000        0 " + strconv.Itoa(inode) + " 1 0000000000000000 100 0 0 10 0\n"
+}
+
+// fillTo pads table with Unix socket rows of inode 9 to exactly n bytes,
+// the last line cut short, as a read that stopped at the limit returns it.
+func fillTo(table string, n int) string {
+	row := "0000000000000000: 00000002 00000000 00000000 0001 03 9\n"
+	b := []byte(table)
+	for len(b) < n {
+		b = append(b, row...)
+	}
+	return string(b[:n])
 }

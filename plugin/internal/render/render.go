@@ -288,6 +288,15 @@ func sorted(apps []*node) []*node {
 	return out
 }
 
+// trustLine is the whoami text's line for the trust verdict, "" when the
+// output has none (a plugin before the trust rule).
+func trustLine(id *node) string {
+	if t := id.str("trust"); t != "" {
+		return "\ntrust: " + t
+	}
+	return ""
+}
+
 func whoami(id *node, showDir, asJSON bool) []byte {
 	if id == nil || id.kind != '{' {
 		id = &node{kind: '{'}
@@ -313,7 +322,7 @@ func whoami(id *node, showDir, asJSON bool) []byte {
 		suffix = "(none)"
 	}
 	out = append(out, "\nhost: pid "+id.str("pid")+", start time "+id.str("start_time")+
-		"\nstdio: "+id.str("stdio")+
+		"\nstdio: "+id.str("stdio")+trustLine(id)+
 		"\ninstance suffix: "+suffix+
 		"\ntoken file: "+id.str("token_file")+
 		"\nlock file: "+id.str("lock_file")+"\n"...)

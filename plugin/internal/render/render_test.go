@@ -143,6 +143,11 @@ func TestRenderWhoami(t *testing.T) {
 	if got != want {
 		t.Errorf("whoami text:\n%s\nwant\n%s", got, want)
 	}
+	trusted := id
+	trusted.Trust = `single user: pid 4242 ("claude") is a known single-user MCP host`
+	if got := string(render(t, renderInput{Command: "whoami", Whoami: trusted, ShowStateDir: true})); !strings.Contains(got, "\nstdio: verified: stdout pipe:[22] is held by the host as fd 7\ntrust: single user: pid 4242 (\"claude\") is a known single-user MCP host\ninstance suffix: (none)\n") {
+		t.Errorf("whoami text with a trust verdict:\n%s", got)
+	}
 	noDir := id
 	noDir.StateDir = ""
 	if got, want := render(t, renderInput{Command: "whoami", Whoami: id, JSON: true}), stdIndent(t, noDir); !bytes.Equal(got, want) {

@@ -15,12 +15,15 @@ import (
 // every variable of the server process).
 const (
 	// EnvSwitch set to "off" turns resume off: nothing is inspected, read
-	// or written.
+	// or written. Set to "on" it vouches for the MCP host: the trust rule
+	// (procid.CheckTrust) is skipped (Config.Vouch).
 	EnvSwitch = "MCP_RESUME"
 	// EnvStateDir overrides the default state root, the directory that
 	// holds one state directory per app (an absolute path).
 	EnvStateDir = "MCP_RESUME_STATE_DIR"
 	// EnvInstance sets the instance key when the server declares none.
+	// Set non-empty it also vouches for the MCP host, as a per-tenant key
+	// a gateway sets for each of its users (Config.Vouch).
 	EnvInstance = "MCP_RESUME_INSTANCE"
 )
 
@@ -280,6 +283,14 @@ type Config struct {
 	Launchers procid.LauncherSet
 	// Off is set by MCP_RESUME=off.
 	Off bool
+	// Vouch names the switch of facts.env by which the deployer vouches
+	// that the MCP host acts for one person, so that the trust rule
+	// (procid.CheckTrust) is skipped: "MCP_RESUME=on", or
+	// "MCP_RESUME_INSTANCE" when that is set to a key (not empty, not "-",
+	// which declares no instance): a per-tenant key a gateway sets for
+	// each user; "" when neither is set. Only the environment vouches,
+	// never the instance option a server declares.
+	Vouch string
 	// Problem, when not "", is why resume is off for this store although
 	// it was not switched off: an unsupported system, or no state directory.
 	Problem string
@@ -310,7 +321,10 @@ func (c Config) Resume() bool { return !c.Off && c.Problem == "" && c.KeyProblem
 //     that the host could not carry exactly (U+FFFD, see keyProblem) sets
 //     KeyProblem: resume off;
 //   - launchers: the defaults, the declared ones, and env MCP_RESUME_LAUNCHERS;
-//   - env MCP_RESUME=off switches resume off.
+//   - env MCP_RESUME=off switches resume off;
+//   - env MCP_RESUME=on, or an MCP_RESUME_INSTANCE that is a key (not
+//     empty, not "-"), vouches for the MCP host (Vouch): the trust rule is
+//     skipped.
 //
 // factsOK is false when mcp_resume_facts gave no usable answer: then resume
 // is off ("cannot tell"), and only a declared state root is known.
@@ -381,6 +395,12 @@ func Configure(in hostfuncs.OpenInput, f hostfuncs.Facts, factsOK bool) (Config,
 	}
 	c.Launchers = procid.NewLauncherSet(in.Launchers, env(procid.EnvLaunchers))
 	c.Off = env(EnvSwitch) == "off"
+	switch {
+	case env(EnvSwitch) == "on":
+		c.Vouch = EnvSwitch + "=on"
+	case env(EnvInstance) != "" && env(EnvInstance) != NoInstance:
+		c.Vouch = EnvInstance
+	}
 	if c.Problem == "" && f.OS != "linux" && f.OS != "darwin" {
 		c.Problem = "process identity is not supported on " + strconv.Quote(f.OS) + " (spec 000, Platform Support)"
 	}

@@ -70,7 +70,7 @@ func TestConfigure(t *testing.T) {
 			name:  "declared state dir is a cleaned root; env instance",
 			in:    hostfuncs.OpenInput{App: "app", StateRoot: "/srv//state/./x/"},
 			facts: with(linux, func(f *hostfuncs.Facts) { f.Env["MCP_RESUME_INSTANCE"] = "work" }),
-			want:  Config{App: "app", StateDir: "/srv/state/x/app", StateRoot: "/srv/state/x", InstanceKey: "work"},
+			want:  Config{App: "app", StateDir: "/srv/state/x/app", StateRoot: "/srv/state/x", InstanceKey: "work", Vouch: "MCP_RESUME_INSTANCE"},
 		},
 		{
 			name: "env state dir is a root; declared instance wins over env",
@@ -79,7 +79,7 @@ func TestConfigure(t *testing.T) {
 				f.Env["MCP_RESUME_STATE_DIR"] = "/e/dir"
 				f.Env["MCP_RESUME_INSTANCE"] = "work"
 			}),
-			want: Config{App: "app", StateDir: "/e/dir/app", StateRoot: "/e/dir", InstanceKey: "mine"},
+			want: Config{App: "app", StateDir: "/e/dir/app", StateRoot: "/e/dir", InstanceKey: "mine", Vouch: "MCP_RESUME_INSTANCE"},
 		},
 		{
 			name:  "root state dir",
@@ -97,7 +97,7 @@ func TestConfigure(t *testing.T) {
 			name:  "declared empty instance",
 			in:    hostfuncs.OpenInput{App: "app", Instance: strp("")},
 			facts: with(linux, func(f *hostfuncs.Facts) { f.Env["MCP_RESUME_INSTANCE"] = "work" }),
-			want:  Config{App: "app", StateDir: home + "/app", StateRoot: home},
+			want:  Config{App: "app", StateDir: home + "/app", StateRoot: home, Vouch: "MCP_RESUME_INSTANCE"},
 		},
 		{
 			name:  "env no instance",
@@ -116,6 +116,18 @@ func TestConfigure(t *testing.T) {
 			in:    hostfuncs.OpenInput{App: "app"},
 			facts: with(linux, func(f *hostfuncs.Facts) { f.Args = nil; f.Env["SHLVL"] = "2"; f.Env["_"] = "/usr/bin/x" }),
 			want:  Config{App: "app", StateDir: home + "/app", StateRoot: home},
+		},
+		{
+			name:  "MCP_RESUME=on vouches for the host",
+			in:    hostfuncs.OpenInput{App: "app", Instance: strp("-")},
+			facts: with(linux, func(f *hostfuncs.Facts) { f.Env["MCP_RESUME"] = "on"; f.Env["MCP_RESUME_INSTANCE"] = "work" }),
+			want:  Config{App: "app", StateDir: home + "/app", StateRoot: home, Vouch: "MCP_RESUME=on"},
+		},
+		{
+			name:  "a declared instance does not vouch",
+			in:    hostfuncs.OpenInput{App: "app", Instance: strp("tenant")},
+			facts: linux,
+			want:  Config{App: "app", StateDir: home + "/app", StateRoot: home, InstanceKey: "tenant"},
 		},
 		{
 			name:  "MCP_RESUME=off",

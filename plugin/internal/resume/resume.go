@@ -21,6 +21,7 @@
 package resume
 
 import (
+	"errors"
 	"strconv"
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
@@ -56,6 +57,12 @@ const (
 	MsgKeyInexact = "Instance key holds bytes the host could not carry exactly, session resume disabled for this instance"
 	// Ours, debug: the MCP host was identified.
 	MsgHostIdentified = "MCP host identified"
+	// Ours, info: MCP_RESUME=on vouches for the MCP host (the trust rule is
+	// skipped). The host_shared warning has no fixed text: its message is
+	// the procid.ErrSharedHost error, which says why and names the opt-in.
+	MsgVouchedSwitch = "MCP_RESUME=on: the MCP host is trusted to act for one person without checks; if it serves several people, they can resume one another's sessions"
+	// Ours, info: a non-empty MCP_RESUME_INSTANCE vouches for the MCP host.
+	MsgVouchedInstance = "MCP_RESUME_INSTANCE is set: the MCP host is trusted to act for one person per instance key without checks; a fixed MCP_RESUME_INSTANCE in a gateway's configuration shares one session among all its users"
 )
 
 // Stable event names sent with each log line (hostfuncs.LogRequest.Event).
@@ -75,6 +82,8 @@ const (
 	EventResumeOff           = "resume_off"
 	EventKeyInexact          = "instance_key_inexact"
 	EventHostIdentified      = "host_identified"
+	EventHostShared          = "host_shared"
+	EventHostTrustVouched    = "host_trust_vouched"
 )
 
 // Caller invokes one host function: fn is a hostfuncs.Fn* name, req its JSON
@@ -167,8 +176,20 @@ func (s *Store) init() {
 		return
 	}
 	if !s.resolveNames() {
+		if errors.Is(s.idErr, procid.ErrSharedHost) {
+			// The trust rule: the message says why and names the opt-in.
+			s.log(hostfuncs.LevelWarn, EventHostShared, s.idErr.Error(), "")
+			return
+		}
 		s.log(hostfuncs.LevelWarn, EventIdentityUnavailable, MsgIdentityUnavailable, s.idProblem())
 		return
+	}
+	switch s.cfg.Vouch {
+	case "":
+	case EnvInstance:
+		s.log(hostfuncs.LevelInfo, EventHostTrustVouched, MsgVouchedInstance, "")
+	default:
+		s.log(hostfuncs.LevelInfo, EventHostTrustVouched, MsgVouchedSwitch, "")
 	}
 	if s.cfg.StateDir == "" {
 		s.log(hostfuncs.LevelWarn, EventDirUnusable, MsgDirUnusable, s.cfg.Problem)
@@ -223,9 +244,12 @@ func (s *Store) inspect(ops []hostfuncs.InspectOp) ([]hostfuncs.InspectResult, e
 	return r.Results, nil
 }
 
-// resolveNames identifies the MCP host once (procid.Resolve) and derives the
-// token and lock file names from it. It touches no file. It reports false
-// when resume is off or the identity is unavailable (s.idProblem says why).
+// resolveNames identifies the MCP host once (procid.Resolve), applies the
+// trust rule to it (procid.CheckTrust) unless the environment vouches for
+// it (Config.Vouch), and derives the token and lock file names from it. It
+// touches no file and logs nothing above debug. It reports false when
+// resume is off, the identity is unavailable or the host may act for
+// several people (s.idProblem says why; s.id keeps the chain read).
 func (s *Store) resolveNames() bool {
 	if s.namesDone {
 		return s.file != ""
@@ -238,12 +262,26 @@ func (s *Store) resolveNames() bool {
 	if s.idErr != nil {
 		return false
 	}
+	if s.id.Trust, s.idErr = trust(s.cfg, s.facts, s.id, s.inspect); s.idErr != nil {
+		return false
+	}
 	suffix := InstanceSuffix(s.cfg.InstanceKey)
 	s.file = FileName(s.id.PID, s.id.StartTime, suffix)
 	s.lock = lockName(s.id.PID, s.id.StartTime, suffix)
 	s.log(hostfuncs.LevelDebug, EventHostIdentified, MsgHostIdentified,
-		"pid "+strconv.Itoa(s.id.PID)+", start time "+s.id.StartTime+", stdio: "+s.id.Stdio+"; chain: "+ChainText(s.id.WireChain(true)))
+		"pid "+strconv.Itoa(s.id.PID)+", start time "+s.id.StartTime+", stdio: "+s.id.Stdio+", trust: "+s.id.Trust+"; chain: "+ChainText(s.id.WireChain(true)))
 	return true
+}
+
+// trust is the trust verdict of the resolved identity id: "vouched: ..."
+// when cfg.Vouch names a switch (the rule is skipped, nothing is read),
+// else procid.CheckTrust's verdict or its error (wrapping
+// procid.ErrSharedHost).
+func trust(cfg Config, f hostfuncs.Facts, id procid.Identity, in procid.Inspector) (string, error) {
+	if cfg.Vouch != "" {
+		return "vouched: " + cfg.Vouch + " (the host was not checked)", nil
+	}
+	return procid.CheckTrust(f, id, in)
 }
 
 // Names is the names export: the token and lock file names of this

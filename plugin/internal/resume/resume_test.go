@@ -101,12 +101,15 @@ func TestStore_RoundTrip(t *testing.T) {
 // it and its parent costs six mcp_resume_prepare_dir calls (stat it, stat
 // its parent and grandparent, two mkdirs, stat it again); an existing one
 // costs one (stat). One mcp_resume_list serves the sweep and the prune.
+// Four inspect calls: the server and its stdio, its parent, the stdio
+// check, and the trust rule (the host's fds and stat; the host, claude,
+// holds no socket, so no socket table is read).
 func TestStore_StartCalls(t *testing.T) {
 	h, dir := newHost(t)
 	s := h.open(openInput(dir))
 	mustLoad(t, s)
 	want := map[string]int{
-		hostfuncs.FnFacts: 1, hostfuncs.FnInspect: 3, hostfuncs.FnPrepareDir: 6, hostfuncs.FnLock: 1,
+		hostfuncs.FnFacts: 1, hostfuncs.FnInspect: 4, hostfuncs.FnPrepareDir: 6, hostfuncs.FnLock: 1,
 		hostfuncs.FnList: 1, hostfuncs.FnRead: 1, hostfuncs.FnLog: 2, // host_identified (debug), token_not_found
 	}
 	if d := diffMap(want, h.Calls); d != "" {
@@ -328,8 +331,8 @@ func TestStore_Adopted(t *testing.T) {
 	if w.Stdio != "verified: stdout pipe:[11] is held by the host as fd 3" {
 		t.Errorf("Stdio = %q", w.Stdio)
 	}
-	if h2.Calls[hostfuncs.FnInspect] != 3 {
-		t.Errorf("%d inspect calls, want 3", h2.Calls[hostfuncs.FnInspect])
+	if h2.Calls[hostfuncs.FnInspect] != 4 { // and the trust rule's
+		t.Errorf("%d inspect calls, want 4", h2.Calls[hostfuncs.FnInspect])
 	}
 }
 

@@ -4,6 +4,7 @@ package resume
 // be for another running server process, for `mcp-resume whoami`.
 
 import (
+	"errors"
 	"strconv"
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
@@ -12,14 +13,16 @@ import (
 
 // Whoami is the whoami export: the MCP host this process resolves
 // (procid.Resolve), the chain of processes walked with their roles, how the
-// stdio check went, the instance suffix, the file names it would use and the
+// stdio check went, the trust rule's verdict (procid.CheckTrust, or the
+// opt-in that skipped it), the instance suffix, the file names it would use and the
 // state directory. It touches no file. When the identity is unavailable,
 // Error says why and the chain holds what was read.
 //
 // input is empty or the JSON hostfuncs.WhoamiInput: a pid other than this
 // process's asks what that running server would resolve
-// (procid.ResolveFor), with this store's instance key and state directory;
-// it does not change this store's own identity. Errors: hostfuncs.CodeNotOpen;
+// (procid.ResolveFor, then procid.CheckTrust without the opt-in, which
+// that server's environment would give), with this store's instance key
+// and state directory; it does not change this store's own identity. Errors: hostfuncs.CodeNotOpen;
 // hostfuncs.CodeInvalidOption for input that is not a WhoamiInput or a pid below 1.
 func (s *Store) Whoami(input []byte) (hostfuncs.WhoamiOutput, *hostfuncs.Error) {
 	out := hostfuncs.WhoamiOutput{Chain: []hostfuncs.Process{}}
@@ -39,7 +42,8 @@ func (s *Store) Whoami(input []byte) (hostfuncs.WhoamiOutput, *hostfuncs.Error) 
 		return s.whoamiOther(in.PID, out), nil
 	}
 	ok := s.resolveNames()
-	out.Chain = s.id.WireChain(ok)
+	// A host refused by the trust rule was resolved: the chain shows it.
+	out.Chain = s.id.WireChain(ok || errors.Is(s.idErr, procid.ErrSharedHost))
 	if !ok {
 		switch {
 		case s.cfg.Off:
@@ -51,7 +55,7 @@ func (s *Store) Whoami(input []byte) (hostfuncs.WhoamiOutput, *hostfuncs.Error) 
 		}
 		return out, nil
 	}
-	out.PID, out.StartTime, out.Stdio = s.id.PID, s.id.StartTime, s.id.Stdio
+	out.PID, out.StartTime, out.Stdio, out.Trust = s.id.PID, s.id.StartTime, s.id.Stdio, s.id.Trust
 	out.TokenFile, out.LockFile = s.file, s.lock
 	return out, nil
 }
@@ -68,12 +72,20 @@ func (s *Store) whoamiOther(pid int, out hostfuncs.WhoamiOutput) hostfuncs.Whoam
 		return out
 	}
 	id, err := procid.ResolveFor(s.facts, pid, s.cfg.Launchers, s.inspect)
-	out.Chain = id.WireChain(err == nil)
+	if err == nil {
+		// The rule as the server would apply it, without its opt-in: the
+		// server's own MCP_RESUME and MCP_RESUME_INSTANCE are not known
+		// here.
+		id.Trust, err = procid.CheckTrust(s.facts, id, s.inspect)
+		out.Chain = id.WireChain(true)
+	} else {
+		out.Chain = id.WireChain(false)
+	}
 	if err != nil {
 		out.Error = err.Error()
 		return out
 	}
-	out.PID, out.StartTime, out.Stdio = id.PID, id.StartTime, id.Stdio
+	out.PID, out.StartTime, out.Stdio, out.Trust = id.PID, id.StartTime, id.Stdio, id.Trust
 	out.TokenFile = FileName(id.PID, id.StartTime, out.InstanceSuffix)
 	out.LockFile = lockName(id.PID, id.StartTime, out.InstanceSuffix)
 	return out

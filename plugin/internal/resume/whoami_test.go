@@ -27,6 +27,7 @@ func TestStore_Whoami(t *testing.T) {
 	suffix := resume.InstanceSuffix(resume.DefaultInstanceKey(h.Facts))
 	want := hostfuncs.WhoamiOutput{
 		PID: 4242, StartTime: hostStart, Stdio: "verified: stdin /dev/pts/3 is held by the host as fd 0",
+		Trust:          `single user: pid 4242 ("claude") is a known single-user MCP host (Claude Desktop or Claude Code, run by one person)`,
 		InstanceSuffix: suffix, TokenFile: tokenFile + "-" + suffix, LockFile: lockFile + "-" + suffix, StateDir: dir,
 		Chain: []hostfuncs.Process{
 			{PID: 200, PPID: 4242, Name: "sh", Args: []string{"sh", "-c", "server"}, StartTime: "777.0f1e2d3c4b5a69788796a5b4c3d2e1f0.4026531836", Role: "launcher"},
