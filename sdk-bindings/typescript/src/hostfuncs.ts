@@ -1,6 +1,6 @@
 /**
  * The eleven host functions of the plugin for Node (hostfuncs/README.md, ABI
- * version 7): operating-system primitives with no policy, and `mcp_resume_eval`
+ * version 8): operating-system primitives with no policy, and `mcp_resume_eval`
  * (redis.ts; asynchronous, so only through {@link HostFunctions.callAsync} in
  * Extism's worker mode). None ever throws:
  * every failure, a malformed request included, is the response
@@ -94,6 +94,17 @@ function orElse<T>(fn: () => T, fallback: T): T {
   }
 }
 
+/**
+ * `facts.cwd`: the working directory when this module was first evaluated (`process.cwd()`, `""` when it throws: a
+ * deleted directory), which is when the server imported the binding, before its own code could change directory.
+ * A server that calls `process.chdir` before it opens a store (to its install directory, say) still reports the
+ * directory it was launched in, part of the plugin's default instance key and the base of a relative `stateRoot`.
+ * As the Go host's value at package init and the Python binding's at import; a chdir in code that runs before
+ * the binding is imported (a module imported ahead of it, a `--import` hook) is not seen (README, "API", the
+ * launch directory).
+ */
+const LAUNCH_CWD = orElse(() => process.cwd(), "");
+
 /** `b` as UTF-8 with every byte of an invalid sequence as one U+FFFD, as Go's encoding/json sends it (Node's decoder gives one per sequence). */
 function utf8(b: Buffer): string {
   let out = b.toString("utf8");
@@ -147,8 +158,20 @@ const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK } = fs.const
 /** `O_EXLOCK` on macOS (`<sys/fcntl.h>`); Node's `fs.constants` lacks it. */
 const O_EXLOCK_DARWIN = 0x20;
 
-/** The file-backed `/proc` ops: `/proc/<path(P, N)>` read (`data`) or readlink'd (`target`); `pid`/`fd`: members they take. */
-const PROC_OPS: Record<string, { read: "data" | "target"; path: (p: string, n: number) => string; pid?: true; fd?: true }> = {
+/** The most bytes a data read of `/proc` returns (hostfuncs/README.md, `mcp_resume_inspect`; Go: hostfuncs.MaxProcRead). */
+export const MAX_PROC_READ = 65536;
+/** The most bytes `environ` and `net` return, files that grow with the system: 1 MiB (Go: hostfuncs.MaxProcTableRead). */
+export const MAX_PROC_TABLE_READ = 1 << 20;
+/** The namespaces the `ns` op reads, `/proc/<P>/ns/<ns>` (Go: hostfuncs.Namespaces); any other `ns` is `invalid_request`. */
+export const NAMESPACES: readonly string[] = Object.freeze(["net", "mnt", "uts", "ipc", "user", "cgroup", "pid"]);
+/** The socket tables the `net` op reads, `/proc/<P>/net/<table>` (Go: hostfuncs.NetTables); any other `table` is `invalid_request`. */
+export const NET_TABLES: readonly string[] = Object.freeze(["tcp", "tcp6", "udp", "udp6", "unix"]);
+
+/**
+ * The file-backed `/proc` ops (Go: hostfuncs.ProcOpOf): `/proc/<path(P, N, X)>` read (`data`, at most `max`
+ * bytes) or readlink'd (`target`); `pid`/`fd`: members they take; `one`: the member X, a name of its fixed list.
+ */
+const PROC_OPS: Record<string, { read: "data" | "target"; path: (p: string, n: number, x: string) => string; pid?: true; fd?: true; one?: readonly [string, readonly string[]]; max?: number }> = {
   boot_id: { read: "data", path: () => "sys/kernel/random/boot_id" },
   self: { read: "target", path: () => "self" },
   timens: { read: "data", path: () => "self/timens_offsets" },
@@ -156,7 +179,17 @@ const PROC_OPS: Record<string, { read: "data" | "target"; path: (p: string, n: n
   cmdline: { read: "data", pid: true, path: (p) => `${p}/cmdline` },
   pid_ns: { read: "target", pid: true, path: (p) => `${p}/ns/pid` },
   fd_link: { read: "target", pid: true, fd: true, path: (p, n) => `${p}/fd/${n}` },
+  environ: { read: "data", pid: true, max: MAX_PROC_TABLE_READ, path: (p) => `${p}/environ` },
+  ns: { read: "target", pid: true, one: ["ns", NAMESPACES], path: (p, _, ns) => `${p}/ns/${ns}` },
+  net: { read: "data", pid: true, one: ["table", NET_TABLES], max: MAX_PROC_TABLE_READ, path: (p, _, t) => `${p}/net/${t}` },
 };
+
+/** The member `key` of an inspect op if it is a string of `list`, else throws `invalid_request` (a missing one too). */
+function oneOf(op: Json, [key, list]: readonly [string, readonly string[]]): string {
+  const v = op[key];
+  if (typeof v !== "string" || !list.includes(v)) throw bad(`${JSON.stringify(key)} must be one of ${list.join(", ")}`);
+  return v;
+}
 
 /**
  * Reads at most `max` bytes of `file`, opened `O_RDONLY|O_NOFOLLOW|flags`; `check` may refuse the open file by
@@ -316,13 +349,13 @@ export class HostFunctions {
     }
   }
 
-  /** `mcp_resume_facts` of this process (hostfuncs/README.md, `mcp_resume_facts`); the conformance runner pins others. */
+  /** `mcp_resume_facts` of this process (hostfuncs/README.md, `mcp_resume_facts`), `cwd` the directory at module load ({@link LAUNCH_CWD}); the conformance runner pins others. */
   protected facts(): Json {
     const abs = (p: string | undefined): string => (p !== undefined && path.isAbsolute(p) ? p : "");
     const home = abs(process.env["HOME"]) || abs(orElse(() => userInfo().homedir, undefined));
     const env = Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => typeof e[1] === "string"));
     return { os: process.platform, pid: process.pid, euid: process.geteuid?.() ?? -1, home, xdg_state_home: process.env["XDG_STATE_HOME"] ?? "",
-      cwd: orElse(() => process.cwd(), ""), args: process.argv.slice(2), env, runtime: "node" };
+      cwd: LAUNCH_CWD, args: process.argv.slice(2), env, runtime: "node" };
   }
 
   /** The path of `/proc/<rel>`. The conformance runner's subclass maps it into a fixture tree. */
@@ -338,10 +371,11 @@ export class HostFunctions {
   /**
    * One `mcp_resume_inspect` operation (hostfuncs/README.md, `mcp_resume_inspect`).
    *
-   * @param op - `{"op", "pid"?, "fd"?, "targets"?}`; other fields are ignored.
+   * @param op - `{"op", "pid"?, "fd"?, "targets"?, "ns"?, "table"?}`; other fields are ignored.
    * @returns the success object of that op.
    * @throws {@link HostError}, answered as that result's `error`: `invalid_request` for an unknown op or a field
-   *   of the wrong type or range, `unsupported` for a `/proc` op off Linux, else the errno's code.
+   *   of the wrong type or range (a missing `ns` or `table`, or one outside {@link NAMESPACES} or
+   *   {@link NET_TABLES}), `unsupported` for a `/proc` op off Linux, else the errno's code.
    */
   protected inspect(op: Json): Json {
     const proc = (rel: string): string => {
@@ -351,8 +385,9 @@ export class HostFunctions {
     const name = String(op["op"]);
     const p = Object.hasOwn(PROC_OPS, name) ? PROC_OPS[name] : undefined;
     if (p) {
-      const rel = p.path(p.pid ? pidOf(op, true) : "", p.fd ? fdOf(op) : 0);
-      if (p.read === "data") return { data: sys(`read /proc/${rel}`, () => readFile(proc(rel), 65536)).toString("base64") };
+      // Every member is checked before the system is (an op malformed off Linux is still invalid_request), as in Go.
+      const rel = p.path(p.pid ? pidOf(op, true) : "", p.fd ? fdOf(op) : 0, p.one ? oneOf(op, p.one) : "");
+      if (p.read === "data") return { data: sys(`read /proc/${rel}`, () => readFile(proc(rel), p.max ?? MAX_PROC_READ)).toString("base64") };
       return { target: utf8(sys(`readlink /proc/${rel}`, () => fs.readlinkSync(proc(rel), { encoding: "buffer" }))) };
     }
     switch (name) {

@@ -2,9 +2,11 @@
 // hostfuncs/conformance/README.md says: the real plugin.wasm in Extism's JS
 // SDK with this package's real host functions on real files. Only what the
 // case pins is pinned, by FixtureHost (a subclass here, not a production
-// option): mcp_resume_facts answers the system's facts, the /proc ops read
-// the case's fixture tree through the real inspect code when the pinned
-// system is Linux, the operations without a file (kill0, exe, fstat, peer,
+// option): mcp_resume_facts answers the system's facts, the /proc ops
+// (environ, ns and net included: "<P>/environ", "<P>/ns/<ns>",
+// "<P>/net/<table>") read the case's fixture tree through the real inspect
+// code, which checks pid, ns and table as the real host does, when the pinned
+// system is Linux; the operations without a file (kill0, exe, fstat, peer,
 // sysctl, procargs, ps) answer the system's answers or the README's defaults,
 // and a no_answer function is not run at all. hold_lock takes the lock
 // through a second, independent HostFunctions (another server instance)

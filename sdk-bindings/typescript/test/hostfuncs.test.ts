@@ -1,4 +1,4 @@
-// The host functions as OS primitives (hostfuncs/README.md, ABI 7), called
+// The host functions as OS primitives (hostfuncs/README.md, ABI 8), called
 // natively on real files, the real /proc and real processes; the conformance
 // suite runs the same code under the plugin. PinnedHost (test code) maps
 // /proc into a temporary tree or pins another system where the real one
@@ -7,17 +7,20 @@
 import assert from "node:assert/strict";
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
+import { createServer, type AddressInfo, type Server } from "node:net";
 import { userInfo } from "node:os";
 import * as path from "node:path";
 import { after, describe, test } from "node:test";
 
-import { FUNCTIONS, HostFunctions } from "../src/hostfuncs.js";
+import { FUNCTIONS, HostFunctions, MAX_PROC_READ, MAX_PROC_TABLE_READ, NAMESPACES, NET_TABLES } from "../src/hostfuncs.js";
 import type { LogFields, Logger } from "../src/logger.js";
 import { cleanupTemps, PinnedHost, PKG, startHolder, tempDir } from "./helpers.js";
 
 after(cleanupTemps);
 
 const LINUX = process.platform === "linux";
+/** The working directory when this file's imports (the binding among them) were evaluated: facts.cwd. */
+const LAUNCH_CWD = process.cwd();
 const ROOT_USER = process.geteuid?.() === 0;
 const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 type Answer = Record<string, any>;
@@ -59,7 +62,7 @@ describe("mcp_resume_facts", () => {
         euid: process.geteuid!(),
         home: process.env["HOME"],
         xdg_state_home: process.env["XDG_STATE_HOME"] ?? "",
-        cwd: process.cwd(),
+        cwd: LAUNCH_CWD,
         args: process.argv.slice(2),
         env: { ...process.env },
         runtime: "node",
@@ -69,6 +72,18 @@ describe("mcp_resume_facts", () => {
     } finally {
       delete process.env["MCP_RESUME_TEST_X"];
       delete process.env["MCP_RESUMEX"];
+    }
+  });
+  test("cwd is the working directory when the module was loaded: a process.chdir after the import changes nothing", () => {
+    const elsewhere = fs.realpathSync(tempDir("chdir-"));
+    assert.notEqual(elsewhere, LAUNCH_CWD);
+    try {
+      process.chdir(elsewhere);
+      const facts = caller(new HostFunctions({ logger: quiet }))("mcp_resume_facts", {});
+      assert.equal(facts["cwd"], LAUNCH_CWD, "where the server was launched, not where it went");
+      assert.equal(process.cwd(), elsewhere);
+    } finally {
+      process.chdir(LAUNCH_CWD);
     }
   });
   test("HOME unset, empty or relative: the password database's home of the effective uid, as in Go and Python", () => {
@@ -162,6 +177,23 @@ describe("mcp_resume_inspect", { skip: !LINUX && "Linux /proc" }, () => {
       { op: "constructor" },
       { op: "__proto__" },
       { op: "toString", pid: "1" },
+      { op: "environ" },
+      { op: "environ", pid: "0100" },
+      { op: "environ", pid: 1 },
+      { op: "ns", pid: "self" },
+      { op: "ns", ns: "net" },
+      { op: "ns", pid: "self", ns: "time" },
+      { op: "ns", pid: "self", ns: "NET" },
+      { op: "ns", pid: "self", ns: 1 },
+      { op: "ns", pid: "self", ns: "../fd/0" },
+      { op: "ns", pid: "self", ns: "toString" },
+      { op: "net", pid: "self" },
+      { op: "net", table: "tcp" },
+      { op: "net", pid: "self", table: "raw" },
+      { op: "net", pid: "self", table: "../stat" },
+      { op: "net", pid: "self", table: "" },
+      { op: "net", pid: "self", table: ["tcp"] },
+      { op: "net", pid: "self", table: null },
     ];
     for (const op of refused) assert.equal(inspect(f, op)[0]!["error"]?.code, "invalid_request", JSON.stringify(op));
   });
@@ -179,6 +211,105 @@ describe("mcp_resume_inspect", { skip: !LINUX && "Linux /proc" }, () => {
     assert.equal(Buffer.from(big!["data"], "base64").length, 65536);
     assert.equal(link!["error"].code, "unsafe", "O_NOFOLLOW: ELOOP is unsafe");
     assert.equal(target!["target"], "/f\ufffd\ufffd\ufffd!", "a link target that is not UTF-8: each invalid byte as U+FFFD");
+  });
+  test("environ: the environment as it was at exec, of this process (self or its pid) and of a child, byte for byte", () => {
+    process.env["MCP_RESUME_LATE"] = "set after exec";
+    try {
+      const atExec = fs.readFileSync("/proc/self/environ");
+      const [self, mine] = inspect(f, { op: "environ", pid: "self" }, { op: "environ", pid: String(process.pid) });
+      assert.deepEqual(Buffer.from(self!["data"], "base64"), atExec);
+      assert.deepEqual(Buffer.from(mine!["data"], "base64"), atExec);
+      assert.ok(!atExec.includes("MCP_RESUME_LATE"), "a variable set after exec is not in it");
+    } finally {
+      delete process.env["MCP_RESUME_LATE"];
+    }
+    // libuv's spawn returns once the child has exec'd, so its environ is the one given.
+    const sleep = execFileSync("/bin/sh", ["-c", "command -v sleep"], { encoding: "utf8" }).trim();
+    const child = spawn(sleep, ["30"], { env: { MCP_RESUME_INSTANCE: "a b", EMPTY: "" }, stdio: "ignore" });
+    try {
+      const [env] = inspect(f, { op: "environ", pid: String(child.pid) });
+      assert.equal(Buffer.from(env!["data"], "base64").toString(), "MCP_RESUME_INSTANCE=a b\0EMPTY=\0");
+    } finally {
+      child.kill("SIGKILL");
+    }
+    assert.equal(inspect(f, { op: "environ", pid: "2147483646" })[0]!["error"].code, "not_found");
+  });
+  test("ns: readlink of /proc/<P>/ns/<ns> for each namespace of the list, self or the pid; ns pid is pid_ns", () => {
+    const self = inspect(f, ...NAMESPACES.map((ns) => ({ op: "ns", pid: "self", ns })));
+    const byPid = inspect(f, ...NAMESPACES.map((ns) => ({ op: "ns", pid: String(process.pid), ns })));
+    const want = NAMESPACES.map((ns) => fs.readlinkSync(`/proc/self/ns/${ns}`));
+    assert.deepEqual(self.map((r) => r["target"]), want);
+    assert.deepEqual(byPid.map((r) => r["target"]), want);
+    for (const [i, ns] of NAMESPACES.entries()) assert.match(self[i]!["target"], new RegExp(`^${ns}:\\[[0-9]+\\]$`));
+    assert.equal(self[NAMESPACES.indexOf("pid")]!["target"], inspect(f, { op: "pid_ns", pid: "self" })[0]!["target"]);
+    assert.equal(inspect(f, { op: "ns", pid: "2147483646", ns: "net" })[0]!["error"].code, "not_found");
+  });
+  test("net: the socket tables of this process's network namespace, self or the pid; its own listeners are in them, by inode", async () => {
+    const listen = (server: Server, where: object | string): Promise<Server> =>
+      new Promise((resolve, reject) => server.once("error", reject).listen(where, () => resolve(server.off("error", reject))));
+    const sock = path.join(tempDir(), "s");
+    const [tcp, unix] = await Promise.all([listen(createServer(), { host: "127.0.0.1", port: 0 }), listen(createServer(), sock)]);
+    try {
+      const text = (r: Answer | undefined): string => Buffer.from(r!["data"], "base64").toString("latin1");
+      const rs = inspect(f, ...NET_TABLES.map((table) => ({ op: "net", pid: "self", table })));
+      for (const [i, table] of NET_TABLES.entries()) {
+        const file = `/proc/self/net/${table}`;
+        if (!fs.existsSync(file)) {
+          assert.equal(rs[i]!["error"]?.code, "not_found", `${table}: no such table here (IPv6 off)`);
+          continue;
+        }
+        assert.equal(text(rs[i]).split("\n")[0], fs.readFileSync(file, "latin1").split("\n")[0], `${table}: the real table's header`);
+      }
+      // The listener on 127.0.0.1:<port> in state 0A (LISTEN), and its inode one of this process's socket fds.
+      const port = (tcp.address() as AddressInfo).port.toString(16).toUpperCase().padStart(4, "0");
+      const [byPid] = inspect(f, { op: "net", pid: String(process.pid), table: "tcp" });
+      const line = text(byPid).split("\n").find((l) => l.includes(` 0100007F:${port} 00000000:0000 0A `));
+      assert.ok(line, `the listener 127.0.0.1:${port} in ${text(byPid)}`);
+      const inode = line.trim().split(/\s+/)[9]!;
+      const [fds] = inspect(f, { op: "fds", pid: "self", targets: [`socket:[${inode}]`] });
+      assert.equal(fds!["fds"].length, 1, `the listener's inode ${inode} is one of this process's fds`);
+      const unixLine = text(rs[NET_TABLES.indexOf("unix")]).split("\n").find((l) => l.endsWith(` ${sock}`));
+      assert.ok(unixLine, `the Unix listener ${sock}`);
+    } finally {
+      tcp.close();
+      unix.close();
+    }
+    assert.equal(inspect(f, { op: "net", pid: "2147483646", table: "unix" })[0]!["error"].code, "not_found");
+  });
+  test("environ and net read up to 1 MiB, stat and cmdline 65536 bytes; a symlink at any of them is unsafe; a namespace or table that is not there is not_found", () => {
+    const root = tempDir();
+    for (const d of ["7/net", "7/ns", "8/net"]) fs.mkdirSync(path.join(root, d), { recursive: true });
+    fs.writeFileSync(path.join(root, "7", "environ"), "x".repeat(MAX_PROC_TABLE_READ + 5));
+    fs.writeFileSync(path.join(root, "7", "net", "unix"), "y".repeat(MAX_PROC_TABLE_READ + 1));
+    fs.writeFileSync(path.join(root, "7", "net", "tcp"), "z".repeat(MAX_PROC_TABLE_READ - 1));
+    fs.writeFileSync(path.join(root, "7", "stat"), "s".repeat(MAX_PROC_TABLE_READ));
+    fs.symlinkSync("net:[4026531840]", path.join(root, "7", "ns", "net"));
+    fs.symlinkSync("/etc/hostname", path.join(root, "8", "environ"));
+    fs.symlinkSync("/etc/hostname", path.join(root, "8", "net", "tcp"));
+    const mapped = new PinnedHost({ logger: quiet }, root, "linux");
+    const rs = inspect(
+      mapped,
+      { op: "environ", pid: "7" },
+      { op: "net", pid: "7", table: "unix" },
+      { op: "net", pid: "7", table: "tcp" },
+      { op: "stat", pid: "7" },
+      { op: "ns", pid: "7", ns: "net" },
+      { op: "environ", pid: "8" },
+      { op: "net", pid: "8", table: "tcp" },
+      { op: "ns", pid: "7", ns: "mnt" },
+      { op: "net", pid: "7", table: "udp" },
+    );
+    const len = (r: Answer | undefined): number => Buffer.from(r!["data"], "base64").length;
+    assert.deepEqual(rs.slice(0, 4).map(len), [MAX_PROC_TABLE_READ, MAX_PROC_TABLE_READ, MAX_PROC_TABLE_READ - 1, MAX_PROC_READ]);
+    assert.deepEqual(rs[4], { target: "net:[4026531840]" });
+    assert.deepEqual(rs.slice(5).map((r) => r["error"]?.code), ["unsafe", "unsafe", "not_found", "not_found"], "O_NOFOLLOW: ELOOP is unsafe");
+  });
+  test("environ of another user's process is permission", { skip: ROOT_USER && "root reads every process" }, () => {
+    assert.equal(inspect(f, { op: "environ", pid: "1" })[0]!["error"].code, "permission");
+  });
+  test("the worker mode's entry (callAsync) answers inspect with the same code", async () => {
+    const req = Buffer.from(JSON.stringify({ ops: [{ op: "ns", pid: "self", ns: "net" }, { op: "net", pid: "self", table: "bad" }, { op: "environ", pid: "self" }] }));
+    assert.deepEqual(Buffer.from(await f.callAsync("mcp_resume_inspect", req)), Buffer.from(f.call("mcp_resume_inspect", req)));
   });
   test("fds: this process's fds sorted, with targets and fdinfo flags; targets filters", () => {
     const [all] = inspect(f, { op: "fds", pid: "self" });
@@ -253,8 +384,9 @@ describe("mcp_resume_inspect", { skip: !LINUX && "Linux /proc" }, () => {
   test("off Linux the /proc operations are unsupported; a bad op is still invalid_request", () => {
     const mac = new PinnedHost({ logger: quiet }, "/proc", "darwin");
     const ops = [{ op: "boot_id" }, { op: "self" }, { op: "timens" }, { op: "stat", pid: "self" }, { op: "cmdline", pid: "1" }, { op: "pid_ns", pid: "1" },
-      { op: "fd_link", pid: "self", fd: 0 }, { op: "fds", pid: "self" }, { op: "exe", pid: "1" }, { op: "stat", pid: "x" }];
-    assert.deepEqual(inspect(mac, ...ops).map((r) => r["error"]?.code), [...Array(9).fill("unsupported"), "invalid_request"]);
+      { op: "fd_link", pid: "self", fd: 0 }, { op: "fds", pid: "self" }, { op: "exe", pid: "1" }, { op: "environ", pid: "self" }, { op: "ns", pid: "self", ns: "net" },
+      { op: "net", pid: "1", table: "tcp" }, { op: "stat", pid: "x" }, { op: "ns", pid: "self" }, { op: "net", pid: "self", table: "raw" }];
+    assert.deepEqual(inspect(mac, ...ops).map((r) => r["error"]?.code), [...Array(12).fill("unsupported"), ...Array(3).fill("invalid_request")]);
   });
 });
 

@@ -2,12 +2,13 @@
 // host identity: this test file's process is the "server" and its parent,
 // node's test runner, the MCP host the plugin resolves through the real
 // /proc. App names, state directories, tokens, instances, the lock (real
-// child processes), prune, whoami, close, the shipped bytes, and the Extism
-// 1.0.3 traps (get_log_level, memory growth, the WASI warning, stdout).
+// child processes), prune, whoami, close, the shipped bytes, the Extism
+// 1.0.3 traps (get_log_level, memory growth, the WASI warning, stdout), and
+// mcp_resume_inspect asked from inside Extism (the test plugin) in both modes.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, statSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
 
@@ -42,11 +43,11 @@ async function open(extra: Partial<OpenOptions> = {}, dir = path.join(tempDir(),
   return { store, dir, lines };
 }
 
-/** Runs `node --input-type=module -e <code>` and returns stdout, stderr and the exit code. */
-function nodeEval(code: string, env: NodeJS.ProcessEnv = process.env): Promise<{ stdout: string; stderr: string; code: number | null }> {
+/** Runs `node --input-type=module -e <code>` in `cwd` and returns stdout, stderr and the exit code. */
+function nodeEval(code: string, env: NodeJS.ProcessEnv = process.env, cwd = PKG): Promise<{ stdout: string; stderr: string; code: number | null }> {
   return new Promise((resolve) => {
     // stdin a socket pair like stdout, as a Node MCP host gives them: /dev/null proves nothing (resume off).
-    const p = spawn(process.execPath, ["--input-type=module", "-e", code], { env, cwd: PKG, stdio: ["pipe", "pipe", "pipe"] });
+    const p = spawn(process.execPath, ["--input-type=module", "-e", code], { env, cwd, stdio: ["pipe", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     p.stdout.on("data", (d: Buffer) => (stdout += d));
@@ -228,6 +229,31 @@ describe("instances", { skip: !LINUX && "file names are checked against /proc" }
       delete process.env["MCP_RESUME_INSTANCE"];
     }
   });
+  test("the default key's working directory is the launch directory: a process.chdir before open changes neither the key nor the base of a relative stateRoot", async () => {
+    // Real child servers (their host: this process), each importing the package, then changing directory to
+    // `elsewhere` (the same environment for both, which is part of the key too), then opening.
+    const [launch, elsewhere] = [realpathSync(tempDir("launch-")), realpathSync(tempDir("elsewhere-"))];
+    const env: NodeJS.ProcessEnv = { ...process.env, GO_TO: elsewhere };
+    delete env["MCP_RESUME_INSTANCE"];
+    delete env["MCP_RESUME_STATE_DIR"];
+    const run = async (cwd: string): Promise<{ stateDir: string; names: { token?: string } }> => {
+      const code = `import { ResumeTokenStore } from ${JSON.stringify(DIST)}; import { callExport } from ${JSON.stringify(new URL("../dist/store.js", import.meta.url).href)};
+        process.chdir(process.env.GO_TO);
+        const s = await ResumeTokenStore.open({ app: "x", stateRoot: "rel", logger: { debug() {}, info() {}, warn() {}, error() {} } });
+        const names = await callExport(s, "names");
+        process.stderr.write(JSON.stringify({ stateDir: s.stateDir, names: JSON.parse(Buffer.from(names.output ?? []).toString() || "{}") }));
+        await s.close();`;
+      const r = await nodeEval(code, env, cwd);
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(r.stdout, "");
+      return JSON.parse(r.stderr) as { stateDir: string; names: { token?: string } };
+    };
+    const [moved, stayed] = [await run(launch), await run(elsewhere)];
+    assert.match(moved.names.token ?? "", /^token-\S+-[0-9a-f]{16}$/, "resume on, the file suffixed by the default key");
+    assert.notEqual(moved.names.token, stayed.names.token, "launched elsewhere, another key, though both opened in the same directory");
+    assert.equal(moved.stateDir, path.join(launch, "rel", "x"), "a relative stateRoot is resolved against the launch directory");
+    assert.equal(stayed.stateDir, path.join(elsewhere, "rel", "x"));
+  });
   test("two instances with different keys under one host hold separate files and resume independently", async () => {
     const { store: a, dir } = await open({ instance: "a" });
     const { store: b } = await open({ instance: "b" }, dir);
@@ -351,14 +377,23 @@ describe("shipped plugin", () => {
   });
 });
 
+let testPluginBuild: Promise<[string, string]> | undefined;
+/** The test plugin (test/testdata/testplugin), built once for this file: with ABI version 4 and with this host's. */
+function testPlugins(): Promise<[string, string]> {
+  testPluginBuild ??= (async () => {
+    const d = tempDir("testplugin-");
+    const env = { GOOS: "wasip1", GOARCH: "wasm" };
+    const build = (abi: string, out: string) => goBuild("./sdk-bindings/typescript/test/testdata/testplugin", path.join(d, out), env, ["-buildmode=c-shared", `-ldflags=-X main.abiVersion=${abi}`]);
+    return Promise.all([build("4", "old.wasm"), build(ABI_VERSION, "cur.wasm")]);
+  })();
+  return testPluginBuild;
+}
+
 describe("Extism 1.0.3 traps", () => {
   let tpOld = "";
   let tpCur = "";
   before(async () => {
-    const d = tempDir("testplugin-");
-    const env = { GOOS: "wasip1", GOARCH: "wasm" };
-    const build = (abi: string, out: string) => goBuild("./sdk-bindings/typescript/test/testdata/testplugin", path.join(d, out), env, ["-buildmode=c-shared", `-ldflags=-X main.abiVersion=${abi}`]);
-    [tpOld, tpCur] = await Promise.all([build("4", "old.wasm"), build(ABI_VERSION, "cur.wasm")]);
+    [tpOld, tpCur] = await testPlugins();
   });
   test("get_log_level: a go-pdk plugin using pdk.Log fails to load in bare 1.0.3, and links with extismEnvExtras", async () => {
     const extism = await loadExtism();
@@ -382,8 +417,10 @@ describe("Extism 1.0.3 traps", () => {
     assert.equal(ours.code, 0, ours.stderr);
     assert.equal(ours.stdout, "");
     const bare = await nodeEval(`import { createPlugin } from "@extism/extism"; import { compiledModule, extismEnvExtras } from ${dist("extism.js")};
+      import { FUNCTIONS, NAMESPACE } from ${dist("hostfuncs.js")};
       const quiet = { debug() {}, trace() {}, log() {}, info() {}, warn() {}, error() {} };
-      const p = await createPlugin({ wasm: [{ module: await compiledModule(process.env.TP) }] }, { useWasi: true, functions: { "extism:host/env": extismEnvExtras() }, logger: quiet });
+      const user = Object.fromEntries(FUNCTIONS.map((n) => [n, () => 0n])); // the test plugin imports mcp_resume_inspect
+      const p = await createPlugin({ wasm: [{ module: await compiledModule(process.env.TP) }] }, { useWasi: true, functions: { [NAMESPACE]: user, "extism:host/env": extismEnvExtras() }, logger: quiet });
       await p.call("mcp_resume_abi_version"); await p.close();`, env);
     assert.equal(bare.code, 0, bare.stderr);
     assert.equal(bare.stdout, "testplugin: guest stdout\n", "the trap is real: without enableWasiOutput: false the variable connects the guest's stdout");
@@ -447,5 +484,43 @@ describe("Extism 1.0.3 traps", () => {
     const leak = noReset["10000"]!.heapUsed - noReset["1000"]!.heapUsed;
     t.diagnostic(`without reset (bare SDK): heapUsed growth 1k->10k ${mb(leak)} MiB`);
     assert.ok(leak > heapGrowth + 1 * MB, "the 1.0.3 block table grows without reset (the trap this store avoids)");
+  });
+});
+
+describe("inspect asked by the plugin, answered for the server process", { skip: !LINUX && "Linux /proc" }, () => {
+  test("a socket on stdio is found by inode in /proc/self/net/unix, never in tcp or tcp6; synchronous and worker mode answer alike", async () => {
+    // A real child server whose stdin is a socket pair, as a Node MCP host gives it: the test plugin forwards
+    // these operations to mcp_resume_inspect from inside Extism, as plugin.wasm's stdio rule asks them.
+    const [, tpCur] = await testPlugins();
+    const ops = [{ op: "fd_link", pid: "self", fd: 0 }, { op: "ns", pid: "self", ns: "net" }, { op: "environ", pid: "self" },
+      { op: "net", pid: "self", table: "unix" }, { op: "net", pid: "self", table: "tcp" }, { op: "net", pid: "self", table: "tcp6" }];
+    const code = `import { callExport, loadStore } from ${JSON.stringify(new URL("../dist/store.js", import.meta.url).href)};
+      const out = {};
+      for (const worker of [false, true]) {
+        const s = await loadStore({ debug() {}, info() {}, warn() {}, error() {} }, process.env.TP, undefined, worker);
+        const r = await callExport(s, "inspect", Buffer.from(process.env.OPS));
+        out[worker ? "worker" : "sync"] = r.ok ? JSON.parse(Buffer.from(r.output).toString()).results : r.message;
+        await s.close();
+      }
+      process.stderr.write(JSON.stringify(out));`;
+    const r = await nodeEval(code, { ...process.env, TP: tpCur, OPS: JSON.stringify({ ops }) });
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, "");
+    type Result = { target?: string; data?: string; error?: { code: string } };
+    const got = JSON.parse(r.stderr) as { sync: Result[]; worker: Result[] };
+    /** Column `col` (0-based, after the header line) of a /proc/net table answer; none for a table not there (IPv6 off). */
+    const column = (res: Result | undefined, col: number): string[] =>
+      res?.error?.code === "not_found" ? [] : Buffer.from(res!.data!, "base64").toString("latin1").split("\n").slice(1).map((l) => l.trim().split(/\s+/)[col] ?? "");
+    for (const mode of ["sync", "worker"] as const) {
+      assert.ok(Array.isArray(got[mode]), `${mode}: ${JSON.stringify(got[mode])}`);
+      const [fd0, ns, environ, unix, tcp, tcp6] = got[mode];
+      const inode = /^socket:\[([0-9]+)\]$/.exec(fd0!.target ?? "")?.[1];
+      assert.ok(inode, `${mode}: fd 0 is a socket: ${JSON.stringify(fd0)}`);
+      assert.equal(ns!.target, readlinkSync("/proc/self/ns/net"), `${mode}: ns self is the server's (which it shares with this process)`);
+      assert.ok(Buffer.from(environ!.data!, "base64").toString().split("\0").includes(`TP=${tpCur}`), `${mode}: environ self is the server's`);
+      assert.ok(column(unix, 6).includes(inode), `${mode}: the stdin socket ${inode} in /proc/self/net/unix`);
+      for (const t of [tcp, tcp6]) assert.ok(!column(t, 9).includes(inode), `${mode}: not a TCP socket`);
+    }
+    assert.deepEqual(got.worker.slice(0, 3), got.sync.slice(0, 3), "the same host code in both modes");
   });
 });

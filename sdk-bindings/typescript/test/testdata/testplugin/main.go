@@ -13,6 +13,8 @@
 //	store                   fails with an error string that is not the contract's JSON
 //	reject                  succeeds
 //	list                    outputs text that is not JSON
+//	inspect                 passes its input to the host function mcp_resume_inspect and outputs the answer, so a
+//	                        test sees what the host answers the plugin from inside Extism (either mode)
 //	(no names, prune, whoami) a host must cope with their absence
 //
 // The tests build it twice, with the host's ABI version and with the
@@ -64,6 +66,24 @@ func reject() int32 {
 //go:wasmexport list
 func list() int32 {
 	pdk.OutputString("not json")
+	return 0
+}
+
+//go:wasmimport extism:host/user mcp_resume_inspect
+func hostInspect(uint64) uint64
+
+//go:wasmexport inspect
+func inspect() int32 {
+	in := pdk.AllocateBytes(pdk.Input())
+	defer in.Free()
+	offset := hostInspect(in.Offset())
+	if offset == 0 {
+		pdk.SetErrorString("testplugin: mcp_resume_inspect returned no memory block")
+		return 1
+	}
+	out := pdk.FindMemory(offset)
+	defer out.Free()
+	pdk.Output(out.ReadBytes())
 	return 0
 }
 
