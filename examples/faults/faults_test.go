@@ -42,7 +42,10 @@ package faults_test
 // directory) are in faults_statedir_test.go, 7-9 (token contents and
 // concurrency) in faults_tokens_test.go, 10-17 (the host's identity) in
 // faults_identity_test.go, the later ones in faults_lists_test.go,
-// faults_verdicts_test.go, faults_dirlock_test.go and faults_fds_test.go;
+// faults_verdicts_test.go, faults_dirlock_test.go and faults_fds_test.go,
+// and 30a-30k (hosts that act for several people, and single-user hosts
+// that must keep resuming; real supergateway and langchain-mcp-adapters,
+// which `make faults-setup` installs) in faults_trust_test.go;
 // harness_test.go, faults_util_test.go, faults_helpers_test.go and
 // faults_servers_test.go are the infrastructure.
 
