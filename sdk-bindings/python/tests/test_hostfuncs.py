@@ -1,4 +1,4 @@
-"""The host functions (hostfuncs/README.md, ABI 6) on the real system: real files, real /proc, real processes.
+"""The host functions (hostfuncs/README.md, ABI 8) on the real system: real files, real /proc, real processes.
 
 File functions: a name is one path element (no ``/``, NUL, ``.`` or ``..``, at
 most 255 bytes), symlinks are never followed, a FIFO never blocks, writes go
@@ -6,7 +6,7 @@ through the plugin's temporary name, are atomic and 0600, remove is unlink
 (a directory is ``unsafe``), list reports every entry with its type and age,
 and nothing acts before ``open`` fixed the state directory; the lock excludes
 every other holder and dies with its process. Primitives: facts of this
-process, typed ``/proc`` ops checked before any system call on the real
+process, typed ``/proc`` ops (``environ``, ``ns`` and ``net`` too) checked before any system call on the real
 ``/proc`` (real pipes and child processes), ``kill0`` on real children,
 ``fstat`` and ``peer`` on real pipes and socket pairs (in child processes whose
 stdio they are). No call ever raises: every answer is a JSON object padded to
@@ -24,6 +24,7 @@ import json
 import logging
 import os
 import random
+import re
 import signal
 import socket
 import stat
@@ -769,6 +770,46 @@ def test_facts(monkeypatch: pytest.MonkeyPatch) -> None:
     assert facts["xdg_state_home"] == "~/x", "reported exactly as set: the plugin judges it"
 
 
+def test_facts_cwd_is_the_directory_at_import(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """facts.cwd is the working directory when mcp_resume was imported: changing directory afterwards (as a
+    server does before it opens its store, or in a FastMCP lifespan) does not change it."""
+    launched = os.getcwd()  # this process imported mcp_resume here: no test leaves another directory behind
+    monkeypatch.chdir(tmp_path)
+    assert os.getcwd() != launched
+    assert call(bare(), "mcp_resume_facts", {})["cwd"] == launched
+
+
+CWD_CHILD = r"""
+import json, logging, os, sys
+if sys.argv[2] == "deleted":
+    os.chdir(sys.argv[3])
+    os.rmdir(sys.argv[3])
+import mcp_resume
+from mcp_resume._hostfuncs import HostFunctions
+os.chdir(sys.argv[4])
+facts = json.loads(HostFunctions(logging.getLogger("x")).call("mcp_resume_facts", b"{}"))
+with open(sys.argv[1], "w") as f:
+    json.dump({"facts_cwd": facts["cwd"], "now": os.getcwd()}, f)
+"""
+
+
+@pytest.mark.parametrize("how", ["kept", "deleted"])
+def test_facts_cwd_of_a_server_that_changes_directory(tmp_path: Path, how: str) -> None:
+    """A process launched in one directory that imports mcp_resume and then changes directory reports the launch
+    directory; when getcwd fails at import (its directory was deleted), ``""`` for good, even after it changes
+    to a directory that exists."""
+    launch, later = tmp_path / "launch", tmp_path / "later"
+    launch.mkdir()
+    later.mkdir()
+    out = tmp_path / "answer.json"
+    p = subprocess.run([sys.executable, "-c", CWD_CHILD, str(out), how, str(launch), str(later)], cwd=launch,
+                       capture_output=True, timeout=60)
+    assert p.returncode == 0, p.stderr.decode()
+    got = json.loads(out.read_text())
+    assert got["now"] == os.path.realpath(later)
+    assert got["facts_cwd"] == (os.path.realpath(launch) if how == "kept" else "")
+
+
 @pytest.mark.parametrize("home", [None, "", "rel/dir", "~"])
 def test_facts_home_falls_back_to_the_password_database(monkeypatch: pytest.MonkeyPatch, home: str | None) -> None:
     """HOME unset, empty or relative: the effective uid's password-database home, as the Go host (os/user) and
@@ -850,10 +891,20 @@ def dead_pid() -> int:
     {"op": "fd_link", "pid": "self", "fd": "0"}, {"op": "fd_link", "pid": "self", "fd": True},
     {"op": "fd_link", "pid": "self", "fd": 2**31}, {"op": "fd_link", "pid": "x", "fd": 0},
     {"op": "fds", "pid": "01"}, {"op": "kill0", "pid": "self"}, {"op": "exe", "pid": "self"},
-    {"op": "environ", "pid": "self"}, {"op": "STAT", "pid": "self"}, {"op": 5}, {}, "stat", None, [],
+    {"op": "STAT", "pid": "self"}, {"op": 5}, {"op": ["stat"]}, {}, "stat", None, [],
+    {"op": "environ"}, {"op": "environ", "pid": "0"}, {"op": "environ", "pid": 1}, {"op": "ns", "pid": "01", "ns": "net"},
+    {"op": "ns", "pid": "self"}, {"op": "ns", "pid": "self", "ns": None}, {"op": "ns", "pid": "self", "ns": "time"},
+    {"op": "ns", "pid": "self", "ns": "NET"}, {"op": "ns", "pid": "self", "ns": "../ns/net"}, {"op": "ns", "pid": "self", "ns": ""},
+    {"op": "ns", "pid": "self", "ns": 1}, {"op": "ns", "pid": "self", "ns": ["net"]}, {"op": "net", "pid": "self"},
+    {"op": "net", "pid": "self", "table": "raw"}, {"op": "net", "pid": "self", "table": "../environ"},
+    {"op": "net", "pid": "self", "table": "tcp/"}, {"op": "net", "pid": "self", "table": "TCP"},
+    {"op": "net", "pid": "self", "table": True}, {"op": "net", "table": "tcp"},
+    {"op": "stat", "pid": "self", "ns": 1}, {"op": "boot_id", "table": 5}, {"op": "self", "targets": "x"},
 ])
 def test_inspect_typed_ops_checked_first(op: Any) -> None:
-    """No path is ever given: an unknown op or a field of the wrong type or range is invalid_request."""
+    """No path is ever given: an unknown op or a field of the wrong type or range is invalid_request; ``ns`` and
+    ``table`` must be one of their lists; a member of the wrong JSON type fails any op, as the Go host's typed
+    decoding does."""
     (res,) = inspect(bare(), op)
     assert code(res) == "invalid_request", res
 
@@ -899,8 +950,127 @@ def test_inspect_gone_process_not_found() -> None:
     res = inspect(bare(), {"op": "stat", "pid": str(pid)}, {"op": "pid_ns", "pid": str(pid)},
                   {"op": "fds", "pid": str(pid)}, {"op": "kill0", "pid": str(pid)}, {"op": "cmdline", "pid": str(pid)},
                   {"op": "fd_link", "pid": "self", "fd": 10**6}, {"op": "exe", "pid": str(pid)},
-                  {"op": "fd_link", "pid": str(pid), "fd": 0})
-    assert [code(r) for r in res] == ["not_found"] * 8, res
+                  {"op": "fd_link", "pid": str(pid), "fd": 0}, {"op": "environ", "pid": str(pid)},
+                  {"op": "ns", "pid": str(pid), "ns": "net"}, {"op": "net", "pid": str(pid), "table": "unix"})
+    assert [code(r) for r in res] == ["not_found"] * 11, res
+
+
+ENVIRON_CHILD = r"""
+import json, logging, os, sys
+from mcp_resume._hostfuncs import HostFunctions
+os.environ["MCP_RESUME_TEST_LATER"] = "set after exec"
+del os.environ["MCP_RESUME_TEST_REMOVED"]
+ops = [{"op": "environ", "pid": "self"}]
+with open(sys.argv[1], "wb") as f:
+    f.write(HostFunctions(logging.getLogger("x")).call("mcp_resume_inspect", json.dumps({"ops": ops}).encode()))
+print("up", flush=True)
+sys.stdin.read()
+"""
+
+
+@linux_only
+def test_inspect_environ_is_the_environment_at_exec(tmp_path: Path) -> None:
+    """environ of self: the environment the process was exec'd with, NUL-separated, as its launcher set it; what
+    the process changes in ``os.environ`` later is not in it. Of its digit pid, asked by another process: the
+    same bytes."""
+    out = tmp_path / "answer.json"
+    env = {**os.environ, "MCP_RESUME_TEST_AT_EXEC": "from the launcher", "MCP_RESUME_TEST_REMOVED": "still there"}
+    child = subprocess.Popen([sys.executable, "-c", ENVIRON_CHILD, str(out)], env=env, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE)
+    try:
+        assert child.stdout is not None and child.stdout.readline() == b"up\n"
+        (theirs,) = inspect(bare(), {"op": "environ", "pid": str(child.pid)})
+    finally:
+        child.communicate(timeout=30)
+    (mine,) = json.loads(out.read_bytes())["results"]
+    data = base64.b64decode(mine["data"])
+    assert data.endswith(b"\0")
+    variables = data[:-1].split(b"\0")
+    assert b"MCP_RESUME_TEST_AT_EXEC=from the launcher" in variables
+    assert b"MCP_RESUME_TEST_REMOVED=still there" in variables, "removed from os.environ after exec: still at exec"
+    assert not [v for v in variables if v.startswith(b"MCP_RESUME_TEST_LATER=")], "set after exec: not at exec"
+    assert theirs == mine
+
+
+@linux_only
+def test_inspect_environ_capped_at_1_mib() -> None:
+    """environ reads at most 1 MiB (the plugin takes an answer of exactly the limit as "cannot tell")."""
+    big = {f"MCP_RESUME_TEST_BIG_{i}": "x" * 100_000 for i in range(11)}  # each under MAX_ARG_STRLEN (128 KiB)
+    room = os.sysconf("SC_ARG_MAX") - sum(len(k) + len(v) + 2 for k, v in os.environ.items())
+    if room < (1 << 20) + 200_000:
+        pytest.skip(f"ARG_MAX leaves {room} bytes for the environment, too little to exceed 1 MiB")
+    child = subprocess.Popen([sys.executable, "-c", "import sys; print('up', flush=True); sys.stdin.read()"],
+                             env={**os.environ, **big}, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert child.stdout is not None and child.stdout.readline() == b"up\n"
+        (res,) = inspect(bare(), {"op": "environ", "pid": str(child.pid)})
+    finally:
+        child.communicate(timeout=30)
+    data = base64.b64decode(res["data"])
+    assert len(data) == 1 << 20 and b"MCP_RESUME_TEST_BIG_" in data
+
+
+@linux_only
+def test_inspect_ns_of_this_process() -> None:
+    """ns: readlink /proc/<P>/ns/<ns> for every namespace of the list, for self and the digit pid."""
+    names = ("net", "mnt", "uts", "ipc", "user", "cgroup", "pid")
+    res = inspect(bare(), *({"op": "ns", "pid": "self", "ns": n} for n in names),
+                  {"op": "ns", "pid": str(os.getpid()), "ns": "net"})
+    for name, r in zip(names, res):
+        try:
+            assert r == {"target": os.readlink(f"/proc/self/ns/{name}")}, name
+        except FileNotFoundError:  # a kernel without that namespace type
+            assert code(r) == "not_found", (name, r)
+    net = res[0]["target"]
+    assert re.fullmatch(r"net:\[[0-9]+\]", net), net
+    assert int(net[5:-1]) == os.stat("/proc/self/ns/net").st_ino, "the link names the namespace's inode"
+    assert res[-1] == res[0]
+
+
+@linux_only
+def test_inspect_net_tables_show_this_process_sockets(tmp_path: Path) -> None:
+    """net: /proc/<P>/net/<table>, the sockets of P's network namespace; a listening Unix socket of this process
+    is in ``unix`` by its inode and path, a listening TCP socket on 127.0.0.1 in ``tcp`` by address, port, state
+    LISTEN (0A) and inode."""
+    path = str(tmp_path / "s")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as unix, socket.socket(socket.AF_INET) as tcp:
+        unix.bind(path)
+        unix.listen()
+        tcp.bind(("127.0.0.1", 0))
+        tcp.listen()
+        unix_ino, tcp_ino = os.fstat(unix.fileno()).st_ino, os.fstat(tcp.fileno()).st_ino
+        res = inspect(bare(), {"op": "net", "pid": "self", "table": "unix"},
+                      {"op": "net", "pid": str(os.getpid()), "table": "tcp"}, {"op": "net", "pid": "self", "table": "tcp6"},
+                      {"op": "net", "pid": "self", "table": "udp"}, {"op": "net", "pid": "self", "table": "udp6"})
+        port = tcp.getsockname()[1]
+    header, *rows = base64.b64decode(res[0]["data"]).decode().splitlines()
+    assert header.split()[:7] == ["Num", "RefCount", "Protocol", "Flags", "Type", "St", "Inode"]
+    parsed = {}
+    for row in rows:  # Num: RefCount Protocol Flags Type St Inode [Path]
+        f = row.split(None, 7)
+        assert f[0].endswith(":") and len(f) >= 7, row
+        parsed[int(f[6])] = (int(f[3], 16), int(f[4], 16), int(f[5], 16), f[7] if len(f) > 7 else "")
+    flags, type_, state, where = parsed[unix_ino]
+    assert (type_, state, where) == (socket.SOCK_STREAM, 1, path) and flags & 0x10000, "listening (__SO_ACCEPTCON)"
+    header, *rows = base64.b64decode(res[1]["data"]).decode().splitlines()
+    assert header.split()[:4] == ["sl", "local_address", "rem_address", "st"]
+    mine = [r.split() for r in rows if r.split()[1] == f"0100007F:{port:04X}"]
+    assert len(mine) == 1 and mine[0][3] == "0A" and int(mine[0][9]) == tcp_ino, mine
+    for table, r in zip(("tcp6", "udp", "udp6"), res[2:]):
+        if os.path.exists(f"/proc/self/net/{table}"):
+            assert base64.b64decode(r["data"]).split()[:2] == [b"sl", b"local_address"], (table, r)
+        else:  # IPv6 disabled
+            assert code(r) == "not_found", (table, r)
+
+
+def test_inspect_environ_ns_net_off_linux(tmp_path: Path) -> None:
+    """On a system without /proc environ, ns and net answer unsupported; their fields are still checked first
+    (a bad ns or table is invalid_request there too, as the Go host answers)."""
+    f = pinned_functions(System(facts={"os": "darwin"}, proc=str(tmp_path / "proc")))(logging.getLogger("x"))
+    res = inspect(f, {"op": "environ", "pid": "self"}, {"op": "ns", "pid": "1", "ns": "net"},
+                  {"op": "net", "pid": "self", "table": "tcp"}, {"op": "ns", "pid": "self", "ns": "time"},
+                  {"op": "net", "pid": "self", "table": "raw"}, {"op": "environ", "pid": "01"})
+    assert [code(r) for r in res] == ["unsupported"] * 3 + ["invalid_request"] * 3, res
 
 
 @linux_only

@@ -87,10 +87,13 @@ def test_state_dir_defaults_from_real_facts(monkeypatch: pytest.MonkeyPatch, tmp
         assert s.state_dir == str(tmp_path / "explicit" / "app1") and s.state_root == str(tmp_path / "explicit")
     with ResumeTokenStore("App1", tmp_path / "explicit") as s:
         assert s.state_dir == str(tmp_path / "explicit" / "+app1"), "case-folding file systems must not merge apps"
+    launched = os.getcwd()  # the working directory at import of mcp_resume: no test leaves another behind
+    rel = os.path.relpath(tmp_path / "rel", launched)
     monkeypatch.chdir(tmp_path)
-    with ResumeTokenStore("app1", "rel") as s:
-        assert s.state_dir == str(tmp_path / "rel" / "app1"), "the plugin makes a relative state_root absolute (facts.cwd)"
-    with ResumeTokenStore("app1", "./rel/../rel2//") as s:
+    with ResumeTokenStore("app1", rel) as s:
+        assert s.state_dir == str(tmp_path / "rel" / "app1"), \
+            "the plugin makes a relative state_root absolute against facts.cwd, the directory at import, not the current one"
+    with ResumeTokenStore("app1", f"./{rel}/../rel2//") as s:
         assert s.state_dir == str(tmp_path / "rel2" / "app1"), "and clean"
     for d in ("xdg", "env", "explicit", "rel"):
         assert not (tmp_path / d).exists(), f"open created {d}"

@@ -16,11 +16,18 @@
 
 All the resume logic is the Wasm plugin shared with the Go and TypeScript
 hosts, run in Extism; this package is a thin host (``hostfuncs/README.md``,
-ABI 7): it answers the plugin's questions about this process and the OS and
+ABI 8): it answers the plugin's questions about this process and the OS and
 acts on files in the state directory, with no policy of its own. Logs go
 through ``logging.getLogger("mcp_resume")``; nothing is ever written to
 stdout, and no token is ever logged. Importing the package opens ``/dev/null``
 onto any of fds 0-2 that is closed, so that none of its own files can land there.
+
+Importing the package also records the working directory (``os.getcwd()``,
+``""`` if it fails): the plugin sees that one as ``facts.cwd`` for the rest of
+the process, not the directory current when a store opens, so a server that
+changes directory later (or opens its store in a FastMCP lifespan) still
+reports where it was launched. It is part of the default instance key and the
+base of a relative ``state_root``: import ``mcp_resume`` before any ``os.chdir``.
 """
 
 from __future__ import annotations

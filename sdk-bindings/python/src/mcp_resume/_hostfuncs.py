@@ -1,4 +1,4 @@
-"""The eleven host functions of the mcp-resume contract, ABI 7: OS primitives with no policy (POSIX), and
+"""The eleven host functions of the mcp-resume contract, ABI 8: OS primitives with no policy (POSIX), and
 ``mcp_resume_eval`` (one Lua script on Redis, in :mod:`mcp_resume._eval`).
 
 Requests, answers and error codes are ``hostfuncs/README.md``'s; the docstrings
@@ -48,6 +48,12 @@ _DIGITS = re.compile(r"[1-9][0-9]{0,9}")
 _INT32_MAX = 0x7FFFFFFF
 _MAX_INSPECT_OPS = 64
 _PROC_READ_CAP = 65536
+#: The read limit of ``environ`` and ``net``, files that grow with the system (Go ``hostfuncs.MaxProcTableRead``).
+_PROC_TABLE_READ_CAP = 1 << 20
+#: The namespaces ``ns`` reads, ``/proc/<P>/ns/<ns>`` (Go ``hostfuncs.Namespaces``).
+_NAMESPACES = ("net", "mnt", "uts", "ipc", "user", "cgroup", "pid")
+#: The socket tables ``net`` reads, ``/proc/<P>/net/<table>`` (Go ``hostfuncs.NetTables``).
+_NET_TABLES = ("tcp", "tcp6", "udp", "udp6", "unix")
 #: The largest ``mcp_resume_read`` limit (Go ``hostfuncs.MaxReadLimit``): a sealed handle record of the largest value.
 _MAX_READ_LIMIT = 8 << 20
 #: The largest ``mcp_resume_lock`` ``wait_ms`` (Go ``hostfuncs.MaxLockWaitMS``).
@@ -56,11 +62,17 @@ _MAX_LOCK_WAIT_MS = 10000
 _LOCK_SLEEP_FIRST, _LOCK_SLEEP_MAX = 0.0002, 0.005
 _SUN_PATH_LEN = 108  # sockaddr_un.sun_path on Linux
 _O_FLAGS = os.O_NOFOLLOW | os.O_CLOEXEC
-#: The /proc ops: op -> (answer field, path under the proc root); ``{pid}`` takes ``"self"`` too.
+#: The /proc ops: op -> (answer field, path under the proc root); ``{pid}`` takes ``"self"`` too, ``{ns}`` one of
+#: :data:`_NAMESPACES`, ``{table}`` one of :data:`_NET_TABLES` (Go ``hostfuncs.ProcOps``).
 _PROC_OPS = {"boot_id": ("data", "sys/kernel/random/boot_id"), "self": ("target", "self"),
              "timens": ("data", "self/timens_offsets"), "stat": ("data", "{pid}/stat"),
              "cmdline": ("data", "{pid}/cmdline"), "pid_ns": ("target", "{pid}/ns/pid"),
-             "fd_link": ("target", "{pid}/fd/{fd}")}
+             "fd_link": ("target", "{pid}/fd/{fd}"), "environ": ("data", "{pid}/environ"),
+             "ns": ("target", "{pid}/ns/{ns}"), "net": ("data", "{pid}/net/{table}")}
+#: The data ops read up to 1 MiB, not 64 KiB (README, ``mcp_resume_inspect``, "Data reads").
+_PROC_TABLE_OPS = ("environ", "net")
+#: The members an inspect op may have and their JSON types (``null`` counts as absent; Go ``hostfuncs.InspectOp``).
+_OP_MEMBERS: dict[str, type] = {"op": str, "pid": str, "fd": int, "targets": list, "ns": str, "table": str}
 #: The other ops, answered by :meth:`HostFunctions._primitive`: op -> the request field it takes.
 _PRIMITIVES = {"kill0": "pid", "exe": "pid", "sysctl": "pid", "procargs": "pid", "ps": "pid",
                "fstat": "fd", "peer": "fd"}
@@ -171,11 +183,19 @@ def _home() -> str:
 
 
 def _cwd() -> str:
-    """``facts.cwd``: ``getcwd(3)``; ``""`` when it fails (a deleted working directory)."""
+    """``getcwd(3)`` (``os.getcwd()``, never ``$PWD``); ``""`` when it fails (a deleted working directory)."""
     try:
         return os.getcwd()
     except OSError:
         return ""
+
+
+#: ``facts.cwd``: the working directory when the ``mcp_resume`` package was imported (its ``__init__`` imports
+#: this module), before the server's own startup code runs, so a server that changes directory later (to its
+#: install directory, say, or in a FastMCP lifespan that opens the store) still reports the directory it was
+#: launched in, which is part of the default instance key and the base of a relative ``state_root``; ``""``
+#: when ``getcwd`` failed then. The Go host reads it at package init (hostfuncs/README.md, ``mcp_resume_facts``).
+_START_CWD = _cwd()
 
 
 def _libc_sysctl(mib: list[int], size: int) -> bytes:
@@ -284,10 +304,11 @@ class HostFunctions:
         return "linux" if sys.platform.startswith("linux") else sys.platform
 
     def facts(self) -> dict[str, Any]:
-        """``mcp_resume_facts``: os, pid, euid, home, xdg_state_home, cwd, args, every environment variable,
-        runtime and ``stdio_fds`` while :meth:`keep_stdio`'s copies are held; invalid bytes as U+FFFD."""
+        """``mcp_resume_facts``: os, pid, euid, home, xdg_state_home, cwd (the working directory at import of the
+        package, :data:`_START_CWD`), args, every environment variable, runtime and ``stdio_fds`` while
+        :meth:`keep_stdio`'s copies are held; invalid bytes as U+FFFD. Raises nothing."""
         facts = {"os": self.os_name(), "pid": os.getpid(), "euid": os.geteuid() if hasattr(os, "geteuid") else -1,
-                 "home": _home(), "xdg_state_home": os.environ.get("XDG_STATE_HOME", ""), "cwd": _cwd(),
+                 "home": _home(), "xdg_state_home": os.environ.get("XDG_STATE_HOME", ""), "cwd": _START_CWD,
                  "args": sys.argv[1:], "env": dict(os.environ), "runtime": "python"}
         with self._mu:
             if self._stdio is not None:
@@ -383,7 +404,14 @@ class HostFunctions:
 
     def _op(self, op: dict[str, Any]) -> dict[str, Any]:
         """One inspect op: the request checked (``pid``: ``"self"`` where allowed or digits without a leading
-        zero up to 2147483647; ``fd``: an integer 0..2147483647), then answered. Raises :class:`_Fail`."""
+        zero up to 2147483647; ``fd``: an integer 0..2147483647; ``ns``, ``table``: a name of the fixed list),
+        then answered. A member of the wrong JSON type is ``invalid_request`` whatever the op, as the Go host's
+        typed decoding answers. Raises :class:`_Fail`."""
+        for key, want in _OP_MEMBERS.items():
+            v = op.get(key)
+            if v is not None and (not isinstance(v, want) or isinstance(v, bool)
+                                  or (isinstance(v, list) and not all(isinstance(t, str) for t in v))):
+                raise _Fail("invalid_request", f"inspect: member {key!r} of the operation is not a {want.__name__}")
         name = op.get("op")
         if name in _PRIMITIVES:
             return self._primitive(str(name), _pid(op, self_ok=False) if _PRIMITIVES[name] == "pid" else _fd(op))
@@ -392,7 +420,9 @@ class HostFunctions:
         elif name in _PROC_OPS:
             kind, path = _PROC_OPS[name]
             path = path.format(pid=_pid(op, self_ok=True) if "{pid}" in path else "",
-                               fd=_fd(op) if "{fd}" in path else "")
+                               fd=_fd(op) if "{fd}" in path else "",
+                               ns=_one_of(op, "ns", _NAMESPACES) if "{ns}" in path else "",
+                               table=_one_of(op, "table", _NET_TABLES) if "{table}" in path else "")
         else:
             raise _Fail("invalid_request", f"unknown inspect operation {name!r}")
         if self.os_name() != "linux":
@@ -401,7 +431,7 @@ class HostFunctions:
         if kind == "fds":
             return self._fds(full, op.get("targets"))
         if kind == "data":
-            return {"data": _b64(_read_file(full, _PROC_READ_CAP))}
+            return {"data": _b64(_read_file(full, _PROC_TABLE_READ_CAP if name in _PROC_TABLE_OPS else _PROC_READ_CAP))}
         try:
             return {"target": _exact(os.readlink(full))}
         except OSError as e:
@@ -643,6 +673,15 @@ def _pid(op: dict[str, Any], self_ok: bool) -> str:
         return p
     want = "'self' or " if self_ok else ""
     raise _Fail("invalid_request", f"{op.get('op')}: pid must be {want}decimal digits 1..2147483647, not {p!r}")
+
+
+def _one_of(op: dict[str, Any], key: str, allowed: tuple[str, ...]) -> str:
+    """The op's ``key`` (``ns`` or ``table``) if it is one of ``allowed``; missing, of another type or outside the
+    list is ``invalid_request`` (README, ``mcp_resume_inspect``): no request names a path of its own."""
+    v = op.get(key)
+    if not isinstance(v, str) or v not in allowed:
+        raise _Fail("invalid_request", f"{op.get('op')}: {key} must be one of {', '.join(allowed)}, not {v!r}")
+    return v
 
 
 def _fd(op: dict[str, Any]) -> int:
