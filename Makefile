@@ -24,7 +24,7 @@ else
 DEMO_LANG := go
 endif
 
-.PHONY: all build wasm check-wasm test test-suites test-go test-http test-valkey test-faults test-handles test-replicas test-replicas-valkey valkey-setup fuzz-smoke demo demo-replicas bench bench-go bench-init bench-handles bench-redis clean
+.PHONY: all build wasm check-wasm test test-suites test-go test-http test-valkey test-faults faults-setup test-handles test-replicas test-replicas-valkey valkey-setup fuzz-smoke demo demo-replicas bench bench-go bench-init bench-handles bench-redis clean
 # `make` builds the Go binaries and prepares the Python and TypeScript
 # environments, so every example server runs from the repository root.
 all: build $(if $(wildcard sdk-bindings/python/python.mk),python-setup) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-setup)
@@ -80,11 +80,31 @@ fuzz-smoke:
 # does not run it too. Needs root (mount and PID namespaces, setpriv; CI runs
 # as root): as another user it says so and is skipped.
 # After an intended change: make test-faults FAULTS_FLAGS=-update-fault-table
-test-faults: build python-setup typescript-setup
+test-faults: build python-setup typescript-setup faults-setup
 	$(GO) vet -tags faults ./examples/faults/
 	@if [ "$$(id -u)" != 0 ]; then echo "test-faults: SKIPPED, the fault suite needs root (CI runs it as root)"; else \
 	echo "$(GO) test -tags faults -count=1 -timeout 20m -run '^TestFaults$$' ./examples/faults/ -args -faults.require $(FAULTS_FLAGS)"; \
 	$(GO) test -tags faults -count=1 -timeout 20m -run '^TestFaults$$' ./examples/faults/ -args -faults.require $(FAULTS_FLAGS); fi
+
+# The real programs of the fault suite's multi-user host rows (30a-30f),
+# from the registries, pinned: supergateway (npm ci of
+# examples/faults/testdata/gateway, whose package-lock.json pins it and its
+# dependencies) and langchain-mcp-adapters with everything it needs (pip,
+# examples/faults/testdata/agent/requirements.txt) in a virtual environment
+# of its own, bin/faults-agent: it requires mcp<2, the Python example
+# server mcp>=2.3, so it cannot share .venv. Each reinstalls only when its
+# pins change.
+FAULTS_GATEWAY := $(ROOT)/examples/faults/testdata/gateway
+FAULTS_AGENT := $(ROOT)/bin/faults-agent
+FAULTS_AGENT_REQS := $(ROOT)/examples/faults/testdata/agent/requirements.txt
+faults-setup: $(FAULTS_GATEWAY)/node_modules/.package-lock.json $(FAULTS_AGENT)/.installed
+$(FAULTS_GATEWAY)/node_modules/.package-lock.json: $(FAULTS_GATEWAY)/package.json $(FAULTS_GATEWAY)/package-lock.json
+	cd $(FAULTS_GATEWAY) && $(NPM) ci --no-audit --no-fund --loglevel=error
+	@touch $@
+$(FAULTS_AGENT)/.installed: $(FAULTS_AGENT_REQS)
+	@test -x $(FAULTS_AGENT)/bin/python || $(PYTHON) -m venv $(FAULTS_AGENT)
+	$(FAULTS_AGENT)/bin/python -m pip install --quiet --disable-pip-version-check -r $(FAULTS_AGENT_REQS)
+	@touch $@
 
 # The handle store end to end (examples/handles): the Go, Python and
 # TypeScript example servers and APIs on one shared handle store: a notebook

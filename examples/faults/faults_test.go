@@ -43,9 +43,12 @@ package faults_test
 // concurrency) in faults_tokens_test.go, 10-17 (the host's identity) in
 // faults_identity_test.go, the later ones in faults_lists_test.go,
 // faults_verdicts_test.go, faults_dirlock_test.go and faults_fds_test.go,
-// 31 (the instance key) in faults_key_test.go; harness_test.go,
-// faults_util_test.go, faults_helpers_test.go, faults_servers_test.go and
-// faults_keyutil_test.go are the infrastructure.
+// 30a-30k (hosts that act for several people, and single-user hosts that
+// must keep resuming; real supergateway and langchain-mcp-adapters, which
+// `make faults-setup` installs) in faults_trust_test.go, 31 (the instance
+// key) in faults_key_test.go; harness_test.go, faults_util_test.go,
+// faults_helpers_test.go, faults_servers_test.go and faults_keyutil_test.go
+// are the infrastructure.
 
 import (
 	"context"
@@ -479,6 +482,9 @@ func TestFaults(t *testing.T) {
 		{"27_root_with_user_home", faultRootWithUserHome},
 		{"28_state_dir_not_dir", faultStateDirNotDir},
 		{"29_stderr_closed", faultStderrClosed},
+		{"30_gateway", faultGateway},
+		{"30_agent_service", faultAgentService},
+		{"30_single_user_hosts", faultSingleUserHosts},
 		{"31_identical_entries", faultIdenticalEntries},
 		{"31_program_in_key", faultProgramInKey},
 		{"31_key_as_launched", faultKeyAsLaunched},
