@@ -3,20 +3,21 @@
 // broker, launched directly, through `sh -c`, through a real `npx` of the
 // packed packages, and by the MCP Inspector CLI; several server instances
 // under one host at once (told apart by their arguments or
-// MCP_RESUME_INSTANCE, or identical and sharing one lock); plus the spec's
+// MCP_RESUME_INSTANCE; identical, which marks their key ambiguous; or with
+// no instance key, sharing one lock); plus the spec's
 // failure cases. Nothing but JSON-RPC may reach the server's stdout and no token may
 // reach its stderr.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { createHash } from "node:crypto";
 import { copyFileSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { connect, createServer, type Socket } from "node:net";
 import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 
-import { cleanupTemps, execFileP, goBuild, PKG, ROOT, SERVER_JS, startBroker, startTimeOf, tempDir, type Broker } from "./helpers.js";
+import { cleanupTemps, execFileP, goBuild, instanceSuffix, PKG, ROOT, SERVER_JS, startBroker, startTimeOf, tempDir, type Broker } from "./helpers.js";
 
 const LINUX = process.platform === "linux";
 let brokerBin = "";
@@ -47,16 +48,15 @@ const MESSAGES = {
   rejected: "Broker rejected resume token, starting fresh session",
   resumed: "Session resumed successfully",
   busy: "Another server instance under this host holds the token file, session resume disabled for this instance",
+  ambiguous:
+    "Two server instances under this host were launched identically (same program, arguments, working directory and environment), so neither resumes a session: give each server entry its own MCP_RESUME_INSTANCE",
 };
 
-/** The 16-hex-digit file-name suffix of an instance key. */
-const suffix = (instance: string): string => createHash("sha256").update(instance).digest("hex").slice(0, 16);
-
-/** The token files (not lock files) of a state directory, sorted. */
 /** The example server's app name: its state directory is <MCP_RESUME_STATE_DIR>/<APP>. */
 const APP = "example-typescript";
 /** A file name without its instance suffix (the default key's 16 hex digits, which this test does not compute). */
 const withoutKey = (name: string): string => name.replace(/-[0-9a-f]{16}$/, "");
+/** The token files (not lock files) of a state directory, sorted. */
 const tokenFiles = (stateDir: string): string[] => readdirSync(stateDir).filter((f) => f.startsWith("token-")).sort();
 
 /** This process's own identity: the host every direct child should resolve to. */
@@ -377,38 +377,88 @@ await s.close();`,
     const [a1, b1] = await Promise.all([sessionInfo(a), sessionInfo(b)]);
     assert.notEqual(a1.session_id, b1.session_id);
     await Promise.all([a.close(), b.close()]);
-    assert.deepEqual(tokenFiles(stateDir).map((f) => f.slice(-16)).sort(), [suffix("alpha"), suffix("beta")].sort());
+    assert.deepEqual(tokenFiles(stateDir).map((f) => f.slice(-16)).sort(), [instanceSuffix("alpha"), instanceSuffix("beta")].sort());
     const [a2, b2] = await Promise.all([launch(NODE_SERVER[0]!, NODE_SERVER.slice(1), envOf("alpha")), launch(NODE_SERVER[0]!, NODE_SERVER.slice(1), envOf("beta"))]);
     assert.deepEqual(await sessionInfo(a2), { session_id: a1.session_id, resumed: true });
     assert.deepEqual(await sessionInfo(b2), { session_id: b1.session_id, resumed: true });
     await Promise.all([a2.close(), b2.close()]);
   });
 
-  test("one host, two identical instances at the same time: the second runs without resume and says so; the first still resumes", async () => {
+  test("one host, two identical instances at the same time: the second marks their key ambiguous and says so; neither resumes, then or later", async () => {
     const stateDir = path.join(tempDir(), "state", APP); // the app's directory; the server gets its root
     const env = { MCP_RESUME_STATE_DIR: path.dirname(stateDir) };
     const both = await Promise.all([launch(NODE_SERVER[0]!, NODE_SERVER.slice(1), env), launch(NODE_SERVER[0]!, NODE_SERVER.slice(1), env)]);
-    const infos = await Promise.all(both.map(sessionInfo));
-    // Which one won the lock is a race; exactly one did.
-    const busy = both.map((l) => l.stderr().includes(MESSAGES.busy));
-    assert.deepEqual(busy.slice().sort(), [false, true], both.map((l) => l.stderr()).join("\n----\n"));
-    const holder = busy.indexOf(false);
-    const other = 1 - holder;
-    assert.equal(infos[holder]!.resumed, false);
-    assert.equal(infos[other]!.resumed, false, "the busy instance gets a fresh session");
-    assert.notEqual(infos[other]!.session_id, infos[holder]!.session_id);
-    assert.ok(both[holder]!.stderr().includes(MESSAGES.notFound));
-    assert.ok(!both[other]!.stderr().includes(MESSAGES.notFound), "the busy instance never read the token file");
-    await both[holder]!.call("remember", { note: "holder" });
-    await Promise.all(both.map((l) => l.close()));
+    let infos: Info[] = [];
+    try {
+      infos = await Promise.all(both.map(sessionInfo));
+      // Which one won the lock is a race; the other found it busy and wrote the marker.
+      const marked = both.map((l) => l.stderr().includes("event=instance_ambiguous") && l.stderr().includes("; wrote ambiguous-"));
+      assert.deepEqual(marked.slice().sort(), [false, true], both.map((l) => l.stderr()).join("\n----\n"));
+      const other = marked.indexOf(true);
+      assert.ok(both[other]!.stderr().includes(MESSAGES.ambiguous), both[other]!.stderr());
+      assert.ok(!both[other]!.stderr().includes(MESSAGES.notFound), "the second instance never read the token file");
+      for (const l of both) assert.ok(!l.stderr().includes(MESSAGES.busy), "a default key is ambiguous, not busy");
+      assert.deepEqual(infos.map((i) => i.resumed), [false, false]);
+      assert.notEqual(infos[0]!.session_id, infos[1]!.session_id);
+      await Promise.all(both.map((l, i) => l.call("remember", { note: `instance ${i}` })));
+    } finally {
+      await Promise.all(both.map((l) => l.close()));
+    }
+    const marker = readdirSync(stateDir).filter((f) => f.startsWith("ambiguous-"));
+    assert.equal(marker.length, 1, readdirSync(stateDir).join(" "));
+    assert.match(marker[0]!, /^ambiguous-[0-9a-f]{16}$/, "the marker names the key, not the host");
+    if (LINUX) assert.ok(readdirSync(stateDir).some((f) => f.startsWith("lock-") && f.endsWith(marker[0]!.slice(-17))), "the marker's suffix is the instance's");
+    // After both exited, the marker still stands: the next identical launch resumes neither's session,
+    // deletes any token file of the key and stores none.
+    const again = await launch(NODE_SERVER[0]!, NODE_SERVER.slice(1), env);
+    try {
+      const info = await sessionInfo(again);
+      assert.equal(info.resumed, false, again.stderr());
+      assert.ok(!infos.some((i) => i.session_id === info.session_id), "a fresh session, neither instance's");
+      assert.deepEqual(JSON.parse(await again.call("recall")), { notes: [] });
+      assert.ok(again.stderr().includes(MESSAGES.ambiguous) && again.stderr().includes(`found ${marker[0]}`), again.stderr());
+    } finally {
+      await again.close();
+    }
+    assert.deepEqual(tokenFiles(stateDir), [], readdirSync(stateDir).join(" "));
+    assert.ok(existsSync(path.join(stateDir, marker[0]!)));
+  });
+
+  test("one host, two identical instances with no instance key (MCP_RESUME_INSTANCE=-) at the same time: the second runs without resume and says so; the first still resumes", async () => {
+    const stateDir = path.join(tempDir(), "state", APP); // the app's directory; the server gets its root
+    const env = { MCP_RESUME_STATE_DIR: path.dirname(stateDir), MCP_RESUME_INSTANCE: "-" };
+    const both = await Promise.all([launch(NODE_SERVER[0]!, NODE_SERVER.slice(1), env), launch(NODE_SERVER[0]!, NODE_SERVER.slice(1), env)]);
+    let holder = -1;
+    let infos: Info[] = [];
+    try {
+      infos = await Promise.all(both.map(sessionInfo));
+      // Which one won the lock is a race; exactly one did.
+      const busy = both.map((l) => l.stderr().includes(MESSAGES.busy));
+      assert.deepEqual(busy.slice().sort(), [false, true], both.map((l) => l.stderr()).join("\n----\n"));
+      holder = busy.indexOf(false);
+      const other = 1 - holder;
+      assert.equal(infos[holder]!.resumed, false);
+      assert.equal(infos[other]!.resumed, false, "the busy instance gets a fresh session");
+      assert.notEqual(infos[other]!.session_id, infos[holder]!.session_id);
+      assert.ok(both[holder]!.stderr().includes(MESSAGES.notFound));
+      assert.ok(!both[other]!.stderr().includes(MESSAGES.notFound), "the busy instance never read the token file");
+      for (const l of both) assert.ok(!l.stderr().includes("instance_ambiguous"), "no instance key, no ambiguity marker");
+      await both[holder]!.call("remember", { note: "holder" });
+    } finally {
+      await Promise.all(both.map((l) => l.close()));
+    }
     if (LINUX) {
+      // No instance key and the host's namespaces: the plain spec names, one shared token file, no marker.
       const id = myIdentity();
-      assert.deepEqual(readdirSync(stateDir).map(withoutKey).sort(), [`lock-${id.pid}-${id.startTime}`, `token-${id.pid}-${id.startTime}`], "one shared token file");
+      assert.deepEqual(readdirSync(stateDir).sort(), [`lock-${id.pid}-${id.startTime}`, `token-${id.pid}-${id.startTime}`], "one shared token file");
     }
     const again = await launch(NODE_SERVER[0]!, NODE_SERVER.slice(1), env);
-    assert.deepEqual(await sessionInfo(again), { session_id: infos[holder]!.session_id, resumed: true });
-    assert.deepEqual(JSON.parse(await again.call("recall")), { notes: ["holder"] });
-    await again.close();
+    try {
+      assert.deepEqual(await sessionInfo(again), { session_id: infos[holder]!.session_id, resumed: true });
+      assert.deepEqual(JSON.parse(await again.call("recall")), { notes: ["holder"] });
+    } finally {
+      await again.close();
+    }
     assert.ok(!again.stderr().includes(MESSAGES.busy), again.stderr());
   });
 
@@ -440,6 +490,31 @@ await s.close();`,
       await assert.rejects(l.call("session_info"), /no broker session/);
     }
     await l.close();
+  });
+
+  test("a TCP socket on the server's stdio turns resume off (a Unix socket, set up alike, resumes)", { skip: !LINUX && "/proc/self/net is Linux's" }, async () => {
+    // This process is the host of both: a terminal (the suite runs under one), no listening socket once the
+    // connection is accepted, so only the kind of socket on the server's stdio differs between the two.
+    for (const kind of ["unix", "tcp"] as const) {
+      const stateDir = path.join(tempDir(), "state", APP); // the app's directory; the server gets its root
+      const env = { MCP_RESUME_STATE_DIR: path.dirname(stateDir), MCP_EXAMPLE_BROKER_URL: broker.url };
+      const first = await overSocket(kind, env);
+      const second = await overSocket(kind, env);
+      const stderr = `${kind}:\n${first.stderr}\n----\n${second.stderr}`;
+      assert.equal(first.info.resumed, false, stderr);
+      if (kind === "unix") {
+        assert.deepEqual(second.info, { session_id: first.info.session_id, resumed: true }, stderr);
+        assert.equal(tokenFiles(stateDir).length, 1, stderr);
+      } else {
+        assert.equal(second.info.resumed, false, stderr);
+        assert.notEqual(second.info.session_id, first.info.session_id, stderr);
+        for (const r of [first, second]) {
+          assert.ok(r.stderr.includes(MESSAGES.noIdentity), r.stderr);
+          assert.match(r.stderr, /stdin socket:\[\d+\] is a TCP socket \(local address 127\.0\.0\.1:\d+/, r.stderr);
+        }
+        assert.ok(!existsSync(stateDir), "resume off: no state directory, no token file");
+      }
+    }
   });
 
   test("raw stdio: only JSON-RPC on stdout; bench hooks and a missing broker URL print nothing there", async () => {
@@ -481,6 +556,67 @@ await s.close();`,
     assert.ok(!noUrl.stderr.includes("WASI"), noUrl.stderr);
   });
 });
+
+/**
+ * Runs the example server under this process with one connected socket as its stdin and stdout, as
+ * `socat TCP-LISTEN:... EXEC:server` (tcp, on 127.0.0.1) or a Unix-socket launcher (unix) would: this
+ * process listens, connects, accepts, and closes the listener before the launch, so it does not listen
+ * while the server runs. It speaks JSON-RPC over its end (initialize, then the session_info tool),
+ * then closes it, and the server exits on end of input.
+ *
+ * @param kind - the socket's family.
+ * @param env - added to this process's environment for the server.
+ * @returns the session_info answer and the server's stderr.
+ * @throws when the server exits without answering session_info.
+ */
+async function overSocket(kind: "tcp" | "unix", env: Record<string, string>): Promise<{ info: Info; stderr: string }> {
+  // pauseOnConnect: this process never reads from the accepted end, which is the server's once it runs.
+  const listener = createServer({ pauseOnConnect: true });
+  const address = kind === "tcp" ? { host: "127.0.0.1", port: 0 } : { path: path.join(tempDir("sock-"), "stdio.sock") };
+  await new Promise<void>((resolve) => listener.listen(address, resolve));
+  const accepted = new Promise<Socket>((resolve) => listener.once("connection", resolve));
+  const bound = listener.address();
+  const client = typeof bound === "string" ? connect(bound) : connect(bound!.port, "127.0.0.1");
+  await new Promise<void>((resolve) => client.once("connect", resolve));
+  const serverEnd = await accepted;
+  await new Promise<void>((resolve) => listener.close(() => resolve()));
+  const p = spawn(process.execPath, [SERVER_JS], { cwd: ROOT, env: { ...(process.env as Record<string, string>), ...env }, stdio: [serverEnd, serverEnd, "pipe"] });
+  serverEnd.destroy(); // the server holds its own copy
+  let stderr = "";
+  p.stderr!.on("data", (d: Buffer) => (stderr += d));
+  const exited = new Promise<void>((resolve) => p.on("exit", () => resolve()));
+  let out = "";
+  let info: Info | undefined;
+  client.on("data", (d: Buffer) => {
+    out += d;
+    for (const line of out.split("\n").slice(0, -1)) {
+      const m = JSON.parse(line) as { id?: number; result?: { content: Array<{ text: string }> } };
+      if (m.id === 2 && info === undefined) {
+        info = JSON.parse(m.result!.content[0]!.text) as Info;
+        client.end();
+      }
+    }
+    out = out.slice(out.lastIndexOf("\n") + 1);
+  });
+  client.on("error", () => {}); // the server may reset the connection on exit
+  client.write(
+    [
+      { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "socket-host", version: "1" } } },
+      { jsonrpc: "2.0", method: "notifications/initialized" },
+      { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "session_info", arguments: {} } },
+    ]
+      .map((m) => JSON.stringify(m) + "\n")
+      .join(""),
+  );
+  const timer = setTimeout(() => p.kill("SIGKILL"), 20000);
+  await exited;
+  clearTimeout(timer);
+  client.destroy();
+  stderrs.push(stderr);
+  if (env["MCP_RESUME_STATE_DIR"]) remember(path.join(env["MCP_RESUME_STATE_DIR"], APP));
+  if (info === undefined) throw new Error(`the server over a ${kind} socket did not answer session_info:\n${stderr}`);
+  return { info, stderr };
+}
 
 /** Processes below `pid` in /proc, breadth first, with their arguments. */
 function descendants(pid: number): Array<{ pid: number; args: string[] }> {

@@ -3,6 +3,7 @@
 // host functions with /proc and the system pinned (test code only), and a
 // plain abstract socket held as another server instance would hold it.
 import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { createHash } from "node:crypto";
 import { mkdtempSync, readFileSync, readlinkSync, rmSync, statSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
@@ -35,6 +36,25 @@ export function tempDir(prefix = "mcp-resume-ts-"): string {
 /** Removes every directory made by {@link tempDir}. */
 export function cleanupTemps(): void {
   for (const d of temps.splice(0)) rmSync(d, { recursive: true, force: true });
+}
+
+/**
+ * The 16-hex-digit file-name suffix (token, lock and ambiguity marker) of a declared instance key for a
+ * server in this process's namespaces (Linux): the first 16 hex digits of the SHA-256 of the key material,
+ * which the plugin builds as netstrings (`<length>:<bytes>,`) of the tag "mcp-resume instance key material
+ * v2", "ns", the count and each of /proc/self/ns/{net,mnt,uts,ipc,user,cgroup}'s link targets, then "key"
+ * and the key (plugin/internal/resume, KeyMaterial and InstanceSuffix). A child launched by this process
+ * shares its namespaces, so the suffix is the child's too.
+ *
+ * @param key - the declared instance key (the instance option or MCP_RESUME_INSTANCE).
+ * @throws when /proc/self/ns is unreadable (not Linux).
+ */
+export function instanceSuffix(key: string): string {
+  const parts = ["mcp-resume instance key material v2", "ns", "6"];
+  for (const ns of ["net", "mnt", "uts", "ipc", "user", "cgroup"]) parts.push(readlinkSync(`/proc/self/ns/${ns}`));
+  parts.push("key", key);
+  const material = parts.map((p) => `${Buffer.byteLength(p)}:${p},`).join("");
+  return createHash("sha256").update(material).digest("hex").slice(0, 16);
 }
 
 /** `go`, from PATH. */

@@ -7,8 +7,7 @@
 // mcp_resume_inspect asked from inside Extism (the test plugin) in both modes.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { createHash } from "node:crypto";
-import { mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
 
@@ -16,7 +15,7 @@ import { compiledModule, extismEnvExtras, loadExtism } from "../src/extism.js";
 import { FUNCTIONS, HostFunctions, NAMESPACE } from "../src/hostfuncs.js";
 import { ABI_VERSION, createStderrLogger, InvalidAppError, InvalidTokenError, PluginError, ResumeTokenStore, type Logger, type OpenOptions } from "../src/index.js";
 import { callExport, loadStore, PLUGIN_WASM_URL } from "../src/store.js";
-import { cleanupTemps, goBuild, PKG, ROOT, startHolder, startTimeOf, tempDir } from "./helpers.js";
+import { cleanupTemps, goBuild, instanceSuffix, PKG, ROOT, startHolder, startTimeOf, tempDir } from "./helpers.js";
 
 after(cleanupTemps);
 
@@ -58,6 +57,7 @@ function nodeEval(code: string, env: NodeJS.ProcessEnv = process.env, cwd = PKG)
 
 const DIST = new URL("../dist/index.js", import.meta.url).href;
 const MSG_BUSY = "Another server instance under this host holds the token file, session resume disabled for this instance";
+const MSG_AMBIGUOUS_DECLARED = "Two server instances under this host declared the same instance key, so neither resumes a session: give each server entry its own MCP_RESUME_INSTANCE";
 
 describe("open", () => {
   test("app names: the plugin's rule, as InvalidAppError (code invalid_app)", async () => {
@@ -205,8 +205,8 @@ describe("load / store / reject", { skip: !LINUX && "file names are checked agai
 });
 
 describe("instances", { skip: !LINUX && "file names are checked against /proc" }, () => {
-  const suffix = (key: string): string => createHash("sha256").update(key).digest("hex").slice(0, 16);
-  test("an instance suffixes the file names with 16 hex digits of its SHA-256; list reports it", async () => {
+  const suffix = instanceSuffix;
+  test("an instance suffixes the file names with 16 hex digits of the SHA-256 of its key material (namespaces and key); list reports it", async () => {
     const { store, dir } = await open({ instance: "--profile\0work" });
     await store.store("tok-A");
     const s = suffix("--profile\0work");
@@ -286,6 +286,49 @@ describe("lock", { skip: !LINUX && "the abstract-socket lock is Linux's" }, () =
     assert.ok(!thirdLines.some((l) => l.fields?.["event"] === "instance_busy"));
     assert.equal(await second.load(), undefined, "a running busy instance does not retry");
     await Promise.all([second.close(), third.close()]);
+  });
+  test("a second live store with the same declared instance marks the key ambiguous: neither loads nor stores, until the marker goes", async () => {
+    const { store: first, dir, lines } = await open({ instance: "same" });
+    assert.equal(await first.load(), undefined);
+    await first.store("tok-A");
+    const s = instanceSuffix("same");
+    assert.ok(readdirSync(dir).includes(`${FILE}-${s}`), "the holder stored before the second instance came");
+    const { store: second, lines: secondLines } = await open({ instance: "same" }, dir);
+    assert.equal(await second.load(), undefined, "the second instance offers nothing");
+    await second.store("tok-B");
+    const marker = `ambiguous-${s}`;
+    assert.ok(statSync(path.join(dir, marker)).isFile(), readdirSync(dir).join(" "));
+    assert.equal(statSync(path.join(dir, marker)).mode & 0o777, 0o600);
+    const warned = shown(secondLines).filter((l) => l.fields?.["event"] === "instance_ambiguous");
+    assert.deepEqual(warned.map((l) => [l.level, l.message]), [["warn", MSG_AMBIGUOUS_DECLARED]], JSON.stringify(secondLines));
+    assert.ok(!secondLines.some((l) => l.fields?.["event"] === "instance_busy"), "a declared key is ambiguous, not busy");
+    // The holder sees the marker at its next call: it stores nothing and deletes its token file.
+    await first.store("tok-C");
+    assert.equal(await first.load(), undefined, "the holder no longer resumes either");
+    assert.ok(!readdirSync(dir).some((f) => f.startsWith("token-")), readdirSync(dir).join(" "));
+    assert.equal(shown(lines).filter((l) => l.fields?.["event"] === "instance_ambiguous").length, 1, "the holder says so once");
+    await Promise.all([first.close(), second.close()]);
+    // Both gone: the marker stays, so the next store of the key resumes nothing and stores nothing.
+    const { store: third, lines: thirdLines } = await open({ instance: "same" }, dir);
+    assert.equal(await third.load(), undefined);
+    await third.store("tok-D");
+    assert.ok(!readdirSync(dir).some((f) => f.startsWith("token-")), readdirSync(dir).join(" "));
+    assert.ok(thirdLines.some((l) => l.fields?.["event"] === "instance_ambiguous"), JSON.stringify(thirdLines));
+    await third.close();
+    // Another key is not marked; with the marker removed the key resumes again.
+    const { store: other } = await open({ instance: "other" }, dir);
+    await other.store("tok-E");
+    await other.close();
+    const { store: other2 } = await open({ instance: "other" }, dir);
+    assert.equal(await other2.load(), "tok-E");
+    await other2.close();
+    rmSync(path.join(dir, marker));
+    const { store: fourth } = await open({ instance: "same" }, dir);
+    await fourth.store("tok-F");
+    await fourth.close();
+    const { store: fifth } = await open({ instance: "same" }, dir);
+    assert.equal(await fifth.load(), "tok-F");
+    await fifth.close();
   });
   test("released when the process holding it is killed with SIGKILL (real child processes under this host)", async () => {
     const dir = path.join(tempDir(), "state");
