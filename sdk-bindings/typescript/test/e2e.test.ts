@@ -579,7 +579,9 @@ async function overSocket(kind: "tcp" | "unix", env: Record<string, string>): Pr
   const client = typeof bound === "string" ? connect(bound) : connect(bound!.port, "127.0.0.1");
   await new Promise<void>((resolve) => client.once("connect", resolve));
   const serverEnd = await accepted;
-  await new Promise<void>((resolve) => listener.close(() => resolve()));
+  // close() shuts the listening socket at once; its callback would wait for the accepted connection to end.
+  listener.close();
+  await new Promise((resolve) => setImmediate(resolve));
   const p = spawn(process.execPath, [SERVER_JS], { cwd: ROOT, env: { ...(process.env as Record<string, string>), ...env }, stdio: [serverEnd, serverEnd, "pipe"] });
   serverEnd.destroy(); // the server holds its own copy
   let stderr = "";

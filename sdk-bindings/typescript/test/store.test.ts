@@ -269,7 +269,7 @@ describe("instances", { skip: !LINUX && "file names are checked against /proc" }
 });
 
 describe("lock", { skip: !LINUX && "the abstract-socket lock is Linux's" }, () => {
-  test("a second store with the same host and instance runs without resume (instance_busy) until the first closes", async () => {
+  test("a second store with the same host and no instance key runs without resume (instance_busy, no marker) until the first closes", async () => {
     const { store: first, dir, lines } = await open();
     await first.load();
     await first.store("tok-A");
@@ -278,6 +278,7 @@ describe("lock", { skip: !LINUX && "the abstract-socket lock is Linux's" }, () =
     await second.store("tok-B");
     await second.reject();
     assert.equal(readFileSync(path.join(dir, FILE), "utf8"), "tok-A", "the busy instance writes nothing");
+    assert.deepEqual(readdirSync(dir).sort(), [LOCK, FILE], "no instance key: plain names, no ambiguity marker");
     assert.deepEqual(shown(busyLines).map((l) => [l.level, l.message, l.fields?.["event"]]), [["warn", MSG_BUSY, "instance_busy"]]);
     assert.deepEqual(shown(lines).map((l) => l.fields?.["event"]), ["token_not_found"]);
     await first.close();
