@@ -117,67 +117,22 @@ func decodeProcArgs(b []byte) ([]string, error) {
 	return args, err
 }
 
-// decodeProcArgsEnv is decodeProcArgs, also returning the strings after
-// the arguments up to the first empty one: the environment
-// ("NAME=value"), which the trust rule reads for a desktop session. The
-// kernel may follow it with more NUL-terminated strings (the "apple"
-// strings, also NAME=value) after an empty one; a record cut short ends
-// the environment where it ends.
+// decodeProcArgsEnv is decodeProcArgs, also returning the environment
+// ("NAME=value" strings, up to the first empty one), which the trust rule
+// reads for a desktop session: DecodeProcArgs2 with the walk's trimming of
+// trailing empty arguments.
 func decodeProcArgsEnv(b []byte) ([]string, []string, error) {
-	args, rest, err := decodeArgv(b)
+	args, env, err := DecodeProcArgs2(b)
 	if err != nil {
 		return nil, nil, err
-	}
-	var env []string
-	for len(rest) > 0 {
-		i := bytes.IndexByte(rest, 0)
-		if i == 0 {
-			break
-		}
-		if i < 0 {
-			i = len(rest)
-		}
-		env = append(env, string(rest[:i]))
-		if i == len(rest) {
-			break
-		}
-		rest = rest[i+1:]
-	}
-	return args, env, nil
-}
-
-// decodeArgv decodes the arguments of a kern.procargs2 record
-// (decodeProcArgs) and returns the bytes after them.
-func decodeArgv(b []byte) ([]string, []byte, error) {
-	if len(b) < 4 {
-		return nil, nil, wrap("procargs2 is "+itoa(len(b))+" bytes", ErrMalformed)
-	}
-	argc := int32(binary.LittleEndian.Uint32(b))
-	if argc < 0 || int(argc) > len(b) {
-		return nil, nil, wrap("procargs2 has argc "+itoa(int(argc)), ErrMalformed)
-	}
-	rest := b[4:]
-	i := bytes.IndexByte(rest, 0)
-	if i < 0 {
-		return nil, nil, wrap("procargs2 has no executable path", ErrMalformed)
-	}
-	rest = bytes.TrimLeft(rest[i:], "\x00")
-	args := make([]string, 0, argc)
-	for len(args) < int(argc) {
-		i := bytes.IndexByte(rest, 0)
-		if i < 0 {
-			return nil, nil, wrap("procargs2 ends after "+itoa(len(args))+" of "+itoa(int(argc))+" arguments", ErrMalformed)
-		}
-		args = append(args, string(rest[:i]))
-		rest = rest[i+1:]
 	}
 	for len(args) > 0 && args[len(args)-1] == "" {
 		args = args[:len(args)-1]
 	}
 	if len(args) == 0 {
-		return nil, rest, nil
+		args = nil
 	}
-	return args, rest, nil
+	return args, env, nil
 }
 
 // psStat is one line of `ps -o pid=,ppid=,stat=,lstart=,ucomm=`.
