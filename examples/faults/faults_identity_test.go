@@ -445,16 +445,7 @@ func tokenNames(dir string) []string {
 func faultUndecodableArgs(t *testing.T, s *server) {
 	f := newFx(t, s)
 	defaultKey := []string{"MCP_RESUME_INSTANCE="}
-	a := f.launch(append(s.cmd(), "--x=\xff"), defaultKey, "entry A")
-	b := f.launch(append(s.cmd(), "--x=\xfe"), defaultKey, "")
-	a2 := f.launch(append(s.cmd(), "--x=\xff"), defaultKey, "")
-	wrong := b.SessionID == a.SessionID || b.Resumed
-	if wrong {
-		t.Errorf("--x=\\xfe resumed --x=\\xff's session: %+v", b)
-	}
-	if !a2.Resumed || a2.SessionID != a.SessionID {
-		t.Errorf("--x=\\xff relaunched: %+v, want %s resumed", a2, a.SessionID)
-	}
+	wrong := apartThenOwn(t, f, entry{append(s.cmd(), "--x=\xff"), defaultKey, "--x=\\xff"}, entry{append(s.cmd(), "--x=\xfe"), defaultKey, "--x=\\xfe"})
 	f.row("15", "Arguments differ only in undecodable bytes",
 		"two entries launch the same server with `--x=\\xff` and `--x=\\xfe` (bytes that are not UTF-8), one after the other; then the first again",
 		"every host hands the plugin `--x=U+FFFD` for both in its facts, but the key is read from /proc/self/cmdline, bytes as exec'd: the second entry got its own file and a fresh session; the first resumed its own",

@@ -153,16 +153,7 @@ func faultProgramInKey(t *testing.T, s *server) {
 	ws := t.TempDir()
 	work := copyServer(t, s, filepath.Join(ws, "work", "notes"))
 	home := copyServer(t, s, filepath.Join(ws, "home", "notes"))
-	a := f.launch(work, defaultKey, "development checkout")
-	b := f.launch(home, defaultKey, "")
-	a2 := f.launch(work, defaultKey, "")
-	wrong := b.SessionID == a.SessionID || b.Resumed
-	if wrong {
-		t.Errorf("the installed copy resumed the checkout's session: %+v", b)
-	}
-	if !a2.Resumed || a2.SessionID != a.SessionID {
-		t.Errorf("the checkout relaunched: %+v, want %s resumed", a2, a.SessionID)
-	}
+	wrong := apartThenOwn(t, f, entry{work, defaultKey, "the development checkout"}, entry{home, defaultKey, "the installed copy"})
 	f.row("31c", "One host, the same server at two paths (a development checkout beside the installed copy)",
 		"the example server copied to <ws>/work/notes and <ws>/home/notes (the Go binary; server.py and its modules; the TypeScript dist/ with package.json), launched one after the other by one host with the same arguments (none), working directory and environment; then the first again",
 		"the program as exec'd (/proc/self/cmdline: the binary, or the interpreter and its script) is part of the default instance key: the second copy got its own file and a fresh session; the first resumed its own",
@@ -223,16 +214,7 @@ func faultKeyAsLaunched(t *testing.T, s *server) {
 		os.Mkdir(projA, 0o755)
 		os.Mkdir(projB, 0o755)
 		env := append([]string{"EXAMPLE_CHDIR=" + install}, defaultKey...)
-		a := f.launch(inDir(projA, s.cmd()), env, "project A")
-		b := f.launch(inDir(projB, s.cmd()), env, "")
-		a2 := f.launch(inDir(projA, s.cmd()), env, "")
-		wrong := b.SessionID == a.SessionID || b.Resumed
-		if wrong {
-			t.Errorf("project B resumed project A's session: %+v", b)
-		}
-		if !a2.Resumed || a2.SessionID != a.SessionID {
-			t.Errorf("project A reopened: %+v, want %s resumed", a2, a.SessionID)
-		}
+		wrong := apartThenOwn(t, f, entry{inDir(projA, s.cmd()), env, "project A"}, entry{inDir(projB, s.cmd()), env, "project B"})
 		f.row("31d", "A server that changes to its install directory before its store opens",
 			"one host launches the server from /ws/A (stores a session), then /ws/B, then /ws/A again; the server changes to its own directory at startup, before its store opens (`EXAMPLE_CHDIR`)",
 			"the working directory in the key is the one the server was launched in (each binding records it when it is loaded: Go's package init, the Python and TypeScript modules' import): B got its own file and a fresh session; A resumed its own",
@@ -243,16 +225,7 @@ func faultKeyAsLaunched(t *testing.T, s *server) {
 		env := func(project string) []string {
 			return append([]string{"NOTES_PROJECT=" + project, "EXAMPLE_UNSET=NOTES_PROJECT"}, defaultKey...)
 		}
-		a := f.launch(s.cmd(), env("A"), "project A")
-		b := f.launch(s.cmd(), env("B"), "")
-		a2 := f.launch(s.cmd(), env("A"), "")
-		wrong := b.SessionID == a.SessionID || b.Resumed
-		if wrong {
-			t.Errorf("NOTES_PROJECT=B resumed NOTES_PROJECT=A's session: %+v", b)
-		}
-		if !a2.Resumed || a2.SessionID != a.SessionID {
-			t.Errorf("NOTES_PROJECT=A relaunched: %+v, want %s resumed", a2, a.SessionID)
-		}
+		wrong := apartThenOwn(t, f, entry{s.cmd(), env("A"), "NOTES_PROJECT=A"}, entry{s.cmd(), env("B"), "NOTES_PROJECT=B"})
 		f.row("31e", "A server that removes a variable from its environment before its store opens",
 			"one host launches the server with NOTES_PROJECT=A (stores a session), then NOTES_PROJECT=B, then A again; the server deletes NOTES_PROJECT at startup, before its store opens (`EXAMPLE_UNSET`), as a server that consumes a secret does",
 			"the environment in the key is the one the server was exec'd with (/proc/self/environ): B got its own file and a fresh session; A resumed its own",
@@ -290,16 +263,7 @@ func faultNetNS(t *testing.T, s *server) {
 	t.Run("nsenter_net", func(t *testing.T) {
 		f := newFx(t, s)
 		nsA, nsB := newNetNS(t, f, "a"), newNetNS(t, f, "b")
-		a := f.launch(nsA.enter(s.cmd()), defaultKey, "in ns-a")
-		b := f.launch(nsB.enter(s.cmd()), defaultKey, "")
-		a2 := f.launch(nsA.enter(s.cmd()), defaultKey, "")
-		wrong := b.SessionID == a.SessionID || b.Resumed
-		if wrong {
-			t.Errorf("ns-b resumed ns-a's session: %+v", b)
-		}
-		if !a2.Resumed || a2.SessionID != a.SessionID {
-			t.Errorf("ns-a relaunched: %+v, want %s resumed", a2, a.SessionID)
-		}
+		wrong := apartThenOwn(t, f, entry{nsA.enter(s.cmd()), defaultKey, "ns-a"}, entry{nsB.enter(s.cmd()), defaultKey, "ns-b"})
 		f.row("31g", "One host, one entry launched in two network namespaces (`nsenter --net`)",
 			"as 31f, entering only the network namespace (`nsenter --net=/run/netns/ns-a`, then ns-b, then ns-a again)",
 			"the network namespace alone parts the keys: ns-b's server got its own file and a fresh session; ns-a's relaunch resumed its own",

@@ -300,3 +300,31 @@ func (f *fx) launchTCP(addr, note string) launchResult {
 	f.record(res)
 	return res
 }
+
+// entry is one launch of a server by this test as its MCP host: its
+// command line, the variables added to its environment, and its name in
+// messages.
+type entry struct {
+	argv, env []string
+	name      string
+}
+
+// apartThenOwn launches a (which stores a session), then b, then a again,
+// and fails t when b resumed a's session or a's relaunch did not resume its
+// own: the check of every row whose two launches must not share a session
+// though one host starts both (15, 31c, 31d, 31e, 31g). It returns whether
+// b got a's session or resumed at all, for the row's wrong-resume cell.
+func apartThenOwn(t *testing.T, f *fx, a, b entry) bool {
+	t.Helper()
+	first := f.launch(a.argv, a.env, a.name)
+	second := f.launch(b.argv, b.env, "")
+	again := f.launch(a.argv, a.env, "")
+	wrong := second.SessionID == first.SessionID || second.Resumed
+	if wrong {
+		t.Errorf("%s resumed %s's session: %+v", b.name, a.name, second)
+	}
+	if !again.Resumed || again.SessionID != first.SessionID {
+		t.Errorf("%s relaunched: %+v, want %s resumed", a.name, again, first.SessionID)
+	}
+	return wrong
+}
