@@ -67,10 +67,10 @@ func (n *notebooks) listWaitsForStore(next mcp.MethodHandler) mcp.MethodHandler 
 func newNotebooks(app string, logger *slog.Logger) *notebooks {
 	n := &notebooks{}
 	n.once = sync.OnceValues(func() (*host.Handles, error) {
-		hs, err := host.OpenHandles(app, host.HandleOptions{Logger: logger})
+		hs, err := host.OpenHandles(context.Background(), app, &host.HandleOptions{Logger: logger})
 		if err != nil {
 			logger.Warn("handle store unavailable; the notebook tools answer store_unavailable", "error", err)
-			return nil, err
+			return nil, &host.Error{Code: "store_unavailable", Message: err.Error()}
 		}
 		if n.server != nil {
 			// The description now states the store's real policy; the SDK
@@ -89,7 +89,7 @@ func (n *notebooks) close() {
 		return
 	}
 	if hs, err := n.once(); err == nil {
-		hs.Close()
+		hs.Close(context.Background())
 	}
 }
 
@@ -157,7 +157,7 @@ func (n *notebooks) register(server *mcp.Server) {
 				err = gerr
 			}
 			if err == nil {
-				err = hs.Delete(ctx, in.Handle, principalOf(req), expect)
+				err = hs.Delete(ctx, in.Handle, principalOf(req), expect...)
 			}
 			return n.result(map[string]any{}, err)
 		})
@@ -190,8 +190,7 @@ func (n *notebooks) add(ctx context.Context, principal string, in addIn) (any, e
 	if err != nil {
 		return nil, err
 	}
-	given, err := expected(in.Generation)
-	if err != nil {
+	if _, err := expected(in.Generation); err != nil {
 		return nil, err
 	}
 	for try := 0; ; try++ {
@@ -205,10 +204,10 @@ func (n *notebooks) add(ctx context.Context, principal string, in addIn) (any, e
 		}
 		value, _ := json.Marshal(notebook{Notes: append(nb.Notes, in.Note)})
 		expect := v.Generation
-		if given != 0 {
-			expect = given
+		if in.Generation != nil {
+			expect = *in.Generation
 		}
-		gen, err := hs.Put(ctx, in.Handle, principal, value, expect)
+		gen, err := hs.Put(ctx, in.Handle, principal, value, host.IfGeneration(expect))
 		if errors.Is(err, host.ErrConflict) && in.Generation == nil && try < addRetries {
 			continue
 		}
@@ -223,23 +222,23 @@ func (n *notebooks) add(ctx context.Context, principal string, in addIn) (any, e
 func decode(data []byte) (notebook, error) {
 	var nb notebook
 	if err := json.Unmarshal(data, &nb); err != nil || nb.Notes == nil {
-		return nb, &host.HandleError{Code: "invalid_value", Message: `the handle's value is not a notebook ({"notes": [...]})`}
+		return nb, &host.Error{Code: "invalid_value", Message: `the handle's value is not a notebook ({"notes": [...]})`}
 	}
 	return nb, nil
 }
 
-// expected is a given generation for host.Handles.Put and Delete, 0 when
-// none was given. The host API reads 0 as "unconditional", so a given 0
-// (or less) is refused here as the plugin refuses it for the Python and
-// TypeScript servers, which pass it through.
-func expected(p *int64) (int64, error) {
+// expected is the write option of a given generation for host.Handles.Put
+// and Delete, none when none was given. A given 0 (or less) is refused
+// here with the message the plugin gives the Python and TypeScript
+// servers, which pass it through.
+func expected(p *int64) ([]host.WriteOption, error) {
 	switch {
 	case p == nil:
-		return 0, nil
+		return nil, nil
 	case *p < 1:
-		return 0, &host.HandleError{Code: "invalid_option", Message: fmt.Sprintf("generation must be a whole number of at least 1 (generations start at 1), not %d", *p)}
+		return nil, &host.Error{Code: "invalid_option", Message: fmt.Sprintf("generation must be a whole number of at least 1 (generations start at 1), not %d", *p)}
 	}
-	return *p, nil
+	return []host.WriteOption{host.IfGeneration(*p)}, nil
 }
 
 // result is a tool's answer: out as structured content and the same JSON
@@ -250,9 +249,9 @@ func expected(p *int64) (int64, error) {
 func (n *notebooks) result(out any, err error) (*mcp.CallToolResult, any, error) {
 	isError := err != nil
 	if isError {
-		var he *host.HandleError
+		var he *host.Error
 		if !errors.As(err, &he) {
-			he = &host.HandleError{Code: "store_unavailable", Message: err.Error()}
+			he = &host.Error{Code: "store_unavailable", Message: err.Error()}
 		}
 		e := map[string]any{"error": he.Code, "message": he.Message}
 		if he.Reason != "" {
