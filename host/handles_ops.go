@@ -43,19 +43,26 @@ type Value struct {
 	IdleTTL, MaxAge time.Duration
 }
 
-// CreateOption sets a lifetime of one handle at Create.
-type CreateOption func(*hostfuncs.HandleInput)
+// CreateOption sets a lifetime of one handle at Create (WithIdleTTL,
+// WithMaxAge).
+type CreateOption func(*createOptions)
+
+// createOptions are the lifetimes CreateOptions set, for the create
+// export's input.
+type createOptions struct{ in *hostfuncs.HandleInput }
 
 // WithIdleTTL gives the handle an idle TTL shorter than the store's (1 ms
-// up to HandlePolicy.IdleTTL; longer fails with ErrInvalidOption).
+// up to HandlePolicy.IdleTTL; longer, zero or negative fails with
+// ErrInvalidOption).
 func WithIdleTTL(d time.Duration) CreateOption {
-	return func(in *hostfuncs.HandleInput) { in.IdleTTLMS, in.IdleTTLSet = optionMS(d), true }
+	return func(o *createOptions) { o.in.IdleTTLMS, o.in.IdleTTLSet = optionMS(d), true }
 }
 
 // WithMaxAge gives the handle a maximum age shorter than the store's (1 ms
-// up to HandlePolicy.MaxAge; longer fails with ErrInvalidOption).
+// up to HandlePolicy.MaxAge; longer, zero or negative fails with
+// ErrInvalidOption).
 func WithMaxAge(d time.Duration) CreateOption {
-	return func(in *hostfuncs.HandleInput) { in.MaxAgeMS, in.MaxAgeSet = optionMS(d), true }
+	return func(o *createOptions) { o.in.MaxAgeMS, o.in.MaxAgeSet = optionMS(d), true }
 }
 
 // optionMS is d in whole milliseconds, a positive d under 1 ms as 1 (zero
@@ -92,7 +99,7 @@ func input(handle, principal string) hostfuncs.HandleInput {
 func (h *Handles) Create(ctx context.Context, principal string, value []byte, opts ...CreateOption) (Created, error) {
 	in := hostfuncs.HandleInput{Principal: principal, PrincipalSet: true, Value: valueBytes(value), ValueSet: true}
 	for _, o := range opts {
-		o(&in)
+		o(&createOptions{&in})
 	}
 	var out hostfuncs.HandleCreated
 	if err := h.call(ctx, hostfuncs.ExportHandleCreate, in, &out); err != nil {
