@@ -71,13 +71,20 @@
 // of the app's state directory (<state root>/<app dir>/handles; "state"
 // names the XDG state directory, hence the folder's name):
 //
-//	hs, err := host.OpenHandles("my-server", host.HandleOptions{})
+//	hs, err := host.OpenHandles(ctx, "my-server", nil) // nil: every default
 //	if err != nil { ... } // serve anyway; the tools that need it answer store_unavailable
-//	defer hs.Close()
+//	defer hs.Close(ctx)
 //	c, err := hs.Create(ctx, principal, []byte(`{"notes":[]}`))
 //	v, err := hs.Get(ctx, c.Handle, principal)
-//	gen, err := hs.Put(ctx, c.Handle, principal, newValue, v.Generation) // compare-and-set
+//	gen, err := hs.Put(ctx, c.Handle, principal, newValue, host.IfGeneration(v.Generation)) // compare-and-set
 //	if errors.Is(err, host.ErrConflict) { ... } // someone wrote first: read again
+//
+// Every failure either store answers is an *Error (Code, Message, Reason,
+// Generation) matching one sentinel with errors.Is (ErrInvalidApp,
+// ErrHandleNotFound, ErrConflict, ...), the same codes as in Python and
+// TypeScript; only ErrPlugin (the plugin cannot run) is not an *Error.
+// An MCP server built on the official Go SDK can let package
+// host/mcpadapter open both stores and turn these errors into tool errors.
 //
 // Its policy is the plugin's, the same in Go, Python and TypeScript, which
 // share one directory and lock it the same way:
@@ -98,7 +105,7 @@
 //     used is evicted (ErrHandleEvicted); a value over MaxValueBytes (1 MiB)
 //     gets ErrValueTooLarge.
 //   - Consistency: a generation, 1 at Create and +1 per Put; Put and Delete
-//     with an expected generation are compare-and-set (ErrConflict with the
+//     with IfGeneration are compare-and-set (ErrConflict with the
 //     current one); without one the last writer wins. Operations on one
 //     handle are linearizable across goroutines, processes and languages.
 //   - At rest the value is sealed (AES-256-GCM, a key derived from the
@@ -113,7 +120,7 @@
 // HandleOptions.StateURL (or set MCP_RESUME_STATE_URL) to a Redis or
 // Valkey server, Redis 6.2 or later:
 //
-//	hs, err := host.OpenHandles("my-server", host.HandleOptions{
+//	hs, err := host.OpenHandles(ctx, "my-server", &host.HandleOptions{
 //		StateURL: "redis://:password@redis.internal:6379/0", // or rediss://...; ?cluster=true for a Redis Cluster
 //		Timeout:  2 * time.Second,                            // per operation, connecting included
 //	})
@@ -134,7 +141,7 @@
 // A StateStore interface (set, get, delete, exists, updateTTL,
 // compareAndSet) maps onto it as: set → Create (a new handle) or Put
 // (an existing one), get → Get, delete → Delete, exists → Exists, updateTTL
-// → Touch, compareAndSet → Put or Delete with an expected generation.
+// → Touch, compareAndSet → Put or Delete with IfGeneration.
 //
 // A *Handles is safe for many goroutines: the plugin is compiled once per
 // process, and calls run in a pool of plugin instances (HandleOptions.Pool,

@@ -23,8 +23,8 @@ import (
 // instances; handles_ops.go has the operations, handles_errors.go the
 // errors.
 
-// HandleOptions configures OpenHandles. The zero value takes every
-// default. Durations are sent to the plugin in whole milliseconds (a
+// HandleOptions configures OpenHandles. A nil *HandleOptions, like the
+// zero value, takes every default. Durations are sent to the plugin in whole milliseconds (a
 // positive duration under 1 ms counts as 1 ms); a zero one takes the
 // default, a negative one is refused (ErrInvalidOption).
 type HandleOptions struct {
@@ -164,13 +164,19 @@ type Handles struct {
 // ErrInvalidOption (the plugin's message names the option and what to
 // give; a bad StateURL or Timeout too), ErrStoreUnavailable (no state
 // root can be found) or ErrPlugin
-// (the plugin cannot run). A server whose store cannot open should keep
-// serving and answer store_unavailable from the tools that need it.
-func OpenHandles(app string, opts HandleOptions) (*Handles, error) {
+// (the plugin cannot run), each an *Error but ErrPlugin; or ctx's error
+// when ctx is done before the plugin is loaded. A nil options takes every
+// default. A server whose store cannot open should keep serving and answer
+// store_unavailable from the tools that need it.
+func OpenHandles(ctx context.Context, app string, options *HandleOptions) (*Handles, error) {
+	var opts HandleOptions
+	if options != nil {
+		opts = *options
+	}
 	ms := func(name string, d time.Duration) (int64, error) {
 		switch {
 		case d < 0:
-			return 0, &refusal{ErrInvalidOption, fmt.Sprintf("%s must be a positive duration or zero for the default, not %v", name, d)}
+			return 0, &Error{Code: hostfuncs.CodeInvalidOption, Message: fmt.Sprintf("%s must be a positive duration or zero for the default, not %v", name, d)}
 		case d > 0 && d < time.Millisecond:
 			return 1, nil
 		}
@@ -188,7 +194,7 @@ func OpenHandles(app string, opts HandleOptions) (*Handles, error) {
 		}
 	}
 	if opts.MaxHandles < 0 || opts.MaxValueBytes < 0 || opts.Pool < 0 {
-		return nil, &refusal{ErrInvalidOption, "MaxHandles, MaxValueBytes and Pool must be positive, or zero for the default"}
+		return nil, &Error{Code: hostfuncs.CodeInvalidOption, Message: "MaxHandles, MaxValueBytes and Pool must be positive, or zero for the default"}
 	}
 	h := &Handles{app: app, now: opts.Now, logger: opts.Logger, max: opts.Pool, all: map[*Store]bool{}, redis: &rediseval.Clients{}}
 	if h.logger == nil {
@@ -201,7 +207,7 @@ func OpenHandles(app string, opts HandleOptions) (*Handles, error) {
 	if h.input, err = json.Marshal(in); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrPlugin, err)
 	}
-	first, out, err := h.instance(context.Background())
+	first, out, err := h.instance(ctx)
 	if err != nil {
 		h.redis.Close()
 		return nil, err
@@ -238,12 +244,8 @@ func (h *Handles) instance(ctx context.Context) (*Store, hostfuncs.HandlesOpenOu
 	switch {
 	case err != nil:
 		err = fmt.Errorf("%w: %s: %v", ErrPlugin, hostfuncs.ExportHandlesOpen, err)
-	case callErr != nil && callErr.Code == hostfuncs.CodeInvalidApp:
-		err = &refusal{ErrInvalidApp, callErr.Message}
-	case callErr != nil && callErr.Code == hostfuncs.CodeInvalidOption:
-		err = &refusal{ErrInvalidOption, callErr.Message}
 	case callErr != nil:
-		err = handleError(hostfuncs.ExportHandlesOpen, errJSON)
+		err = decodeError(hostfuncs.ExportHandlesOpen, errJSON)
 	default:
 		if jerr := json.Unmarshal(raw, &out); jerr != nil || (out.StateDir == "") != (out.Backend == hostfuncs.BackendRedis) {
 			err = fmt.Errorf("%w: %s answered %q", ErrPlugin, hostfuncs.ExportHandlesOpen, raw)
@@ -339,7 +341,7 @@ func (h *Handles) call(ctx context.Context, export string, input hostfuncs.Handl
 	if !utf8.ValidString(input.Principal) {
 		// JSON cannot carry the bytes to the plugin (they would arrive as
 		// U+FFFD, another principal): refused here with its code.
-		return &HandleError{Code: hostfuncs.CodeInvalidPrincipal, Message: "principal must be valid UTF-8"}
+		return &Error{Code: hostfuncs.CodeInvalidPrincipal, Message: "principal must be valid UTF-8"}
 	}
 	if h.now != nil {
 		input.NowMS, input.NowSet = h.now().UnixMilli(), true
@@ -358,7 +360,7 @@ func (h *Handles) call(ctx context.Context, export string, input hostfuncs.Handl
 	case err != nil:
 		return fmt.Errorf("%w: %s: %v", ErrPlugin, export, err)
 	case callErr != nil:
-		return handleError(export, errJSON)
+		return decodeError(export, errJSON)
 	}
 	if err := json.Unmarshal(out, v); err != nil {
 		return fmt.Errorf("%w: %s returned malformed JSON: %v", ErrPlugin, export, err)
@@ -369,8 +371,13 @@ func (h *Handles) call(ctx context.Context, export string, input hostfuncs.Handl
 // Close closes the store: idle instances at once, busy ones when their
 // call ends, releasing their plugin instances and locks (a shard lock is
 // never held between calls). Later calls fail with an error matching
-// fs.ErrClosed. Safe to call more than once and from many goroutines.
-func (h *Handles) Close() error {
+// fs.ErrClosed. It never waits (ctx is taken for symmetry with
+// Store.Close) and returns nil. Safe to call more than once, from many
+// goroutines, and on a nil *Handles.
+func (h *Handles) Close(ctx context.Context) error {
+	if h == nil {
+		return nil
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.done {

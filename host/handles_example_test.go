@@ -20,21 +20,21 @@ func ExampleOpenHandles() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "example")
 	defer os.RemoveAll(dir)
-	hs, err := host.OpenHandles("my-server", host.HandleOptions{StateRoot: dir, Logger: slog.New(slog.DiscardHandler)})
+	hs, err := host.OpenHandles(context.Background(), "my-server", &host.HandleOptions{StateRoot: dir, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		log.Println("no handle store:", err) // to stderr; serve anyway: its tools answer store_unavailable
 		return
 	}
-	defer hs.Close()
+	defer hs.Close(context.Background())
 	fmt.Printf("handles expire after %v idle, %v after creation\n", hs.Policy().IdleTTL, hs.Policy().MaxAge)
 
 	c, _ := hs.Create(ctx, "", []byte(`{"notes":[]}`))
 	v, _ := hs.Get(ctx, c.Handle, "")
-	gen, _ := hs.Put(ctx, c.Handle, "", []byte(`{"notes":["first"]}`), v.Generation)
+	gen, _ := hs.Put(ctx, c.Handle, "", []byte(`{"notes":["first"]}`), host.IfGeneration(v.Generation))
 	fmt.Println("generation", gen)
 
-	_, err = hs.Put(ctx, c.Handle, "", []byte(`{"notes":["stale"]}`), v.Generation)
-	var he *host.HandleError
+	_, err = hs.Put(ctx, c.Handle, "", []byte(`{"notes":["stale"]}`), host.IfGeneration(v.Generation))
+	var he *host.Error
 	if errors.Is(err, host.ErrConflict) && errors.As(err, &he) {
 		fmt.Println("conflict: the handle is at generation", he.Generation)
 	}

@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
@@ -42,40 +43,26 @@ type Value struct {
 	IdleTTL, MaxAge time.Duration
 }
 
-// The answers of List and GC are the plugin's export outputs as hostfuncs
-// states them (hostfuncs/README.md, "Plugin exports"), as for Store.List:
-// the same JSON in every host language, which `mcp-resume state` hands to
-// the plugin's render export unchanged.
-type (
-	// HandleList is what List reports: the entries (Handles), the count
-	// of live handles and of tombstones, the shard count in effect and
-	// the bytes of the live values; never a value, a handle or a
-	// principal.
-	HandleList = hostfuncs.HandleListOutput
-	// HandleInfo is one entry of a HandleList: Key, the first 12 hex
-	// digits of the handle's key hash (the name log lines use); State
-	// (hostfuncs.HandleLive, HandleExpiredIdle, HandleExpiredMaxAge,
-	// HandleEvicted); Generation and Size (bytes of the value) for a live
-	// handle; AgeMS since creation and IdleMS since the last use (for a
-	// tombstone: since it died), in milliseconds.
-	HandleInfo = hostfuncs.HandleEntry
-	// GCResult is what GC removed, in counts, and the live handles left.
-	GCResult = hostfuncs.HandleGCOutput
-)
+// CreateOption sets a lifetime of one handle at Create (WithIdleTTL,
+// WithMaxAge).
+type CreateOption func(*createOptions)
 
-// CreateOption sets a lifetime of one handle at Create.
-type CreateOption func(*hostfuncs.HandleInput)
+// createOptions are the lifetimes CreateOptions set, for the create
+// export's input.
+type createOptions struct{ in *hostfuncs.HandleInput }
 
 // WithIdleTTL gives the handle an idle TTL shorter than the store's (1 ms
-// up to HandlePolicy.IdleTTL; longer fails with ErrInvalidOption).
+// up to HandlePolicy.IdleTTL; longer, zero or negative fails with
+// ErrInvalidOption).
 func WithIdleTTL(d time.Duration) CreateOption {
-	return func(in *hostfuncs.HandleInput) { in.IdleTTLMS, in.IdleTTLSet = optionMS(d), true }
+	return func(o *createOptions) { o.in.IdleTTLMS, o.in.IdleTTLSet = optionMS(d), true }
 }
 
 // WithMaxAge gives the handle a maximum age shorter than the store's (1 ms
-// up to HandlePolicy.MaxAge; longer fails with ErrInvalidOption).
+// up to HandlePolicy.MaxAge; longer, zero or negative fails with
+// ErrInvalidOption).
 func WithMaxAge(d time.Duration) CreateOption {
-	return func(in *hostfuncs.HandleInput) { in.MaxAgeMS, in.MaxAgeSet = optionMS(d), true }
+	return func(o *createOptions) { o.in.MaxAgeMS, o.in.MaxAgeSet = optionMS(d), true }
 }
 
 // optionMS is d in whole milliseconds, a positive d under 1 ms as 1 (zero
@@ -112,7 +99,7 @@ func input(handle, principal string) hostfuncs.HandleInput {
 func (h *Handles) Create(ctx context.Context, principal string, value []byte, opts ...CreateOption) (Created, error) {
 	in := hostfuncs.HandleInput{Principal: principal, PrincipalSet: true, Value: valueBytes(value), ValueSet: true}
 	for _, o := range opts {
-		o(&in)
+		o(&createOptions{&in})
 	}
 	var out hostfuncs.HandleCreated
 	if err := h.call(ctx, hostfuncs.ExportHandleCreate, in, &out); err != nil {
@@ -123,7 +110,7 @@ func (h *Handles) Create(ctx context.Context, principal string, value []byte, op
 
 // Get returns the value of handle for principal and refreshes its idle
 // TTL. It fails with ErrHandleNotFound (unknown, deleted, another
-// principal's, or corrupt), ErrHandleExpired (HandleError.Reason "idle"
+// principal's, or corrupt), ErrHandleExpired (Error.Reason "idle"
 // or "max_age") or ErrHandleEvicted.
 func (h *Handles) Get(ctx context.Context, handle, principal string) (Value, error) {
 	var out hostfuncs.HandleValue
@@ -133,16 +120,50 @@ func (h *Handles) Get(ctx context.Context, handle, principal string) (Value, err
 	return Value{Data: valueBytes(out.Value), Generation: out.Generation, Created: msTime(out.CreatedMS), IdleTTL: msDuration(out.IdleTTLMS), MaxAge: msDuration(out.MaxAgeMS)}, nil
 }
 
-// Put replaces the value of handle and returns its new generation; it
-// refreshes the idle TTL, never the maximum age. With expect > 0 it is a
-// compare-and-set: when the current generation is not expect it fails
-// with ErrConflict (HandleError.Generation is the current one) and changes
-// nothing. With expect 0 the last writer wins (generations start at 1, so
-// 0 never names one). Errors as Get, and ErrValueTooLarge.
-func (h *Handles) Put(ctx context.Context, handle, principal string, value []byte, expect int64) (int64, error) {
+// WriteOption makes a Put or Delete conditional (IfGeneration).
+type WriteOption func(*writeOptions)
+
+type writeOptions struct {
+	generation int64
+	set        bool
+}
+
+// IfGeneration makes a Put or Delete a compare-and-set: it acts only when
+// the handle's current generation is g, else fails with ErrConflict
+// (Error.Generation is the current one) and changes nothing. g must be at
+// least 1 (generations start at 1 at Create); a smaller g fails with
+// ErrInvalidOption before the store is touched.
+func IfGeneration(g int64) WriteOption {
+	return func(o *writeOptions) { o.generation, o.set = g, true }
+}
+
+// writeInput is the input of a put or delete on handle for principal with
+// opts applied.
+func writeInput(handle, principal string, opts []WriteOption) (hostfuncs.HandleInput, error) {
+	var o writeOptions
+	for _, f := range opts {
+		f(&o)
+	}
 	in := input(handle, principal)
+	if o.set && o.generation < 1 {
+		return in, &Error{Code: hostfuncs.CodeInvalidOption, Message: fmt.Sprintf("IfGeneration must be at least 1 (generations start at 1), not %d", o.generation)}
+	}
+	in.Generation, in.GenerationSet = o.generation, o.set
+	return in, nil
+}
+
+// Put replaces the value of handle and returns its new generation; it
+// refreshes the idle TTL, never the maximum age. Without options the last
+// writer wins; with IfGeneration(g) it is a compare-and-set: when the
+// current generation is not g it fails with ErrConflict (Error.Generation
+// is the current one) and changes nothing. Errors as Get, ErrValueTooLarge,
+// and ErrInvalidOption for an IfGeneration below 1.
+func (h *Handles) Put(ctx context.Context, handle, principal string, value []byte, opts ...WriteOption) (int64, error) {
+	in, err := writeInput(handle, principal, opts)
+	if err != nil {
+		return 0, err
+	}
 	in.Value, in.ValueSet = valueBytes(value), true
-	in.Generation, in.GenerationSet = expect, expect != 0
 	var out hostfuncs.HandleGeneration
 	if err := h.call(ctx, hostfuncs.ExportHandlePut, in, &out); err != nil {
 		return 0, err
@@ -151,13 +172,16 @@ func (h *Handles) Put(ctx context.Context, handle, principal string, value []byt
 }
 
 // Delete removes handle and its value; afterwards it answers
-// ErrHandleNotFound (no tombstone). With expect > 0 it deletes only at that
-// generation, else fails with ErrConflict and deletes nothing: a delayed
-// cleanup then cannot delete a handle that was written meanwhile. Errors
-// as Get.
-func (h *Handles) Delete(ctx context.Context, handle, principal string, expect int64) error {
-	in := input(handle, principal)
-	in.Generation, in.GenerationSet = expect, expect != 0
+// ErrHandleNotFound (no tombstone). Without options it deletes whatever
+// the generation; with IfGeneration(g) it deletes only at generation g,
+// else fails with ErrConflict and deletes nothing: a delayed cleanup then
+// cannot delete a handle that was written meanwhile. Errors as Get, and
+// ErrInvalidOption for an IfGeneration below 1.
+func (h *Handles) Delete(ctx context.Context, handle, principal string, opts ...WriteOption) error {
+	in, err := writeInput(handle, principal, opts)
+	if err != nil {
+		return err
+	}
 	var out struct{}
 	return h.call(ctx, hostfuncs.ExportHandleDelete, in, &out)
 }
@@ -187,9 +211,9 @@ func (h *Handles) Exists(ctx context.Context, handle, principal string) (bool, e
 // List reports the handles and tombstones of the store (key-hash prefixes,
 // states, generations, sizes, ages), never a value, handle or principal.
 func (h *Handles) List(ctx context.Context) (HandleList, error) {
-	var out HandleList
+	var out hostfuncs.HandleListOutput
 	err := h.call(ctx, hostfuncs.ExportHandleList, hostfuncs.HandleInput{}, &out)
-	return out, err
+	return handleListFrom(out), err
 }
 
 // GC sweeps the whole store: expires handles past their idle TTL or
@@ -198,7 +222,7 @@ func (h *Handles) List(ctx context.Context) (HandleList, error) {
 // access and at OpenHandles, so GC is housekeeping, never needed for
 // correctness.
 func (h *Handles) GC(ctx context.Context) (GCResult, error) {
-	var out GCResult
+	var out hostfuncs.HandleGCOutput
 	err := h.call(ctx, hostfuncs.ExportHandleGC, hostfuncs.HandleInput{}, &out)
-	return out, err
+	return gcResultFrom(out), err
 }

@@ -47,7 +47,7 @@ func TestHandles_ConcurrentCASIncrements(t *testing.T) {
 					return
 				}
 				n, _ := strconv.Atoi(string(v.Data))
-				_, err = store.Put(ctx, c.Handle, "", []byte(strconv.Itoa(n+1)), v.Generation)
+				_, err = store.Put(ctx, c.Handle, "", []byte(strconv.Itoa(n+1)), host.IfGeneration(v.Generation))
 				switch {
 				case err == nil:
 					puts.Add(1)
@@ -138,10 +138,10 @@ func TestHandles_RandomSource(t *testing.T) {
 // is nil.
 func TestHandles_Close(t *testing.T) {
 	h := openHandles(t, "close-app", host.HandleOptions{})
-	if err := h.Close(); err != nil {
+	if err := h.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Close(); err != nil {
+	if err := h.Close(context.Background()); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
 	if _, err := h.Create(context.Background(), "", nil); !errors.Is(err, fs.ErrClosed) {

@@ -34,7 +34,7 @@ func TestHandlesRedis_EveryMethodAndPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if gen, err := h.Put(ctx, c.Handle, "alice", []byte("v2"), 1); err != nil || gen != 2 {
+	if gen, err := h.Put(ctx, c.Handle, "alice", []byte("v2"), host.IfGeneration(1)); err != nil || gen != 2 {
 		t.Fatalf("Put = %d, %v", gen, err)
 	}
 	// Another store on the same server (another replica) reads it.
@@ -57,7 +57,7 @@ func TestHandlesRedis_EveryMethodAndPolicy(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				if _, err := h.Put(ctx, c.Handle, "alice", append(v.Data, 'x'), v.Generation); err == nil {
+				if _, err := h.Put(ctx, c.Handle, "alice", append(v.Data, 'x'), host.IfGeneration(v.Generation)); err == nil {
 					return
 				} else if !errors.Is(err, host.ErrConflict) {
 					t.Error(err)
@@ -74,7 +74,7 @@ func TestHandlesRedis_EveryMethodAndPolicy(t *testing.T) {
 	if err != nil || list.Live != 1 {
 		t.Fatalf("List = %+v, %v", list, err)
 	}
-	if err := h.Delete(ctx, c.Handle, "alice", 0); err != nil {
+	if err := h.Delete(ctx, c.Handle, "alice"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := other.Get(ctx, c.Handle, "alice"); !errors.Is(err, host.ErrHandleNotFound) {
@@ -128,12 +128,12 @@ func TestHandlesRedis_Refusals(t *testing.T) {
 		"negative": {StateURL: "redis://127.0.0.1:1", Timeout: -time.Second},
 	} {
 		opts.Logger = slog.New(slog.DiscardHandler)
-		if _, err := host.OpenHandles("app", opts); !errors.Is(err, host.ErrInvalidOption) {
+		if _, err := host.OpenHandles(context.Background(), "app", &opts); !errors.Is(err, host.ErrInvalidOption) {
 			t.Errorf("%s: %v, want ErrInvalidOption", name, err)
 		}
 	}
 	// The password never reaches the message.
-	_, err := host.OpenHandles("app", host.HandleOptions{StateURL: "redis://u:s3cretpw@127.0.0.1:1/0?x=1", Logger: slog.New(slog.DiscardHandler)})
+	_, err := host.OpenHandles(context.Background(), "app", &host.HandleOptions{StateURL: "redis://u:s3cretpw@127.0.0.1:1/0?x=1", Logger: slog.New(slog.DiscardHandler)})
 	if err == nil || strings.Contains(err.Error(), "s3cretpw") {
 		t.Errorf("bad URL with a password: %v", err)
 	}

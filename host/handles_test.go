@@ -34,11 +34,11 @@ func openHandles(t testing.TB, app string, opts host.HandleOptions) *host.Handle
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	h, err := host.OpenHandles(app, opts)
+	h, err := host.OpenHandles(context.Background(), app, &opts)
 	if err != nil {
 		t.Fatalf("OpenHandles(%q): %v", app, err)
 	}
-	t.Cleanup(func() { h.Close() })
+	t.Cleanup(func() { h.Close(context.Background()) })
 	return h
 }
 
@@ -98,10 +98,10 @@ func TestHandles_EveryMethod(t *testing.T) {
 	if err != nil || string(v.Data) != "v1" || v.Generation != 1 || !v.Created.Equal(c.Created) || v.IdleTTL != time.Hour || v.MaxAge != 48*time.Hour {
 		t.Fatalf("Get = %+v, %v", v, err)
 	}
-	if gen, err := h.Put(ctx, c.Handle, "alice", []byte("v2"), 0); err != nil || gen != 2 {
+	if gen, err := h.Put(ctx, c.Handle, "alice", []byte("v2")); err != nil || gen != 2 {
 		t.Fatalf("unconditional Put = %d, %v, want generation 2", gen, err)
 	}
-	if gen, err := h.Put(ctx, c.Handle, "alice", []byte("v3"), 2); err != nil || gen != 3 {
+	if gen, err := h.Put(ctx, c.Handle, "alice", []byte("v3"), host.IfGeneration(2)); err != nil || gen != 3 {
 		t.Fatalf("Put expecting 2 = %d, %v, want 3", gen, err)
 	}
 	if gen, err := h.Touch(ctx, c.Handle, "alice"); err != nil || gen != 3 {
@@ -147,13 +147,13 @@ func TestHandles_EveryMethod(t *testing.T) {
 		t.Errorf("GC = %+v, %v", gc, err)
 	}
 
-	if err := h.Delete(ctx, c.Handle, "alice", 3); err != nil {
+	if err := h.Delete(ctx, c.Handle, "alice", host.IfGeneration(3)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.Get(ctx, c.Handle, "alice"); !errors.Is(err, host.ErrHandleNotFound) {
 		t.Errorf("Get after Delete = %v, want ErrHandleNotFound (no tombstone)", err)
 	}
-	if err := h.Delete(ctx, empty.Handle, "", 0); err != nil {
+	if err := h.Delete(ctx, empty.Handle, ""); err != nil {
 		t.Errorf("unconditional Delete: %v", err)
 	}
 	// The value is sealed on disk.
@@ -165,12 +165,12 @@ func TestHandles_EveryMethod(t *testing.T) {
 	})
 }
 
-// herr returns err as a *HandleError, failing the test if it is not one.
-func herr(t *testing.T, err error) *host.HandleError {
+// herr returns err as a *Error, failing the test if it is not one.
+func herr(t *testing.T, err error) *host.Error {
 	t.Helper()
-	var he *host.HandleError
+	var he *host.Error
 	if !errors.As(err, &he) {
-		t.Fatalf("error %v (%T) is not a *HandleError", err, err)
+		t.Fatalf("error %v (%T) is not a *Error", err, err)
 	}
 	return he
 }
@@ -211,18 +211,18 @@ func TestHandles_Errors(t *testing.T) {
 	if e := herr(t, err); !errors.Is(err, host.ErrValueTooLarge) || e.Code != "value_too_large" {
 		t.Errorf("17-byte value: %v", err)
 	}
-	if _, err := h.Put(ctx, c.Handle, "alice", bytes.Repeat([]byte("v"), 17), 0); !errors.Is(err, host.ErrValueTooLarge) {
+	if _, err := h.Put(ctx, c.Handle, "alice", bytes.Repeat([]byte("v"), 17)); !errors.Is(err, host.ErrValueTooLarge) {
 		t.Errorf("Put of 17 bytes: %v", err)
 	}
-	gen, err := h.Put(ctx, c.Handle, "alice", []byte("y"), 1)
+	gen, err := h.Put(ctx, c.Handle, "alice", []byte("y"), host.IfGeneration(1))
 	if err != nil || gen != 2 {
 		t.Fatal(gen, err)
 	}
-	_, err = h.Put(ctx, c.Handle, "alice", []byte("z"), 1)
+	_, err = h.Put(ctx, c.Handle, "alice", []byte("z"), host.IfGeneration(1))
 	if e := herr(t, err); !errors.Is(err, host.ErrConflict) || e.Code != "conflict" || e.Generation != 2 {
 		t.Errorf("stale Put: %+v, want conflict at generation 2", e)
 	}
-	if err := h.Delete(ctx, c.Handle, "alice", 7); !errors.Is(err, host.ErrConflict) || herr(t, err).Generation != 2 {
+	if err := h.Delete(ctx, c.Handle, "alice", host.IfGeneration(7)); !errors.Is(err, host.ErrConflict) || herr(t, err).Generation != 2 {
 		t.Errorf("stale Delete: %v", err)
 	}
 	if v, err := h.Get(ctx, c.Handle, "alice"); err != nil || string(v.Data) != "y" {
@@ -293,12 +293,12 @@ func TestHandles_Errors(t *testing.T) {
 		t.Errorf("the recently used handle was evicted: %v", err)
 	}
 	for _, err := range []error{host.ErrInvalidHandle, host.ErrHandleNotFound} {
-		if !errors.Is(&host.HandleError{Code: map[error]string{host.ErrInvalidHandle: "invalid_handle", host.ErrHandleNotFound: "handle_not_found"}[err]}, err) {
-			t.Errorf("HandleError.Is(%v) = false", err)
+		if !errors.Is(&host.Error{Code: map[error]string{host.ErrInvalidHandle: "invalid_handle", host.ErrHandleNotFound: "handle_not_found"}[err]}, err) {
+			t.Errorf("Error.Is(%v) = false", err)
 		}
 	}
-	if errors.Is(&host.HandleError{Code: "conflict"}, host.ErrHandleNotFound) || errors.Is(&host.HandleError{Code: "not_open"}, host.ErrConflict) {
-		t.Error("HandleError.Is matches another code's sentinel")
+	if errors.Is(&host.Error{Code: "conflict"}, host.ErrHandleNotFound) || errors.Is(&host.Error{Code: "not_open"}, host.ErrConflict) {
+		t.Error("Error.Is matches another code's sentinel")
 	}
 }
 
@@ -352,10 +352,10 @@ func TestOpenHandles_Refusals(t *testing.T) {
 		{"ok", host.HandleOptions{Pool: -1}, host.ErrInvalidOption},
 	} {
 		c.opts.StateRoot, c.opts.Logger = root, quiet
-		if h, err := host.OpenHandles(c.app, c.opts); !errors.Is(err, c.want) {
+		if h, err := host.OpenHandles(context.Background(), c.app, &c.opts); !errors.Is(err, c.want) {
 			t.Errorf("OpenHandles(%q, %+v) = %v, want %v", c.app, c.opts, err, c.want)
 			if h != nil {
-				h.Close()
+				h.Close(context.Background())
 			}
 		}
 	}
@@ -376,7 +376,7 @@ func TestOpenHandles_Refusals(t *testing.T) {
 		t.Errorf("Policy with the environment's TTLs = %+v", p)
 	}
 	t.Setenv("MCP_RESUME_STATE_IDLE_TTL", "soon")
-	if _, err := host.OpenHandles("env-app", host.HandleOptions{StateRoot: root, Logger: quiet}); !errors.Is(err, host.ErrInvalidOption) || !strings.Contains(err.Error(), "MCP_RESUME_STATE_IDLE_TTL") {
+	if _, err := host.OpenHandles(context.Background(), "env-app", &host.HandleOptions{StateRoot: root, Logger: quiet}); !errors.Is(err, host.ErrInvalidOption) || !strings.Contains(err.Error(), "MCP_RESUME_STATE_IDLE_TTL") {
 		t.Errorf("a bad MCP_RESUME_STATE_IDLE_TTL: %v, want ErrInvalidOption naming it", err)
 	}
 }

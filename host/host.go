@@ -42,40 +42,6 @@ const (
 // only one instance at a time resumes.
 const NoInstance = "-"
 
-// Errors returned by Open. In every case the server should carry on without
-// resume (a nil *Store does exactly that).
-var (
-	// ErrInvalidApp: the plugin refused the app name (code invalid_app):
-	// it must be 1–64 of [A-Za-z0-9._-] starting with a letter or digit.
-	ErrInvalidApp = errors.New("invalid app name")
-	// ErrInvalidOption: the plugin refused an option (code invalid_option).
-	ErrInvalidOption = errors.New("invalid option")
-	// ErrPlugin: the plugin cannot be compiled or instantiated, speaks
-	// another ABI version than this package, or failed without an answer.
-	ErrPlugin = errors.New("mcp-resume plugin unusable")
-)
-
-// refusal is an export's answered failure: its message as the plugin wrote
-// it, which already says what was wrong and what to do (so it is not
-// prefixed again with the sentinel's text), matching its sentinel (or the
-// plugin's *hostfuncs.Error) with errors.Is and errors.As.
-type refusal struct {
-	err error
-	msg string
-}
-
-// Error returns the plugin's message.
-func (r *refusal) Error() string { return r.msg }
-
-// Unwrap returns the sentinel (ErrInvalidApp, ErrInvalidOption,
-// ErrInvalidToken) or the plugin's *hostfuncs.Error.
-func (r *refusal) Unwrap() error { return r.err }
-
-// ErrInvalidToken is returned by Store.Store for a token that is not 1–4096
-// bytes of visible ASCII (0x21–0x7E): the plugin's invalid_token code.
-// Nothing is written.
-var ErrInvalidToken = errors.New("invalid token")
-
 // Options configures Open. A nil *Options uses every default.
 type Options struct {
 	// StateRoot is the state root, the directory that holds one state
@@ -233,10 +199,8 @@ func (s *Store) open(ctx context.Context, input []byte) error {
 	switch {
 	case err != nil:
 		return fmt.Errorf("%w: open: %v", ErrPlugin, err)
-	case callErr != nil && callErr.Code == hostfuncs.CodeInvalidApp:
-		return &refusal{ErrInvalidApp, callErr.Message}
-	case callErr != nil && callErr.Code == hostfuncs.CodeInvalidOption:
-		return &refusal{ErrInvalidOption, callErr.Message}
+	case callErr != nil && (callErr.Code == hostfuncs.CodeInvalidApp || callErr.Code == hostfuncs.CodeInvalidOption):
+		return errorFrom(callErr)
 	case callErr != nil:
 		return fmt.Errorf("%w: open: %s", ErrPlugin, callErr.Error())
 	}
@@ -302,7 +266,7 @@ func (s *Store) Store(ctx context.Context, token string) error {
 	}
 	_, callErr, err := s.call(ctx, hostfuncs.ExportStore, []byte(token))
 	if callErr != nil && callErr.Code == hostfuncs.CodeInvalidToken {
-		return &refusal{ErrInvalidToken, callErr.Message}
+		return errorFrom(callErr)
 	}
 	if ctxErr := ctx.Err(); err != nil && ctxErr != nil && errors.Is(err, ctxErr) {
 		return fmt.Errorf("mcp-resume: token not stored: %w", err)
@@ -323,26 +287,6 @@ func (s *Store) Reject(ctx context.Context) {
 	_, _, _ = s.call(ctx, hostfuncs.ExportReject, nil)
 }
 
-// The answers of List, Prune and Whoami are the plugin's export outputs as
-// hostfuncs states them (hostfuncs/README.md, "Plugin exports"), not copies:
-// one type per concept, the same JSON in every host language, and
-// `mcp-resume` hands them to the plugin's render export unchanged. Their
-// Host fields and constants (hostfuncs.HostAlive, HostGone, HostUnknown;
-// hostfuncs.ReasonHostGone, ReasonAged) describe the MCP host, not this
-// package.
-type (
-	// TokenFile is one token file of the state directory as List reports it
-	// (never its token).
-	TokenFile = hostfuncs.TokenFile
-	// PrunedFile is one file Prune removed, and why.
-	PrunedFile = hostfuncs.PrunedFile
-	// Identity is the MCP host this process resolves and the names it
-	// would use, as Whoami reports it.
-	Identity = hostfuncs.WhoamiOutput
-	// Process is one process of the ancestor chain of an Identity.
-	Process = hostfuncs.Process
-)
-
 // List reports the token files in the state directory and whether their
 // MCP hosts are alive, through the plugin's list export (the same answer in
 // every language). It fails when the plugin does (for example a missing
@@ -352,7 +296,11 @@ func (s *Store) List(ctx context.Context) ([]TokenFile, error) {
 	if err := s.callJSON(ctx, hostfuncs.ExportList, nil, &out); err != nil {
 		return nil, err
 	}
-	return out.Files, nil
+	files := make([]TokenFile, len(out.Files))
+	for i, f := range out.Files {
+		files[i] = tokenFileFrom(f)
+	}
+	return files, nil
 }
 
 // Prune removes the token and lock files of MCP hosts that are gone, and
@@ -365,7 +313,11 @@ func (s *Store) Prune(ctx context.Context) ([]PrunedFile, error) {
 	if err := s.callJSON(ctx, hostfuncs.ExportPrune, nil, &out); err != nil {
 		return nil, err
 	}
-	return out.Removed, nil
+	removed := make([]PrunedFile, len(out.Removed))
+	for i, p := range out.Removed {
+		removed[i] = PrunedFile{Name: p.Name, Reason: p.Reason, Host: p.Host}
+	}
+	return removed, nil
 }
 
 // Whoami reports the MCP host this process resolves, the ancestor chain the
@@ -373,9 +325,9 @@ func (s *Store) Prune(ctx context.Context) ([]PrunedFile, error) {
 // not an error: it is in Identity.Error. It fails when the plugin does and
 // for a nil Store.
 func (s *Store) Whoami(ctx context.Context) (Identity, error) {
-	var id Identity
+	var id hostfuncs.WhoamiOutput
 	err := s.callJSON(ctx, hostfuncs.ExportWhoami, nil, &id)
-	return id, err
+	return identityFrom(id), err
 }
 
 // WhoamiFor is Whoami for the running MCP server process pid (the plugin's
@@ -388,10 +340,10 @@ func (s *Store) Whoami(ctx context.Context) (Identity, error) {
 // the plugin's invalid_option for pid 1 or below 0, and as Whoami; pid 0
 // is this process (Whoami).
 func (s *Store) WhoamiFor(ctx context.Context, pid int) (Identity, error) {
-	var id Identity
+	var id hostfuncs.WhoamiOutput
 	input, _ := json.Marshal(hostfuncs.WhoamiInput{PID: pid})
 	err := s.callJSON(ctx, hostfuncs.ExportWhoami, input, &id)
-	return id, err
+	return identityFrom(id), err
 }
 
 // Close releases the plugin instance and the lock on the token file, so
@@ -421,7 +373,9 @@ func (s *Store) callJSON(ctx context.Context, export string, input []byte, v any
 		return err
 	}
 	if callErr != nil {
-		return &refusal{callErr, "mcp-resume " + export + ": " + callErr.Message}
+		e := errorFrom(callErr)
+		e.Message = "mcp-resume " + export + ": " + e.Message
+		return e
 	}
 	if err := json.Unmarshal(out, v); err != nil {
 		return fmt.Errorf("%w: %s returned malformed JSON: %v", ErrPlugin, export, err)

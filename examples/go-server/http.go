@@ -24,6 +24,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-resume/mcp-resume/examples/broker/brokerclient"
+	"github.com/mcp-resume/mcp-resume/host/mcpadapter"
 )
 
 // EnvPrincipals names the static bearer-token map of HTTP mode:
@@ -88,7 +89,7 @@ func parsePrincipals(s string) (principals, error) {
 }
 
 // verify is the SDK's auth.TokenVerifier over p: the principal's name as
-// UserID, or auth.ErrInvalidToken (HTTP 401). Every entry is compared, in
+// UserID (which mcpadapter.Principal gives the tools), or auth.ErrInvalidToken (HTTP 401). Every entry is compared, in
 // constant time over equal-length digests, so timing tells nothing of
 // which token (or how much of one) matched.
 func (p principals) verify(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
@@ -103,16 +104,6 @@ func (p principals) verify(_ context.Context, token string, _ *http.Request) (*a
 		return nil, auth.ErrInvalidToken
 	}
 	return &auth.TokenInfo{UserID: name, Scopes: []string{mcpScope}}, nil // static tokens: no expiry
-}
-
-// principalOf is the principal a tool call runs as: the UserID the bearer
-// middleware found for its token (HTTP mode), else "" (stdio, or HTTP
-// without MCP_EXAMPLE_PRINCIPALS: one anonymous client).
-func principalOf(req *mcp.CallToolRequest) string {
-	if req != nil && req.Extra != nil && req.Extra.TokenInfo != nil {
-		return req.Extra.TokenInfo.UserID
-	}
-	return ""
 }
 
 // httpShutdownWait bounds how long SIGTERM/SIGINT waits for requests in
@@ -149,13 +140,16 @@ func serveHTTP(ctx context.Context, logger *slog.Logger, addr string, who princi
 		s.begin = func() { s.once.Do(func() { close(s.ready) }) }
 	}
 	s.begin()
-	notes := newNotebooks(appName(), logger)
-	defer notes.close()
-	go notes.open()
 
 	server := mcp.NewServer(serverInfo, nil)
+	notes := &notebooks{server: server}
+	// No resume store over HTTP; the handle store opens now, in the
+	// background (stateless mode sees no per-client handshake).
+	notes.a = mcpadapter.Attach(server, appName(), &mcpadapter.Options{NoResume: true, Logger: logger, OnHandlesOpen: notes.opened})
+	defer notes.a.Close(context.Background())
+	notes.a.Start()
 	s.register(server)
-	notes.register(server)
+	notes.register()
 	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
 		&mcp.StreamableHTTPOptions{Stateless: true, Logger: logger})
 	if who != nil {

@@ -29,12 +29,15 @@
 // ("alice:<token>,bob:<token>") maps bearer tokens to principals, the
 // broker is optional, and no resume store is opened.
 //
-// Startup follows spec 000, MCP Server Startup: load the stored token, offer
-// it to the broker, reject it if the broker refuses, store whatever token the
-// broker issues. That runs in the background, concurrently with the server's
-// own startup: the MCP handshake (initialize) never waits for the plugin or
-// the broker; a tool call waits for the broker session (at most
-// sessionWait). Logs go to stderr; stdout carries only JSON-RPC.
+// Both stores come from the SDK adapter, package host/mcpadapter: one
+// Attach after mcp.NewServer opens them in the background once the client
+// is initialized and closes them at the end. Startup follows spec 000, MCP
+// Server Startup: load the stored token, offer it to the broker, reject it
+// if the broker refuses, store whatever token the broker issues. That runs
+// in the background, concurrently with the server's own startup: the MCP
+// handshake (initialize) never waits for the plugin or the broker; a tool
+// call waits for the broker session (at most sessionWait). Logs go to
+// stderr; stdout carries only JSON-RPC.
 package main
 
 import (
@@ -54,6 +57,7 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/examples/broker/brokerclient"
 	"github.com/mcp-resume/mcp-resume/host"
+	"github.com/mcp-resume/mcp-resume/host/mcpadapter"
 )
 
 // EnvBrokerURL names the environment variable holding the token broker's
@@ -154,47 +158,42 @@ func serve(ctx context.Context, logger *slog.Logger) error {
 	// finishes, since the broker may have rotated the token already.
 	bg := context.WithoutCancel(ctx)
 	s.begin = func() { s.once.Do(func() { go s.startup(bg, logger) }) }
-	notes := newNotebooks(appName(), logger)
-	defer notes.close()
-	defer func() {
-		// Wait for the background startup (at most shutdownWait), then close
-		// the store, which releases its lock; exiting would too. A client
-		// that left before the handshake ended started nothing.
-		if !s.started() {
-			return
-		}
-		select {
-		case <-s.ready:
-			s.store.Close(context.Background())
-		case <-time.After(shutdownWait):
-			logger.Warn("exiting with the broker session still being established", "waited", shutdownWait)
-		}
-	}()
 
 	server := mcp.NewServer(serverInfo, &mcp.ServerOptions{
-		InitializedHandler: func(context.Context, *mcp.InitializedRequest) {
-			s.begin()
-			go notes.open() // independent of resume and of the broker
-		},
+		InitializedHandler: func(context.Context, *mcp.InitializedRequest) { s.begin() },
 	})
+	notes := &notebooks{server: server}
+	// The adapter opens the resume store and the handle store (independent
+	// of resume and of the broker) in the background once the client is
+	// initialized.
+	s.stores = mcpadapter.Attach(server, appName(), &mcpadapter.Options{Logger: logger, OnHandlesOpen: notes.opened})
+	notes.a = s.stores
+	defer func() {
+		// Wait for the background startup (at most shutdownWait), so that a
+		// token the broker has just issued is stored, then close both
+		// stores, which releases the resume lock; exiting would too.
+		if s.started() {
+			select {
+			case <-s.ready:
+			case <-time.After(shutdownWait):
+				logger.Warn("exiting with the broker session still being established", "waited", shutdownWait)
+			}
+		}
+		s.stores.Close(context.Background())
+	}()
 	s.register(server)
-	notes.register(server)
+	notes.register()
 	return server.Run(ctx, &mcp.StdioTransport{})
 }
 
-// startup opens the resume store and establishes the broker session, then
-// publishes both and closes s.ready. A store that cannot open is resume off
-// (nil store); a broker that cannot be reached leaves s.err set, and the
-// tools fail with it until the server restarts.
+// startup waits for the resume store the adapter opens and establishes the
+// broker session, then publishes it and closes s.ready. A store that
+// cannot open is resume off (the adapter logs why and answers a nil
+// store); a broker that cannot be reached leaves s.err set, and the tools
+// fail with it until the server restarts.
 func (s *state) startup(ctx context.Context, logger *slog.Logger) {
 	defer close(s.ready)
-	store, err := host.Open(ctx, appName(), &host.Options{Logger: logger})
-	if err != nil {
-		// Resume is an optimisation: serve without it. The nil store Open
-		// returned is a store with resume off, so the code below runs as is.
-		logger.Warn("session resume unavailable", "error", err)
-	}
-	s.store = store
+	store, _ := s.stores.Resume(ctx) // nil on failure: a store with resume off
 	s.session, s.err = establish(ctx, store, s.broker, logger)
 	if s.err != nil {
 		logger.Error("no broker session; tools will fail until restart", "error", s.err)
@@ -234,14 +233,15 @@ func establish(ctx context.Context, store *host.Store, broker *brokerclient.Clie
 }
 
 // state is the server's broker session, shared by the tool handlers.
-// begin starts startup once; startup writes store, session and err, then
-// closes ready; they are read only after ready is closed.
+// begin starts startup once; startup writes session and err, then closes
+// ready; they are read only after ready is closed. stores is the SDK
+// adapter holding the resume store.
 type state struct {
 	broker  *brokerclient.Client
 	begin   func()
 	once    sync.Once
 	ready   chan struct{}
-	store   *host.Store
+	stores  *mcpadapter.Adapter
 	session brokerclient.Session
 	err     error
 }

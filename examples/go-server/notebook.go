@@ -2,20 +2,19 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
-	"sync"
-	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-resume/mcp-resume/host"
+	"github.com/mcp-resume/mcp-resume/host/mcpadapter"
 )
 
 // The notebook tools: state for a sessionless client, kept in the handle
-// store (package host, OpenHandles) under a handle the client passes back.
+// store under a handle the client passes back, through the SDK adapter
+// (package host/mcpadapter: the store opens in the background, the
+// principal comes from the bearer token, a store error is a tool error).
 // The same four tools, names and JSON as the Python and TypeScript example
 // servers, so that a notebook made through one is read through another.
 // The store is independent of resume and of the broker: they work with
@@ -26,28 +25,18 @@ type notebook struct {
 	Notes []string `json:"notes"`
 }
 
-// The principal the handles are bound to is principalOf(request) (http.go):
-// "" (anonymous) over stdio, where the process itself belongs to its one
-// client; in HTTP mode the bearer token's principal, so that alice's
-// notebook is handle_not_found for bob.
-
-// addRetries is how many times notebook_add reads again and retries after
-// a conflict when the caller gave no generation.
-const addRetries = 5
-
-// notebooks serves the notebook tools over a handle store opened once, in
-// the background (opening loads a plugin instance, about 50 ms, which the
-// MCP handshake does not wait for).
+// notebooks serves the notebook tools of one server through its adapter.
 type notebooks struct {
-	once    func() (*host.Handles, error) // opens once; later calls wait for it and share the answer
-	started atomic.Bool
-	server  *mcp.Server
+	server *mcp.Server
+	a      *mcpadapter.Adapter
 }
 
-// open returns the store, opening it on the first call.
-func (n *notebooks) open() (*host.Handles, error) {
-	n.started.Store(true)
-	return n.once()
+// opened is the adapter's OnHandlesOpen: notebook_create's description now
+// states the store's real policy; the SDK tells connected clients that the
+// tool list changed.
+func (n *notebooks) opened(hs *host.Handles) {
+	p := hs.Policy()
+	n.addCreate(&p)
 }
 
 // listWaitsForStore holds a tools/list until the handle store has opened
@@ -57,39 +46,9 @@ func (n *notebooks) open() (*host.Handles, error) {
 func (n *notebooks) listWaitsForStore(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if method == "tools/list" {
-			_, _ = n.open() // a failure is answered by the tools themselves
+			_, _ = n.a.Handles(ctx) // a failure is answered by the tools themselves
 		}
 		return next(ctx, method, req)
-	}
-}
-
-// newNotebooks returns the notebook tools of app's handle store.
-func newNotebooks(app string, logger *slog.Logger) *notebooks {
-	n := &notebooks{}
-	n.once = sync.OnceValues(func() (*host.Handles, error) {
-		hs, err := host.OpenHandles(app, host.HandleOptions{Logger: logger})
-		if err != nil {
-			logger.Warn("handle store unavailable; the notebook tools answer store_unavailable", "error", err)
-			return nil, err
-		}
-		if n.server != nil {
-			// The description now states the store's real policy; the SDK
-			// tells connected clients that the tool list changed.
-			p := hs.Policy()
-			n.addCreate(&p)
-		}
-		return hs, nil
-	})
-	return n
-}
-
-// close closes the store if it was opened (waiting for an open under way).
-func (n *notebooks) close() {
-	if !n.started.Load() {
-		return
-	}
-	if hs, err := n.once(); err == nil {
-		hs.Close()
 	}
 }
 
@@ -124,148 +83,106 @@ type deleteIn struct {
 	Generation *int64 `json:"generation,omitempty" jsonschema:"delete only if the notebook is still at this generation (else: conflict, with the current one)"`
 }
 
-// register adds the four tools to server.
-func (n *notebooks) register(server *mcp.Server) {
-	n.server = server
+// register adds the four tools to n.server.
+func (n *notebooks) register() {
 	n.addCreate(nil)
-	server.AddReceivingMiddleware(n.listWaitsForStore)
-	mcp.AddTool(server, &mcp.Tool{Name: "notebook_add", Description: "Appends a note to a notebook and returns its new generation. With generation, only if the notebook is still at that generation."},
-		func(ctx context.Context, req *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, any, error) {
-			return n.result(n.add(ctx, principalOf(req), in))
+	n.server.AddReceivingMiddleware(n.listWaitsForStore)
+	mcpadapter.AddTool(n.server, &mcp.Tool{Name: "notebook_add", Description: "Appends a note to a notebook and returns its new generation. With generation, only if the notebook is still at that generation."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in addIn) (any, error) {
+			gen, err := n.add(ctx, req, in)
+			if err != nil {
+				return nil, err
+			}
+			return map[string]any{"generation": gen}, nil
 		})
-	mcp.AddTool(server, &mcp.Tool{Name: "notebook_read", Description: "Returns a notebook's notes and generation."},
-		func(ctx context.Context, req *mcp.CallToolRequest, in handleIn) (*mcp.CallToolResult, any, error) {
-			hs, err := n.open()
-			if err != nil {
-				return n.result(nil, err)
+	mcpadapter.AddTool(n.server, &mcp.Tool{Name: "notebook_read", Description: "Returns a notebook's notes and generation."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in handleIn) (any, error) {
+			var nb notebook
+			gen, err := n.a.GetJSON(ctx, req, in.Handle, &nb)
+			if err = checked(nb, err); err != nil {
+				return nil, err
 			}
-			v, err := hs.Get(ctx, in.Handle, principalOf(req))
-			if err != nil {
-				return n.result(nil, err)
-			}
-			nb, err := decode(v.Data)
-			if err != nil {
-				return n.result(nil, err)
-			}
-			return n.result(map[string]any{"notes": nb.Notes, "generation": v.Generation}, nil)
+			return map[string]any{"notes": nb.Notes, "generation": gen}, nil
 		})
-	mcp.AddTool(server, &mcp.Tool{Name: "notebook_delete", Description: "Deletes a notebook; its handle then answers handle_not_found. With generation, only if the notebook is still at that generation."},
-		func(ctx context.Context, req *mcp.CallToolRequest, in deleteIn) (*mcp.CallToolResult, any, error) {
-			hs, err := n.open()
-			expect, gerr := expected(in.Generation)
-			if err == nil && gerr != nil {
-				err = gerr
+	mcpadapter.AddTool(n.server, &mcp.Tool{Name: "notebook_delete", Description: "Deletes a notebook; its handle then answers handle_not_found. With generation, only if the notebook is still at that generation."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in deleteIn) (any, error) {
+			hs, err := n.a.Handles(ctx)
+			if err != nil {
+				return nil, err
 			}
-			if err == nil {
-				err = hs.Delete(ctx, in.Handle, principalOf(req), expect)
+			opts, err := expected(in.Generation)
+			if err != nil {
+				return nil, err
 			}
-			return n.result(map[string]any{}, err)
+			if err := hs.Delete(ctx, in.Handle, mcpadapter.Principal(req), opts...); err != nil {
+				return nil, err
+			}
+			return map[string]any{}, nil
 		})
 }
 
 // addCreate adds notebook_create, described from policy p (nil: not open yet).
 func (n *notebooks) addCreate(p *host.HandlePolicy) {
-	mcp.AddTool(n.server, &mcp.Tool{Name: "notebook_create", Description: createDescription(p)},
-		func(ctx context.Context, req *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
-			hs, err := n.open()
+	mcpadapter.AddTool(n.server, &mcp.Tool{Name: "notebook_create", Description: createDescription(p)},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ empty) (any, error) {
+			c, err := n.a.CreateJSON(ctx, req, notebook{Notes: []string{}})
 			if err != nil {
-				return n.result(nil, err)
+				return nil, err
 			}
-			value, _ := json.Marshal(notebook{Notes: []string{}})
-			c, err := hs.Create(ctx, principalOf(req), value)
-			if err != nil {
-				return n.result(nil, err)
-			}
-			return n.result(createOut{Handle: c.Handle, Generation: c.Generation,
-				IdleTTLSeconds: int64(c.IdleTTL.Seconds()), MaxAgeSeconds: int64(c.MaxAge.Seconds())}, nil)
+			return createOut{Handle: c.Handle, Generation: c.Generation,
+				IdleTTLSeconds: int64(c.IdleTTL.Seconds()), MaxAgeSeconds: int64(c.MaxAge.Seconds())}, nil
 		})
 }
 
-// add reads principal's notebook, appends the note and writes it back, expecting
-// the generation the caller gave, else the one it read; without a given
-// generation a conflict (another writer in between) reads again, up to
-// addRetries times.
-func (n *notebooks) add(ctx context.Context, principal string, in addIn) (any, error) {
-	hs, err := n.open()
+// add appends the note: with a given generation, read and write back
+// expecting it (a conflict is the answer); without, mcpadapter.Update,
+// which reads again and retries after a conflict.
+func (n *notebooks) add(ctx context.Context, req *mcp.CallToolRequest, in addIn) (int64, error) {
+	if _, err := n.a.Handles(ctx); err != nil {
+		return 0, err
+	}
+	opts, err := expected(in.Generation)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	given, err := expected(in.Generation)
-	if err != nil {
-		return nil, err
+	if opts == nil {
+		_, gen, err := mcpadapter.Update(ctx, n.a, req, in.Handle, func(nb *notebook) error {
+			if err := checked(*nb, nil); err != nil {
+				return err
+			}
+			nb.Notes = append(nb.Notes, in.Note)
+			return nil
+		})
+		return gen, err
 	}
-	for try := 0; ; try++ {
-		v, err := hs.Get(ctx, in.Handle, principal)
-		if err != nil {
-			return nil, err
-		}
-		nb, err := decode(v.Data)
-		if err != nil {
-			return nil, err
-		}
-		value, _ := json.Marshal(notebook{Notes: append(nb.Notes, in.Note)})
-		expect := v.Generation
-		if given != 0 {
-			expect = given
-		}
-		gen, err := hs.Put(ctx, in.Handle, principal, value, expect)
-		if errors.Is(err, host.ErrConflict) && in.Generation == nil && try < addRetries {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		return map[string]any{"generation": gen}, nil
-	}
-}
-
-// decode reads a notebook value.
-func decode(data []byte) (notebook, error) {
 	var nb notebook
-	if err := json.Unmarshal(data, &nb); err != nil || nb.Notes == nil {
-		return nb, &host.HandleError{Code: "invalid_value", Message: `the handle's value is not a notebook ({"notes": [...]})`}
+	_, err = n.a.GetJSON(ctx, req, in.Handle, &nb)
+	if err = checked(nb, err); err != nil {
+		return 0, err
 	}
-	return nb, nil
+	nb.Notes = append(nb.Notes, in.Note)
+	return n.a.PutJSON(ctx, req, in.Handle, nb, opts...)
 }
 
-// expected is a given generation for host.Handles.Put and Delete, 0 when
-// none was given. The host API reads 0 as "unconditional", so a given 0
-// (or less) is refused here as the plugin refuses it for the Python and
-// TypeScript servers, which pass it through.
-func expected(p *int64) (int64, error) {
+// checked is err, or for a value that is not a notebook (not JSON, or no
+// "notes" list) an invalid_value error saying so.
+func checked(nb notebook, err error) error {
+	if err == nil && nb.Notes != nil || err != nil && !errors.Is(err, host.ErrInvalidValue) {
+		return err
+	}
+	return &host.Error{Code: "invalid_value", Message: `the handle's value is not a notebook ({"notes": [...]})`}
+}
+
+// expected is the write option of a given generation for Put and Delete,
+// none when none was given. A given 0 (or less) is refused here with the
+// message the plugin gives the Python and TypeScript servers, which pass
+// it through.
+func expected(p *int64) ([]host.WriteOption, error) {
 	switch {
 	case p == nil:
-		return 0, nil
+		return nil, nil
 	case *p < 1:
-		return 0, &host.HandleError{Code: "invalid_option", Message: fmt.Sprintf("generation must be a whole number of at least 1 (generations start at 1), not %d", *p)}
+		return nil, &host.Error{Code: "invalid_option", Message: fmt.Sprintf("generation must be a whole number of at least 1 (generations start at 1), not %d", *p)}
 	}
-	return *p, nil
-}
-
-// result is a tool's answer: out as structured content and the same JSON
-// as text, or, for err, an MCP tool error (isError) whose structured
-// content is {"error": <code>, "message", "reason"?, "generation"?} with
-// the same JSON as text. An error that is not the store's answer (the
-// store could not open, the plugin failed) is store_unavailable.
-func (n *notebooks) result(out any, err error) (*mcp.CallToolResult, any, error) {
-	isError := err != nil
-	if isError {
-		var he *host.HandleError
-		if !errors.As(err, &he) {
-			he = &host.HandleError{Code: "store_unavailable", Message: err.Error()}
-		}
-		e := map[string]any{"error": he.Code, "message": he.Message}
-		if he.Reason != "" {
-			e["reason"] = he.Reason
-		}
-		if he.Generation != 0 {
-			e["generation"] = he.Generation
-		}
-		out = e
-	}
-	b, jerr := json.Marshal(out)
-	if jerr != nil {
-		return nil, nil, jerr
-	}
-	return &mcp.CallToolResult{IsError: isError, StructuredContent: json.RawMessage(b), Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil, nil
+	return []host.WriteOption{host.IfGeneration(*p)}, nil
 }

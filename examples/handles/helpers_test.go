@@ -110,12 +110,12 @@ func envInt(name string) int64 {
 // runHelper runs mode and returns the exit status.
 func runHelper(mode string) int {
 	ctx := context.Background()
-	store, err := host.OpenHandles(os.Getenv("HANDLES_APP"), host.HandleOptions{StateRoot: os.Getenv("HANDLES_ROOT")})
+	store, err := host.OpenHandles(context.Background(), os.Getenv("HANDLES_APP"), &host.HandleOptions{StateRoot: os.Getenv("HANDLES_ROOT")})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "open:", err)
 		return 1
 	}
-	defer store.Close()
+	defer store.Close(context.Background())
 	handle := os.Getenv("HANDLES_HANDLE")
 	switch mode {
 	case "cas":
@@ -147,8 +147,8 @@ func runHelper(mode string) int {
 						continue
 					}
 					next, _ := json.Marshal(casValue{Count: c.Count + 1})
-					gen, err := store.Put(ctx, handle, "", next, v.Generation)
-					var he *host.HandleError
+					gen, err := store.Put(ctx, handle, "", next, host.IfGeneration(v.Generation))
+					var he *host.Error
 					switch {
 					case err == nil && gen == v.Generation+1:
 						done++
@@ -175,7 +175,7 @@ func runHelper(mode string) int {
 		return 0
 	case "principals":
 		code := func(err error) string {
-			var he *host.HandleError
+			var he *host.Error
 			switch {
 			case err == nil:
 				return "ok"
@@ -200,7 +200,7 @@ func runHelper(mode string) int {
 				fmt.Fprintln(os.Stderr, "get:", err)
 				return 1
 			}
-			if _, err := store.Put(ctx, handle, "", crashValue(v.Generation+1, seed, i), v.Generation); err != nil {
+			if _, err := store.Put(ctx, handle, "", crashValue(v.Generation+1, seed, i), host.IfGeneration(v.Generation)); err != nil {
 				fmt.Fprintln(os.Stderr, "put:", err)
 				return 1
 			}

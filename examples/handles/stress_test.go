@@ -78,11 +78,11 @@ func (p *helperProc) line(d time.Duration) (string, error) {
 // openStore opens the fixture's handle store in this process (Go API).
 func (f *fx) openStore() *host.Handles {
 	f.T.Helper()
-	store, err := host.OpenHandles(sharedApp, host.HandleOptions{StateRoot: f.stateRoot()})
+	store, err := host.OpenHandles(context.Background(), sharedApp, &host.HandleOptions{StateRoot: f.stateRoot()})
 	if err != nil {
 		f.T.Fatal(err)
 	}
-	f.T.Cleanup(func() { store.Close() })
+	f.T.Cleanup(func() { store.Close(context.Background()) })
 	return store
 }
 

@@ -98,7 +98,7 @@ func open(app string, opts host.HandleOptions) *host.Handles {
 	if opts.Pool == 0 {
 		opts.Pool = *flagPool
 	}
-	h, err := host.OpenHandles(app, opts)
+	h, err := host.OpenHandles(ctx, app, &opts)
 	if err != nil {
 		fatal("open "+app, err)
 	}
@@ -172,7 +172,7 @@ func main() {
 func warm() {
 	probe := func() time.Duration {
 		s := open("bench-warm", host.HandleOptions{Pool: 1})
-		defer s.Close()
+		defer s.Close(ctx)
 		c, err := s.Create(ctx, "", make([]byte, 1024)) // 1 KiB whatever -value, for the thresholds below
 		if err != nil {
 			fatal("warm-up", err)
@@ -215,7 +215,7 @@ func size() {
 func ops() {
 	n := *flagN
 	store := open("bench-ops", host.HandleOptions{})
-	defer store.Close()
+	defer store.Close(ctx)
 	nat, err := newNative(filepath.Join(root, "native-ops"))
 	if err != nil {
 		fatal("native", err)
@@ -228,8 +228,8 @@ func ops() {
 			fatal("warm-up", err)
 		}
 		store.Get(ctx, c.Handle, "")
-		store.Put(ctx, c.Handle, "", v, 0)
-		store.Delete(ctx, c.Handle, "", 0)
+		store.Put(ctx, c.Handle, "", v)
+		store.Delete(ctx, c.Handle, "")
 		k := newNativeKey()
 		nat.create(&k, v)
 		nat.get(&k)
@@ -276,13 +276,13 @@ func ops() {
 	}
 	for i := range n {
 		j := perm[i]
-		pair(2, i, func() error { _, err := store.Put(ctx, handles[j], "", v, 0); return err },
+		pair(2, i, func() error { _, err := store.Put(ctx, handles[j], "", v); return err },
 			func() error { return nat.put(&keys[j], v) })
 	}
 	anatomy(store, handles, perm)
 	for i := range n {
 		j := perm[i]
-		pair(3, i, func() error { return store.Delete(ctx, handles[j], "", 0) },
+		pair(3, i, func() error { return store.Delete(ctx, handles[j], "") },
 			func() error { return nat.del(&keys[j]) })
 	}
 	fmt.Printf("### Per operation, warm, %d each, value %d bytes (ms)\n\n", n, *flagValue)

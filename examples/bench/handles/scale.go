@@ -75,8 +75,8 @@ func alternate(n int, a, b func(i int) error) (sa, sb benchstat.Samples) {
 func scale(doScale, doGC bool) {
 	opts := host.HandleOptions{MaxHandles: 200000}
 	small, big := open("bench-small", opts), open("bench-big", opts)
-	defer small.Close()
-	defer big.Close()
+	defer small.Close(ctx)
+	defer big.Close(ctx)
 	hs := fill("small store", small, *flagSmall)
 	hb := fill("big store", big, *flagBig)
 	if doScale {
@@ -86,8 +86,8 @@ func scale(doScale, doGC bool) {
 		progress("scale: %d gets and %d puts per store, alternating", n, n)
 		gb, gs := alternate(n, func(int) error { _, err := big.Get(ctx, pick(hb), ""); return err },
 			func(int) error { _, err := small.Get(ctx, pick(hs), ""); return err })
-		pb, ps := alternate(n, func(int) error { _, err := big.Put(ctx, pick(hb), "", v, 0); return err },
-			func(int) error { _, err := small.Put(ctx, pick(hs), "", v, 0); return err })
+		pb, ps := alternate(n, func(int) error { _, err := big.Put(ctx, pick(hb), "", v); return err },
+			func(int) error { _, err := small.Put(ctx, pick(hs), "", v); return err })
 		fmt.Printf("### Scale: %d vs %d live handles (max_handles 200,000, %d shards; %d operations each; ms)\n\n",
 			*flagBig, *flagSmall, big.Policy().Shards, n)
 		fmt.Printf("| operation | %d p50 | %d p99 | %d p50 | %d p99 | p50 ratio | target | |\n|---|---:|---:|---:|---:|---:|---|---|\n",
@@ -128,8 +128,8 @@ func scale(doScale, doGC bool) {
 func capacity() {
 	opts := host.HandleOptions{MaxHandles: *flagCap}
 	full, below := open("bench-full", opts), open("bench-below", opts)
-	defer full.Close()
-	defer below.Close()
+	defer full.Close(ctx)
+	defer below.Close(ctx)
 	shards := full.Policy().Shards
 	perShard := (*flagCap + shards - 1) / shards
 	fill("full store", full, *flagCap*14/10)
@@ -164,7 +164,7 @@ func capacity() {
 // 1 and 8 alternating.
 func concurrency() {
 	store := open("bench-conc", host.HandleOptions{})
-	defer store.Close()
+	defer store.Close(ctx)
 	const per = 8
 	hs := fill("conc store", store, 8*per)
 	v := value()
@@ -180,7 +180,7 @@ func concurrency() {
 					if _, err := store.Get(ctx, h, ""); err != nil {
 						fatal("conc get", err)
 					}
-					if _, err := store.Put(ctx, h, "", v, 0); err != nil {
+					if _, err := store.Put(ctx, h, "", v); err != nil {
 						fatal("conc put", err)
 					}
 					ops.Add(2)

@@ -85,7 +85,7 @@ func storeOps(store *host.Handles, handles []string) (get, put func(int) error) 
 		}
 		return err
 	}
-	put = func(i int) error { _, err := store.Put(ctx, handles[i], "", v, 0); return err }
+	put = func(i int) error { _, err := store.Put(ctx, handles[i], "", v); return err }
 	return get, put
 }
 
@@ -185,7 +185,7 @@ func anatomy(store *host.Handles, floor *redis.Client, handles []string, rec *Re
 	ctx := context.Background()
 	gone, err := store.Create(ctx, "", value())
 	if err == nil {
-		err = store.Delete(ctx, gone.Handle, "", 0)
+		err = store.Delete(ctx, gone.Handle, "")
 	}
 	if err != nil {
 		fatal("anatomy", err)

@@ -84,7 +84,7 @@ func progress(format string, a ...any) {
 
 // open opens the benchmark's handle store on url.
 func open(url string) *host.Handles {
-	h, err := host.OpenHandles("bench-redis", host.HandleOptions{StateURL: url, Timeout: *flagTimeout, Pool: *flagPool, Logger: quiet})
+	h, err := host.OpenHandles(context.Background(), "bench-redis", &host.HandleOptions{StateURL: url, Timeout: *flagTimeout, Pool: *flagPool, Logger: quiet})
 	if err != nil {
 		fatal("open", err)
 	}
@@ -126,7 +126,7 @@ func main() {
 	progress("redis-server on %s", srv.Addr)
 	warm()
 	store := open(srv.URL)
-	defer store.Close()
+	defer store.Close(context.Background())
 	handles, rec := prepare(store)
 	if *flagRecord != "" {
 		if err := rec.write(*flagRecord); err != nil {
@@ -201,7 +201,7 @@ func prepare(store *host.Handles) ([]string, *Recording) {
 		}
 	}
 	for _, h := range handles {
-		if _, err := store.Put(ctx, h, "", v, 0); err != nil {
+		if _, err := store.Put(ctx, h, "", v); err != nil {
 			fatal("put", err)
 		}
 	}
@@ -243,11 +243,11 @@ func warm() {
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
 	probe := func() time.Duration {
-		s, err := host.OpenHandles("bench-warm", host.HandleOptions{StateRoot: dir, Pool: 1, Logger: quiet})
+		s, err := host.OpenHandles(context.Background(), "bench-warm", &host.HandleOptions{StateRoot: dir, Pool: 1, Logger: quiet})
 		if err != nil {
 			fatal("warm-up", err)
 		}
-		defer s.Close()
+		defer s.Close(context.Background())
 		c, err := s.Create(ctx, "", make([]byte, 1024))
 		if err != nil {
 			fatal("warm-up", err)

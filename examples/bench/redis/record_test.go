@@ -48,7 +48,7 @@ func TestRecordingReplays(t *testing.T) {
 	*flagHandles = 4
 	*flagLua = filepath.Join("..", "..", "..", "plugin", "internal", "handles", "redis.lua")
 	store := open(srv.URL)
-	defer store.Close()
+	defer store.Close(context.Background())
 	handles, rec := prepare(store)
 	for name, sc := range rec.Scripts {
 		if sc.Sha == "" || sc.Src == "" {

@@ -8,6 +8,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"github.com/mcp-resume/mcp-resume/examples/bench/internal/benchstat"
@@ -42,7 +43,7 @@ func child(spec string) {
 		fatal("child job", err)
 	}
 	store := open(j.URL)
-	defer store.Close()
+	defer store.Close(context.Background())
 	get, put := storeOps(store, j.Handles)
 	window(j.Callers, len(j.Handles), 500*time.Millisecond, get, put)
 	fmt.Println("ready")

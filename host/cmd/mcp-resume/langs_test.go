@@ -61,7 +61,7 @@ var (
 func oldHandles(t *testing.T, root string, created time.Time) {
 	t.Helper()
 	for app, n := range map[string]int{"app-a": 2, "app-b": 1} {
-		hs, err := host.OpenHandles(app, host.HandleOptions{StateRoot: root, IdleTTL: 100 * time.Hour,
+		hs, err := host.OpenHandles(context.Background(), app, &host.HandleOptions{StateRoot: root, IdleTTL: 100 * time.Hour,
 			Now: func() time.Time { return created }, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
@@ -71,7 +71,7 @@ func oldHandles(t *testing.T, root string, created time.Time) {
 				t.Fatal(err)
 			}
 		}
-		hs.Close()
+		hs.Close(context.Background())
 	}
 }
 

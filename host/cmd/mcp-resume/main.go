@@ -310,14 +310,14 @@ func renderPlugin(ctx context.Context, input []byte) ([]byte, error) {
 // (an error says so).
 func collectStates(ctx context.Context, gc bool, app, dir string) ([]stateResult, error) {
 	openQuiet := func(a string) (*host.Handles, error) {
-		return host.OpenHandles(a, host.HandleOptions{StateRoot: dir, Pool: 1, Logger: slog.New(slog.DiscardHandler)})
+		return host.OpenHandles(context.Background(), a, &host.HandleOptions{StateRoot: dir, Pool: 1, Logger: slog.New(slog.DiscardHandler)})
 	}
 	if app == "" {
 		// OpenHandles touches nothing: this only reads the backend the
 		// environment selects.
 		if hs, err := openQuiet(cliApp); err == nil {
 			p := hs.Policy()
-			hs.Close()
+			hs.Close(context.Background())
 			if p.Backend == hostfuncs.BackendRedis {
 				return nil, fmt.Errorf("the handle stores are on %s (%s): name the app, as in `mcp-resume state list APP`; a Redis server has no app directories to list", p.StateURL, host.EnvStateURL)
 			}
@@ -341,7 +341,7 @@ func collectStates(ctx context.Context, gc bool, app, dir string) ([]stateResult
 		if p.Backend == hostfuncs.BackendRedis {
 			r.Backend, r.StateURL = p.Backend, p.StateURL
 		} else if info, serr := os.Lstat(r.StateDir); serr != nil || !info.IsDir() {
-			hs.Close()
+			hs.Close(context.Background())
 			continue
 		}
 		if gc {
@@ -353,7 +353,7 @@ func collectStates(ctx context.Context, gc bool, app, dir string) ([]stateResult
 			out, err = hs.List(ctx)
 			r.List = &out
 		}
-		hs.Close()
+		hs.Close(context.Background())
 		if err != nil {
 			return nil, err
 		}

@@ -25,7 +25,7 @@ func stateFixture(t *testing.T) (string, []string) {
 	ctx := context.Background()
 	var handles []string
 	for app, n := range map[string]int{"app-a": 2, "app-b": 1} {
-		hs, err := host.OpenHandles(app, host.HandleOptions{StateRoot: root, Logger: slog.New(slog.DiscardHandler)})
+		hs, err := host.OpenHandles(context.Background(), app, &host.HandleOptions{StateRoot: root, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -40,7 +40,7 @@ func stateFixture(t *testing.T) (string, []string) {
 			}
 			handles = append(handles, c.Handle)
 		}
-		hs.Close()
+		hs.Close(context.Background())
 	}
 	time.Sleep(20 * time.Millisecond)
 	return root, handles
@@ -115,7 +115,7 @@ func TestStateRedis(t *testing.T) {
 	fixtureRoot(t)
 	t.Setenv(host.EnvStateURL, srv.URL+"/0")
 	ctx := context.Background()
-	hs, err := host.OpenHandles("app-r", host.HandleOptions{Logger: slog.New(slog.DiscardHandler)})
+	hs, err := host.OpenHandles(context.Background(), "app-r", &host.HandleOptions{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestStateRedis(t *testing.T) {
 		}
 		handles = append(handles, c.Handle)
 	}
-	hs.Close()
+	hs.Close(context.Background())
 	time.Sleep(20 * time.Millisecond)
 
 	code, out, stderr := runCLI("state", "list", "--json", "app-r")
