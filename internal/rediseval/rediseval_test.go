@@ -239,8 +239,27 @@ func TestPasswordNeverInMessages(t *testing.T) {
 		"redis://" + s.Addr, // NOAUTH
 	} {
 		resp, js := eval(t, c, hostfuncs.EvalRequest{URL: u, Script: "return 1", TimeoutMS: 2000})
-		wantCode(t, resp, js, hostfuncs.CodeUnavailable)
+		wantCode(t, resp, js, hostfuncs.CodeAuth)
 		if strings.Contains(js, pass) || strings.Contains(js, "nosuchuser") {
+			t.Errorf("message quotes the URL's credentials: %s", js)
+		}
+		t.Logf("%s", js)
+	}
+}
+
+// TestAuthRefused: a server without a password refuses a user it does not
+// know (WRONGPASS): auth, not unavailable, and the message never quotes the
+// credentials.
+func TestAuthRefused(t *testing.T) {
+	s := redistest.Start(t)
+	c := newClients(t)
+	for _, u := range []string{
+		"redis://nosuchuser:s3cretpw@" + s.Addr + "/0",
+		"redis://nosuchuser:s3cretpw@" + s.Addr,
+	} {
+		resp, js := eval(t, c, hostfuncs.EvalRequest{URL: u, Script: "return 1", TimeoutMS: 2000})
+		wantCode(t, resp, js, hostfuncs.CodeAuth)
+		if strings.Contains(js, "s3cretpw") || strings.Contains(js, "nosuchuser") {
 			t.Errorf("message quotes the URL's credentials: %s", js)
 		}
 		t.Logf("%s", js)

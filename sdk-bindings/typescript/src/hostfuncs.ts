@@ -25,7 +25,7 @@ import { safeLog, type LogLevel, type Logger } from "./logger.js";
 import { EvalError, evalRequest, RedisEval } from "./redis.js";
 
 /** Version of the plugin/host contract this host implements. */
-export const ABI_VERSION = "8";
+export const ABI_VERSION = "9";
 
 /** Wasm import module of every host function (Extism's default for user functions). */
 export const NAMESPACE = "extism:host/user";
@@ -41,7 +41,7 @@ export const MAX_LOCK_WAIT_MS = 10_000;
 
 /** Error codes of the contract (hostfuncs/README.md, "Error codes"). */
 export type ErrorCode = "not_found" | "permission" | "unsupported" | "invalid_request" | "unsafe" | "busy" | "not_dir" | "exists" | "no_space" | "read_only" | "io"
-  | "noscript" | "script" | "unavailable" | "timeout";
+  | "noscript" | "script" | "auth" | "unavailable" | "timeout";
 
 /** errno names and their codes (hostfuncs/README.md, "Error codes"); any other errno is `io`. */
 const ERRNO_CODES: Record<string, ErrorCode> = {

@@ -32,12 +32,16 @@ __all__ = ["EvalClients", "MAX_TIMEOUT_MS"]
 #: The largest ``timeout_ms`` (Go ``hostfuncs.MaxEvalTimeoutMS``); the smallest is 1.
 MAX_TIMEOUT_MS = 60000
 _SHA1 = re.compile(r"[0-9a-f]{40}")
-#: Errors meaning no connection could be made or it broke (README: refused, reset, DNS, TLS, NOAUTH/WRONGPASS,
-#: LOADING, CLUSTERDOWN, READONLY, MASTERDOWN). AuthenticationError and BusyLoadingError are ConnectionErrors,
-#: MasterDownError a ClusterDownError; TRYAGAIN (a slot moving) and the cluster client's own failures (no
-#: node reachable, a slot no node serves) count too. Order matters: TimeoutError is caught before these.
-_UNAVAILABLE = (rex.ConnectionError, rex.ClusterDownError, rex.ReadOnlyError, rex.TryAgainError,
+#: Errors meaning no connection could be made or it broke, or the server cannot run a script now (README:
+#: refused, reset, DNS, TLS, LOADING, BUSY, CLUSTERDOWN, READONLY, MASTERDOWN, TRYAGAIN, a MOVED or ASK left after
+#: the cluster client's redirects). BusyLoadingError is a ConnectionError, MasterDownError a ClusterDownError,
+#: MovedError an AskError; the cluster client's own failures (no node reachable, a slot no node serves) count
+#: too. Order matters: TimeoutError and AuthenticationError (a ConnectionError: ``auth``) are caught first.
+_UNAVAILABLE = (rex.ConnectionError, rex.ClusterDownError, rex.ReadOnlyError, rex.TryAgainError, rex.AskError,
                 rex.RedisClusterException, rex.ClusterError, OSError)
+#: Error replies redis-py raises as a plain ResponseError that mean "cannot run a script now", not a failed
+#: script: BUSY (another client's script holds the server).
+_UNAVAILABLE_REPLY = ("BUSY ",)
 
 
 class _Answer(Exception):
@@ -174,10 +178,11 @@ class EvalClients:
     def run(self, doc: dict[str, Any]) -> dict[str, Any]:
         """Serve one ``mcp_resume_eval`` request (a parsed JSON object): the request checked before any I/O, then
         ``EVALSHA`` (``sha1``) or ``EVAL`` (``script``) with ``keys`` and ``args``. Answers ``{"reply": ...}``
-        or an error: ``invalid_request`` (the request), ``noscript`` (NOSCRIPT), ``script`` (any other error
-        reply, its text with the error code), ``timeout`` (no reply within ``timeout_ms``), ``unavailable`` (no
-        connection, or it broke; refused, DNS, TLS, auth, LOADING, CLUSTERDOWN, READONLY, MASTERDOWN; or
-        this store closed). Never raises."""
+        or an error: ``invalid_request`` (the request, or a URL redis-py refuses), ``noscript`` (NOSCRIPT),
+        ``script`` (any other error reply, its text with the error code), ``auth`` (NOAUTH, WRONGPASS, AUTH
+        failing while connecting), ``timeout`` (no reply within ``timeout_ms``; the connection is dropped),
+        ``unavailable`` (no connection, or it broke; refused, DNS, TLS, LOADING, BUSY, CLUSTERDOWN, READONLY,
+        MASTERDOWN, TRYAGAIN, MOVED/ASK left after redirects; or this store closed). Never raises."""
         given = doc.get("url")
         url: str = given if isinstance(given, str) else ""
         try:
@@ -193,11 +198,20 @@ class EvalClients:
         except rex.NoScriptError:
             return {"error": {"code": "noscript", "message": "NOSCRIPT No matching script"}}
         except (rex.TimeoutError, TimeoutError) as e:
+            # redis-py closed the connection (it disconnects on a read timeout): the late reply is never read.
             return _Answer("timeout", _scrub(f"mcp_resume_eval: no reply within the deadline: {e}", url)).error
+        except rex.AuthenticationError as e:  # NOAUTH, WRONGPASS, AUTH failing while connecting
+            text = _error_text(e)
+            if not text.startswith(("NOAUTH", "WRONGPASS")):
+                text = f"AUTH failed: {text}"
+            return _Answer("auth", _scrub(text, url)).error
         except _UNAVAILABLE as e:
             return _Answer("unavailable", _scrub(f"mcp_resume_eval: server unavailable: {_error_text(e)}", url)).error
         except rex.ResponseError as e:
-            return _Answer("script", _scrub(_error_text(e), url)).error
+            text = _error_text(e)
+            if text.startswith(_UNAVAILABLE_REPLY):
+                return _Answer("unavailable", _scrub(f"mcp_resume_eval: server unavailable: {text}", url)).error
+            return _Answer("script", _scrub(text, url)).error
         except Exception as e:  # noqa: BLE001 - a host function never raises (the contract)
             return _Answer("unavailable", _scrub(f"mcp_resume_eval: {type(e).__name__}: {e}", url)).error
 
