@@ -71,6 +71,7 @@ def _request(doc: dict[str, Any]) -> tuple[str, bool, str | None, str | None, li
     url, cluster, sha1, script = doc.get("url"), doc.get("cluster"), doc.get("sha1"), doc.get("script")
     if not isinstance(url, str) or not url.startswith(("redis://", "rediss://")):
         raise _Answer("invalid_request", "mcp_resume_eval: url must be a string redis://... or rediss://...")
+    _check_url(url)
     if cluster is None:
         cluster = False
     if not isinstance(cluster, bool):
@@ -90,6 +91,22 @@ def _request(doc: dict[str, Any]) -> tuple[str, bool, str | None, str | None, li
     return url, cluster, sha1, script, keys, args, timeout
 
 
+def _check_url(url: str) -> None:
+    """Refuse, as ``invalid_request``, a URL no host's client library would use as given: a port that is not a
+    number from 1 to 65535, or a database path that is not decimal digits (redis-py alone would ignore it and
+    use database 0, where go-redis and node-redis refuse it: README, ``mcp_resume_eval``). No I/O."""
+    bad = _Answer("invalid_request", "mcp_resume_eval: url is not a Redis URL the client accepts "
+                  "(redis://[user:password@]host[:port][/db], port 1-65535, db digits)")
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError:
+        raise bad from None
+    db = parts.path[1:] if parts.path.startswith("/") else parts.path
+    if not parts.hostname or port == 0 or (db and not (db.isascii() and db.isdigit())):
+        raise bad
+
+
 def _secrets(url: str) -> list[str]:
     """The parts of ``url`` no message may show: its user and password (raw and percent-decoded)."""
     try:
@@ -98,7 +115,8 @@ def _secrets(url: str) -> list[str]:
     except ValueError:
         return []
     out = [s for s in found if s]
-    return [s for s in dict.fromkeys(out + [urllib.parse.unquote(s) for s in out]) if len(s) >= 2]
+    # Shorter than 3 bytes is left alone, as in the Go and Node hosts: replacing every "me" garbles the message.
+    return [s for s in dict.fromkeys(out + [urllib.parse.unquote(s) for s in out]) if len(s) >= 3]
 
 
 def _scrub(text: str, url: str) -> str:
