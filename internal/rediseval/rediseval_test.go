@@ -225,6 +225,23 @@ func TestTimeoutBusyScriptRunsOnce(t *testing.T) {
 	}
 }
 
+// TestBusyIsUnavailable: while another client's script holds the server
+// past its busy threshold, the server answers BUSY without running the
+// script: unavailable (the contract's table), not script.
+func TestBusyIsUnavailable(t *testing.T) {
+	s := redistest.Start(t, redistest.Args("--lua-time-limit", "50"))
+	c := newClients(t)
+	busy := `local t = redis.call('TIME') local s = t[1]*1000000 + t[2]
+		while true do local n = redis.call('TIME') if n[1]*1000000 + n[2] - s > 800000 then break end end return 1`
+	resp, js := eval(t, c, hostfuncs.EvalRequest{URL: s.URL, Script: busy, TimeoutMS: 150})
+	wantCode(t, resp, js, hostfuncs.CodeTimeout)
+	resp, js = eval(t, c, hostfuncs.EvalRequest{URL: s.URL, Script: "return 2", TimeoutMS: 2000})
+	wantCode(t, resp, js, hostfuncs.CodeUnavailable)
+	if !strings.Contains(js, "BUSY") {
+		t.Errorf("message lacks the server's BUSY: %s", js)
+	}
+}
+
 func TestPasswordNeverInMessages(t *testing.T) {
 	const pass = "Pa55-w0rd-xyzzy"
 	s := redistest.Start(t, redistest.Password(pass))

@@ -131,6 +131,22 @@ def test_noauth_is_auth_and_readonly_unavailable(redis_server: Any, funcs: HostF
         own.stop()
 
 
+def test_busy_is_unavailable(redis_server: Any, funcs: HostFunctions, tmp_path: Path) -> None:
+    """While another client's script holds a server past its busy threshold (50 ms here), it answers BUSY
+    without running the script: unavailable, as in every host (README, mcp_resume_eval, Errors), not script."""
+    own: RedisServer = _start(tmp_path)  # redis_server: skipped, or failed, as without redis-server
+    try:
+        own.client.config_set("lua-time-limit", 50)
+        url = f"redis://127.0.0.1:{own.port}/0"
+        loop = ("local t = redis.call('TIME') local s = t[1]*1000000 + t[2] while true do local n = redis.call('TIME') "
+                "if n[1]*1000000 + n[2] - s > 800000 then break end end return 1")
+        assert code(ev(funcs, url, script=loop, timeout_ms=150)) == "timeout"
+        answer = ev(funcs, url, script="return 2")
+        assert code(answer) == "unavailable" and "BUSY" in answer["error"]["message"], answer
+    finally:
+        own.stop()
+
+
 def test_error_replies_keep_their_code(server: Any, funcs: HostFunctions) -> None:
     """A Lua error and an unknown command answer script with the server's text from its code (``ERR``); an
     error inside an array is {"err"} with its code too."""
