@@ -268,19 +268,30 @@ var unavailablePrefixes = []string{"LOADING", "BUSY", "CLUSTERDOWN", "READONLY",
 // wrong user or password; Redis 6 and later, Valkey).
 var authPrefixes = []string{"NOAUTH", "WRONGPASS"}
 
+// authRefusal reports whether reply, an error reply to AUTH, refuses the
+// credentials: NOAUTH, WRONGPASS, or a server older than 6's "ERR invalid
+// password".
+func authRefusal(reply string) bool {
+	first, _, _ := strings.Cut(reply, " ")
+	return contains(authPrefixes, first) || strings.Contains(strings.ToLower(reply), "invalid password")
+}
+
 // classify picks the error code of a failed call and its message.
 func classify(ctx context.Context, err error, timeout time.Duration) (code, msg string) {
 	text := err.Error()
 	var rerr redis.Error
 	if errors.As(err, &rerr) {
-		// An error reply. go-redis wraps a failed AUTH or HELLO while
-		// connecting as "failed to ...": the server refused the
-		// credentials, whatever its prefix (an old server's "ERR invalid
-		// password", a password given to a server that has none).
-		if strings.HasPrefix(text, "failed to ") {
+		// An error reply. go-redis wraps the failures of connecting as
+		// "failed to authenticate: ..." (AUTH or HELLO: the server refused
+		// the credentials, whatever its prefix) or "failed to initialize
+		// connection options: ..." (AUTH, SELECT: judged by the reply).
+		first, _, _ := strings.Cut(rerr.Error(), " ")
+		if strings.HasPrefix(text, "failed to authenticate") || strings.HasPrefix(text, "failed to ") && authRefusal(rerr.Error()) {
 			return hostfuncs.CodeAuth, text
 		}
-		first, _, _ := strings.Cut(rerr.Error(), " ")
+		if strings.HasPrefix(text, "failed to ") && !contains(authPrefixes, first) {
+			return hostfuncs.CodeUnavailable, "the Redis server refused the connection: " + text
+		}
 		switch {
 		case first == "NOSCRIPT":
 			return hostfuncs.CodeNoScript, rerr.Error()

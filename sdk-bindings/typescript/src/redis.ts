@@ -218,14 +218,17 @@ export class RedisEval {
       ...(req.url.startsWith("rediss:") ? { tls: true as const } : {}),
     };
     const common = { RESP: 2 as const, disableOfflineQueue: true, disableClientInfo: true, socket };
+    // A password without a user is the default user's (hostfuncs/README.md, mcp_resume_eval): AUTH default <pw>,
+    // which a server whose default user needs no password accepts, as go-redis's HELLO does.
+    const u = new URL(req.url);
+    if (u.password !== "" && u.username === "") u.username = "default";
     let client: Client;
     if (req.cluster) {
-      const u = new URL(req.url);
       const auth = { ...(u.username ? { username: decodeURIComponent(u.username) } : {}), ...(u.password ? { password: decodeURIComponent(u.password) } : {}) };
       // Discovered nodes take only `defaults`: the credentials and TLS go there too.
       client = redis.createCluster({ rootNodes: [{ url: req.url }], defaults: { ...common, ...auth }, RESP: 2, useReplicas: false }) as unknown as Client;
     } else {
-      client = redis.createClient({ url: req.url, ...common }) as unknown as Client;
+      client = redis.createClient({ url: u.toString(), ...common }) as unknown as Client;
     }
     client.on("error", () => undefined); // each failure is answered to the plugin; an unheard 'error' would crash the process
     const entry: Entry = { client, connected: Promise.resolve(), failed: false };

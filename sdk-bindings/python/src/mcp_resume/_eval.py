@@ -179,6 +179,11 @@ class EvalClients:
             seconds = timeout_ms / 1000
             options: dict[str, Any] = {"socket_connect_timeout": seconds, "socket_timeout": seconds,
                                        "retry": Retry(NoBackoff(), 0), "retry_on_timeout": False, "protocol": 2}
+            parts = urllib.parse.urlsplit(url)
+            if parts.password and not parts.username:
+                # A password without a user is the default user's (README, mcp_resume_eval): AUTH default <pw>,
+                # which a server whose default user needs no password accepts, as go-redis's HELLO does.
+                options["username"] = "default"
             try:
                 if cluster:
                     # The cluster client's own retries (after a timeout, a broken connection, CLUSTERDOWN)
