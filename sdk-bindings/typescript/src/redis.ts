@@ -100,8 +100,8 @@ export function replyJson(r: unknown): unknown {
  * redirects too; none of them ran the script.
  */
 const UNAVAILABLE_REPLY = /^(LOADING|BUSY|CLUSTERDOWN|READONLY|MASTERDOWN|TRYAGAIN|MOVED|ASK)\b/;
-/** Server errors that refuse the URL's credentials (hostfuncs/README.md: `auth`, ABI 9). */
-const AUTH_REPLY = /^(NOAUTH|WRONGPASS)\b/;
+/** Server errors that refuse the URL's credentials (hostfuncs/README.md: `auth`, ABI 9); the last, a server older than 6's. */
+const AUTH_REPLY = /^(NOAUTH\b|WRONGPASS\b|ERR invalid password)/;
 
 /** The words of `e` (an AggregateError's inner messages, a system error's code when it has no message). */
 function words(e: unknown): string {

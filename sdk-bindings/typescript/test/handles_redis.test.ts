@@ -262,7 +262,7 @@ test("error replies by their prefix: NOSCRIPT noscript; NOAUTH, WRONGPASS auth; 
   const { ErrorReply } = await loadRedis();
   const code = (text: string) => evalError(new ErrorReply(text), ErrorReply, []).code;
   assert.equal(code("NOSCRIPT No matching script. Please use EVAL."), "noscript");
-  for (const p of ["NOAUTH Authentication required.", "WRONGPASS invalid username-password pair"]) assert.equal(code(p), "auth", p);
+  for (const p of ["NOAUTH Authentication required.", "WRONGPASS invalid username-password pair", "ERR invalid password"]) assert.equal(code(p), "auth", p);
   for (const p of ["LOADING Redis is loading the dataset in memory", "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.", "CLUSTERDOWN The cluster is down", "READONLY You can't write against a read only replica.", "MASTERDOWN Link with MASTER is down", "TRYAGAIN Multiple keys request during rehashing of slot", "MOVED 3999 127.0.0.1:6381", "ASK 3999 127.0.0.1:6381"]) assert.equal(code(p), "unavailable", p);
   for (const p of ["NOPERM User u has no permissions to run the 'eval' command", "CROSSSLOT Keys in request don't hash to the same slot"]) assert.equal(code(p), "script", p);
   const wrongtype = evalError(new ErrorReply("WRONGTYPE Operation against a key holding the wrong kind of value"), ErrorReply, []);
