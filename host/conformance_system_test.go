@@ -177,7 +177,8 @@ func (p *pinnedSystem) inspect(raw json.RawMessage) json.RawMessage {
 
 // fixtureFDs lists a fixture fd directory as the fds operation does: each
 // fd's target and the octal flags of its fdinfo file (-1 without one),
-// sorted by fd, only those whose target is in targets when given.
+// sorted by fd, only those whose target is in targets when given; an entry
+// gone meanwhile is skipped, any other readlink failure fails the listing.
 func fixtureFDs(dir string, targets []string) (any, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -190,7 +191,13 @@ func fixtureFDs(dir string, targets []string) (any, error) {
 			continue
 		}
 		target, err := os.Readlink(filepath.Join(dir, e.Name()))
-		if err != nil || targets != nil && !slices.Contains(targets, target) {
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // closed during the listing
+		}
+		if err != nil { // a link that cannot be read fails the op, as in primitives
+			return nil, err
+		}
+		if targets != nil && !slices.Contains(targets, target) {
 			continue
 		}
 		flags := -1

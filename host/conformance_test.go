@@ -185,7 +185,8 @@ func substitute(raw []byte, root string) []byte {
 
 func runCase(t *testing.T, raw []byte, backend string) {
 	ctx := context.Background()
-	// Step 1; on Redis, the run's server, emptied, as $REDIS_URL.
+	// Step 1; on Redis, the run's server, emptied, as $REDIS_URL and
+	// $REDIS_ADDR.
 	root := t.TempDir()
 	var rd *redistest.Server
 	namesRedis := bytes.Contains(raw, []byte("$REDIS_URL")) // the case names the server itself
@@ -193,6 +194,7 @@ func runCase(t *testing.T, raw []byte, backend string) {
 	case hostfuncs.BackendRedis:
 		rd = conformance.Redis(t)
 		raw = bytes.ReplaceAll(raw, []byte("$REDIS_URL"), []byte(rd.URL+"/0"))
+		raw = bytes.ReplaceAll(raw, []byte("$REDIS_ADDR"), []byte(rd.Addr))
 	case hostfuncs.BackendFile:
 	default:
 		t.Fatalf("unknown backend %q (file or redis)", backend)

@@ -65,10 +65,13 @@ const (
 	CodeStoreUnavailable = "store_unavailable"
 )
 
-// Reasons of Error.Reason with CodeHandleExpired.
+// Reasons of Error.Reason: ReasonIdle and ReasonMaxAge with
+// CodeHandleExpired; ReasonAuth with CodeStoreUnavailable when the Redis
+// server refused the state URL's credentials (FnEval answered CodeAuth).
 const (
 	ReasonIdle   = "idle"
 	ReasonMaxAge = "max_age"
+	ReasonAuth   = "auth"
 )
 
 // MaxPrincipalBytes is the longest principal, in UTF-8 bytes.

@@ -7,7 +7,7 @@ package hostfuncs
 // ABIVersion is the version of the contract between plugin and host. The
 // plugin returns it from its ExportABIVersion export; a host refuses a plugin
 // whose version differs from the one it implements.
-const ABIVersion = "8"
+const ABIVersion = "9"
 
 // Namespace is the Wasm import module of every host function. It is the
 // Extism default for user host functions.
@@ -77,9 +77,15 @@ const (
 	// scripting is off); Message holds the server's error text.
 	CodeScript = "script"
 	// CodeUnavailable: FnEval could not reach the server, or the
-	// connection broke, or the server refused it (connection refused or
-	// reset, a DNS or TLS failure, bad credentials, LOADING, CLUSTERDOWN).
+	// connection broke, or the server cannot run a script now (connection
+	// refused or reset, a DNS or TLS failure, LOADING, BUSY, CLUSTERDOWN,
+	// READONLY, MASTERDOWN, TRYAGAIN, a MOVED or ASK left after the
+	// client's redirects).
 	CodeUnavailable = "unavailable"
+	// CodeAuth: FnEval's server refused the URL's credentials: NOAUTH (a
+	// password is required and none was given), WRONGPASS, or any other
+	// failure of AUTH while connecting (ABI 9; before, unavailable).
+	CodeAuth = "auth"
 	// CodeTimeout: FnEval had no answer within the request's timeout_ms.
 	CodeTimeout = "timeout"
 )
@@ -92,7 +98,8 @@ type Error struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	// Reason (handle store exports only): why a handle expired,
-	// ReasonIdle or ReasonMaxAge, with CodeHandleExpired; "" otherwise.
+	// ReasonIdle or ReasonMaxAge, with CodeHandleExpired; ReasonAuth with
+	// CodeStoreUnavailable when Redis refused the credentials; "" otherwise.
 	Reason string `json:"reason,omitempty"`
 	// Generation (handle store exports only): the handle's current
 	// generation, with CodeConflict; 0 otherwise.

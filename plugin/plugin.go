@@ -14,8 +14,8 @@ package plugin
 
 import _ "embed"
 
-// Wasm is the plugin module (plugin.wasm), ABI version 8 (hostfuncs.ABIVersion): it imports the
-// ten host functions and exports mcp_resume_abi_version, open, load,
+// Wasm is the plugin module (plugin.wasm), ABI version 9 (hostfuncs.ABIVersion): it imports the
+// eleven host functions (hostfuncs.Functions) and exports mcp_resume_abi_version, open, load,
 // store, reject, names, list, prune, whoami and render (the resume store),
 // handles_open and handle_create, get, put, delete, touch, exists, list
 // and gc (the handle store), as described in hostfuncs/README.md.

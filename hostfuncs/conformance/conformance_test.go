@@ -1,10 +1,14 @@
 package conformance
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
+
+	"github.com/mcp-resume/mcp-resume/hostfuncs"
 )
 
 func TestReplaceVars(t *testing.T) {
@@ -62,5 +66,30 @@ func TestCorruptFiles(t *testing.T) {
 	}
 	if err := CorruptFiles(dir, root, "h-", "bogus"); err == nil {
 		t.Error("unknown mode: no error")
+	}
+}
+
+// TestRedisCasesPlantNoFiles: a case that runs on Redis has no files_before
+// (README.md, "files_before and age_days are file-backend fields"): its
+// Redis run would plant nothing and pin something else than its file run.
+func TestRedisCasesPlantNoFiles(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join("cases", "*.json"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no cases: %v", err)
+	}
+	for _, p := range paths {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c struct {
+			FilesBefore map[string]any `json:"files_before"`
+		}
+		if err := json.Unmarshal(raw, &c); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if len(c.FilesBefore) > 0 && slices.Contains(Backends(raw), hostfuncs.BackendRedis) {
+			t.Errorf("%s: runs on Redis (backends %v) but has files_before: make it \"backends\": [\"file\"]", p, Backends(raw))
+		}
 	}
 }

@@ -154,8 +154,11 @@ func (noRetryCmd) NoRetry() bool { return true }
 //     writes U+FFFD; arrays; an error inside an array as ReplyError);
 //   - CodeNoScript: EVALSHA named a script the server does not hold;
 //   - CodeScript: another error reply, its text (prefix kept) as the message;
-//   - CodeUnavailable: refused, reset, DNS, TLS, NOAUTH/WRONGPASS, LOADING,
-//     CLUSTERDOWN, READONLY, MASTERDOWN, a closed cache, ctx cancelled;
+//   - CodeAuth: NOAUTH, WRONGPASS, or AUTH failing while connecting, the
+//     server's text as the message;
+//   - CodeUnavailable: refused, reset, DNS, TLS, LOADING, BUSY, CLUSTERDOWN,
+//     READONLY, MASTERDOWN, TRYAGAIN, MOVED/ASK left after the redirects,
+//     a closed cache, ctx cancelled;
 //   - CodeTimeout: no reply within TimeoutMS (connecting included).
 //
 // Messages never hold the URL's user or password: go-redis's errors name
@@ -253,29 +256,47 @@ func convert(v any) hostfuncs.Reply {
 }
 
 // unavailablePrefixes are the error replies that say the server cannot run
-// anything now (or will not let us in), not that the script failed: the
-// contract's list, plus BUSY (another client's script holds the server) and
-// a cluster's MOVED, ASK and TRYAGAIN left over after go-redis's redirects
-// (a slot migrating): none of them ran the script.
-var unavailablePrefixes = []string{"NOAUTH", "WRONGPASS", "LOADING", "CLUSTERDOWN", "READONLY", "MASTERDOWN", "BUSY", "MOVED", "ASK", "TRYAGAIN"}
+// anything now, not that the script failed (hostfuncs/README.md,
+// "mcp_resume_eval", Errors): LOADING, BUSY (another client's script holds
+// the server), CLUSTERDOWN, READONLY, MASTERDOWN, TRYAGAIN (a slot
+// migrating), and a cluster's MOVED and ASK left over after go-redis's
+// redirects: none of them ran the script.
+var unavailablePrefixes = []string{"LOADING", "BUSY", "CLUSTERDOWN", "READONLY", "MASTERDOWN", "TRYAGAIN", "MOVED", "ASK"}
+
+// authPrefixes are the error replies that refuse the URL's credentials:
+// NOAUTH (a password is required and none was given) and WRONGPASS (a
+// wrong user or password; Redis 6 and later, Valkey).
+var authPrefixes = []string{"NOAUTH", "WRONGPASS"}
+
+// authRefusal reports whether reply, an error reply to AUTH, refuses the
+// credentials: NOAUTH, WRONGPASS, or a server older than 6's "ERR invalid
+// password".
+func authRefusal(reply string) bool {
+	first, _, _ := strings.Cut(reply, " ")
+	return contains(authPrefixes, first) || strings.Contains(strings.ToLower(reply), "invalid password")
+}
 
 // classify picks the error code of a failed call and its message.
 func classify(ctx context.Context, err error, timeout time.Duration) (code, msg string) {
 	text := err.Error()
 	var rerr redis.Error
 	if errors.As(err, &rerr) {
-		// An error reply. Failures while connecting (go-redis wraps the
-		// HELLO/AUTH answer as "failed to authenticate: ...") are the
-		// server refusing us, whatever their prefix.
-		if strings.HasPrefix(text, "failed to ") {
+		// An error reply. go-redis wraps the failures of connecting as
+		// "failed to authenticate: ..." (AUTH or HELLO: the server refused
+		// the credentials, whatever its prefix) or "failed to initialize
+		// connection options: ..." (AUTH, SELECT: judged by the reply).
+		first, _, _ := strings.Cut(rerr.Error(), " ")
+		if strings.HasPrefix(text, "failed to authenticate") || strings.HasPrefix(text, "failed to ") && authRefusal(rerr.Error()) {
+			return hostfuncs.CodeAuth, text
+		}
+		if strings.HasPrefix(text, "failed to ") && !contains(authPrefixes, first) {
 			return hostfuncs.CodeUnavailable, "the Redis server refused the connection: " + text
 		}
-		first, _, _ := strings.Cut(rerr.Error(), " ")
 		switch {
 		case first == "NOSCRIPT":
 			return hostfuncs.CodeNoScript, rerr.Error()
-		case first == "NOAUTH" || first == "WRONGPASS":
-			return hostfuncs.CodeUnavailable, "the Redis server refused the connection: " + rerr.Error()
+		case contains(authPrefixes, first):
+			return hostfuncs.CodeAuth, rerr.Error()
 		case contains(unavailablePrefixes, first):
 			return hostfuncs.CodeUnavailable, "the Redis server cannot run scripts now: " + rerr.Error()
 		}

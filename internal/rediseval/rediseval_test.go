@@ -225,6 +225,23 @@ func TestTimeoutBusyScriptRunsOnce(t *testing.T) {
 	}
 }
 
+// TestBusyIsUnavailable: while another client's script holds the server
+// past its busy threshold, the server answers BUSY without running the
+// script: unavailable (the contract's table), not script.
+func TestBusyIsUnavailable(t *testing.T) {
+	s := redistest.Start(t, redistest.Args("--lua-time-limit", "50"))
+	c := newClients(t)
+	busy := `local t = redis.call('TIME') local s = t[1]*1000000 + t[2]
+		while true do local n = redis.call('TIME') if n[1]*1000000 + n[2] - s > 800000 then break end end return 1`
+	resp, js := eval(t, c, hostfuncs.EvalRequest{URL: s.URL, Script: busy, TimeoutMS: 150})
+	wantCode(t, resp, js, hostfuncs.CodeTimeout)
+	resp, js = eval(t, c, hostfuncs.EvalRequest{URL: s.URL, Script: "return 2", TimeoutMS: 2000})
+	wantCode(t, resp, js, hostfuncs.CodeUnavailable)
+	if !strings.Contains(js, "BUSY") {
+		t.Errorf("message lacks the server's BUSY: %s", js)
+	}
+}
+
 func TestPasswordNeverInMessages(t *testing.T) {
 	const pass = "Pa55-w0rd-xyzzy"
 	s := redistest.Start(t, redistest.Password(pass))
@@ -239,8 +256,27 @@ func TestPasswordNeverInMessages(t *testing.T) {
 		"redis://" + s.Addr, // NOAUTH
 	} {
 		resp, js := eval(t, c, hostfuncs.EvalRequest{URL: u, Script: "return 1", TimeoutMS: 2000})
-		wantCode(t, resp, js, hostfuncs.CodeUnavailable)
+		wantCode(t, resp, js, hostfuncs.CodeAuth)
 		if strings.Contains(js, pass) || strings.Contains(js, "nosuchuser") {
+			t.Errorf("message quotes the URL's credentials: %s", js)
+		}
+		t.Logf("%s", js)
+	}
+}
+
+// TestAuthRefused: a server without a password refuses a user it does not
+// know (WRONGPASS): auth, not unavailable, and the message never quotes the
+// credentials.
+func TestAuthRefused(t *testing.T) {
+	s := redistest.Start(t)
+	c := newClients(t)
+	for _, u := range []string{
+		"redis://nosuchuser:s3cretpw@" + s.Addr + "/0",
+		"redis://nosuchuser:s3cretpw@" + s.Addr,
+	} {
+		resp, js := eval(t, c, hostfuncs.EvalRequest{URL: u, Script: "return 1", TimeoutMS: 2000})
+		wantCode(t, resp, js, hostfuncs.CodeAuth)
+		if strings.Contains(js, "s3cretpw") || strings.Contains(js, "nosuchuser") {
 			t.Errorf("message quotes the URL's credentials: %s", js)
 		}
 		t.Logf("%s", js)

@@ -21,12 +21,13 @@ const MaxReadLimit = hostfuncs.MaxReadLimit
 
 // prepareDir serves mcp_resume_prepare_dir (hostfuncs/README.md) on an
 // absolute, clean path, with no rule about owners or modes: "stat" (lstat,
-// or stat with follow) or "mkdir" (0700, one directory, only the state
-// directory open fixed or one of its ancestors).
+// or stat with follow: true or false, absent or null meaning false) or
+// "mkdir" (0700, one directory, only the state directory open fixed or one
+// of its ancestors; it does not read follow, whatever its value).
 func (f *Funcs) prepareDir(r struct {
 	Op     *string `json:"op"`
 	Path   *string `json:"path"`
-	Follow bool    `json:"follow"`
+	Follow any     `json:"follow"` // checked by stat only
 }) (any, *hostfuncs.Error) {
 	if r.Op == nil || r.Path == nil {
 		return nil, invalid(`mcp_resume_prepare_dir: request lacks "op" or "path"`)
@@ -38,8 +39,14 @@ func (f *Funcs) prepareDir(r struct {
 	switch *r.Op {
 	case hostfuncs.DirOpStat:
 		stat := os.Lstat
-		if r.Follow {
-			stat = os.Stat
+		switch v := r.Follow.(type) {
+		case nil:
+		case bool:
+			if v {
+				stat = os.Stat
+			}
+		default:
+			return nil, invalid(`"follow" must be true or false`)
 		}
 		info, err := stat(p)
 		if err != nil {

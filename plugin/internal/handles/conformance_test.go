@@ -105,6 +105,7 @@ func runConfCase(t *testing.T, name string, raw []byte, backend string) {
 	if redis {
 		rd = conformance.Redis(t)
 		raw = bytes.ReplaceAll(raw, []byte("$REDIS_URL"), []byte(rd.URL))
+		raw = bytes.ReplaceAll(raw, []byte("$REDIS_ADDR"), []byte(rd.Addr))
 		clients := &rediseval.Clients{}
 		t.Cleanup(func() { _ = clients.Close() })
 		h.Eval = func(r hostfuncs.EvalRequest) hostfuncs.EvalResponse { return clients.Eval(context.Background(), r) }

@@ -179,7 +179,9 @@ func (s *Store) eval(name string, keys, args []string) ([]hostfuncs.Reply, *host
 	return resp.Reply.Array, nil
 }
 
-// redisFailure words a failed mcp_resume_eval for the store's caller.
+// redisFailure words a failed mcp_resume_eval for the store's caller: always
+// store_unavailable (logged), with reason auth when the server refused the
+// credentials. The URL is shown as display, its password as ***.
 func (s *Store) redisFailure(err error) *hostfuncs.Error {
 	at := "the Redis server " + s.rd.display
 	msg := ""
@@ -187,6 +189,12 @@ func (s *Store) redisFailure(err error) *hostfuncs.Error {
 		msg = werr.Message
 	}
 	switch code(err) {
+	case hostfuncs.CodeAuth:
+		// Its own reason, so that a caller tells a wrong password from a
+		// server that is down: retrying or starting Redis will not help.
+		e := s.unavailable(at + " refused the credentials (" + msg + "): check the user and password in the URL (state_url or MCP_RESUME_STATE_URL)")
+		e.Reason = hostfuncs.ReasonAuth
+		return e
 	case hostfuncs.CodeUnavailable:
 		return s.unavailable(at + " cannot be reached: " + msg + "; check that it runs and that MCP_RESUME_STATE_URL names it")
 	case hostfuncs.CodeTimeout:

@@ -284,13 +284,15 @@ def redis_action(server: Any, call: dict[str, Any]) -> list[str]:
     return [] if keys else [f"redis action: no key matches {call['each_key']!r}"]
 
 
-def with_redis_url(doc: Any, url: str) -> Any:
-    """``doc`` with ``$REDIS_URL`` in every string replaced by ``url``."""
+def with_redis_url(doc: Any, url: str, port: int) -> Any:
+    """``doc`` with ``$REDIS_URL`` in every string replaced by ``url``, ``$REDIS_ADDR`` by ``127.0.0.1:<port>``."""
     if isinstance(doc, dict):
-        return {with_redis_url(k, url): with_redis_url(v, url) for k, v in doc.items()}
+        return {with_redis_url(k, url, port): with_redis_url(v, url, port) for k, v in doc.items()}
     if isinstance(doc, list):
-        return [with_redis_url(v, url) for v in doc]
-    return doc.replace("$REDIS_URL", url) if isinstance(doc, str) else doc
+        return [with_redis_url(v, url, port) for v in doc]
+    if isinstance(doc, str):
+        return doc.replace("$REDIS_URL", url).replace("$REDIS_ADDR", f"127.0.0.1:{port}")
+    return doc
 
 
 @pytest.mark.parametrize(("path", "backend"), RUNS, ids=[f"{p.stem}[{b}]" for p, b in RUNS])
@@ -309,7 +311,7 @@ def test_conformance(path: Path, backend: str, tmp_path: Path, request: pytest.F
         if case.get("store") == "handles" and "$REDIS_URL" not in path.read_text():
             case["open"] = dict(case.get("open", {"app": "conformance", "state_root": f"{root}/state"}))
             case["open"].setdefault("state_url", "$REDIS_URL")
-        case = with_redis_url(case, server.url)
+        case = with_redis_url(case, server.url, server.port)
     if any(c.get("action") == "hold_socket" for c in case.get("calls", [])) and not sys.platform.startswith("linux"):
         pytest.skip("hold_socket: abstract Unix sockets are a Linux rule")
     system = load_system(case.get("system"), root)

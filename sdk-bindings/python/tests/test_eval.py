@@ -3,8 +3,8 @@ pin, on a real ``redis-server``.
 
 A malformed request answers ``invalid_request`` with no connection made (a listening socket sees none); one
 client per (url, cluster, timeout), kept across calls and closed with the host functions (the server sees the
-connection go); a wrong password (``WRONGPASS``), no password (``NOAUTH``) and a write on a read-only replica
-(``READONLY``) answer ``unavailable``, never quoting the password; error replies keep their code (``ERR``),
+connection go); a wrong password (``WRONGPASS``) and no password (``NOAUTH``) answer ``auth`` (ABI 9), a write on a
+read-only replica (``READONLY``) ``unavailable``, never quoting the password; error replies keep their code (``ERR``),
 inside an array too; keys and arguments reach the server as UTF-8 bytes.
 """
 
@@ -98,19 +98,19 @@ def test_one_client_per_url_reused_and_closed(server: Any) -> None:
     assert code(ev(funcs, server.url, script="return 1")) == "invalid_request"
 
 
-def test_auth_failures_are_unavailable(server: Any, funcs: HostFunctions) -> None:
-    """An ACL user: the right password runs the script; a wrong one (WRONGPASS) answers unavailable without
-    the password in the message."""
+def test_auth_failures_are_auth(server: Any, funcs: HostFunctions) -> None:
+    """An ACL user: the right password runs the script; a wrong one (WRONGPASS) answers auth without the
+    password in the message."""
     server.client.execute_command("ACL", "SETUSER", "evaluser", "on", ">right-pw", "~*", "+@all")
     host = f"127.0.0.1:{server.port}"
     assert ev(funcs, f"redis://evaluser:right-pw@{host}/0", script="return 1") == {"reply": 1}
     answer = ev(funcs, f"redis://evaluser:wr0ng-s3cret@{host}/0", script="return 1")
-    assert code(answer) == "unavailable", answer
+    assert code(answer) == "auth", answer
     assert "wr0ng-s3cret" not in json.dumps(answer) and "evaluser" not in answer["error"]["message"]
 
 
-def test_noauth_and_readonly_are_unavailable(redis_server: Any, funcs: HostFunctions, tmp_path: Path) -> None:
-    """A server of its own with requirepass: no password (NOAUTH) answers unavailable; the same server made a
+def test_noauth_is_auth_and_readonly_unavailable(redis_server: Any, funcs: HostFunctions, tmp_path: Path) -> None:
+    """A server of its own with requirepass: no password (NOAUTH) answers auth; the same server made a
     replica (of a port nothing listens on): a script that writes (READONLY) answers unavailable, one that
     reads runs."""
     own: RedisServer = _start(tmp_path)  # redis_server: skipped, or failed, as without redis-server
@@ -118,7 +118,8 @@ def test_noauth_and_readonly_are_unavailable(redis_server: Any, funcs: HostFunct
         own.client.config_set("requirepass", "pw-of-its-own")
         url = f"redis://127.0.0.1:{own.port}/0"
         answer = ev(funcs, url, script="return 1")
-        assert code(answer) == "unavailable", answer
+        assert code(answer) == "auth", answer
+        assert answer["error"]["message"].startswith("NOAUTH"), answer
         own.client.execute_command("AUTH", "pw-of-its-own")
         own.client.execute_command("REPLICAOF", "127.0.0.1", "1")
         with_pw = f"redis://:pw-of-its-own@127.0.0.1:{own.port}/0"
@@ -126,6 +127,22 @@ def test_noauth_and_readonly_are_unavailable(redis_server: Any, funcs: HostFunct
         assert code(answer) == "unavailable", answer
         assert "pw-of-its-own" not in json.dumps(answer)
         assert ev(funcs, with_pw, script="return redis.call('GET', KEYS[1])", keys=["k"]) == {"reply": None}
+    finally:
+        own.stop()
+
+
+def test_busy_is_unavailable(redis_server: Any, funcs: HostFunctions, tmp_path: Path) -> None:
+    """While another client's script holds a server past its busy threshold (50 ms here), it answers BUSY
+    without running the script: unavailable, as in every host (README, mcp_resume_eval, Errors), not script."""
+    own: RedisServer = _start(tmp_path)  # redis_server: skipped, or failed, as without redis-server
+    try:
+        own.client.config_set("lua-time-limit", 50)
+        url = f"redis://127.0.0.1:{own.port}/0"
+        loop = ("local t = redis.call('TIME') local s = t[1]*1000000 + t[2] while true do local n = redis.call('TIME') "
+                "if n[1]*1000000 + n[2] - s > 800000 then break end end return 1")
+        assert code(ev(funcs, url, script=loop, timeout_ms=150)) == "timeout"
+        answer = ev(funcs, url, script="return 2")
+        assert code(answer) == "unavailable" and "BUSY" in answer["error"]["message"], answer
     finally:
         own.stop()
 

@@ -201,6 +201,18 @@ def test_refused_is_store_unavailable_at_once() -> None:
         assert "s3cretpw" not in str(e.value) and "***" in str(e.value)
 
 
+def test_refused_credentials_say_so(server: Any) -> None:
+    """A user the server does not know (WRONGPASS): StoreUnavailable saying the server refused the credentials
+    and to check the user and password in the URL, never "check that it runs", the password as ***."""
+    url = f"redis://nosuchuser:s3cretpw@127.0.0.1:{server.port}/0"
+    with HandleStore("redis-auth", state_url=url, timeout=2) as s:
+        with pytest.raises(StoreUnavailable) as e:
+            s.create("", b"x")
+    text = str(e.value)
+    assert "refused the credentials" in text and "check the user and password in the URL" in text, text
+    assert "check that it runs" not in text and "s3cretpw" not in text and "***" in text, text
+
+
 def test_silent_server_is_store_unavailable_within_the_deadline(silent: socket.socket) -> None:
     """A server that accepts but never answers: each call raises StoreUnavailable after the 300 ms deadline
     (not before, and well within 3 deadlines: no retry), and the next call tries again."""
@@ -250,7 +262,7 @@ def test_unreachable_never_blocks_the_loop(silent: socket.socket) -> None:
 def test_cluster_eval_routes_by_the_first_key(redis_cluster: Any) -> None:
     """mcp_resume_eval with cluster true sends each script to the node owning keys[0]'s slot: 30 hash tags,
     spread over the three masters, all run; the same requests without cluster, to the first node only, meet
-    MOVED (a script error) for the keys other nodes own."""
+    MOVED for the keys other nodes own, unavailable as in every host (the script did not run there)."""
     import logging  # noqa: PLC0415
 
     from mcp_resume._hostfuncs import HostFunctions  # noqa: PLC0415
@@ -268,7 +280,8 @@ def test_cluster_eval_routes_by_the_first_key(redis_cluster: Any) -> None:
                 doc = json.loads(funcs.call("mcp_resume_eval", json.dumps(req).encode()))
                 codes[cluster].append(doc["error"]["code"] if doc.get("error") else "ok")
         assert codes[True] == ["ok"] * 30, codes[True]
-        assert "script" in codes[False] and "ok" in codes[False], codes[False]
+        assert "unavailable" in codes[False] and "ok" in codes[False], codes[False]
+        assert set(codes[False]) == {"unavailable", "ok"}, codes[False]
         owners = {n.port for n in redis_cluster.nodes if any(True for _ in n.client.scan_iter(match="{t*}a"))}
         assert len(owners) == 3, "the keys did not spread over the three masters"
     finally:

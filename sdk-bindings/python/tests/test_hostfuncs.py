@@ -1,4 +1,4 @@
-"""The host functions (hostfuncs/README.md, ABI 8) on the real system: real files, real /proc, real processes.
+"""The host functions (hostfuncs/README.md, ABI 9) on the real system: real files, real /proc, real processes.
 
 File functions: a name is one path element (no ``/``, NUL, ``.`` or ``..``, at
 most 255 bytes), symlinks are never followed, a FIFO never blocks, writes go

@@ -25,7 +25,7 @@ import { safeLog, type LogLevel, type Logger } from "./logger.js";
 import { EvalError, evalRequest, RedisEval } from "./redis.js";
 
 /** Version of the plugin/host contract this host implements. */
-export const ABI_VERSION = "8";
+export const ABI_VERSION = "9";
 
 /** Wasm import module of every host function (Extism's default for user functions). */
 export const NAMESPACE = "extism:host/user";
@@ -41,7 +41,7 @@ export const MAX_LOCK_WAIT_MS = 10_000;
 
 /** Error codes of the contract (hostfuncs/README.md, "Error codes"). */
 export type ErrorCode = "not_found" | "permission" | "unsupported" | "invalid_request" | "unsafe" | "busy" | "not_dir" | "exists" | "no_space" | "read_only" | "io"
-  | "noscript" | "script" | "unavailable" | "timeout";
+  | "noscript" | "script" | "auth" | "unavailable" | "timeout";
 
 /** errno names and their codes (hostfuncs/README.md, "Error codes"); any other errno is `io`. */
 const ERRNO_CODES: Record<string, ErrorCode> = {
@@ -432,8 +432,9 @@ export class HostFunctions {
       try {
         target = utf8(fs.readlinkSync(proc(`${pid}/fd/${n}`), { encoding: "buffer" }));
       } catch (e) {
-        if ((e as NodeJS.ErrnoException).code === "ENOENT") continue; // closed during the listing
-        throw osError(`readlink /proc/${pid}/fd/${n}`, e);
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code === "ENOENT" || code === "ESRCH") continue; // closed during the listing (or the process exited)
+        throw osError(`readlink /proc/${pid}/fd/${n}`, e); // EACCES and the rest: cannot tell, the whole op fails
       }
       if (targets != null && !(targets as string[]).includes(target)) continue;
       const m = /^flags:\s*([0-7]+)\s*$/m.exec(orElse(() => readFile(proc(`${pid}/fdinfo/${n}`), 4096).toString("latin1"), ""));
@@ -545,15 +546,17 @@ export class HostFunctions {
    * `mcp_resume_lock`: the lock file opened and checked first (anything but a regular file is `unsafe`, with or
    * without a socket, as in every host), then on Linux the socket: held by this store → done; what
    * {@link lockAhead} found for it when the call does not wait (the resume store's); else bound now by the process's lock
-   * worker, retried while busy for `wait` ms (sleeping 0.2 ms, doubling to 5 ms). Without a socket Node has no
-   * lock there (no flock), hence `unsupported`. On macOS `O_EXLOCK` (retried the same way), kept open.
+   * worker, retried while busy for `wait` ms (sleeping 0.2 ms, doubling to 5 ms); each retry is a whole try, the
+   * file opened and checked again first, as in the Go and Python hosts (a file replaced meanwhile answers at
+   * once). Without a socket Node has no lock there (no flock), hence `unsupported`. On macOS `O_EXLOCK`
+   * (retried the same way), kept open.
    */
   #lock(file: string, socket: string, wait: number): void {
     const darwin = process.platform === "darwin";
     if (process.platform !== "linux" && !darwin) throw new HostError("unsupported", `no lock on ${process.platform}`);
     if (darwin && this.#held.has(file)) return; // a second O_EXLOCK open would conflict with our own
     const deadline = performance.now() + wait;
-    const fd = sys(`lock ${file}`, () => {
+    const open = (): number => sys(`lock ${file}`, () => {
       for (let pause = 0.2; ; pause = Math.min(pause * 2, 5)) {
         try {
           return fs.openSync(file, O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | (darwin ? O_EXLOCK_DARWIN : 0), 0o600);
@@ -566,12 +569,18 @@ export class HostFunctions {
         }
       }
     });
-    try {
-      regular(file)(sys(`fstat ${file}`, () => fs.fstatSync(fd)));
-    } catch (e) {
-      fs.closeSync(fd);
-      throw e;
-    }
+    /** Opens and checks the file: its descriptor, or throws (closed) when it is not a regular file. */
+    const checked = (): number => {
+      const fd = open();
+      try {
+        regular(file)(sys(`fstat ${file}`, () => fs.fstatSync(fd)));
+      } catch (e) {
+        fs.closeSync(fd);
+        throw e;
+      }
+      return fd;
+    };
+    const fd = checked();
     if (darwin) return void this.#held.set(file, fd);
     fs.closeSync(fd);
     if (socket === "") throw new HostError("unsupported", `lock ${file}: Node locks only through the abstract socket on Linux (no flock), and the request names none`);
@@ -588,6 +597,7 @@ export class HostFunctions {
       const left = deadline - performance.now();
       if (left <= 0) throw new HostError("busy", `lock ${file}: held by another server instance${wait > 0 ? ` (waited ${wait} ms)` : ""}`);
       sleepSync(Math.min(pause, left));
+      fs.closeSync(checked()); // the next try is a whole one: the file may have been replaced meanwhile
     }
   }
 

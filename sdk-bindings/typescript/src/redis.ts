@@ -51,8 +51,8 @@ export const MAX_EVAL_TIMEOUT_MS = 60_000;
 
 /** An `mcp_resume_eval` failure: the wire's code and a message that never holds the URL. */
 export class EvalError extends Error {
-  /** @param code - `invalid_request`, `unsupported`, `noscript`, `script`, `unavailable` or `timeout`. */
-  constructor(readonly code: "invalid_request" | "unsupported" | "noscript" | "script" | "unavailable" | "timeout", message: string) {
+  /** @param code - `invalid_request`, `unsupported`, `noscript`, `script`, `auth`, `unavailable` or `timeout`. */
+  constructor(readonly code: "invalid_request" | "unsupported" | "noscript" | "script" | "auth" | "unavailable" | "timeout", message: string) {
     super(message);
   }
 }
@@ -94,8 +94,14 @@ export function replyJson(r: unknown): unknown {
   return String(r);
 }
 
-/** Server errors that mean "cannot serve now" (hostfuncs/README.md: `unavailable`), not a script failure. */
-const UNAVAILABLE_REPLY = /^(NOAUTH|WRONGPASS|LOADING|CLUSTERDOWN|READONLY|MASTERDOWN|TRYAGAIN)\b/;
+/**
+ * Server errors that mean "cannot serve now" (hostfuncs/README.md: `unavailable`), not a script failure: BUSY
+ * (another client's script holds the server), TRYAGAIN, and a MOVED or ASK left after the cluster client's
+ * redirects too; none of them ran the script.
+ */
+const UNAVAILABLE_REPLY = /^(LOADING|BUSY|CLUSTERDOWN|READONLY|MASTERDOWN|TRYAGAIN|MOVED|ASK)\b/;
+/** Server errors that refuse the URL's credentials (hostfuncs/README.md: `auth`, ABI 9); the last, a server older than 6's. */
+const AUTH_REPLY = /^(NOAUTH\b|WRONGPASS\b|ERR invalid password)/;
 
 /** The words of `e` (an AggregateError's inner messages, a system error's code when it has no message). */
 function words(e: unknown): string {
@@ -107,12 +113,14 @@ function words(e: unknown): string {
 
 /**
  * The failure `e` of node-redis as an {@link EvalError}: an error reply `NOSCRIPT` → `noscript`, one of
+ * {@link AUTH_REPLY} → `auth` (also when the reconnect strategy gave up on one), one of
  * {@link UNAVAILABLE_REPLY} → `unavailable`, any other → `script` (the server's text, prefix kept); anything
  * else (refused, reset, DNS, TLS, offline, closed) → `unavailable`. `secrets` are cut out of the message.
  */
 export function evalError(e: unknown, ErrorReply: Redis["ErrorReply"], secrets: string[]): EvalError {
   let text = words(e);
   for (const s of secrets) if (s.length >= 3) text = text.replaceAll(s, "***");
+  if (AUTH_REPLY.test(text)) return new EvalError("auth", text);
   if (e instanceof ErrorReply && !(e as { socketError?: unknown }).socketError) {
     if (text.startsWith("NOSCRIPT")) return new EvalError("noscript", text);
     if (!UNAVAILABLE_REPLY.test(text)) return new EvalError("script", text);
@@ -155,8 +163,9 @@ export class RedisEval {
    * Runs one validated request.
    *
    * @returns the reply converted by {@link replyJson}.
-   * @throws {@link EvalError}: `noscript`, `script`, `unavailable`, `timeout` (no reply within `timeoutMs`,
-   *   connecting included; the command is not resent and its client is dropped).
+   * @throws {@link EvalError}: `invalid_request` (a URL node-redis refuses to parse), `noscript`, `script`,
+   *   `auth` (NOAUTH, WRONGPASS), `unavailable`, `timeout` (no reply within `timeoutMs`, connecting included;
+   *   the command is not resent and its client is dropped, so its late reply is never read as another's).
    */
   async eval(req: EvalRequest): Promise<unknown> {
     const deadline = performance.now() + req.timeoutMs;
@@ -179,6 +188,7 @@ export class RedisEval {
         return req.sha1 !== undefined ? e.client.evalSha(req.sha1, options) : e.client.eval(req.script!, options);
       }));
     } catch (err) {
+      if (err instanceof EvalError) throw err;
       if (err === TIMED_OUT) {
         this.#drop(key); // its reply may still come: never read it, never resend
         throw new EvalError("timeout", `redis: no reply within ${req.timeoutMs} ms`);
@@ -196,6 +206,11 @@ export class RedisEval {
 
   /** A new client for `req` (node or cluster), connecting; its connect failure marks it failed. */
   #create(redis: Redis, key: string, req: EvalRequest): Entry {
+    try {
+      redis.RedisClient.parseURL(req.url); // what createClient and the cluster's root node would refuse
+    } catch (e) {
+      throw new EvalError("invalid_request", `the url is not one node-redis accepts: ${evalError(e, redis.ErrorReply, secretsOf(req.url)).message.replace(/^redis: /, "")}`);
+    }
     const socket = {
       connectTimeout: req.timeoutMs,
       // Bounded: three reconnects (50, 100, 200 ms), then the client gives up and the next call starts over.
@@ -203,14 +218,17 @@ export class RedisEval {
       ...(req.url.startsWith("rediss:") ? { tls: true as const } : {}),
     };
     const common = { RESP: 2 as const, disableOfflineQueue: true, disableClientInfo: true, socket };
+    // A password without a user is the default user's (hostfuncs/README.md, mcp_resume_eval): AUTH default <pw>,
+    // which a server whose default user needs no password accepts, as go-redis's HELLO does.
+    const u = new URL(req.url);
+    if (u.password !== "" && u.username === "") u.username = "default";
     let client: Client;
     if (req.cluster) {
-      const u = new URL(req.url);
       const auth = { ...(u.username ? { username: decodeURIComponent(u.username) } : {}), ...(u.password ? { password: decodeURIComponent(u.password) } : {}) };
       // Discovered nodes take only `defaults`: the credentials and TLS go there too.
       client = redis.createCluster({ rootNodes: [{ url: req.url }], defaults: { ...common, ...auth }, RESP: 2, useReplicas: false }) as unknown as Client;
     } else {
-      client = redis.createClient({ url: req.url, ...common }) as unknown as Client;
+      client = redis.createClient({ url: u.toString(), ...common }) as unknown as Client;
     }
     client.on("error", () => undefined); // each failure is answered to the plugin; an unheard 'error' would crash the process
     const entry: Entry = { client, connected: Promise.resolve(), failed: false };

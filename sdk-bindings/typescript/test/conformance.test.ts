@@ -343,7 +343,7 @@ describe("conformance", () => {
       roots.push(root);
       const euid = String(process.geteuid?.() ?? -1);
       const subst = (text: string): string =>
-        text.replaceAll('"$EUID"', euid).replaceAll("$EUID", euid).replaceAll("$ROOT", root).replaceAll("$REDIS_URL", redis?.url ?? "redis://127.0.0.1:1/0");
+        text.replaceAll('"$EUID"', euid).replaceAll("$EUID", euid).replaceAll("$ROOT", root).replaceAll("$REDIS_URL", redis?.url ?? "redis://127.0.0.1:1/0").replaceAll("$REDIS_ADDR", `127.0.0.1:${redis?.port ?? 1}`);
       const c = JSON.parse(subst(raw)) as Case;
       // A Redis run of a case written for both backends: no file checks.
       if (onRedis && c.store === "handles" && c.backends === undefined) for (const k of ["files_before", "files_after", "files_after_count", "files_exclude", "state_dir_after"] as const) delete c[k];

@@ -187,7 +187,7 @@ await s.create("", new Uint8Array(1)); process.stderr.write("created\\n");`;
   });
 });
 
-test("a server with a password: the right one works end to end; a wrong one is unavailable, and no password reaches a message", async (t) => {
+test("a server with a password: the right one works end to end; a wrong one or none is auth (the store: StoreUnavailable saying the server refused the credentials), and no password reaches a message", async (t) => {
   const own = await startRedis(undefined, ["--requirepass", "rightpw-1"], "rightpw-1");
   if (!own) return t.skip("no redis-server on PATH");
   const f = new HostFunctions({ logger: quiet });
@@ -196,8 +196,11 @@ test("a server with a password: the right one works end to end; a wrong one is u
     const ask = async (u: string) => JSON.parse(Buffer.from(await f.callAsync("mcp_resume_eval", Buffer.from(JSON.stringify({ url: u, script: "return 1", keys: [], args: [], timeout_ms: 2000 })))).toString());
     assert.deepEqual(await ask(url("rightpw-1")), { reply: 1 });
     const wrong = await ask(url("wrongpw-2"));
-    assert.equal(wrong.error?.code, "unavailable", JSON.stringify(wrong));
+    assert.equal(wrong.error?.code, "auth", JSON.stringify(wrong));
     assert.ok(!JSON.stringify(wrong).includes("wrongpw-2"), JSON.stringify(wrong));
+    const none = await ask(`redis://127.0.0.1:${own.port}/0`);
+    assert.equal(none.error?.code, "auth", JSON.stringify(none));
+    assert.match(none.error?.message ?? "", /^NOAUTH/);
     const lines: string[] = [];
     const add = (m: string, x?: LogFields) => lines.push(`${m} ${JSON.stringify(x ?? {})}`);
     const store = await HandleStore.open("hs-auth", { stateUrl: url("rightpw-1"), logger: { debug: add, info: add, warn: add, error: add } });
@@ -208,6 +211,7 @@ test("a server with a password: the right one works end to end; a wrong one is u
     const bad = await HandleStore.open("hs-auth", { stateUrl: url("wrongpw-2"), logger: { debug: add, info: add, warn: add, error: add } });
     const e = await bad.create("", enc.encode("x")).then(() => assert.fail("created with a wrong password"), (x: unknown) => x as Error);
     assert.ok(e instanceof StoreUnavailable && !e.message.includes("wrongpw-2"), String(e));
+    assert.match(e.message, /refused the credentials .*check the user and password in the URL/);
     await bad.close();
     assert.ok(lines.every((l) => !l.includes("rightpw-1") && !l.includes("wrongpw-2")), lines.join("\n"));
   } finally {
@@ -254,11 +258,13 @@ test("worker mode with files: the synchronous host functions (files, the shard l
   }
 });
 
-test("error replies by their prefix: NOSCRIPT noscript; NOAUTH, WRONGPASS, LOADING, CLUSTERDOWN, READONLY, MASTERDOWN unavailable; others script, text kept; secrets cut", async () => {
+test("error replies by their prefix: NOSCRIPT noscript; NOAUTH, WRONGPASS auth; LOADING, BUSY, CLUSTERDOWN, READONLY, MASTERDOWN, TRYAGAIN, MOVED, ASK unavailable; others (NOPERM, CROSSSLOT) script, text kept; secrets cut", async () => {
   const { ErrorReply } = await loadRedis();
   const code = (text: string) => evalError(new ErrorReply(text), ErrorReply, []).code;
   assert.equal(code("NOSCRIPT No matching script. Please use EVAL."), "noscript");
-  for (const p of ["NOAUTH Authentication required.", "WRONGPASS invalid username-password pair", "LOADING Redis is loading the dataset in memory", "CLUSTERDOWN The cluster is down", "READONLY You can't write against a read only replica.", "MASTERDOWN Link with MASTER is down"]) assert.equal(code(p), "unavailable", p);
+  for (const p of ["NOAUTH Authentication required.", "WRONGPASS invalid username-password pair", "ERR invalid password"]) assert.equal(code(p), "auth", p);
+  for (const p of ["LOADING Redis is loading the dataset in memory", "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.", "CLUSTERDOWN The cluster is down", "READONLY You can't write against a read only replica.", "MASTERDOWN Link with MASTER is down", "TRYAGAIN Multiple keys request during rehashing of slot", "MOVED 3999 127.0.0.1:6381", "ASK 3999 127.0.0.1:6381"]) assert.equal(code(p), "unavailable", p);
+  for (const p of ["NOPERM User u has no permissions to run the 'eval' command", "CROSSSLOT Keys in request don't hash to the same slot"]) assert.equal(code(p), "script", p);
   const wrongtype = evalError(new ErrorReply("WRONGTYPE Operation against a key holding the wrong kind of value"), ErrorReply, []);
   assert.equal(wrongtype.code, "script");
   assert.match(wrongtype.message, /^WRONGTYPE /);

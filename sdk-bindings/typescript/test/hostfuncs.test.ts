@@ -1,4 +1,4 @@
-// The host functions as OS primitives (hostfuncs/README.md, ABI 8), called
+// The host functions as OS primitives (hostfuncs/README.md, ABI 9), called
 // natively on real files, the real /proc and real processes; the conformance
 // suite runs the same code under the plugin. PinnedHost (test code) maps
 // /proc into a temporary tree or pins another system where the real one

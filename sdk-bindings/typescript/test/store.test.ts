@@ -417,7 +417,7 @@ describe("shipped plugin", () => {
     assert.ok(!imports.some((i) => i.name === "get_log_level"));
     assert.deepEqual(imports.filter((i) => i.module === NAMESPACE).map((i) => i.name).sort(), [...FUNCTIONS].sort());
     assert.equal(FUNCTIONS.length, 11);
-    assert.equal(ABI_VERSION, "8");
+    assert.equal(ABI_VERSION, "9");
   });
 });
 
@@ -449,7 +449,7 @@ describe("Extism 1.0.3 traps", () => {
   });
   test("ABI mismatch: PluginError naming both versions; pdk.Log reaches our logger, not stdout", async () => {
     const { logger, lines } = capture();
-    await assert.rejects(loadStore(logger, tpOld), (e: unknown) => e instanceof PluginError && e.code === "plugin_unusable" && e.message.includes(`plugin ABI version "4", this host implements "8"`));
+    await assert.rejects(loadStore(logger, tpOld), (e: unknown) => e instanceof PluginError && e.code === "plugin_unusable" && e.message.includes(`plugin ABI version "4", this host implements "9"`));
     assert.deepEqual(lines, [{ level: "warn", message: "testplugin: ABI version asked", fields: { event: "extism_log" } }]);
   });
   test("the guest's stdout never reaches the process's stdout, even with EXTISM_ENABLE_WASI_OUTPUT set, which the bare SDK honours", async () => {

@@ -32,12 +32,16 @@ __all__ = ["EvalClients", "MAX_TIMEOUT_MS"]
 #: The largest ``timeout_ms`` (Go ``hostfuncs.MaxEvalTimeoutMS``); the smallest is 1.
 MAX_TIMEOUT_MS = 60000
 _SHA1 = re.compile(r"[0-9a-f]{40}")
-#: Errors meaning no connection could be made or it broke (README: refused, reset, DNS, TLS, NOAUTH/WRONGPASS,
-#: LOADING, CLUSTERDOWN, READONLY, MASTERDOWN). AuthenticationError and BusyLoadingError are ConnectionErrors,
-#: MasterDownError a ClusterDownError; TRYAGAIN (a slot moving) and the cluster client's own failures (no
-#: node reachable, a slot no node serves) count too. Order matters: TimeoutError is caught before these.
-_UNAVAILABLE = (rex.ConnectionError, rex.ClusterDownError, rex.ReadOnlyError, rex.TryAgainError,
+#: Errors meaning no connection could be made or it broke, or the server cannot run a script now (README:
+#: refused, reset, DNS, TLS, LOADING, BUSY, CLUSTERDOWN, READONLY, MASTERDOWN, TRYAGAIN, a MOVED or ASK left after
+#: the cluster client's redirects). BusyLoadingError is a ConnectionError, MasterDownError a ClusterDownError,
+#: MovedError an AskError; the cluster client's own failures (no node reachable, a slot no node serves) count
+#: too. Order matters: TimeoutError and AuthenticationError (a ConnectionError: ``auth``) are caught first.
+_UNAVAILABLE = (rex.ConnectionError, rex.ClusterDownError, rex.ReadOnlyError, rex.TryAgainError, rex.AskError,
                 rex.RedisClusterException, rex.ClusterError, OSError)
+#: Error replies redis-py raises as a plain ResponseError that mean "cannot run a script now", not a failed
+#: script: BUSY (another client's script holds the server).
+_UNAVAILABLE_REPLY = ("BUSY ",)
 
 
 class _Answer(Exception):
@@ -67,6 +71,7 @@ def _request(doc: dict[str, Any]) -> tuple[str, bool, str | None, str | None, li
     url, cluster, sha1, script = doc.get("url"), doc.get("cluster"), doc.get("sha1"), doc.get("script")
     if not isinstance(url, str) or not url.startswith(("redis://", "rediss://")):
         raise _Answer("invalid_request", "mcp_resume_eval: url must be a string redis://... or rediss://...")
+    _check_url(url)
     if cluster is None:
         cluster = False
     if not isinstance(cluster, bool):
@@ -86,6 +91,22 @@ def _request(doc: dict[str, Any]) -> tuple[str, bool, str | None, str | None, li
     return url, cluster, sha1, script, keys, args, timeout
 
 
+def _check_url(url: str) -> None:
+    """Refuse, as ``invalid_request``, a URL no host's client library would use as given: a port that is not a
+    number from 1 to 65535, or a database path that is not decimal digits (redis-py alone would ignore it and
+    use database 0, where go-redis and node-redis refuse it: README, ``mcp_resume_eval``). No I/O."""
+    bad = _Answer("invalid_request", "mcp_resume_eval: url is not a Redis URL the client accepts "
+                  "(redis://[user:password@]host[:port][/db], port 1-65535, db digits)")
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError:
+        raise bad from None
+    db = parts.path[1:] if parts.path.startswith("/") else parts.path
+    if not parts.hostname or port == 0 or (db and not (db.isascii() and db.isdigit())):
+        raise bad
+
+
 def _secrets(url: str) -> list[str]:
     """The parts of ``url`` no message may show: its user and password (raw and percent-decoded)."""
     try:
@@ -94,7 +115,8 @@ def _secrets(url: str) -> list[str]:
     except ValueError:
         return []
     out = [s for s in found if s]
-    return [s for s in dict.fromkeys(out + [urllib.parse.unquote(s) for s in out]) if len(s) >= 2]
+    # Shorter than 3 bytes is left alone, as in the Go and Node hosts: replacing every "me" garbles the message.
+    return [s for s in dict.fromkeys(out + [urllib.parse.unquote(s) for s in out]) if len(s) >= 3]
 
 
 def _scrub(text: str, url: str) -> str:
@@ -157,6 +179,11 @@ class EvalClients:
             seconds = timeout_ms / 1000
             options: dict[str, Any] = {"socket_connect_timeout": seconds, "socket_timeout": seconds,
                                        "retry": Retry(NoBackoff(), 0), "retry_on_timeout": False, "protocol": 2}
+            parts = urllib.parse.urlsplit(url)
+            if parts.password and not parts.username:
+                # A password without a user is the default user's (README, mcp_resume_eval): AUTH default <pw>,
+                # which a server whose default user needs no password accepts, as go-redis's HELLO does.
+                options["username"] = "default"
             try:
                 if cluster:
                     # The cluster client's own retries (after a timeout, a broken connection, CLUSTERDOWN)
@@ -174,10 +201,11 @@ class EvalClients:
     def run(self, doc: dict[str, Any]) -> dict[str, Any]:
         """Serve one ``mcp_resume_eval`` request (a parsed JSON object): the request checked before any I/O, then
         ``EVALSHA`` (``sha1``) or ``EVAL`` (``script``) with ``keys`` and ``args``. Answers ``{"reply": ...}``
-        or an error: ``invalid_request`` (the request), ``noscript`` (NOSCRIPT), ``script`` (any other error
-        reply, its text with the error code), ``timeout`` (no reply within ``timeout_ms``), ``unavailable`` (no
-        connection, or it broke; refused, DNS, TLS, auth, LOADING, CLUSTERDOWN, READONLY, MASTERDOWN; or
-        this store closed). Never raises."""
+        or an error: ``invalid_request`` (the request, or a URL redis-py refuses), ``noscript`` (NOSCRIPT),
+        ``script`` (any other error reply, its text with the error code), ``auth`` (NOAUTH, WRONGPASS, AUTH
+        failing while connecting), ``timeout`` (no reply within ``timeout_ms``; the connection is dropped),
+        ``unavailable`` (no connection, or it broke; refused, DNS, TLS, LOADING, BUSY, CLUSTERDOWN, READONLY,
+        MASTERDOWN, TRYAGAIN, MOVED/ASK left after redirects; or this store closed). Never raises."""
         given = doc.get("url")
         url: str = given if isinstance(given, str) else ""
         try:
@@ -193,11 +221,20 @@ class EvalClients:
         except rex.NoScriptError:
             return {"error": {"code": "noscript", "message": "NOSCRIPT No matching script"}}
         except (rex.TimeoutError, TimeoutError) as e:
+            # redis-py closed the connection (it disconnects on a read timeout): the late reply is never read.
             return _Answer("timeout", _scrub(f"mcp_resume_eval: no reply within the deadline: {e}", url)).error
+        except rex.AuthenticationError as e:  # NOAUTH, WRONGPASS, AUTH failing while connecting
+            text = _error_text(e)
+            if not text.startswith(("NOAUTH", "WRONGPASS")):
+                text = f"AUTH failed: {text}"
+            return _Answer("auth", _scrub(text, url)).error
         except _UNAVAILABLE as e:
             return _Answer("unavailable", _scrub(f"mcp_resume_eval: server unavailable: {_error_text(e)}", url)).error
         except rex.ResponseError as e:
-            return _Answer("script", _scrub(_error_text(e), url)).error
+            text = _error_text(e)
+            if text.startswith(_UNAVAILABLE_REPLY):
+                return _Answer("unavailable", _scrub(f"mcp_resume_eval: server unavailable: {text}", url)).error
+            return _Answer("script", _scrub(text, url)).error
         except Exception as e:  # noqa: BLE001 - a host function never raises (the contract)
             return _Answer("unavailable", _scrub(f"mcp_resume_eval: {type(e).__name__}: {e}", url)).error
 

@@ -1,4 +1,4 @@
-"""The eleven host functions of the mcp-resume contract, ABI 8: OS primitives with no policy (POSIX), and
+"""The eleven host functions of the mcp-resume contract, ABI 9: OS primitives with no policy (POSIX), and
 ``mcp_resume_eval`` (one Lua script on Redis, in :mod:`mcp_resume._eval`).
 
 Requests, answers and error codes are ``hostfuncs/README.md``'s; the docstrings
@@ -35,7 +35,7 @@ from ._eval import EvalClients
 __all__ = ["ABI_VERSION", "FUNCTIONS", "NAMESPACE", "HostFunctions"]
 
 #: The version of the plugin/host contract this host implements (Go ``hostfuncs.ABIVersion``).
-ABI_VERSION = "8"
+ABI_VERSION = "9"
 #: Wasm import module of every host function (Go ``hostfuncs.Namespace``).
 NAMESPACE = "extism:host/user"
 #: Every host function name, in the order of the README.
@@ -631,7 +631,7 @@ class HostFunctions:
     def _eval(self, doc: dict[str, Any]) -> dict[str, Any]:
         """``mcp_resume_eval`` on this store's clients (:meth:`mcp_resume._eval.EvalClients.run`): the request
         checked before any I/O, one EVALSHA or EVAL, the reply as JSON or an error (``invalid_request``,
-        ``noscript``, ``script``, ``timeout``, ``unavailable``). Works without a state directory."""
+        ``noscript``, ``script``, ``auth``, ``timeout``, ``unavailable``). Works without a state directory."""
         return self._evals.run(doc)
 
     def _log(self, doc: dict[str, Any]) -> dict[str, Any]:
