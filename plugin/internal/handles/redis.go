@@ -63,13 +63,21 @@ func parseStateURL(raw string) (redisConn, *hostfuncs.Error) {
 	}
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok || scheme != "redis" && scheme != "rediss" {
-		if ok && len(scheme) < 16 && !strings.ContainsAny(scheme, "@:/") {
+		if ok && scheme != "" && len(scheme) < 16 && strings.Trim(scheme, "abcdefghijklmnopqrstuvwxyz0123456789+.-") == "" {
 			return bad("has the scheme " + strconv.Quote(scheme))
 		}
 		return bad("is not a Redis URL")
 	}
 	if strings.ContainsAny(rest, "#\x00\t\n\r ") {
 		return bad("holds a fragment, a space or a control character")
+	}
+	// The user info ends at the last '@' before the path or query. An '@'
+	// after a '/' or '?' means a password holding one of them unencoded
+	// (redis://default:6379/pa/ss@host): everything from there on may be
+	// the password, so from here no message quotes the path or the query
+	// unless it is plainly not user info.
+	if i := strings.IndexAny(rest, "/?"); i >= 0 && strings.IndexByte(rest[i:], '@') >= 0 {
+		return bad("has an '@' after a '/' or '?' (is a '/' or '?' of the password not percent-encoded as %2F or %3F?)")
 	}
 	rest, query, _ := strings.Cut(rest, "?")
 	authority, db, _ := strings.Cut(rest, "/")
@@ -81,7 +89,7 @@ func parseStateURL(raw string) (redisConn, *hostfuncs.Error) {
 		return bad("has no valid host[:port]")
 	}
 	if n, err := strconv.Atoi(db); db != "" && (err != nil || n < 0 || db[0] == '+' || db[0] == '-') {
-		return bad("has the path " + strconv.Quote(db) + ", not a database number")
+		return bad("has a path that is not a database number")
 	}
 	c := redisConn{}
 	switch query {
@@ -90,10 +98,13 @@ func parseStateURL(raw string) (redisConn, *hostfuncs.Error) {
 		c.cluster = true
 	default:
 		name, _, _ := strings.Cut(query, "=")
+		if len(name) == 0 || len(name) > 32 || strings.Trim(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != "" {
+			return bad("has a query other than cluster=true")
+		}
 		return bad("has the query parameter " + strconv.Quote(name) + ": the only one allowed is cluster=true")
 	}
 	if c.cluster && db != "" && db != "0" {
-		return redisConn{}, optionErr("a Redis Cluster has only database 0; state_url names database " + db)
+		return redisConn{}, optionErr("a Redis Cluster has only database 0; state_url names another")
 	}
 	path := ""
 	if db != "" {

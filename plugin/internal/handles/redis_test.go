@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"math/rand"
 	"strings"
 	"testing"
 
@@ -32,7 +33,8 @@ func TestParseStateURL(t *testing.T) {
 		"", "localhost:6379", "http://me:s3cret@h/0", "redis://", "redis://me:s3cret@/0", "redis://h:0", "redis://h:65536",
 		"redis://h:x", "redis://h/db", "redis://h/-1", "redis://h/0?timeout=1", "redis://h?cluster=true&x=1",
 		"redis://h/2?cluster=true", "redis://h/0#frag", "redis://h o/0", "redis://h:6379:1", "redis://[zz]:1",
-		"redis://me:s3cret@h/0?dial_timeout=3s",
+		"redis://me:s3cret@h/0?dial_timeout=3s", "redis://default:6379/s3cret@host:6379/0", "redis://default:6379/s3cret@host:6379/x",
+		"redis://u:pa?s3cret=1@h/0", "redis://h/0?s3cret=1@x",
 	}
 	for _, b := range bad {
 		_, werr := parseStateURL(b)
@@ -44,6 +46,45 @@ func TestParseStateURL(t *testing.T) {
 			t.Errorf("parseStateURL(%q) message quotes the password: %s", b, werr.Message)
 		}
 	}
+}
+
+// secretChars are the characters of FuzzParseStateURL's passwords: the
+// ones a password may hold, the URL's delimiters among them.
+const secretChars = "abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789/?:@%-._~!$&'()*+,;="
+
+// FuzzParseStateURL builds state URLs around a password drawn at random
+// (from the seed, so the fuzzer cannot place it elsewhere): scheme://,
+// then before, the password, '@', then after. Whatever the shape, well
+// formed or not (redis://default:6379/<password>@host:port/0 included), an
+// error message never holds the password, and neither does the redacted
+// form shown of a URL that parses when the password follows a ':'.
+func FuzzParseStateURL(f *testing.F) {
+	f.Add("redis", "default:", "host:6379/0", uint64(1))
+	f.Add("redis", "default:6379/", "host:6379/0", uint64(2))
+	f.Add("rediss", ":", "[::1]:7000?cluster=true", uint64(3))
+	f.Add("redis", "me:", "h/0?dial_timeout=3s", uint64(4))
+	f.Add("redis", "h/0?", "x", uint64(5))
+	f.Add("http", "u:", "h:1/2", uint64(6))
+	f.Add("redis", "default:", "h:1/x?cluster=true", uint64(7))
+	f.Fuzz(func(t *testing.T, scheme, before, after string, seed uint64) {
+		r := rand.New(rand.NewSource(int64(seed)))
+		b := make([]byte, 12)
+		for i := range b {
+			b[i] = secretChars[r.Intn(len(secretChars))]
+		}
+		secret := string(b)
+		raw := scheme + "://" + before + secret + "@" + after
+		c, werr := parseStateURL(raw)
+		if werr != nil {
+			if strings.Contains(werr.Message, secret) {
+				t.Errorf("parseStateURL(%q): the message quotes the password %q: %s", raw, secret, werr.Message)
+			}
+			return
+		}
+		if strings.HasSuffix(before, ":") && !strings.ContainsAny(before, "/?@") && strings.Contains(c.display, secret) {
+			t.Errorf("parseStateURL(%q): the display %q shows the password %q", raw, c.display, secret)
+		}
+	})
 }
 
 // redisStore opens a handle store of app on the conformance Redis.
