@@ -144,7 +144,7 @@ func (s *Store) begin(now int64, sweep bool) *hostfuncs.Error {
 	if s.ready {
 		return nil
 	}
-	if werr := resume.PrepareDir(s.call, s.set.StateDir, s.euid); werr != nil {
+	if werr := resume.PrepareDir(s.call, s.set.StateDir, s.set.StateRoot, s.euid); werr != nil {
 		return s.unavailable("the handle store's directory " + s.set.StateDir + " cannot be used: " + werr.Message)
 	}
 	if werr := s.readLayout(); werr != nil {

@@ -1,6 +1,8 @@
 package handles
 
 import (
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -321,5 +323,39 @@ func TestUnusableDirectoryAndFailedWrites(t *testing.T) {
 	}
 	if got := e.h.Events(); len(got) != 2 || got[0] != EventStoreUnavailable || got[1] != EventStoreUnavailable {
 		t.Errorf("events %v, want two %s", got, EventStoreUnavailable)
+	}
+}
+
+// TestWorldWritableStateRoot: a state root of this user with mode 0777 and
+// no sticky bit lets another user rename the app's directory away, so the
+// handle store refuses it (store_unavailable, naming the root and the chmod
+// that fixes it) and writes nothing; after that chmod the store works, and
+// so does a sticky 1777 root.
+func TestWorldWritableStateRoot(t *testing.T) {
+	h := testhost.New(t)
+	root := filepath.Join(h.Facts.Home, "state")
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(root, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	e := openOn(t, h, nil)
+	_, werr := e.s.Create(input(map[string]any{"principal": "alice", "value": []byte("v")}))
+	want := "run: chmod go-w " + root
+	if werr == nil || werr.Code != hostfuncs.CodeStoreUnavailable || !strings.Contains(werr.Message, "the state root "+root+", which has mode 0777") || !strings.HasSuffix(werr.Message, want) {
+		t.Fatalf("Create under a 0777 root: %v; want store_unavailable ending %q", werr, want)
+	}
+	if entries, _ := os.ReadDir(e.dir); len(entries) != 0 {
+		t.Errorf("files written under a refused root: %v", entries)
+	}
+	for _, mode := range []os.FileMode{0o755, 0o777 | os.ModeSticky} {
+		if err := os.Chmod(root, mode); err != nil {
+			t.Fatal(err)
+		}
+		e := openOn(t, h, nil)
+		if _, werr := e.s.Create(input(map[string]any{"principal": "alice", "value": []byte("v")})); werr != nil {
+			t.Errorf("Create under a root of mode %v: %v", mode, werr)
+		}
 	}
 }

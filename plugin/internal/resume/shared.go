@@ -15,9 +15,11 @@ func ReadRandom(b []byte) bool { return readRandom(b) }
 // PrepareDir creates the directory dir if missing (and its missing
 // parents, 0700) and judges it as the resume store judges its state
 // directory (prepareDir): a real directory owned by euid with no group or
-// other bits. The error is a *hostfuncs.Error worded by dir.go's rules.
-func PrepareDir(call Caller, dir string, euid int) *hostfuncs.Error {
-	s := &Store{call: call, cfg: Config{StateDir: dir}, facts: hostfuncs.Facts{EUID: euid}}
+// other bits, inside directories up to the state root root ("" for none)
+// that no group or other user may write in without the sticky bit. The
+// error is a *hostfuncs.Error worded by dir.go's rules.
+func PrepareDir(call Caller, dir, root string, euid int) *hostfuncs.Error {
+	s := &Store{call: call, cfg: Config{StateDir: dir, StateRoot: root}, facts: hostfuncs.Facts{EUID: euid}}
 	_, werr := s.prepareDir(true)
 	return werr
 }
