@@ -5,12 +5,14 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"math/rand"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
 	"github.com/mcp-resume/mcp-resume/hostfuncs/conformance"
 	"github.com/mcp-resume/mcp-resume/internal/rediseval"
+	"github.com/mcp-resume/mcp-resume/internal/redistest"
 	"github.com/mcp-resume/mcp-resume/plugin/internal/testhost"
 )
 
@@ -209,4 +211,66 @@ func TestRedisScriptsRefused(t *testing.T) {
 			t.Errorf("log line %+v holds the password", l)
 		}
 	}
+}
+
+// TestRedisMaxmemory: on a redis-server at its maxmemory with the policy
+// noeviction, a create answers store_unavailable and writes nothing, so
+// creates of 1 MiB values cannot grow the server past its limit; a read
+// of a handle made before still answers. (Redis refuses a script's writes
+// for memory only at its first write, and only when that command is one
+// that may grow memory: each growing script starts with such a command.)
+func TestRedisMaxmemory(t *testing.T) {
+	const limit = 64 << 20
+	rd := redistest.Start(t, redistest.Args("--maxmemory", "64mb", "--maxmemory-policy", "noeviction"))
+	s, _ := redisStore(t, rd.URL+"/0", "oom")
+	value := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("x", DefaultMaxValueBytes)))
+	first, werr := call(t, s, "handle_create", map[string]any{"principal": "alice", "value": value})
+	if werr != nil {
+		t.Fatal(werr)
+	}
+	refused := 0
+	for i := 0; i < 120; i++ {
+		_, werr := call(t, s, "handle_create", map[string]any{"principal": "alice", "value": value})
+		if werr == nil {
+			continue
+		}
+		if werr.Code != hostfuncs.CodeStoreUnavailable || !strings.Contains(werr.Message, "OOM") {
+			t.Fatalf("create %d: %v, want store_unavailable for OOM", i, werr)
+		}
+		refused++
+	}
+	used := usedMemory(t, rd)
+	if refused < 50 || used > limit+4<<20 {
+		t.Errorf("%d of 120 creates of 1 MiB refused, used_memory %d bytes; want most refused and at most the limit %d plus 4 MiB", refused, used, limit)
+	}
+	t.Logf("%d of 120 creates refused; used_memory %d bytes", refused, used)
+	if _, werr := call(t, s, "handle_get", map[string]any{"handle": first["handle"], "principal": "alice"}); werr != nil {
+		t.Errorf("get at maxmemory: %v", werr)
+	}
+	if _, werr := call(t, s, "handle_touch", map[string]any{"handle": first["handle"], "principal": "alice"}); werr != nil {
+		t.Errorf("touch at maxmemory: %v", werr)
+	}
+	if _, werr := call(t, s, "handle_put", map[string]any{"handle": first["handle"], "principal": "alice", "value": value}); werr == nil || werr.Code != hostfuncs.CodeStoreUnavailable {
+		t.Errorf("put at maxmemory: %v, want store_unavailable", werr)
+	}
+	if used := usedMemory(t, rd); used > limit+4<<20 {
+		t.Errorf("used_memory %d bytes after the reads and the put", used)
+	}
+}
+
+// usedMemory is the server's used_memory (INFO memory), in bytes.
+func usedMemory(t *testing.T, rd *redistest.Server) int64 {
+	t.Helper()
+	info, err := rd.Client().Info(context.Background(), "memory").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	t.Fatalf("no used_memory in %q", info)
+	return 0
 }
