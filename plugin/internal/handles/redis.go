@@ -56,10 +56,12 @@ type redisConn struct {
 // never quote the URL's user info. (Parsed here rather than with net/url,
 // which links fmt and would more than quadruple the plugin's growth; the
 // host's client library parses the URL again to connect.)
-func parseStateURL(raw string) (redisConn, *hostfuncs.Error) {
+// option is the name the caller knows the option by (state_url, StateURL,
+// stateUrl).
+func parseStateURL(raw, option string) (redisConn, *hostfuncs.Error) {
 	const want = "; give redis://[user:password@]host[:port][/db] or rediss://…, with ?cluster=true for a Redis Cluster node"
 	bad := func(what string) (redisConn, *hostfuncs.Error) {
-		return redisConn{}, optionErr("state_url " + what + want)
+		return redisConn{}, optionErr(option + " " + what + want)
 	}
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok || scheme != "redis" && scheme != "rediss" {
@@ -104,7 +106,7 @@ func parseStateURL(raw string) (redisConn, *hostfuncs.Error) {
 		return bad("has the query parameter " + strconv.Quote(name) + ": the only one allowed is cluster=true")
 	}
 	if c.cluster && db != "" && db != "0" {
-		return redisConn{}, optionErr("a Redis Cluster has only database 0; state_url names another")
+		return redisConn{}, optionErr("a Redis Cluster has only database 0; " + option + " names another")
 	}
 	path := ""
 	if db != "" {
@@ -201,7 +203,7 @@ func (s *Store) redisFailure(err error) *hostfuncs.Error {
 	case hostfuncs.CodeUnavailable:
 		return s.unavailable(at + " cannot be reached: " + msg + "; check that it runs and that MCP_RESUME_STATE_URL names it")
 	case hostfuncs.CodeTimeout:
-		return s.unavailable(at + " did not answer within " + msText(s.set.TimeoutMS) + " (a write may or may not have been applied); retry, or raise timeout_ms")
+		return s.unavailable(at + " did not answer within " + msText(s.set.TimeoutMS) + " (a write may or may not have been applied); retry, or raise " + s.set.Names.Option("timeout_ms"))
 	case hostfuncs.CodeScript:
 		low := strings.ToLower(msg)
 		if strings.Contains(low, "unknown command") || strings.Contains(low, "script") && (strings.Contains(low, "disabled") || strings.Contains(low, "engine")) {
@@ -317,11 +319,11 @@ func (s *Store) redisHandle(name string, r *request, more ...string) ([]hostfunc
 	case "not_found":
 		return nil, notFound()
 	case "evicted":
-		return nil, tombstoneErr(stateEvicted, num(out, 1), num(out, 2))
+		return nil, tombstoneErr(s.set.Names, stateEvicted, num(out, 1), num(out, 2))
 	case "expired_idle":
-		return nil, tombstoneErr(stateExpiredIdle, num(out, 1), num(out, 2))
+		return nil, tombstoneErr(s.set.Names, stateExpiredIdle, num(out, 1), num(out, 2))
 	case "expired_max_age":
-		return nil, tombstoneErr(stateExpiredMaxAge, num(out, 1), num(out, 2))
+		return nil, tombstoneErr(s.set.Names, stateExpiredMaxAge, num(out, 1), num(out, 2))
 	}
 	return nil, s.unavailable("the Redis server " + s.rd.display + " answered a script with the unknown status " + strconv.Quote(out[0].Str))
 }

@@ -26,7 +26,7 @@ func TestParseStateURL(t *testing.T) {
 		{"redis://h:1/3?cluster=false", "redis://h:1/3", "redis://h:1/3"},
 	}
 	for _, g := range good {
-		c, werr := parseStateURL(g.in)
+		c, werr := parseStateURL(g.in, "state_url")
 		if werr != nil || c.url != g.url || c.display != g.display {
 			t.Errorf("parseStateURL(%q) = %+v, %v; want url %q display %q", g.in, c, werr, g.url, g.display)
 		}
@@ -39,7 +39,7 @@ func TestParseStateURL(t *testing.T) {
 		"redis://u:pa?s3cret=1@h/0", "redis://h/0?s3cret=1@x",
 	}
 	for _, b := range bad {
-		_, werr := parseStateURL(b)
+		_, werr := parseStateURL(b, "state_url")
 		if werr == nil || werr.Code != hostfuncs.CodeInvalidOption {
 			t.Errorf("parseStateURL(%q) = %v, want invalid_option", b, werr)
 			continue
@@ -76,7 +76,7 @@ func FuzzParseStateURL(f *testing.F) {
 		}
 		secret := string(b)
 		raw := scheme + "://" + before + secret + "@" + after
-		c, werr := parseStateURL(raw)
+		c, werr := parseStateURL(raw, "state_url")
 		if werr != nil {
 			if strings.Contains(werr.Message, secret) {
 				t.Errorf("parseStateURL(%q): the message quotes the password %q: %s", raw, secret, werr.Message)

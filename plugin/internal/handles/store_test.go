@@ -359,3 +359,49 @@ func TestWorldWritableStateRoot(t *testing.T) {
 		}
 	}
 }
+
+// TestCallerNames: a store opened with a caller words the options and
+// operations its messages name as that language does (docs/API.md): the
+// open options, the per-call options of create and put, and the cap.
+func TestCallerNames(t *testing.T) {
+	for _, c := range []struct {
+		caller                           string
+		open, lifetime, expect, sizeWord string
+	}{
+		{"", "max_age_ms must be between 1 and 3153600000000, not 0", "idle_ttl_ms may only shorten the store's 1m0s: give 1 to 60000, not 120000", "generation must", "max_value_bytes"},
+		{"go", "MaxAge must be between 1ms and 876000h0m0s, not 0s", "WithIdleTTL may only shorten the store's 1m0s: give 1ms to 1m0s, not 2m0s", "IfGeneration must", "MaxValueBytes"},
+		{"python", "max_age must be between 1ms and 876000h0m0s, not 0s", "idle_ttl may only shorten the store's 1m0s: give 1ms to 1m0s, not 2m0s", "expect must", "max_value_bytes"},
+		{"typescript", "maxAgeMs must be between 1 and 3153600000000, not 0", "idleTtlMs may only shorten the store's 1m0s: give 1 to 60000, not 120000", "expect must", "maxValueBytes"},
+	} {
+		h := testhost.New(t)
+		in := map[string]any{"app": "conformance", "state_root": filepath.Join(h.Facts.Home, "state"), "max_age_ms": 0}
+		if c.caller != "" {
+			in["caller"] = c.caller
+		}
+		if _, werr := New(h.Call).Open(input(in)); werr == nil || werr.Code != hostfuncs.CodeInvalidOption || werr.Message != c.open {
+			t.Errorf("caller %q: open = %v, want %q", c.caller, werr, c.open)
+		}
+		opts := map[string]any{"idle_ttl_ms": 60000, "max_value_bytes": 4}
+		if c.caller != "" {
+			opts["caller"] = c.caller
+		}
+		e := openOn(t, h, opts)
+		_, werr := e.s.Create(input(map[string]any{"principal": "p", "value": []byte("v"), "idle_ttl_ms": 120000}))
+		if werr == nil || werr.Message != c.lifetime {
+			t.Errorf("caller %q: create = %v, want %q", c.caller, werr, c.lifetime)
+		}
+		_, werr = e.s.Create(input(map[string]any{"principal": "p", "value": []byte("too long")}))
+		if werr == nil || werr.Code != hostfuncs.CodeValueTooLarge || !strings.Contains(werr.Message, "the store's "+c.sizeWord+" 4;") {
+			t.Errorf("caller %q: create too large = %v, want it to name %s", c.caller, werr, c.sizeWord)
+		}
+		h2 := e.create("p", "v", 0)
+		_, werr = e.s.Put(input(map[string]any{"handle": h2, "principal": "p", "value": []byte("w"), "generation": 0}))
+		if werr == nil || !strings.HasPrefix(werr.Message, c.expect) {
+			t.Errorf("caller %q: put generation 0 = %v, want %q", c.caller, werr, c.expect)
+		}
+		_, werr = e.s.Put(input(map[string]any{"handle": h2, "principal": "p", "value": []byte("w"), "generation": "2"}))
+		if werr == nil || !strings.HasPrefix(werr.Message, c.expect+" be a whole number") {
+			t.Errorf("caller %q: put generation \"2\" = %v, want %q", c.caller, werr, c.expect)
+		}
+	}
+}

@@ -51,17 +51,19 @@ func Log(call Caller, level, event, msg, detail string) {
 }
 
 // OpenInputError is the error of an open input (open, handles_open) that
-// did not decode: an *hostfuncs.OptionError in its own words, code
-// invalid_app for the app and invalid_option for the rest; anything else
-// (not JSON, not an object) invalid_option, prefix then the decoder's
-// message.
-func OpenInputError(err error, prefix string) *hostfuncs.Error {
+// did not decode: an *hostfuncs.OptionError in its own words with the
+// option named by n, code invalid_app for the app and invalid_option for
+// the rest; anything else (not JSON, not an object) invalid_option, prefix
+// then the decoder's message.
+func OpenInputError(err error, prefix string, n Names) *hostfuncs.Error {
 	if oe, ok := err.(*hostfuncs.OptionError); ok {
 		code := hostfuncs.CodeInvalidOption
 		if oe.Option == "app" {
 			code = hostfuncs.CodeInvalidApp
 		}
-		return &hostfuncs.Error{Code: code, Message: oe.Error()}
+		named := *oe
+		named.Option = n.Option(oe.Option)
+		return &hostfuncs.Error{Code: code, Message: named.Error()}
 	}
 	return &hostfuncs.Error{Code: hostfuncs.CodeInvalidOption, Message: prefix + err.Error()}
 }
