@@ -8,7 +8,6 @@ package handles
 import (
 	"bytes"
 	"strconv"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
@@ -42,10 +41,8 @@ func (s *Store) parse(input []byte, needHandle, needValue bool, whole ...bool) (
 	if len(whole) == 0 || len(bytes.TrimSpace(input)) > 0 {
 		if werr := r.in.DecodeJSON(input); werr != nil {
 			// The decoder words a per-call option by its wire name first.
-			for _, w := range hostfuncs.HandleOptions {
-				if werr.Code == hostfuncs.CodeInvalidOption && strings.HasPrefix(werr.Message, w+" ") {
-					werr.Message = s.set.Names.CallOption(w) + werr.Message[len(w):]
-				}
+			if werr.Code == hostfuncs.CodeInvalidOption {
+				werr.Message = s.set.Names.CallOptionMessage(werr.Message)
 			}
 			return nil, werr
 		}

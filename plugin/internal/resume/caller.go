@@ -8,6 +8,7 @@ package resume
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
@@ -25,43 +26,43 @@ const (
 // host.HandleOptions), Python (a keyword argument) and TypeScript (a
 // member of the options object). The app is every language's first
 // argument, named app.
-var OptionNames = map[string][3]string{
-	"app":             {"app", "app", "app"},
-	"state_root":      {"StateRoot", "state_root", "stateRoot"},
-	"instance":        {"Instance", "instance", "instance"},
-	"launchers":       {"Launchers", "launchers", "launchers"},
-	"state_url":       {"StateURL", "state_url", "stateUrl"},
-	"timeout_ms":      {"Timeout", "timeout", "timeoutMs"},
-	"idle_ttl_ms":     {"IdleTTL", "idle_ttl", "idleTtlMs"},
-	"max_age_ms":      {"MaxAge", "max_age", "maxAgeMs"},
-	"tombstone_ms":    {"Tombstone", "tombstone", "tombstoneMs"},
-	"max_handles":     {"MaxHandles", "max_handles", "maxHandles"},
-	"max_value_bytes": {"MaxValueBytes", "max_value_bytes", "maxValueBytes"},
-	"lock_wait_ms":    {"LockWait", "lock_wait", "lockWaitMs"},
+var OptionNames = Table{
+	{"app", [3]string{"app", "app", "app"}},
+	{"state_root", [3]string{"StateRoot", "state_root", "stateRoot"}},
+	{"instance", [3]string{"Instance", "instance", "instance"}},
+	{"launchers", [3]string{"Launchers", "launchers", "launchers"}},
+	{"state_url", [3]string{"StateURL", "state_url", "stateUrl"}},
+	{"timeout_ms", [3]string{"Timeout", "timeout", "timeoutMs"}},
+	{"idle_ttl_ms", [3]string{"IdleTTL", "idle_ttl", "idleTtlMs"}},
+	{"max_age_ms", [3]string{"MaxAge", "max_age", "maxAgeMs"}},
+	{"tombstone_ms", [3]string{"Tombstone", "tombstone", "tombstoneMs"}},
+	{"max_handles", [3]string{"MaxHandles", "max_handles", "maxHandles"}},
+	{"max_value_bytes", [3]string{"MaxValueBytes", "max_value_bytes", "maxValueBytes"}},
+	{"lock_wait_ms", [3]string{"LockWait", "lock_wait", "lockWaitMs"}},
 }
 
 // CallOptionNames maps the per-call options of the handle operations
 // (hostfuncs.HandleOptions) by wire name to their names: Go's option
 // functions, Python's keyword arguments, TypeScript's option members.
-var CallOptionNames = map[string][3]string{
-	"generation":  {"IfGeneration", "expect", "expect"},
-	"idle_ttl_ms": {"WithIdleTTL", "idle_ttl", "idleTtlMs"},
-	"max_age_ms":  {"WithMaxAge", "max_age", "maxAgeMs"},
+var CallOptionNames = Table{
+	{"generation", [3]string{"IfGeneration", "expect", "expect"}},
+	{"idle_ttl_ms", [3]string{"WithIdleTTL", "idle_ttl", "idleTtlMs"}},
+	{"max_age_ms", [3]string{"WithMaxAge", "max_age", "maxAgeMs"}},
 }
 
 // OperationNames maps each export a user's call reaches by its wire name
 // to the function or method that makes it in each language.
-var OperationNames = map[string][3]string{
-	"open":          {"host.Open", "ResumeTokenStore", "ResumeTokenStore.open"},
-	"handles_open":  {"host.OpenHandles", "HandleStore", "HandleStore.open"},
-	"handle_create": {"Create", "create", "create"},
-	"handle_get":    {"Get", "get", "get"},
-	"handle_put":    {"Put", "put", "put"},
-	"handle_delete": {"Delete", "delete", "delete"},
-	"handle_touch":  {"Touch", "touch", "touch"},
-	"handle_exists": {"Exists", "exists", "exists"},
-	"handle_list":   {"List", "list", "list"},
-	"handle_gc":     {"GC", "gc", "gc"},
+var OperationNames = Table{
+	{"open", [3]string{"host.Open", "ResumeTokenStore", "ResumeTokenStore.open"}},
+	{"handles_open", [3]string{"host.OpenHandles", "HandleStore", "HandleStore.open"}},
+	{"handle_create", [3]string{"Create", "create", "create"}},
+	{"handle_get", [3]string{"Get", "get", "get"}},
+	{"handle_put", [3]string{"Put", "put", "put"}},
+	{"handle_delete", [3]string{"Delete", "delete", "delete"}},
+	{"handle_touch", [3]string{"Touch", "touch", "touch"}},
+	{"handle_exists", [3]string{"Exists", "exists", "exists"}},
+	{"handle_list", [3]string{"List", "list", "list"}},
+	{"handle_gc", [3]string{"GC", "gc", "gc"}},
 }
 
 // Names renders names for one caller. The zero Names is the wire's.
@@ -97,9 +98,30 @@ func NamesOf(input []byte) Names {
 	return n
 }
 
+// Table is a table of names: rows of a wire name and its names in Go,
+// Python and TypeScript. (A slice rather than a map: static data, which
+// keeps the guest small.)
+type Table []struct {
+	Wire  string
+	Names [3]string
+}
+
+// Lookup returns the names of wire, and whether the table has it.
+func (t Table) Lookup(wire string) ([3]string, bool) {
+	for _, r := range t {
+		if r.Wire == wire {
+			return r.Names, true
+		}
+	}
+	return [3]string{}, false
+}
+
 // pick looks wire up in table: its name for n's caller, else wire itself.
-func (n Names) pick(table map[string][3]string, wire string) string {
-	if row, ok := table[wire]; ok && n.col > 0 {
+// (Not inlined: the guest's size budget.)
+//
+//go:noinline
+func (n Names) pick(table Table, wire string) string {
+	if row, ok := table.Lookup(wire); ok && n.col > 0 {
 		return row[n.col-1]
 	}
 	return wire
@@ -111,6 +133,20 @@ func (n Names) Option(wire string) string { return n.pick(OptionNames, wire) }
 // CallOption is the caller's name of the per-call option wire
 // (CallOptionNames).
 func (n Names) CallOption(wire string) string { return n.pick(CallOptionNames, wire) }
+
+// CallOptionMessage rewrites msg, a decoder's message that may begin
+// with a per-call option's wire name ("generation must be a whole
+// number…"), to begin with the caller's name for it.
+//
+//go:noinline
+func (n Names) CallOptionMessage(msg string) string {
+	for _, r := range CallOptionNames {
+		if strings.HasPrefix(msg, r.Wire+" ") {
+			return n.CallOption(r.Wire) + msg[len(r.Wire):]
+		}
+	}
+	return msg
+}
 
 // Operation is the caller's name of the export wire (OperationNames).
 func (n Names) Operation(wire string) string { return n.pick(OperationNames, wire) }

@@ -17,9 +17,9 @@ import (
 // and every per-call option and every export a user reaches has one too:
 // adding an option to hostfuncs without naming it here fails.
 func TestNamesCoverEveryOption(t *testing.T) {
-	check := func(table map[string][3]string, wire []string, what string) {
+	check := func(table resume.Table, wire []string, what string) {
 		for _, w := range wire {
-			row, ok := table[w]
+			row, ok := table.Lookup(w)
 			if !ok {
 				t.Errorf("%s %q has no names (plugin/internal/resume/caller.go)", what, w)
 				continue
@@ -38,8 +38,8 @@ func TestNamesCoverEveryOption(t *testing.T) {
 		}
 	}
 	check(resume.OptionNames, open, "open option")
-	for w := range resume.OptionNames {
-		if !slices.Contains(open, w) {
+	for _, r := range resume.OptionNames {
+		if w := r.Wire; !slices.Contains(open, w) {
 			t.Errorf("OptionNames names %q, which no open input accepts", w)
 		}
 	}
@@ -67,9 +67,9 @@ func TestNamesFollowAPI(t *testing.T) {
 	if len(rows) < 10 {
 		t.Fatalf("found %d rows in docs/API.md's Options table", len(rows))
 	}
-	for w, names := range resume.OptionNames {
-		if w != "app" && !slices.Contains(rows, names) {
-			t.Errorf("%s is named %v, not a row of docs/API.md's Options table %v", w, names, rows)
+	for _, r := range resume.OptionNames {
+		if r.Wire != "app" && !slices.Contains(rows, r.Names) {
+			t.Errorf("%s is named %v, not a row of docs/API.md's Options table %v", r.Wire, r.Names, rows)
 		}
 	}
 }
