@@ -65,7 +65,7 @@ func parseStateURL(raw, option string) (redisConn, *hostfuncs.Error) {
 	}
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok || scheme != "redis" && scheme != "rediss" {
-		if ok && scheme != "" && len(scheme) < 16 && strings.Trim(scheme, "abcdefghijklmnopqrstuvwxyz0123456789+.-") == "" {
+		if ok && scheme != "" && len(scheme) < 16 && strings.Trim(scheme, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-") == "" {
 			return bad("has the scheme " + strconv.Quote(scheme))
 		}
 		return bad("is not a Redis URL")
