@@ -72,6 +72,7 @@ fuzz-smoke:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseHandle$$' -fuzztime 100000x ./plugin/internal/handles/
 	$(GO) test -run '^$$' -fuzz '^FuzzRecord$$' -fuzztime 50000x ./plugin/internal/handles/
 	$(GO) test -run '^$$' -fuzz '^FuzzIndex$$' -fuzztime 50000x ./plugin/internal/handles/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseStateURL$$' -fuzztime 100000x ./plugin/internal/handles/
 
 # The fault-injection suite (docs/RELIABILITY.md) against the Go, Python and
 # TypeScript example servers (about 3-5 minutes); it fails when the run's

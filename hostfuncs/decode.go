@@ -329,7 +329,7 @@ func (d *decoder) errorObj(p **Error) error {
 func (in *OpenInput) DecodeJSON(b []byte) error {
 	app := false
 	err := decodeObject(b, func(d *decoder, name string) error {
-		switch field(name, "app", "state_root", "instance", "launchers") {
+		switch field(name, OpenMembers...) {
 		case "app":
 			if d.d.PeekKind() == 'n' {
 				app = false
@@ -349,11 +349,28 @@ func (in *OpenInput) DecodeJSON(b []byte) error {
 			return member("instance", "a string", "", func() error { return d.str(&s) })
 		case "launchers":
 			return member("launchers", "a list of strings", `give a list of process names, e.g. ["my-wrapper"]`, func() error { return d.strings(&in.Launchers) })
+		case "caller":
+			return member("caller", "a string", "", func() error { return d.str(&in.Caller) })
 		}
 		return d.skip()
 	})
 	in.AppMissing = !app
 	return err
+}
+
+// CallerOf returns the caller member of an open input (ExportOpen or
+// ExportHandlesOpen) when it is a string, else "": it reads nothing else,
+// so an input that DecodeJSON refuses for another member still tells in
+// whose names to word that error.
+func CallerOf(b []byte) string {
+	c := ""
+	_ = decodeObject(b, func(d *decoder, name string) error {
+		if field(name, "caller") == "caller" && d.d.PeekKind() == '"' {
+			return d.str(&c)
+		}
+		return d.skip()
+	})
+	return c
 }
 
 // DecodeJSON sets w from the JSON input of ExportWhoami; empty input (no

@@ -52,11 +52,27 @@ type OpenInput struct {
 	// Launchers are extra launcher names, added to the defaults and to
 	// MCP_RESUME_LAUNCHERS.
 	Launchers []string `json:"launchers,omitempty"`
+	// Caller is the host's language, CallerGo, CallerPython or
+	// CallerTypeScript: the plugin's messages then name options and
+	// operations as that language does (plugin/README.md, "Names in
+	// messages"). Empty: the wire names of this contract. The plugin
+	// refuses any other value (invalid_option).
+	Caller string `json:"caller,omitempty"`
 	// AppMissing is set by DecodeJSON when the input has no app member or
 	// a null one (a host's None, null or undefined), so the error can say
 	// so rather than quote an empty name. Not part of the JSON.
 	AppMissing bool `json:"-"`
 }
+
+// The languages a host may give as the open inputs' caller.
+const (
+	CallerGo         = "go"
+	CallerPython     = "python"
+	CallerTypeScript = "typescript"
+)
+
+// OpenMembers are the members of OpenInput that DecodeJSON reads.
+var OpenMembers = []string{"app", "state_root", "instance", "launchers", "caller"}
 
 // OpenOutput is the output of ExportOpen.
 type OpenOutput struct {

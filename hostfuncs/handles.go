@@ -105,6 +105,8 @@ type HandlesOpenInput struct {
 	// TimeoutMS is the Redis backend's deadline per operation (1..60000
 	// ms). Zero: MCP_RESUME_STATE_TIMEOUT, else 2000.
 	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+	// Caller is the host's language, as OpenInput.Caller.
+	Caller string `json:"caller,omitempty"`
 	// AppMissing: as OpenInput.AppMissing. Not part of the JSON.
 	AppMissing bool `json:"-"`
 	// Given records which numeric members the input held (by JSON name),
@@ -232,6 +234,14 @@ type HandleGCOutput struct {
 // handlesOpenInts are the integer members of HandlesOpenInput, in order.
 var handlesOpenInts = []string{"idle_ttl_ms", "max_age_ms", "tombstone_ms", "max_handles", "max_value_bytes", "lock_wait_ms", "timeout_ms"}
 
+// HandlesOpenMembers are the members of HandlesOpenInput that DecodeJSON
+// reads.
+var HandlesOpenMembers = append([]string{"app", "state_root", "state_url", "caller"}, handlesOpenInts...)
+
+// HandleOptions are the members of HandleInput that a caller gives as a
+// per-call option (the rest are a call's arguments, or now_ms for tests).
+var HandleOptions = []string{"generation", "idle_ttl_ms", "max_age_ms"}
+
 // DecodeJSON sets in from the JSON input of ExportHandlesOpen. Errors: not
 // JSON or not an object; an *OptionError for a member of the wrong kind
 // (Option "app" for the app). A missing or null app sets AppMissing.
@@ -240,7 +250,7 @@ func (in *HandlesOpenInput) DecodeJSON(b []byte) error {
 	in.Given = map[string]bool{}
 	ints := []*int64{&in.IdleTTLMS, &in.MaxAgeMS, &in.TombstoneMS, &in.MaxHandles, &in.MaxValueBytes, &in.LockWaitMS, &in.TimeoutMS}
 	err := decodeObject(b, func(d *decoder, name string) error {
-		f := field(name, append([]string{"app", "state_root", "state_url"}, handlesOpenInts...)...)
+		f := field(name, HandlesOpenMembers...)
 		switch f {
 		case "app":
 			app = d.d.PeekKind() != 'n'
@@ -249,6 +259,8 @@ func (in *HandlesOpenInput) DecodeJSON(b []byte) error {
 			return member("state_root", "a string", "give an absolute path, or leave it out for the default", func() error { return d.str(&in.StateRoot) })
 		case "state_url":
 			return member("state_url", "a string", "give redis://host:port/db, or leave it out for the file backend", func() error { return d.str(&in.StateURL) })
+		case "caller":
+			return member("caller", "a string", "", func() error { return d.str(&in.Caller) })
 		}
 		for i, n := range handlesOpenInts {
 			if f == n {

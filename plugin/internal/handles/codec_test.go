@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/mcp-resume/mcp-resume/plugin/internal/resume"
 )
 
 // deriveKeys is HKDF-SHA256 with one info string per purpose: two apps
@@ -25,8 +27,8 @@ func TestDeriveKeysPerApp(t *testing.T) {
 }
 
 func TestInvalidHandleMessageSaysTheLength(t *testing.T) {
-	if !strings.Contains(msgInvalidHandle, " "+strconv.Itoa(HandleLen)+" characters") {
-		t.Errorf("%q does not give the handle length %d", msgInvalidHandle, HandleLen)
+	if msg := invalidHandle(resume.Names{}).Message; !strings.Contains(msg, " "+strconv.Itoa(HandleLen)+" characters") {
+		t.Errorf("%q does not give the handle length %d", msg, HandleLen)
 	}
 }
 

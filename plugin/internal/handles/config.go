@@ -5,6 +5,7 @@ package handles
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
@@ -57,6 +58,8 @@ type Settings struct {
 	// backend) and TimeoutMS its deadline per operation.
 	StateURL  string
 	TimeoutMS int64
+	// Names words options and operations in the caller's language.
+	Names resume.Names
 }
 
 // ShardsFor is the shard count of a new directory for maxHandles: the
@@ -76,11 +79,12 @@ func ShardsFor(maxHandles int64) int {
 // an option out of range or a bad environment value;
 // CodeStoreUnavailable when there is no state root (no home directory).
 func configure(in hostfuncs.HandlesOpenInput, f hostfuncs.Facts, factsOK bool) (Settings, *hostfuncs.Error) {
-	c, werr := resume.Configure(hostfuncs.OpenInput{App: in.App, StateRoot: in.StateRoot, AppMissing: in.AppMissing}, f, factsOK)
+	c, werr := resume.Configure(hostfuncs.OpenInput{App: in.App, StateRoot: in.StateRoot, Caller: in.Caller, AppMissing: in.AppMissing}, f, factsOK)
 	if werr != nil {
 		return Settings{}, werr
 	}
-	st := Settings{App: c.App, StateURL: in.StateURL}
+	n := c.Names
+	st := Settings{App: c.App, StateURL: in.StateURL, Names: n}
 	if st.StateURL == "" {
 		st.StateURL = f.Env[EnvStateURL]
 	}
@@ -99,7 +103,11 @@ func configure(in hostfuncs.HandlesOpenInput, f hostfuncs.Facts, factsOK bool) (
 		}
 		if in.Given[name] {
 			if v < min || v > max {
-				err = optionErr(name + " must be between " + strconv.FormatInt(min, 10) + " and " + strconv.FormatInt(max, 10) + ", not " + strconv.FormatInt(v, 10))
+				text := func(x int64) string { return strconv.FormatInt(x, 10) }
+				if strings.HasSuffix(name, "_ms") {
+					text = n.Duration
+				}
+				err = optionErr(n.Option(name) + " must be between " + text(min) + " and " + text(max) + ", not " + text(v))
 			}
 			return v
 		}

@@ -14,8 +14,11 @@ import (
 	"github.com/mcp-resume/mcp-resume/plugin/internal/resume"
 )
 
-// msgInvalidHandle is the message of invalid_handle (HandleLen characters).
-const msgInvalidHandle = "not a handle: a handle is 37 characters, " + HandlePrefix + " followed by base64url; pass it exactly as handle_create returned it"
+// invalidHandle is the invalid_handle error (HandleLen characters), naming
+// the create operation as n does.
+func invalidHandle(n resume.Names) *hostfuncs.Error {
+	return &hostfuncs.Error{Code: hostfuncs.CodeInvalidHandle, Message: "not a handle: a handle is 37 characters, " + HandlePrefix + " followed by base64url; pass it exactly as " + n.Operation("handle_create") + " returned it"}
+}
 
 // request is a handle_* input checked before any I/O.
 type request struct {
@@ -37,6 +40,10 @@ func (s *Store) parse(input []byte, needHandle, needValue bool, whole ...bool) (
 	r := &request{}
 	if len(whole) == 0 || len(bytes.TrimSpace(input)) > 0 {
 		if werr := r.in.DecodeJSON(input); werr != nil {
+			// The decoder words a per-call option by its wire name first.
+			if werr.Code == hostfuncs.CodeInvalidOption {
+				werr.Message = s.set.Names.CallOptionMessage(werr.Message)
+			}
 			return nil, werr
 		}
 	}
@@ -44,7 +51,7 @@ func (s *Store) parse(input []byte, needHandle, needValue bool, whole ...bool) (
 	if needHandle {
 		var ok bool
 		if raw, ok = ParseHandle(r.in.Handle); !ok {
-			return nil, &hostfuncs.Error{Code: hostfuncs.CodeInvalidHandle, Message: msgInvalidHandle}
+			return nil, invalidHandle(s.set.Names)
 		}
 	}
 	switch {
@@ -61,11 +68,11 @@ func (s *Store) parse(input []byte, needHandle, needValue bool, whole ...bool) (
 		case !r.in.ValueSet:
 			return nil, &hostfuncs.Error{Code: hostfuncs.CodeInvalidValue, Message: "value missing: give the bytes to store, base64-encoded"}
 		case int64(len(r.in.Value)) > s.set.MaxValueBytes:
-			return nil, &hostfuncs.Error{Code: hostfuncs.CodeValueTooLarge, Message: "value is " + strconv.Itoa(len(r.in.Value)) + " bytes, more than the store's max_value_bytes " + strconv.FormatInt(s.set.MaxValueBytes, 10) + "; nothing was written"}
+			return nil, &hostfuncs.Error{Code: hostfuncs.CodeValueTooLarge, Message: "value is " + strconv.Itoa(len(r.in.Value)) + " bytes, more than the store's " + s.set.Names.Option("max_value_bytes") + " " + strconv.FormatInt(s.set.MaxValueBytes, 10) + "; nothing was written"}
 		}
 	}
 	if r.in.GenerationSet && r.in.Generation < 1 {
-		return nil, optionErr("generation must be a whole number of at least 1 (generations start at 1), not " + strconv.FormatInt(r.in.Generation, 10))
+		return nil, optionErr(s.set.Names.CallOption("generation") + " must be a whole number of at least 1 (generations start at 1), not " + strconv.FormatInt(r.in.Generation, 10))
 	}
 	r.now = nowMS(&r.in)
 	if needHandle {
@@ -102,15 +109,16 @@ func (sh *shard) live(r *request) (int, *hostfuncs.Error) {
 		sh.drop(i)
 		return -1, notFound()
 	}
-	return -1, tombstoneErr(e.State, e.IdleTTLMS, e.MaxAgeMS)
+	return -1, tombstoneErr(sh.s.set.Names, e.State, e.IdleTTLMS, e.MaxAgeMS)
 }
 
 // tombstoneErr is the answer for a tombstone of state (evicted, or
-// expired with the lifetime that ran out), on either backend.
-func tombstoneErr(state uint8, idleMS, maxAgeMS int64) *hostfuncs.Error {
+// expired with the lifetime that ran out), on either backend; n names the
+// cap.
+func tombstoneErr(n resume.Names, state uint8, idleMS, maxAgeMS int64) *hostfuncs.Error {
 	switch state {
 	case stateEvicted:
-		return &hostfuncs.Error{Code: hostfuncs.CodeHandleEvicted, Message: "the handle was evicted: the store reached its max_handles and this handle was the least recently used"}
+		return &hostfuncs.Error{Code: hostfuncs.CodeHandleEvicted, Message: "the handle was evicted: the store reached its " + n.Option("max_handles") + " and this handle was the least recently used"}
 	case stateExpiredMaxAge:
 		return &hostfuncs.Error{Code: hostfuncs.CodeHandleExpired, Reason: hostfuncs.ReasonMaxAge, Message: "the handle expired: it reached its maximum age of " + msText(maxAgeMS)}
 	}
@@ -190,11 +198,11 @@ func (s *Store) Create(input []byte) (hostfuncs.HandleCreated, *hostfuncs.Error)
 	if werr != nil {
 		return hostfuncs.HandleCreated{}, werr
 	}
-	idle, werr := lifetime("idle_ttl_ms", r.in.IdleTTLSet, r.in.IdleTTLMS, s.set.IdleTTLMS)
+	idle, werr := lifetime(s.set.Names, "idle_ttl_ms", r.in.IdleTTLSet, r.in.IdleTTLMS, s.set.IdleTTLMS)
 	if werr != nil {
 		return hostfuncs.HandleCreated{}, werr
 	}
-	maxAge, werr := lifetime("max_age_ms", r.in.MaxAgeSet, r.in.MaxAgeMS, s.set.MaxAgeMS)
+	maxAge, werr := lifetime(s.set.Names, "max_age_ms", r.in.MaxAgeSet, r.in.MaxAgeMS, s.set.MaxAgeMS)
 	if werr != nil {
 		return hostfuncs.HandleCreated{}, werr
 	}
@@ -244,14 +252,14 @@ func (s *Store) Create(input []byte) (hostfuncs.HandleCreated, *hostfuncs.Error)
 	return hostfuncs.HandleCreated{Handle: formatHandle(raw), Generation: 1, IdleTTLMS: idle, MaxAgeMS: maxAge, CreatedMS: r.now}, nil
 }
 
-// lifetime is a handle's lifetime option name: v when set (it may only
-// shorten the store's value store), else store.
-func lifetime(name string, set bool, v, store int64) (int64, *hostfuncs.Error) {
+// lifetime is a handle's lifetime option name (worded as n names it): v
+// when set (it may only shorten the store's value store), else store.
+func lifetime(n resume.Names, name string, set bool, v, store int64) (int64, *hostfuncs.Error) {
 	if !set {
 		return store, nil
 	}
 	if v < 1 || v > store {
-		return 0, optionErr(name + " may only shorten the store's " + msText(store) + ": give 1 to " + strconv.FormatInt(store, 10) + ", not " + strconv.FormatInt(v, 10))
+		return 0, optionErr(n.CallOption(name) + " may only shorten the store's " + msText(store) + ": give " + n.Duration(1) + " to " + n.Duration(store) + ", not " + n.Duration(v))
 	}
 	return v, nil
 }

@@ -56,20 +56,30 @@ type redisConn struct {
 // never quote the URL's user info. (Parsed here rather than with net/url,
 // which links fmt and would more than quadruple the plugin's growth; the
 // host's client library parses the URL again to connect.)
-func parseStateURL(raw string) (redisConn, *hostfuncs.Error) {
+// option is the name the caller knows the option by (state_url, StateURL,
+// stateUrl).
+func parseStateURL(raw, option string) (redisConn, *hostfuncs.Error) {
 	const want = "; give redis://[user:password@]host[:port][/db] or rediss://…, with ?cluster=true for a Redis Cluster node"
 	bad := func(what string) (redisConn, *hostfuncs.Error) {
-		return redisConn{}, optionErr("state_url " + what + want)
+		return redisConn{}, optionErr(option + " " + what + want)
 	}
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok || scheme != "redis" && scheme != "rediss" {
-		if ok && len(scheme) < 16 && !strings.ContainsAny(scheme, "@:/") {
+		if ok && scheme != "" && len(scheme) < 16 && strings.Trim(scheme, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-") == "" {
 			return bad("has the scheme " + strconv.Quote(scheme))
 		}
 		return bad("is not a Redis URL")
 	}
 	if strings.ContainsAny(rest, "#\x00\t\n\r ") {
 		return bad("holds a fragment, a space or a control character")
+	}
+	// The user info ends at the last '@' before the path or query. An '@'
+	// after a '/' or '?' means a password holding one of them unencoded
+	// (redis://default:6379/pa/ss@host): everything from there on may be
+	// the password, so from here no message quotes the path or the query
+	// unless it is plainly not user info.
+	if i := strings.IndexAny(rest, "/?"); i >= 0 && strings.IndexByte(rest[i:], '@') >= 0 {
+		return bad("has an '@' after a '/' or '?' (is a '/' or '?' of the password not percent-encoded as %2F or %3F?)")
 	}
 	rest, query, _ := strings.Cut(rest, "?")
 	authority, db, _ := strings.Cut(rest, "/")
@@ -81,7 +91,7 @@ func parseStateURL(raw string) (redisConn, *hostfuncs.Error) {
 		return bad("has no valid host[:port]")
 	}
 	if n, err := strconv.Atoi(db); db != "" && (err != nil || n < 0 || db[0] == '+' || db[0] == '-') {
-		return bad("has the path " + strconv.Quote(db) + ", not a database number")
+		return bad("has a path that is not a database number")
 	}
 	c := redisConn{}
 	switch query {
@@ -90,10 +100,13 @@ func parseStateURL(raw string) (redisConn, *hostfuncs.Error) {
 		c.cluster = true
 	default:
 		name, _, _ := strings.Cut(query, "=")
+		if len(name) == 0 || len(name) > 32 || strings.Trim(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != "" {
+			return bad("has a query other than cluster=true")
+		}
 		return bad("has the query parameter " + strconv.Quote(name) + ": the only one allowed is cluster=true")
 	}
 	if c.cluster && db != "" && db != "0" {
-		return redisConn{}, optionErr("a Redis Cluster has only database 0; state_url names database " + db)
+		return redisConn{}, optionErr("a Redis Cluster has only database 0; " + option + " names another")
 	}
 	path := ""
 	if db != "" {
@@ -198,7 +211,7 @@ func (s *Store) redisFailure(err error) *hostfuncs.Error {
 	case hostfuncs.CodeUnavailable:
 		return s.unavailable(at + " cannot be reached: " + msg + "; check that it runs and that MCP_RESUME_STATE_URL names it")
 	case hostfuncs.CodeTimeout:
-		return s.unavailable(at + " did not answer within " + msText(s.set.TimeoutMS) + " (a write may or may not have been applied); retry, or raise timeout_ms")
+		return s.unavailable(at + " did not answer within " + msText(s.set.TimeoutMS) + " (a write may or may not have been applied); retry, or raise " + s.set.Names.Option("timeout_ms"))
 	case hostfuncs.CodeScript:
 		low := strings.ToLower(msg)
 		if strings.Contains(low, "unknown command") || strings.Contains(low, "script") && (strings.Contains(low, "disabled") || strings.Contains(low, "engine")) {
@@ -314,11 +327,11 @@ func (s *Store) redisHandle(name string, r *request, more ...string) ([]hostfunc
 	case "not_found":
 		return nil, notFound()
 	case "evicted":
-		return nil, tombstoneErr(stateEvicted, num(out, 1), num(out, 2))
+		return nil, tombstoneErr(s.set.Names, stateEvicted, num(out, 1), num(out, 2))
 	case "expired_idle":
-		return nil, tombstoneErr(stateExpiredIdle, num(out, 1), num(out, 2))
+		return nil, tombstoneErr(s.set.Names, stateExpiredIdle, num(out, 1), num(out, 2))
 	case "expired_max_age":
-		return nil, tombstoneErr(stateExpiredMaxAge, num(out, 1), num(out, 2))
+		return nil, tombstoneErr(s.set.Names, stateExpiredMaxAge, num(out, 1), num(out, 2))
 	}
 	return nil, s.unavailable("the Redis server " + s.rd.display + " answered a script with the unknown status " + strconv.Quote(out[0].Str))
 }

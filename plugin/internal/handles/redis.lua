@@ -67,6 +67,18 @@ local function rec(k)
   return r
 end
 
+-- roomy makes the script's first write one that Redis checks against its
+-- maxmemory: Redis refuses a script's write for memory only when it is the
+-- script's first write and a command that may grow memory (SET, HSET,
+-- ZADD; never DEL, ZREM, HDEL or PEXPIRE), and lets every later write
+-- through. A ZADD XX of the empty member, never in the set, changes
+-- nothing; at maxmemory (policy noeviction) it fails the script before
+-- it wrote anything. The scripts that may grow memory (create, put) call
+-- it before any other write.
+local function roomy()
+  redis.call('ZADD', lru, 'XX', '0', '')
+end
+
 local function drop(member)
   redis.call('DEL', key(member))
   redis.call('ZREM', lru, member)
@@ -145,13 +157,15 @@ local function refused(state, r)
 end
 
 -- refresh moves r's last use to now when it moved by at least
--- min(idle TTL / 64, 1 s), as the file backend's index does.
+-- min(idle TTL / 64, 1 s), as the file backend's index does. It only
+-- rewrites numbers in place, so its first write is the PEXPIRE, which
+-- Redis does not refuse at maxmemory: a read still refreshes then.
 local function refresh(member, r)
   if now - r.u >= math.min(math.floor(r.i / 64), 1000) then
     r.u = now
+    keep(member, math.min(now + r.i, r.c + r.m))
     redis.call('HSET', key(member), 'u', S(now))
     redis.call('ZADD', lru, S(now), member)
-    keep(member, math.min(now + r.i, r.c + r.m))
   end
 end
 
@@ -202,6 +216,7 @@ end
 -- recently used live handles down to the cap, writes the record, and
 -- keeps at most cap tombstones. Reply {'ok', events, created}.
 local member = ARGV[5]
+roomy()
 sweep({idle = 0, max = 0, dropped = 0})
 while redis.call('ZCARD', lru) >= cap do
   local first = redis.call('ZRANGE', lru, 0, 0, 'WITHSCORES')
@@ -251,6 +266,7 @@ return {'ok', events, v, S(r.g), S(r.c), S(r.i), S(r.m)}
 -- [8] expected generation ("" for none). Reply {'ok', events, new
 -- generation}, {'conflict', events, current generation} or a refusal.
 local member = ARGV[5]
+roomy()
 local state, r = live(member, ARGV[4])
 if state ~= 'ok' then return refused(state, r) end
 if ARGV[8] ~= '' and tonumber(ARGV[8]) ~= r.g then return {'conflict', events, S(r.g)} end

@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"math/rand"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
 	"github.com/mcp-resume/mcp-resume/hostfuncs/conformance"
 	"github.com/mcp-resume/mcp-resume/internal/rediseval"
+	"github.com/mcp-resume/mcp-resume/internal/redistest"
 	"github.com/mcp-resume/mcp-resume/plugin/internal/testhost"
 )
 
@@ -23,7 +26,7 @@ func TestParseStateURL(t *testing.T) {
 		{"redis://h:1/3?cluster=false", "redis://h:1/3", "redis://h:1/3"},
 	}
 	for _, g := range good {
-		c, werr := parseStateURL(g.in)
+		c, werr := parseStateURL(g.in, "state_url")
 		if werr != nil || c.url != g.url || c.display != g.display {
 			t.Errorf("parseStateURL(%q) = %+v, %v; want url %q display %q", g.in, c, werr, g.url, g.display)
 		}
@@ -32,10 +35,11 @@ func TestParseStateURL(t *testing.T) {
 		"", "localhost:6379", "http://me:s3cret@h/0", "redis://", "redis://me:s3cret@/0", "redis://h:0", "redis://h:65536",
 		"redis://h:x", "redis://h/db", "redis://h/-1", "redis://h/0?timeout=1", "redis://h?cluster=true&x=1",
 		"redis://h/2?cluster=true", "redis://h/0#frag", "redis://h o/0", "redis://h:6379:1", "redis://[zz]:1",
-		"redis://me:s3cret@h/0?dial_timeout=3s",
+		"redis://me:s3cret@h/0?dial_timeout=3s", "redis://default:6379/s3cret@host:6379/0", "redis://default:6379/s3cret@host:6379/x",
+		"redis://u:pa?s3cret=1@h/0", "redis://h/0?s3cret=1@x",
 	}
 	for _, b := range bad {
-		_, werr := parseStateURL(b)
+		_, werr := parseStateURL(b, "state_url")
 		if werr == nil || werr.Code != hostfuncs.CodeInvalidOption {
 			t.Errorf("parseStateURL(%q) = %v, want invalid_option", b, werr)
 			continue
@@ -44,6 +48,45 @@ func TestParseStateURL(t *testing.T) {
 			t.Errorf("parseStateURL(%q) message quotes the password: %s", b, werr.Message)
 		}
 	}
+}
+
+// secretChars are the characters of FuzzParseStateURL's passwords: the
+// ones a password may hold, the URL's delimiters among them.
+const secretChars = "abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789/?:@%-._~!$&'()*+,;="
+
+// FuzzParseStateURL builds state URLs around a password drawn at random
+// (from the seed, so the fuzzer cannot place it elsewhere): scheme://,
+// then before, the password, '@', then after. Whatever the shape, well
+// formed or not (redis://default:6379/<password>@host:port/0 included), an
+// error message never holds the password, and neither does the redacted
+// form shown of a URL that parses when the password follows a ':'.
+func FuzzParseStateURL(f *testing.F) {
+	f.Add("redis", "default:", "host:6379/0", uint64(1))
+	f.Add("redis", "default:6379/", "host:6379/0", uint64(2))
+	f.Add("rediss", ":", "[::1]:7000?cluster=true", uint64(3))
+	f.Add("redis", "me:", "h/0?dial_timeout=3s", uint64(4))
+	f.Add("redis", "h/0?", "x", uint64(5))
+	f.Add("http", "u:", "h:1/2", uint64(6))
+	f.Add("redis", "default:", "h:1/x?cluster=true", uint64(7))
+	f.Fuzz(func(t *testing.T, scheme, before, after string, seed uint64) {
+		r := rand.New(rand.NewSource(int64(seed)))
+		b := make([]byte, 12)
+		for i := range b {
+			b[i] = secretChars[r.Intn(len(secretChars))]
+		}
+		secret := string(b)
+		raw := scheme + "://" + before + secret + "@" + after
+		c, werr := parseStateURL(raw, "state_url")
+		if werr != nil {
+			if strings.Contains(werr.Message, secret) {
+				t.Errorf("parseStateURL(%q): the message quotes the password %q: %s", raw, secret, werr.Message)
+			}
+			return
+		}
+		if strings.HasSuffix(before, ":") && !strings.ContainsAny(before, "/?@") && strings.Contains(c.display, secret) {
+			t.Errorf("parseStateURL(%q): the display %q shows the password %q", raw, c.display, secret)
+		}
+	})
 }
 
 // redisStore opens a handle store of app on the conformance Redis.
@@ -168,4 +211,66 @@ func TestRedisScriptsRefused(t *testing.T) {
 			t.Errorf("log line %+v holds the password", l)
 		}
 	}
+}
+
+// TestRedisMaxmemory: on a redis-server at its maxmemory with the policy
+// noeviction, a create answers store_unavailable and writes nothing, so
+// creates of 1 MiB values cannot grow the server past its limit; a read
+// of a handle made before still answers. (Redis refuses a script's writes
+// for memory only at its first write, and only when that command is one
+// that may grow memory: each growing script starts with such a command.)
+func TestRedisMaxmemory(t *testing.T) {
+	const limit = 64 << 20
+	rd := redistest.Start(t, redistest.Args("--maxmemory", "64mb", "--maxmemory-policy", "noeviction"))
+	s, _ := redisStore(t, rd.URL+"/0", "oom")
+	value := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("x", DefaultMaxValueBytes)))
+	first, werr := call(t, s, "handle_create", map[string]any{"principal": "alice", "value": value})
+	if werr != nil {
+		t.Fatal(werr)
+	}
+	refused := 0
+	for i := 0; i < 120; i++ {
+		_, werr := call(t, s, "handle_create", map[string]any{"principal": "alice", "value": value})
+		if werr == nil {
+			continue
+		}
+		if werr.Code != hostfuncs.CodeStoreUnavailable || !strings.Contains(werr.Message, "OOM") {
+			t.Fatalf("create %d: %v, want store_unavailable for OOM", i, werr)
+		}
+		refused++
+	}
+	used := usedMemory(t, rd)
+	if refused < 50 || used > limit+4<<20 {
+		t.Errorf("%d of 120 creates of 1 MiB refused, used_memory %d bytes; want most refused and at most the limit %d plus 4 MiB", refused, used, limit)
+	}
+	t.Logf("%d of 120 creates refused; used_memory %d bytes", refused, used)
+	if _, werr := call(t, s, "handle_get", map[string]any{"handle": first["handle"], "principal": "alice"}); werr != nil {
+		t.Errorf("get at maxmemory: %v", werr)
+	}
+	if _, werr := call(t, s, "handle_touch", map[string]any{"handle": first["handle"], "principal": "alice"}); werr != nil {
+		t.Errorf("touch at maxmemory: %v", werr)
+	}
+	if _, werr := call(t, s, "handle_put", map[string]any{"handle": first["handle"], "principal": "alice", "value": value}); werr == nil || werr.Code != hostfuncs.CodeStoreUnavailable {
+		t.Errorf("put at maxmemory: %v, want store_unavailable", werr)
+	}
+	if used := usedMemory(t, rd); used > limit+4<<20 {
+		t.Errorf("used_memory %d bytes after the reads and the put", used)
+	}
+}
+
+// usedMemory is the server's used_memory (INFO memory), in bytes.
+func usedMemory(t *testing.T, rd *redistest.Server) int64 {
+	t.Helper()
+	info, err := rd.Client().Info(context.Background(), "memory").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	t.Fatalf("no used_memory in %q", info)
+	return 0
 }

@@ -104,7 +104,7 @@ func (s *Store) Open(input []byte) (hostfuncs.HandlesOpenOutput, *hostfuncs.Erro
 	}
 	var in hostfuncs.HandlesOpenInput
 	if err := in.DecodeJSON(input); err != nil {
-		return hostfuncs.HandlesOpenOutput{}, resume.OpenInputError(err, "handles_open input is not a JSON object: ")
+		return hostfuncs.HandlesOpenOutput{}, resume.OpenInputError(err, "handles_open input is not a JSON object: ", resume.NamesOf(input))
 	}
 	f, factsOK := resume.HostFacts(s.call)
 	set, werr := configure(in, f, factsOK)
@@ -117,7 +117,7 @@ func (s *Store) Open(input []byte) (hostfuncs.HandlesOpenOutput, *hostfuncs.Erro
 		Shards: int64(ShardsFor(set.MaxHandles)), Backend: hostfuncs.BackendFile,
 	}
 	if set.StateURL != "" {
-		c, werr := parseStateURL(set.StateURL)
+		c, werr := parseStateURL(set.StateURL, set.Names.Option("state_url"))
 		if werr != nil {
 			return hostfuncs.HandlesOpenOutput{}, werr
 		}
@@ -144,7 +144,7 @@ func (s *Store) begin(now int64, sweep bool) *hostfuncs.Error {
 	if s.ready {
 		return nil
 	}
-	if werr := resume.PrepareDir(s.call, s.set.StateDir, s.euid); werr != nil {
+	if werr := resume.PrepareDir(s.call, s.set.StateDir, s.set.StateRoot, s.euid); werr != nil {
 		return s.unavailable("the handle store's directory " + s.set.StateDir + " cannot be used: " + werr.Message)
 	}
 	if werr := s.readLayout(); werr != nil {
@@ -224,7 +224,7 @@ func (s *Store) lock(name string, waitMS int64, what string) *hostfuncs.Error {
 	case err == nil:
 		return nil
 	case code(err) == hostfuncs.CodeBusy:
-		return s.unavailable("the handle store is busy: another process held " + what + " for " + msText(waitMS) + "; retry, or raise lock_wait_ms")
+		return s.unavailable("the handle store is busy: another process held " + what + " for " + msText(waitMS) + "; retry, or raise " + s.set.Names.Option("lock_wait_ms"))
 	}
 	return s.unavailable("cannot lock " + what + " of the handle store: " + err.Error())
 }

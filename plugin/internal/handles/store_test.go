@@ -1,6 +1,8 @@
 package handles
 
 import (
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -321,5 +323,85 @@ func TestUnusableDirectoryAndFailedWrites(t *testing.T) {
 	}
 	if got := e.h.Events(); len(got) != 2 || got[0] != EventStoreUnavailable || got[1] != EventStoreUnavailable {
 		t.Errorf("events %v, want two %s", got, EventStoreUnavailable)
+	}
+}
+
+// TestWorldWritableStateRoot: a state root of this user with mode 0777 and
+// no sticky bit lets another user rename the app's directory away, so the
+// handle store refuses it (store_unavailable, naming the root and the chmod
+// that fixes it) and writes nothing; after that chmod the store works, and
+// so does a sticky 1777 root.
+func TestWorldWritableStateRoot(t *testing.T) {
+	h := testhost.New(t)
+	root := filepath.Join(h.Facts.Home, "state")
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(root, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	e := openOn(t, h, nil)
+	_, werr := e.s.Create(input(map[string]any{"principal": "alice", "value": []byte("v")}))
+	want := "run: chmod go-w " + root
+	if werr == nil || werr.Code != hostfuncs.CodeStoreUnavailable || !strings.Contains(werr.Message, "the state root "+root+", which has mode 0777") || !strings.HasSuffix(werr.Message, want) {
+		t.Fatalf("Create under a 0777 root: %v; want store_unavailable ending %q", werr, want)
+	}
+	if entries, _ := os.ReadDir(e.dir); len(entries) != 0 {
+		t.Errorf("files written under a refused root: %v", entries)
+	}
+	for _, mode := range []os.FileMode{0o755, 0o777 | os.ModeSticky} {
+		if err := os.Chmod(root, mode); err != nil {
+			t.Fatal(err)
+		}
+		e := openOn(t, h, nil)
+		if _, werr := e.s.Create(input(map[string]any{"principal": "alice", "value": []byte("v")})); werr != nil {
+			t.Errorf("Create under a root of mode %v: %v", mode, werr)
+		}
+	}
+}
+
+// TestCallerNames: a store opened with a caller words the options and
+// operations its messages name as that language does (docs/API.md): the
+// open options, the per-call options of create and put, and the cap.
+func TestCallerNames(t *testing.T) {
+	for _, c := range []struct {
+		caller                           string
+		open, lifetime, expect, sizeWord string
+	}{
+		{"", "max_age_ms must be between 1 and 3153600000000, not 0", "idle_ttl_ms may only shorten the store's 1m0s: give 1 to 60000, not 120000", "generation must", "max_value_bytes"},
+		{"go", "MaxAge must be between 1ms and 876000h0m0s, not 0s", "WithIdleTTL may only shorten the store's 1m0s: give 1ms to 1m0s, not 2m0s", "IfGeneration must", "MaxValueBytes"},
+		{"python", "max_age must be between 1ms and 876000h0m0s, not 0s", "idle_ttl may only shorten the store's 1m0s: give 1ms to 1m0s, not 2m0s", "expect must", "max_value_bytes"},
+		{"typescript", "maxAgeMs must be between 1 and 3153600000000, not 0", "idleTtlMs may only shorten the store's 1m0s: give 1 to 60000, not 120000", "expect must", "maxValueBytes"},
+	} {
+		h := testhost.New(t)
+		in := map[string]any{"app": "conformance", "state_root": filepath.Join(h.Facts.Home, "state"), "max_age_ms": 0}
+		if c.caller != "" {
+			in["caller"] = c.caller
+		}
+		if _, werr := New(h.Call).Open(input(in)); werr == nil || werr.Code != hostfuncs.CodeInvalidOption || werr.Message != c.open {
+			t.Errorf("caller %q: open = %v, want %q", c.caller, werr, c.open)
+		}
+		opts := map[string]any{"idle_ttl_ms": 60000, "max_value_bytes": 4}
+		if c.caller != "" {
+			opts["caller"] = c.caller
+		}
+		e := openOn(t, h, opts)
+		_, werr := e.s.Create(input(map[string]any{"principal": "p", "value": []byte("v"), "idle_ttl_ms": 120000}))
+		if werr == nil || werr.Message != c.lifetime {
+			t.Errorf("caller %q: create = %v, want %q", c.caller, werr, c.lifetime)
+		}
+		_, werr = e.s.Create(input(map[string]any{"principal": "p", "value": []byte("too long")}))
+		if werr == nil || werr.Code != hostfuncs.CodeValueTooLarge || !strings.Contains(werr.Message, "the store's "+c.sizeWord+" 4;") {
+			t.Errorf("caller %q: create too large = %v, want it to name %s", c.caller, werr, c.sizeWord)
+		}
+		h2 := e.create("p", "v", 0)
+		_, werr = e.s.Put(input(map[string]any{"handle": h2, "principal": "p", "value": []byte("w"), "generation": 0}))
+		if werr == nil || !strings.HasPrefix(werr.Message, c.expect) {
+			t.Errorf("caller %q: put generation 0 = %v, want %q", c.caller, werr, c.expect)
+		}
+		_, werr = e.s.Put(input(map[string]any{"handle": h2, "principal": "p", "value": []byte("w"), "generation": "2"}))
+		if werr == nil || !strings.HasPrefix(werr.Message, c.expect+" be a whole number") {
+			t.Errorf("caller %q: put generation \"2\" = %v, want %q", c.caller, werr, c.expect)
+		}
 	}
 }

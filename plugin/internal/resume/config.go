@@ -323,7 +323,7 @@ func envProblem(env map[string]string) string {
 // hostfuncs.CodeInvalidOption for a relative state_root when cwd is not an
 // absolute path (getcwd failed) or holds bytes the host could not carry
 // exactly (U+FFFD), so that the directory is never a guess.
-func declaredRoot(dir, cwd string) (string, *hostfuncs.Error) {
+func declaredRoot(dir, cwd string, n Names) (string, *hostfuncs.Error) {
 	if path.IsAbs(dir) {
 		return path.Clean(dir), nil
 	}
@@ -336,12 +336,15 @@ func declaredRoot(dir, cwd string) (string, *hostfuncs.Error) {
 	default:
 		return path.Join(cwd, dir), nil
 	}
-	return "", &hostfuncs.Error{Code: hostfuncs.CodeInvalidOption, Message: "state_root " + strconv.Quote(dir) + " is a relative path and " + why + "; give an absolute path"}
+	return "", &hostfuncs.Error{Code: hostfuncs.CodeInvalidOption, Message: n.Option("state_root") + " " + strconv.Quote(dir) + " is a relative path and " + why + "; give an absolute path"}
 }
 
 // Config is what the open export settles from the server's declaration and
 // the host's facts.
 type Config struct {
+	// Names words options and operations in the caller's language
+	// (the open input's caller).
+	Names Names
 	// App is the validated app name.
 	App string
 	// StateDir is the absolute, clean state directory of this app,
@@ -416,6 +419,10 @@ func (c Config) Resume() bool { return !c.Off && c.Problem == "" && c.KeyProblem
 // factsOK is false when mcp_resume_facts gave no usable answer: then resume
 // is off ("cannot tell"), and only a declared state root is known.
 func Configure(in hostfuncs.OpenInput, f hostfuncs.Facts, factsOK bool) (Config, *hostfuncs.Error) {
+	names, werr := NamesFor(in.Caller)
+	if werr != nil {
+		return Config{}, werr
+	}
 	if in.AppMissing {
 		return Config{}, &hostfuncs.Error{Code: hostfuncs.CodeInvalidApp, Message: "app name missing: give the server's application name, 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"}
 	}
@@ -431,7 +438,7 @@ func Configure(in hostfuncs.OpenInput, f hostfuncs.Facts, factsOK bool) (Config,
 	if !ValidApp(in.App) {
 		return Config{}, &hostfuncs.Error{Code: hostfuncs.CodeInvalidApp, Message: "invalid app name " + strconv.Quote(in.App) + ": use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"}
 	}
-	c := Config{App: in.App}
+	c := Config{App: in.App, Names: names}
 	if !factsOK {
 		f = hostfuncs.Facts{}
 		c.Problem = "mcp_resume_facts gave no usable answer"
@@ -439,7 +446,7 @@ func Configure(in hostfuncs.OpenInput, f hostfuncs.Facts, factsOK bool) (Config,
 	env := func(k string) string { return f.Env[k] }
 	switch {
 	case in.StateRoot != "":
-		root, werr := declaredRoot(in.StateRoot, f.Cwd)
+		root, werr := declaredRoot(in.StateRoot, f.Cwd, names)
 		if werr != nil {
 			return Config{}, werr
 		}
@@ -464,7 +471,7 @@ func Configure(in hostfuncs.OpenInput, f hostfuncs.Facts, factsOK bool) (Config,
 	from := ""
 	switch {
 	case in.Instance != nil:
-		declared, from = in.Instance, "the instance option"
+		declared, from = in.Instance, "the "+names.Option("instance")+" option"
 	case env(EnvInstance) != "":
 		v := env(EnvInstance)
 		declared, from = &v, EnvInstance

@@ -58,7 +58,41 @@ func (s *Store) prepareDir(create bool) (found bool, werr *hostfuncs.Error) {
 	if werr := judgeDir(dir, st, euid); werr != nil {
 		return false, werr
 	}
+	if werr := s.judgeParents(dir, s.cfg.StateRoot); werr != nil {
+		return false, werr
+	}
 	return true, nil
+}
+
+// judgeParents is the verdict on the directories that hold dir, from its
+// parent up to the state root root (inclusive; none when root is "" or not
+// an ancestor of dir): none may let a group or other users write in it
+// unless it has the sticky bit (/tmp, 1777), since whoever may write in a
+// directory without the sticky bit may rename the app's directory away
+// and put their own in its place. Directories above the state root are
+// the user's choice and are judged only when one is created (createDir).
+// A root reached through a symbolic link is judged where it leads.
+func (s *Store) judgeParents(dir, root string) *hostfuncs.Error {
+	if root == "" || !strings.HasPrefix(dir, root+"/") && root != "/" {
+		return nil
+	}
+	for p := parentDir(dir); ; p = parentDir(p) {
+		st, werr := s.dirStat(p, p == root)
+		if werr != nil {
+			return dirFailure("inspect", p, werr)
+		}
+		if st.Mode&0o022 != 0 && st.Mode&modeSticky == 0 {
+			what := "the state root "
+			if p != root {
+				what = "the directory "
+			}
+			return &hostfuncs.Error{Code: hostfuncs.CodeUnsafe, Message: "state directory " + dir + " is inside " + what + p + ", which has mode " + mode4(st.Mode&0o7777) +
+				": other users may write in it without the sticky bit, so they could rename " + dir + " away and put their own in its place; run: chmod go-w " + p}
+		}
+		if p == root || p == "/" {
+			return nil
+		}
+	}
 }
 
 // createDir creates the missing dir and its missing parents, each with

@@ -41,6 +41,18 @@ func TestStore_StateDirVerdicts(t *testing.T) {
 		}, detail: "state directory $D is owned by uid 12345, not by this user (uid $U); remove it or choose another with MCP_RESUME_STATE_DIR"},
 		{name: "mode 0755", setup: func(t *testing.T, h *testHost, root, dir string) { mkdir(t, dir, 0o755) },
 			detail: "state directory $D has mode 0755, which lets other users in; run: chmod 700 $D"},
+		{name: "state root 0777 without the sticky bit", setup: func(t *testing.T, h *testHost, root, dir string) {
+			mkdir(t, dir, 0o700)
+			if err := os.Chmod(root, 0o777); err != nil {
+				t.Fatal(err)
+			}
+		}, detail: "state directory $D is inside the state root $R, which has mode 0777: other users may write in it without the sticky bit, so they could rename $D away and put their own in its place; run: chmod go-w $R"},
+		{name: "state root group-writable", setup: func(t *testing.T, h *testHost, root, dir string) {
+			mkdir(t, dir, 0o700)
+			if err := os.Chmod(root, 0o770); err != nil {
+				t.Fatal(err)
+			}
+		}, detail: "state directory $D is inside the state root $R, which has mode 0770: other users may write in it without the sticky bit, so they could rename $D away and put their own in its place; run: chmod go-w $R"},
 		{name: "parent of another owner (root with the user's HOME)", setup: func(t *testing.T, h *testHost, root, dir string) {
 			h.Owner = map[string]int{root: other}
 		}, detail: "state directory $D does not exist, and creating it would create $D inside $R, which is owned by uid 12345, not by this user (uid $U); run the server as uid 12345, or point MCP_RESUME_STATE_DIR at a directory this user owns"},
@@ -129,6 +141,7 @@ func TestStore_StateDirCreate(t *testing.T) {
 	}{
 		{"root-owned sticky directory", 0o777 | os.ModeSticky, true},
 		{"root-owned directory without the sticky bit", 0o755, false},
+		{"root-owned sticky directory, not world-writable", 0o755 | os.ModeSticky, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h, dir := newHost(t)

@@ -23,6 +23,7 @@ package resume
 import (
 	"errors"
 	"strconv"
+	"strings"
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
 	"github.com/mcp-resume/mcp-resume/procid"
@@ -160,7 +161,7 @@ func (s *Store) Open(input []byte) (hostfuncs.OpenOutput, *hostfuncs.Error) {
 	}
 	var in hostfuncs.OpenInput
 	if err := in.DecodeJSON(input); err != nil {
-		return hostfuncs.OpenOutput{}, OpenInputError(err, "open input is not the JSON object {\"app\", \"state_root\"?, \"instance\"?, \"launchers\"?}: ")
+		return hostfuncs.OpenOutput{}, OpenInputError(err, "open input is not the JSON object {\"app\", \"state_root\"?, \"instance\"?, \"launchers\"?, \"caller\"?}: ", NamesOf(input))
 	}
 	f, factsOK := HostFacts(s.call)
 	cfg, werr := Configure(in, f, factsOK)
@@ -461,7 +462,15 @@ func (s *Store) remove() {
 }
 
 // log sends one line to the host's logger; a failing logger is ignored.
-func (s *Store) log(level, event, msg, detail string) { Log(s.call, level, event, msg, detail) }
+// Messages that name the instance option (key.go's fixes) say "the
+// instance option"; the caller's name for it replaces "instance" there.
+func (s *Store) log(level, event, msg, detail string) {
+	if opt := s.cfg.Names.Option("instance"); opt != "instance" {
+		msg = strings.ReplaceAll(msg, "the instance option", "the "+opt+" option")
+		detail = strings.ReplaceAll(detail, "the instance option", "the "+opt+" option")
+	}
+	Log(s.call, level, event, msg, detail)
+}
 
 // errCode returns the code of err when it is a host function's error (a
 // *hostfuncs.Error, as invoke returns them, unwrapped), else "". A type assertion

@@ -102,7 +102,7 @@ func TestStore_StartCalls(t *testing.T) {
 	s := h.open(openInput(dir))
 	mustLoad(t, s)
 	want := map[string]int{
-		hostfuncs.FnFacts: 1, hostfuncs.FnInspect: 5, hostfuncs.FnPrepareDir: 6, hostfuncs.FnLock: 1,
+		hostfuncs.FnFacts: 1, hostfuncs.FnInspect: 5, hostfuncs.FnPrepareDir: 7, hostfuncs.FnLock: 1, // prepare_dir: 5 to create, stat, the root's stat
 		hostfuncs.FnList: 1, hostfuncs.FnRead: 1, hostfuncs.FnLog: 2, // host_identified (debug), token_not_found
 	}
 	if d := diffMap(want, h.Calls); d != "" {

@@ -15,9 +15,11 @@ func ReadRandom(b []byte) bool { return readRandom(b) }
 // PrepareDir creates the directory dir if missing (and its missing
 // parents, 0700) and judges it as the resume store judges its state
 // directory (prepareDir): a real directory owned by euid with no group or
-// other bits. The error is a *hostfuncs.Error worded by dir.go's rules.
-func PrepareDir(call Caller, dir string, euid int) *hostfuncs.Error {
-	s := &Store{call: call, cfg: Config{StateDir: dir}, facts: hostfuncs.Facts{EUID: euid}}
+// other bits, inside directories up to the state root root ("" for none)
+// that no group or other user may write in without the sticky bit. The
+// error is a *hostfuncs.Error worded by dir.go's rules.
+func PrepareDir(call Caller, dir, root string, euid int) *hostfuncs.Error {
+	s := &Store{call: call, cfg: Config{StateDir: dir, StateRoot: root}, facts: hostfuncs.Facts{EUID: euid}}
 	_, werr := s.prepareDir(true)
 	return werr
 }
@@ -49,17 +51,19 @@ func Log(call Caller, level, event, msg, detail string) {
 }
 
 // OpenInputError is the error of an open input (open, handles_open) that
-// did not decode: an *hostfuncs.OptionError in its own words, code
-// invalid_app for the app and invalid_option for the rest; anything else
-// (not JSON, not an object) invalid_option, prefix then the decoder's
-// message.
-func OpenInputError(err error, prefix string) *hostfuncs.Error {
+// did not decode: an *hostfuncs.OptionError in its own words with the
+// option named by n, code invalid_app for the app and invalid_option for
+// the rest; anything else (not JSON, not an object) invalid_option, prefix
+// then the decoder's message.
+func OpenInputError(err error, prefix string, n Names) *hostfuncs.Error {
 	if oe, ok := err.(*hostfuncs.OptionError); ok {
 		code := hostfuncs.CodeInvalidOption
 		if oe.Option == "app" {
 			code = hostfuncs.CodeInvalidApp
 		}
-		return &hostfuncs.Error{Code: code, Message: oe.Error()}
+		named := *oe
+		named.Option = n.Option(oe.Option)
+		return &hostfuncs.Error{Code: code, Message: named.Error()}
 	}
 	return &hostfuncs.Error{Code: hostfuncs.CodeInvalidOption, Message: prefix + err.Error()}
 }
