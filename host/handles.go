@@ -182,7 +182,7 @@ func OpenHandles(ctx context.Context, app string, options *HandleOptions) (*Hand
 		}
 		return d.Milliseconds(), nil
 	}
-	in := hostfuncs.HandlesOpenInput{App: app, StateRoot: opts.StateRoot, StateURL: opts.StateURL, MaxHandles: int64(opts.MaxHandles), MaxValueBytes: int64(opts.MaxValueBytes)}
+	in := hostfuncs.HandlesOpenInput{Caller: hostfuncs.CallerGo, App: app, StateRoot: opts.StateRoot, StateURL: opts.StateURL, MaxHandles: int64(opts.MaxHandles), MaxValueBytes: int64(opts.MaxValueBytes)}
 	var err error
 	for _, o := range []struct {
 		name string

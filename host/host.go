@@ -149,7 +149,7 @@ func openWith(ctx context.Context, app string, opts *Options, funcs *primitives.
 	}
 	// StateRoot goes to the plugin exactly as given: the plugin makes a
 	// relative one absolute against facts.cwd (hostfuncs/README.md, "open").
-	in := hostfuncs.OpenInput{App: app, StateRoot: o.StateRoot, Launchers: o.Launchers}
+	in := hostfuncs.OpenInput{Caller: hostfuncs.CallerGo, App: app, StateRoot: o.StateRoot, Launchers: o.Launchers}
 	if o.Instance != "" {
 		in.Instance = &o.Instance
 	}
