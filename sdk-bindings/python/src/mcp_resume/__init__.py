@@ -34,9 +34,12 @@ from __future__ import annotations
 
 # First, before anything opens a file (importing extism loads the runtime library): a closed fd 0-2
 # gets /dev/null, as Go's runtime and Node do at start, so no file of ours ever lands there.
-from ._fds import fill_std_fds
+from ._fds import fill_std_fds, keep_stdio_at_import
 
 fill_std_fds()
+# Then copies of fds 0 and 1 as the MCP host set them up, before an MCP SDK repoints them to serve stdio: a
+# resume store opened later (in a lifespan, in a tool) reports these to the plugin's stdio check.
+keep_stdio_at_import()
 
 from ._async import AsyncResumeTokenStore
 from ._errors import InvalidAppError, InvalidOptionError, InvalidTokenError, PluginError, ResumeStoreError
