@@ -246,14 +246,15 @@ func checkStdio(in Inspector, self int, other bool, host Process, fds [2]fdFacts
 		return "verified: " + verifiedWhy, nil
 	case len(disprovedWhy) > 0:
 		how := "the server was probably orphaned and adopted by a subreaper, or "
+		sdkAlso := ""
 		if devNull {
-			// Not a subreaper: the SDK's diversion of fds 0 and 1 (stdout a copy of stderr) is what the check saw.
-			return fail("the host "+describe(host)+" does not hold the other end of the server's stdio ("+strings.Join(disprovedWhy, "; ")+"): "+sdkDiverted+"; session resume is off", ErrAdopted)
+			// Or no adoption at all: an SDK's diversion of fds 0 and 1 (stdout a copy of stderr) is what the check saw.
+			sdkAlso = "; or " + sdkDiverted
 		}
 		if terminal {
 			how = "the server was probably started as the window command of a terminal multiplexer or emulator (tmux, screen, a terminal server: it holds only the master side of the terminal, shared by every window), or orphaned and adopted by a subreaper, or "
 		}
-		return fail("the host "+describe(host)+" does not hold the other end of the server's stdio ("+strings.Join(disprovedWhy, "; ")+"): "+how+quote(host.Name)+" passes its own stdio through (if it only launches servers, add it to "+EnvLaunchers+"); session resume is off",
+		return fail("the host "+describe(host)+" does not hold the other end of the server's stdio ("+strings.Join(disprovedWhy, "; ")+"): "+how+quote(host.Name)+" passes its own stdio through (if it only launches servers, add it to "+EnvLaunchers+")"+sdkAlso+"; session resume is off",
 			ErrAdopted)
 	case len(unknownWhy) == 0:
 		return "not checked: " + strings.Join(residualWhy, "; "), nil

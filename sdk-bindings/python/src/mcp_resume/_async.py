@@ -52,11 +52,11 @@ class AsyncResumeTokenStore:
     #: The store class to open (tests only: a store on a pinned system).
     _store_class: type[ResumeTokenStore] = ResumeTokenStore
 
-    def __init__(self, app: str, state_root: PathLike | None = None, *, logger: Logger | None = None,
+    def __init__(self, app: str, *, state_root: PathLike | None = None, logger: Logger | None = None,
                  launchers: Iterable[str] | None = None, instance: str | None = None) -> None:
         self._logger: Logger = logger if logger is not None else logging.getLogger("mcp_resume")
         # The cheap part here (argument types, host functions); compile, open and load in the thread.
-        self._store = self._store_class(app, state_root, logger=logger, launchers=launchers, instance=instance,
+        self._store = self._store_class(app, state_root=state_root, logger=logger, launchers=launchers, instance=instance,
                                        _defer=True)
         self._started: concurrent.futures.Future[str | None] = concurrent.futures.Future()
         self._error: BaseException | None = None
