@@ -287,9 +287,9 @@ class _Descriptions:
         except MCPResumeError as e:
             what = e
         if isinstance(result, Mapping) and isinstance(result.get("tools"), list):  # the wire form
-            tools = [dict(t, description=self.describe[t["name"]](what))
-                     if isinstance(t, Mapping) and t.get("name") in self.describe else t for t in result["tools"]]
-            return {**result, "tools": tools}
+            wire = [dict(t, description=self.describe[t["name"]](what))
+                    if isinstance(t, Mapping) and t.get("name") in self.describe else t for t in result["tools"]]
+            return {**result, "tools": wire}
         tools = getattr(result, "tools", None)
         if not isinstance(tools, list):
             return result
@@ -357,7 +357,7 @@ def tool_errors(fn: Callable[..., T]) -> Callable[..., T]:
         @functools.wraps(fn)
         async def run_async(*args: Any, **kwargs: Any) -> Any:
             try:
-                return await fn(*args, **kwargs)  # type: ignore[misc]
+                return await fn(*args, **kwargs)
             except MCPResumeError as e:
                 return error_result(e)
 
