@@ -166,7 +166,8 @@ class HandleStore:
     by the plugin) and ``logger`` (the plugin's ``handle_*`` event lines with ``extra={"event", "detail"}``,
     default ``logging.getLogger("mcp_resume")``; a line names a handle only by 12 hex digits of its key hash).
 
-    Raises :class:`InvalidOptionError` (a bad option, in the plugin's words) and :class:`StoreUnavailableError`
+    Options are keyword-only; an unknown one raises ``TypeError``. Raises :class:`InvalidAppError` (an app name outside the
+    plugin's rule, as :class:`ResumeTokenStore` does), :class:`InvalidOptionError` (a bad option, in the plugin's words) and :class:`StoreUnavailableError`
     (the plugin cannot be loaded). A directory (or a Redis server) that cannot be used does not fail the constructor: the plugin
     logs why (event ``handle_store_unavailable``) and every operation raises :class:`StoreUnavailableError`
     saying what and what to do, so a server opens its store at start and keeps serving everything else.
@@ -456,17 +457,19 @@ class HandleStore:
                      _td(out["idle_ttl_ms"]), _td(out["max_age_ms"]))
 
     def put(self, handle: str, principal: str, value: bytes, *, expect: int | None = None) -> int:
-        """Replace the value of ``handle``: the new generation (the old + 1); refreshes its idle time. With
-        ``expect``, only if the current generation is ``expect`` (compare-and-set), else :class:`ConflictError`
-        with the current ``generation`` and nothing changed; without it, the last writer wins. A killed
+        """Replace the value of ``handle``: the new generation (the old + 1); refreshes its idle time.
+        ``expect=None`` (the default) writes unconditionally: the last writer wins. An int ``expect`` writes only
+        if the current generation is ``expect`` (compare-and-set), else :class:`ConflictError` with the current
+        ``generation`` and nothing changed. A killed
         process leaves the old record or the new one, never a torn one. Raises as :meth:`get`, plus
         :class:`InvalidValueError`, :class:`ValueTooLargeError`, :class:`ConflictError`, :class:`InvalidOptionError`."""
         doc = self._expect({**self._who(handle, principal), "value": self._value(value)}, expect)
         return int(self._call("handle_put", doc)["generation"])
 
     def delete(self, handle: str, principal: str, *, expect: int | None = None) -> None:
-        """Delete ``handle`` (no tombstone: it answers :class:`HandleNotFoundError` afterwards). With ``expect``, only
-        at that generation, else :class:`ConflictError`. Raises as :meth:`put`."""
+        """Delete ``handle`` (no tombstone: it answers :class:`HandleNotFoundError` afterwards). ``expect=None`` (the
+        default) deletes unconditionally; an int ``expect`` only at that generation, else :class:`ConflictError`.
+        Raises as :meth:`put`."""
         self._call("handle_delete", self._expect(self._who(handle, principal), expect))
 
     def touch(self, handle: str, principal: str) -> Touched:
@@ -512,7 +515,9 @@ class HandleStore:
             self._evals.close()
 
     def __enter__(self) -> HandleStore:
+        """The store itself; leaving the ``with`` block closes it."""
         return self
 
     def __exit__(self, *exc: object) -> None:
+        """Close the store (:meth:`close`); exceptions propagate."""
         self.close()
