@@ -34,10 +34,11 @@ class AsyncResumeTokenStore:
         token = await store.load()                  # in a tool handler: the token loaded at startup
         await store.store(session.token)
 
-    Construct it once, at startup, before the MCP SDK serves stdio: construction starts a daemon thread
-    (``mcp-resume-open``) that opens the store and makes its first ``load`` right away, while the process
-    still has the stdio its MCP host gave it; nothing else waits for that thread. Arguments are those of
-    :class:`ResumeTokenStore`; a value JSON cannot carry (bytes, an arbitrary object) raises
+    Construct it once, at startup or in the MCP SDK's lifespan (:mod:`mcp_resume.mcp` does): construction starts a
+    daemon thread (``mcp-resume-open``) that opens the store and makes its first ``load`` right away; nothing
+    else waits for that thread. The stdio check sees the MCP host's pipes even once the SDK serves stdio
+    (the package copied fds 0 and 1 when it was imported). Arguments are those of :class:`ResumeTokenStore`
+    (options keyword-only); a value JSON cannot carry (bytes, an arbitrary object) raises
     :class:`InvalidOptionError` here, every other failure of opening (a value of the wrong type included) (:class:`InvalidAppError`, :class:`InvalidOptionError`, :class:`PluginError`) is
     logged once (event ``open_failed``) and turns resume off: :meth:`load` returns ``None`` and
     :meth:`store`/:meth:`reject` do nothing. :meth:`opened` returns the underlying store or raises that
