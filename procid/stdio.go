@@ -246,17 +246,22 @@ func checkStdio(in Inspector, self int, other bool, host Process, fds [2]fdFacts
 		return "verified: " + verifiedWhy, nil
 	case len(disprovedWhy) > 0:
 		how := "the server was probably orphaned and adopted by a subreaper, or "
+		sdkAlso := ""
+		if devNull {
+			// Or no adoption at all: an SDK's diversion of fds 0 and 1 (stdout a copy of stderr) is what the check saw.
+			sdkAlso = "; or " + sdkDiverted
+		}
 		if terminal {
 			how = "the server was probably started as the window command of a terminal multiplexer or emulator (tmux, screen, a terminal server: it holds only the master side of the terminal, shared by every window), or orphaned and adopted by a subreaper, or "
 		}
-		return fail("the host "+describe(host)+" does not hold the other end of the server's stdio ("+strings.Join(disprovedWhy, "; ")+"): "+how+quote(host.Name)+" passes its own stdio through (if it only launches servers, add it to "+EnvLaunchers+"); session resume is off",
+		return fail("the host "+describe(host)+" does not hold the other end of the server's stdio ("+strings.Join(disprovedWhy, "; ")+"): "+how+quote(host.Name)+" passes its own stdio through (if it only launches servers, add it to "+EnvLaunchers+")"+sdkAlso+"; session resume is off",
 			ErrAdopted)
 	case len(unknownWhy) == 0:
 		return "not checked: " + strings.Join(residualWhy, "; "), nil
 	default:
 		var hints []string
 		if devNull {
-			hints = append(hints, "an MCP SDK may have pointed stdin and stdout at /dev/null before the store's first load (the Python MCP SDK does while it serves stdio): create the store before the SDK starts serving, so the binding checks the copies it took")
+			hints = append(hints, sdkDiverted)
 		}
 		if unlisted {
 			hints = append(hints, "the host's open files cannot be listed: it runs as another user, or is not dumpable (as sshd, ssh-agent and setuid programs are)")
@@ -268,6 +273,12 @@ func checkStdio(in Inspector, self int, other bool, host Process, fds [2]fdFacts
 		return fail(msg+"; session resume is off", ErrUnverified)
 	}
 }
+
+// sdkDiverted is the hint for a stdin at /dev/null: the Python MCP SDK's
+// stdio transport points fds 0 and 1 at /dev/null and a copy of stderr
+// while it serves, and a binding that was loaded only after that has no
+// copies of the MCP host's pipes to report in facts.stdio_fds.
+const sdkDiverted = "an MCP SDK may have pointed stdin and stdout at /dev/null and stderr before the store resolved its host (the Python MCP SDK does while it serves stdio): import mcp_resume before the SDK starts serving (at the top of the server's script), so the binding reports the copies of fds 0 and 1 it took at import"
 
 // slicesContains reports whether s holds v (slices.Contains, kept local so
 // the guest links no more than it needs).

@@ -219,7 +219,7 @@ func TestCheckStdio(t *testing.T) {
 			host:     map[int]fakeFD{0: {"/dev/null", 0o0}},
 			types:    [2]hostfuncs.InspectResult{other, other},
 			wantErr:  ErrUnverified,
-			wantIn:   []string{"stdin is /dev/null, which proves nothing", "Python MCP SDK", "create the store before the SDK starts serving"},
+			wantIn:   []string{"stdin is /dev/null, which proves nothing", "Python MCP SDK", "import mcp_resume before the SDK starts serving"},
 			wantCall: 2,
 		},
 		{

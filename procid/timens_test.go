@@ -115,7 +115,7 @@ func TestResolve_StdioFDs(t *testing.T) {
 		sys := newSystem(server.pid).put(host, server)
 		sys.links[procSelfFD(0)], sys.links[procSelfFD(1)] = "/dev/null", "/dev/null"
 		_, err := Resolve(linuxFacts(server.pid), NewLauncherSet(nil, ""), sys.inspect)
-		if !errors.Is(err, ErrUnverified) || !strings.Contains(err.Error(), "create the store before the SDK starts serving") || strings.Contains(err.Error(), "subreaper") {
+		if !errors.Is(err, ErrUnverified) || !strings.Contains(err.Error(), "import mcp_resume before the SDK starts serving") || strings.Contains(err.Error(), "subreaper") {
 			t.Errorf("Resolve() error = %v; want ErrUnverified naming the SDK, not a subreaper", err)
 		}
 	})

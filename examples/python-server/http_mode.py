@@ -4,8 +4,8 @@ under uvicorn, with bearer-token principals from ``MCP_EXAMPLE_PRINCIPALS``.
 
 Principals (``alice:<token>,bob:<token>``) go through the SDK's own auth hooks: :class:`StaticTokens` is its
 ``TokenVerifier``, the SDK's ``BearerAuthBackend`` and ``RequireAuthMiddleware`` answer a missing or unknown token
-with HTTP 401 and ``WWW-Authenticate: Bearer ...``, and :func:`principal_of` reads the verified token of the tool
-call's HTTP request. Without the variable every request runs as the anonymous principal ``""``.
+with HTTP 401 and ``WWW-Authenticate: Bearer ...``, and the mcp-resume adapter (``mcp_resume.mcp.of(ctx)``) takes the
+principal from the verified token of the tool call's HTTP request. Without the variable every request runs as the anonymous principal ``""``.
 
 There is no MCP host parent to identify in this mode, so no resume store is opened; the handle store opens from the
 environment (``MCP_RESUME_STATE_DIR``, or ``MCP_RESUME_STATE_URL`` for Redis), which replicas share.
@@ -108,17 +108,6 @@ def auth_kwargs(principals: dict[bytes, str] | None) -> dict[str, Any]:
         "token_verifier": StaticTokens(principals),
         "auth": AuthSettings(issuer_url="http://127.0.0.1/", resource_server_url=None, required_scopes=[SCOPE]),
     }
-
-
-def principal_of(ctx: Any) -> str:
-    """The principal of a tool call: the name :class:`StaticTokens` verified for its HTTP request's bearer token,
-    else ``""`` (stdio, or HTTP without ``MCP_EXAMPLE_PRINCIPALS``: one anonymous client). ``ctx`` is the tool's
-    ``mcp.server.mcpserver.Context`` (or ``None``)."""
-    request = getattr(getattr(ctx, "request_context", None), "request", None) if ctx is not None else None
-    scope = getattr(request, "scope", None) or {}
-    user = scope.get("user")
-    token = getattr(user, "access_token", None)
-    return (getattr(token, "subject", None) or "") if token is not None else ""
 
 
 def serve_http(server: Any, host: str, port: int) -> int:

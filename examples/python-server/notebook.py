@@ -13,24 +13,21 @@ until it expires. The Go and TypeScript example servers offer the same four tool
 A failure is an MCP tool error (``isError: true``) whose structured content is ``{"error": "<code>", "message",
 ("reason"), ("generation")}`` with the handle store's codes (``handle_expired`` with ``reason`` ``idle`` or
 ``max_age``, ``conflict`` with the current ``generation``...), and whose text is the same JSON. The principal
-is ``""`` over stdio (one, anonymous, client) and the bearer token's principal in HTTP mode
-(:func:`http_mode.principal_of`), so that alice's notebook is ``handle_not_found`` for bob. The lifetimes come from the store, which reads
+is ``""`` over stdio (one, anonymous, client) and the bearer token's principal in HTTP mode (the adapter,
+``mcp_resume.mcp``, reads it from the SDK's verified access token), so that alice's notebook is
+``handle_not_found`` for bob. The lifetimes come from the store, which reads
 ``MCP_RESUME_STATE_IDLE_TTL`` and ``MCP_RESUME_STATE_MAX_AGE`` (Go duration syntax, e.g. ``90s``).
 """
 
-# No `from __future__ import annotations`: the MCP SDK reads the tools' annotations, which name CallToolResult,
-# imported where the tools are defined (the SDK is imported late, see server.py).
+# No `from __future__ import annotations`: the MCP SDK reads the tools' annotations, which name CallToolResult and
+# Context, imported where the tools are defined (the SDK is imported late, see server.py). The glue (stores,
+# principals, structured errors, the policy in notebook_create's description) is the adapter's, mcp_resume.mcp.
 import datetime as dt
-import json
 import logging
-import threading
 from typing import TYPE_CHECKING, Any
-
-from http_mode import principal_of
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
-    from mcp_types import CallToolResult
 
 log = logging.getLogger("example-python")
 
@@ -63,144 +60,69 @@ def _seconds(d: dt.timedelta) -> int:
     return int(d.total_seconds())
 
 
-class Notebooks:
-    """The handle store of the notebooks, opened in a background thread at server start (:meth:`start`, first
-    thing in ``main``), independent of resume, so that neither a compile on a cold cache nor the store delays
-    the MCP handshake. :meth:`wait` (tools, ``tools/list``) waits for it without blocking the event loop; if it
-    cannot open, every notebook tool answers ``store_unavailable`` with the reason, and the server's other
-    tools work."""
-
-    def __init__(self, app: str) -> None:
-        self.app = app
-        self.store: Any = None  # an mcp_resume.AsyncHandleStore once open
-        self.error = ""
-        self._thread = threading.Thread(target=self._open, name="notebooks-open", daemon=True)
-
-    def start(self) -> "Notebooks":
-        self._thread.start()
-        return self
-
-    def _open(self) -> None:
-        try:
-            from mcp_resume import AsyncHandleStore, HandleStore
-
-            self.store = AsyncHandleStore(HandleStore(self.app))
-        except Exception as e:  # noqa: BLE001 - the notebook tools report it; the server keeps serving
-            self.error = f"the handle store cannot open: {e}"
-            log.error("notebook tools unavailable: %s", self.error)
-
-    async def wait(self) -> None:
-        """Wait for :meth:`start`'s thread, in a worker thread (the event loop keeps serving)."""
-        if self._thread.is_alive():
-            import anyio.to_thread
-
-            await anyio.to_thread.run_sync(self._thread.join)
-
-    def description(self) -> str:
-        """``notebook_create``'s description: the durability policy of the opened store."""
-        base = "Creates a notebook and returns its handle."
-        if self.store is None:
-            return f"{base} The handle store is unavailable ({self.error}): every call answers store_unavailable."
-        s = self.store.store
-        return (f"{base} The notebook expires after {go_duration(s.idle_ttl)} idle and {go_duration(s.max_age)} "
-                "after creation at the latest; an expired handle answers handle_expired.")
-
-    def close(self) -> None:
-        if self.store is not None:
-            self.store.store.close()
+def describe_create(store: Any) -> str:
+    """``notebook_create``'s description for the opened handle store (an ``mcp_resume.HandleStore``), or for the
+    error that kept it from opening: the durability policy, as the Go and TypeScript servers state it. The adapter
+    (``mcp_resume.mcp.lifespan(..., descriptions=...)``) shows it in ``tools/list`` once the store is open."""
+    base = "Creates a notebook and returns its handle."
+    if isinstance(store, Exception):
+        return (f"{base} The handle store is unavailable (the handle store cannot open: {store}): every call answers "
+                "store_unavailable.")
+    return (f"{base} The notebook expires after {go_duration(store.idle_ttl)} idle and {go_duration(store.max_age)} "
+            "after creation at the latest; an expired handle answers handle_expired.")
 
 
-def _result(doc: dict[str, Any], error: bool = False) -> "CallToolResult":
-    """A tool result whose structured content is ``doc`` and whose text is the same JSON."""
-    from mcp_types import CallToolResult, TextContent
-
-    return CallToolResult(content=[TextContent(type="text", text=json.dumps(doc))], structured_content=doc,
-                          is_error=error)
+#: The tool descriptions the adapter fills in from the opened store.
+DESCRIPTIONS = {"notebook_create": describe_create}
 
 
-def _notes(data: bytes) -> list[str]:
-    """The notes of a notebook value. Raises ``ValueError`` when the value is not ``{"notes": [str...]}``."""
-    doc = json.loads(data)
+def _notes(doc: Any) -> list[str]:
+    """The notes of a decoded notebook value. Raises ``mcp_resume.InvalidValueError`` (a tool error with code
+    ``invalid_value``) when the value is not ``{"notes": [str...]}``."""
+    from mcp_resume import InvalidValueError
+
     notes = doc.get("notes") if isinstance(doc, dict) else None
     if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
-        raise ValueError('the notebook is not {"notes": [...]}')
+        raise InvalidValueError('the notebook is not {"notes": [...]}')
     return notes
 
 
-def register_notebook(server: "MCPServer", books: Notebooks) -> None:
-    """Add the four notebook tools to ``server``. ``notebook_create``'s description states the opened store's
-    policy: ``tools/list`` waits for the store to open (the handshake does not), then puts it in."""
+def register_notebook(server: "MCPServer") -> None:
+    """Add the four notebook tools to ``server``, whose lifespan is ``mcp_resume.mcp.lifespan`` (with
+    :data:`DESCRIPTIONS`): each tool takes the stores from its context (``mcp_resume.mcp.of(ctx)``, the principal
+    from the SDK's verified bearer token, ``""`` over stdio), and a store error becomes the structured tool error
+    (``mcp_resume.mcp.tool_errors``)."""
     from mcp.server.mcpserver import Context
-    from mcp_resume import Conflict, HandleStoreError
+    from mcp_resume.mcp import json_result, of, tool_errors
     from mcp_types import CallToolResult
 
-    list_tools = server.list_tools
-
-    async def list_tools_with_policy() -> Any:
-        await books.wait()
-        return [t.model_copy(update={"description": books.description()}) if t.name == "notebook_create" else t
-                for t in await list_tools()]
-
-    server.list_tools = list_tools_with_policy  # type: ignore[method-assign]  # MCPServer's handler calls it
-
-    def failed(e: Exception) -> "CallToolResult":
-        if isinstance(e, HandleStoreError):
-            return _result(e.to_json(), error=True)
-        return _result({"error": "invalid_value", "message": str(e)}, error=True)
-
-    async def unavailable() -> "CallToolResult | None":
-        await books.wait()
-        if books.store is None:
-            return _result({"error": "store_unavailable", "message": books.error}, error=True)
-        return None
-
-    @server.tool(description="Creates a notebook and returns its handle.")  # the policy: list_tools_with_policy
+    @server.tool(description="Creates a notebook and returns its handle.")  # the policy: DESCRIPTIONS
+    @tool_errors
     async def notebook_create(ctx: Context) -> CallToolResult:
-        if (bad := await unavailable()) is not None:
-            return bad
-        try:
-            c = await books.store.create(principal_of(ctx), json.dumps({"notes": []}).encode())
-        except HandleStoreError as e:
-            return failed(e)
-        return _result({"handle": c.handle, "generation": c.generation, "idle_ttl_seconds": _seconds(c.idle_ttl),
-                        "max_age_seconds": _seconds(c.max_age)})
+        c = await of(ctx).create_json({"notes": []})
+        return json_result({"handle": c.handle, "generation": c.generation, "idle_ttl_seconds": _seconds(c.idle_ttl),
+                            "max_age_seconds": _seconds(c.max_age)})
 
     @server.tool(description="Appends a note to a notebook and returns its new generation. With generation, only if "
                              "the notebook is still at that generation.")
+    @tool_errors
     async def notebook_add(handle: str, note: str, ctx: Context, generation: int | None = None) -> CallToolResult:
-        if (bad := await unavailable()) is not None:
-            return bad
-        for attempt in range(1 + (ADD_RETRIES if generation is None else 0)):
-            try:
-                v = await books.store.get(handle, principal_of(ctx))
-                notes = _notes(v.data) + [note]
-                expect = generation if generation is not None else v.generation
-                gen = await books.store.put(handle, principal_of(ctx), json.dumps({"notes": notes}).encode(), expect=expect)
-                return _result({"generation": gen})
-            except Conflict as e:
-                if generation is not None or attempt == ADD_RETRIES:
-                    return failed(e)
-            except (HandleStoreError, ValueError) as e:
-                return failed(e)
-        raise AssertionError("unreachable")
+        r = of(ctx)
+        if generation is None:  # read, append, compare-and-set; retried when another writer came first
+            _, gen = await r.update(handle, lambda doc: {"notes": _notes(doc) + [note]}, retries=ADD_RETRIES)
+            return json_result({"generation": gen})
+        doc, _ = await r.get_json(handle)
+        return json_result({"generation": await r.put_json(handle, {"notes": _notes(doc) + [note]}, expect=generation)})
 
     @server.tool(description="Returns a notebook's notes and generation.")
+    @tool_errors
     async def notebook_read(handle: str, ctx: Context) -> CallToolResult:
-        if (bad := await unavailable()) is not None:
-            return bad
-        try:
-            v = await books.store.get(handle, principal_of(ctx))
-            return _result({"notes": _notes(v.data), "generation": v.generation})
-        except (HandleStoreError, ValueError) as e:
-            return failed(e)
+        doc, gen = await of(ctx).get_json(handle)
+        return json_result({"notes": _notes(doc), "generation": gen})
 
     @server.tool(description="Deletes a notebook; its handle then answers handle_not_found. With generation, only if "
                              "the notebook is still at that generation.")
+    @tool_errors
     async def notebook_delete(handle: str, ctx: Context, generation: int | None = None) -> CallToolResult:
-        if (bad := await unavailable()) is not None:
-            return bad
-        try:
-            await books.store.delete(handle, principal_of(ctx), expect=generation)
-            return _result({})
-        except HandleStoreError as e:
-            return failed(e)
+        await of(ctx).delete(handle, expect=generation)
+        return json_result({})

@@ -40,19 +40,21 @@ optional and no resume store is opened.
 Startup follows spec 000, "MCP Server Startup", the same flow as the Go and
 TypeScript examples: load the stored token, offer it to the broker, reject it
 if the broker refuses (401/409/410), start a fresh session otherwise, and store
-whatever token the broker issues. Nothing of it delays the MCP handshake
-(``initialize``), not even a first start after ``pip install``, when the
-plugin compiles for seconds: the store is an
-:class:`mcp_resume.AsyncResumeTokenStore`, constructed first thing in
-:func:`main`, before the MCP SDK is imported; it opens and makes its first
-``load`` in its own background thread at once, while fds 0 and 1 are still
-the host's (the SDK's stdio transport points them at /dev/null and stderr
-while it serves, and the plugin's check that the host holds this server's
-stdio, fault 11c in docs/RELIABILITY.md, must see the host's). The broker
-session is established by a task the server's lifespan starts, which awaits
-that load; a tool call waits for the session (at most
-:data:`SESSION_WAIT_S`). No thread of this file's own. Logs go to stderr;
-stdout carries only JSON-RPC.
+whatever token the broker issues. The stores come from the mcp-resume adapter
+for the SDK (``mcp_resume.mcp``): the server's lifespan is
+``mcp_resume.mcp.lifespan(APP, ...)``, which opens the resume store (an
+:class:`mcp_resume.AsyncResumeTokenStore`) and the handle store in background
+threads when the server starts and closes them when it stops, so nothing of
+it delays the MCP handshake (``initialize``), not even a first start after
+``pip install``, when the plugin compiles for seconds. ``mcp_resume`` is
+imported first thing, so it copies fds 0 and 1 while they are still the
+host's (the SDK's stdio transport points them at /dev/null and stderr while
+it serves, and the plugin's check that the host holds this server's stdio,
+fault 11c in docs/RELIABILITY.md, must see the host's). The broker session is
+established by a task this server's own lifespan (composed with the
+adapter's) starts, which awaits the store's first load; a tool call waits for
+the session (at most :data:`SESSION_WAIT_S`). No thread of this file's own.
+Logs go to stderr; stdout carries only JSON-RPC.
 """
 
 from __future__ import annotations
@@ -68,20 +70,18 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from http_mode import ENV_PRINCIPALS, UsageError, auth_kwargs, http_addr, parse_principals, serve_http
-from notebook import Notebooks, register_notebook
+# First: importing the binding records the working directory the server was launched in and copies the MCP host's
+# stdio, before the SDK serves (mcp_resume.mcp imports the SDK only when the server starts).
+import mcp_resume.mcp
 
-try:  # first: the binding records the working directory the server was launched in when it is imported
-    import mcp_resume  # noqa: F401
-except ImportError:  # resume is an optimisation: open_store serves without it
-    pass
+from http_mode import ENV_PRINCIPALS, UsageError, auth_kwargs, http_addr, parse_principals, serve_http
+from notebook import DESCRIPTIONS, register_notebook
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
 # The MCP SDK (mcp, anyio) is imported inside the functions that use it, not
-# here: main() constructs the resume store first, so it opens while the SDK
-# imports.
+# here (the startup benchmark measures the server's own imports).
 
 #: This server's app name: its token files live in their own state directory. $EXAMPLE_APP overrides it
 #: (the fault suite runs the Go, Python and TypeScript example servers as one app, to show that servers on
@@ -223,21 +223,6 @@ class Broker:
 # --- startup (spec 000, MCP Server Startup) ------------------------------------------
 
 
-def open_store() -> Any:
-    """The resume store, opening in the background (:class:`mcp_resume.AsyncResumeTokenStore`: returns at
-    once, opens and makes its first ``load`` in its own thread), or ``None`` when the package is missing
-    (resume is an optimisation: serve without it). A store that fails to open logs why and is resume off."""
-    try:
-        from mcp_resume import AsyncResumeTokenStore
-
-        # The plugin's instance-key default is $MCP_RESUME_INSTANCE, else sys.argv[1:]:
-        # instances the host launches with different arguments resume separately.
-        return AsyncResumeTokenStore(APP)
-    except Exception as e:  # noqa: BLE001 - never let resume stop the server
-        log.warning("session resume unavailable: %s", e)
-        return None
-
-
 async def establish(store: Any, broker: Broker) -> Session:
     """Get a broker session: the stored one if the broker still honours the token the store loaded at
     startup, else a fresh one. Broker calls run in worker threads.
@@ -270,12 +255,12 @@ async def establish(store: Any, broker: Broker) -> Session:
 class State:
     """The server's broker session, established in the background and shared by the tool handlers."""
 
-    def __init__(self, broker: Broker | None, store: Any) -> None:
+    def __init__(self, broker: Broker | None) -> None:
         """``broker``: the client every tool call uses (``None``: no broker, HTTP mode without
-        ``MCP_EXAMPLE_BROKER_URL``: the broker tools fail, saying so); ``store``: :func:`open_store`'s (``None``:
-        no resume). The session comes later, from :meth:`startup`, which the server's lifespan runs."""
+        ``MCP_EXAMPLE_BROKER_URL``: the broker tools fail, saying so). The resume store (``None``: no resume, HTTP
+        mode) is the adapter's, taken by :meth:`lifespan`; the session comes later, from :meth:`startup`."""
         self.broker = broker
-        self.store = store
+        self.store: Any = None
         self._ready: Any = None  # an anyio.Event, made in the server's event loop by lifespan()
         self._session: Session | None = None
         self._error: Exception | None = None
@@ -296,12 +281,15 @@ class State:
             self._ready.set()
 
     @asynccontextmanager
-    async def lifespan(self, _server: Any) -> AsyncIterator[None]:
-        """The MCP server's lifespan: runs :meth:`startup` as a task while the server serves (the handshake
-        does not wait for it). At shutdown a startup under way may have had its token rotated by the broker
-        already, so it gets at most ``3 * HTTP_TIMEOUT_S`` to store the new one before it is cancelled."""
+    async def lifespan(self, server: Any) -> AsyncIterator[None]:
+        """This server's own lifespan, inside the adapter's (``mcp_resume.mcp.lifespan(..., lifespan=this)``): takes
+        the adapter's resume store and runs :meth:`startup` as a task while the server serves (the handshake does
+        not wait for it). At shutdown a startup under way may have had its token rotated by the broker already, so
+        it gets at most ``3 * HTTP_TIMEOUT_S`` to store the new one before it is cancelled (the adapter closes the
+        store after that)."""
         import anyio
 
+        self.store = mcp_resume.mcp.of(server).resume
         self._ready = anyio.Event()
         async with anyio.create_task_group() as tg:
             tg.start_soon(self.startup)
@@ -311,11 +299,6 @@ class State:
                 with anyio.CancelScope(shield=True), anyio.move_on_after(3 * HTTP_TIMEOUT_S):
                     await self._ready.wait()
                 tg.cancel_scope.cancel()
-
-    def close(self) -> None:
-        """Release the store's plugin and token file lock (also when its start is still running)."""
-        if self.store is not None:
-            self.store.close()
 
     async def current(self) -> Session:
         """The session, waiting for startup at most :data:`SESSION_WAIT_S` seconds.
@@ -348,13 +331,20 @@ class State:
             raise ToolError(str(e)) from None
 
 
-def new_server(state: State | None = None, **auth: Any) -> MCPServer:
-    """The MCP server object (official SDK; ``MCPServer`` is FastMCP's name since mcp 2), with ``state``'s
-    lifespan (``None``: none, as the startup benchmark, examples/bench/python/server_start.py, builds it) and
-    ``auth`` (:func:`http_mode.auth_kwargs`: bearer principals in HTTP mode). Imports the SDK."""
+def new_server(state: State | None = None, *, resume: bool = True, **auth: Any) -> MCPServer:
+    """The MCP server object (official SDK; ``MCPServer`` is FastMCP's name since mcp 2) with the mcp-resume
+    adapter's lifespan (``mcp_resume.mcp.lifespan``: the resume store unless ``resume`` is False, the handle store,
+    notebook_create's policy) composed with ``state``'s (``None``: no lifespan at all, as the startup benchmark,
+    examples/bench/python/server_start.py, builds it), and ``auth`` (:func:`http_mode.auth_kwargs`: bearer
+    principals in HTTP mode). Imports the SDK."""
     from mcp.server.mcpserver import MCPServer
 
-    return MCPServer("mcp-resume-example-python", version="0.1.0", lifespan=state.lifespan if state else None, **auth)
+    lifespan = None
+    if state is not None:
+        # The plugin's instance-key default is $MCP_RESUME_INSTANCE, else sys.argv[1:]: instances the host
+        # launches with different arguments resume separately.
+        lifespan = mcp_resume.mcp.lifespan(APP, resume=resume, lifespan=state.lifespan, descriptions=DESCRIPTIONS)
+    return MCPServer("mcp-resume-example-python", version="0.1.0", lifespan=lifespan, **auth)
 
 
 def register(server: MCPServer, state: State) -> None:
@@ -394,15 +384,11 @@ def main_http(host: str, port: int) -> int:
     log.info("HTTP mode: no MCP host parent to identify, so no session resume store; "
              "the handle store opens from the environment")
     broker_url = os.environ.get(ENV_BROKER_URL, "")
-    state = State(Broker(broker_url) if broker_url else None, None)
-    books = Notebooks(APP).start()
-    try:
-        server = new_server(state, **auth_kwargs(principals))
-        register(server, state)
-        register_notebook(server, books)
-        return serve_http(server, host, port)
-    finally:
-        books.close()
+    state = State(Broker(broker_url) if broker_url else None)
+    server = new_server(state, resume=False, **auth_kwargs(principals))
+    register(server, state)
+    register_notebook(server)
+    return serve_http(server, host, port)
 
 
 def apply_test_knobs() -> None:
@@ -422,10 +408,10 @@ def main() -> int:
     """Run the server; return the exit status (0, or 1 without ``MCP_EXAMPLE_BROKER_URL``, or 2 for bad
     arguments). With ``--http HOST:PORT``: :func:`main_http`.
 
-    The resume store is constructed first (it opens and loads in its own
-    thread), then the SDK imports, the server is built and serves stdio at
-    once; its lifespan establishes the broker session in the background, so
-    ``initialize`` waits for neither the plugin nor the broker.
+    The server is built and serves stdio at once; the adapter's lifespan
+    opens the stores in background threads and this server's establishes the
+    broker session in the background, so ``initialize`` waits for neither the
+    plugin nor the broker.
     """
     setup_logging()
     apply_test_knobs()
@@ -440,17 +426,12 @@ def main() -> int:
     if not broker_url:
         log.error("%s is not set: point it at the token broker (go run ./examples/broker prints its URL)", ENV_BROKER_URL)
         return 1
-    state = State(Broker(broker_url), open_store())  # first: the store opens while the SDK imports
-    books = Notebooks(APP).start()  # the handle store opens in its own thread too, independent of resume
-    try:
-        server = new_server(state)
-        register(server, state)
-        register_notebook(server, books)
-        server.run("stdio")
-        return 0
-    finally:
-        books.close()
-        state.close()  # releases the token file's lock (exiting would too)
+    state = State(Broker(broker_url))
+    server = new_server(state)
+    register(server, state)
+    register_notebook(server)
+    server.run("stdio")  # the adapter closes both stores when it returns (releasing the token file's lock)
+    return 0
 
 
 if __name__ == "__main__":

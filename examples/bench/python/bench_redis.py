@@ -277,7 +277,7 @@ def main() -> int:
 async def run_async(args: argparse.Namespace, rec: dict, url: str, opts: dict, value: bytes) -> None:
     """The same load with asyncio tasks: AsyncHandleStore against redis.asyncio."""
     floor = redis.asyncio.Redis.from_url(url, retry_on_error=[], max_connections=args.callers + 4, **CLIENT_OPTIONS)
-    store = await AsyncHandleStore.open(APP, **opts)
+    store = AsyncHandleStore(APP, **opts)
     n = len(rec["read"])
     handles = [(await store.create("", value)).handle for _ in range(n)]
 
@@ -307,7 +307,7 @@ async def run_async(args: argparse.Namespace, rec: dict, url: str, opts: dict, v
                 st.append(await task_window(args.callers, n, args.window, sget, sput))
             else:
                 fl.append(await task_window(args.callers, n, args.window, fget, fput))
-    pool = store.store.pool_size
+    pool = (await store.opened()).pool_size
     await store.aclose()
     await floor.aclose()
     table(f"Python asyncio, {args.callers} tasks, AsyncHandleStore (pool_size {pool}) vs redis.asyncio, get and put "

@@ -103,7 +103,7 @@ def loader() -> int:
         counter = EventCounter()
         ans: dict[str, object] = {"found": False, "valid": False, "seed": 0, "iter": 0, "len": 0}
         try:
-            store = ResumeTokenStore(APP, line.rstrip("\n"), logger=new_logger("loader", counter))
+            store = ResumeTokenStore(APP, state_root=line.rstrip("\n"), logger=new_logger("loader", counter))
             try:
                 tok = store.load()
             finally:

@@ -27,7 +27,7 @@ import sys
 import threading
 from collections.abc import Callable
 
-from mcp_resume import Conflict, HandleStore, HandleStoreError
+from mcp_resume import ConflictError, HandleStore, MCPResumeError
 
 
 def crash_value(gen: int, seed: int, i: int) -> bytes:
@@ -69,7 +69,7 @@ def cas(store: HandleStore, handle: str, threads: int, ops: int) -> dict[str, ob
                 continue
             try:
                 gen = store.put(handle, "", json.dumps({"count": count + 1}).encode(), expect=v.generation)
-            except Conflict as e:
+            except ConflictError as e:
                 if e.generation <= v.generation:
                     fail(f"conflict expecting {v.generation} named generation {e.generation}")
                 bump("conflicts")
@@ -107,7 +107,7 @@ def main() -> int:
         def code(f: Callable[[], object]) -> str:
             try:
                 f()
-            except HandleStoreError as e:
+            except MCPResumeError as e:
                 return e.code
             except Exception as e:  # noqa: BLE001 - reported: the test wants the store's codes
                 return f"error: {e!r}"

@@ -36,7 +36,7 @@ def test_flow(tmp_path: Path, PinnedAsync: type[AsyncResumeTokenStore]) -> None:
     lg = logger_for(capture, "async.flow")
 
     async def run() -> None:
-        async with PinnedAsync("app", tmp_path, logger=lg) as s:
+        async with PinnedAsync("app", state_root=tmp_path, logger=lg) as s:
             assert await s.load() is None
             await s.store("tok-A")
         async with PinnedAsync("app", state_root=tmp_path, logger=lg) as s:
@@ -45,7 +45,7 @@ def test_flow(tmp_path: Path, PinnedAsync: type[AsyncResumeTokenStore]) -> None:
             opened = await s.opened()
             assert opened.state_dir == str(tmp_path / "app")  # the app's directory under the root
             assert opened.state_root == str(tmp_path)
-        async with PinnedAsync("app", tmp_path, logger=lg) as s:
+        async with PinnedAsync("app", state_root=tmp_path, logger=lg) as s:
             assert await s.load() == "tok-B"
             await s.reject()
             assert await s.load() is None  # later calls load again
@@ -64,7 +64,7 @@ def test_open_failure_is_resume_off(tmp_path: Path) -> None:
     capture = Capture()
 
     async def run() -> None:
-        s = AsyncResumeTokenStore("../bad app", tmp_path, logger=logger_for(capture, "async.bad"))
+        s = AsyncResumeTokenStore("../bad app", state_root=tmp_path, logger=logger_for(capture, "async.bad"))
         assert await s.load() is None
         await s.store("tok")
         await s.reject()
@@ -82,11 +82,11 @@ def test_wrong_argument_type(tmp_path: Path) -> None:
     """A value JSON cannot carry is refused at once, by the binding; a value of the wrong JSON type is the
     plugin's to refuse, in the background: the store logs why once and runs with resume off."""
     with pytest.raises(InvalidOptionError, match="instance"):
-        AsyncResumeTokenStore("app", tmp_path, instance=object())  # type: ignore[arg-type]
+        AsyncResumeTokenStore("app", state_root=tmp_path, instance=object())  # type: ignore[arg-type]
     capture = Capture()
 
     async def run() -> None:
-        s = AsyncResumeTokenStore("app", tmp_path, instance=5, logger=logger_for(capture, "async.type"))  # type: ignore[arg-type]
+        s = AsyncResumeTokenStore("app", state_root=tmp_path, instance=5, logger=logger_for(capture, "async.type"))  # type: ignore[arg-type]
         assert await s.load() is None
         with pytest.raises(InvalidOptionError):
             await s.opened()
@@ -103,10 +103,10 @@ def test_close_during_the_start_releases_the_lock(tmp_path: Path, PinnedAsync: t
     capture = Capture()
 
     async def run() -> None:
-        first = PinnedAsync("app", tmp_path, logger=logger_for(capture, "async.close"))
+        first = PinnedAsync("app", state_root=tmp_path, logger=logger_for(capture, "async.close"))
         first.close()  # almost certainly before the start ended
         await asyncio.wrap_future(first._started)
-        async with PinnedAsync("app", tmp_path, logger=logger_for(capture, "async.close")) as second:
+        async with PinnedAsync("app", state_root=tmp_path, logger=logger_for(capture, "async.close")) as second:
             await second.load()
             await second.store("tok-2")
 
@@ -120,7 +120,7 @@ import asyncio, json, sys, time
 t0 = time.perf_counter()
 from mcp_resume import AsyncResumeTokenStore
 t_import = time.perf_counter()
-store = AsyncResumeTokenStore("app", sys.argv[1], instance="")  # this test process is the MCP host
+store = AsyncResumeTokenStore("app", state_root=sys.argv[1], instance="")  # this test process is the MCP host
 t_built = time.perf_counter()
 ticks = 0
 async def main():

@@ -53,7 +53,7 @@ from typing import Any
 import extism
 import pytest
 
-from mcp_resume import HandleStoreError, ResumeStoreError, ResumeTokenStore
+from mcp_resume import MCPResumeError, MCPResumeError, ResumeTokenStore
 from mcp_resume._handles import _Instance
 from mcp_resume._hostfuncs import HostFunctions
 
@@ -348,7 +348,7 @@ def test_conformance(path: Path, backend: str, tmp_path: Path, request: pytest.F
                 return super()._export(export, data)
             opened.append(call_export(self, "open", json.dumps(open_req).encode()))
             if opened[0][1] is not None:
-                raise ResumeStoreError(f"open: {opened[0][1]}")
+                raise MCPResumeError(f"open: {opened[0][1]}")
             return opened[0][0]
 
     errors: list[str] = []
@@ -363,7 +363,7 @@ def test_conformance(path: Path, backend: str, tmp_path: Path, request: pytest.F
         else:
             try:
                 store = Store("conformance", logger=logger)
-            except ResumeStoreError as e:
+            except MCPResumeError as e:
                 if not opened or opened[0][1] is None:
                     errors.append(f"open: {e}")
         assert opened, "open was never called"

@@ -3,7 +3,7 @@
 Every method and every error class, the files on disk (0700/0600, the value sealed), lifetimes driven by a
 ``clock=`` (no sleeping), eviction order, compare-and-set increments from threads and from two processes
 (final count = successful puts), the pool's bound, the asyncio interface (the loop keeps ticking while a call
-waits for a shard lock), a shard lock held by another process (``StoreUnavailable`` after ``lock_wait``),
+waits for a shard lock), a shard lock held by another process (``StoreUnavailableError`` after ``lock_wait``),
 ``MCP_RESUME=off`` (resume off, the handle store on) and the WASI random source (10,000 handles, distinct, 24
 bytes each). The shared conformance cases pin the plugin's policy byte for byte; these pin the binding.
 About 550 lines: one test per method, error and option of the API, with the fixtures they share.
@@ -27,9 +27,9 @@ from typing import Any
 
 import pytest
 
-from mcp_resume import (AsyncHandleStore, Conflict, HandleEvicted, HandleExpired, HandleNotFound, HandleStore,
-                        HandleStoreError, InvalidHandle, InvalidHandleOption, InvalidPrincipal, InvalidValue,
-                        StoreUnavailable, ValueTooLarge)
+from mcp_resume import (AsyncHandleStore, ConflictError, HandleEvictedError, HandleExpiredError, HandleNotFoundError, HandleStore,
+                        MCPResumeError, InvalidHandleError, InvalidOptionError, InvalidPrincipalError, InvalidValueError,
+                        InvalidAppError, ResumeTokenStore, StoreUnavailableError, ValueTooLargeError)
 from mcp_resume._hostfuncs import HostFunctions
 
 HANDLE_RE = r"mrh1_[A-Za-z0-9_-]{32}"
@@ -99,7 +99,7 @@ def test_create_get_put_touch_exists_delete(store: HandleStore) -> None:
     assert store.exists(c.handle, "alice") is False
     for op in (lambda: store.get(c.handle, "alice"), lambda: store.put(c.handle, "alice", b"x"),
                lambda: store.touch(c.handle, "alice"), lambda: store.delete(c.handle, "alice")):
-        with pytest.raises(HandleNotFound) as e:
+        with pytest.raises(HandleNotFoundError) as e:
             op()
         assert e.value.code == "handle_not_found" and c.handle not in str(e.value)
 
@@ -118,7 +118,7 @@ def test_another_principal_answers_as_an_unknown_handle(store: HandleStore) -> N
     for h in (c.handle, unknown):
         for op in (lambda: store.get(h, "bob"), lambda: store.put(h, "bob", b"x"), lambda: store.touch(h, "bob"),
                    lambda: store.delete(h, "bob")):
-            with pytest.raises(HandleNotFound) as e:
+            with pytest.raises(HandleNotFoundError) as e:
                 op()
             assert "bob" not in str(e.value) and "alice" not in str(e.value)
         assert store.exists(h, "bob") is False
@@ -129,16 +129,16 @@ def test_another_principal_answers_as_an_unknown_handle(store: HandleStore) -> N
 def test_compare_and_set_conflict(store: HandleStore) -> None:
     c = store.create("", b"a")
     assert store.put(c.handle, "", b"b", expect=1) == 2
-    with pytest.raises(Conflict) as e:
+    with pytest.raises(ConflictError) as e:
         store.put(c.handle, "", b"stale", expect=1)
     assert e.value.generation == 2 and e.value.code == "conflict"
     assert e.value.to_json() == {"error": "conflict", "message": e.value.message, "generation": 2}
-    with pytest.raises(Conflict) as e:
+    with pytest.raises(ConflictError) as e:
         store.delete(c.handle, "", expect=5)
     assert e.value.generation == 2
     v = store.get(c.handle, "")
     assert (v.data, v.generation) == (b"b", 2), "a conflict changed something"
-    with pytest.raises(InvalidHandleOption):
+    with pytest.raises(InvalidOptionError):
         store.put(c.handle, "", b"x", expect="2")  # type: ignore[arg-type]
 
 
@@ -150,18 +150,18 @@ def test_invalid_handles(store: HandleStore, handle: Any) -> None:
     exactly 24 bytes: no unused bits to check)."""
     for op in (lambda: store.get(handle, ""), lambda: store.put(handle, "", b"x"), lambda: store.delete(handle, ""),
                lambda: store.touch(handle, ""), lambda: store.exists(handle, "")):
-        with pytest.raises(InvalidHandle) as e:
+        with pytest.raises(InvalidHandleError) as e:
             op()
-        assert isinstance(e.value, ValueError) and isinstance(e.value, HandleStoreError)
+        assert isinstance(e.value, ValueError) and isinstance(e.value, MCPResumeError)
         assert e.value.code == "invalid_handle"
 
 
 def test_invalid_principals(store: HandleStore) -> None:
     c = store.create("", b"x")
     for principal in (5, None, b"alice", "a" * 1025, "\udc80"):
-        with pytest.raises(InvalidPrincipal):
+        with pytest.raises(InvalidPrincipalError):
             store.create(principal, b"x")  # type: ignore[arg-type]
-        with pytest.raises(InvalidPrincipal):
+        with pytest.raises(InvalidPrincipalError):
             store.get(c.handle, principal)  # type: ignore[arg-type]
     store.create("é" * 512, b"ok")  # 1024 bytes of UTF-8: the most allowed
 
@@ -170,13 +170,13 @@ def test_values(root: Path) -> None:
     with HandleStore("values", state_root=root, max_value_bytes=1024) as s:
         assert s.max_value_bytes == 1024
         for bad in ("text", 5, None, [1]):
-            with pytest.raises(InvalidValue):
+            with pytest.raises(InvalidValueError):
                 s.create("", bad)  # type: ignore[arg-type]
-        with pytest.raises(ValueTooLarge):
+        with pytest.raises(ValueTooLargeError):
             s.create("", b"x" * 1025)
         assert s.list().live == 0, "an oversized value was written"
         c = s.create("", b"x" * 1024)
-        with pytest.raises(ValueTooLarge):
+        with pytest.raises(ValueTooLargeError):
             s.put(c.handle, "", b"y" * 1025)
         assert s.get(c.handle, "") .data == b"x" * 1024 and s.get(c.handle, "").generation == 1
 
@@ -193,7 +193,7 @@ def test_options_and_their_values(root: Path) -> None:
         assert s.state_dir == str(root / "opts" / "handles")
         c = s.create("", b"x", idle_ttl=dt.timedelta(minutes=5), max_age=120)
         assert (c.idle_ttl, c.max_age) == (dt.timedelta(minutes=5), dt.timedelta(minutes=2))
-        with pytest.raises(InvalidHandleOption) as e:
+        with pytest.raises(InvalidOptionError) as e:
             s.create("", b"x", idle_ttl=dt.timedelta(minutes=11))
         assert "idle_ttl_ms may only shorten" in str(e.value) and isinstance(e.value, ValueError)
     with HandleStore("big", state_root=root, max_handles=10000) as s:
@@ -204,15 +204,33 @@ def test_options_and_their_values(root: Path) -> None:
                                     {"max_handles": "10"}, {"max_handles": object()}, {"max_value_bytes": 8 << 20},
                                     {"idle_ttl": -1}, {"pool_size": 0}, {"clock": 5}, {"lock_wait": 11}])
 def test_bad_options_refused(root: Path, kwargs: dict[str, Any]) -> None:
-    with pytest.raises(InvalidHandleOption):
+    with pytest.raises(InvalidOptionError):
         HandleStore("bad", state_root=root, **kwargs)
 
 
+@pytest.mark.parametrize("cls", ["ResumeTokenStore", "AsyncResumeTokenStore", "HandleStore", "AsyncHandleStore"])
+def test_every_store_refuses_unknown_and_positional_options(root: Path, cls: str) -> None:
+    """Options are keyword-only and a keyword no store knows is a TypeError, before anything opens, in all four."""
+    import mcp_resume
+
+    store_class = getattr(mcp_resume, cls)
+    with pytest.raises(TypeError, match="idle_tll"):
+        store_class("app", state_root=root, idle_tll=5)
+    with pytest.raises(TypeError):
+        store_class("app", str(root))
+    assert not root.exists(), "a refused open created something"
+
+
 def test_bad_app_names(root: Path) -> None:
+    """Both stores raise the same InvalidAppError (code invalid_app) for a bad app name, with the same words."""
     for app, words in (("", "app"), ("a/b", "a/b"), (b"app", "must be a string, not bytes"), (None, "app")):
-        with pytest.raises(InvalidHandleOption) as e:
+        with pytest.raises(InvalidAppError) as e:
             HandleStore(app, state_root=root)  # type: ignore[arg-type]
         assert words in str(e.value), str(e.value)
+        assert e.value.code == "invalid_app" and isinstance(e.value, MCPResumeError)
+        with pytest.raises(InvalidAppError) as r:
+            ResumeTokenStore(app, state_root=root)  # type: ignore[arg-type]
+        assert str(r.value) == str(e.value)
     assert not root.exists(), "a refused open created something"
 
 
@@ -225,7 +243,7 @@ def test_environment_lifetimes(root: Path, monkeypatch: pytest.MonkeyPatch) -> N
     with HandleStore("env", state_root=root, idle_ttl=30) as s:
         assert s.idle_ttl == dt.timedelta(seconds=30)
     monkeypatch.setenv("MCP_RESUME_STATE_IDLE_TTL", "a day")
-    with pytest.raises(InvalidHandleOption) as e:
+    with pytest.raises(InvalidOptionError) as e:
         HandleStore("env", state_root=root)
     assert "MCP_RESUME_STATE_IDLE_TTL" in str(e.value)
 
@@ -285,7 +303,7 @@ def test_logs_name_no_secret(root: Path) -> None:
     clock = Clock()
     with HandleStore("logs", state_root=root, logger=logger_with(lines), clock=clock, max_handles=1) as s:
         a = s.create("who", b"value-a", idle_ttl=10)
-        with pytest.raises(Conflict):
+        with pytest.raises(ConflictError):
             s.put(a.handle, "who", b"x", expect=7)
         s.create("who", b"value-b")  # evicts a
         clock.advance(30 * 24 * 3600)
@@ -312,11 +330,11 @@ def test_clock_idle_expiry_refresh_and_tombstone(root: Path) -> None:
         assert s.exists(c.handle, "") is True
         clock.advance(2)  # exists did not refresh: 11 s idle
         assert s.exists(c.handle, "") is False
-        with pytest.raises(HandleExpired) as e:
+        with pytest.raises(HandleExpiredError) as e:
             s.get(c.handle, "")
         assert e.value.reason == "idle" and e.value.to_json()["reason"] == "idle"
         clock.advance(101)
-        with pytest.raises(HandleNotFound):
+        with pytest.raises(HandleNotFoundError):
             s.get(c.handle, "")
 
 
@@ -329,7 +347,7 @@ def test_clock_max_age_is_not_extended(root: Path) -> None:
             s.touch(c.handle, "")
             s.put(c.handle, "", b"y")
         clock.advance(6)  # 31 s after creation, 6 s idle
-        with pytest.raises(HandleExpired) as e:
+        with pytest.raises(HandleExpiredError) as e:
             s.touch(c.handle, "")
         assert e.value.reason == "max_age"
 
@@ -340,7 +358,7 @@ def test_clock_as_unix_seconds(root: Path) -> None:
         c = s.create("", b"x")
         assert c.created == T0
         now[0] += 6
-        with pytest.raises(HandleExpired):
+        with pytest.raises(HandleExpiredError):
             s.get(c.handle, "")
 
 
@@ -355,7 +373,7 @@ def test_eviction_least_recently_used(root: Path) -> None:
         s.get(hs[0], "")  # hs[1] is now the least recently used
         clock.advance(1)
         d = s.create("", b"d").handle
-        with pytest.raises(HandleEvicted) as e:
+        with pytest.raises(HandleEvictedError) as e:
             s.get(hs[1], "")
         assert e.value.code == "handle_evicted"
         assert [s.exists(h, "") for h in (hs[0], hs[2], d)] == [True, True, True]
@@ -400,7 +418,7 @@ def cas_increments(store: HandleStore, handle: str, attempts: int) -> int:
         try:
             store.put(handle, "", b"%d" % (int(v.data) + 1), expect=v.generation)
             ok += 1
-        except Conflict:
+        except ConflictError:
             pass
     return ok
 
@@ -464,7 +482,7 @@ def test_shard_held_elsewhere_is_store_unavailable_after_lock_wait(root: Path) -
         c = s.create("", b"x")
         holder = hold_shard(s.state_dir)
         t0 = time.monotonic()
-        with pytest.raises(StoreUnavailable) as e:
+        with pytest.raises(StoreUnavailableError) as e:
             s.get(c.handle, "")
         took = time.monotonic() - t0
         assert 0.3 <= took < 3 and e.value.code == "store_unavailable" and isinstance(e.value, OSError)
@@ -478,22 +496,46 @@ def test_shard_held_elsewhere_is_store_unavailable_after_lock_wait(root: Path) -
 
 def test_async_store_every_method(root: Path) -> None:
     async def main() -> None:
-        async with await AsyncHandleStore.open("async", state_root=root, pool_size=2) as s:
+        async with AsyncHandleStore("async", state_root=root, pool_size=2) as s:
             c = await s.create("", b"a")
             assert (await s.get(c.handle, "")).data == b"a"
             assert await s.put(c.handle, "", b"b", expect=1) == 2
-            with pytest.raises(Conflict):
+            with pytest.raises(ConflictError):
                 await s.put(c.handle, "", b"c", expect=1)
             assert (await s.touch(c.handle, "")).generation == 2
             assert await s.exists(c.handle, "")
             assert (await s.list()).live == 1
             assert (await s.gc()).live == 1
             await s.delete(c.handle, "")
-            with pytest.raises(HandleNotFound):
+            with pytest.raises(HandleNotFoundError):
                 await s.get(c.handle, "")
-            assert s.store.idle_ttl == dt.timedelta(hours=24)
+            assert (await s.opened()).idle_ttl == dt.timedelta(hours=24)
             results = await asyncio.gather(*(s.create("", b"%d" % i) for i in range(20)))
             assert len({r.handle for r in results}) == 20
+
+    asyncio.run(main())
+
+
+def test_async_store_opens_in_the_background_and_its_first_call_raises_a_failed_open(root: Path) -> None:
+    """AsyncHandleStore(app, **options) returns before the store is open; a bad option or app name is raised by the
+    first awaited call (the same class HandleStore raises), and a store that opened serves from the first call."""
+
+    async def main() -> None:
+        bad = AsyncHandleStore("app", state_root=root, idle_ttl=-1)
+        with pytest.raises(InvalidOptionError):
+            await bad.create("", b"x")
+        with pytest.raises(InvalidOptionError):  # every later call too
+            await bad.get("mrh1_" + "A" * 32, "")
+        assert bad.ready()
+        await bad.aclose()
+        with pytest.raises(InvalidAppError):
+            await AsyncHandleStore("../x", state_root=root).opened()
+        good = AsyncHandleStore("app", state_root=root)
+        c = await good.create("", b"x")
+        assert (await good.get(c.handle, "")).data == b"x"
+        await good.aclose()
+        with pytest.raises(StoreUnavailableError):
+            await good.get(c.handle, "")
 
     asyncio.run(main())
 
@@ -502,9 +544,9 @@ def test_async_calls_never_block_the_loop(root: Path) -> None:
     """While calls wait 1 s each for a shard another process holds, a 5 ms ticker keeps ticking."""
 
     async def main() -> None:
-        s = await AsyncHandleStore.open("tick", state_root=root, max_handles=100, lock_wait=1, pool_size=2)
+        s = AsyncHandleStore("tick", state_root=root, max_handles=100, lock_wait=1, pool_size=2)
         c = await s.create("", b"x")
-        holder = hold_shard(s.store.state_dir)
+        holder = hold_shard((await s.opened()).state_dir)
         ticks: list[float] = []
 
         async def ticker() -> None:
@@ -518,7 +560,7 @@ def test_async_calls_never_block_the_loop(root: Path) -> None:
         took = time.monotonic() - t0
         task.cancel()
         holder.close()
-        assert all(isinstance(r, StoreUnavailable) for r in results), results
+        assert all(isinstance(r, StoreUnavailableError) for r in results), results
         assert took >= 1
         during = [t for t in ticks if t >= t0]
         gaps = [b - a for a, b in zip(during, during[1:])]
@@ -537,7 +579,7 @@ def test_close_and_reopen(root: Path) -> None:
     c = s.create("", b"durable")
     s.close()
     s.close()
-    with pytest.raises(StoreUnavailable):
+    with pytest.raises(StoreUnavailableError):
         s.get(c.handle, "")
     with HandleStore("life", state_root=root) as again:
         assert again.get(c.handle, "").data == b"durable"
@@ -545,12 +587,12 @@ def test_close_and_reopen(root: Path) -> None:
 
 def test_unusable_directory(tmp_path: Path) -> None:
     """A state root that is a file: the store opens (and logs why it is unavailable), every operation raises
-    StoreUnavailable saying what to do, and nothing is created."""
+    StoreUnavailableError saying what to do, and nothing is created."""
     (tmp_path / "file").write_text("not a directory")
     lines = Lines()
     with HandleStore("x", state_root=tmp_path / "file", logger=logger_with(lines)) as s:
         for op in (lambda: s.create("", b"x"), lambda: s.get("mrh1_" + "A" * 32, ""), s.list, s.gc):
-            with pytest.raises(StoreUnavailable) as e:
+            with pytest.raises(StoreUnavailableError) as e:
                 op()
             assert "MCP_RESUME_STATE_DIR" in str(e.value)
     assert "handle_store_unavailable" in {getattr(r, "event", "") for r in lines.records}
@@ -571,18 +613,18 @@ def test_guest_random_source_10000_handles(root: Path) -> None:
 
 def test_another_app_never_reads(root: Path) -> None:
     """Two apps under one state root never share a handle: app B given app A's handle and principal answers
-    ``HandleNotFound``, even with A's record copied into B's directory (keys and record names derive from the app
+    ``HandleNotFoundError``, even with A's record copied into B's directory (keys and record names derive from the app
     as well as the handle)."""
     with HandleStore("app-a", state_root=root) as a, HandleStore("app-b", state_root=root) as b:
         c = a.create("alice", b"a's secret")
-        with pytest.raises(HandleNotFound):
+        with pytest.raises(HandleNotFoundError):
             b.get(c.handle, "alice")
         b.create("alice", b"b's own")  # app-b's directory exists now
         for rec in Path(a.state_dir).glob("h-*"):
             dst = Path(b.state_dir) / rec.name
             dst.write_bytes(rec.read_bytes())
             dst.chmod(0o600)
-        with pytest.raises(HandleNotFound):
+        with pytest.raises(HandleNotFoundError):
             b.get(c.handle, "alice")
         assert a.get(c.handle, "alice").data == b"a's secret"
 

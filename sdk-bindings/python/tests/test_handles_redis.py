@@ -5,7 +5,7 @@ server (no value, principal or handle in any key or field); ``MCP_RESUME_STATE_U
 the threads of one store's pool sharing one redis-py client (at most ``pool_size`` connections, all closed
 with the store); compare-and-set increments from 8 threads and from two stores (final count = successful
 puts); ``AsyncHandleStore``; a server that cannot be reached (refused, and one that accepts but never
-answers) raising ``StoreUnavailable`` within ``timeout``, the password in no message, while the event loop
+answers) raising ``StoreUnavailableError`` within ``timeout``, the password in no message, while the event loop
 keeps ticking. The server is ``conftest.redis_server``: without ``redis-server`` these skip, or fail under
 ``MCP_RESUME_REQUIRE_REDIS=1``.
 """
@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from mcp_resume import (AsyncHandleStore, Conflict, HandleNotFound, HandleStore, InvalidHandleOption,
-                        StoreUnavailable)
+from mcp_resume import (AsyncHandleStore, ConflictError, HandleNotFoundError, HandleStore, InvalidOptionError,
+                        StoreUnavailableError)
 
 from test_handles import cas_increments
 
@@ -72,11 +72,11 @@ def test_end_to_end(server: Any, tmp_path: Path) -> None:
         v = s.get(c.handle, "alice-principal")
         assert (v.data, v.generation) == (b"secret-value-1", 1)
         assert s.put(c.handle, "alice-principal", b"secret-value-2") == 2
-        with pytest.raises(Conflict) as e:
+        with pytest.raises(ConflictError) as e:
             s.put(c.handle, "alice-principal", b"lost", expect=1)
         assert e.value.generation == 2
         assert s.put(c.handle, "alice-principal", b"secret-value-3", expect=2) == 3
-        with pytest.raises(HandleNotFound):
+        with pytest.raises(HandleNotFoundError):
             s.get(c.handle, "bob")
         assert s.exists(c.handle, "alice-principal") and s.touch(c.handle, "alice-principal").generation == 3
         assert s.list().live == 1
@@ -101,7 +101,7 @@ def test_end_to_end(server: Any, tmp_path: Path) -> None:
                         ("mcp_resume_lock", {"name": "lock-00"})):
             assert json.loads(funcs.call(fn, json.dumps(req).encode()))["error"]["code"] == "invalid_request", fn
         s.delete(c.handle, "alice-principal", expect=3)
-        with pytest.raises(HandleNotFound):
+        with pytest.raises(HandleNotFoundError):
             s.get(c.handle, "alice-principal")
     assert not root.exists(), "a Redis store made a directory"
 
@@ -119,11 +119,11 @@ def test_environment_selects_redis(server: Any, tmp_path: Path, monkeypatch: pyt
 
 
 def test_url_errors_never_show_the_password(tmp_path: Path) -> None:
-    """A bad URL is InvalidHandleOption and a password in it is shown as *** only; a bad type is refused."""
-    with pytest.raises(InvalidHandleOption) as e:
+    """A bad URL is InvalidOptionError and a password in it is shown as *** only; a bad type is refused."""
+    with pytest.raises(InvalidOptionError) as e:
         HandleStore("redis-bad", state_root=tmp_path, state_url="http://me:s3cretpw@127.0.0.1:6379/0")
     assert "s3cretpw" not in str(e.value)
-    with pytest.raises(InvalidHandleOption):
+    with pytest.raises(InvalidOptionError):
         HandleStore("redis-bad", state_root=tmp_path, state_url=b"redis://127.0.0.1:6379/0")  # type: ignore[arg-type]
     with HandleStore("redis-bad", state_root=tmp_path, state_url="redis://me:s3cretpw@127.0.0.1:1/0") as s:
         assert s.state_url == "redis://me:***@127.0.0.1:1/0" and "s3cretpw" not in repr(s)
@@ -171,15 +171,15 @@ def test_two_stores_cas_increments(server: Any, tmp_path: Path) -> None:
 
 
 def test_async_store(server: Any) -> None:
-    """AsyncHandleStore.open with state_url and timeout: every method as a coroutine, through Redis."""
+    """AsyncHandleStore with state_url and timeout: every method as a coroutine, through Redis."""
 
     async def main() -> None:
-        s = await AsyncHandleStore.open("redis-async", state_url=server.url, timeout=2, pool_size=2)
-        assert s.store.backend == "redis"
+        s = AsyncHandleStore("redis-async", state_url=server.url, timeout=2, pool_size=2)
+        assert (await s.opened()).backend == "redis"
         c = await s.create("p", b"a")
         assert (await s.get(c.handle, "p")).data == b"a"
         assert await s.put(c.handle, "p", b"b", expect=1) == 2
-        with pytest.raises(Conflict):
+        with pytest.raises(ConflictError):
             await s.put(c.handle, "p", b"c", expect=1)
         assert await s.exists(c.handle, "p")
         assert (await s.list()).live == 1
@@ -192,10 +192,10 @@ def test_async_store(server: Any) -> None:
 
 def test_refused_is_store_unavailable_at_once() -> None:
     """Nothing listens on 127.0.0.1:1: the constructor succeeds (it does not connect) and a call raises
-    StoreUnavailable at once, its message without the password."""
+    StoreUnavailableError at once, its message without the password."""
     with HandleStore("redis-down", state_url="redis://me:s3cretpw@127.0.0.1:1/0", timeout=2) as s:
         t0 = time.monotonic()
-        with pytest.raises(StoreUnavailable) as e:
+        with pytest.raises(StoreUnavailableError) as e:
             s.create("", b"x")
         assert time.monotonic() - t0 < 1.5
         assert "s3cretpw" not in str(e.value) and "***" in str(e.value)
@@ -214,13 +214,13 @@ def test_refused_credentials_say_so(server: Any) -> None:
 
 
 def test_silent_server_is_store_unavailable_within_the_deadline(silent: socket.socket) -> None:
-    """A server that accepts but never answers: each call raises StoreUnavailable after the 300 ms deadline
+    """A server that accepts but never answers: each call raises StoreUnavailableError after the 300 ms deadline
     (not before, and well within 3 deadlines: no retry), and the next call tries again."""
     url = f"redis://me:s3cretpw@127.0.0.1:{silent.getsockname()[1]}/0"
     with HandleStore("redis-silent", state_url=url, timeout=0.3) as s:
         for _ in range(2):
             t0 = time.monotonic()
-            with pytest.raises(StoreUnavailable) as e:
+            with pytest.raises(StoreUnavailableError) as e:
                 s.get("mrh1_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "")
             took = time.monotonic() - t0
             assert 0.3 <= took < 0.9, f"took {took:.3f} s"
@@ -229,11 +229,11 @@ def test_silent_server_is_store_unavailable_within_the_deadline(silent: socket.s
 
 def test_unreachable_never_blocks_the_loop(silent: socket.socket) -> None:
     """While two calls wait out a silent server's 500 ms deadline, a 5 ms ticker keeps ticking; both raise
-    StoreUnavailable within the deadline (plus scheduling)."""
+    StoreUnavailableError within the deadline (plus scheduling)."""
     url = f"redis://127.0.0.1:{silent.getsockname()[1]}/0"
 
     async def main() -> None:
-        s = await AsyncHandleStore.open("redis-tick", state_url=url, timeout=0.5, pool_size=2)
+        s = AsyncHandleStore("redis-tick", state_url=url, timeout=0.5, pool_size=2)
         ticks: list[float] = []
 
         async def ticker() -> None:
@@ -247,7 +247,7 @@ def test_unreachable_never_blocks_the_loop(silent: socket.socket) -> None:
         took = time.monotonic() - t0
         task.cancel()
         await s.aclose()
-        assert all(isinstance(r, StoreUnavailable) for r in results), results
+        assert all(isinstance(r, StoreUnavailableError) for r in results), results
         assert 0.5 <= took < 1.5, f"took {took:.3f} s"
         during = [t for t in ticks if t >= t0]
         gaps = [b - a for a, b in zip(during, during[1:])]

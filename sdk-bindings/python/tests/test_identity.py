@@ -45,7 +45,7 @@ CHILD = textwrap.dedent(
     log = logging.getLogger("child")
     log.addHandler(H())
     log.setLevel(logging.INFO)
-    with ResumeTokenStore("ident", os.environ["STATE"], logger=log, instance="-") as s:
+    with ResumeTokenStore("ident", state_root=os.environ["STATE"], logger=log, instance="-") as s:
         who = s.whoami()
         s.load()
     d = os.path.join(os.environ["STATE"], "ident")  # the app's directory under the state root
@@ -170,8 +170,8 @@ def test_child_whose_stdio_is_repointed_after_the_store_opened_verified(tmp_path
     does while it serves) leaves the check on the copies, which this process's pipes verify."""
     env = child_env(tmp_path)
     del env["GO"]
-    child = CHILD.replace('with ResumeTokenStore("ident", os.environ["STATE"], logger=log, instance="-") as s:',
-                          'with ResumeTokenStore("ident", os.environ["STATE"], logger=log, instance="-") as s:\n'
+    child = CHILD.replace('with ResumeTokenStore("ident", state_root=os.environ["STATE"], logger=log, instance="-") as s:',
+                          'with ResumeTokenStore("ident", state_root=os.environ["STATE"], logger=log, instance="-") as s:\n'
                           '    null = os.open(os.devnull, os.O_RDWR); os.dup2(null, 0); os.dup2(null, 1); os.close(null)')
     assert child != CHILD
     p = subprocess.Popen([sys.executable, "-c", child], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)

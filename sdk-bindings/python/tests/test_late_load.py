@@ -1,14 +1,16 @@
-"""A first ``load()`` inside a tool handler, under the real MCP SDK and a real MCP host process.
+"""A store opened late (in the server's lifespan, in a tool handler), under the real MCP SDK and a real MCP host.
 
 mcp 2.x points fds 0 and 1 at ``/dev/null`` and a copy of stderr while its stdio
-transport serves (its guard against stray output), so a store whose first
-``load()`` runs in a tool handler used to see ``/dev/null`` where the MCP pipes
-were. A store created before the SDK serves keeps copies of fds 0 and 1 and
-reports them in ``facts.stdio_fds``, so the plugin's stdio check still finds the
-host holding the other end of the pipes and the session resumes
-(docs/RELIABILITY.md, fault 25). A store created only after the SDK serves
-cannot show who launched the server: resume is off and the log line says why
-and what to do, without blaming a subreaper.
+transport serves (its guard against stray output), so a store opened after that
+(in a FastMCP/MCPServer ``lifespan``, which runs once the transport serves, or in
+a tool handler) used to see ``/dev/null`` where the MCP pipes were, and resume was
+off. Importing ``mcp_resume`` copies fds 0 and 1 as the host set them up; every
+resume store reports those copies in ``facts.stdio_fds`` until the first one has
+resolved its host, so the plugin's stdio check finds the host holding the other
+end of the pipes wherever the store opens, and the session resumes
+(docs/RELIABILITY.md, fault 25). A binding imported only once the SDK serves has
+no such copies: resume is off and the log line says to import it earlier,
+without blaming a subreaper.
 
 The host is tests/mcp_host.py (the official SDK client, in its own process); the
 server is a minimal MCPServer script written here.
@@ -32,8 +34,8 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="th
 HOST_SCRIPT = Path(__file__).resolve().parent / "mcp_host.py"
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
-#: The server: creates the store before the SDK serves (LAZY_MODE=early) or inside the tool handler
-#: (late); the tool "probe" makes the store's first load(), stores a token when there was none, and answers
+#: The server: creates the store before the SDK serves (LAZY_MODE=early), in its lifespan (lifespan), inside the
+#: tool handler (late), or imports mcp_resume only in the tool handler (import_late); the tool "probe" makes the store's first load(), stores a token when there was none, and answers
 #: what it loaded, whoami, and what fds 0 and 1 pointed at during the call.
 SERVER = textwrap.dedent(
     """
@@ -44,13 +46,24 @@ SERVER = textwrap.dedent(
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(Line())
     logging.basicConfig(level=logging.INFO, handlers=[handler])
-    from mcp_resume import ResumeTokenStore
-    early = os.environ["LAZY_MODE"] == "early"
+    from contextlib import asynccontextmanager
+    mode = os.environ["LAZY_MODE"]
+    if mode != "import_late":  # import_late: the binding is first imported in the handler, while the SDK serves
+        import mcp_resume
     def new_store():
-        return ResumeTokenStore("lazy", os.environ["STATE"], instance="-")
-    store = new_store() if early else None
+        from mcp_resume import ResumeTokenStore
+        return ResumeTokenStore(app="lazy", state_root=os.environ["STATE"], instance="-")
+    store = new_store() if mode == "early" else None
     from mcp.server.mcpserver import MCPServer
-    server = MCPServer("lazy")
+
+    @asynccontextmanager
+    async def lifespan(_server):
+        global store
+        if mode == "lifespan":  # after the SDK's stdio transport has repointed fds 0 and 1
+            store = new_store()
+        yield None
+
+    server = MCPServer("lazy", lifespan=lifespan)
 
     @server.tool(description="First load in a handler.")
     def probe() -> str:
@@ -129,16 +142,48 @@ def test_store_created_before_serving_resumes_from_a_handler(setup: tuple[Host, 
     assert second["whoami"]["pid"] == host.pid
 
 
-def test_store_created_while_serving_is_refused_with_the_real_cause(setup: tuple[Host, Path, dict[str, str]], tmp_path: Path) -> None:
+def test_store_opened_in_the_lifespan_resumes_across_a_relaunch(setup: tuple[Host, Path, dict[str, str]],
+                                                                tmp_path: Path) -> None:
+    """The store opens in the server's lifespan, after the SDK's stdio transport has pointed fds 0 and 1 away
+    from the MCP pipes: the binding reports the copies it took at import, so the host is verified and the
+    second server under the same host resumes the first's session."""
+    host, script, env = setup
+    env = {**env, "LAZY_MODE": "lifespan"}
+    first = host.probe(script, env, tmp_path / "run1.log")
+    assert first["fds"][0] == "/dev/null", first["fds"]
+    who = first["whoami"]
+    assert "error" not in who and who["pid"] == host.pid, (who, (tmp_path / "run1.log").read_text())
+    assert who["stdio"].startswith("verified: stdin pipe:["), who
+    assert first["token"] is None
+    second = host.probe(script, env, tmp_path / "run2.log")
+    assert second["token"] == f"tok-{first['pid']}", "the second server under the same host resumes the first's session"
+
+
+def test_store_created_in_a_handler_resumes(setup: tuple[Host, Path, dict[str, str]], tmp_path: Path) -> None:
+    """The store is created in the tool handler itself, while the SDK serves: the copies taken at import still
+    show the host's pipes."""
     host, script, env = setup
     env = {**env, "LAZY_MODE": "late"}
+    first = host.probe(script, env, tmp_path / "run1.log")
+    assert first["fds"][0] == "/dev/null", first["fds"]
+    assert "error" not in first["whoami"] and first["whoami"]["pid"] == host.pid, first["whoami"]
+    second = host.probe(script, env, tmp_path / "run2.log")
+    assert second["token"] == f"tok-{first['pid']}"
+
+
+def test_binding_imported_while_serving_is_refused_with_the_real_cause(setup: tuple[Host, Path, dict[str, str]],
+                                                                       tmp_path: Path) -> None:
+    """mcp_resume imported for the first time while the SDK serves has no copies of the host's pipes: resume is
+    off, and the message says to import the binding before the SDK serves, without blaming a subreaper."""
+    host, script, env = setup
+    env = {**env, "LAZY_MODE": "import_late"}
     got = host.probe(script, env, tmp_path / "late.log")
     who = got["whoami"]
     assert "error" in who and "pid" not in who, who
     err = who["error"]
-    assert "stdin is /dev/null" in err and "create the store before the SDK starts serving" in err, err
+    assert "stdin is /dev/null" in err and "import mcp_resume before the SDK starts serving" in err, err
     assert "subreaper" not in err, err
     log = (tmp_path / "late.log").read_text()
-    assert "identity_unavailable" in log and "create the store before the SDK starts serving" in log, log
+    assert "identity_unavailable" in log and "import mcp_resume before the SDK starts serving" in log, log
     state = Path(env["STATE"])
     assert not state.exists() or os.listdir(state) == [], "resume off: nothing written"

@@ -34,7 +34,7 @@ def test_temp_names_come_from_a_real_random_source(tmp_path: Path) -> None:
     writes: list[dict[str, str]] = []
     Store = recording_store(tmp_path, writes)
     for app in ("rand-a", "rand-b"):
-        with Store(app, tmp_path / "state") as s:
+        with Store(app, state_root=tmp_path / "state") as s:
             s.store("tok-1")
             s.store("tok-2")
     assert len(writes) == 4, writes

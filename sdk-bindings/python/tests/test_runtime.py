@@ -37,7 +37,7 @@ OTHER_USER = "mcpresume-other"
 CHILD = r"""
 import json, sys
 from mcp_resume import ResumeTokenStore
-with ResumeTokenStore("app", sys.argv[1], instance="") as s:  # this test process is the MCP host
+with ResumeTokenStore("app", state_root=sys.argv[1], instance="") as s:  # this test process is the MCP host
     s.load()
     s.store("tok")
 print(json.dumps({"ok": True}))
@@ -219,7 +219,7 @@ def test_cache_written_by_an_earlier_version_is_tightened(tmp_path: Path) -> Non
 FDS_CHILD = r"""
 import json, os, sys
 from mcp_resume import ResumeTokenStore
-s = ResumeTokenStore("app", sys.argv[1], instance="")
+s = ResumeTokenStore("app", state_root=sys.argv[1], instance="")
 s.load()
 s.store("tok")
 def target(fd):
@@ -414,11 +414,11 @@ else:
     class Store(ResumeTokenStore):
         _wasm = wasm
     try:
-        Store("app", state)
+        Store("app", state_root=state)
     except PluginError:
         pass
     try:  # the shipped plugin, its open export failing
-        ResumeTokenStore("app", state, launchers="npx")
+        ResumeTokenStore("app", state_root=state, launchers="npx")
     except ValueError:
         pass
 """

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 import mcp_resume
-from mcp_resume import (InvalidAppError, InvalidTokenError, PluginError, ResumeStoreError, ResumeTokenStore,
+from mcp_resume import (InvalidAppError, InvalidTokenError, PluginError, MCPResumeError, ResumeTokenStore,
                         TokenFile)
 
 from conftest import REPO_ROOT
@@ -61,8 +61,8 @@ def test_shipped_wasm_is_the_repository_plugin() -> None:
 def test_public_api() -> None:
     assert mcp_resume.ABI_VERSION == "9" and mcp_resume.NO_INSTANCE == "-"
     for e in (InvalidTokenError, InvalidAppError, mcp_resume.InvalidOptionError):
-        assert issubclass(e, ValueError) and issubclass(e, ResumeStoreError)
-    assert issubclass(PluginError, ResumeStoreError)
+        assert issubclass(e, ValueError) and issubclass(e, MCPResumeError)
+    assert issubclass(PluginError, MCPResumeError)
     assert not hasattr(mcp_resume, "default_state_dir"), "the state-directory rule lives in the plugin"
 
 
@@ -93,14 +93,14 @@ def test_state_dir_defaults_from_real_facts(monkeypatch: pytest.MonkeyPatch, tmp
         assert s.state_dir == str(tmp_path / "env" / "app1"), "MCP_RESUME_STATE_DIR is the root of one directory per app"
     with ResumeTokenStore("app1", state_root=tmp_path / "explicit") as s:
         assert s.state_dir == str(tmp_path / "explicit" / "app1") and s.state_root == str(tmp_path / "explicit")
-    with ResumeTokenStore("App1", tmp_path / "explicit") as s:
+    with ResumeTokenStore("App1", state_root=tmp_path / "explicit") as s:
         assert s.state_dir == str(tmp_path / "explicit" / "+app1"), "case-folding file systems must not merge apps"
     monkeypatch.chdir(tmp_path)  # after the import: the launch directory stays what it was
     assert launched.is_absolute() and launched != tmp_path
-    with ResumeTokenStore("app1", "rel") as s:
+    with ResumeTokenStore("app1", state_root="rel") as s:
         assert s.state_dir == str(launched / "rel" / "app1"), (
             "the plugin makes a relative state_root absolute against the launch directory (facts.cwd at import)")
-    with ResumeTokenStore("app1", "./rel/../rel2//") as s:
+    with ResumeTokenStore("app1", state_root="./rel/../rel2//") as s:
         assert s.state_dir == str(launched / "rel2" / "app1"), "and clean"
     for d in ("xdg", "env", "explicit", "rel", "rel2"):
         assert not (tmp_path / d).exists(), f"open created {d}"
@@ -117,7 +117,7 @@ def test_state_root_sent_as_given() -> None:
 
 def test_resume_off_switch(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capture: Capture) -> None:
     monkeypatch.setenv("MCP_RESUME", "off")
-    with ResumeTokenStore("app", tmp_path / "state", logger=logger_for(capture, "off")) as s:
+    with ResumeTokenStore("app", state_root=tmp_path / "state", logger=logger_for(capture, "off")) as s:
         assert s.resume is False
         assert s.load() is None
         s.store("tok")
@@ -127,7 +127,7 @@ def test_resume_off_switch(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capt
 @pytest.mark.parametrize("app", ["", ".hidden", "-x", "a/b", "a b", "x" * 65, "é", "a\n"])
 def test_invalid_app(app: str, tmp_path: Path) -> None:
     with pytest.raises(InvalidAppError):
-        ResumeTokenStore(app, tmp_path)
+        ResumeTokenStore(app, state_root=tmp_path)
 
 
 APP_MISSING = ("app name missing: give the server's application name, 1-64 letters, digits, '.', '_' or '-', "
@@ -144,7 +144,7 @@ LAUNCHERS_HINT = 'give a list of process names, e.g. ["my-wrapper"]'
 def test_app_not_a_string(app: Any, message: str, tmp_path: Path) -> None:
     """The plugin's words, once: never an empty name quoted for None, never the codec's internals."""
     with pytest.raises(InvalidAppError) as e:
-        ResumeTokenStore(app, tmp_path)
+        ResumeTokenStore(app, state_root=tmp_path)
     assert str(e.value) == message
 
 
@@ -168,13 +168,13 @@ def test_option_of_the_wrong_type(kwargs: dict[str, Any], message: str, tmp_path
 def test_launchers_any_iterable(tmp_path: Path) -> None:
     """Lists, tuples and generators of names are taken as they are."""
     for launchers in (["my-wrapper"], ("a", "b"), (n for n in ["x"])):
-        with ResumeTokenStore("app", tmp_path / "s", launchers=launchers):
+        with ResumeTokenStore("app", state_root=tmp_path / "s", launchers=launchers):
             pass
 
 
 @pytest.mark.parametrize("app", ["a", "x" * 64, "github-server", "A.b_c-9"])
 def test_valid_app(app: str, tmp_path: Path) -> None:
-    ResumeTokenStore(app, tmp_path).close()
+    ResumeTokenStore(app, state_root=tmp_path).close()
 
 
 # --- ABI check, with real Wasm modules ----------------------------------------------------------
@@ -226,7 +226,7 @@ def test_abi_mismatch_refused() -> None:
             _wasm = abi_module(version)
 
         with pytest.raises(PluginError) as e:
-            Store("app", "/nonexistent")
+            Store("app", state_root="/nonexistent")
         assert f'plugin ABI version "{version}", this host implements "9"' in str(e.value)
 
 
@@ -235,7 +235,7 @@ def test_abi_export_missing() -> None:
         _wasm = abi_module(None)
 
     with pytest.raises(PluginError, match='ABI version "unknown.*this host implements "9"'):
-        Store("app", "/nonexistent")
+        Store("app", state_root="/nonexistent")
 
 
 def test_not_wasm_refused() -> None:
@@ -243,7 +243,7 @@ def test_not_wasm_refused() -> None:
         _wasm = b"not wasm at all"
 
     with pytest.raises(PluginError, match="^mcp-resume plugin unusable: compiling"):
-        Store("app", "/nonexistent")
+        Store("app", state_root="/nonexistent")
 
 
 # --- the three calls ---------------------------------------------------------------------------
@@ -254,15 +254,15 @@ def test_flow(tmp_path: Path, capture: Capture, Pinned: type[ResumeTokenStore]) 
     default instance key's suffix (the namespaces and the launch always enter it), the next store resumes it,
     reject deletes it, and no log line carries a token."""
     lg = logger_for(capture, "flow")
-    with Pinned("app", tmp_path, logger=lg) as s:
+    with Pinned("app", state_root=tmp_path, logger=lg) as s:
         assert s.load() is None
         s.store("tok-A")
         (f,) = s.list()
         assert f == TokenFile(TOKEN_NAME, PID, START, DEFAULT_SUFFIX, "alive", f.age_seconds)
-    with Pinned("app", tmp_path, logger=lg) as s:
+    with Pinned("app", state_root=tmp_path, logger=lg) as s:
         assert s.load() == "tok-A"
         s.store("tok-B")
-    with Pinned("app", tmp_path, logger=lg) as s:
+    with Pinned("app", state_root=tmp_path, logger=lg) as s:
         assert s.load() == "tok-B"
         s.reject()
         assert s.load() is None
@@ -278,7 +278,7 @@ def test_flow(tmp_path: Path, capture: Capture, Pinned: type[ResumeTokenStore]) 
     ids=["empty", "space", "newline", "non-ascii", "too long", "surrogate", "bytes"],
 )
 def test_invalid_token(tmp_path: Path, token: Any, Pinned: type[ResumeTokenStore]) -> None:
-    with Pinned("app", tmp_path) as s:
+    with Pinned("app", state_root=tmp_path) as s:
         with pytest.raises(InvalidTokenError) as e:
             s.store(token)
     assert "invalid token" in str(e.value)
@@ -289,7 +289,7 @@ def test_invalid_token(tmp_path: Path, token: Any, Pinned: type[ResumeTokenStore
 
 def test_invalid_token_rejected_even_when_resume_is_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MCP_RESUME", "off")
-    with ResumeTokenStore("app", tmp_path) as s:
+    with ResumeTokenStore("app", state_root=tmp_path) as s:
         s.store("fine")
         with pytest.raises(InvalidTokenError):
             s.store("not fine")
@@ -298,7 +298,7 @@ def test_invalid_token_rejected_even_when_resume_is_off(tmp_path: Path, monkeypa
 def test_never_crashes(tmp_path: Path, capture: Capture, Pinned: type[ResumeTokenStore]) -> None:
     """A state directory that is a file turns resume off; nothing raises."""
     (tmp_path / "file").write_text("x")
-    with Pinned("app", tmp_path / "file", logger=logger_for(capture, "crash")) as s:
+    with Pinned("app", state_root=tmp_path / "file", logger=logger_for(capture, "crash")) as s:
         assert s.load() is None
         s.store("tok")
         s.reject()
@@ -307,14 +307,14 @@ def test_never_crashes(tmp_path: Path, capture: Capture, Pinned: type[ResumeToke
 
 def test_missing_host_context_does_not_crash(tmp_path: Path, Pinned: type[ResumeTokenStore]) -> None:
     """Host functions answer an io error (never raise) when the call carries no context."""
-    with Pinned("app", tmp_path) as s:
+    with Pinned("app", state_root=tmp_path) as s:
         assert s._plugin is not None
         assert bytes(s._plugin.call("load", b"", host_context=None)) == b""
     assert os.listdir(tmp_path) == []
 
 
 def test_closed(tmp_path: Path, capture: Capture, Pinned: type[ResumeTokenStore]) -> None:
-    s = Pinned("app", tmp_path, logger=logger_for(capture, "closed"))
+    s = Pinned("app", state_root=tmp_path, logger=logger_for(capture, "closed"))
     s.close()
     s.close()
     assert s.load() is None
@@ -328,7 +328,7 @@ def test_closed(tmp_path: Path, capture: Capture, Pinned: type[ResumeTokenStore]
 
 
 def test_list_and_prune_before_use(tmp_path: Path, Pinned: type[ResumeTokenStore]) -> None:
-    with Pinned("app", tmp_path / "missing") as s:
+    with Pinned("app", state_root=tmp_path / "missing") as s:
         assert s.list() == [] and s.prune() == []
     assert not (tmp_path / "missing").exists(), "listing created the state directory"
 
@@ -338,7 +338,7 @@ def test_thread_safe(tmp_path: Path, Pinned: type[ResumeTokenStore]) -> None:
     and the directory holds only the token file and its lock (one instance: no ambiguity marker)."""
     errors: list[BaseException] = []
     tokens = [f"tok-{i}" for i in range(8)]
-    with Pinned("app", tmp_path) as s:
+    with Pinned("app", state_root=tmp_path) as s:
 
         def work(tok: str) -> None:
             try:
@@ -363,9 +363,9 @@ def test_many_stores_share_one_compiled_plugin(tmp_path: Path, Pinned: type[Resu
     """Two stores of two apps share the process's one compiled plugin, each writing its own token file."""
     from mcp_resume import _runtime
 
-    a = Pinned("a", tmp_path / "a")
+    a = Pinned("a", state_root=tmp_path / "a")
     compiled = _runtime.compiled_plugin()
-    b = Pinned("b", tmp_path / "b")
+    b = Pinned("b", state_root=tmp_path / "b")
     assert _runtime.compiled_plugin() is compiled
     a.store("tok-a")
     b.store("tok-b")
@@ -382,7 +382,7 @@ def test_default_logger_and_no_stdout(tmp_path: Path, capfd: pytest.CaptureFixtu
     caplog.set_level(logging.INFO, logger="mcp_resume")
     (tmp_path / "app").mkdir(mode=0o700)
     (tmp_path / "app" / TOKEN_NAME).write_bytes(b"\x00garbage")
-    with Pinned("app", tmp_path) as s:
+    with Pinned("app", state_root=tmp_path) as s:
         assert s.load() is None
         s.store("tok-N")
     assert [(r.name, r.msg) for r in caplog.records] == [("mcp_resume", "Token file corrupted, treating as stale: %s")]
@@ -395,7 +395,7 @@ import logging, sys
 if sys.argv[2] == "basicConfig":
     logging.basicConfig()
 from mcp_resume import ResumeTokenStore
-with ResumeTokenStore("app", sys.argv[1]) as s:  # this test process is the MCP host: the directory is checked
+with ResumeTokenStore("app", state_root=sys.argv[1]) as s:  # this test process is the MCP host: the directory is checked
     s.load()
 """
 
@@ -450,7 +450,7 @@ def test_instance_names_the_files(tmp_path: Path, Pinned: type[ResumeTokenStore]
     """A declared instance names the files by the digest of the namespaces and the key (never the key itself);
     no instance (``""`` or ``"-"``) keeps the spec's plain names, the server being in its host's namespaces;
     an instance that is not a string is refused."""
-    with Pinned("app", tmp_path, instance="--profile\0work") as s:
+    with Pinned("app", state_root=tmp_path, instance="--profile\0work") as s:
         s.store("tok-W")
         sfx = suffix("--profile\0work")
         assert [(f.name, f.instance) for f in s.list()] == [(f"{PLAIN_TOKEN_NAME}-{sfx}", sfx)]
@@ -458,23 +458,23 @@ def test_instance_names_the_files(tmp_path: Path, Pinned: type[ResumeTokenStore]
     assert sorted(os.listdir(tmp_path / "app")) == [f"{PLAIN_LOCK_NAME}-{sfx}", f"{PLAIN_TOKEN_NAME}-{sfx}"]
     assert sfx != DEFAULT_SUFFIX, "a declared key replaces the default one"
     for none in ("", "-"):
-        with Pinned("app", tmp_path / none.replace("-", "dash") if none else tmp_path / "empty", instance=none) as s:
+        with Pinned("app", state_root=tmp_path / none.replace("-", "dash") if none else tmp_path / "empty", instance=none) as s:
             s.store("tok")
             assert [f.name for f in s.list()] == [PLAIN_TOKEN_NAME]
     with pytest.raises(mcp_resume.InvalidOptionError, match="^instance must be a string, not a number$"):
-        Pinned("app", tmp_path, instance=5)  # type: ignore[arg-type]
+        Pinned("app", state_root=tmp_path, instance=5)  # type: ignore[arg-type]
 
 
 def test_instances_resume_independently(tmp_path: Path, capture: Capture, Pinned: type[ResumeTokenStore]) -> None:
     """Two stores under one host at once: different keys never meet, each resumes its own token."""
     lg = logger_for(capture, "independent")
-    a, b = Pinned("app", tmp_path, instance="a", logger=lg), Pinned("app", tmp_path, instance="b", logger=lg)
+    a, b = Pinned("app", state_root=tmp_path, instance="a", logger=lg), Pinned("app", state_root=tmp_path, instance="b", logger=lg)
     assert a.load() is None and b.load() is None
     a.store("tok-a")
     b.store("tok-b")
     a.close()
     b.close()
-    a, b = Pinned("app", tmp_path, instance="a", logger=lg), Pinned("app", tmp_path, instance="b", logger=lg)
+    a, b = Pinned("app", state_root=tmp_path, instance="a", logger=lg), Pinned("app", state_root=tmp_path, instance="b", logger=lg)
     assert b.load() == "tok-b" and a.load() == "tok-a"
     a.close()
     b.close()
@@ -494,11 +494,11 @@ def test_same_instance_busy_until_closed(tmp_path: Path, capture: Capture, Pinne
     """Two stores with no instance (``"-"``: one session per host by choice) under one host at once: the first
     holds the plain token file, the second says so (``instance_busy``, no marker) and runs without resume, and
     after both close the next store resumes the first's token."""
-    first = Pinned("app", tmp_path, instance="-", logger=logger_for(capture, "first"))
+    first = Pinned("app", state_root=tmp_path, instance="-", logger=logger_for(capture, "first"))
     assert first.load() is None
     first.store("tok-1")
     second_logs = Capture()
-    second = Pinned("app", tmp_path, instance="-", logger=logger_for(second_logs, "second"))
+    second = Pinned("app", state_root=tmp_path, instance="-", logger=logger_for(second_logs, "second"))
     assert second.load() is None
     second.store("tok-2")
     second.reject()
@@ -508,7 +508,7 @@ def test_same_instance_busy_until_closed(tmp_path: Path, capture: Capture, Pinne
     assert (tmp_path / "app" / PLAIN_TOKEN_NAME).read_text() == "tok-1"
     second.close()
     first.close()
-    third = Pinned("app", tmp_path, instance="-")
+    third = Pinned("app", state_root=tmp_path, instance="-")
     assert third.load() == "tok-1", "close released the lock"
     third.close()
     assert sorted(os.listdir(tmp_path / "app")) == [PLAIN_LOCK_NAME, PLAIN_TOKEN_NAME], "no ambiguity marker"
@@ -531,11 +531,11 @@ def test_identical_instances_marked_ambiguous(tmp_path: Path, instance: str | No
     state = tmp_path / "app"
     first_logs, second_logs, third_logs = Capture(), Capture(), Capture()
 
-    first = Pinned("app", tmp_path, logger=logger_for(first_logs, "amb.first"), **opts)
+    first = Pinned("app", state_root=tmp_path, logger=logger_for(first_logs, "amb.first"), **opts)
     assert first.load() is None
     first.store("tok-1")
     assert (state / token).read_text() == "tok-1" and not (state / marker).exists()
-    second = Pinned("app", tmp_path, logger=logger_for(second_logs, "amb.second"), **opts)
+    second = Pinned("app", state_root=tmp_path, logger=logger_for(second_logs, "amb.second"), **opts)
     assert second.load() is None
     assert second_logs.events() == ["instance_ambiguous"]
     (rec,) = [r for r in second_logs.records if r.levelno > logging.DEBUG]
@@ -557,7 +557,7 @@ def test_identical_instances_marked_ambiguous(tmp_path: Path, instance: str | No
     second.close()
     first.close()
 
-    third = Pinned("app", tmp_path, logger=logger_for(third_logs, "amb.third"), **opts)
+    third = Pinned("app", state_root=tmp_path, logger=logger_for(third_logs, "amb.third"), **opts)
     assert third.load() is None, "the marker outlives both instances"
     third.store("tok-3")
     assert not (state / token).exists()
@@ -569,7 +569,7 @@ def test_identical_instances_marked_ambiguous(tmp_path: Path, instance: str | No
 
     for other in ("other", "-"):  # another key, or no instance: no marker applies
         for expect in (None, f"tok-{other}"):
-            with Pinned("app", tmp_path, instance=other) as s:
+            with Pinned("app", state_root=tmp_path, instance=other) as s:
                 assert s.load() == expect
                 s.store(f"tok-{other}")
 
@@ -580,7 +580,7 @@ def test_lock_failed_turns_resume_off(tmp_path: Path, capture: Capture, Pinned: 
     (tmp_path / "app").mkdir(mode=0o700)
     (tmp_path / "app" / LOCK_NAME).mkdir()
     (tmp_path / "app" / TOKEN_NAME).write_text("tok-1")
-    with Pinned("app", tmp_path, logger=logger_for(capture, "lockfail")) as s:
+    with Pinned("app", state_root=tmp_path, logger=logger_for(capture, "lockfail")) as s:
         assert s.load() is None
         s.store("tok-2")
     assert capture.events() == ["lock_failed"]
@@ -599,7 +599,7 @@ def test_prune_and_whoami(tmp_path: Path, capture: Capture, Pinned: type[ResumeT
         (tmp_path / "app" / n).write_text(text)
     month = 31 * 24 * 3600
     os.utime(tmp_path / "app" / unseen, (os.stat(tmp_path / "app" / unseen).st_atime - month,) * 2)
-    with Pinned("app", tmp_path, logger=logger_for(capture, "prune")) as s:
+    with Pinned("app", state_root=tmp_path, logger=logger_for(capture, "prune")) as s:
         removed = s.prune()
         gone = [f"token-7777-{other}", f"lock-7777-{other}", f"token-9999-{other}-{suffix('x')}"]
         assert sorted(r["name"] for r in removed) == sorted([*gone, unseen])
@@ -621,7 +621,7 @@ CHILD = r"""
 import json, os, sys, time
 t0 = time.perf_counter()
 from mcp_resume import ResumeTokenStore
-s = ResumeTokenStore("app", sys.argv[1])
+s = ResumeTokenStore("app", state_root=sys.argv[1])
 t1 = time.perf_counter()
 s.load(); s.store("tok"); s.close()
 print(json.dumps({"open_s": t1 - t0, "cache_env": os.environ.get("EXTISM_CACHE_CONFIG"),
@@ -712,7 +712,7 @@ def rss_kib():
     with open("/proc/self/status") as f:
         return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
 out = {}
-with ResumeTokenStore("memory", sys.argv[1], instance="") as s:
+with ResumeTokenStore("memory", state_root=sys.argv[1], instance="") as s:
     s.load()
     for i in range(1, 10001):
         s.store(f"tok-{i}")

@@ -28,8 +28,7 @@ from typing import Any
 
 import stat
 
-from ._errors import InvalidAppError, ResumeStoreError
-from ._handle_errors import HandleStoreError
+from ._errors import InvalidAppError, MCPResumeError
 from ._handles import HandleStore
 from ._store import NO_INSTANCE, ResumeTokenStore
 
@@ -101,7 +100,7 @@ def _open(app: str, state_root: str = "", instance: str = "") -> ResumeTokenStor
     by the plugin), else none: the CLI's own arguments are not a server's."""
     if not instance and not os.environ.get("MCP_RESUME_INSTANCE"):
         instance = NO_INSTANCE
-    return ResumeTokenStore(app, state_root or None, logger=_quiet(), instance=instance or None)
+    return ResumeTokenStore(app, state_root=state_root or None, logger=_quiet(), instance=instance or None)
 
 
 def _subdirs(root: str) -> list[str]:
@@ -112,11 +111,11 @@ def _subdirs(root: str) -> list[str]:
     except FileNotFoundError:
         return []
     except OSError as e:
-        raise ResumeStoreError(f"state root {root}: {(e.strerror or str(e)).lower()}") from None
+        raise MCPResumeError(f"state root {root}: {(e.strerror or str(e)).lower()}") from None
 
 
 def _run(cmd: str, opts: dict[str, Any]) -> bytes:
-    """The bytes ``cmd`` prints to stdout. Raises :class:`ResumeStoreError`."""
+    """The bytes ``cmd`` prints to stdout. Raises :class:`MCPResumeError`."""
     doc: dict[str, Any] = {"command": cmd, "json": opts["json"], "apps": []}
     if cmd == "whoami":
         with _open(opts["app"] or CLI_APP, instance=opts["instance"]) as store:
@@ -128,7 +127,7 @@ def _run(cmd: str, opts: dict[str, Any]) -> bytes:
         if opts["app"]:
             apps = [opts["app"]]
         elif not base.state_root:
-            raise ResumeStoreError("no state root: set MCP_RESUME_STATE_DIR or HOME")
+            raise MCPResumeError("no state root: set MCP_RESUME_STATE_DIR or HOME")
         else:
             apps = _subdirs(base.state_root)
         for app in apps:
@@ -154,7 +153,7 @@ def _handles_dir(path: str) -> bool:
 def _run_state(sub: str, opts: dict[str, Any]) -> bytes:
     """The bytes ``state list`` or ``state gc`` prints: each app's ``handle_list``/``handle_gc`` output,
     rendered by the plugin. Opens a handle store only where its directory exists. Raises
-    :class:`ResumeStoreError` or :class:`HandleStoreError`."""
+    :class:`MCPResumeError`."""
     if opts["app"] and opts["args"] and opts["args"][0] != opts["app"]:
         raise _Usage(f'unexpected argument "{opts["args"][0]}"')  # --app NAME and APP must agree
     app = opts["app"] or "".join(opts["args"])
@@ -162,11 +161,11 @@ def _run_state(sub: str, opts: dict[str, Any]) -> bytes:
     with _open(app or CLI_APP, opts["state-dir"]) as base:
         root = base.state_root
         if not root:
-            raise ResumeStoreError("no state root: set MCP_RESUME_STATE_DIR or HOME")
+            raise MCPResumeError("no state root: set MCP_RESUME_STATE_DIR or HOME")
         for name in [app] if app else _subdirs(root):
             try:
                 store = HandleStore(name, state_root=opts["state-dir"] or None, pool_size=1, logger=_quiet())
-            except HandleStoreError as e:
+            except MCPResumeError as e:
                 if app or e.code != "invalid_app":
                     raise
                 continue  # not an app's directory: the plugin's app rule decides
@@ -213,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
                 return 0
             sys.stderr.write(f"mcp-resume {cmd}: {e}\n\n{_usage()}")
             return 2
-    except (ResumeStoreError, HandleStoreError) as e:
+    except MCPResumeError as e:
         msg = str(e)
         words = args[:2] if args[:1] == ["state"] and args[1:2] and args[1] in STATE_COMMANDS else args[:1]
         prefix = f"mcp-resume {' '.join(words)}: " if words else "mcp-resume: "

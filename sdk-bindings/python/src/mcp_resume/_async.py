@@ -34,10 +34,11 @@ class AsyncResumeTokenStore:
         token = await store.load()                  # in a tool handler: the token loaded at startup
         await store.store(session.token)
 
-    Construct it once, at startup, before the MCP SDK serves stdio: construction starts a daemon thread
-    (``mcp-resume-open``) that opens the store and makes its first ``load`` right away, while the process
-    still has the stdio its MCP host gave it; nothing else waits for that thread. Arguments are those of
-    :class:`ResumeTokenStore`; a value JSON cannot carry (bytes, an arbitrary object) raises
+    Construct it once, at startup or in the MCP SDK's lifespan (:mod:`mcp_resume.mcp` does): construction starts a
+    daemon thread (``mcp-resume-open``) that opens the store and makes its first ``load`` right away; nothing
+    else waits for that thread. The stdio check sees the MCP host's pipes even once the SDK serves stdio
+    (the package copied fds 0 and 1 when it was imported). Arguments are those of :class:`ResumeTokenStore`
+    (options keyword-only); a value JSON cannot carry (bytes, an arbitrary object) raises
     :class:`InvalidOptionError` here, every other failure of opening (a value of the wrong type included) (:class:`InvalidAppError`, :class:`InvalidOptionError`, :class:`PluginError`) is
     logged once (event ``open_failed``) and turns resume off: :meth:`load` returns ``None`` and
     :meth:`store`/:meth:`reject` do nothing. :meth:`opened` returns the underlying store or raises that
@@ -52,11 +53,11 @@ class AsyncResumeTokenStore:
     #: The store class to open (tests only: a store on a pinned system).
     _store_class: type[ResumeTokenStore] = ResumeTokenStore
 
-    def __init__(self, app: str, state_root: PathLike | None = None, *, logger: Logger | None = None,
+    def __init__(self, app: str, *, state_root: PathLike | None = None, logger: Logger | None = None,
                  launchers: Iterable[str] | None = None, instance: str | None = None) -> None:
         self._logger: Logger = logger if logger is not None else logging.getLogger("mcp_resume")
         # The cheap part here (argument types, host functions); compile, open and load in the thread.
-        self._store = self._store_class(app, state_root, logger=logger, launchers=launchers, instance=instance,
+        self._store = self._store_class(app, state_root=state_root, logger=logger, launchers=launchers, instance=instance,
                                        _defer=True)
         self._started: concurrent.futures.Future[str | None] = concurrent.futures.Future()
         self._error: BaseException | None = None

@@ -19,13 +19,14 @@ import contextlib
 import errno
 import os
 import sys
+import threading
 
 try:
     import fcntl
 except ImportError:  # pragma: no cover - not a Unix: nothing to fill
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["fill_std_fds", "private_fd_table"]
+__all__ = ["fill_std_fds", "keep_stdio_at_import", "private_fd_table", "release_stdio_at_import", "stdio_at_import"]
 
 #: ``CLONE_FILES`` of ``<linux/sched.h>``: unshare(2) gives the calling thread its own descriptor table.
 _CLONE_FILES = 0x00000400
@@ -56,6 +57,56 @@ def fill_std_fds() -> list[int]:
             os.set_inheritable(got, True)  # a standard descriptor, as a child process expects it
         opened.append(got)
     return opened
+
+
+#: Close-on-exec copies (fd 3 or above) of fds 0 and 1 as they were when the package was imported, or ``None``
+#: (not taken, or released): see :func:`keep_stdio_at_import`.
+_stdio_at_import: list[int] | None = None
+_stdio_mu = threading.Lock()
+
+
+def keep_stdio_at_import() -> None:
+    """Copy fds 0 and 1 as they are now, at import of the package, before an MCP SDK serves stdio.
+
+    The Python MCP SDK's stdio transport points fds 0 and 1 at ``/dev/null`` and a copy of stderr while it
+    serves; a resume store opened after that (in a FastMCP/MCPServer ``lifespan``, in a tool handler) would
+    show the plugin's stdio check those instead of the MCP host's pipes, and resume would be off. The copies
+    taken here are what such a store reports as ``facts.stdio_fds`` (:func:`stdio_at_import`), so opening
+    later answers the same facts as opening at startup. They are held until the first resume store has
+    resolved its MCP host (:func:`release_stdio_at_import`). Linux only (the only system whose stdio check
+    reads them); a closed or uncopyable fd is left out (no copies at all). Never raises."""
+    global _stdio_at_import
+    if not sys.platform.startswith("linux") or fcntl is None:
+        return
+    copies: list[int] = []
+    for fd in (0, 1):
+        try:
+            copies.append(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3))
+        except OSError:
+            for c in copies:
+                with contextlib.suppress(OSError):
+                    os.close(c)
+            return
+    with _stdio_mu:
+        _stdio_at_import = copies
+
+
+def stdio_at_import() -> list[int] | None:
+    """The fds holding the server's stdin and stdout as they were at import (:func:`keep_stdio_at_import`),
+    ``None`` once released or when none were taken. The caller copies them (they may be closed later)."""
+    with _stdio_mu:
+        return None if _stdio_at_import is None else list(_stdio_at_import)
+
+
+def release_stdio_at_import() -> None:
+    """Close the import-time copies: a resume store has resolved its MCP host, and the host should see
+    end-of-file on the server's stdout as soon as the server closes fd 1. Idempotent; never raises."""
+    global _stdio_at_import
+    with _stdio_mu:
+        copies, _stdio_at_import = _stdio_at_import, None
+    for fd in copies or ():
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 def private_fd_table() -> bool:

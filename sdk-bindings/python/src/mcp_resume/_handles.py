@@ -23,9 +23,8 @@ from collections.abc import Callable
 import extism
 
 from . import _runtime
-from ._errors import PluginError
-from ._handle_errors import (InvalidHandle, InvalidHandleOption, InvalidPrincipal, InvalidValue,
-                             StoreUnavailable, handle_error)
+from ._errors import (InvalidAppError, InvalidHandleError, InvalidOptionError, InvalidPrincipalError, InvalidValueError,
+                      PluginError, StoreUnavailableError, error_from_json)
 from ._handle_types import Created, GCResult, HandleInfo, HandleList, Touched, Value, td as _td, when as _when
 from ._eval import EvalClients
 from ._hostfuncs import ABI_VERSION, HostFunctions
@@ -44,7 +43,7 @@ _MS = dt.timedelta(milliseconds=1)
 
 def _duration_ms(option: str, value: Any) -> int | None:
     """``value`` (timedelta, or seconds as int/float) in whole milliseconds (rounded), ``None`` for ``None``.
-    Raises :class:`InvalidHandleOption` for another type. The plugin judges the range (> 0, no longer
+    Raises :class:`InvalidOptionError` for another type. The plugin judges the range (> 0, no longer
     than the store's)."""
     if value is None:
         return None
@@ -52,30 +51,32 @@ def _duration_ms(option: str, value: Any) -> int | None:
         return round(value / _MS)
     if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
         return round(value * 1000)
-    raise InvalidHandleOption("invalid_option", f"{option} must be a datetime.timedelta or a number of seconds, "
+    raise InvalidOptionError(f"{option} must be a datetime.timedelta or a number of seconds, "
                               f"not {type(value).__name__}")
 
 
 def _jsonable(option: str, value: Any, want: str = "an integer") -> Any:
     """``value`` if JSON carries it as it is (the plugin then judges its type, in its words), else
-    :class:`InvalidHandleOption` saying ``<option> must be <want>, not <Python type>``."""
+    :class:`InvalidOptionError` (:class:`InvalidAppError` for ``app``) saying ``<option> must be <want>, not
+    <Python type>``."""
     try:
         json.dumps(value)
         return value
     except (TypeError, ValueError):
-        raise InvalidHandleOption("invalid_option", f"{option} must be {want}, not {type(value).__name__}") from None
+        cls = InvalidAppError if option == "app" else InvalidOptionError
+        raise cls(f"{option} must be {want}, not {type(value).__name__}") from None
 
 
 def _now_ms(clock: Clock) -> int:
-    """The clock's now in Unix milliseconds (floor). Raises :class:`InvalidHandleOption` for a bad answer."""
+    """The clock's now in Unix milliseconds (floor). Raises :class:`InvalidOptionError` for a bad answer."""
     now = clock()
     if isinstance(now, dt.datetime):
         if now.tzinfo is None:
-            raise InvalidHandleOption("invalid_option", "clock must return an aware datetime (with tzinfo) or Unix seconds")
+            raise InvalidOptionError("clock must return an aware datetime (with tzinfo) or Unix seconds")
         return math.floor(now.timestamp() * 1000)
     if isinstance(now, (int, float)) and not isinstance(now, bool) and math.isfinite(now):
         return math.floor(now * 1000)
-    raise InvalidHandleOption("invalid_option", f"clock must return a datetime or Unix seconds, not {type(now).__name__}")
+    raise InvalidOptionError(f"clock must return a datetime or Unix seconds, not {type(now).__name__}")
 
 
 class _Instance:
@@ -83,39 +84,39 @@ class _Instance:
     Not thread-safe: the pool lends it to one thread at a time."""
 
     def __init__(self, funcs: HostFunctions, wasm: bytes | None) -> None:
-        """Instantiate and check the ABI. Raises :class:`StoreUnavailable` (plugin unusable)."""
+        """Instantiate and check the ABI. Raises :class:`StoreUnavailableError` (plugin unusable)."""
         self.funcs = funcs
         try:
             self.plugin: extism.Plugin | None = _runtime.new_plugin(wasm)
         except PluginError as e:
-            raise StoreUnavailable("store_unavailable", str(e)) from None
+            raise StoreUnavailableError(str(e)) from None
         try:
             version = self.call("mcp_resume_abi_version", b"").decode("utf-8", "replace")
         except extism.Error as e:
             version = f"unknown ({e})"
         if version != ABI_VERSION:
             self.close()
-            raise StoreUnavailable("store_unavailable", f'mcp-resume plugin unusable: plugin ABI version "{version}", '
+            raise StoreUnavailableError(f'mcp-resume plugin unusable: plugin ABI version "{version}", '
                                    f'this host implements "{ABI_VERSION}"; reinstall mcp-resume so plugin and host match')
 
     def call(self, export: str, data: bytes) -> bytes:
         """Run one export: its output. Raises ``extism.Error`` (the export's error string) or
-        :class:`StoreUnavailable` when closed."""
+        :class:`StoreUnavailableError` when closed."""
         if self.plugin is None:
-            raise StoreUnavailable("store_unavailable", "the handle store is closed")
+            raise StoreUnavailableError("the handle store is closed")
         return bytes(self.plugin.call(export, data, host_context=self.funcs))
 
     def open(self, req: bytes) -> dict[str, Any]:
         """``handles_open`` with ``req``; on success its ``state_dir`` becomes the host functions' state directory
-        (the confinement rule, hostfuncs/README.md). Raises the export's error as :class:`HandleStoreError`."""
+        (the confinement rule, hostfuncs/README.md). Raises the export's error as :class:`MCPResumeError`."""
         try:
             out = json.loads(self.call("handles_open", req))
             self.funcs.set_state_dir(str(out["state_dir"]))
             return dict(out)
         except extism.Error as e:
-            raise handle_error(str(e)) from None
+            raise error_from_json(str(e)) from None
         except (ValueError, KeyError, TypeError) as e:
-            raise StoreUnavailable("store_unavailable", f"mcp-resume plugin unusable: handles_open returned {e}") from None
+            raise StoreUnavailableError(f"mcp-resume plugin unusable: handles_open returned {e}") from None
 
     def close(self) -> None:
         plugin, self.plugin = self.plugin, None
@@ -133,7 +134,7 @@ class HandleStore:
         with HandleStore("my-server") as store:
             c = store.create(principal, b'{"notes": []}')   # c.handle: give it to the client
             v = store.get(c.handle, principal)                # v.data, v.generation
-            g = store.put(c.handle, principal, b"...", expect=v.generation)  # Conflict if someone wrote first
+            g = store.put(c.handle, principal, b"...", expect=v.generation)  # ConflictError if someone wrote first
 
     Files live in ``<state_root>/<app>/handles`` (0700, records 0600, sealed with AES-256-GCM under a key
     derived from the handle: a copy of the directory reveals nothing without the handle). ``MCP_RESUME=off``
@@ -142,11 +143,11 @@ class HandleStore:
     **Redis or Valkey** instead of files (every replica of a server sharing its handles): ``state_url``
     (``None`` or ``""``: ``$MCP_RESUME_STATE_URL``; empty again, the files) is ``redis://[user:password@]host[:port][/db]``
     or ``rediss://...`` (TLS), with at most ``?cluster=true`` (a Redis Cluster node); anything else is
-    :class:`InvalidHandleOption`, worded without the password. ``timeout`` (``datetime.timedelta`` or seconds;
+    :class:`InvalidOptionError`, worded without the password. ``timeout`` (``datetime.timedelta`` or seconds;
     ``None``: ``$MCP_RESUME_STATE_TIMEOUT``, Go duration syntax, else 2 s; at most 60 s) bounds each operation,
     connecting included. The same operations, answers and exceptions as on files (hostfuncs/README.md, "The
     Redis backend"; ``plugin/README.md``, "Handle store on Redis"); an unreachable server, a timeout or a
-    server without scripting raises :class:`StoreUnavailable` within ``timeout``. The store keeps one
+    server without scripting raises :class:`StoreUnavailableError` within ``timeout``. The store keeps one
     redis-py client per URL, shared by its threads, closed by :meth:`close`; no command is ever resent on
     its own (a script may have run): the plugin decides. The constructor does not connect.
 
@@ -154,20 +155,21 @@ class HandleStore:
     :class:`ResumeTokenStore`: ``$MCP_RESUME_STATE_DIR``, else the XDG state directory's ``mcp-resume``);
     ``idle_ttl`` (``$MCP_RESUME_STATE_IDLE_TTL``, default 24 h: a handle unused that long expires),
     ``max_age`` (``$MCP_RESUME_STATE_MAX_AGE``, default 30 days after creation, which nothing extends),
-    ``tombstone`` (default 7 days: how long an expired or evicted handle answers :class:`HandleExpired` /
-    :class:`HandleEvicted` before :class:`HandleNotFound`), all ``datetime.timedelta`` or seconds (sent in
+    ``tombstone`` (default 7 days: how long an expired or evicted handle answers :class:`HandleExpiredError` /
+    :class:`HandleEvictedError` before :class:`HandleNotFoundError`), all ``datetime.timedelta`` or seconds (sent in
     whole milliseconds); ``max_handles`` (default 10,000 live handles; past it the least recently used is
     evicted, exactly per shard: at the default, 64 shards of 157, eviction can begin a little before
     10,000 in all), ``max_value_bytes`` (default 1 MiB, at most 4 MiB); ``lock_wait`` (default 2 s: how long
-    an operation waits for a shard another process holds before :class:`StoreUnavailable`);
+    an operation waits for a shard another process holds before :class:`StoreUnavailableError`);
     ``pool_size`` (plugin instances for concurrent threads, created lazily, default ``os.cpu_count()``);
     ``clock`` (a callable returning an aware ``datetime`` or Unix seconds; default the system clock, read
     by the plugin) and ``logger`` (the plugin's ``handle_*`` event lines with ``extra={"event", "detail"}``,
     default ``logging.getLogger("mcp_resume")``; a line names a handle only by 12 hex digits of its key hash).
 
-    Raises :class:`InvalidHandleOption` (a bad option, in the plugin's words) and :class:`StoreUnavailable`
+    Options are keyword-only; an unknown one raises ``TypeError``. Raises :class:`InvalidAppError` (an app name outside the
+    plugin's rule, as :class:`ResumeTokenStore` does), :class:`InvalidOptionError` (a bad option, in the plugin's words) and :class:`StoreUnavailableError`
     (the plugin cannot be loaded). A directory (or a Redis server) that cannot be used does not fail the constructor: the plugin
-    logs why (event ``handle_store_unavailable``) and every operation raises :class:`StoreUnavailable`
+    logs why (event ``handle_store_unavailable``) and every operation raises :class:`StoreUnavailableError`
     saying what and what to do, so a server opens its store at start and keeps serving everything else.
     """
 
@@ -199,9 +201,9 @@ class HandleStore:
         if pool_size is None:
             pool_size = os.cpu_count() or 1
         if not isinstance(pool_size, int) or isinstance(pool_size, bool) or pool_size < 1:
-            raise InvalidHandleOption("invalid_option", f"pool_size must be a positive integer, not {pool_size!r}")
+            raise InvalidOptionError(f"pool_size must be a positive integer, not {pool_size!r}")
         if clock is not None and not callable(clock):
-            raise InvalidHandleOption("invalid_option", f"clock must be callable, not {type(clock).__name__}")
+            raise InvalidOptionError(f"clock must be callable, not {type(clock).__name__}")
         self._app = app
         self._req = json.dumps(req).encode("utf-8", "surrogateescape")
         self._logger: Logger = logger if logger is not None else logging.getLogger("mcp_resume")
@@ -232,10 +234,10 @@ class HandleStore:
             self._timeout = _td(out["timeout_ms"]) if out.get("timeout_ms") is not None else None
         except (KeyError, TypeError, ValueError) as e:
             self.close()
-            raise StoreUnavailable("store_unavailable", f"mcp-resume plugin unusable: handles_open returned {e}") from None
+            raise StoreUnavailableError(f"mcp-resume plugin unusable: handles_open returned {e}") from None
 
     def _new_instance(self) -> tuple[_Instance, dict[str, Any]]:
-        """A new, opened instance and ``handles_open``'s output. Raises :class:`HandleStoreError`."""
+        """A new, opened instance and ``handles_open``'s output. Raises :class:`MCPResumeError`."""
         inst = _Instance(self._host_functions(self._logger, self._evals), self._wasm)
         try:
             return inst, inst.open(self._req)
@@ -267,7 +269,7 @@ class HandleStore:
 
     @property
     def tombstone(self) -> dt.timedelta:
-        """How long an expired or evicted handle says so before it answers :class:`HandleNotFound`."""
+        """How long an expired or evicted handle says so before it answers :class:`HandleNotFoundError`."""
         return self._tombstone
 
     @property
@@ -315,7 +317,7 @@ class HandleStore:
     def _acquire(self) -> _Instance:
         """An idle instance, a new one while fewer than ``pool_size`` exist, else wait for one, in the order the
         threads asked (a ticket each): a thread that gives an instance back cannot take it again ahead of one
-        that waits, so no thread starves while others loop. Raises :class:`StoreUnavailable` (closed, or a new
+        that waits, so no thread starves while others loop. Raises :class:`StoreUnavailableError` (closed, or a new
         instance cannot open)."""
         with self._cv:
             ticket = self._tickets
@@ -323,7 +325,7 @@ class HandleStore:
             try:
                 while True:
                     if self._closed:
-                        raise StoreUnavailable("store_unavailable", "the handle store is closed")
+                        raise StoreUnavailableError("the handle store is closed")
                     if ticket == self._serving:
                         if self._idle:
                             self._next_turn()
@@ -375,7 +377,7 @@ class HandleStore:
 
     def _call(self, export: str, doc: dict[str, Any]) -> dict[str, Any]:
         """Run ``export`` with ``doc`` (plus ``now_ms`` from the clock) on a pooled instance: its JSON output.
-        Raises the :class:`HandleStoreError` of the export's error code."""
+        Raises the :class:`MCPResumeError` of the export's error code."""
         if self._clock is not None:
             doc["now_ms"] = _now_ms(self._clock)
         data = json.dumps(doc).encode()
@@ -384,8 +386,8 @@ class HandleStore:
         try:
             out = inst.call(export, data)
         except extism.Error as e:
-            err = handle_error(str(e))
-            broken = type(err) is StoreUnavailable and err.message.startswith("mcp-resume plugin failed")
+            err = error_from_json(str(e))
+            broken = type(err) is StoreUnavailableError and err.message.startswith("mcp-resume plugin failed")
             raise err from None
         finally:
             self._release(inst, broken)
@@ -395,38 +397,38 @@ class HandleStore:
                 raise TypeError("not a JSON object")
             return result
         except (ValueError, TypeError) as e:
-            raise StoreUnavailable("store_unavailable", f"mcp-resume plugin unusable: {export} returned {e}") from None
+            raise StoreUnavailableError(f"mcp-resume plugin unusable: {export} returned {e}") from None
 
     # --- operations ---------------------------------------------------------------------------------------
 
     @staticmethod
     def _who(handle: Any, principal: Any) -> dict[str, Any]:
-        """The ``handle``/``principal`` members. Raises :class:`InvalidHandle` for a handle that is not a
-        ``str``, :class:`InvalidPrincipal` for a principal that is not a ``str`` or not valid UTF-8 (a lone
+        """The ``handle``/``principal`` members. Raises :class:`InvalidHandleError` for a handle that is not a
+        ``str``, :class:`InvalidPrincipalError` for a principal that is not a ``str`` or not valid UTF-8 (a lone
         surrogate, which JSON would carry as U+FFFD: another principal)."""
         doc = {} if handle is None else {"handle": handle}
         if handle is not None and not isinstance(handle, str):
-            raise InvalidHandle("invalid_handle", f"handle must be a str, not {type(handle).__name__}")
+            raise InvalidHandleError(f"handle must be a str, not {type(handle).__name__}")
         if not isinstance(principal, str):
-            raise InvalidPrincipal("invalid_principal", f"principal must be a str, not {type(principal).__name__}")
+            raise InvalidPrincipalError(f"principal must be a str, not {type(principal).__name__}")
         try:
             principal.encode("utf-8")
         except UnicodeEncodeError:
-            raise InvalidPrincipal("invalid_principal", "principal is not valid UTF-8") from None
+            raise InvalidPrincipalError("principal is not valid UTF-8") from None
         return {**doc, "principal": principal}
 
     @staticmethod
     def _value(value: Any) -> str:
-        """``value`` (bytes-like) as standard base64. Raises :class:`InvalidValue`."""
+        """``value`` (bytes-like) as standard base64. Raises :class:`InvalidValueError`."""
         if not isinstance(value, (bytes, bytearray, memoryview)):
-            raise InvalidValue("invalid_value", f"value must be bytes, not {type(value).__name__}")
+            raise InvalidValueError(f"value must be bytes, not {type(value).__name__}")
         return base64.b64encode(value).decode("ascii")
 
     @staticmethod
     def _expect(doc: dict[str, Any], expect: Any) -> dict[str, Any]:
         if expect is not None:
             if not isinstance(expect, int) or isinstance(expect, bool):
-                raise InvalidHandleOption("invalid_option", f"expect must be an int generation, not {type(expect).__name__}")
+                raise InvalidOptionError(f"expect must be an int generation, not {type(expect).__name__}")
             doc["generation"] = expect
         return doc
 
@@ -435,8 +437,8 @@ class HandleStore:
         """Store ``value`` under a new handle for ``principal`` (the authenticated subject or client id; ``""``
         anonymous, e.g. over stdio). ``idle_ttl``/``max_age`` (timedelta or seconds) may only shorten the
         store's. May evict the least recently used handle of the shard at the cap. Raises
-        :class:`InvalidPrincipal`, :class:`InvalidValue`, :class:`ValueTooLarge` (nothing written),
-        :class:`InvalidHandleOption` (a lifetime longer than the store's), :class:`StoreUnavailable`."""
+        :class:`InvalidPrincipalError`, :class:`InvalidValueError`, :class:`ValueTooLargeError` (nothing written),
+        :class:`InvalidOptionError` (a lifetime longer than the store's), :class:`StoreUnavailableError`."""
         doc = {**self._who(None, principal), "value": self._value(value)}
         for key, v in (("idle_ttl", idle_ttl), ("max_age", max_age)):
             if (ms := _duration_ms(key, v)) is not None:
@@ -447,25 +449,27 @@ class HandleStore:
 
     def get(self, handle: str, principal: str) -> Value:
         """The value and generation of ``handle``; refreshes its idle time (the index is rewritten only when
-        the last use moves by min(idle TTL/64, 1 s) or more). Raises :class:`InvalidHandle` (before any I/O),
-        :class:`InvalidPrincipal`, :class:`HandleNotFound` (also for another principal's handle),
-        :class:`HandleExpired` (``reason``), :class:`HandleEvicted`, :class:`StoreUnavailable`."""
+        the last use moves by min(idle TTL/64, 1 s) or more). Raises :class:`InvalidHandleError` (before any I/O),
+        :class:`InvalidPrincipalError`, :class:`HandleNotFoundError` (also for another principal's handle),
+        :class:`HandleExpiredError` (``reason``), :class:`HandleEvictedError`, :class:`StoreUnavailableError`."""
         out = self._call("handle_get", self._who(handle, principal))
         return Value(base64.b64decode(out["value"]), int(out["generation"]), _when(out["created_ms"]),
                      _td(out["idle_ttl_ms"]), _td(out["max_age_ms"]))
 
     def put(self, handle: str, principal: str, value: bytes, *, expect: int | None = None) -> int:
-        """Replace the value of ``handle``: the new generation (the old + 1); refreshes its idle time. With
-        ``expect``, only if the current generation is ``expect`` (compare-and-set), else :class:`Conflict`
-        with the current ``generation`` and nothing changed; without it, the last writer wins. A killed
+        """Replace the value of ``handle``: the new generation (the old + 1); refreshes its idle time.
+        ``expect=None`` (the default) writes unconditionally: the last writer wins. An int ``expect`` writes only
+        if the current generation is ``expect`` (compare-and-set), else :class:`ConflictError` with the current
+        ``generation`` and nothing changed. A killed
         process leaves the old record or the new one, never a torn one. Raises as :meth:`get`, plus
-        :class:`InvalidValue`, :class:`ValueTooLarge`, :class:`Conflict`, :class:`InvalidHandleOption`."""
+        :class:`InvalidValueError`, :class:`ValueTooLargeError`, :class:`ConflictError`, :class:`InvalidOptionError`."""
         doc = self._expect({**self._who(handle, principal), "value": self._value(value)}, expect)
         return int(self._call("handle_put", doc)["generation"])
 
     def delete(self, handle: str, principal: str, *, expect: int | None = None) -> None:
-        """Delete ``handle`` (no tombstone: it answers :class:`HandleNotFound` afterwards). With ``expect``, only
-        at that generation, else :class:`Conflict`. Raises as :meth:`put`."""
+        """Delete ``handle`` (no tombstone: it answers :class:`HandleNotFoundError` afterwards). ``expect=None`` (the
+        default) deletes unconditionally; an int ``expect`` only at that generation, else :class:`ConflictError`.
+        Raises as :meth:`put`."""
         self._call("handle_delete", self._expect(self._who(handle, principal), expect))
 
     def touch(self, handle: str, principal: str) -> Touched:
@@ -476,13 +480,13 @@ class HandleStore:
 
     def exists(self, handle: str, principal: str) -> bool:
         """Whether ``handle`` is live for ``principal`` (False for unknown, expired, evicted, another
-        principal's); never refreshes. Raises :class:`InvalidHandle`, :class:`InvalidPrincipal`,
-        :class:`StoreUnavailable`."""
+        principal's); never refreshes. Raises :class:`InvalidHandleError`, :class:`InvalidPrincipalError`,
+        :class:`StoreUnavailableError`."""
         return bool(self._call("handle_exists", self._who(handle, principal))["exists"])
 
     def list(self) -> HandleList:
         """Every live handle and tombstone, by key-hash prefix (never a handle, value or principal). Raises
-        :class:`StoreUnavailable`."""
+        :class:`StoreUnavailableError`."""
         out = self._call("handle_list", {})
         infos = [HandleInfo(str(h["key"]), str(h["state"]), h.get("generation"), h.get("size"), _td(h["age_ms"]),
                             _td(h["idle_ms"])) for h in out.get("handles") or []]
@@ -490,14 +494,14 @@ class HandleStore:
 
     def gc(self) -> GCResult:
         """Expire what is due, drop tombstones past their period, remove orphan records and temporary files.
-        Raises :class:`StoreUnavailable`."""
+        Raises :class:`StoreUnavailableError`."""
         out = self._call("handle_gc", {})
         return GCResult(*(int(out[k]) for k in ("expired_idle", "expired_max_age", "tombstones_dropped",
                                                 "orphans_removed", "temps_removed", "live")))
 
     def close(self) -> None:
         """Release the idle plugin instances now and the busy ones when their calls end. Idempotent; every
-        later call raises :class:`StoreUnavailable`. The files stay."""
+        later call raises :class:`StoreUnavailableError`. The files stay."""
         with self._cv:
             self._closed = True
             idle, self._idle = self._idle, []
@@ -511,7 +515,9 @@ class HandleStore:
             self._evals.close()
 
     def __enter__(self) -> HandleStore:
+        """The store itself; leaving the ``with`` block closes it."""
         return self
 
     def __exit__(self, *exc: object) -> None:
+        """Close the store (:meth:`close`); exceptions propagate."""
         self.close()

@@ -30,6 +30,7 @@ import threading
 import time
 from typing import Any
 
+from . import _fds
 from ._eval import EvalClients
 
 __all__ = ["ABI_VERSION", "FUNCTIONS", "NAMESPACE", "HostFunctions"]
@@ -316,14 +317,16 @@ class HostFunctions:
         return dict(_exact(facts))
 
     def keep_stdio(self) -> None:
-        """Take close-on-exec copies (fd 3 or above) of fds 0 and 1 as they are now and report them as
+        """Take close-on-exec copies (fd 3 or above) of fds 0 and 1 as they were at import of the package (the
+        copies :func:`mcp_resume._fds.keep_stdio_at_import` holds until a store has resolved its host; else as
+        they are now) and report them as
         ``facts.stdio_fds`` until :meth:`release_stdio`: the MCP SDK points fds 0 and 1 at ``/dev/null`` while
         it serves, maybe before the plugin's stdio check (README, ``mcp_resume_facts``). A closed fd is
         reported as itself. Linux only; raises nothing."""
         if self.os_name() != "linux" or self._stdio is not None:
             return
         copies = []
-        for fd in (0, 1):
+        for fd in _fds.stdio_at_import() or (0, 1):  # fds 0 and 1 as at import of the package, else as now
             try:
                 copies.append(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3))
             except OSError:
@@ -336,6 +339,8 @@ class HostFunctions:
         stdout as soon as fd 1 closes. Idempotent."""
         with self._mu:
             copies, self._stdio = self._stdio, None
+        if copies is not None:  # a resume store has resolved its host: the import-time copies are done too
+            _fds.release_stdio_at_import()
         for fd in copies or ():
             if fd > 2:
                 with contextlib.suppress(OSError):

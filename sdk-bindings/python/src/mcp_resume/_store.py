@@ -15,7 +15,7 @@ from collections.abc import Iterable
 import extism
 
 from . import _runtime
-from ._errors import InvalidAppError, InvalidOptionError, InvalidTokenError, PluginError, ResumeStoreError, from_code
+from ._errors import InvalidAppError, InvalidOptionError, InvalidTokenError, PluginError, MCPResumeError, from_code
 from ._hostfuncs import ABI_VERSION, HostFunctions
 
 __all__ = ["NO_INSTANCE", "ResumeTokenStore", "TokenFile"]
@@ -136,7 +136,7 @@ class ResumeTokenStore:
     #: The host functions' class (tests only: the conformance runner's pinned system subclasses it).
     _host_functions: type[HostFunctions] = HostFunctions
 
-    def __init__(self, app: str, state_root: PathLike | None = None, *, logger: Logger | None = None,
+    def __init__(self, app: str, *, state_root: PathLike | None = None, logger: Logger | None = None,
                  launchers: Iterable[str] | None = None, instance: str | None = None, _defer: bool = False) -> None:
         # _defer (AsyncResumeTokenStore only): stop before the plugin; _connect() does the rest, in a worker thread.
         req = _open_request(app, state_root, launchers, instance)
@@ -171,7 +171,7 @@ class ResumeTokenStore:
             self._funcs.set_state_dir(self._state_dir)  # the file functions act in it, and only in it, from now on
             self._state_root: str = out.get("state_root") or ""
             self._resume: bool = bool(out["resume"])
-        except ResumeStoreError:
+        except MCPResumeError:
             self._release()
             raise
         except (ValueError, KeyError, TypeError) as e:
