@@ -195,7 +195,7 @@ def test_options_and_their_values(root: Path) -> None:
         assert (c.idle_ttl, c.max_age) == (dt.timedelta(minutes=5), dt.timedelta(minutes=2))
         with pytest.raises(InvalidOptionError) as e:
             s.create("", b"x", idle_ttl=dt.timedelta(minutes=11))
-        assert "idle_ttl_ms may only shorten" in str(e.value) and isinstance(e.value, ValueError)
+        assert "idle_ttl may only shorten" in str(e.value) and isinstance(e.value, ValueError)
     with HandleStore("big", state_root=root, max_handles=10000) as s:
         assert s.shards == 64
 

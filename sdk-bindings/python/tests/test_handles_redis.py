@@ -202,12 +202,13 @@ def test_refused_is_store_unavailable_at_once() -> None:
 
 
 def test_refused_credentials_say_so(server: Any) -> None:
-    """A user the server does not know (WRONGPASS): StoreUnavailable saying the server refused the credentials
+    """A user the server does not know (WRONGPASS): StoreUnavailableError (reason "auth") saying the server refused the credentials
     and to check the user and password in the URL, never "check that it runs", the password as ***."""
     url = f"redis://nosuchuser:s3cretpw@127.0.0.1:{server.port}/0"
     with HandleStore("redis-auth", state_url=url, timeout=2) as s:
-        with pytest.raises(StoreUnavailable) as e:
+        with pytest.raises(StoreUnavailableError) as e:
             s.create("", b"x")
+    assert e.value.reason == "auth"
     text = str(e.value)
     assert "refused the credentials" in text and "check the user and password in the URL" in text, text
     assert "check that it runs" not in text and "s3cretpw" not in text and "***" in text, text

@@ -183,7 +183,7 @@ class HandleStore:
                  max_value_bytes: int | None = None, lock_wait: Duration | None = None, pool_size: int | None = None,
                  clock: Clock | None = None, logger: Logger | None = None, state_url: str | None = None,
                  timeout: Duration | None = None) -> None:
-        req: dict[str, Any] = {"app": _jsonable("app", app, "a string")}
+        req: dict[str, Any] = {"caller": "python", "app": _jsonable("app", app, "a string")}
         if isinstance(state_root, (str, os.PathLike)):
             if path := os.fsdecode(os.fspath(state_root)):
                 req["state_root"] = path

@@ -87,7 +87,7 @@ def _open_request(app: Any, state_root: Any, launchers: Any, instance: Any) -> b
     (``launchers="npx"`` arrives as a string and is refused, not split into letters; a relative
     ``state_root`` is made absolute by the plugin against ``facts.cwd``); path-likes become their string,
     and values JSON cannot carry are refused here with their Python type."""
-    req: dict[str, Any] = {}
+    req: dict[str, Any] = {"caller": "python"}  # the plugin's messages then name options as Python does
     if app is not None:
         req["app"] = _json_safe("app", app)
     if isinstance(state_root, (str, bytes, os.PathLike)):
