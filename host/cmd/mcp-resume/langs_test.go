@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,6 +118,12 @@ func TestCLIs_SameOutput(t *testing.T) {
 	}
 	defer func() { stdin.Close(); child.Process.Kill(); child.Wait() }()
 	pid := strconv.Itoa(child.Process.Pid)
+	reaped := exec.Command("true")
+	if err := reaped.Run(); err != nil {
+		t.Fatal(err)
+	}
+	gone := strconv.Itoa(reaped.Process.Pid) // no process has it (until the pid is reused)
+	missing := filepath.Join(t.TempDir(), "missing")
 
 	cases := [][]string{
 		{"list"}, {"list", "--json"}, {"list", "--app", "app-b"}, {"list", "--json", "--app", "app-a"},
@@ -126,6 +133,15 @@ func TestCLIs_SameOutput(t *testing.T) {
 		{"list", "--app", "a/b"}, {"list", "--bogus"}, {"nope"}, {}, {"--help"},
 		{"state", "list"}, {"state", "list", "--json"}, {"state", "list", "app-b"}, {"state", "gc"}, {"state", "gc", "--json", "app-a"},
 		{"state", "show"}, {"state", "list", "a/b"},
+		// Errors: a pid no process has; an app with no directory under
+		// the root, and a root without app directories.
+		{"whoami", "--pid", gone},
+		{"list", "--app", "nope"}, {"list", "--json", "--app", "nope"}, {"prune", "--app", "nope"}, {"list", "--state-dir", missing},
+		{"prune", "--state-dir", missing, "--app", "app-a"},
+		{"state", "list", "nope"}, {"state", "gc", "--json", "--app", "nope"}, {"state", "list", "--state-dir", missing},
+		// Flags after arguments.
+		{"state", "list", "app-b", "--json"}, {"list", "--app", "app-b", "--json"}, {"state", "gc", "app-a", "--json", "--state-dir", "$ROOT"},
+		{"state", "list", "app-a", "--json", "app-b"}, {"list", "x", "--json"}, {"state", "list", "--", "--json"},
 	}
 	for _, args := range cases {
 		t.Run(fmt.Sprint(args), func(t *testing.T) {
@@ -147,7 +163,10 @@ func TestCLIs_SameOutput(t *testing.T) {
 				if handles != "" {
 					copyTree(t, handles, root)
 				}
-				argv := append(append([]string{}, cmds[lang]...), args...)
+				argv := append([]string{}, cmds[lang]...)
+				for _, a := range args {
+					argv = append(argv, strings.ReplaceAll(a, "$ROOT", root))
+				}
 				cmd := exec.Command(argv[0], argv[1:]...)
 				var stdout, stderr bytes.Buffer
 				cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -158,6 +177,7 @@ func TestCLIs_SameOutput(t *testing.T) {
 				}
 				out := []byte(fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.Bytes(), stderr.Bytes()))
 				out = bytes.ReplaceAll(ages.ReplaceAll(out, []byte(`"age_seconds": N`)), []byte(root), []byte("$ROOT"))
+				out = bytes.ReplaceAll(out, []byte(missing), []byte("$MISSING"))
 				out = handleAges.ReplaceAll(out, []byte(`"${1}": N`))
 				if first == "" {
 					first, firstOut = lang, out

@@ -23,9 +23,19 @@
  * are on that Redis server (hostfuncs/README.md, "The Redis backend"; opened
  * in worker mode, as HandleStore.open does): `state list` and `state gc`
  * then need APP, since a server holds no directory to list apps from, and
- * name the server by its URL with the password as `***`. Exit status: 0 on success; 1 on a runtime failure, with one
- * line on stderr, `mcp-resume <command>: <what was wrong and what to do>`; 2
- * on bad usage.
+ * name the server by its URL with the password as `***`. Flags may come
+ * before or after APP, in any order; `--` ends them.
+ *
+ * Exit status: 0 on success (an app directory without token files or
+ * handles is an empty answer); 1 on a runtime failure, with one line on
+ * stderr, `mcp-resume <command>: <what was wrong and what to do>`; 2 on bad
+ * usage (an unknown command or flag, a flag without its value, an
+ * unexpected argument), with the usage text. The failures, worded by the
+ * plugin as in every language, include `whoami --pid PID` of a pid no
+ * process has (`no process has pid PID: ...`), and `list`, `prune` and
+ * `state list|gc` when the state root holds no app directory (`no app
+ * directories under ROOT: ...`) or `--app NAME`/APP names an app without a
+ * directory there (`no app "NAME" under ROOT; the apps there: a, b`).
  *
  * @packageDocumentation
  */
@@ -49,17 +59,24 @@ const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-/** The flags of `args` (after the command), as Go's flag package reads them; `state` commands take one APP argument. @throws Usage */
+/**
+ * The flags of `args` (after the command), each as Go's flag package reads
+ * it, flags and arguments in any order (`--` ends the flags); `state`
+ * commands take one APP argument. @throws Usage
+ */
 function parse(args: string[], takesApp = false): Opts {
   const opts: Opts = { json: false, app: "", "state-dir": "", instance: "", pid: 0 };
-  let i = 0;
-  for (; i < args.length; i++) {
+  const rest: string[] = [];
+  for (let i = 0; i < args.length; i++) {
     const arg = args[i]!;
     if (arg === "--") {
-      i++;
+      rest.push(...args.slice(i + 1));
       break;
     }
-    if (!arg.startsWith("-") || arg === "-") break;
+    if (!arg.startsWith("-") || arg === "-") {
+      rest.push(arg);
+      continue;
+    }
     const body = arg.replace(/^--?/, "");
     const eq = body.indexOf("=");
     const name = eq < 0 ? body : body.slice(0, eq);
@@ -80,7 +97,6 @@ function parse(args: string[], takesApp = false): Opts {
       throw new Usage("");
     } else throw new Usage(`flag provided but not defined: -${name}`);
   }
-  const rest = args.slice(i);
   if (takesApp && rest.length === 1 && (opts.app === "" || opts.app === rest[0])) opts.app = rest[0]!;
   else if (rest.length > 0) throw new Usage(`unexpected argument "${rest.at(-1)}"`);
   return opts;
@@ -151,7 +167,12 @@ async function envRedis(opts: Opts): Promise<string | undefined> {
   }
 }
 
-/** The bytes `cmd` prints to stdout. @throws ResumeError */
+/**
+ * The bytes `cmd` prints to stdout. For list, prune and the state commands
+ * the render input carries the state root, the directories in it and the
+ * app named (none on Redis, where there is no root), from which the plugin
+ * decides that there is nothing to answer for. @throws ResumeError
+ */
 async function run(cmd: string, opts: Opts): Promise<Uint8Array> {
   const doc: Record<string, unknown> = { command: cmd, json: opts.json, apps: [] };
   if (cmd === "whoami") {
@@ -167,19 +188,19 @@ async function run(cmd: string, opts: Opts): Promise<Uint8Array> {
   const [exp, member] = cmd === "list" ? ["list", "files"] : ["prune", "removed"];
   const state = cmd.startsWith("state ");
   if (state) doc["command"] = cmd.replace(" ", "_");
-  if (state && !opts.app) {
-    const url = await envRedis(opts);
-    if (url !== undefined) {
-      throw new ResumeError("invalid_option", `the handle stores are on ${url} (MCP_RESUME_STATE_URL): name the app, as in \`mcp-resume ${cmd} APP\`; a Redis server has no app directories to list`);
-    }
+  const url = state ? await envRedis(opts) : undefined;
+  if (url !== undefined && !opts.app) {
+    throw new ResumeError("invalid_option", `the handle stores are on ${url} (MCP_RESUME_STATE_URL): name the app, as in \`mcp-resume ${cmd} APP\`; a Redis server has no app directories to list`);
   }
   const base = await open(state ? CLI_APP : opts.app || CLI_APP, opts["state-dir"]);
   try {
-    let apps: string[];
-    if (opts.app) apps = [opts.app];
-    else if (!base.stateRoot) throw new ResumeError("io", "no state root: set MCP_RESUME_STATE_DIR or HOME");
-    else apps = subdirs(base.stateRoot);
-    for (const app of apps) {
+    let dirs: string[] = [];
+    if (url === undefined) {
+      if (!base.stateRoot) throw new ResumeError("io", "no state root: set MCP_RESUME_STATE_DIR or HOME");
+      dirs = subdirs(base.stateRoot);
+      Object.assign(doc, { state_root: base.stateRoot, root_dirs: dirs, app: opts.app });
+    }
+    for (const app of opts.app ? [opts.app] : dirs) {
       if (state) {
         const r = await handleStoreOf(app, cmd === "state gc", opts);
         if (r) (doc["apps"] as unknown[]).push(r);

@@ -15,8 +15,15 @@ prune cover every app directory under the state root (``--state-dir``, else ``$M
 per user), or the one of ``--app``; they never print a token. ``state list`` and ``state gc`` do the same for the handle stores (the apps'
 ``handles/`` directories; an app without one is skipped, so that looking creates nothing): the plugin's
 ``handle_list``/``handle_gc`` outputs rendered, key-hash prefixes, states, generations, sizes, ages and
-counts, never a value or a handle. Exit status: 0 on success; 1 on a runtime failure,
-with one line on stderr, ``mcp-resume <command>: <what was wrong and what to do>``; 2 on bad usage.
+counts, never a value or a handle. Flags may come before or after APP, in any order; ``--`` ends them.
+
+Exit status: 0 on success (an app directory without token files or handles is an empty answer); 1 on a
+runtime failure, with one line on stderr, ``mcp-resume <command>: <what was wrong and what to do>``; 2 on
+bad usage (an unknown command or flag, a flag without its value, an unexpected argument), with the usage
+text. The failures, worded by the plugin as in every language, include ``whoami --pid PID`` of a pid no
+process has (``no process has pid PID: ...``), and ``list``, ``prune`` and ``state list|gc`` when the state
+root holds no app directory (``no app directories under ROOT: ...``) or ``--app NAME``/APP names an app
+without a directory there (``no app "NAME" under ROOT; the apps there: a, b``).
 """
 
 from __future__ import annotations
@@ -56,17 +63,21 @@ def _quiet() -> logging.Logger:
 
 
 def _parse(args: list[str], positional: int = 0) -> dict[str, Any]:
-    """The flags of ``args`` (after the command), as Go's flag package reads them, then at most ``positional``
-    arguments (``opts["args"]``). Raises :class:`_Usage`."""
+    """The flags of ``args`` (after the command), each as Go's flag package reads it, and at most
+    ``positional`` arguments (``opts["args"]``, in order): flags and arguments in any order, ``--`` ending the
+    flags. Raises :class:`_Usage`."""
     opts: dict[str, Any] = {"json": False, "app": "", "state-dir": "", "instance": "", "pid": 0}
+    rest: list[str] = []
     i = 0
     while i < len(args):
         arg = args[i]
         if arg == "--":
-            i += 1
+            rest += args[i + 1:]
             break
         if not arg.startswith("-") or arg == "-":
-            break
+            rest.append(arg)
+            i += 1
+            continue
         name, eq, value = arg.lstrip("-").partition("=")
         if name == "json":
             if eq and value not in ("true", "false", "1", "0"):
@@ -90,9 +101,9 @@ def _parse(args: list[str], positional: int = 0) -> dict[str, Any]:
         else:
             raise _Usage(f"flag provided but not defined: -{name}")
         i += 1
-    opts["args"] = args[i:]
-    if len(args) - i > positional:  # Go's flag package stops at the first argument; the command names the last
-        raise _Usage(f'unexpected argument "{args[-1]}"')
+    opts["args"] = rest
+    if len(rest) > positional:
+        raise _Usage(f'unexpected argument "{rest[-1]}"')
     return opts
 
 
@@ -116,7 +127,9 @@ def _subdirs(root: str) -> list[str]:
 
 
 def _run(cmd: str, opts: dict[str, Any]) -> bytes:
-    """The bytes ``cmd`` prints to stdout. Raises :class:`ResumeStoreError`."""
+    """The bytes ``cmd`` prints to stdout. The render input carries the root, the directories in it and the app
+    named, from which the plugin decides that there is nothing to answer for (no app directories, or none for
+    the app). Raises :class:`ResumeStoreError`."""
     doc: dict[str, Any] = {"command": cmd, "json": opts["json"], "apps": []}
     if cmd == "whoami":
         with _open(opts["app"] or CLI_APP, instance=opts["instance"]) as store:
@@ -125,13 +138,11 @@ def _run(cmd: str, opts: dict[str, Any]) -> bytes:
             return store._render(doc)
     export, member = ("list", "files") if cmd == "list" else ("prune", "removed")
     with _open(opts["app"] or CLI_APP, opts["state-dir"]) as base:
-        if opts["app"]:
-            apps = [opts["app"]]
-        elif not base.state_root:
+        if not base.state_root:
             raise ResumeStoreError("no state root: set MCP_RESUME_STATE_DIR or HOME")
-        else:
-            apps = _subdirs(base.state_root)
-        for app in apps:
+        dirs = _subdirs(base.state_root)
+        doc.update(state_root=base.state_root, root_dirs=dirs, app=opts["app"])
+        for app in [opts["app"]] if opts["app"] else dirs:
             try:
                 store = _open(app, opts["state-dir"])
             except InvalidAppError:
@@ -153,7 +164,8 @@ def _handles_dir(path: str) -> bool:
 
 def _run_state(sub: str, opts: dict[str, Any]) -> bytes:
     """The bytes ``state list`` or ``state gc`` prints: each app's ``handle_list``/``handle_gc`` output,
-    rendered by the plugin. Opens a handle store only where its directory exists. Raises
+    rendered by the plugin. Opens a handle store only where its directory exists; on Redis (the environment's
+    ``MCP_RESUME_STATE_URL``) there is none to look for, and no root to check. Raises
     :class:`ResumeStoreError` or :class:`HandleStoreError`."""
     if opts["app"] and opts["args"] and opts["args"][0] != opts["app"]:
         raise _Usage(f'unexpected argument "{opts["args"][0]}"')  # --app NAME and APP must agree
@@ -163,7 +175,9 @@ def _run_state(sub: str, opts: dict[str, Any]) -> bytes:
         root = base.state_root
         if not root:
             raise ResumeStoreError("no state root: set MCP_RESUME_STATE_DIR or HOME")
-        for name in [app] if app else _subdirs(root):
+        dirs = _subdirs(root)
+        redis = False
+        for name in [app] if app else dirs:
             try:
                 store = HandleStore(name, state_root=opts["state-dir"] or None, pool_size=1, logger=_quiet())
             except HandleStoreError as e:
@@ -171,9 +185,16 @@ def _run_state(sub: str, opts: dict[str, Any]) -> bytes:
                     raise
                 continue  # not an app's directory: the plugin's app rule decides
             with store:
-                if not _handles_dir(store.state_dir):
+                entry: dict[str, Any] = {"app": name, "state_dir": store.state_dir}
+                if store.backend == "redis":
+                    redis = True
+                    entry.update(backend="redis", state_url=store.state_url)
+                elif not _handles_dir(store.state_dir):
                     continue  # no handle store: nothing to show, and looking creates nothing
-                doc["apps"].append({"app": name, "state_dir": store.state_dir, sub: store._call(f"handle_{sub}", {})})
+                entry[sub] = store._call(f"handle_{sub}", {})
+                doc["apps"].append(entry)
+        if not redis:
+            doc.update(state_root=root, root_dirs=dirs, app=app)
         return base._render(doc)
 
 
