@@ -125,14 +125,17 @@ describe("mcp-resume state", () => {
     }
   });
 
-  test("usage errors exit 2 with the Go command's words; an unknown app lists nothing", async () => {
+  test("usage errors exit 2 with the Go command's words; an unknown app is an error naming the root", async () => {
     for (const args of [["state"], ["state", "purge"], ["state", "list", "a", "b"]]) {
       const ts = await cli([process.execPath, CLI, ...args]);
       const go = await cli([goCli, ...args]);
       assert.equal(ts.code, 2, args.join(" "));
       assert.equal(ts.stderr, go.stderr, args.join(" "));
     }
-    const none = await cli([process.execPath, CLI, "state", "list", "--state-dir", root, "nosuch"]);
-    assert.deepEqual([none.code, none.stdout], [0, "no handle stores\n"]);
+    const args = ["state", "list", "--state-dir", root, "nosuch"];
+    const none = await cli([process.execPath, CLI, ...args]);
+    assert.deepEqual([none.code, none.stdout], [1, ""]);
+    assert.ok(none.stderr.startsWith(`mcp-resume state list: no app "nosuch" under ${root}`), none.stderr);
+    assert.deepEqual(none, await cli([goCli, ...args]));
   });
 });
