@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/host"
+	"github.com/mcp-resume/mcp-resume/internal/redistest"
 )
 
 // repoRoot is the repository root, from this file's place in it.
@@ -189,5 +190,50 @@ func TestCLIs_SameOutput(t *testing.T) {
 			}
 			t.Logf("%v:\n%s", args, firstOut)
 		})
+	}
+}
+
+// On Redis (MCP_RESUME_STATE_URL) the three command lines also print and
+// exit the same: an app's store by its URL with the password as ***, and
+// the error that names the app to give when none is.
+func TestCLIs_SameOutputRedis(t *testing.T) {
+	cmds := clis(t)
+	srv := redistest.Start(t, redistest.Password("pw-langs"))
+	fixtureRoot(t)
+	t.Setenv(host.EnvStateURL, srv.URL+"/0")
+	hs, err := host.OpenHandles("app-r", host.HandleOptions{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hs.Create(context.Background(), "", []byte(`{"notes":["x"]}`)); err != nil {
+		t.Fatal(err)
+	}
+	hs.Close()
+	for _, args := range [][]string{{"state", "list", "app-r"}, {"state", "list", "--json", "app-r"}, {"state", "gc", "app-r", "--json"}, {"state", "list"}, {"state", "gc"}} {
+		var first string
+		var firstOut []byte
+		for _, lang := range []string{"go", "python", "typescript"} {
+			argv := append(append([]string{}, cmds[lang]...), args...)
+			cmd := exec.Command(argv[0], argv[1:]...)
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			code := cmd.ProcessState.ExitCode()
+			if err != nil && code < 0 {
+				t.Fatalf("%s: %v", lang, err)
+			}
+			out := handleAges.ReplaceAll([]byte(fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.Bytes(), stderr.Bytes())), []byte(`"${1}": N`))
+			if bytes.Contains(out, []byte("pw-langs")) {
+				t.Errorf("%v: %s shows the password:\n%s", args, lang, out)
+			}
+			if first == "" {
+				first, firstOut = lang, out
+				continue
+			}
+			if !bytes.Equal(out, firstOut) {
+				t.Errorf("%v: %s and %s differ:\n--- %s\n%s\n--- %s\n%s", args, first, lang, first, firstOut, lang, out)
+			}
+		}
+		t.Logf("%v:\n%s", args, firstOut)
 	}
 }

@@ -401,7 +401,11 @@ func collectStates(ctx context.Context, gc bool, app, dir string) ([]stateResult
 		p := hs.Policy()
 		hs.Close()
 		if p.Backend == hostfuncs.BackendRedis && app == "" {
-			return nil, "", nil, fmt.Errorf("the handle stores are on %s (%s): name the app, as in `mcp-resume state list APP`; a Redis server has no app directories to list", p.StateURL, host.EnvStateURL)
+			sub := "list"
+			if gc {
+				sub = "gc"
+			}
+			return nil, "", nil, fmt.Errorf("the handle stores are on %s (%s): name the app, as in `mcp-resume state %s APP`; a Redis server has no app directories to list", p.StateURL, host.EnvStateURL, sub)
 		}
 		if p.Backend == hostfuncs.BackendRedis {
 			r, err := stateOf(ctx, gc, app, openQuiet)

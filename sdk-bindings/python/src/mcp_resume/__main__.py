@@ -171,6 +171,13 @@ def _run_state(sub: str, opts: dict[str, Any]) -> bytes:
         raise _Usage(f'unexpected argument "{opts["args"][0]}"')  # --app NAME and APP must agree
     app = opts["app"] or "".join(opts["args"])
     doc: dict[str, Any] = {"command": f"state_{sub}", "json": opts["json"], "apps": []}
+    if not app:
+        # Opening touches nothing: this only reads the backend the environment selects.
+        with HandleStore(CLI_APP, state_root=opts["state-dir"] or None, pool_size=1, logger=_quiet()) as probe:
+            if probe.backend == "redis":
+                raise ResumeStoreError(f"the handle stores are on {probe.state_url} (MCP_RESUME_STATE_URL): name the "
+                                       f"app, as in `mcp-resume state {sub} APP`; a Redis server has no app directories "
+                                       "to list")
     with _open(app or CLI_APP, opts["state-dir"]) as base:
         root = base.state_root
         if not root:
