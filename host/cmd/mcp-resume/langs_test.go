@@ -201,7 +201,10 @@ func TestCLIs_SameOutputRedis(t *testing.T) {
 	srv := redistest.Start(t, redistest.Password("pw-langs"))
 	fixtureRoot(t)
 	t.Setenv(host.EnvStateURL, srv.URL+"/0")
-	hs, err := host.OpenHandles("app-r", host.HandleOptions{Logger: slog.New(slog.DiscardHandler)})
+	// Made 50 hours back, so that its ages print "2d" in every run.
+	created := time.Now().Add(-50 * time.Hour)
+	hs, err := host.OpenHandles("app-r", host.HandleOptions{IdleTTL: 100 * time.Hour, Now: func() time.Time { return created },
+		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

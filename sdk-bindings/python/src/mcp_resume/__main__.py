@@ -35,8 +35,7 @@ from typing import Any
 
 import stat
 
-from ._errors import InvalidAppError, ResumeStoreError
-from ._handle_errors import HandleStoreError
+from . import InvalidAppError  # the public name, which every store's invalid_app refusal keeps
 from ._handles import HandleStore
 from ._store import NO_INSTANCE, ResumeTokenStore
 
@@ -51,6 +50,23 @@ VALUE_FLAGS = ("app", "state-dir", "instance", "pid")
 
 class _Usage(Exception):
     """Bad usage: the message, printed with the usage text; exit 2."""
+
+
+class _Failure(Exception):
+    """A failure the command itself finds (no state root, an unreadable root, Redis without an app): the
+    message, printed as one line; exit 1."""
+
+
+def _answered(e: BaseException) -> bool:
+    """Whether ``e`` is a failure to print as one line (exit 1), not a bug: this module's own, or an error
+    either store raises for the plugin's or the host's answer (the package's exception classes, whatever
+    their names)."""
+    return isinstance(e, _Failure) or type(e).__module__.startswith("mcp_resume.")
+
+
+def _invalid_app(e: BaseException) -> bool:
+    """Whether ``e`` is the plugin's ``invalid_app`` refusal, from either store."""
+    return isinstance(e, InvalidAppError) or getattr(e, "code", None) == "invalid_app"
 
 
 def _quiet() -> logging.Logger:
@@ -123,13 +139,13 @@ def _subdirs(root: str) -> list[str]:
     except FileNotFoundError:
         return []
     except OSError as e:
-        raise ResumeStoreError(f"state root {root}: {(e.strerror or str(e)).lower()}") from None
+        raise _Failure(f"state root {root}: {(e.strerror or str(e)).lower()}") from None
 
 
 def _run(cmd: str, opts: dict[str, Any]) -> bytes:
     """The bytes ``cmd`` prints to stdout. The render input carries the root, the directories in it and the app
     named, from which the plugin decides that there is nothing to answer for (no app directories, or none for
-    the app). Raises :class:`ResumeStoreError`."""
+    the app). Raises :class:`_Failure` or the stores' errors."""
     doc: dict[str, Any] = {"command": cmd, "json": opts["json"], "apps": []}
     if cmd == "whoami":
         with _open(opts["app"] or CLI_APP, instance=opts["instance"]) as store:
@@ -139,14 +155,14 @@ def _run(cmd: str, opts: dict[str, Any]) -> bytes:
     export, member = ("list", "files") if cmd == "list" else ("prune", "removed")
     with _open(opts["app"] or CLI_APP, opts["state-dir"]) as base:
         if not base.state_root:
-            raise ResumeStoreError("no state root: set MCP_RESUME_STATE_DIR or HOME")
+            raise _Failure("no state root: set MCP_RESUME_STATE_DIR or HOME")
         dirs = _subdirs(base.state_root)
         doc.update(state_root=base.state_root, root_dirs=dirs, app=opts["app"])
         for app in [opts["app"]] if opts["app"] else dirs:
             try:
                 store = _open(app, opts["state-dir"])
-            except InvalidAppError:
-                if opts["app"]:
+            except Exception as e:
+                if opts["app"] or not _invalid_app(e):
                     raise
                 continue  # not an app's directory: the plugin's app rule decides
             with store:
@@ -166,7 +182,7 @@ def _run_state(sub: str, opts: dict[str, Any]) -> bytes:
     """The bytes ``state list`` or ``state gc`` prints: each app's ``handle_list``/``handle_gc`` output,
     rendered by the plugin. Opens a handle store only where its directory exists; on Redis (the environment's
     ``MCP_RESUME_STATE_URL``) there is none to look for, and no root to check. Raises
-    :class:`ResumeStoreError` or :class:`HandleStoreError`."""
+    :class:`_Failure` or the stores' errors."""
     if opts["app"] and opts["args"] and opts["args"][0] != opts["app"]:
         raise _Usage(f'unexpected argument "{opts["args"][0]}"')  # --app NAME and APP must agree
     app = opts["app"] or "".join(opts["args"])
@@ -175,20 +191,20 @@ def _run_state(sub: str, opts: dict[str, Any]) -> bytes:
         # Opening touches nothing: this only reads the backend the environment selects.
         with HandleStore(CLI_APP, state_root=opts["state-dir"] or None, pool_size=1, logger=_quiet()) as probe:
             if probe.backend == "redis":
-                raise ResumeStoreError(f"the handle stores are on {probe.state_url} (MCP_RESUME_STATE_URL): name the "
+                raise _Failure(f"the handle stores are on {probe.state_url} (MCP_RESUME_STATE_URL): name the "
                                        f"app, as in `mcp-resume state {sub} APP`; a Redis server has no app directories "
                                        "to list")
     with _open(app or CLI_APP, opts["state-dir"]) as base:
         root = base.state_root
         if not root:
-            raise ResumeStoreError("no state root: set MCP_RESUME_STATE_DIR or HOME")
+            raise _Failure("no state root: set MCP_RESUME_STATE_DIR or HOME")
         dirs = _subdirs(root)
         redis = False
         for name in [app] if app else dirs:
             try:
                 store = HandleStore(name, state_root=opts["state-dir"] or None, pool_size=1, logger=_quiet())
-            except HandleStoreError as e:
-                if app or e.code != "invalid_app":
+            except Exception as e:
+                if app or not _invalid_app(e):
                     raise
                 continue  # not an app's directory: the plugin's app rule decides
             with store:
@@ -241,7 +257,9 @@ def main(argv: list[str] | None = None) -> int:
                 return 0
             sys.stderr.write(f"mcp-resume {cmd}: {e}\n\n{_usage()}")
             return 2
-    except (ResumeStoreError, HandleStoreError) as e:
+    except Exception as e:
+        if not _answered(e):
+            raise
         msg = str(e)
         words = args[:2] if args[:1] == ["state"] and args[1:2] and args[1] in STATE_COMMANDS else args[:1]
         prefix = f"mcp-resume {' '.join(words)}: " if words else "mcp-resume: "
