@@ -58,8 +58,10 @@ func TestList_RootErrors(t *testing.T) {
 			t.Errorf("%s --app app-c: exit %d, stdout %q, stderr %q; want %q", name, code, out, stderr, want)
 		}
 	}
-	if _, err := os.Stat(missing); !os.IsNotExist(err) {
-		t.Errorf("looking at a missing root made it: %v", err)
+	for _, p := range []string{missing, filepath.Join(root, "nope")} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("looking made %s: %v", p, err)
+		}
 	}
 }
 
