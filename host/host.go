@@ -337,7 +337,8 @@ func (s *Store) Whoami(ctx context.Context) (Identity, error) {
 // that on Linux a socket on the server's stdio cannot be checked from
 // outside (only the socket's holder can ask for its peer), so Stdio may
 // read "not checked" where the server verifies or refuses. It fails with
-// the plugin's invalid_option for pid 1 or below 0, and as Whoami; pid 0
+// the plugin's invalid_option for pid 1 or below 0 and for a pid no
+// process has ("no process has pid N: ..."), and as Whoami; pid 0
 // is this process (Whoami).
 func (s *Store) WhoamiFor(ctx context.Context, pid int) (Identity, error) {
 	var id hostfuncs.WhoamiOutput

@@ -17,6 +17,8 @@ const (
 	ExportWhoami     = "whoami"
 	// ExportRender turns whoami, list and prune answers into what the
 	// mcp-resume command line prints (plugin/internal/render); it needs no open.
+	// Given the state root a CLI listed, it fails with CodeNotFound when the
+	// root holds no app directory, or none of the app named.
 	ExportRender = "render"
 )
 
@@ -180,7 +182,8 @@ type Process struct {
 
 // WhoamiInput is the optional input of ExportWhoami. Empty input, or a PID
 // of 0, is this process; another PID asks what that running server process
-// would resolve (`mcp-resume whoami --pid`).
+// would resolve (`mcp-resume whoami --pid`). A PID of 1 or below 0, or one no
+// process has, is refused with CodeInvalidOption.
 type WhoamiInput struct {
 	PID int `json:"pid,omitempty"`
 }

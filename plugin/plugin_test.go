@@ -116,10 +116,14 @@ const (
 	// together; then +28 KB for messages in the caller's names (the
 	// caller member and its table, each option-naming message built from
 	// it: about 20 KB of code), the state root's write check (judgeParents,
-	// 2.7 KB) and state_url errors that never quote a password: 4,123,521.
+	// 2.7 KB) and state_url errors that never quote a password; then the
+	// CLI's errors (+10 KiB: render's check that the state root holds the
+	// app a command names, with its messages, and whoami's check by kill0
+	// that a pid names a process): 4,134,824. The binary data path (values
+	// and crypto out of the guest) is what will bring it down.
 	// Lower it as the guest shrinks; never raise it without a review of
 	// what grew.
-	maxWasmBytes = 4_125_000
+	maxWasmBytes = 4_136_000
 )
 
 // TestWasmSize fails when plugin.wasm outgrows its budget.

@@ -17,7 +17,7 @@
 //	names                   () -> JSON {"token","lock"}: this instance's file names ({} when resume is off)
 //	list                    () -> JSON {"files":[{"name","pid","start_time","instance"?,"host","age_seconds"}]}
 //	prune                   () -> JSON {"removed":[{"name","reason","host"}]}
-//	render                  (JSON {"command","json"?,"whoami"?,"show_state_dir"?,"apps"?}) -> the bytes the mcp-resume CLI prints
+//	render                  (JSON {"command","json"?,"whoami"?,"show_state_dir"?,"apps"?,"state_root"?,"root_dirs"?,"app"?}) -> the bytes the mcp-resume CLI prints
 //	whoami                  (empty, or JSON {"pid"?}) -> JSON {"pid","start_time","stdio","instance_suffix","token_file","lock_file","state_dir","chain","error"?}
 //
 // and the handle store's (plugin/internal/handles; an instance opened with
@@ -215,6 +215,9 @@ func whoami() int32 {
 //go:wasmexport render
 func renderExport() int32 {
 	out, err := render.Render(pdk.Input())
+	if werr, ok := err.(*hostfuncs.Error); ok {
+		return fail(werr) // not_found: nothing under the state root to answer for
+	}
 	if err != nil {
 		return fail(&hostfuncs.Error{Code: hostfuncs.CodeInvalidOption, Message: err.Error()})
 	}

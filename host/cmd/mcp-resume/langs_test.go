@@ -12,10 +12,12 @@ import (
 	"regexp"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/host"
+	"github.com/mcp-resume/mcp-resume/internal/redistest"
 )
 
 // repoRoot is the repository root, from this file's place in it.
@@ -117,6 +119,12 @@ func TestCLIs_SameOutput(t *testing.T) {
 	}
 	defer func() { stdin.Close(); child.Process.Kill(); child.Wait() }()
 	pid := strconv.Itoa(child.Process.Pid)
+	reaped := exec.Command("true")
+	if err := reaped.Run(); err != nil {
+		t.Fatal(err)
+	}
+	gone := strconv.Itoa(reaped.Process.Pid) // no process has it (until the pid is reused)
+	missing := filepath.Join(t.TempDir(), "missing")
 
 	cases := [][]string{
 		{"list"}, {"list", "--json"}, {"list", "--app", "app-b"}, {"list", "--json", "--app", "app-a"},
@@ -126,6 +134,15 @@ func TestCLIs_SameOutput(t *testing.T) {
 		{"list", "--app", "a/b"}, {"list", "--bogus"}, {"nope"}, {}, {"--help"},
 		{"state", "list"}, {"state", "list", "--json"}, {"state", "list", "app-b"}, {"state", "gc"}, {"state", "gc", "--json", "app-a"},
 		{"state", "show"}, {"state", "list", "a/b"},
+		// Errors: a pid no process has; an app with no directory under
+		// the root, and a root without app directories.
+		{"whoami", "--pid", gone},
+		{"list", "--app", "nope"}, {"list", "--json", "--app", "nope"}, {"prune", "--app", "nope"}, {"list", "--state-dir", missing},
+		{"prune", "--state-dir", missing, "--app", "app-a"},
+		{"state", "list", "nope"}, {"state", "gc", "--json", "--app", "nope"}, {"state", "list", "--state-dir", missing},
+		// Flags after arguments.
+		{"state", "list", "app-b", "--json"}, {"list", "--app", "app-b", "--json"}, {"state", "gc", "app-a", "--json", "--state-dir", "$ROOT"},
+		{"state", "list", "app-a", "--json", "app-b"}, {"list", "x", "--json"}, {"state", "list", "--", "--json"},
 	}
 	for _, args := range cases {
 		t.Run(fmt.Sprint(args), func(t *testing.T) {
@@ -147,7 +164,10 @@ func TestCLIs_SameOutput(t *testing.T) {
 				if handles != "" {
 					copyTree(t, handles, root)
 				}
-				argv := append(append([]string{}, cmds[lang]...), args...)
+				argv := append([]string{}, cmds[lang]...)
+				for _, a := range args {
+					argv = append(argv, strings.ReplaceAll(a, "$ROOT", root))
+				}
 				cmd := exec.Command(argv[0], argv[1:]...)
 				var stdout, stderr bytes.Buffer
 				cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -158,6 +178,7 @@ func TestCLIs_SameOutput(t *testing.T) {
 				}
 				out := []byte(fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.Bytes(), stderr.Bytes()))
 				out = bytes.ReplaceAll(ages.ReplaceAll(out, []byte(`"age_seconds": N`)), []byte(root), []byte("$ROOT"))
+				out = bytes.ReplaceAll(out, []byte(missing), []byte("$MISSING"))
 				out = handleAges.ReplaceAll(out, []byte(`"${1}": N`))
 				if first == "" {
 					first, firstOut = lang, out
@@ -169,5 +190,53 @@ func TestCLIs_SameOutput(t *testing.T) {
 			}
 			t.Logf("%v:\n%s", args, firstOut)
 		})
+	}
+}
+
+// On Redis (MCP_RESUME_STATE_URL) the three command lines also print and
+// exit the same: an app's store by its URL with the password as ***, and
+// the error that names the app to give when none is.
+func TestCLIs_SameOutputRedis(t *testing.T) {
+	cmds := clis(t)
+	srv := redistest.Start(t, redistest.Password("pw-langs"))
+	fixtureRoot(t)
+	t.Setenv(host.EnvStateURL, srv.URL+"/0")
+	// Made 50 hours back, so that its ages print "2d" in every run.
+	created := time.Now().Add(-50 * time.Hour)
+	hs, err := host.OpenHandles(context.Background(), "app-r", &host.HandleOptions{IdleTTL: 100 * time.Hour, Now: func() time.Time { return created },
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hs.Create(context.Background(), "", []byte(`{"notes":["x"]}`)); err != nil {
+		t.Fatal(err)
+	}
+	hs.Close(context.Background())
+	for _, args := range [][]string{{"state", "list", "app-r"}, {"state", "list", "--json", "app-r"}, {"state", "gc", "app-r", "--json"}, {"state", "list"}, {"state", "gc"}} {
+		var first string
+		var firstOut []byte
+		for _, lang := range []string{"go", "python", "typescript"} {
+			argv := append(append([]string{}, cmds[lang]...), args...)
+			cmd := exec.Command(argv[0], argv[1:]...)
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			code := cmd.ProcessState.ExitCode()
+			if err != nil && code < 0 {
+				t.Fatalf("%s: %v", lang, err)
+			}
+			out := handleAges.ReplaceAll([]byte(fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.Bytes(), stderr.Bytes())), []byte(`"${1}": N`))
+			if bytes.Contains(out, []byte("pw-langs")) {
+				t.Errorf("%v: %s shows the password:\n%s", args, lang, out)
+			}
+			if first == "" {
+				first, firstOut = lang, out
+				continue
+			}
+			if !bytes.Equal(out, firstOut) {
+				t.Errorf("%v: %s and %s differ:\n--- %s\n%s\n--- %s\n%s", args, first, lang, first, firstOut, lang, out)
+			}
+		}
+		t.Logf("%v:\n%s", args, firstOut)
 	}
 }

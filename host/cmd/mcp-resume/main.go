@@ -7,7 +7,7 @@
 //	mcp-resume whoami [--json] [--app NAME] [--instance KEY] [--pid PID]  the MCP host this process (or PID) resolves, and the chain walked
 //	mcp-resume list   [--json] [--app NAME] [--state-dir ROOT]             token files per app: host alive, gone or unknown
 //	mcp-resume prune  [--json] [--app NAME] [--state-dir ROOT]             delete the files of hosts that are gone, and old unknown ones
-//	mcp-resume state list|gc [--json] [--state-dir ROOT] [APP]              the handle store of each app: list its handles, or sweep it
+//	mcp-resume state list|gc [--json] [--app NAME] [--state-dir ROOT] [APP] the handle store of each app: list its handles, or sweep it
 //
 // list and prune cover every app directory under the state root (the
 // plugin's: --state-dir, else $MCP_RESUME_STATE_DIR, else per user, for
@@ -20,9 +20,27 @@
 // $MCP_RESUME_STATE_URL set the handle stores are on that Redis server
 // (hostfuncs/README.md, "The Redis backend"): state list and state gc then
 // need APP, since a server holds no directory to list apps from, and name
-// the server by its URL with the password as ***. Exit status: 0 on success, 1 on a runtime failure
-// (one line on stderr: "mcp-resume <command>: <what was wrong and what to
-// do>"), 2 on bad usage.
+// the server by its URL with the password as ***. Flags may come before or
+// after APP, in any order; "--" ends them.
+//
+// Exit status: 0 on success (an app directory without token files or
+// handles is an empty answer: "no token files", "nothing to prune", "no
+// handle stores"); 1 on a runtime failure, with one line on stderr,
+// "mcp-resume <command>: <what was wrong and what to do>"; 2 on bad usage
+// (an unknown command or flag, a flag without its value, an unexpected
+// argument), with the usage text. The failures include, each decided by
+// the plugin, so that every language says the same:
+//
+//   - whoami --pid PID of a pid no process has: "no process has pid PID:
+//     give the pid of a running MCP server" (a pid of 1 or below 0 too);
+//   - list, prune and state list|gc when the state root holds no app
+//     directory (it is empty or missing): "no app directories under ROOT:
+//     ...";
+//   - the same with --app NAME (or APP) naming an app that has no directory
+//     under the root: `no app "NAME" under ROOT; the apps there: a, b`;
+//   - an app name the plugin refuses, a state directory it will not use (its
+//     mode, its owner), an unreadable root, and the handle stores on Redis
+//     without APP.
 package main
 
 import (
@@ -86,7 +104,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mcp-resume: unknown command %q\n\n%s", cmd, usage())
 		return 2
 	}
-	if err := fs.Parse(rest); err != nil {
+	args, err := parseInterspersed(fs, rest)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stderr, usage())
 			return 0
@@ -94,23 +113,24 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mcp-resume %s: %v\n\n%s", cmd, err, usage())
 		return 2
 	}
-	if strings.HasPrefix(cmd, "state ") && fs.NArg() == 1 && (*app == "" || *app == fs.Arg(0)) {
-		*app = fs.Arg(0) // state list|gc APP
-	} else if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "mcp-resume %s: unexpected argument %q\n\n%s", cmd, fs.Arg(fs.NArg()-1), usage())
+	if strings.HasPrefix(cmd, "state ") && len(args) == 1 && (*app == "" || *app == args[0]) {
+		*app = args[0] // state list|gc APP
+	} else if len(args) > 0 {
+		fmt.Fprintf(stderr, "mcp-resume %s: unexpected argument %q\n\n%s", cmd, args[len(args)-1], usage())
 		return 2
 	}
 	req := renderRequest{Command: cmd, JSON: *asJSON}
-	var err error
 	switch cmd {
 	case "whoami":
 		req.ShowStateDir = *app != ""
 		req.Whoami, err = whoami(ctx, *app, *instance, *pid)
 	case "list", "prune":
-		req.Apps, err = collect(ctx, cmd, *app, *stateRoot)
+		req.App = *app
+		req.Apps, req.StateRoot, req.RootDirs, err = collect(ctx, cmd, *app, *stateRoot)
 	case "state list", "state gc":
 		req.Command = strings.Replace(cmd, " ", "_", 1)
-		req.States, err = collectStates(ctx, cmd == "state gc", *app, *stateRoot)
+		req.App = *app
+		req.States, req.StateRoot, req.RootDirs, err = collectStates(ctx, cmd == "state gc", *app, *stateRoot)
 	}
 	if err == nil {
 		var b, out []byte
@@ -131,28 +151,86 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// renderRequest is the input of the plugin's render export.
+// parseInterspersed parses args with fs, flags and arguments in any order
+// (Go's flag package alone stops at the first argument: `state list APP
+// --json` would leave --json unread): it returns the arguments, in order.
+// "--" ends the flags; everything after it is an argument.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var out []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return out, nil
+		}
+		if i := len(args) - len(rest) - 1; i >= 0 && args[i] == "--" && !takesValue(fs, args[:i]) {
+			return append(out, rest...), nil // the terminator, not a flag's value
+		}
+		out, args = append(out, rest[0]), rest[1:]
+	}
+}
+
+// takesValue reports whether the last of before is a flag of fs that takes
+// its value from the next argument ("--app", not "--app=x" nor "--json"), so
+// that a "--" after it is that value.
+func takesValue(fs *flag.FlagSet, before []string) bool {
+	if len(before) == 0 {
+		return false
+	}
+	name, ok := strings.CutPrefix(before[len(before)-1], "-")
+	name = strings.TrimPrefix(name, "-")
+	f := fs.Lookup(name)
+	if !ok || f == nil || strings.Contains(name, "=") {
+		return false
+	}
+	b, isBool := f.Value.(interface{ IsBoolFlag() bool })
+	return !isBool || !b.IsBoolFlag()
+}
+
+// renderRequest is the input of the plugin's render export. For list,
+// prune and the state commands it carries what was found under the state
+// root (StateRoot; RootDirs, the names of the directories directly in it,
+// nil when no root was listed, such as for handle stores on Redis) and the
+// app the user named (App), from which the plugin decides that a command
+// looked in the wrong place (an error it answers instead of the output).
 type renderRequest struct {
 	Command      string        `json:"command"`
 	JSON         bool          `json:"json,omitempty"`
 	ShowStateDir bool          `json:"show_state_dir,omitempty"`
 	Whoami       host.Identity `json:"whoami"`
 	Apps         []appResult   `json:"apps"`
+	StateRoot    string        `json:"state_root,omitempty"`
+	RootDirs     []string      `json:"root_dirs,omitempty"`
+	App          string        `json:"app,omitempty"`
 	// States replaces Apps for state_list and state_gc (the same member).
 	States []stateResult `json:"-"`
 }
 
-// MarshalJSON writes States as "apps" for the state commands.
+// MarshalJSON writes States as "apps" for the state commands, and
+// RootDirs as [] when it is empty but not nil (a root without
+// directories, which the plugin checks, unlike none listed).
 func (r renderRequest) MarshalJSON() ([]byte, error) {
 	type plain renderRequest
+	var dirs *[]string
+	if r.RootDirs != nil {
+		dirs = &r.RootDirs
+	}
 	if !strings.HasPrefix(r.Command, "state_") {
-		return json.Marshal(plain(r))
+		return json.Marshal(struct {
+			plain
+			RootDirs *[]string `json:"root_dirs,omitempty"`
+		}{plain(r), dirs})
 	}
 	return json.Marshal(struct {
-		Command string        `json:"command"`
-		JSON    bool          `json:"json,omitempty"`
-		Apps    []stateResult `json:"apps"`
-	}{r.Command, r.JSON, r.States})
+		Command   string        `json:"command"`
+		JSON      bool          `json:"json,omitempty"`
+		Apps      []stateResult `json:"apps"`
+		StateRoot string        `json:"state_root,omitempty"`
+		RootDirs  *[]string     `json:"root_dirs,omitempty"`
+		App       string        `json:"app,omitempty"`
+	}{r.Command, r.JSON, r.States, r.StateRoot, dirs, r.App})
 }
 
 // stateResult is one app's handle store for the render export: its
@@ -203,11 +281,17 @@ func whoami(ctx context.Context, app, instance string, pid int) (host.Identity, 
 }
 
 // collect runs list or prune (cmd) for app, or for every app under the
-// state root, dir or the plugin's default.
-func collect(ctx context.Context, cmd, app, dir string) ([]appResult, error) {
-	apps, err := targetApps(ctx, app, dir)
+// state root, dir or the plugin's default. It also returns the root and
+// the names of the directories directly in it ([] for a missing root), for
+// the plugin's check that app, or any app, is there.
+func collect(ctx context.Context, cmd, app, dir string) ([]appResult, string, []string, error) {
+	root, dirs, err := listRoot(ctx, dir)
 	if err != nil {
-		return nil, err
+		return nil, "", nil, err
+	}
+	apps := dirs
+	if app != "" {
+		apps = []string{app}
 	}
 	results := []appResult{}
 	for _, a := range apps {
@@ -216,7 +300,7 @@ func collect(ctx context.Context, cmd, app, dir string) ([]appResult, error) {
 			continue // not an app's directory: the plugin's app rule decides
 		}
 		if err != nil {
-			return nil, err
+			return nil, "", nil, err
 		}
 		r := appResult{App: a, StateDir: store.StateDir()}
 		if cmd == "list" {
@@ -226,25 +310,22 @@ func collect(ctx context.Context, cmd, app, dir string) ([]appResult, error) {
 		}
 		store.Close(ctx)
 		if err != nil {
-			return nil, err
+			return nil, "", nil, err
 		}
 		results = append(results, r)
 	}
-	return results, nil
+	return results, root, dirs, nil
 }
 
-// targetApps is the apps a list, prune, state list or state gc command
-// covers: app, or, when app is "", the directories directly in the state
-// root (dir or the plugin's default; subdirs), which need not all be apps.
-func targetApps(ctx context.Context, app, dir string) ([]string, error) {
-	if app != "" {
-		return []string{app}, nil
-	}
+// listRoot is the state root (dir or the plugin's default) and the names
+// of the directories directly in it (subdirs), which need not all be apps.
+func listRoot(ctx context.Context, dir string) (string, []string, error) {
 	root, err := stateRoot(ctx, dir)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	return subdirs(root)
+	dirs, err := subdirs(root)
+	return root, dirs, err
 }
 
 // stateRoot is the directory holding one directory per app, as the plugin's
@@ -263,16 +344,17 @@ func stateRoot(ctx context.Context, dir string) (string, error) {
 }
 
 // subdirs lists the names of the directories directly in root (not
-// following symlinks), sorted; a missing root has none.
+// following symlinks), sorted; a missing root has none (an empty list, not
+// nil).
 func subdirs(root string) ([]string, error) {
 	entries, err := os.ReadDir(root)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return []string{}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("state root %s: %v", root, errors.Unwrap(err))
 	}
-	var out []string
+	out := []string{}
 	for _, e := range entries {
 		if e.IsDir() {
 			out = append(out, e.Name())
@@ -307,57 +389,78 @@ func renderPlugin(ctx context.Context, input []byte) ([]byte, error) {
 // one. An app without a handles directory is skipped, so that looking
 // creates nothing. The stores are opened with the environment, so
 // $MCP_RESUME_STATE_URL selects the Redis backend; there app is required
-// (an error says so).
-func collectStates(ctx context.Context, gc bool, app, dir string) ([]stateResult, error) {
+// (an error says so). It also returns the root and the names of the
+// directories directly in it, as collect does; on Redis none (nil).
+func collectStates(ctx context.Context, gc bool, app, dir string) ([]stateResult, string, []string, error) {
 	openQuiet := func(a string) (*host.Handles, error) {
 		return host.OpenHandles(context.Background(), a, &host.HandleOptions{StateRoot: dir, Pool: 1, Logger: slog.New(slog.DiscardHandler)})
 	}
-	if app == "" {
-		// OpenHandles touches nothing: this only reads the backend the
-		// environment selects.
-		if hs, err := openQuiet(cliApp); err == nil {
-			p := hs.Policy()
-			hs.Close(context.Background())
-			if p.Backend == hostfuncs.BackendRedis {
-				return nil, fmt.Errorf("the handle stores are on %s (%s): name the app, as in `mcp-resume state list APP`; a Redis server has no app directories to list", p.StateURL, host.EnvStateURL)
+	// OpenHandles touches nothing: this only reads the backend the
+	// environment selects.
+	if hs, err := openQuiet(cliApp); err == nil {
+		p := hs.Policy()
+		hs.Close(context.Background())
+		if p.Backend == hostfuncs.BackendRedis && app == "" {
+			sub := "list"
+			if gc {
+				sub = "gc"
 			}
+			return nil, "", nil, fmt.Errorf("the handle stores are on %s (%s): name the app, as in `mcp-resume state %s APP`; a Redis server has no app directories to list", p.StateURL, host.EnvStateURL, sub)
+		}
+		if p.Backend == hostfuncs.BackendRedis {
+			r, err := stateOf(ctx, gc, app, openQuiet)
+			return r, "", nil, err
 		}
 	}
-	apps, err := targetApps(ctx, app, dir)
+	root, dirs, err := listRoot(ctx, dir)
 	if err != nil {
-		return nil, err
+		return nil, "", nil, err
+	}
+	apps := dirs
+	if app != "" {
+		apps = []string{app}
 	}
 	results := []stateResult{}
 	for _, a := range apps {
-		hs, err := openQuiet(a)
+		r, err := stateOf(ctx, gc, a, openQuiet)
 		if errors.Is(err, host.ErrInvalidApp) && app == "" {
 			continue // not an app's directory: the plugin's app rule decides
 		}
 		if err != nil {
-			return nil, err
+			return nil, "", nil, err
 		}
-		p := hs.Policy()
-		r := stateResult{App: a, StateDir: p.StateDir}
-		if p.Backend == hostfuncs.BackendRedis {
-			r.Backend, r.StateURL = p.Backend, p.StateURL
-		} else if info, serr := os.Lstat(r.StateDir); serr != nil || !info.IsDir() {
-			hs.Close(context.Background())
-			continue
-		}
-		if gc {
-			var out host.GCResult
-			out, err = hs.GC(ctx)
-			r.GC = &out
-		} else {
-			var out host.HandleList
-			out, err = hs.List(ctx)
-			r.List = &out
-		}
-		hs.Close(context.Background())
-		if err != nil {
-			return nil, err
-		}
-		results = append(results, r)
+		results = append(results, r...)
 	}
-	return results, nil
+	return results, root, dirs, nil
+}
+
+// stateOf lists (or, with gc, sweeps) the handle store of app, opened with
+// open: one result, or none when app has no handles directory on the file
+// backend.
+func stateOf(ctx context.Context, gc bool, app string, open func(string) (*host.Handles, error)) ([]stateResult, error) {
+	hs, err := open(app)
+	if err != nil {
+		return nil, err
+	}
+	defer hs.Close(context.Background())
+	p := hs.Policy()
+	r := stateResult{App: app, StateDir: p.StateDir}
+	if p.Backend == hostfuncs.BackendRedis {
+		r.Backend, r.StateURL = p.Backend, p.StateURL
+	} else if info, serr := os.Lstat(r.StateDir); serr != nil || !info.IsDir() {
+		return nil, nil
+	}
+	if gc {
+		var out host.GCResult
+		out, err = hs.GC(ctx)
+		r.GC = &out
+	} else {
+		var out host.HandleList
+		out, err = hs.List(ctx)
+		r.List = &out
+	}
+	if err != nil {
+		return nil, err
+	}
+	return []stateResult{r}, nil
 }

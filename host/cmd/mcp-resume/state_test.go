@@ -99,7 +99,7 @@ func TestState_Usage(t *testing.T) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and the usage", args, code, out, stderr)
 		}
 	}
-	if code, out, _ := runCLI("state", "list", "no-such-app"); code != 0 || out != "no handle stores\n" {
+	if code, out, _ := runCLI("state", "list", "app-c"); code != 0 || out != "no handle stores\n" {
 		t.Errorf("state list of an app without a store: exit %d, %q", code, out)
 	}
 	if code, _, stderr := runCLI("state", "list", "a/b"); code != 1 || !strings.HasPrefix(stderr, "mcp-resume state list: invalid app name") {

@@ -13,7 +13,12 @@
 //	 "apps"?: [{"app", "state_dir", "files"?: <list's files>, "removed"?: <prune's removed>}]}
 //
 // and, for the handle store (state.go), "state_list" and "state_gc" with
-// apps carrying "list" or "gc".
+// apps carrying "list" or "gc". list, prune, state_list and state_gc may
+// also carry what the CLI found under the state root, so that the plugin
+// decides whether there is anything to answer for (roots.go):
+//
+//	"state_root"?: <the root>, "root_dirs"?: [<the names of the directories directly in it>],
+//	"app"?: <the app the user named, "" for every app>
 //
 // It is read into a small ordered tree rather than typed structs, and
 // written back with its own indenting encoder, which keeps the plugin lean
@@ -250,7 +255,10 @@ func quote(out []byte, s string) []byte {
 // lines of the text form. Apps are sorted by name (byte order). The
 // command "usage" returns Usage, the text every CLI prints to stderr for
 // help and bad usage. Errors: input that is not a JSON object, or an
-// unknown command.
+// unknown command; and, for list, prune, state_list and state_gc whose
+// input carries root_dirs, a *hostfuncs.Error with code
+// hostfuncs.CodeNotFound when the state root holds no app directory or the
+// named app has none there (checkRoot).
 func Render(input []byte) ([]byte, error) {
 	in, err := parse(input)
 	if err != nil {
@@ -260,7 +268,14 @@ func Render(input []byte) ([]byte, error) {
 		return nil, errors.New("render input is not a JSON object")
 	}
 	asJSON := in.flag("json")
-	switch cmd := in.str("command"); cmd {
+	cmd := in.str("command")
+	switch cmd {
+	case "list", "prune", "state_list", "state_gc":
+		if werr := checkRoot(in); werr != nil {
+			return nil, werr
+		}
+	}
+	switch cmd {
 	case "usage":
 		return []byte(Usage), nil
 	case "whoami":

@@ -27,7 +27,8 @@ import (
 // the default key the names of another process are left empty: its key
 // holds its working directory at start, which cannot be read from outside.
 // Errors: hostfuncs.CodeNotOpen;
-// hostfuncs.CodeInvalidOption for input that is not a WhoamiInput or a pid below 1.
+// hostfuncs.CodeInvalidOption for input that is not a WhoamiInput, a pid of
+// 1 or below 0, or a pid no process has ("no process has pid N: ...").
 func (s *Store) Whoami(input []byte) (hostfuncs.WhoamiOutput, *hostfuncs.Error) {
 	out := hostfuncs.WhoamiOutput{Chain: []hostfuncs.Process{}}
 	if !s.opened {
@@ -42,7 +43,7 @@ func (s *Store) Whoami(input []byte) (hostfuncs.WhoamiOutput, *hostfuncs.Error) 
 	}
 	out.StateDir = s.cfg.StateDir
 	if in.PID != 0 && in.PID != s.facts.PID {
-		return s.whoamiOther(in.PID, out), nil
+		return s.whoamiOther(in.PID, out)
 	}
 	ok := s.resolveNames()
 	// A host refused by the trust rule was resolved: the chain shows it.
@@ -67,17 +68,22 @@ func (s *Store) Whoami(input []byte) (hostfuncs.WhoamiOutput, *hostfuncs.Error) 
 }
 
 // whoamiOther fills out for the running server process pid
-// (procid.ResolveFor), without touching this store's own identity.
-func (s *Store) whoamiOther(pid int, out hostfuncs.WhoamiOutput) hostfuncs.WhoamiOutput {
+// (procid.ResolveFor), without touching this store's own identity. A pid
+// that names no process is the caller's mistake, not an identity to show:
+// it fails with hostfuncs.CodeInvalidOption.
+func (s *Store) whoamiOther(pid int, out hostfuncs.WhoamiOutput) (hostfuncs.WhoamiOutput, *hostfuncs.Error) {
 	if s.cfg.Off {
 		out.Error = MsgResumeOff
-		return out
+		return out, nil
 	}
 	if !s.factsOK || s.cfg.Problem != "" && s.cfg.StateDir != "" {
 		out.Error = s.cfg.Problem
-		return out
+		return out, nil
 	}
 	id, err := procid.ResolveFor(s.facts, pid, s.cfg.Launchers, s.inspect)
+	if errors.Is(err, procid.ErrNotFound) && s.noProcess(pid) {
+		return out, &hostfuncs.Error{Code: hostfuncs.CodeInvalidOption, Message: "no process has pid " + strconv.Itoa(pid) + ": give the pid of a running MCP server"}
+	}
 	if err == nil {
 		// The rule as the server would apply it, without its opt-in: the
 		// server's own MCP_RESUME and MCP_RESUME_INSTANCE are not known
@@ -89,23 +95,31 @@ func (s *Store) whoamiOther(pid int, out hostfuncs.WhoamiOutput) hostfuncs.Whoam
 	}
 	if err != nil {
 		out.Error = err.Error()
-		return out
+		return out, nil
 	}
 	out.PID, out.StartTime, out.Stdio, out.Trust = id.PID, id.StartTime, id.Stdio, id.Trust
 	if s.cfg.DefaultKey {
 		// Its working directory at start cannot be read from here, so
 		// neither can its default key: no names.
-		return out
+		return out, nil
 	}
 	k := s.keyFor(strconv.Itoa(pid), id.PID, "", false)
 	if k.event != "" {
 		out.Error = k.msg + ": " + k.detail
-		return out
+		return out, nil
 	}
 	out.InstanceSuffix, out.MarkerFile = k.suffix, k.marker
 	out.TokenFile = FileName(id.PID, id.StartTime, k.suffix)
 	out.LockFile = lockName(id.PID, id.StartTime, k.suffix)
-	return out
+	return out, nil
+}
+
+// noProcess reports whether no process has pid, as kill(pid, 0) answers
+// it (ESRCH: not_found); a process that is gone from a walk's chain, or
+// one hidden from this user, is not this.
+func (s *Store) noProcess(pid int) bool {
+	r, err := s.inspect([]hostfuncs.InspectOp{{Op: hostfuncs.OpKill0, PID: strconv.Itoa(pid)}})
+	return err == nil && len(r) == 1 && r[0].Error != nil && r[0].Error.Code == hostfuncs.CodeNotFound
 }
 
 // ChainText is the ancestor chain in one line, from the server's parent up

@@ -89,6 +89,21 @@ func TestStore_WhoamiPID(t *testing.T) {
 	if w, _ := s.Whoami([]byte(`{"pid": 300}`)); w.TokenFile != "" || !strings.Contains(w.Error, "nothing shows that the host") {
 		t.Errorf("Whoami(pid 300, fds hidden) = %+v", w)
 	}
+	// No process has pid 500 (its stat and kill0 answer not_found): the
+	// caller's mistake, invalid_option, not an identity to show.
+	if w, werr := s.Whoami([]byte(`{"pid": 500}`)); werr == nil || werr.Code != hostfuncs.CodeInvalidOption ||
+		werr.Message != "no process has pid 500: give the pid of a running MCP server" || len(w.Chain) != 0 {
+		t.Errorf("Whoami(pid 500, no such process) = %+v, %v", w, werr)
+	}
+	// Pid 600 exists (kill0 answers) but its parent is gone mid-walk: an
+	// answer whose error says so.
+	h.Proc["read /proc/600/stat"] = data("600 (orphan) S 610 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 6000 0 0\n")
+	h.Proc["read /proc/600/cmdline"] = data("orphan\x00")
+	h.Proc["kill0 600"] = hostfuncs.InspectResult{}
+	h.Proc["fds 600"] = hostfuncs.InspectResult{FDs: []hostfuncs.FD{}}
+	if w, werr := s.Whoami([]byte(`{"pid": 600}`)); werr != nil || !strings.Contains(w.Error, "exited during the walk") || w.TokenFile != "" {
+		t.Errorf("Whoami(pid 600, parent gone) = %+v, %v", w, werr)
+	}
 	for _, bad := range []string{`{"pid": -4}`, `{"pid": 1}`, `{"pid": "300"}`, `[1]`} {
 		if _, werr := s.Whoami([]byte(bad)); werr == nil || werr.Code != hostfuncs.CodeInvalidOption {
 			t.Errorf("Whoami(%s) = %v; want invalid_option", bad, werr)

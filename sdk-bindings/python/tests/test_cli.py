@@ -134,3 +134,40 @@ def test_state_usage_and_errors(root: tuple[Path, dict[str, str]]) -> None:
         s.list()  # the directory appears at the first operation
     p = cli("state", "list", env={**env, "MCP_RESUME_STATE_IDLE_TTL": "soon"})
     assert (p.returncode, p.stdout) == (1, "") and "MCP_RESUME_STATE_IDLE_TTL" in p.stderr, p.stderr
+
+
+def test_looking_in_the_wrong_place_is_an_error(root: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    """An unknown app, a root without app directories and a pid no process has exit 1 with one line naming
+    what was missing; an app directory without files is still an empty answer."""
+    base, env = root
+    hint = ": no server has kept state there; give the root your servers use with --state-dir ROOT or MCP_RESUME_STATE_DIR\n"
+    for cmd in (["list"], ["prune"], ["state", "list"], ["state", "gc"]):
+        name = " ".join(cmd)
+        p = cli(*cmd, "--app", "nope", env=env)
+        assert (p.returncode, p.stdout, p.stderr) == (1, "", f'mcp-resume {name}: no app "nope" under {base}; the apps there: app-a, app-b\n')
+        missing = tmp_path / "missing"
+        p = cli(*cmd, "--state-dir", str(missing), env=env)
+        assert (p.returncode, p.stdout, p.stderr) == (1, "", f"mcp-resume {name}: no app directories under {missing}{hint}")
+        assert not missing.exists()
+    assert cli("list", "--app", "app-b", env=env).returncode == 0
+    assert cli("state", "list", "app-b", env=env).stdout == "no handle stores\n"
+    child = subprocess.Popen(["true"])
+    child.wait()  # reaped: no process has its pid (until it is reused)
+    p = cli("whoami", "--pid", str(child.pid), env=env)
+    assert (p.returncode, p.stdout, p.stderr) == (1, "", f"mcp-resume whoami: no process has pid {child.pid}: give the pid of a running MCP server\n")
+
+
+def test_flags_after_arguments(root: tuple[Path, dict[str, str]]) -> None:
+    """Flags may follow the arguments, in any order, as in the Go command; ``--`` ends them."""
+    _, env = root
+    def rows(p: subprocess.CompletedProcess[str]) -> list[dict[str, object]]:
+        assert p.returncode == 0, p.stderr
+        return [{k: v for k, v in r.items() if k != "age_seconds"} for r in json.loads(p.stdout)]  # ages tick
+    want = rows(cli("list", "--json", "--app", "app-a", env=env))
+    assert len(want) == 1 and rows(cli("list", "--app", "app-a", "--json", env=env)) == want
+    p = cli("state", "list", "app-b", "--json", env=env)
+    assert (p.returncode, p.stdout) == (0, "[]\n"), p.stderr
+    p = cli("list", "x", "--json", env=env)
+    assert p.returncode == 2 and p.stderr.startswith('mcp-resume list: unexpected argument "x"\n\nusage:')
+    p = cli("state", "list", "--", "--json", env=env)
+    assert p.returncode == 1 and p.stderr.startswith('mcp-resume state list: invalid app name "--json"')

@@ -23,16 +23,26 @@
  * are on that Redis server (hostfuncs/README.md, "The Redis backend"; opened
  * in worker mode, as HandleStore.open does): `state list` and `state gc`
  * then need APP, since a server holds no directory to list apps from, and
- * name the server by its URL with the password as `***`. Exit status: 0 on success; 1 on a runtime failure, with one
- * line on stderr, `mcp-resume <command>: <what was wrong and what to do>`; 2
- * on bad usage.
+ * name the server by its URL with the password as `***`. Flags may come
+ * before or after APP, in any order; `--` ends them.
+ *
+ * Exit status: 0 on success (an app directory without token files or
+ * handles is an empty answer); 1 on a runtime failure, with one line on
+ * stderr, `mcp-resume <command>: <what was wrong and what to do>`; 2 on bad
+ * usage (an unknown command or flag, a flag without its value, an
+ * unexpected argument), with the usage text. The failures, worded by the
+ * plugin as in every language, include `whoami --pid PID` of a pid no
+ * process has (`no process has pid PID: ...`), and `list`, `prune` and
+ * `state list|gc` when the state root holds no app directory (`no app
+ * directories under ROOT: ...`) or `--app NAME`/APP names an app without a
+ * directory there (`no app "NAME" under ROOT; the apps there: a, b`).
  *
  * @packageDocumentation
  */
 import * as fs from "node:fs";
 
 import { needsWorker } from "./handles.js";
-import { callExport, InvalidAppError, loadStore, ResumeError, ResumeTokenStore } from "./store.js";
+import { callExport, loadStore, ResumeTokenStore } from "./store.js";
 
 /** The app name stores are opened with when no --app is given: it only picks a default directory. */
 const CLI_APP = "mcp-resume";
@@ -43,23 +53,47 @@ const VALUE_FLAGS = ["app", "state-dir", "instance", "pid"];
 /** Bad usage: the message, printed with the usage text (exit 2); "" for help (exit 0). */
 class Usage extends Error {}
 
+/**
+ * A failure to print as one line (exit 1): an export's error (`code`, the
+ * plugin's; `message`, its words) or one the command finds itself (no state
+ * root, an unreadable root, Redis without an app).
+ */
+class Failure extends Error {
+  /** @param code - the plugin's error code, or the command's own (`io`, `invalid_option`). @param message - what failed. */
+  constructor(readonly code: string, message: string) {
+    super(message);
+  }
+}
+
+/** Whether `e` is the plugin's `invalid_app` refusal, from either store (every store error carries the plugin's `code`). */
+function invalidApp(e: unknown): boolean {
+  return (e as { code?: unknown } | null)?.code === "invalid_app";
+}
+
 type Opts = { json: boolean; app: string; "state-dir": string; instance: string; pid: number };
 
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-/** The flags of `args` (after the command), as Go's flag package reads them; `state` commands take one APP argument. @throws Usage */
+/**
+ * The flags of `args` (after the command), each as Go's flag package reads
+ * it, flags and arguments in any order (`--` ends the flags); `state`
+ * commands take one APP argument. @throws Usage
+ */
 function parse(args: string[], takesApp = false): Opts {
   const opts: Opts = { json: false, app: "", "state-dir": "", instance: "", pid: 0 };
-  let i = 0;
-  for (; i < args.length; i++) {
+  const rest: string[] = [];
+  for (let i = 0; i < args.length; i++) {
     const arg = args[i]!;
     if (arg === "--") {
-      i++;
+      rest.push(...args.slice(i + 1));
       break;
     }
-    if (!arg.startsWith("-") || arg === "-") break;
+    if (!arg.startsWith("-") || arg === "-") {
+      rest.push(arg);
+      continue;
+    }
     const body = arg.replace(/^--?/, "");
     const eq = body.indexOf("=");
     const name = eq < 0 ? body : body.slice(0, eq);
@@ -80,7 +114,6 @@ function parse(args: string[], takesApp = false): Opts {
       throw new Usage("");
     } else throw new Usage(`flag provided but not defined: -${name}`);
   }
-  const rest = args.slice(i);
   if (takesApp && rest.length === 1 && (opts.app === "" || opts.app === rest[0])) opts.app = rest[0]!;
   else if (rest.length > 0) throw new Usage(`unexpected argument "${rest.at(-1)}"`);
   return opts;
@@ -96,10 +129,10 @@ function open(app: string, stateRoot = "", instance = ""): Promise<ResumeTokenSt
   return ResumeTokenStore.open({ app, ...(stateRoot ? { stateRoot } : {}), ...(instance ? { instance } : {}), logger: quiet });
 }
 
-/** An export's output: its JSON (parse) or bytes. @throws ResumeError with the plugin's message. */
+/** An export's output: its JSON (parse) or bytes. @throws Failure with the plugin's code and message. */
 async function call(store: ResumeTokenStore, name: string, input?: unknown): Promise<Uint8Array> {
   const r = await callExport(store, name, input === undefined ? undefined : encoder.encode(JSON.stringify(input)));
-  if (!r.ok) throw new ResumeError(r.code, r.message);
+  if (!r.ok) throw new Failure(r.code, r.message);
   return r.output;
 }
 
@@ -110,7 +143,7 @@ function subdirs(root: string): string[] {
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
     if (err.code === "ENOENT") return [];
-    throw new ResumeError("io", `state root ${root}: ${err.message}`);
+    throw new Failure("io", `state root ${root}: ${err.message}`);
   }
 }
 
@@ -118,14 +151,14 @@ function subdirs(root: string): string[] {
  * One app's handle store for `state list|gc`: `{app, state_dir, list|gc}` with the plugin's `handle_list` or
  * `handle_gc` output as it came, or `undefined` when the app has no `handles/` directory (nothing is created)
  * or, listing every app, the name is no app's (`invalid_app`). A plugin instance of its own, as a HandleStore
- * has, with the raw outputs the render export reads. @throws ResumeError
+ * has, with the raw outputs the render export reads. @throws Failure
  */
 async function handleStoreOf(app: string, gc: boolean, opts: Opts): Promise<Record<string, unknown> | undefined> {
   const inst = await loadStore(quiet, undefined, undefined, needsWorker({})); // the environment may name a Redis server
   try {
     const opened = await callExport(inst, "handles_open", encoder.encode(JSON.stringify({ app, ...(opts["state-dir"] ? { state_root: opts["state-dir"] } : {}) })));
     if (!opened.ok && opened.code === "invalid_app" && !opts.app) return undefined;
-    if (!opened.ok) throw new ResumeError(opened.code, opened.message);
+    if (!opened.ok) throw new Failure(opened.code, opened.message);
     const o = JSON.parse(decoder.decode(opened.output)) as { state_dir?: unknown; backend?: unknown; state_url?: unknown };
     const stateDir = String(o.state_dir ?? "");
     const redis = o.backend === "redis"; // no directory to check: the server has the store or answers empty
@@ -151,7 +184,13 @@ async function envRedis(opts: Opts): Promise<string | undefined> {
   }
 }
 
-/** The bytes `cmd` prints to stdout. @throws ResumeError */
+/**
+ * The bytes `cmd` prints to stdout. For list, prune and the state commands
+ * the render input carries the state root, the directories in it and the
+ * app named (none on Redis, where there is no root), from which the plugin
+ * decides that there is nothing to answer for. @throws Failure, or the
+ * store's error when one cannot be opened
+ */
 async function run(cmd: string, opts: Opts): Promise<Uint8Array> {
   const doc: Record<string, unknown> = { command: cmd, json: opts.json, apps: [] };
   if (cmd === "whoami") {
@@ -167,19 +206,19 @@ async function run(cmd: string, opts: Opts): Promise<Uint8Array> {
   const [exp, member] = cmd === "list" ? ["list", "files"] : ["prune", "removed"];
   const state = cmd.startsWith("state ");
   if (state) doc["command"] = cmd.replace(" ", "_");
-  if (state && !opts.app) {
-    const url = await envRedis(opts);
-    if (url !== undefined) {
-      throw new ResumeError("invalid_option", `the handle stores are on ${url} (MCP_RESUME_STATE_URL): name the app, as in \`mcp-resume ${cmd} APP\`; a Redis server has no app directories to list`);
-    }
+  const url = state ? await envRedis(opts) : undefined;
+  if (url !== undefined && !opts.app) {
+    throw new Failure("invalid_option", `the handle stores are on ${url} (MCP_RESUME_STATE_URL): name the app, as in \`mcp-resume ${cmd} APP\`; a Redis server has no app directories to list`);
   }
   const base = await open(state ? CLI_APP : opts.app || CLI_APP, opts["state-dir"]);
   try {
-    let apps: string[];
-    if (opts.app) apps = [opts.app];
-    else if (!base.stateRoot) throw new ResumeError("io", "no state root: set MCP_RESUME_STATE_DIR or HOME");
-    else apps = subdirs(base.stateRoot);
-    for (const app of apps) {
+    let dirs: string[] = [];
+    if (url === undefined) {
+      if (!base.stateRoot) throw new Failure("io", "no state root: set MCP_RESUME_STATE_DIR or HOME");
+      dirs = subdirs(base.stateRoot);
+      Object.assign(doc, { state_root: base.stateRoot, root_dirs: dirs, app: opts.app });
+    }
+    for (const app of opts.app ? [opts.app] : dirs) {
       if (state) {
         const r = await handleStoreOf(app, cmd === "state gc", opts);
         if (r) (doc["apps"] as unknown[]).push(r);
@@ -189,7 +228,7 @@ async function run(cmd: string, opts: Opts): Promise<Uint8Array> {
       try {
         store = await open(app, opts["state-dir"]);
       } catch (e) {
-        if (e instanceof InvalidAppError && !opts.app) continue; // not an app's directory: the plugin's app rule decides
+        if (invalidApp(e) && !opts.app) continue; // not an app's directory: the plugin's app rule decides
         throw e;
       }
       try {
@@ -257,7 +296,7 @@ export async function main(args: string[]): Promise<number> {
     return 0;
   } catch (e) {
     const prefix = `mcp-resume ${args[0]}: `; // "state list" once recognised
-    const msg = e instanceof ResumeError ? e.message : String((e as Error)?.message ?? e);
+    const msg = String((e as Error)?.message ?? e);
     writeAll(2, (msg.startsWith(prefix) ? msg : prefix + msg) + "\n");
     return 1;
   }

@@ -321,7 +321,7 @@ export class ResumeTokenStore {
    * cannot be checked from outside: `stdio` then says "not checked").
    *
    * @param pid - a running server's pid; omitted: this process.
-   * @throws {@link InvalidOptionError} for a pid of 1 or below 0.
+   * @throws {@link InvalidOptionError} for a pid of 1 or below 0, or one no process has.
    * @throws {@link PluginError} (rejection) when the store is closed or the plugin fails.
    */
   async whoami(pid?: number): Promise<Whoami> {

@@ -1,10 +1,11 @@
 // `mcp-resume state list|gc` of the TypeScript command line (dist/cli.js)
 // on real handle stores, checked against the Go command's output for the
 // same directory (both print the plugin's render export), with its usage
-// errors and exit statuses; and on a Redis server named by
+// errors and exit statuses, the errors for an unknown app, a root without
+// apps and a gone pid, and flags after arguments; and on a Redis server named by
 // MCP_RESUME_STATE_URL, against the Go command for the same server.
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
+import { execFile, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -125,14 +126,43 @@ describe("mcp-resume state", () => {
     }
   });
 
-  test("usage errors exit 2 with the Go command's words; an unknown app lists nothing", async () => {
+  test("usage errors exit 2 with the Go command's words; an unknown app is an error naming the root", async () => {
     for (const args of [["state"], ["state", "purge"], ["state", "list", "a", "b"]]) {
       const ts = await cli([process.execPath, CLI, ...args]);
       const go = await cli([goCli, ...args]);
       assert.equal(ts.code, 2, args.join(" "));
       assert.equal(ts.stderr, go.stderr, args.join(" "));
     }
-    const none = await cli([process.execPath, CLI, "state", "list", "--state-dir", root, "nosuch"]);
-    assert.deepEqual([none.code, none.stdout], [0, "no handle stores\n"]);
+    const args = ["state", "list", "--state-dir", root, "nosuch"];
+    const none = await cli([process.execPath, CLI, ...args]);
+    assert.deepEqual([none.code, none.stdout], [1, ""]);
+    assert.ok(none.stderr.startsWith(`mcp-resume state list: no app "nosuch" under ${root}`), none.stderr);
+    assert.deepEqual(none, await cli([goCli, ...args]));
+  });
+
+  test("looking in the wrong place exits 1 with the Go command's line; flags may follow the arguments", async () => {
+    const missing = path.join(root, "..", `${path.basename(root)}-missing`);
+    const gonePid = String(spawnSync("true").pid); // reaped: no process has it (until it is reused)
+    for (const args of [
+      ["list", "--state-dir", root, "--app", "nosuch"],
+      ["prune", "--state-dir", missing],
+      ["state", "gc", "--state-dir", missing, "alpha"],
+      ["state", "list", "gamma", "--state-dir", root],
+      ["state", "list", "gamma", "--json", "--state-dir", root],
+      ["list", "--app", "alpha", "--state-dir", root, "--json"],
+      ["list", "x", "--json"],
+      ["whoami", "--pid", gonePid],
+    ]) {
+      const ts = await cli([process.execPath, CLI, ...args]);
+      const go = await cli([goCli, ...args]);
+      assert.deepEqual(ts, go, args.join(" "));
+    }
+    const gone = await cli([process.execPath, CLI, "state", "gc", "--state-dir", missing]);
+    assert.deepEqual([gone.code, gone.stdout], [1, ""]);
+    assert.ok(gone.stderr.startsWith(`mcp-resume state gc: no app directories under ${missing}: `), gone.stderr);
+    assert.equal((await cli([process.execPath, CLI, "state", "list", "gamma", "--state-dir", root])).stdout, "no handle stores\n");
+    assert.ok(!fs.existsSync(missing));
+    const who = await cli([process.execPath, CLI, "whoami", "--pid", gonePid]);
+    assert.deepEqual(who, { code: 1, stdout: "", stderr: `mcp-resume whoami: no process has pid ${gonePid}: give the pid of a running MCP server\n` });
   });
 });

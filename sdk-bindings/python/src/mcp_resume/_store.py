@@ -309,7 +309,7 @@ class ResumeTokenStore:
         when the identity is unavailable, ``error``. With ``pid``: what that running MCP server process
         would resolve, with this store's instance key and state directory (on Linux a socket on its stdio
         cannot be checked from outside: ``stdio`` then says "not checked"). Raises :class:`PluginError`,
-        :class:`InvalidOptionError` for a pid of 1 or below 0."""
+        :class:`InvalidOptionError` for a pid of 1 or below 0 or one no process has."""
         data = b"" if pid is None else json.dumps({"pid": pid}).encode()
         out = dict(self._json("whoami", data=data))
         if pid is None:
