@@ -32,7 +32,8 @@
 import * as fs from "node:fs";
 
 import { needsWorker } from "./handles.js";
-import { callExport, InvalidAppError, loadStore, ResumeError, ResumeTokenStore } from "./store.js";
+import { InvalidAppError, MCPResumeError as ResumeError } from "./errors.js";
+import { callExport, loadStore, ResumeTokenStore } from "./store.js";
 
 /** The app name stores are opened with when no --app is given: it only picks a default directory. */
 const CLI_APP = "mcp-resume";
@@ -93,7 +94,7 @@ function parse(args: string[], takesApp = false): Opts {
  */
 function open(app: string, stateRoot = "", instance = ""): Promise<ResumeTokenStore> {
   if (instance === "" && !process.env["MCP_RESUME_INSTANCE"]) instance = "-";
-  return ResumeTokenStore.open({ app, ...(stateRoot ? { stateRoot } : {}), ...(instance ? { instance } : {}), logger: quiet });
+  return ResumeTokenStore.open(app, { ...(stateRoot ? { stateRoot } : {}), ...(instance ? { instance } : {}), logger: quiet });
 }
 
 /** An export's output: its JSON (parse) or bytes. @throws ResumeError with the plugin's message. */
