@@ -3,7 +3,8 @@
 // closed leaving no FileHandle to the garbage collector (no DEP0137). Real plugin, real files, real child
 // processes; run under a terminal (bin/withtty) so the resume store's lock is really taken.
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
+import { cpSync, mkdirSync, symlinkSync } from "node:fs";
 import * as path from "node:path";
 import { after, test } from "node:test";
 
@@ -92,4 +93,24 @@ test("stores never closed leave no FileHandle to the garbage collector (no DEP01
   assert.equal(second.code, 0, second.err);
   assert.doesNotMatch(second.err, /DEP0137|FileHandle/);
   if (first.out === "resumed none\n") assert.equal(second.out, "resumed tok-unclosed\n", "under a terminal (bin/withtty) the relaunch resumes");
+});
+
+test("without the optional dependency redis, a Redis store answers StoreUnavailableError saying npm install redis", () => {
+  // The built package alone, with @extism/extism and no redis beside it, as a user who never installed redis has it.
+  const pkg = path.join(tempDir(), "node_modules", "mcp-resume");
+  mkdirSync(path.join(pkg, "node_modules"), { recursive: true });
+  for (const f of ["dist", "plugin.wasm", "package.json"]) cpSync(path.join(PKG, f), path.join(pkg, f), { recursive: true });
+  symlinkSync(path.join(PKG, "node_modules", "@extism"), path.join(pkg, "node_modules", "@extism"));
+  const code = `
+    const { HandleStore, StoreUnavailableError } = await import(${JSON.stringify(path.join(pkg, "dist", "index.js"))});
+    const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+    try {
+      await HandleStore.open("app4", { stateUrl: "redis://127.0.0.1:1", logger: quiet });
+      console.error("opened");
+    } catch (e) {
+      console.error(e instanceof StoreUnavailableError ? "unavailable: " + e.message : "other: " + e);
+    }`;
+  const r = spawnSync(process.execPath, ["--input-type=module", "-e", code], { encoding: "utf8", cwd: path.dirname(pkg) });
+  assert.equal(r.stdout, "");
+  assert.match(r.stderr, /^unavailable: .*npm install redis/m, r.stderr);
 });
