@@ -59,6 +59,23 @@ async function ticking<T>(p: () => Promise<T>): Promise<{ result: PromiseSettled
 describe("HandleStore on Redis", () => {
   const skip = (t: { skip(m: string): void }) => (redis ? false : (t.skip("no redis-server on PATH"), true));
 
+  test("a 4 MiB value (the largest maxValueBytes) round-trips", async (t) => {
+    if (skip(t)) return;
+    await redis!.flush();
+    const { store } = await open({ maxValueBytes: 4 << 20, timeoutMs: 10_000 });
+    try {
+      const big = new Uint8Array(4 << 20);
+      for (let i = 0; i < big.length; i++) big[i] = (i * 13 + 5) & 0xff;
+      const c = await store.create("", big);
+      const v = await store.get(c.handle, "");
+      assert.ok(Buffer.from(v.data).equals(Buffer.from(big)));
+      big[1] = 0;
+      assert.equal(await store.put(c.handle, "", big, { expect: 1 }), 2);
+    } finally {
+      await store.close();
+    }
+  });
+
   test("every method end to end: settings, create, get, put with and without expect, touch, exists, list, gc, delete", async (t) => {
     if (skip(t)) return;
     await redis!.flush();
