@@ -10,7 +10,7 @@
  *
  * @packageDocumentation
  */
-import { ConflictError, InvalidOptionError, InvalidValueError, MCPResumeError, StoreUnavailableError, errorFromPlugin } from "./errors.js";
+import { ConflictError, InvalidOptionError, InvalidValueError, MCPResumeError, PluginError, StoreUnavailableError, errorFromPlugin } from "./errors.js";
 import { createStderrLogger, type Logger } from "./logger.js";
 import { loadRedis } from "./redis.js";
 import { callExport, loadStore, type ExportResult, type ResumeTokenStore } from "./store.js";
@@ -210,8 +210,9 @@ export class HandleStore {
    * @returns a ready store; close it with {@link close} or `await using`.
    * @throws {@link InvalidOptionError} for an unknown option, a bad option or environment value (the message
    *   names it, and never holds a URL's password); {@link InvalidAppError} for a bad app name (as from
-   *   {@link ResumeTokenStore.open}); {@link StoreUnavailableError} when the directory cannot be used, the
-   *   plugin cannot be loaded, or (Redis) the optional dependency `redis` is not installed.
+   *   {@link ResumeTokenStore.open}); {@link PluginError} when the plugin cannot be loaded or speaks another
+   *   ABI version (as from {@link ResumeTokenStore.open}); {@link StoreUnavailableError} when the directory
+   *   cannot be used or (Redis) the optional dependency `redis` is not installed.
    */
   static async open(app: string, options: HandleStoreOptions = {}): Promise<HandleStore> {
     if (options === null || typeof options !== "object" || Array.isArray(options)) {
@@ -228,10 +229,14 @@ export class HandleStore {
     // host functions to the state_dir handles_open answers (none on Redis); none of its resume methods is used.
     // node-redis is imported while the plugin's thread starts: open pays for it, not the first operation's deadline.
     const [loaded, lib] = await Promise.allSettled([loadStore(options.logger ?? createStderrLogger(), undefined, undefined, worker), worker ? loadRedis() : undefined]);
-    const failed = loaded.status === "rejected" ? (loaded.reason as Error) : lib.status === "rejected" ? (lib.reason as Error) : undefined;
-    if (failed) {
-      if (loaded.status === "fulfilled") await loaded.value.close();
-      throw new StoreUnavailableError("store_unavailable", `mcp-resume handle store: ${failed?.message ?? String(failed)}`);
+    if (loaded.status === "rejected") {
+      // The plugin cannot load or speaks another ABI: PluginError, as from ResumeTokenStore.open.
+      if (loaded.reason instanceof PluginError) throw loaded.reason;
+      throw new StoreUnavailableError("store_unavailable", `mcp-resume handle store: ${(loaded.reason as Error)?.message ?? String(loaded.reason)}`);
+    }
+    if (lib.status === "rejected") {
+      await loaded.value.close();
+      throw new StoreUnavailableError("store_unavailable", `mcp-resume handle store: ${(lib.reason as Error)?.message ?? String(lib.reason)}`);
     }
     const inst = (loaded as PromiseFulfilledResult<ResumeTokenStore>).value;
     const r = await callExport(inst, "handles_open", Buffer.from(JSON.stringify(input)));

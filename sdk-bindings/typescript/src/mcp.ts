@@ -110,7 +110,7 @@ export class Resume {
   #handles: Promise<HandleStore> | undefined;
   #closed = false;
 
-  /** Use {@link attach} or {@link openResume}. @internal */
+  /** Use {@link attach} or {@link openResume}, which check `options` first. @param app - the app name. @param options - checked options. */
   constructor(app: string, options: ResumeOptions) {
     this.#app = app;
     this.#logger = options.logger ?? createStderrLogger();
