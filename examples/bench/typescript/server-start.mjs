@@ -46,7 +46,7 @@ new McpServer({ name: "mcp-resume-example-typescript", version: "0.1.0" });
 if (mode === "baseline") process.exit(0);
 let store;
 try {
-  store = await ResumeTokenStore.open({ app: APP, logger });
+  store = await ResumeTokenStore.open(APP, { logger });
 } catch (e) {
   logger.warn("session resume unavailable", { error: e.message });
 }

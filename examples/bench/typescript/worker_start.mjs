@@ -59,7 +59,7 @@ await s.create("", new Uint8Array(16)); const t1 = performance.now(); process.st
 const s = await HandleStore.open("bench", { stateRoot: process.env.ROOT_, logger: quiet });
 await s.create("", new Uint8Array(16)); const t1 = performance.now(); process.stderr.write(\`\${t1 - t0} \${s.settings.backend}\\n\`); await s.close();`,
   resume: `const t0 = performance.now(); const { ResumeTokenStore } = await import(${JSON.stringify(INDEX)});
-const s = await ResumeTokenStore.open({ app: "bench", stateRoot: process.env.ROOT_, logger: quiet });
+const s = await ResumeTokenStore.open("bench", { stateRoot: process.env.ROOT_, logger: quiet });
 await s.load(); const t1 = performance.now(); process.stderr.write(\`\${t1 - t0} resume\\n\`); await s.close();`,
 };
 CHILD.import = `const t0 = performance.now(); const { loadRedis } = await import(${JSON.stringify(path.join(ROOT, "sdk-bindings", "typescript", "dist", "redis.js"))});

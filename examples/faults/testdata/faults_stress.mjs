@@ -67,7 +67,7 @@ async function* lines() {
 
 async function storeloop() {
   const seed = Number(process.env.FAULTS_SEED);
-  const store = await ResumeTokenStore.open({ app: APP, logger: countingLogger({}) });
+  const store = await ResumeTokenStore.open(APP, { logger: countingLogger({}) });
   await store.store(stressToken(seed, 0));
   await say("ready");
   for (let i = 1; ; i++) await store.store(stressToken(seed, i));
@@ -78,7 +78,7 @@ async function loader() {
     const counts = {};
     const ans = { found: false, valid: false, seed: 0, iter: 0, len: 0 };
     try {
-      const store = await ResumeTokenStore.open({ app: APP, stateRoot: root, logger: countingLogger(counts) });
+      const store = await ResumeTokenStore.open(APP, { stateRoot: root, logger: countingLogger(counts) });
       let tok;
       try {
         tok = await store.load();
@@ -110,7 +110,7 @@ async function hammer() {
   for (let r = 0; r < rounds; r++) {
     let store;
     try {
-      store = await ResumeTokenStore.open({ app: APP, logger });
+      store = await ResumeTokenStore.open(APP, { logger });
     } catch (e) {
       process.stderr.write(`open: ${e}\n`);
       rep.open_errs++;

@@ -22,7 +22,7 @@ import { fileURLToPath } from "node:url";
 import path from "node:path";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const { HandleStore, HandleStoreError, Conflict } = await import(path.join(here, "..", "..", "..", "sdk-bindings", "typescript", "dist", "index.js"));
+const { HandleStore, MCPResumeError, ConflictError } = await import(path.join(here, "..", "..", "..", "sdk-bindings", "typescript", "dist", "index.js"));
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -66,7 +66,7 @@ async function cas(store, handle, threads, ops) {
         done++;
         rep.puts++;
       } catch (e) {
-        if (e instanceof Conflict) {
+        if (e instanceof ConflictError) {
           if (e.generation <= gen0) fail(`conflict expecting ${gen0} named generation ${e.generation}`);
           rep.conflicts++;
         } else {
@@ -97,7 +97,7 @@ if (mode === "cas") {
       await f();
       return "ok";
     } catch (e) {
-      return e instanceof HandleStoreError ? e.code : `error: ${e}`;
+      return e instanceof MCPResumeError ? e.code : `error: ${e}`;
     }
   };
   const long = "p".repeat(1025);

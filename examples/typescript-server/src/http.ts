@@ -11,7 +11,8 @@
  * `WWW-Authenticate: Bearer error="invalid_token", ...` and the SDK's own
  * `InvalidTokenError` body; a known one becomes the request's `auth`
  * ({@link AuthInfo}), which the transport hands to each tool as
- * `extra.authInfo` ({@link principalOf}).
+ * `extra.authInfo`, where mcp-resume's adapter (`mcp-resume/mcp`) takes the
+ * principal from (`authInfo.clientId`).
  *
  * There is no MCP host parent to identify in this mode, so no resume store
  * is opened; the handle store opens from the environment
@@ -111,15 +112,6 @@ export function verifyBearer(principals: Principals, authorization: string | und
   let name: string | undefined;
   for (const e of principals) if (timingSafeEqual(e.digest, digest)) name = e.name;
   return name === undefined ? undefined : { token: m[1]!, clientId: name, scopes: ["mcp"] };
-}
-
-/**
- * The principal of a tool call: the name {@link verifyBearer} found for its
- * HTTP request (`extra.authInfo.clientId`), else `""` (stdio, or HTTP
- * without `MCP_EXAMPLE_PRINCIPALS`: one anonymous client).
- */
-export function principalOf(extra: { authInfo?: AuthInfo | undefined } | undefined): string {
-  return extra?.authInfo?.clientId ?? "";
 }
 
 /** Answers 401 as the SDK's bearer middleware does: `WWW-Authenticate: Bearer error=...` and the OAuth error body. */

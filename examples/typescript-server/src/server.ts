@@ -34,7 +34,9 @@
  * `session_info()` → `{"session_id": string, "resumed": boolean}`; and the
  * notebook tools of the handle store (notebook.ts), opened at start as the
  * same app, independent of resume (`MCP_RESUME=off` leaves them on), so
- * that notebook_create's description can state the store's policy.
+ * that notebook_create's description can state the store's policy. Both
+ * stores come from mcp-resume's adapter for the MCP SDK (`attach`, from
+ * `mcp-resume/mcp`), which closes them when the server closes.
  * `MCP_RESUME_STATE_IDLE_TTL` and `MCP_RESUME_STATE_MAX_AGE` (Go duration
  * syntax, e.g. `90s`) set the notebooks' lifetimes.
  *
@@ -61,12 +63,13 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
-import { createStderrLogger, HandleStore, ResumeTokenStore, type Logger } from "mcp-resume";
+import { createStderrLogger, type Logger, type ResumeTokenStore } from "mcp-resume";
+import { attach, openResume, type Resume } from "mcp-resume/mcp";
 import { z } from "zod";
 
 import { BrokerClient, BrokerRejectedError, type Session } from "./broker.js";
 import { ENV_PRINCIPALS, httpAddr, parsePrincipals, serveHttp, type Principals } from "./http.js";
-import { openNotebooks, registerNotebookTools } from "./notebook.js";
+import { policyOf, registerNotebookTools } from "./notebook.js";
 
 /**
  * This server's app name: its token files live in their own state directory.
@@ -136,18 +139,13 @@ function text(s: string): { content: Array<{ type: "text"; text: string }> } {
 type Outcome = { session: Session; error?: undefined } | { session?: undefined; error: string };
 
 /**
- * Opens the store and establishes the broker session, yielding to the
- * event loop before each synchronous plugin step. Never rejects.
+ * Waits for the adapter's resume store and establishes the broker session,
+ * yielding to the event loop before each synchronous plugin step. Never rejects.
  */
-async function startup(broker: BrokerClient): Promise<Outcome> {
+async function startup(resume: Resume, broker: BrokerClient): Promise<Outcome> {
   await yieldToLoop();
-  let store: ResumeTokenStore | undefined;
-  try {
-    store = await ResumeTokenStore.open({ app: APP, logger });
-  } catch (e) {
-    // Resume is an optimisation: serve without it.
-    logger.warn("session resume unavailable", { error: (e as Error).message });
-  }
+  // Resume is an optimisation: without the store (the adapter logged why), serve without it.
+  const store = await resume.tokens().catch(() => undefined);
   await yieldToLoop();
   try {
     return { session: await establish(store, broker) };
@@ -258,7 +256,9 @@ async function mainHttp(host: string, port: number): Promise<void> {
         },
       )
     : Promise.resolve({ error: `${ENV_BROKER_URL} is not set: this replica has no broker session` });
-  const opened = await openNotebooks(APP, logger);
+  // One handle store for every request's server, opened before listening (tools/list states its policy).
+  const resume = openResume(APP, { tokens: false, logger });
+  const policy = policyOf(await resume.handles().catch(() => undefined));
   await serveHttp({
     host,
     port,
@@ -266,12 +266,12 @@ async function mainHttp(host: string, port: number): Promise<void> {
     logger,
     newServer: () => {
       const server = newServer();
-      registerNotebookTools(server, opened);
+      registerNotebookTools(server, resume, policy);
       registerBrokerTools(server, broker, () => sessionOf(started));
       return server;
     },
     onClose: () => {
-      if (opened instanceof HandleStore) opened.close();
+      void resume.close();
     },
   });
 }
@@ -306,25 +306,26 @@ async function main(): Promise<void> {
   }
   const eld = process.env["MCP_EXAMPLE_BENCH_ELD"] === "1" ? delayMonitor() : undefined;
   const broker = new BrokerClient(brokerURL);
+  const server = newServer();
   let started: Promise<Outcome> | undefined;
   const start = (): Promise<Outcome> =>
-    (started ??= startup(broker).then((o) => {
+    (started ??= startup(resume, broker).then((o) => {
       eld?.done();
       return o;
     }));
-
-  const server = newServer();
-  // Opened before connecting, so that tools/list already states the store's policy: ~60 ms of compile and
-  // instantiation the resume store would otherwise pay after initialize.
-  registerNotebookTools(server, await openNotebooks(APP, logger));
-  registerBrokerTools(server, broker, () => sessionOf(start()));
-
-  if (process.env["MCP_EXAMPLE_BENCH_EAGER"] === "1") void start();
-  // initialize has been answered: the plugin's synchronous work may run now.
+  // initialize has been answered: the plugin's synchronous work may run now. Set before attach, which
+  // chains it and then starts opening both stores in the background.
   server.server.oninitialized = () => {
     eld?.handshake();
     void start();
   };
+  const resume = attach(server, APP, { logger });
+  // Opened before connecting, so that tools/list already states the store's policy: ~60 ms of compile and
+  // instantiation the resume store would otherwise pay after initialize.
+  registerNotebookTools(server, resume, policyOf(await resume.handles().catch(() => undefined)));
+  registerBrokerTools(server, broker, () => sessionOf(start()));
+
+  if (process.env["MCP_EXAMPLE_BENCH_EAGER"] === "1") void start();
   await server.connect(new StdioServerTransport());
 }
 

@@ -126,7 +126,7 @@ function parse(args: string[], takesApp = false): Opts {
  */
 function open(app: string, stateRoot = "", instance = ""): Promise<ResumeTokenStore> {
   if (instance === "" && !process.env["MCP_RESUME_INSTANCE"]) instance = "-";
-  return ResumeTokenStore.open({ app, ...(stateRoot ? { stateRoot } : {}), ...(instance ? { instance } : {}), logger: quiet });
+  return ResumeTokenStore.open(app, { ...(stateRoot ? { stateRoot } : {}), ...(instance ? { instance } : {}), logger: quiet });
 }
 
 /** An export's output: its JSON (parse) or bytes. @throws Failure with the plugin's code and message. */

@@ -10,11 +10,12 @@
  *
  * @packageDocumentation
  */
+import { ConflictError, InvalidOptionError, InvalidValueError, MCPResumeError, PluginError, StoreUnavailableError, errorFromPlugin } from "./errors.js";
 import { createStderrLogger, type Logger } from "./logger.js";
 import { loadRedis } from "./redis.js";
 import { callExport, loadStore, type ExportResult, type ResumeTokenStore } from "./store.js";
 
-/** Options of {@link HandleStore.open}. Omitted → the environment → the plugin's defaults (shown). */
+/** Options of {@link HandleStore.open}. Omitted → the environment → the plugin's defaults (shown). A key not listed here is refused with {@link InvalidOptionError}. */
 export interface HandleStoreOptions {
   /** The state root, as for resume (`$MCP_RESUME_STATE_DIR`, else per user); handles live in `<stateRoot>/<app dir>/handles`. */
   stateRoot?: string;
@@ -22,13 +23,13 @@ export interface HandleStoreOptions {
   idleTtlMs?: number;
   /** Maximum age in milliseconds from creation; nothing extends it. Default `$MCP_RESUME_STATE_MAX_AGE`, else 30 days. */
   maxAgeMs?: number;
-  /** How long, in milliseconds, an expired or evicted handle still answers {@link HandleExpired}/{@link HandleEvicted} (then {@link HandleNotFound}). Default 7 days. */
+  /** How long, in milliseconds, an expired or evicted handle still answers {@link HandleExpiredError}/{@link HandleEvictedError} (then {@link HandleNotFoundError}). Default 7 days. */
   tombstoneMs?: number;
   /** Live handles per app before the least recently used is evicted (exact per shard; see the README). Default 10,000. */
   maxHandles?: number;
   /** Largest value in bytes (at most 4 MiB). Default 1 MiB. */
   maxValueBytes?: number;
-  /** How long, in milliseconds, an operation waits for a shard lock another process holds before {@link StoreUnavailable}. Default 2000 (at most 10000). The wait blocks this thread. */
+  /** How long, in milliseconds, an operation waits for a shard lock another process holds before {@link StoreUnavailableError}. Default 2000 (at most 10000). The wait blocks this thread. */
   lockWaitMs?: number;
   /** The clock, in Unix milliseconds (like `Date.now`), sent with every operation (`now_ms`); default the plugin's own clock. For tests. */
   clock?: () => number;
@@ -127,58 +128,9 @@ export interface GcResult {
   live: number;
 }
 
-/**
- * Any failure of the handle store: `code` is the plugin's error code
- * (`invalid_value`, `not_open`, …; the subclasses below for the others) or
- * `plugin_failed` (a trap). The message never holds a handle, value or principal.
- */
-export class HandleStoreError extends Error {
-  /** @param code - the error code. @param message - what failed and what to do. */
-  constructor(readonly code: string, message: string) {
-    super(message);
-    this.name = new.target.name;
-  }
-}
-/** `invalid_handle`: not the handle syntax; answered before any file is touched. */
-export class InvalidHandle extends HandleStoreError {}
-/** `handle_not_found`: unknown, deleted, another principal's, its tombstone period over, or its record corrupt (then removed). */
-export class HandleNotFound extends HandleStoreError {}
-/** `handle_expired`: idle TTL or maximum age passed, within the tombstone period; `reason` says which. */
-export class HandleExpired extends HandleStoreError {
-  /** @param reason - `idle` or `max_age`. */
-  constructor(code: string, message: string, readonly reason: "idle" | "max_age") {
-    super(code, message);
-  }
-}
-/** `handle_evicted`: the least recently used handle, evicted by the capacity cap, within the tombstone period. */
-export class HandleEvicted extends HandleStoreError {}
-/** `conflict`: the expected generation was not the current one; nothing changed. `generation` is the current one. */
-export class Conflict extends HandleStoreError {
-  /** @param generation - the handle's current generation. */
-  constructor(code: string, message: string, readonly generation: number) {
-    super(code, message);
-  }
-}
-/** `value_too_large`: the value exceeds `maxValueBytes`; nothing was written. */
-export class ValueTooLarge extends HandleStoreError {}
-/** `invalid_principal`: not a string, over 1024 bytes, or not valid UTF-8. */
-export class InvalidPrincipal extends HandleStoreError {}
-/** `store_unavailable`: the directory cannot be used (I/O error, full disk, lock wait over), the Redis server cannot be reached or did not answer within `timeoutMs`, or the plugin cannot load; the message says what to do. */
-export class StoreUnavailable extends HandleStoreError {}
-/** `invalid_option`: a bad option or input (wrong type, a TTL longer than the store's, a bad generation, a bad environment value). */
-export class InvalidHandleOption extends HandleStoreError {}
-
-const CLASSES: Record<string, new (code: string, message: string) => HandleStoreError> = {
-  invalid_handle: InvalidHandle, handle_not_found: HandleNotFound, handle_evicted: HandleEvicted, value_too_large: ValueTooLarge,
-  invalid_principal: InvalidPrincipal, store_unavailable: StoreUnavailable, invalid_option: InvalidHandleOption,
-};
-
-/** The plugin's error answer as its class (handles.md's error table). */
-function errorOf(r: Extract<ExportResult, { ok: false }>): HandleStoreError {
-  if (r.code === "handle_expired") return new HandleExpired(r.code, r.message, r.error?.["reason"] === "max_age" ? "max_age" : "idle");
-  if (r.code === "conflict") return new Conflict(r.code, r.message, Number(r.error?.["generation"] ?? 0));
-  const C = CLASSES[r.code] ?? HandleStoreError;
-  return new C(r.code, r.message);
+/** The plugin's error answer as its class (docs/API.md, "Errors"). */
+function errorOf(r: Extract<ExportResult, { ok: false }>): MCPResumeError {
+  return errorFromPlugin(r.code, r.message, r.error);
 }
 
 /** snake_case keys to camelCase, recursively; `*_ms` stays `…Ms`. */
@@ -187,6 +139,9 @@ function camel(v: unknown): any {
   if (v === null || typeof v !== "object") return v;
   return Object.fromEntries(Object.entries(v).map(([k, x]) => [k.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase()), camel(x)]));
 }
+
+/** The keys {@link HandleStoreOptions} knows. */
+const HANDLE_KEYS = new Set(["stateRoot", "idleTtlMs", "maxAgeMs", "tombstoneMs", "maxHandles", "maxValueBytes", "lockWaitMs", "clock", "logger", "stateUrl", "timeoutMs"]);
 
 const OPTION_KEYS: Array<[keyof HandleStoreOptions, string]> = [["stateRoot", "state_root"], ["idleTtlMs", "idle_ttl_ms"], ["maxAgeMs", "max_age_ms"],
   ["tombstoneMs", "tombstone_ms"], ["maxHandles", "max_handles"], ["maxValueBytes", "max_value_bytes"], ["lockWaitMs", "lock_wait_ms"],
@@ -203,9 +158,9 @@ export function needsWorker(options: HandleStoreOptions): boolean {
   return typeof url === "string" && url !== "";
 }
 
-/** `value` as standard base64, or {@link HandleStoreError} `invalid_value` for anything but bytes. */
+/** `value` as standard base64, or {@link MCPResumeError} `invalid_value` for anything but bytes. */
 function b64(value: unknown): string {
-  if (!(value instanceof Uint8Array)) throw new HandleStoreError("invalid_value", `value must be a Uint8Array, not ${value === null ? "null" : typeof value}`);
+  if (!(value instanceof Uint8Array)) throw new InvalidValueError("invalid_value", `value must be a Uint8Array, not ${value === null ? "null" : typeof value}`);
   return Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString("base64");
 }
 
@@ -218,10 +173,10 @@ function b64(value: unknown): string {
  * directory (a lock per shard, held for one operation).
  *
  * ```ts
- * const store = await HandleStore.open("my-server");
+ * await using store = await HandleStore.open("my-server");
  * const { handle } = await store.create("", new TextEncoder().encode("{}"));
  * const v = await store.get(handle, "");
- * await store.put(handle, "", newBytes, { expect: v.generation }); // Conflict if someone wrote meanwhile
+ * await store.put(handle, "", newBytes, { expect: v.generation }); // ConflictError if someone wrote meanwhile
  * ```
  *
  * Independent of resume: `MCP_RESUME=off` does not turn it off. On the file
@@ -248,26 +203,41 @@ export class HandleStore {
    * expired entries and stale temporary files).
    *
    * On Redis nothing is sent to the server here: a server that cannot be reached answers
-   * {@link StoreUnavailable} at the first operation, within `timeoutMs`.
+   * {@link StoreUnavailableError} at the first operation, within `timeoutMs`.
    *
    * @param app - the server's app name (1–64 of `[A-Za-z0-9._-]`, starting with a letter or digit).
    * @param options - directory or Redis URL, lifetimes, capacity, lock wait, Redis deadline, clock, logger.
-   * @throws {@link InvalidHandleOption} for a bad option or environment value (the message names it, and
-   *   never holds a URL's password); {@link HandleStoreError} `invalid_app` for a bad app name;
-   *   {@link StoreUnavailable} when the directory cannot be used or the plugin (for Redis, node-redis too) cannot be loaded.
+   * @returns a ready store; close it with {@link close} or `await using`.
+   * @throws {@link InvalidOptionError} for an unknown option, a bad option or environment value (the message
+   *   names it, and never holds a URL's password); {@link InvalidAppError} for a bad app name (as from
+   *   {@link ResumeTokenStore.open}); {@link PluginError} when the plugin cannot be loaded or speaks another
+   *   ABI version (as from {@link ResumeTokenStore.open}); {@link StoreUnavailableError} when the directory
+   *   cannot be used or (Redis) the optional dependency `redis` is not installed.
    */
   static async open(app: string, options: HandleStoreOptions = {}): Promise<HandleStore> {
-    const input: Record<string, unknown> = { app };
+    if (options === null || typeof options !== "object" || Array.isArray(options)) {
+      throw new InvalidOptionError("invalid_option", `options must be an object, not ${options === null ? "null" : Array.isArray(options) ? "an array" : `a ${typeof options}`}`);
+    }
+    const unknown = Object.keys(options).filter((k) => !HANDLE_KEYS.has(k));
+    if (unknown.length > 0) {
+      throw new InvalidOptionError("invalid_option", `unknown option ${unknown.map((k) => JSON.stringify(k)).join(", ")}: HandleStore.open knows ${[...HANDLE_KEYS].join(", ")}`);
+    }
+    // caller: the plugin's messages then name options as TypeScript does (idleTtlMs, not idle_ttl_ms).
+    const input: Record<string, unknown> = { caller: "typescript", app };
     for (const [k, wire] of OPTION_KEYS) if (options[k] !== undefined && !(k === "stateUrl" && options[k] === "")) input[wire] = options[k];
     const worker = needsWorker(options);
     // The plugin instance lives in the resume store's shell, which queues calls FIFO and confines the
     // host functions to the state_dir handles_open answers (none on Redis); none of its resume methods is used.
     // node-redis is imported while the plugin's thread starts: open pays for it, not the first operation's deadline.
     const [loaded, lib] = await Promise.allSettled([loadStore(options.logger ?? createStderrLogger(), undefined, undefined, worker), worker ? loadRedis() : undefined]);
-    const failed = loaded.status === "rejected" ? (loaded.reason as Error) : lib.status === "rejected" ? new Error(`cannot load node-redis: ${(lib.reason as Error)?.message}`) : undefined;
-    if (failed) {
-      if (loaded.status === "fulfilled") await loaded.value.close();
-      throw new StoreUnavailable("store_unavailable", `mcp-resume handle store: ${failed.message}`);
+    if (loaded.status === "rejected") {
+      // The plugin cannot load or speaks another ABI: PluginError, as from ResumeTokenStore.open.
+      if (loaded.reason instanceof PluginError) throw loaded.reason;
+      throw new StoreUnavailableError("store_unavailable", `mcp-resume handle store: ${(loaded.reason as Error)?.message ?? String(loaded.reason)}`);
+    }
+    if (lib.status === "rejected") {
+      await loaded.value.close();
+      throw new StoreUnavailableError("store_unavailable", `mcp-resume handle store: ${(lib.reason as Error)?.message ?? String(lib.reason)}`);
     }
     const inst = (loaded as PromiseFulfilledResult<ResumeTokenStore>).value;
     const r = await callExport(inst, "handles_open", Buffer.from(JSON.stringify(input)));
@@ -285,7 +255,7 @@ export class HandleStore {
    * @param value - the bytes, at most `maxValueBytes`.
    * @param options - `idleTtlMs`/`maxAgeMs` for this handle: 1..the store's value (they may only shorten it).
    * @returns the handle and its generation (1), lifetimes and creation time. May evict the least recently used handle of its shard.
-   * @throws {@link ValueTooLarge}, {@link InvalidPrincipal}, {@link InvalidHandleOption}, {@link StoreUnavailable}.
+   * @throws {@link ValueTooLargeError}, {@link InvalidPrincipalError}, {@link InvalidOptionError}, {@link StoreUnavailableError}.
    */
   async create(principal: string, value: Uint8Array, options: { idleTtlMs?: number; maxAgeMs?: number } = {}): Promise<Created> {
     const input: Record<string, unknown> = { principal, value: b64(value) };
@@ -297,8 +267,8 @@ export class HandleStore {
   /**
    * Reads a handle's value; refreshes its idle time.
    *
-   * @throws {@link InvalidHandle}, {@link HandleNotFound} (also another principal's handle), {@link HandleExpired},
-   *   {@link HandleEvicted}, {@link InvalidPrincipal}, {@link StoreUnavailable}.
+   * @throws {@link InvalidHandleError}, {@link HandleNotFoundError} (also another principal's handle), {@link HandleExpiredError},
+   *   {@link HandleEvictedError}, {@link InvalidPrincipalError}, {@link StoreUnavailableError}.
    */
   async get(handle: string, principal: string): Promise<HandleValue> {
     const o = await this.#call("handle_get", { handle, principal });
@@ -308,11 +278,12 @@ export class HandleStore {
 
   /**
    * Replaces a handle's value; refreshes its idle time. Without `expect` the
-   * last writer wins; with it, the write happens only if the current
-   * generation is `expect` (compare-and-set).
+   * write is unconditional (the last writer wins, whatever the generation);
+   * with it, the write happens only if the current generation is `expect`
+   * (compare-and-set).
    *
    * @returns the new generation.
-   * @throws {@link Conflict} (with the current generation; nothing changed), {@link ValueTooLarge} and those of {@link get}.
+   * @throws {@link ConflictError} (with the current generation; nothing changed), {@link ValueTooLargeError} and those of {@link get}.
    */
   async put(handle: string, principal: string, value: Uint8Array, options: { expect?: number } = {}): Promise<number> {
     const input: Record<string, unknown> = { handle, principal, value: b64(value) };
@@ -321,9 +292,10 @@ export class HandleStore {
   }
 
   /**
-   * Deletes a handle (no tombstone: afterwards it answers {@link HandleNotFound}); with `expect`, only at that generation.
+   * Deletes a handle (no tombstone: afterwards it answers {@link HandleNotFoundError}). Without `expect`
+   * unconditionally; with it, only when the current generation is `expect`.
    *
-   * @throws {@link Conflict} and those of {@link get}.
+   * @throws {@link ConflictError} and those of {@link get}.
    */
   async delete(handle: string, principal: string, options: { expect?: number } = {}): Promise<void> {
     const input: Record<string, unknown> = { handle, principal };
@@ -339,18 +311,18 @@ export class HandleStore {
   /**
    * Whether the handle is live for this principal (false when unknown, expired, evicted or another's); never refreshes.
    *
-   * @throws {@link InvalidHandle} for a malformed handle, {@link InvalidPrincipal}, {@link StoreUnavailable}.
+   * @throws {@link InvalidHandleError} for a malformed handle, {@link InvalidPrincipalError}, {@link StoreUnavailableError}.
    */
   async exists(handle: string, principal: string): Promise<boolean> {
     return (await this.#call("handle_exists", { handle, principal }))["exists"] === true;
   }
 
-  /** Every entry with its state, generation, size and ages, and the totals; never a value, handle or principal. @throws {@link StoreUnavailable}. */
+  /** Every entry with its state, generation, size and ages, and the totals; never a value, handle or principal. @throws {@link StoreUnavailableError}. */
   async list(): Promise<HandleList> {
     return camel(await this.#call("handle_list", {}));
   }
 
-  /** Removes expired records, old tombstones, orphan records and stale temporary files; returns the counts. @throws {@link StoreUnavailable}. */
+  /** Removes expired records, old tombstones, orphan records and stale temporary files; returns the counts. @throws {@link StoreUnavailableError}. */
   async gc(): Promise<GcResult> {
     return camel(await this.#call("handle_gc", {}));
   }
@@ -361,9 +333,14 @@ export class HandleStore {
     await this.#inst.close();
   }
 
+  /** {@link close}, for `await using store = await HandleStore.open(...)`. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
   /** One export call through the FIFO queue, with `now_ms` from the clock; the JSON output, or the typed error. */
   async #call(name: string, input: Record<string, unknown>): Promise<Record<string, unknown>> {
-    if (this.#closed) throw new HandleStoreError("not_open", `mcp-resume ${name}: the handle store is closed`);
+    if (this.#closed) throw new MCPResumeError("not_open", `mcp-resume ${name}: the handle store is closed`);
     if (this.#clock) input["now_ms"] = Math.floor(this.#clock());
     const r = await callExport(this.#inst, name, Buffer.from(JSON.stringify(input)));
     if (!r.ok) throw errorOf(r);

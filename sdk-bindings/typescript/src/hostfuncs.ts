@@ -153,7 +153,23 @@ export function fdOf(op: Json): number {
   return int(op, "fd", 0, INT_MAX);
 }
 
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+/**
+ * Whether `s` is standard padded base64, checked in one linear pass: a length that is a multiple of 4, the
+ * alphabet, and at most two `=` at the end only. (A regex of repeated 4-character groups backtracks
+ * recursively and overflows V8's stack on values of a few MiB.)
+ */
+function isBase64(s: string): boolean {
+  if (s.length % 4 !== 0) return false;
+  let end = s.length;
+  if (s.endsWith("==")) end -= 2;
+  else if (s.endsWith("=")) end -= 1;
+  for (let i = 0; i < end; i++) {
+    const c = s.charCodeAt(i);
+    const ok = (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c === 43 || c === 47;
+    if (!ok) return false;
+  }
+  return true;
+}
 const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK } = fs.constants;
 /** `O_EXLOCK` on macOS (`<sys/fcntl.h>`); Node's `fs.constants` lacks it. */
 const O_EXLOCK_DARWIN = 0x20;
@@ -483,7 +499,7 @@ export class HostFunctions {
 
   /** `mcp_resume_write`: `tmp` created `O_CREAT|O_EXCL|O_NOFOLLOW` 0600, written, closed, renamed over `file`; unlinked on any later failure. */
   #write(file: string, tmp: string, data: string): Json {
-    if (!BASE64.test(data)) throw bad('"data" is not standard base64');
+    if (!isBase64(data)) throw bad('"data" is not standard base64');
     const fd = sys(`create ${tmp}`, () => fs.openSync(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600));
     try {
       const buf = Buffer.from(data, "base64");

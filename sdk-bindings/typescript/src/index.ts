@@ -8,9 +8,13 @@
  *
  * @packageDocumentation
  */
-export { ResumeTokenStore, ResumeError, InvalidAppError, InvalidOptionError, InvalidTokenError, PluginError } from "./store.js";
+export { ResumeTokenStore } from "./store.js";
+export {
+  MCPResumeError, InvalidAppError, InvalidOptionError, PluginError, InvalidTokenError, InvalidHandleError, InvalidPrincipalError,
+  InvalidValueError, ValueTooLargeError, HandleNotFoundError, HandleExpiredError, HandleEvictedError, ConflictError, StoreUnavailableError,
+} from "./errors.js";
 export type { OpenOptions, PrunedFile, TokenFile, Whoami } from "./store.js";
 export { ABI_VERSION } from "./hostfuncs.js";
 export { createStderrLogger, type Logger, type LogFields, type LogLevel, type StderrLoggerOptions } from "./logger.js";
-export { HandleStore, HandleStoreError, InvalidHandle, HandleNotFound, HandleExpired, HandleEvicted, Conflict, ValueTooLarge, InvalidPrincipal, StoreUnavailable, InvalidHandleOption } from "./handles.js";
+export { HandleStore } from "./handles.js";
 export type { Created, GcResult, HandleEntry, HandleList, HandleStoreOptions, HandleStoreSettings, HandleValue, Touched } from "./handles.js";

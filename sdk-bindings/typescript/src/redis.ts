@@ -146,7 +146,13 @@ let redisModule: Promise<Redis> | undefined;
  * while the plugin's thread starts.
  */
 export function loadRedis(): Promise<Redis> {
-  redisModule ??= import("redis");
+  // `redis` is an optional dependency: only the Redis backend needs it, and a missing one says how to get it.
+  redisModule ??= import("redis").catch((e: unknown) => {
+    const missing = (e as { code?: unknown })?.code === "ERR_MODULE_NOT_FOUND";
+    throw new Error(missing
+      ? "the Redis backend needs node-redis, an optional dependency that is not installed: npm install redis"
+      : `cannot load node-redis: ${(e as Error)?.message ?? String(e)}`);
+  });
   redisModule.catch(() => (redisModule = undefined));
   return redisModule;
 }

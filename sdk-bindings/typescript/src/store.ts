@@ -7,6 +7,7 @@
 import type { Plugin } from "@extism/extism";
 
 import { compiledModule, extismEnvExtras, loadExtism, withSdkWorker } from "./extism.js";
+import { InvalidAppError, InvalidOptionError, InvalidTokenError, MCPResumeError, PluginError, errorFromPlugin } from "./errors.js";
 import { ABI_VERSION, FUNCTIONS, HostFunctions, NAMESPACE } from "./hostfuncs.js";
 import { createStderrLogger, safeLog, type Logger } from "./logger.js";
 
@@ -15,10 +16,12 @@ export const PLUGIN_WASM_URL = new URL("../plugin.wasm", import.meta.url);
 // Importing starts compiling the plugin, off the main thread, to overlap the server's startup (not the SDK import: main thread).
 if (process.env["MCP_RESUME"] !== "off") compiledModule(PLUGIN_WASM_URL).catch(() => undefined);
 
-/** Options of {@link ResumeTokenStore.open}. Every default is the plugin's (hostfuncs/README.md, "Plugin exports", `open`). */
+/**
+ * Options of {@link ResumeTokenStore.open}; every one may be left out. Every
+ * default is the plugin's (hostfuncs/README.md, "Plugin exports", `open`).
+ * A key not listed here is refused with {@link InvalidOptionError}.
+ */
 export interface OpenOptions {
-  /** The MCP server application name (1–64 of `[A-Za-z0-9._-]`, starting with a letter or digit); it names the default state directory. */
-  app: string;
   /** The state root, the directory holding one state directory per app, as given (the plugin makes a relative one absolute against the working directory): token files live in `<stateRoot>/<app>` (the store's {@link ResumeTokenStore.stateDir}), so apps never share a directory. Default: `$MCP_RESUME_STATE_DIR`, else per user (XDG on Linux, `~/Library/Application Support` on macOS). */
   stateRoot?: string;
   /** Receives the spec's log lines (spec 000, "Logging Strategy"). Default {@link createStderrLogger}(). Never one that writes to stdout. */
@@ -79,28 +82,6 @@ export interface Whoami {
   error?: string;
 }
 
-/** A failure: `code` is the plugin's (`invalid_app`, `invalid_option`, `invalid_token`, `not_open`, `io`…), `plugin_unusable` or `plugin_failed` (a trap). */
-export class ResumeError extends Error {
-  /** @param code - the error code. @param message - what failed; never a token. */
-  constructor(readonly code: string, message: string) {
-    super(message);
-    this.name = new.target.name;
-  }
-}
-
-/** Thrown by {@link ResumeTokenStore.open} for an app name that breaks the app rule (code `invalid_app`). Carry on without resume. */
-export class InvalidAppError extends ResumeError {}
-
-/** Thrown by {@link ResumeTokenStore.store} for a token that is not 1–4096 bytes of 0x21–0x7E (code `invalid_token`). Nothing is written. */
-export class InvalidTokenError extends ResumeError {}
-
-/**
- * Thrown by {@link ResumeTokenStore.open} when the plugin cannot be loaded,
- * speaks another ABI version (`plugin ABI version "4", this host implements
- * "7"`) or refuses an option; by `list`, `prune`, `whoami` when it fails.
- */
-export class PluginError extends ResumeError {}
-
 /** The result of one export call: its output bytes, or its error code and message (and the whole error JSON, `error`, when the plugin answered one). */
 export type ExportResult = { ok: true; output: Uint8Array } | { ok: false; code: string; message: string; error?: Record<string, unknown> };
 
@@ -109,25 +90,18 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
 /**
- * Thrown by {@link ResumeTokenStore.open} when the plugin refuses an option
- * (code `invalid_option`): its message names the option, what it must be
- * and what was given (`launchers must be a list of strings, not a string:
- * ...`), the same in every language. A {@link PluginError}, as before it existed.
- */
-export class InvalidOptionError extends PluginError {}
-
-/**
  * The export's error as the binding's class. A refusal of the caller's input
  * (`invalid_app`, `invalid_option`, `invalid_token`) carries the plugin's
  * message as it is: it already says what was wrong and what to do, once.
  * Any other failure is prefixed with `mcp-resume <export>: `.
  */
-function errorOf(r: { code: string; message: string }, what: string): ResumeError {
-  if (r.code === "invalid_app") return new InvalidAppError(r.code, r.message);
-  if (r.code === "invalid_option") return new InvalidOptionError(r.code, r.message);
-  if (r.code === "invalid_token") return new InvalidTokenError(r.code, r.message);
-  return new PluginError(r.code, `mcp-resume ${what}: ${r.message}`);
+function errorOf(r: { code: string; message: string; error?: Record<string, unknown> }, what: string): MCPResumeError {
+  if (r.code === "invalid_app" || r.code === "invalid_option" || r.code === "invalid_token") return errorFromPlugin(r.code, r.message, r.error);
+  return errorFromPlugin(r.code, `mcp-resume ${what}: ${r.message}`, r.error, PluginError);
 }
+
+/** The keys {@link OpenOptions} knows. */
+const OPEN_KEYS = new Set(["stateRoot", "logger", "launchers", "instance"]);
 
 /** What each open option must be, in the plugin's words ("<option> must be <want>, not <got>"). */
 const WANT: Record<string, string> = { app: "a string", state_root: "a string", instance: "a string", launchers: "a list of strings" };
@@ -154,14 +128,22 @@ function jsonSafe(option: string, v: unknown, inList = false): unknown {
  * empty `stateRoot` is left out (the default). Throws InvalidOptionError
  * for `stateDir`, the option's former name.
  */
-function openInput(options: OpenOptions | undefined): Record<string, unknown> {
+function openInput(app: unknown, options: OpenOptions | undefined): Record<string, unknown> {
+  if (options !== undefined && (options === null || typeof options !== "object" || Array.isArray(options))) {
+    throw new InvalidOptionError("invalid_option", `options must be an object, not ${options === null ? "null" : Array.isArray(options) ? "an array" : `a ${typeof options}`}`);
+  }
   const o = (options ?? {}) as unknown as Record<string, unknown>;
-  const input: Record<string, unknown> = {};
+  // caller: the plugin's messages then name options as TypeScript does (stateRoot, not state_root).
+  const input: Record<string, unknown> = { caller: "typescript" };
   if (o["stateDir"] !== undefined) {
     // The option was renamed; ignoring it would silently use the default root.
     throw new InvalidOptionError("invalid_option", "stateDir is now stateRoot: the option names the state root, the directory that holds one state directory per app; rename it");
   }
-  if (o["app"] !== undefined) input["app"] = jsonSafe("app", o["app"]);
+  const unknown = Object.keys(o).filter((k) => !OPEN_KEYS.has(k));
+  if (unknown.length > 0) {
+    throw new InvalidOptionError("invalid_option", `unknown option ${unknown.map((k) => JSON.stringify(k)).join(", ")}: ResumeTokenStore.open knows ${[...OPEN_KEYS].join(", ")}`);
+  }
+  if (app !== undefined) input["app"] = jsonSafe("app", app);
   const root = o["stateRoot"];
   if (typeof root === "string") {
     if (root !== "") input["state_root"] = root;
@@ -182,6 +164,15 @@ function camel(v: unknown): any {
   return Object.fromEntries(Object.entries(v).map(([k, x]) => [k.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase()), camel(x)]));
 }
 
+/**
+ * Every store not yet closed. Extism's WASI opens `/dev/null` twice per plugin as `fs/promises`
+ * FileHandles (its stdin and stdout) and closes them only in the plugin's `close`; if the garbage
+ * collector took an unclosed store, Node would close them itself and print DEP0137 on stderr. Holding
+ * every open store here keeps them from the collector until `close`, or until the process exits and
+ * the OS releases them.
+ */
+const unclosed = new Set<ResumeTokenStore>();
+
 let exportOf: (s: ResumeTokenStore, name: string, input?: Uint8Array) => Promise<ExportResult>;
 let construct: (plugin: Plugin, funcs: HostFunctions, logger: Logger) => ResumeTokenStore;
 
@@ -191,7 +182,7 @@ let construct: (plugin: Plugin, funcs: HostFunctions, logger: Logger) => ResumeT
  * `store()` the token the broker returns, `reject()` a token it refused.
  *
  * ```ts
- * const store = await ResumeTokenStore.open({ app: "my-server" });
+ * await using store = await ResumeTokenStore.open("my-server");
  * const token = await store.load();
  * // resume with token, or start fresh; on 401/409/410: await store.reject()
  * await store.store(session.token);
@@ -219,23 +210,26 @@ export class ResumeTokenStore {
   }
 
   /** Use {@link ResumeTokenStore.open}. */
-  private constructor(private readonly plugin: Plugin, private readonly funcs: HostFunctions, private readonly logger: Logger) {}
+  private constructor(private readonly plugin: Plugin, private readonly funcs: HostFunctions, private readonly logger: Logger) {
+    unclosed.add(this);
+  }
 
   /**
    * Loads the plugin (compiled once per process), checks its ABI version and
    * calls its `open` export. Identity, state-directory and lock problems turn
    * resume off at the first `load`, `store` or `reject`, and are logged.
    *
-   * @param options - app name (required), state directory, logger, launchers, instance.
-   * @returns a ready store.
+   * @param app - the MCP server application name (1–64 of `[A-Za-z0-9._-]`, starting with a letter or digit); it names the state directory.
+   * @param options - state root, logger, launchers, instance ({@link OpenOptions}); omitted: every default.
+   * @returns a ready store; close it with {@link close} or `await using`.
    * @throws {@link InvalidAppError} for a bad, missing or non-string app
-   *   name; {@link InvalidOptionError} (a {@link PluginError}) for an option
-   *   the plugin refuses, with its message naming the option, what it must be
+   *   name; {@link InvalidOptionError} for an unknown option or one the
+   *   plugin refuses, with its message naming the option, what it must be
    *   and what was given; {@link PluginError} when the plugin cannot be loaded
    *   or has another ABI version. Either way, carry on without resume.
    */
-  static async open(options: OpenOptions): Promise<ResumeTokenStore> {
-    const input = openInput(options);
+  static async open(app: string, options?: OpenOptions): Promise<ResumeTokenStore> {
+    const input = openInput(app, options);
     const store = await loadStore(options?.logger ?? createStderrLogger());
     const r = await store.#export("open", encoder.encode(JSON.stringify(input)));
     if (!r.ok) {
@@ -341,8 +335,14 @@ export class ResumeTokenStore {
       this.#released = true;
       await this.plugin.close().catch(() => undefined);
       await this.funcs.close();
+      unclosed.delete(this);
     });
     return this.#closing;
+  }
+
+  /** {@link close}, for `await using store = await ResumeTokenStore.open(...)`. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
   }
 
   /** Runs `fn` after every earlier call has settled. */

@@ -230,7 +230,7 @@ describe("end to end with the official MCP client and the real broker", { concur
     writeFileSync(
       path.join(proj, "main.js"),
       `import { ResumeTokenStore } from "mcp-resume";
-const s = await ResumeTokenStore.open({ app: "fresh", stateRoot: process.argv[2] });
+const s = await ResumeTokenStore.open("fresh", { stateRoot: process.argv[2] });
 const first = await s.load();
 await s.store("tok-fresh");
 console.log(JSON.stringify({ first: first ?? null, second: await s.load(), dir: s.stateDir }));

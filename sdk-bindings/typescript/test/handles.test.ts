@@ -12,8 +12,8 @@ import { after, describe, test } from "node:test";
 
 import { HostFunctions } from "../src/hostfuncs.js";
 import {
-  Conflict, HandleEvicted, HandleExpired, HandleNotFound, HandleStore, HandleStoreError, InvalidHandle, InvalidHandleOption,
-  InvalidPrincipal, StoreUnavailable, ValueTooLarge, type HandleStoreOptions,
+  ConflictError, HandleEvictedError, HandleExpiredError, HandleNotFoundError, HandleStore, MCPResumeError, InvalidHandleError, InvalidOptionError,
+  InvalidPrincipalError, StoreUnavailableError, ValueTooLargeError, type HandleStoreOptions,
 } from "../src/index.js";
 import type { Logger, LogFields } from "../src/logger.js";
 import { cleanupTemps, PKG, tempDir } from "./helpers.js";
@@ -41,8 +41,8 @@ async function failure<T extends Error>(p: Promise<unknown>, cls: new (...a: any
     (x: unknown) => x,
   );
   assert.ok(e instanceof cls, `want ${cls.name}, got ${(e as Error)?.name}: ${(e as Error)?.message}`);
-  assert.ok(e instanceof HandleStoreError);
-  assert.equal((e as HandleStoreError).code, code);
+  assert.ok(e instanceof MCPResumeError);
+  assert.equal((e as MCPResumeError).code, code);
   return e as T;
 }
 
@@ -79,9 +79,9 @@ describe("HandleStore", () => {
     assert.ok(e.ageMs >= 0 && e.idleMs >= 0);
     assert.ok(!JSON.stringify(list).includes(c.handle) && !JSON.stringify(list).includes("alice"), "list never shows a handle or principal");
     assert.deepEqual(await store.gc(), { expiredIdle: 0, expiredMaxAge: 0, tombstonesDropped: 0, orphansRemoved: 0, tempsRemoved: 0, live: 1 });
-    await failure(store.delete(c.handle, "alice", { expect: 2 }), Conflict, "conflict");
+    await failure(store.delete(c.handle, "alice", { expect: 2 }), ConflictError, "conflict");
     await store.delete(c.handle, "alice", { expect: 3 });
-    await failure(store.get(c.handle, "alice"), HandleNotFound, "handle_not_found");
+    await failure(store.get(c.handle, "alice"), HandleNotFoundError, "handle_not_found");
     assert.equal(await store.exists(c.handle, "alice"), false);
     await store.close();
     await store.close();
@@ -95,13 +95,13 @@ describe("HandleStore", () => {
     const b = await HandleStore.open("app-b", { stateRoot: root, logger: quiet });
     try {
       const c = await a.create("alice", enc.encode("a's secret"));
-      await failure(b.get(c.handle, "alice"), HandleNotFound, "handle_not_found");
+      await failure(b.get(c.handle, "alice"), HandleNotFoundError, "handle_not_found");
       await b.create("alice", enc.encode("b's own")); // app-b's directory exists now
       for (const name of fs.readdirSync(a.settings.stateDir).filter((n) => n.startsWith("h-"))) {
         fs.copyFileSync(path.join(a.settings.stateDir, name), path.join(b.settings.stateDir, name));
         fs.chmodSync(path.join(b.settings.stateDir, name), 0o600);
       }
-      await failure(b.get(c.handle, "alice"), HandleNotFound, "handle_not_found");
+      await failure(b.get(c.handle, "alice"), HandleNotFoundError, "handle_not_found");
       assert.equal(dec.decode((await a.get(c.handle, "alice")).data), "a's secret");
     } finally {
       await b.close();
@@ -124,45 +124,45 @@ describe("HandleStore", () => {
     await store.close();
   });
 
-  test("errors: InvalidHandle, HandleNotFound for another principal, Conflict with the current generation, ValueTooLarge writes nothing, InvalidPrincipal, invalid_value", async () => {
+  test("errors: InvalidHandleError, HandleNotFoundError for another principal, ConflictError with the current generation, ValueTooLargeError writes nothing, InvalidPrincipalError, invalid_value", async () => {
     const { store, dir } = await open({ maxValueBytes: 16 });
     const c = await store.create("", enc.encode("x"));
     for (const h of ["", "mrh1_", "nope", c.handle + "A", c.handle.slice(0, -1) + "é", "mrh2_" + c.handle.slice(5)]) {
-      await failure(store.get(h, ""), InvalidHandle, "invalid_handle");
+      await failure(store.get(h, ""), InvalidHandleError, "invalid_handle");
     }
-    await failure(store.exists("nope", ""), InvalidHandle, "invalid_handle");
-    await failure(store.get(c.handle, "mallory"), HandleNotFound, "handle_not_found");
-    await failure(store.put(c.handle, "mallory", enc.encode("y")), HandleNotFound, "handle_not_found");
+    await failure(store.exists("nope", ""), InvalidHandleError, "invalid_handle");
+    await failure(store.get(c.handle, "mallory"), HandleNotFoundError, "handle_not_found");
+    await failure(store.put(c.handle, "mallory", enc.encode("y")), HandleNotFoundError, "handle_not_found");
     await store.put(c.handle, "", enc.encode("y"));
-    const conflict = await failure(store.put(c.handle, "", enc.encode("z"), { expect: 1 }), Conflict, "conflict");
+    const conflict = await failure(store.put(c.handle, "", enc.encode("z"), { expect: 1 }), ConflictError, "conflict");
     assert.equal(conflict.generation, 2);
     assert.equal(dec.decode((await store.get(c.handle, "")).data), "y", "nothing changed");
     const records = () => fs.readdirSync(dir).filter((f) => f.startsWith("h-")).length;
-    await failure(store.create("", new Uint8Array(17)), ValueTooLarge, "value_too_large");
-    await failure(store.put(c.handle, "", new Uint8Array(17)), ValueTooLarge, "value_too_large");
+    await failure(store.create("", new Uint8Array(17)), ValueTooLargeError, "value_too_large");
+    await failure(store.put(c.handle, "", new Uint8Array(17)), ValueTooLargeError, "value_too_large");
     assert.equal(records(), 1, "nothing written");
     assert.equal((await store.get(c.handle, "")).generation, 2);
-    await failure(store.create("x".repeat(1025), enc.encode("v")), InvalidPrincipal, "invalid_principal");
-    await failure(store.get(c.handle, 5 as unknown as string), InvalidPrincipal, "invalid_principal");
-    const bad = await failure(store.create("", "text" as unknown as Uint8Array), HandleStoreError, "invalid_value");
+    await failure(store.create("x".repeat(1025), enc.encode("v")), InvalidPrincipalError, "invalid_principal");
+    await failure(store.get(c.handle, 5 as unknown as string), InvalidPrincipalError, "invalid_principal");
+    const bad = await failure(store.create("", "text" as unknown as Uint8Array), MCPResumeError, "invalid_value");
     assert.match(bad.message, /Uint8Array/);
     await store.close();
-    const closed = await failure(store.get(c.handle, ""), HandleStoreError, "not_open");
+    const closed = await failure(store.get(c.handle, ""), MCPResumeError, "not_open");
     assert.match(closed.message, /closed/);
   });
 
-  test("options: a per-handle TTL may only shorten the store's; bad option types and environment values are InvalidHandleOption", async () => {
+  test("options: a per-handle TTL may only shorten the store's; bad option types and environment values are InvalidOptionError", async () => {
     const { store, root } = await open({ idleTtlMs: 60_000, maxAgeMs: 120_000 });
     const c = await store.create("", enc.encode("v"), { idleTtlMs: 1000, maxAgeMs: 5000 });
     assert.deepEqual([c.idleTtlMs, c.maxAgeMs], [1000, 5000]);
-    const e = await failure(store.create("", enc.encode("v"), { idleTtlMs: 60_001 }), InvalidHandleOption, "invalid_option");
-    assert.match(e.message, /idle_ttl_ms may only shorten/);
+    const e = await failure(store.create("", enc.encode("v"), { idleTtlMs: 60_001 }), InvalidOptionError, "invalid_option");
+    assert.match(e.message, /idleTtlMs may only shorten/);
     await store.close();
-    await failure(HandleStore.open("hs-test", { stateRoot: root, logger: quiet, maxHandles: "ten" as unknown as number }), InvalidHandleOption, "invalid_option");
+    await failure(HandleStore.open("hs-test", { stateRoot: root, logger: quiet, maxHandles: "ten" as unknown as number }), InvalidOptionError, "invalid_option");
     for (const [k, v] of [["MCP_RESUME_STATE_IDLE_TTL", "banana"], ["MCP_RESUME_STATE_MAX_AGE", "-5s"]] as const) {
       process.env[k] = v;
       try {
-        const err = await failure(HandleStore.open("hs-test", { stateRoot: root, logger: quiet }), InvalidHandleOption, "invalid_option");
+        const err = await failure(HandleStore.open("hs-test", { stateRoot: root, logger: quiet }), InvalidOptionError, "invalid_option");
         assert.match(err.message, new RegExp(k));
       } finally {
         delete process.env[k];
@@ -176,7 +176,7 @@ describe("HandleStore", () => {
     } finally {
       delete process.env["MCP_RESUME_STATE_IDLE_TTL"];
     }
-    await failure(HandleStore.open("no/slash", { stateRoot: root, logger: quiet }), HandleStoreError, "invalid_app");
+    await failure(HandleStore.open("no/slash", { stateRoot: root, logger: quiet }), MCPResumeError, "invalid_app");
   });
 
   test("MCP_RESUME=off turns resume off, not the handle store", async () => {
@@ -193,7 +193,7 @@ describe("HandleStore", () => {
 });
 
 describe("HandleStore lifetimes with a clock", () => {
-  test("idle expiry, refreshed by get and put; then HandleExpired(idle) for the tombstone period, then HandleNotFound", async () => {
+  test("idle expiry, refreshed by get and put; then HandleExpiredError(idle) for the tombstone period, then HandleNotFoundError", async () => {
     let now = Date.UTC(2026, 0, 1);
     const { store, logs } = await open({ clock: () => now, idleTtlMs: 10_000, tombstoneMs: 60_000 });
     const c = await store.create("", enc.encode("v"));
@@ -206,15 +206,15 @@ describe("HandleStore lifetimes with a clock", () => {
     assert.equal(await store.exists(c.handle, ""), true, "exists never refreshes");
     now += 1_001;
     assert.equal(await store.exists(c.handle, ""), false);
-    const e = await failure(store.get(c.handle, ""), HandleExpired, "handle_expired");
+    const e = await failure(store.get(c.handle, ""), HandleExpiredError, "handle_expired");
     assert.equal(e.reason, "idle");
     assert.ok(logs.some((l) => l.fields?.event === "handle_expired"), JSON.stringify(logs));
     now += 60_001;
-    await failure(store.get(c.handle, ""), HandleNotFound, "handle_not_found");
+    await failure(store.get(c.handle, ""), HandleNotFoundError, "handle_not_found");
     await store.close();
   });
 
-  test("maximum age: nothing extends it; HandleExpired(max_age)", async () => {
+  test("maximum age: nothing extends it; HandleExpiredError(max_age)", async () => {
     let now = Date.UTC(2026, 0, 1);
     const { store } = await open({ clock: () => now, idleTtlMs: 10_000, maxAgeMs: 25_000 });
     const c = await store.create("", enc.encode("v"));
@@ -223,12 +223,12 @@ describe("HandleStore lifetimes with a clock", () => {
       await store.touch(c.handle, "");
     }
     now += 1_001;
-    const e = await failure(store.touch(c.handle, ""), HandleExpired, "handle_expired");
+    const e = await failure(store.touch(c.handle, ""), HandleExpiredError, "handle_expired");
     assert.equal(e.reason, "max_age");
     await store.close();
   });
 
-  test("capacity: the least recently used handle is evicted and answers HandleEvicted; gc counts and drops tombstones", async () => {
+  test("capacity: the least recently used handle is evicted and answers HandleEvictedError; gc counts and drops tombstones", async () => {
     let now = Date.UTC(2026, 0, 1);
     const { store } = await open({ clock: () => now, maxHandles: 2, tombstoneMs: 5_000 });
     assert.equal(store.settings.shards, 1);
@@ -239,7 +239,7 @@ describe("HandleStore lifetimes with a clock", () => {
     await store.get(a.handle, ""); // a is now more recent than b
     now += 2_000;
     const c = await store.create("", enc.encode("c"));
-    await failure(store.get(b.handle, ""), HandleEvicted, "handle_evicted");
+    await failure(store.get(b.handle, ""), HandleEvictedError, "handle_evicted");
     assert.equal(dec.decode((await store.get(a.handle, "")).data), "a");
     assert.equal(dec.decode((await store.get(c.handle, "")).data), "c");
     const list = await store.list();
@@ -249,13 +249,13 @@ describe("HandleStore lifetimes with a clock", () => {
     const gc = await store.gc();
     assert.equal(gc.tombstonesDropped, 1);
     assert.equal(gc.live, 2);
-    await failure(store.get(b.handle, ""), HandleNotFound, "handle_not_found");
+    await failure(store.get(b.handle, ""), HandleNotFoundError, "handle_not_found");
     await store.close();
   });
 });
 
 describe("HandleStore concurrency", () => {
-  test("a shard lock held by another store: StoreUnavailable after lockWaitMs; released, the call goes through", async () => {
+  test("a shard lock held by another store: StoreUnavailableError after lockWaitMs; released, the call goes through", async () => {
     const { store, dir } = await open({ maxHandles: 100, lockWaitMs: 150 });
     assert.equal(store.settings.shards, 1);
     const c = await store.create("", enc.encode("v"));
@@ -266,7 +266,7 @@ describe("HandleStore concurrency", () => {
     const call = (fn: string) => JSON.parse(Buffer.from(other.call(fn, Buffer.from(JSON.stringify({ name: "lock-00", socket })))).toString());
     assert.deepEqual(call("mcp_resume_lock"), {});
     const t0 = performance.now();
-    const e = await failure(store.get(c.handle, ""), StoreUnavailable, "store_unavailable");
+    const e = await failure(store.get(c.handle, ""), StoreUnavailableError, "store_unavailable");
     assert.ok(performance.now() - t0 >= 140, "waited lockWaitMs");
     assert.match(e.message, /busy/);
     assert.deepEqual(call("mcp_resume_unlock"), {});
@@ -292,7 +292,7 @@ describe("HandleStore concurrency", () => {
             done++;
             puts++;
           } catch (e) {
-            if (!(e instanceof Conflict)) throw e;
+            if (!(e instanceof ConflictError)) throw e;
             conflicts++;
           }
         }
@@ -329,7 +329,7 @@ describe("HandleStore concurrency", () => {
         done++;
         mine++;
       } catch (e) {
-        if (!(e instanceof Conflict)) throw e;
+        if (!(e instanceof ConflictError)) throw e;
       }
     }
     const reports = (await Promise.all(lines)).map((l) => JSON.parse(l.at(-1)!) as { puts: number; conflicts: number; errors: string[] });

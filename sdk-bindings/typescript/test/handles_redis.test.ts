@@ -3,7 +3,7 @@
 // when there is none, failed when MCP_RESUME_REQUIRE_REDIS=1): every method
 // end to end, two stores and a second process sharing handles through the
 // server, the environment variable choosing the backend, an unreachable or
-// busy server answering StoreUnavailable within the deadline while the event
+// busy server answering StoreUnavailableError within the deadline while the event
 // loop keeps ticking, a restarted server reached again by the next call, and
 // an idle store keeping neither the process nor its thread alive, and a
 // three-master Redis Cluster (redis-cli --cluster create), a server with a
@@ -16,7 +16,7 @@ import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
 
 import { HostFunctions } from "../src/hostfuncs.js";
-import { Conflict, HandleNotFound, HandleStore, InvalidHandleOption, StoreUnavailable, type HandleStoreOptions } from "../src/index.js";
+import { ConflictError, HandleNotFoundError, HandleStore, InvalidOptionError, StoreUnavailableError, type HandleStoreOptions } from "../src/index.js";
 import type { Logger, LogFields } from "../src/logger.js";
 import { evalError, loadRedis, replyJson } from "../src/redis.js";
 import { callExport, loadStore } from "../src/store.js";
@@ -59,6 +59,23 @@ async function ticking<T>(p: () => Promise<T>): Promise<{ result: PromiseSettled
 describe("HandleStore on Redis", () => {
   const skip = (t: { skip(m: string): void }) => (redis ? false : (t.skip("no redis-server on PATH"), true));
 
+  test("a 4 MiB value (the largest maxValueBytes) round-trips", async (t) => {
+    if (skip(t)) return;
+    await redis!.flush();
+    const { store } = await open({ maxValueBytes: 4 << 20, timeoutMs: 10_000 });
+    try {
+      const big = new Uint8Array(4 << 20);
+      for (let i = 0; i < big.length; i++) big[i] = (i * 13 + 5) & 0xff;
+      const c = await store.create("", big);
+      const v = await store.get(c.handle, "");
+      assert.ok(Buffer.from(v.data).equals(Buffer.from(big)));
+      big[1] = 0;
+      assert.equal(await store.put(c.handle, "", big, { expect: 1 }), 2);
+    } finally {
+      await store.close();
+    }
+  });
+
   test("every method end to end: settings, create, get, put with and without expect, touch, exists, list, gc, delete", async (t) => {
     if (skip(t)) return;
     await redis!.flush();
@@ -72,18 +89,18 @@ describe("HandleStore on Redis", () => {
     const v = await store.get(c.handle, "alice");
     assert.equal(dec.decode(v.data), "one");
     assert.equal(await store.put(c.handle, "alice", enc.encode("two"), { expect: 1 }), 2);
-    await assert.rejects(store.put(c.handle, "alice", enc.encode("x"), { expect: 1 }), (e: unknown) => e instanceof Conflict && e.generation === 2);
+    await assert.rejects(store.put(c.handle, "alice", enc.encode("x"), { expect: 1 }), (e: unknown) => e instanceof ConflictError && e.generation === 2);
     assert.equal(await store.put(c.handle, "alice", enc.encode("three")), 3);
     assert.equal((await store.touch(c.handle, "alice")).generation, 3);
     assert.equal(await store.exists(c.handle, "alice"), true);
     assert.equal(await store.exists(c.handle, "bob"), false);
-    await assert.rejects(store.get(c.handle, "bob"), HandleNotFound);
+    await assert.rejects(store.get(c.handle, "bob"), HandleNotFoundError);
     const l = await store.list();
     assert.equal(l.live, 1);
     assert.equal(l.handles[0]!.generation, 3);
     assert.equal((await store.gc()).live, 1);
     await store.delete(c.handle, "alice", { expect: 3 });
-    await assert.rejects(store.get(c.handle, "alice"), HandleNotFound);
+    await assert.rejects(store.get(c.handle, "alice"), HandleNotFoundError);
     const keys = (await redis!.client.sendCommand(["KEYS", "*"])) as string[];
     assert.ok(keys.every((k) => k.startsWith("mcp-resume:")), keys.join(" "));
     await store.close();
@@ -116,14 +133,14 @@ await s.close();`;
       const c = await s.create("", enc.encode("env"));
       assert.equal(dec.decode((await s.get(c.handle, "")).data), "env");
       await s.close();
-      await assert.rejects(HandleStore.open("hs-env", { stateUrl: "http://nope", logger: quiet }), InvalidHandleOption);
+      await assert.rejects(HandleStore.open("hs-env", { stateUrl: "http://nope", logger: quiet }), InvalidOptionError);
     } finally {
       if (saved === undefined) delete process.env["MCP_RESUME_STATE_URL"];
       else process.env["MCP_RESUME_STATE_URL"] = saved;
     }
   });
 
-  test("nothing listening: StoreUnavailable within the deadline, the event loop ticking meanwhile, no password anywhere", async (t) => {
+  test("nothing listening: StoreUnavailableError within the deadline, the event loop ticking meanwhile, no password anywhere", async (t) => {
     if (skip(t)) return;
     const port = await freePort();
     const { store, lines } = await open({ stateUrl: `redis://me:s3cretpw@127.0.0.1:${port}/0`, timeoutMs: 400 });
@@ -131,7 +148,7 @@ await s.close();`;
     const { result, ticks, ms } = await ticking(() => store.create("", enc.encode("x")));
     assert.equal(result.status, "rejected");
     const e = (result as PromiseRejectedResult).reason as Error;
-    assert.ok(e instanceof StoreUnavailable, String(e));
+    assert.ok(e instanceof StoreUnavailableError, String(e));
     assert.ok(!e.message.includes("s3cretpw"), e.message);
     assert.ok(ms < 400 + 1500, `took ${ms.toFixed(0)} ms, deadline 400 ms`);
     assert.ok(ticks >= 5, `the event loop turned ${ticks} times in ${ms.toFixed(0)} ms`);
@@ -139,7 +156,7 @@ await s.close();`;
     await store.close();
   });
 
-  test("a busy server: StoreUnavailable at the deadline (timeout), ticking meanwhile; the next call goes through", async (t) => {
+  test("a busy server: StoreUnavailableError at the deadline (timeout), ticking meanwhile; the next call goes through", async (t) => {
     if (skip(t)) return;
     const { store } = await open({ timeoutMs: 200 });
     const c = await store.create("", enc.encode("v"));
@@ -148,7 +165,7 @@ await s.close();`;
     await new Promise((r) => setTimeout(r, 50));
     const { result, ticks, ms } = await ticking(() => store.get(c.handle, ""));
     assert.equal(result.status, "rejected");
-    assert.ok((result as PromiseRejectedResult).reason instanceof StoreUnavailable);
+    assert.ok((result as PromiseRejectedResult).reason instanceof StoreUnavailableError);
     assert.ok(ms >= 190 && ms < 200 + 1000, `took ${ms.toFixed(0)} ms, deadline 200 ms`);
     assert.ok(ticks >= 10, `the event loop turned ${ticks} times in ${ms.toFixed(0)} ms`);
     await busy;
@@ -162,11 +179,11 @@ await s.close();`;
     const { store } = await open({ stateUrl: own!.url, timeoutMs: 500 });
     const c = await store.create("", enc.encode("before"));
     own!.kill();
-    await assert.rejects(store.get(c.handle, ""), StoreUnavailable);
+    await assert.rejects(store.get(c.handle, ""), StoreUnavailableError);
     const again = await startRedis(own!.port);
     try {
       // The record died with the server (no persistence): the store answers, so it reconnected.
-      await assert.rejects(store.get(c.handle, ""), HandleNotFound);
+      await assert.rejects(store.get(c.handle, ""), HandleNotFoundError);
       const d = await store.create("", enc.encode("after"));
       assert.equal(dec.decode((await store.get(d.handle, "")).data), "after");
     } finally {
@@ -210,8 +227,9 @@ test("a server with a password: the right one works end to end; a wrong one or n
     await store.close();
     const bad = await HandleStore.open("hs-auth", { stateUrl: url("wrongpw-2"), logger: { debug: add, info: add, warn: add, error: add } });
     const e = await bad.create("", enc.encode("x")).then(() => assert.fail("created with a wrong password"), (x: unknown) => x as Error);
-    assert.ok(e instanceof StoreUnavailable && !e.message.includes("wrongpw-2"), String(e));
+    assert.ok(e instanceof StoreUnavailableError && !e.message.includes("wrongpw-2"), String(e));
     assert.match(e.message, /refused the credentials .*check the user and password in the URL/);
+    assert.equal((e as StoreUnavailableError).reason, "auth");
     await bad.close();
     assert.ok(lines.every((l) => !l.includes("rightpw-1") && !l.includes("wrongpw-2")), lines.join("\n"));
   } finally {

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import * as path from "node:path";
 import { after, describe, test } from "node:test";
 
-import { InvalidAppError, InvalidOptionError, PluginError, ResumeTokenStore, type OpenOptions } from "../src/index.js";
+import { InvalidAppError, InvalidOptionError, MCPResumeError, ResumeTokenStore, type OpenOptions } from "../src/index.js";
 import { cleanupTemps, tempDir } from "./helpers.js";
 
 after(cleanupTemps);
@@ -17,7 +17,8 @@ const APP_MISSING = "app name missing: give the server's application name, 1-64 
 
 async function refusal(options: unknown): Promise<Error> {
   try {
-    const s = await ResumeTokenStore.open(options as OpenOptions);
+    const { app, ...rest } = options as OpenOptions & { app?: unknown };
+    const s = await ResumeTokenStore.open(app as string, rest);
     await s.close();
   } catch (e) {
     return e as Error;
@@ -33,7 +34,7 @@ describe("options", () => {
       [{ launchers: ["ok", 5] }, InvalidOptionError, `launchers must be a list of strings, not a list holding a number: ${HINT}`],
       [{ launchers: 5 }, InvalidOptionError, `launchers must be a list of strings, not a number: ${HINT}`],
       [{ launchers: [() => 1] }, InvalidOptionError, "launchers must be a list of strings, not a list holding a function"],
-      [{ stateRoot: 5 }, InvalidOptionError, "state_root must be a string, not a number: give an absolute path, or leave it out for the default"],
+      [{ stateRoot: 5 }, InvalidOptionError, "stateRoot must be a string, not a number: give an absolute path, or leave it out for the default"],
       [{ stateDir: "/tmp/x" }, InvalidOptionError, "stateDir is now stateRoot: the option names the state root, the directory that holds one state directory per app; rename it"],
       [{ instance: 7 }, InvalidOptionError, "instance must be a string, not a number"],
       [{ instance: 7n }, InvalidOptionError, "instance must be a string, not a bigint"],
@@ -49,12 +50,15 @@ describe("options", () => {
       assert.equal(e.message, message, label);
       assert.ok(!e.message.includes("wire:"));
     }
-    assert.ok((await refusal({ app: "app", launchers: "npx", logger: quiet })) instanceof PluginError, "InvalidOptionError is a PluginError, as before");
+    assert.ok((await refusal({ app: "app", launchers: "npx", logger: quiet })) instanceof MCPResumeError, "InvalidOptionError is an MCPResumeError");
+    const unknown = await refusal({ app: "app", stateRoot, logger: quiet, launcher: ["x"] });
+    assert.ok(unknown instanceof InvalidOptionError, String(unknown));
+    assert.match(unknown.message, /unknown option "launcher"/);
   });
   test("launchers: any iterable of names", async () => {
     const stateRoot = path.join(tempDir(), "state");
     for (const launchers of [["my-wrapper"], new Set(["a", "b"]), (function* () { yield "x"; })()]) {
-      await (await ResumeTokenStore.open({ app: "app", stateRoot, logger: quiet, launchers: launchers as Iterable<string> as readonly string[] })).close();
+      await (await ResumeTokenStore.open("app", { stateRoot, logger: quiet, launchers: launchers as Iterable<string> as readonly string[] })).close();
     }
   });
 });

@@ -27,7 +27,7 @@ test("temporary file names come from a real random source", { skip: process.plat
   });
   const stateRoot = path.join(tempDir(), "state");
   for (const app of ["rand-a", "rand-b"]) {
-    const store = await ResumeTokenStore.open({ app, stateRoot, logger: quiet, instance: "" });
+    const store = await ResumeTokenStore.open(app, { stateRoot, logger: quiet, instance: "" });
     await store.store("tok-1");
     await store.store("tok-2");
     await store.close();

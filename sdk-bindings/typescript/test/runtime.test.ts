@@ -27,7 +27,7 @@ import { readlinkSync, readdirSync, writeFileSync } from "node:fs";
 const { ResumeTokenStore } = await import(${JSON.stringify(DIST)});
 const [report, state] = process.argv.slice(1);
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
-const store = await ResumeTokenStore.open({ app: "fds-app", stateRoot: state, instance: "", logger: quiet });
+const store = await ResumeTokenStore.open("fds-app", { stateRoot: state, instance: "", logger: quiet });
 await store.store("tok-fds");
 await store.load();
 const target = (fd) => { try { return readlinkSync("/proc/self/fd/" + fd); } catch { return "closed"; } };

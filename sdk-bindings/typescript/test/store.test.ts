@@ -36,9 +36,10 @@ const LOCK = `lock-${HOST.pid}-${HOST.startTime}`;
 
 /** Opens a store whose state directory is `dir` (default: a fresh one; the state root is its parent, the app
  * "test-app") with no instance, logging into `lines`. */
-async function open(extra: Partial<OpenOptions> = {}, dir = path.join(tempDir(), "state", "test-app")) {
+async function open(extra: Partial<OpenOptions> & { app?: string } = {}, dir = path.join(tempDir(), "state", "test-app")) {
   const { logger, lines } = capture();
-  const store = await ResumeTokenStore.open({ app: "test-app", stateRoot: path.dirname(dir), logger, instance: "", ...extra });
+  const { app = "test-app", ...options } = extra;
+  const store = await ResumeTokenStore.open(app, { stateRoot: path.dirname(dir), logger, instance: "", ...options });
   return { store, dir, lines };
 }
 
@@ -62,7 +63,7 @@ const MSG_AMBIGUOUS_DECLARED = "Two server instances under this host declared th
 describe("open", () => {
   test("app names: the plugin's rule, as InvalidAppError (code invalid_app)", async () => {
     for (const app of ["", ".x", "-x", "a/b", "a b", "x".repeat(65), "é", "../x", undefined]) {
-      await assert.rejects(ResumeTokenStore.open({ app: app as string, logger: capture().logger }), (e: unknown) => e instanceof InvalidAppError && e.code === "invalid_app", JSON.stringify(app));
+      await assert.rejects(ResumeTokenStore.open(app as string, { logger: capture().logger }), (e: unknown) => e instanceof InvalidAppError && e.code === "invalid_app", JSON.stringify(app));
     }
     await assert.rejects(ResumeTokenStore.open(undefined as never), InvalidAppError);
     for (const app of ["a", "A9", "github-server", "x.y_z-1", "x".repeat(64)]) await (await open({ app })).store.close();
@@ -72,18 +73,18 @@ describe("open", () => {
     try {
       const envDir = path.join(tempDir(), "from-env");
       process.env["MCP_RESUME_STATE_DIR"] = envDir;
-      const a = await ResumeTokenStore.open({ app: "x", logger: capture().logger });
+      const a = await ResumeTokenStore.open("x", { logger: capture().logger });
       assert.equal(a.stateDir, path.join(envDir, "x"), "MCP_RESUME_STATE_DIR is the root of one directory per app");
       await a.close();
-      const b = await ResumeTokenStore.open({ app: "x", stateRoot: "rel/dir", logger: capture().logger });
+      const b = await ResumeTokenStore.open("x", { stateRoot: "rel/dir", logger: capture().logger });
       assert.equal(b.stateDir, path.resolve("rel/dir/x"));
       assert.equal(b.stateRoot, path.resolve("rel/dir"), "stateRoot is the option, made absolute; stateDir the app's directory in it");
       await b.close();
-      const up = await ResumeTokenStore.open({ app: "X", stateRoot: "rel/dir", logger: capture().logger });
+      const up = await ResumeTokenStore.open("X", { stateRoot: "rel/dir", logger: capture().logger });
       assert.equal(up.stateDir, path.resolve("rel/dir/+x"), "case-folding file systems must not merge apps");
       await up.close();
       delete process.env["MCP_RESUME_STATE_DIR"];
-      const c = await ResumeTokenStore.open({ app: "my-app", logger: capture().logger });
+      const c = await ResumeTokenStore.open("my-app", { logger: capture().logger });
       assert.match(c.stateDir, /\/mcp-resume\/my-app$/);
       assert.ok(path.isAbsolute(c.stateDir));
       await c.close();
@@ -239,7 +240,7 @@ describe("instances", { skip: !LINUX && "file names are checked against /proc" }
     const run = async (cwd: string): Promise<{ stateDir: string; names: { token?: string } }> => {
       const code = `import { ResumeTokenStore } from ${JSON.stringify(DIST)}; import { callExport } from ${JSON.stringify(new URL("../dist/store.js", import.meta.url).href)};
         process.chdir(process.env.GO_TO);
-        const s = await ResumeTokenStore.open({ app: "x", stateRoot: "rel", logger: { debug() {}, info() {}, warn() {}, error() {} } });
+        const s = await ResumeTokenStore.open("x", { stateRoot: "rel", logger: { debug() {}, info() {}, warn() {}, error() {} } });
         const names = await callExport(s, "names");
         process.stderr.write(JSON.stringify({ stateDir: s.stateDir, names: JSON.parse(Buffer.from(names.output ?? []).toString() || "{}") }));
         await s.close();`;
@@ -338,7 +339,7 @@ describe("lock", { skip: !LINUX && "the abstract-socket lock is Linux's" }, () =
       nodeEval(`import { ResumeTokenStore } from ${JSON.stringify(DIST)};
         const events = [];
         const log = (m, f) => events.push(f?.event);
-        const s = await ResumeTokenStore.open({ app: "holder", stateRoot: ${JSON.stringify(dir)}, instance: "", logger: { debug() {}, info: log, warn: log, error: log } });
+        const s = await ResumeTokenStore.open("holder", { stateRoot: ${JSON.stringify(dir)}, instance: "", logger: { debug() {}, info: log, warn: log, error: log } });
         process.stdout.write(JSON.stringify({ token: (await s.load()) ?? null, events }));`);
     const { child, exited } = await startHolder("store", dir);
     try {
@@ -356,7 +357,7 @@ describe("lock", { skip: !LINUX && "the abstract-socket lock is Linux's" }, () =
   test("the lock never keeps the process alive (a store left open still lets node exit)", async () => {
     const sd = path.join(tempDir(), "s");
     const r = await nodeEval(`import { ResumeTokenStore } from ${JSON.stringify(DIST)};
-      const s = await ResumeTokenStore.open({ app: "w", stateRoot: process.env.SD, instance: "" });
+      const s = await ResumeTokenStore.open("w", { stateRoot: process.env.SD, instance: "" });
       await s.load(); await s.store("tok-A");
       process.stderr.write("loaded\\n");`, { ...process.env, SD: sd });
     assert.equal(r.code, 0, r.stderr);
@@ -483,7 +484,7 @@ describe("Extism 1.0.3 traps", () => {
   });
   test("the WASI warning is suppressed, other warnings are not; nothing reaches stdout", async () => {
     const code = `import { ResumeTokenStore } from ${JSON.stringify(DIST)};
-      const s = await ResumeTokenStore.open({ app: "w", stateRoot: process.env.SD });
+      const s = await ResumeTokenStore.open("w", { stateRoot: process.env.SD });
       await s.load(); await s.store("tok-A"); await s.load(); await s.close();
       process.emitWarning("other warning stays", "ExperimentalWarning");`;
     const r = await nodeEval(code, { ...process.env, SD: path.join(tempDir(), "s"), EXTISM_ENABLE_WASI_OUTPUT: "1" });
