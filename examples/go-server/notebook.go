@@ -106,6 +106,10 @@ func (n *notebooks) register() {
 		})
 	mcpadapter.AddTool(n.server, &mcp.Tool{Name: "notebook_delete", Description: "Deletes a notebook; its handle then answers handle_not_found. With generation, only if the notebook is still at that generation."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in deleteIn) (any, error) {
+			principal, err := mcpadapter.Principal(req)
+			if err != nil {
+				return nil, err
+			}
 			hs, err := n.a.Handles(ctx)
 			if err != nil {
 				return nil, err
@@ -114,7 +118,7 @@ func (n *notebooks) register() {
 			if err != nil {
 				return nil, err
 			}
-			if err := hs.Delete(ctx, in.Handle, mcpadapter.Principal(req), opts...); err != nil {
+			if err := hs.Delete(ctx, in.Handle, principal, opts...); err != nil {
 				return nil, err
 			}
 			return map[string]any{}, nil

@@ -33,7 +33,8 @@
 // call: the UserID of the bearer token the SDK's auth middleware
 // (auth.RequireBearerToken) verified, which the SDK puts in
 // req.Extra.TokenInfo; "" when there is none, i.e. stdio, where the
-// process belongs to its one client. The JSON helpers (CreateJSON,
+// process belongs to its one client. An authenticated request whose token
+// names no user is refused (invalid_principal), never run as "". The JSON helpers (CreateJSON,
 // GetJSON, PutJSON, Update) take the request and use its principal, so a
 // tool cannot forget it: alice's handle answers handle_not_found to bob.
 //
@@ -274,13 +275,31 @@ func (a *Adapter) Close(ctx context.Context) error {
 
 // Principal is the principal a tool call runs as: the UserID of the bearer
 // token the SDK's auth middleware verified (req.Extra.TokenInfo), or ""
-// when there is none (stdio, or HTTP without authentication: one anonymous
-// client).
-func Principal(req *mcp.CallToolRequest) string {
-	if req != nil && req.Extra != nil && req.Extra.TokenInfo != nil {
-		return req.Extra.TokenInfo.UserID
+// when the request carries no token (stdio, or HTTP without
+// authentication: one anonymous client). A request that is authenticated
+// but whose TokenInfo has an empty UserID is refused with an *host.Error of
+// code invalid_principal: taking it as "" would put every such caller in
+// one anonymous principal, sharing their handles. Have the token verifier
+// set UserID to the user (not the OAuth client, which several users may
+// share).
+func Principal(req *mcp.CallToolRequest) (string, error) {
+	if req == nil || req.Extra == nil || req.Extra.TokenInfo == nil {
+		return "", nil
 	}
-	return ""
+	if id := req.Extra.TokenInfo.UserID; id != "" {
+		return id, nil
+	}
+	return "", &host.Error{Code: "invalid_principal", Message: "the request is authenticated but its token names no user (TokenInfo.UserID is empty): the handle store cannot tell its callers apart; have the token verifier set UserID"}
+}
+
+// storeFor is the open handle store and the request's principal.
+func (a *Adapter) storeFor(ctx context.Context, req *mcp.CallToolRequest) (*host.Handles, string, error) {
+	principal, err := Principal(req)
+	if err != nil {
+		return nil, "", err
+	}
+	hs, err := a.Handles(ctx)
+	return hs, principal, err
 }
 
 // CreateJSON stores value as JSON (encoding/json) under a new handle bound
@@ -289,7 +308,7 @@ func Principal(req *mcp.CallToolRequest) string {
 // host.Handles.Create; store_unavailable when it could not open), and an
 // *host.Error with code invalid_value when value cannot be encoded.
 func (a *Adapter) CreateJSON(ctx context.Context, req *mcp.CallToolRequest, value any, opts ...host.CreateOption) (host.Created, error) {
-	hs, err := a.Handles(ctx)
+	hs, principal, err := a.storeFor(ctx, req)
 	if err != nil {
 		return host.Created{}, err
 	}
@@ -297,7 +316,7 @@ func (a *Adapter) CreateJSON(ctx context.Context, req *mcp.CallToolRequest, valu
 	if err != nil {
 		return host.Created{}, err
 	}
-	return hs.Create(ctx, Principal(req), b, opts...)
+	return hs.Create(ctx, principal, b, opts...)
 }
 
 // GetJSON reads the value of handle for the request's principal into v (a
@@ -306,11 +325,11 @@ func (a *Adapter) CreateJSON(ctx context.Context, req *mcp.CallToolRequest, valu
 // an *host.Error with code invalid_value when the value is not JSON that
 // decodes into v (v is then left as json.Unmarshal leaves it).
 func (a *Adapter) GetJSON(ctx context.Context, req *mcp.CallToolRequest, handle string, v any) (int64, error) {
-	hs, err := a.Handles(ctx)
+	hs, principal, err := a.storeFor(ctx, req)
 	if err != nil {
 		return 0, err
 	}
-	val, err := hs.Get(ctx, handle, Principal(req))
+	val, err := hs.Get(ctx, handle, principal)
 	if err != nil {
 		return 0, err
 	}
@@ -326,7 +345,7 @@ func (a *Adapter) GetJSON(ctx context.Context, req *mcp.CallToolRequest, handle 
 // conflict, with the current generation). Errors: as host.Handles.Put, and
 // invalid_value when value cannot be encoded.
 func (a *Adapter) PutJSON(ctx context.Context, req *mcp.CallToolRequest, handle string, value any, opts ...host.WriteOption) (int64, error) {
-	hs, err := a.Handles(ctx)
+	hs, principal, err := a.storeFor(ctx, req)
 	if err != nil {
 		return 0, err
 	}
@@ -334,7 +353,7 @@ func (a *Adapter) PutJSON(ctx context.Context, req *mcp.CallToolRequest, handle 
 	if err != nil {
 		return 0, err
 	}
-	return hs.Put(ctx, handle, Principal(req), b, opts...)
+	return hs.Put(ctx, handle, principal, b, opts...)
 }
 
 // Update reads handle's JSON value into a T for the request's principal,

@@ -358,7 +358,28 @@ func TestToolError(t *testing.T) {
 	if mcpadapter.ToolError(nil) != nil {
 		t.Error("ToolError(nil) is not nil")
 	}
-	if p := mcpadapter.Principal(&mcp.CallToolRequest{}); p != "" {
-		t.Errorf("Principal without auth = %q", p)
+	if p, err := mcpadapter.Principal(&mcp.CallToolRequest{}); p != "" || err != nil {
+		t.Errorf("Principal without auth = %q, %v", p, err)
+	}
+}
+
+// TestPrincipal_AuthenticatedWithoutUser: a verified token that names no
+// user is refused rather than run as the anonymous principal "", which
+// every such caller would share.
+func TestPrincipal_AuthenticatedWithoutUser(t *testing.T) {
+	req := func(info *auth.TokenInfo) *mcp.CallToolRequest {
+		return &mcp.CallToolRequest{Extra: &mcp.RequestExtra{TokenInfo: info}}
+	}
+	if p, err := mcpadapter.Principal(req(&auth.TokenInfo{UserID: "alice"})); p != "alice" || err != nil {
+		t.Errorf("Principal(alice) = %q, %v", p, err)
+	}
+	_, err := mcpadapter.Principal(req(&auth.TokenInfo{}))
+	if !errors.Is(err, host.ErrInvalidPrincipal) {
+		t.Fatalf("Principal(no UserID) error = %v, want ErrInvalidPrincipal", err)
+	}
+	a := mcpadapter.Attach(mcp.NewServer(&mcp.Implementation{Name: "t"}, nil), "principal-test", &mcpadapter.Options{NoResume: true, Handles: &host.HandleOptions{StateRoot: t.TempDir()}})
+	defer a.Close(context.Background())
+	if _, err := a.CreateJSON(context.Background(), req(&auth.TokenInfo{}), map[string]int{}); !errors.Is(err, host.ErrInvalidPrincipal) {
+		t.Errorf("CreateJSON(no UserID) error = %v, want ErrInvalidPrincipal", err)
 	}
 }

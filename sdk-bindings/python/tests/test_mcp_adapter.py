@@ -247,3 +247,29 @@ def test_principal_comes_from_the_bearer_token(http_server: str) -> None:
     assert mine.structured_content == {"notes": [], "generation": 1}, mine
     theirs = anyio.run(_http_call, http_server, "tok-bob", "notebook_read", {"handle": handle})
     assert theirs.is_error and theirs.structured_content["error"] == "handle_not_found", theirs
+
+
+@pytest.mark.parametrize("subject,client_id,want", [("alice", "shared-client", "alice"), (None, "bob", "bob"),
+                                                    (None, "", None), ("", "", None)])
+def test_principal_of_an_authenticated_request(subject: str | None, client_id: str, want: str | None) -> None:
+    """The SDK's verified access token (set as the SDK's AuthContextMiddleware does) gives the principal: its subject,
+    else its client id. A token naming neither is refused (InvalidPrincipalError), never taken as the anonymous
+    principal "" that every such caller would then share; without a token the principal is ""."""
+    from mcp.server.auth.middleware.auth_context import auth_context_var
+    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+    from mcp.server.auth.provider import AccessToken
+
+    from mcp_resume import InvalidPrincipalError
+    from mcp_resume.mcp import principal_of
+
+    assert principal_of(None) == ""
+    token = AccessToken(token="t", client_id=client_id, scopes=[], subject=subject)
+    reset = auth_context_var.set(AuthenticatedUser(token))
+    try:
+        if want is None:
+            with pytest.raises(InvalidPrincipalError, match="names no subject and no client_id"):
+                principal_of(None)
+        else:
+            assert principal_of(None) == want
+    finally:
+        auth_context_var.reset(reset)

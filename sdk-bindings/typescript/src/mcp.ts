@@ -26,7 +26,7 @@
 import type { AuthInfo } from "@modelcontextprotocol/sdk/server/auth/types.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 
-import { ConflictError, HandleExpiredError, InvalidOptionError, InvalidValueError, MCPResumeError, StoreUnavailableError } from "./errors.js";
+import { ConflictError, HandleExpiredError, InvalidOptionError, InvalidPrincipalError, InvalidValueError, MCPResumeError, StoreUnavailableError } from "./errors.js";
 import { HandleStore, type Created, type HandleStoreOptions } from "./handles.js";
 import { createStderrLogger, safeLog, type Logger } from "./logger.js";
 import { ResumeTokenStore, type OpenOptions } from "./store.js";
@@ -69,15 +69,26 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
 /**
- * The principal of a tool call: `extra.authInfo.clientId`, the client the SDK's bearer authentication
- * found for the request; `""` without one (stdio, or HTTP without auth: one anonymous client).
+ * The principal of a tool call, from what the SDK's bearer authentication found for the request
+ * (`extra.authInfo`): the user its token verifier named as `authInfo.extra.sub` (a non-empty string),
+ * else `authInfo.clientId`; `""` when the request carries no `authInfo` (stdio, or HTTP without auth:
+ * one anonymous client). `clientId` is the OAuth client, which several users may share: a verifier whose
+ * client serves several users must set `extra.sub`, or they share their handles.
  *
  * @param extra - the tool callback's last argument (or undefined).
  * @returns the principal string handed to the handle store.
+ * @throws {@link InvalidPrincipalError} when the request is authenticated but its `authInfo` names
+ *   neither a user nor a client: treating it as `""` would put every such caller in one anonymous
+ *   principal, so the call is refused instead.
  */
 export function principalOf(extra: ToolExtra | undefined): string {
-  const id = extra?.authInfo?.clientId;
-  return typeof id === "string" ? id : "";
+  const auth = extra?.authInfo;
+  if (auth === undefined || auth === null) return "";
+  const sub = (auth.extra as Record<string, unknown> | undefined)?.["sub"];
+  if (typeof sub === "string" && sub !== "") return sub;
+  if (typeof auth.clientId === "string" && auth.clientId !== "") return auth.clientId;
+  throw new InvalidPrincipalError("invalid_principal",
+    "the request is authenticated but its authInfo names no user (extra.sub) and no clientId: the handle store cannot tell its callers apart; have the token verifier set one");
 }
 
 /**
@@ -166,7 +177,7 @@ export class Resume {
     return this.#handles;
   }
 
-  /** The principal of a tool call ({@link principalOf}): `extra.authInfo.clientId`, else `""`. */
+  /** The principal of a tool call ({@link principalOf}): `extra.authInfo.extra.sub`, else `clientId`, else `""` without auth. Throws {@link InvalidPrincipalError} as principalOf does. */
   principal(extra: ToolExtra | undefined): string {
     return principalOf(extra);
   }

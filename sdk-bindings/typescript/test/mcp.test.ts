@@ -15,8 +15,8 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
-import { InvalidOptionError } from "../src/index.js";
-import { attach, openResume } from "../src/mcp.js";
+import { InvalidOptionError, InvalidPrincipalError } from "../src/index.js";
+import { attach, openResume, principalOf } from "../src/mcp.js";
 import { cleanupTemps, PKG, ROOT, SERVER_JS, tempDir } from "./helpers.js";
 
 after(cleanupTemps);
@@ -123,5 +123,16 @@ describe("mcp-resume/mcp with the official MCP SDK", { concurrency: false }, () 
     assert.throws(() => openResume("x", { retry: 3 } as never), InvalidOptionError);
     assert.throws(() => openResume("x", { retries: -1 }), InvalidOptionError);
     assert.throws(() => attach({ server: {} }, "x", { handle: {} } as never), InvalidOptionError);
+  });
+
+  test("the principal of an authenticated request: extra.sub, else clientId; a token naming neither is refused, never anonymous", () => {
+    assert.equal(principalOf(undefined), "");
+    assert.equal(principalOf({} as never), "");
+    const auth = (clientId: string, extra?: Record<string, unknown>) => ({ authInfo: { token: "t", clientId, scopes: [], extra } }) as never;
+    assert.equal(principalOf(auth("shared-client", { sub: "alice" })), "alice");
+    assert.equal(principalOf(auth("bob")), "bob");
+    assert.equal(principalOf(auth("bob", { sub: "" })), "bob");
+    assert.throws(() => principalOf(auth("")), InvalidPrincipalError);
+    assert.throws(() => principalOf(auth("", { sub: 7 })), InvalidPrincipalError);
   });
 });

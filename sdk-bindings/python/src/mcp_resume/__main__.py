@@ -128,7 +128,7 @@ def _open(app: str, state_root: str = "", instance: str = "") -> ResumeTokenStor
     by the plugin), else none: the CLI's own arguments are not a server's."""
     if not instance and not os.environ.get("MCP_RESUME_INSTANCE"):
         instance = NO_INSTANCE
-    return ResumeTokenStore(app, state_root or None, logger=_quiet(), instance=instance or None)
+    return ResumeTokenStore(app, state_root=state_root or None, logger=_quiet(), instance=instance or None)
 
 
 def _subdirs(root: str) -> list[str]:

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ._async import AsyncResumeTokenStore
-from ._errors import ConflictError, InvalidValueError, MCPResumeError, StoreUnavailableError
+from ._errors import ConflictError, InvalidPrincipalError, InvalidValueError, MCPResumeError, StoreUnavailableError
 from ._handles import Created, HandleStore
 from ._handles_async import AsyncHandleStore
 
@@ -302,7 +302,12 @@ def principal_of(ctx: Any) -> str:
     """The principal of a tool call: the subject (else the client id) of the access token the SDK verified for it
     (HTTP with the SDK's bearer auth), else ``""`` (stdio, or HTTP without auth: one anonymous client). ``ctx`` is
     the tool's ``mcp.server.mcpserver.Context`` (or ``None``). Reads the token from the request's
-    authenticated user (``request.scope["user"].access_token``), else the SDK's ``get_access_token()``."""
+    authenticated user (``request.scope["user"].access_token``), else the SDK's ``get_access_token()``.
+
+    The client id names the OAuth client, which several users may share: a token verifier whose client serves
+    several users must set the token's ``subject``, or they share their handles. Raises
+    :class:`~mcp_resume.InvalidPrincipalError` when the request is authenticated but its token names neither a
+    subject nor a client: treating it as ``""`` would put every such caller in one anonymous principal."""
     token = None
     request = getattr(getattr(ctx, "request_context", None), "request", None) if ctx is not None else None
     scope = getattr(request, "scope", None)
@@ -317,14 +322,19 @@ def principal_of(ctx: Any) -> str:
             token = None
     if token is None:
         return ""
-    return str(getattr(token, "subject", None) or getattr(token, "client_id", None) or "")
+    for field in ("subject", "client_id"):
+        value = getattr(token, field, None)
+        if isinstance(value, str) and value:
+            return value
+    raise InvalidPrincipalError("the request is authenticated but its access token names no subject and no client_id: "
+                                "the handle store cannot tell its callers apart; have the token verifier set one")
 
 
 def of(ctx: Any) -> Request:
     """The :class:`Request` of a tool call: ``ctx`` is the tool's ``Context`` (the adapter is its
     ``request_context.lifespan_context``; the principal :func:`principal_of`), or the ``MCPServer`` itself (for the
     user's own lifespan: the principal ``""``). Raises ``LookupError`` when the server's lifespan is not
-    :func:`lifespan`'s."""
+    :func:`lifespan`'s, and :class:`~mcp_resume.InvalidPrincipalError` as :func:`principal_of` does."""
     adapter = _RUNNING.get(ctx) if not hasattr(ctx, "request_context") else None
     if adapter is not None:
         return Request(adapter, "")
