@@ -16,9 +16,10 @@
  * The adapter opens both stores in the background once the client has sent
  * `notifications/initialized` (so the MCP handshake never waits for the
  * plugin), or earlier when a tool asks for one, and closes them when the
- * server closes. The principal of a tool call is the SDK's
- * `extra.authInfo.clientId` (the bearer token's client), `""` without one
- * (stdio: the process belongs to its one client). A store error thrown in a
+ * server closes. The principal of a tool call is the user the SDK's bearer
+ * authentication found (`extra.authInfo.extra.sub`, else `clientId`), `""`
+ * without authentication (stdio: the process belongs to its one client); an
+ * authenticated request naming neither is refused ({@link principalOf}). A store error thrown in a
  * tool wrapped with {@link Resume.tool} becomes a tool error (`isError`).
  *
  * @packageDocumentation
