@@ -108,6 +108,7 @@ test-faults: build python-setup typescript-setup faults-setup
 	$(GO) vet -tags faults ./examples/faults/
 	@$(SKIP_FN); if [ "$$(id -u)" != 0 ]; then \
 	skip "fault suite (needs root: it runs servers as other users and in mount, PID and network namespaces)"; exit 0; fi; \
+	.ci/provision others; \
 	missing=; for p in $(FAULTS_TOOLS); do command -v $$p >/dev/null || missing="$$missing $$p"; done; \
 	require=-faults.require; if [ -n "$$missing" ]; then require=; \
 	skip "the fault rows that need$$missing (not installed: make provision installs them as root with apt)"; fi; \
