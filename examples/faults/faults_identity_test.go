@@ -496,8 +496,19 @@ func faultHomeUnset(t *testing.T, s *server) {
 		skipFault(t, fmt.Sprintf("no password-database home for uid %d: %v", os.Geteuid(), err))
 	}
 	local := filepath.Join(u.HomeDir, ".local")
-	if fi, err := os.Stat(local); err != nil || !fi.IsDir() {
-		skipFault(t, local+" does not exist to mount a tmpfs on")
+	if _, err := os.Lstat(local); os.IsNotExist(err) {
+		// No ~/.local to mount the tmpfs on (a fresh machine): inside the
+		// namespace only, the home becomes an overlay whose upper layer is
+		// on a tmpfs, and ~/.local is made there; the real home stays as
+		// it is.
+		scratch := t.TempDir()
+		ns.Run("mount", "-t", "tmpfs", "-o", "mode=0700", "tmpfs", scratch)
+		ns.Run("mkdir", filepath.Join(scratch, "upper"), filepath.Join(scratch, "work"))
+		ns.Run("mount", "-t", "overlay", "overlay", "-o",
+			"lowerdir="+u.HomeDir+",upperdir="+filepath.Join(scratch, "upper")+",workdir="+filepath.Join(scratch, "work"), u.HomeDir)
+		ns.Run("mkdir", "-m", "0755", local)
+	} else if fi, err := os.Stat(local); err != nil || !fi.IsDir() {
+		skipFault(t, fmt.Sprintf("%s is not a directory to mount a tmpfs on: %v", local, err))
 	}
 	ns.Run("mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", local)
 	f.StateDir = filepath.Join(local, "state", "mcp-resume", f.App)

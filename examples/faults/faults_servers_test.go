@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -137,6 +138,31 @@ func unreachableFor65534(argv []string) string {
 		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm()&0o004 == 0 {
 			return p
 		}
+	}
+	return ""
+}
+
+// cannotImportAs returns why a process of uid:gid cannot start s's Python
+// server (its interpreter, then `import mcp_resume, mcp.server` from .venv,
+// as packages, not namespace packages made of unreadable directories), or
+// "" when it can or s is not the Python server. Reaching the interpreter's
+// path (unreachableFor65534) is not enough: a .venv or checkout that other
+// users cannot read (made under umask 077, or below a private directory)
+// fails only at the import, which would fail the fault with a server that
+// never answered instead of naming the cause. `make provision`, as root,
+// gives other users what they need (o+x above the interpreter and the
+// checkout, o+rX on .venv).
+func cannotImportAs(uid, gid int, s *server) string {
+	if s.name != "python" {
+		return ""
+	}
+	cmd := exec.Command("setpriv", "--reuid", strconv.Itoa(uid), "--regid", strconv.Itoa(gid), "--clear-groups",
+		s.argv[0], "-c", "import mcp_resume, mcp.server; assert mcp.__file__ and mcp_resume.__file__, 'a package directory it cannot read was taken for a namespace package'")
+	cmd.Dir = "/"
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent"}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		return fmt.Sprintf("uid %d cannot import mcp_resume and mcp with %s (%v: %s): run `make provision` as root, which lets other users reach the interpreter and the checkout and read .venv", uid, s.argv[0], err, lines[len(lines)-1])
 	}
 	return ""
 }

@@ -356,7 +356,9 @@ func newNobody(t *testing.T, s *server) nobody {
 			t.Fatal(err)
 		}
 	} else if p := unreachableFor65534(s.argv); p != "" {
-		skipFault(t, fmt.Sprintf("uid 65534 cannot reach %s (a directory on its path lacks o+x or the file o+r): the %s server cannot run as another user from this checkout; clone the repository where other users can read it", p, s.title))
+		skipFault(t, fmt.Sprintf("uid 65534 cannot reach %s (a directory on its path lacks o+x or the file o+r): the %s server cannot run as another user from this checkout; run `make provision` as root, or clone the repository where other users can read it", p, s.title))
+	} else if why := cannotImportAs(65534, 65534, s); why != "" {
+		skipFault(t, why)
 	}
 	cache := filepath.Join(base, "cache")
 	os.Mkdir(cache, 0o700)

