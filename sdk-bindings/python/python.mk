@@ -37,7 +37,7 @@ $(PY_STAMP): $(PY_STAMP_DEPS)
 
 python-test: python-setup
 	cd $(PY_SRC) && $(PY) -m mypy
-	cd $(ROOT) && MCP_RESUME_REQUIRE_REDIS=1 $(PY) -m pytest -p no:cacheprovider sdk-bindings/python/tests
+	cd $(ROOT) && MCP_RESUME_REQUIRE_REDIS=$(MCP_RESUME_REQUIRE_REDIS) $(PY) -m pytest -p no:cacheprovider sdk-bindings/python/tests
 
 python-bench: python-setup
 	cd $(ROOT) && $(PY) examples/bench/python/bench_startup.py --runs 15

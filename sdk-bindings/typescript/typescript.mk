@@ -42,7 +42,7 @@ typescript-setup: $(TS_BINDING)/node_modules/.package-lock.json $(TS_EXAMPLE)/no
 typescript-test: typescript-setup
 	@command -v $${GO:-go} >/dev/null || { echo "typescript-test needs Go on PATH (it builds examples/broker)"; exit 2; }
 	cd $(TS_BINDING) && $(NODE) node_modules/typescript/bin/tsc -p tsconfig.test.json
-	cd $(TS_BINDING) && MCP_RESUME_REQUIRE_REDIS=1 $(NODE) --import tsx --test test/*.test.ts
+	cd $(TS_BINDING) && MCP_RESUME_REQUIRE_REDIS=$(MCP_RESUME_REQUIRE_REDIS) $(NODE) --import tsx --test test/*.test.ts
 
 typescript-bench: typescript-setup
 	cd $(ROOT) && $(NODE) examples/bench/typescript/startup.mjs -n 20

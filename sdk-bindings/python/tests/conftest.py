@@ -27,6 +27,9 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[3]
 #: The server and cli programs the Redis fixtures start.
 REDIS_SERVER = os.environ.get("MCP_RESUME_REDIS_SERVER") or "redis-server"
+# The stand-ins `make provision` installs when no Redis is (bin/redis), last on the PATH as the Makefile puts them,
+# so that a real redis-server always wins and pytest run by hand finds them too.
+os.environ["PATH"] = os.pathsep.join([os.environ.get("PATH", ""), str(Path(__file__).resolve().parents[3] / "bin" / "redis")])
 REDIS_CLI = os.environ.get("MCP_RESUME_REDIS_CLI") or "redis-cli"
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -95,7 +98,8 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
     """One ``redis-server`` for the session (see the module docstring); a test flushes it itself."""
     if shutil.which(REDIS_SERVER) is None:
         why = (f"{REDIS_SERVER} is not on the PATH: the Redis runs (conformance on the second backend, HandleStore "
-               "on Redis) cannot run; install it (Debian: apt-get install redis-server)")
+               f"on Redis) cannot run; run `make provision` (it installs Debian's package as root, else a stand-in from "
+               f"PyPI under bin/redis), or install {REDIS_SERVER} yourself")
         if os.environ.get("MCP_RESUME_REQUIRE_REDIS") == "1":
             pytest.fail(why + " (MCP_RESUME_REQUIRE_REDIS=1)")
         pytest.skip("SKIPPED LOUDLY: " + why)

@@ -266,7 +266,9 @@ export function freePort(): Promise<number> {
  * @throws when there is none and {@link REQUIRE_REDIS}, or when it does not answer within 10 s.
  */
 export async function startRedis(onPort?: number, extra: string[] = [], password?: string): Promise<RedisServer | undefined> {
-  const bin = (process.env["PATH"] ?? "").split(path.delimiter).map((d) => path.join(d, "redis-server")).find((p) => {
+  // PATH, then the stand-ins `make provision` puts in bin/redis when no Redis is installed.
+  const dirs = [...(process.env["PATH"] ?? "").split(path.delimiter), path.join(ROOT, "bin", "redis")];
+  const bin = dirs.map((d) => path.join(d, "redis-server")).find((p) => {
     try {
       return statSync(p).isFile();
     } catch {
@@ -274,7 +276,7 @@ export async function startRedis(onPort?: number, extra: string[] = [], password
     }
   });
   if (!bin) {
-    if (REQUIRE_REDIS) throw new Error("MCP_RESUME_REQUIRE_REDIS=1 but there is no redis-server on PATH (apt-get install redis-server)");
+    if (REQUIRE_REDIS) throw new Error("MCP_RESUME_REQUIRE_REDIS=1 but there is no redis-server on PATH or in bin/redis: run `make provision` (Debian's package as root, else a stand-in from PyPI)");
     return undefined;
   }
   const dir = tempDir("mcp-resume-redis-");
