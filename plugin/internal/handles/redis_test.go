@@ -274,3 +274,106 @@ func usedMemory(t *testing.T, rd *redistest.Server) int64 {
 	t.Fatalf("no used_memory in %q", info)
 	return 0
 }
+
+// On Redis the value is sealed with its generation: an older sealed value
+// put back beside the current generation field, or a generation field
+// moved away from its value, is refused (handle_not_found, the record
+// removed, handle_rollback logged); the old value never returns. A value
+// sealed in the first format (no generation) still opens; an unconditional
+// put seals again when its first guess of the next generation is wrong.
+func TestRedisRollbackRefused(t *testing.T) {
+	rd := conformance.Redis(t)
+	ctx := context.Background()
+	s, h := redisStore(t, rd.URL, "rollback")
+	b64 := func(v string) string { return base64.StdEncoding.EncodeToString([]byte(v)) }
+	record := func(handle string) string {
+		raw, _ := ParseHandle(handle)
+		k := deriveKeys(raw, "rollback")
+		return s.redisKey(s.shardOf(k.hash)) + "h:" + hashHex(k.hash)
+	}
+	rollbacks := func() int {
+		n := 0
+		for _, l := range h.Logs {
+			if l.Event == EventRollback {
+				n++
+				if l.Level != hostfuncs.LevelWarn || strings.Contains(l.Detail, "old") || !strings.HasPrefix(l.Detail, "key=") {
+					t.Errorf("rollback line %+v", l)
+				}
+			}
+		}
+		return n
+	}
+	for i, plant := range []string{"old value", "generation"} {
+		o, werr := call(t, s, "handle_create", map[string]any{"principal": "alice", "value": b64("old")})
+		if werr != nil {
+			t.Fatal(werr)
+		}
+		handle := o["handle"].(string)
+		key := record(handle)
+		old, err := rd.Client().HGet(ctx, key, "v").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for g := 2; g <= 3; g++ {
+			o, werr := call(t, s, "handle_put", map[string]any{"handle": handle, "principal": "alice", "value": b64("new")})
+			if werr != nil || o["generation"] != float64(g) {
+				t.Fatalf("put: %v, %v; want generation %d", o, werr, g)
+			}
+		}
+		if plant == "old value" {
+			err = rd.Client().HSet(ctx, key, "v", old).Err()
+		} else {
+			err = rd.Client().HSet(ctx, key, "g", "7").Err()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, werr = call(t, s, "handle_get", map[string]any{"handle": handle, "principal": "alice"})
+		if werr == nil || werr.Code != hostfuncs.CodeHandleNotFound {
+			t.Fatalf("%s planted: get = %v, %v; want handle_not_found", plant, o, werr)
+		}
+		if n, _ := rd.Client().Exists(ctx, key).Result(); n != 0 {
+			t.Errorf("%s planted: the record was not removed", plant)
+		}
+		if n := rollbacks(); n != i+1 {
+			t.Errorf("%s planted: %d handle_rollback lines, want %d", plant, n, i+1)
+		}
+	}
+	for _, l := range h.Logs {
+		if l.Event == EventCorrupt {
+			t.Errorf("a rollback logged as corrupt: %+v", l)
+		}
+	}
+
+	// A value of the first format: nonce and ciphertext, no generation.
+	o, werr := call(t, s, "handle_create", map[string]any{"principal": "alice", "value": b64("x")})
+	if werr != nil {
+		t.Fatal(werr)
+	}
+	handle := o["handle"].(string)
+	raw, _ := ParseHandle(handle)
+	k := deriveKeys(raw, "rollback")
+	nonce := make([]byte, 12)
+	sealed := gcm(k.seal).Seal(nonce, nonce, []byte("first format"), redisAAD("rollback", k.hash, k.tag("alice"), 0))
+	if err := rd.Client().HSet(ctx, record(handle), "v", base64.StdEncoding.EncodeToString(sealed)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	o, werr = call(t, s, "handle_get", map[string]any{"handle": handle, "principal": "alice"})
+	if werr != nil || o["value"] != b64("first format") || o["generation"] != float64(1) {
+		t.Fatalf("get of a first-format value = %v, %v", o, werr)
+	}
+	// An unconditional put on a handle past generation 2 seals again.
+	for g := 2; g <= 4; g++ {
+		o, werr = call(t, s, "handle_put", map[string]any{"handle": handle, "principal": "alice", "value": b64("v" + strconv.Itoa(g))})
+		if werr != nil || o["generation"] != float64(g) {
+			t.Fatalf("put: %v, %v; want generation %d", o, werr, g)
+		}
+	}
+	o, werr = call(t, s, "handle_get", map[string]any{"handle": handle, "principal": "alice"})
+	if werr != nil || o["value"] != b64("v4") || o["generation"] != float64(4) {
+		t.Fatalf("get after puts = %v, %v", o, werr)
+	}
+	if v, _ := rd.Client().HGet(ctx, record(handle), "v").Result(); !strings.HasPrefix(v, redisSealed) {
+		t.Errorf("a put wrote %q, not the current format", v[:min(len(v), 8)])
+	}
+}

@@ -39,6 +39,7 @@ const (
 	EventEvicted          = "handle_evicted"           // info
 	EventConflict         = "handle_conflict"          // info
 	EventCorrupt          = "handle_corrupt"           // warn
+	EventRollback         = "handle_rollback"          // warn
 	EventIndexRebuilt     = "handle_index_rebuilt"     // warn
 	EventStoreUnavailable = "handle_store_unavailable" // warn
 )
@@ -51,6 +52,7 @@ const (
 	MsgEvicted          = "Handle evicted: the store was at capacity and it was the least recently used"
 	MsgConflict         = "Handle write refused: the expected generation is not the current one"
 	MsgCorrupt          = "Handle record corrupted, removed"
+	MsgRollback         = "Handle record older than the store acknowledged (rolled back), removed"
 	MsgIndexRebuilt     = "Handle index rebuilt from the records"
 	MsgStoreUnavailable = "Handle store unavailable"
 )
@@ -289,6 +291,13 @@ func (s *Store) listDir() ([]hostfuncs.ListEntry, error) {
 //
 //go:noinline
 func (s *Store) log(level, event, msg, detail string) { resume.Log(s.call, level, event, msg, detail) }
+
+// rollback logs handle_rollback (warn) for the record of key hash h: its
+// sealed generation got is below want, the one the store acknowledged.
+// The line names the handle only by its short key and holds no value.
+func (s *Store) rollback(h [16]byte, got, want int64) {
+	s.log(hostfuncs.LevelWarn, EventRollback, MsgRollback, "key="+shortKey(h)+" generation="+strconv.FormatInt(got, 10)+" acknowledged="+strconv.FormatInt(want, 10))
+}
 
 // code is the host error code of err, "" for none.
 func code(err error) string {
