@@ -174,9 +174,7 @@ func (sh *shard) record(r *request, i int, headerOnly bool) (header, []byte, *ho
 	// file): its value is not the handle's, so it is never answered.
 	// (A record above it is a put whose index write did not happen.)
 	if h.Generation < e.Generation {
-		sh.s.rollback(r.hash, h.Generation, e.Generation)
-		_ = sh.s.remove(recordName(r.hash))
-		sh.drop(i)
+		sh.corrupt(r.hash, " generation="+strconv.FormatInt(h.Generation, 10)+" acknowledged="+strconv.FormatInt(e.Generation, 10))
 		return h, nil, notFound()
 	}
 	e.Generation = h.Generation

@@ -441,7 +441,7 @@ func (s *Store) redisRead(r *request, mode string) (hostfuncs.HandleValue, *host
 			return v, nil
 		}
 		kind = "rollback"
-		s.rollback(r.hash, gen, v.Generation)
+		s.log(hostfuncs.LevelWarn, EventRollback, MsgRollback, "key="+shortKey(r.hash)+" generation="+strconv.FormatInt(gen, 10)+" acknowledged="+strconv.FormatInt(v.Generation, 10))
 	}
 	if _, werr := s.redisBucket("corrupt", s.shardOf(r.hash), s.redisArgs(r, hashHex(r.hash), strconv.FormatInt(v.Generation, 10), kind)); werr != nil {
 		return hostfuncs.HandleValue{}, werr

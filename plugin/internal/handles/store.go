@@ -292,13 +292,6 @@ func (s *Store) listDir() ([]hostfuncs.ListEntry, error) {
 //go:noinline
 func (s *Store) log(level, event, msg, detail string) { resume.Log(s.call, level, event, msg, detail) }
 
-// rollback logs handle_rollback (warn) for the record of key hash h: its
-// sealed generation got is below want, the one the store acknowledged.
-// The line names the handle only by its short key and holds no value.
-func (s *Store) rollback(h [16]byte, got, want int64) {
-	s.log(hostfuncs.LevelWarn, EventRollback, MsgRollback, "key="+shortKey(h)+" generation="+strconv.FormatInt(got, 10)+" acknowledged="+strconv.FormatInt(want, 10))
-}
-
 // code is the host error code of err, "" for none.
 func code(err error) string {
 	if werr, ok := err.(*hostfuncs.Error); ok {
