@@ -504,7 +504,7 @@ func (s *Store) redisGC(r *request) (hostfuncs.HandleGCOutput, *hostfuncs.Error)
 
 // redisPutTries bounds how often an unconditional put on Redis seals its
 // value again because another writer moved the generation in between.
-const redisPutTries = 8
+const redisPutTries = 32
 
 // redisPut is Put on Redis: the value sealed afresh as the generation it
 // will have, written if the generation matches (when given). Without an

@@ -377,3 +377,59 @@ func TestRedisRollbackRefused(t *testing.T) {
 		t.Errorf("a put wrote %q, not the current format", v[:min(len(v), 8)])
 	}
 }
+
+// Unconditional puts from several stores at once on one handle all succeed
+// (the last writer wins) though each seals its value for a generation it
+// must guess: a put that finds the generation moved seals again. Every put
+// answers its own generation, and the last is the handle's.
+func TestRedisConcurrentUnconditionalPuts(t *testing.T) {
+	rd := conformance.Redis(t)
+	const writers, puts = 4, 25
+	stores := make([]*Store, writers)
+	for i := range stores {
+		stores[i], _ = redisStore(t, rd.URL, "unconditional")
+	}
+	o, werr := call(t, stores[0], "handle_create", map[string]any{"principal": "p", "value": "AA=="})
+	if werr != nil {
+		t.Fatal(werr)
+	}
+	handle := o["handle"]
+	gens := make(chan float64, writers*puts)
+	errs := make(chan error, writers*puts)
+	done := make(chan struct{})
+	for _, s := range stores {
+		go func(s *Store) {
+			defer func() { done <- struct{}{} }()
+			for j := 0; j < puts; j++ {
+				b, _ := json.Marshal(map[string]any{"handle": handle, "principal": "p", "value": "AQ=="})
+				out, werr := s.Export("handle_put", b)
+				if werr != nil {
+					errs <- werr
+					continue
+				}
+				var g hostfuncs.HandleGeneration
+				_ = json.Unmarshal(out, &g)
+				gens <- float64(g.Generation)
+			}
+		}(s)
+	}
+	for range stores {
+		<-done
+	}
+	close(gens)
+	close(errs)
+	for err := range errs {
+		t.Errorf("put: %v", err)
+	}
+	seen := map[float64]bool{}
+	for g := range gens {
+		if seen[g] || g < 2 || g > writers*puts+1 {
+			t.Errorf("generation %v answered twice or out of range", g)
+		}
+		seen[g] = true
+	}
+	o, werr = call(t, stores[1], "handle_get", map[string]any{"handle": handle, "principal": "p"})
+	if werr != nil || o["generation"] != float64(writers*puts+1) || o["value"] != "AQ==" {
+		t.Fatalf("get after the puts = %v, %v; want generation %d", o, werr, writers*puts+1)
+	}
+}
