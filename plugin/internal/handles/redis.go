@@ -47,6 +47,31 @@ var scripts = luascripts.Split(luaSource)
 type redisConn struct {
 	url, display string
 	cluster      bool
+	// gens holds the generation this instance last saw of recent handles,
+	// the first guess of an unconditional put (redisPut): a table of 256
+	// slots chosen by the key hash's second byte, a newer handle taking
+	// its slot (6 KiB, no map code in the plugin). A wrong guess costs a
+	// round trip, never a wrong write.
+	gens [256]seenGen
+}
+
+// seenGen is a slot of redisConn.gens: a key hash and its generation.
+type seenGen struct {
+	hash [16]byte
+	gen  int64
+}
+
+// saw notes generation gen of key hash h for the next unconditional put.
+func (c *redisConn) saw(h [16]byte, gen int64) { c.gens[h[1]] = seenGen{h, gen} }
+
+// guess is the generation an unconditional put of key hash h seals for:
+// the one after the last seen, or 2 (a handle's first put) when its slot
+// holds another handle.
+func (c *redisConn) guess(h [16]byte) int64 {
+	if e := &c.gens[h[1]]; e.hash == h && e.gen >= 1 {
+		return e.gen + 1
+	}
+	return 2
 }
 
 // parseStateURL checks a state_url: redis:// or rediss://, optional
@@ -415,6 +440,7 @@ func (s *Store) redisCreate(r *request, idle, maxAge int64) (int64, *hostfuncs.E
 	if werr != nil {
 		return 0, werr
 	}
+	s.rd.saw(r.hash, 1)
 	return num(out, 1), nil
 }
 
@@ -429,6 +455,7 @@ func (s *Store) redisRead(r *request, mode string) (hostfuncs.HandleValue, *host
 		return hostfuncs.HandleValue{}, werr
 	}
 	v := hostfuncs.HandleValue{Value: []byte{}, Generation: num(out, 2), CreatedMS: num(out, 3), IdleTTLMS: num(out, 4), MaxAgeMS: num(out, 5)}
+	s.rd.saw(r.hash, v.Generation)
 	if mode != "get" {
 		return v, nil
 	}
@@ -509,11 +536,12 @@ const redisPutTries = 32
 // redisPut is Put on Redis: the value sealed afresh as the generation it
 // will have, written if the generation matches (when given). Without an
 // expected generation the plugin cannot know the next one before the
-// script runs: it seals for generation 2 (a handle's first put), and when
-// the script answers that the handle is elsewhere ("stale", with the
-// current generation) it seals again for the one after it.
+// script runs: it seals for the generation after the last one this
+// instance saw of the handle (2 when it saw none), and when the script
+// answers that the handle is elsewhere ("stale", with the current
+// generation) it seals again for the one after it.
 func (s *Store) redisPut(r *request) (hostfuncs.HandleGeneration, *hostfuncs.Error) {
-	next := int64(2)
+	next := s.rd.guess(r.hash)
 	if r.in.GenerationSet {
 		next = r.in.Generation + 1
 	}
@@ -530,6 +558,7 @@ func (s *Store) redisPut(r *request) (hostfuncs.HandleGeneration, *hostfuncs.Err
 			next = num(out, 1) + 1
 			continue
 		}
+		s.rd.saw(r.hash, next)
 		return hostfuncs.HandleGeneration{Generation: num(out, 1)}, nil
 	}
 	return hostfuncs.HandleGeneration{}, s.unavailable("the handle's generation changed under each of " + strconv.Itoa(redisPutTries) + " unconditional puts (other writers at the same time); nothing was written: retry")

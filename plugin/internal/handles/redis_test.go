@@ -433,3 +433,57 @@ func TestRedisConcurrentUnconditionalPuts(t *testing.T) {
 		t.Fatalf("get after the puts = %v, %v; want generation %d", o, werr, writers*puts+1)
 	}
 }
+
+// An unconditional put seals for the generation after the last one its
+// store saw: one round trip (one put script) after its own create, get
+// or put; two from a store that never saw the handle, whose guess is
+// wrong.
+func TestRedisUnconditionalPutRoundTrips(t *testing.T) {
+	rd := conformance.Redis(t)
+	a, ha := redisStore(t, rd.URL, "trips")
+	b, hb := redisStore(t, rd.URL, "trips")
+	count := func(h *testhost.Host) *int {
+		n := new(int)
+		eval := h.Eval
+		h.Eval = func(r hostfuncs.EvalRequest) hostfuncs.EvalResponse {
+			resp := eval(r)
+			// A first EVALSHA answered noscript is followed by its EVAL:
+			// count the script runs, not the attempts.
+			if (r.SHA1 == scripts["put"].SHA1 || r.Script == scripts["put"].Src) && resp.Error == nil {
+				*n++
+			}
+			return resp
+		}
+		return n
+	}
+	na, nb := count(ha), count(hb)
+	o, werr := call(t, a, "handle_create", map[string]any{"principal": "p", "value": "AA=="})
+	if werr != nil {
+		t.Fatal(werr)
+	}
+	h := o["handle"]
+	put := func(s *Store, want int) {
+		t.Helper()
+		o, werr := call(t, s, "handle_put", map[string]any{"handle": h, "principal": "p", "value": "AQ=="})
+		if werr != nil || o["generation"] != float64(want) {
+			t.Fatalf("put = %v, %v; want generation %d", o, werr, want)
+		}
+	}
+	for g := 2; g <= 4; g++ {
+		put(a, g)
+	}
+	if *na != 3 {
+		t.Errorf("3 puts after a create on one store ran %d put scripts, want 3", *na)
+	}
+	put(b, 5)
+	if *nb != 2 {
+		t.Errorf("a put from a store that never saw the handle ran %d put scripts, want 2", *nb)
+	}
+	if _, werr := call(t, a, "handle_get", map[string]any{"handle": h, "principal": "p"}); werr != nil {
+		t.Fatal(werr)
+	}
+	put(a, 6)
+	if *na != 4 {
+		t.Errorf("a put after a get ran %d put scripts in all, want 4", *na)
+	}
+}
