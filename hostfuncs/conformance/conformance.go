@@ -139,8 +139,11 @@ func Subset(want, got any) bool {
 // regular file of dir whose name starts with prefix, by mode "truncate"
 // (to half its size), "flip" (its last byte) or "symlink" (replaced by a
 // symbolic link to a file "outside-<name>" in root, outside the state
-// directory, holding the same bytes). It returns an error for another
-// mode, a file system error, or when no file matched (the case is wrong).
+// directory, holding the same bytes); mode "save" copies it to
+// "saved-<name>" in root, unchanged, and "restore" writes that copy back
+// over it (an older record put back). It returns an error for another
+// mode, a file system error (restore without a saved copy), or when no
+// file matched (the case is wrong).
 func CorruptFiles(dir, root, prefix, mode string) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -172,8 +175,14 @@ func CorruptFiles(dir, root, prefix, mode string) error {
 					err = os.Symlink(outside, p)
 				}
 			}
+		case "save":
+			err = os.WriteFile(filepath.Join(root, "saved-"+e.Name()), b, 0o600)
+		case "restore":
+			if b, err = os.ReadFile(filepath.Join(root, "saved-"+e.Name())); err == nil {
+				err = os.WriteFile(p, b, 0o600)
+			}
 		default:
-			return fmt.Errorf("corrupt_files: unknown mode %q (truncate, flip or symlink)", mode)
+			return fmt.Errorf("corrupt_files: unknown mode %q (truncate, flip, symlink, save or restore)", mode)
 		}
 		if err != nil {
 			return fmt.Errorf("corrupt_files %s: %v", e.Name(), err)

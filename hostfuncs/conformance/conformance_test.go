@@ -61,6 +61,22 @@ func TestCorruptFiles(t *testing.T) {
 	if target, err := os.Readlink(filepath.Join(dir, "other")); err != nil || target != filepath.Join(root, "outside-other") {
 		t.Errorf("after symlink: %q, %v", target, err)
 	}
+	if err := CorruptFiles(dir, root, "h-b", "restore"); err == nil {
+		t.Error("restore without a saved copy: no error")
+	}
+	if err := CorruptFiles(dir, root, "h-b", "save"); err != nil {
+		t.Fatal(err)
+	}
+	write("h-b", "newer")
+	if b, _ := os.ReadFile(filepath.Join(root, "saved-h-b")); string(b) != "x" {
+		t.Errorf("saved copy = %q, want %q", b, "x")
+	}
+	if err := CorruptFiles(dir, root, "h-b", "restore"); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "h-b")); string(b) != "x" {
+		t.Errorf("after restore h-b = %q, want the saved %q", b, "x")
+	}
 	if err := CorruptFiles(dir, root, "none", "flip"); err == nil {
 		t.Error("no matching file: no error")
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/hkdf"
 	"crypto/sha256"
+	"encoding/base64"
 	"strconv"
 	"strings"
 	"testing"
@@ -137,5 +138,47 @@ func TestShortenKeys(t *testing.T) {
 		if got := shortenKeys(in); got != want {
 			t.Errorf("shortenKeys(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// A value sealed for Redis carries its generation in clear and in the
+// associated data: it opens as that generation, a changed generation
+// fails to open, another app's or principal's data fails, and a value of
+// the first format (base64 of nonce and ciphertext) opens as generation 0.
+func TestRedisSealBindsTheGeneration(t *testing.T) {
+	var raw [handleBytes]byte
+	copy(raw[:], "0123456789abcdefghijklmn")
+	r := &request{k: deriveKeys(raw, "app")}
+	r.hash, r.tag = r.k.hash, r.k.tag("alice")
+	s := &Store{set: Settings{App: "app"}}
+	sealed, werr := s.redisSeal(r, []byte("value"), 7)
+	if werr != nil || !strings.HasPrefix(sealed, redisSealed) {
+		t.Fatalf("redisSeal = %q, %v", sealed, werr)
+	}
+	if v, gen, ok := redisOpen(r, "app", sealed); !ok || gen != 7 || string(v) != "value" {
+		t.Fatalf("redisOpen = %q, %d, %v; want value at 7", v, gen, ok)
+	}
+	b, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(sealed, redisSealed))
+	b[7] = 6 // the generation in clear, 7 -> 6
+	if _, _, ok := redisOpen(r, "app", redisSealed+base64.StdEncoding.EncodeToString(b)); ok {
+		t.Error("a value whose generation was changed opened")
+	}
+	if _, _, ok := redisOpen(r, "other", sealed); ok {
+		t.Error("a value opened for another app")
+	}
+	bob := *r
+	bob.tag = r.k.tag("bob")
+	if _, _, ok := redisOpen(&bob, "app", sealed); ok {
+		t.Error("a value opened for another principal")
+	}
+	for _, bad := range []string{"", redisSealed, redisSealed + "AAAA", "not base64!", sealed[:len(sealed)-4]} {
+		if _, _, ok := redisOpen(r, "app", bad); ok {
+			t.Errorf("redisOpen(%q) opened", bad)
+		}
+	}
+	nonce := make([]byte, 12)
+	first := gcm(r.k.seal).Seal(nonce, nonce, []byte("old"), redisAAD("app", r.hash, r.tag, 0))
+	if v, gen, ok := redisOpen(r, "app", base64.StdEncoding.EncodeToString(first)); !ok || gen != 0 || string(v) != "old" {
+		t.Errorf("first format: %q, %d, %v; want old at 0", v, gen, ok)
 	}
 }

@@ -127,7 +127,8 @@ func tombstoneErr(n resume.Names, state uint8, idleMS, maxAgeMS int64) *hostfunc
 
 // record reads and opens the record of live entry i: its header, and its
 // value unless headerOnly. A missing record drops the entry; a corrupt or
-// non-regular one is removed (handle_corrupt); either answers
+// non-regular one is removed (handle_corrupt), and so is one whose
+// generation is below the index's (handle_rollback); each answers
 // handle_not_found, as does another principal's record (left untouched).
 func (sh *shard) record(r *request, i int, headerOnly bool) (header, []byte, *hostfuncs.Error) {
 	// The index knows the value's size: read exactly that (and one byte
@@ -168,6 +169,14 @@ func (sh *shard) record(r *request, i int, headerOnly bool) (header, []byte, *ho
 		return h, nil, notFound()
 	}
 	e := &sh.entries[i]
+	// The index holds the generation the store last acknowledged; a record
+	// below it is an older record put back (a restored backup, a copied
+	// file): its value is not the handle's, so it is never answered.
+	// (A record above it is a put whose index write did not happen.)
+	if h.Generation < e.Generation {
+		sh.corrupt(r.hash, " generation="+strconv.FormatInt(h.Generation, 10)+" acknowledged="+strconv.FormatInt(e.Generation, 10))
+		return h, nil, notFound()
+	}
 	e.Generation = h.Generation
 	if !headerOnly {
 		e.Size = int64(len(v))

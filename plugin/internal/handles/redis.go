@@ -47,6 +47,31 @@ var scripts = luascripts.Split(luaSource)
 type redisConn struct {
 	url, display string
 	cluster      bool
+	// gens holds the generation this instance last saw of recent handles,
+	// the first guess of an unconditional put (redisPut): a table of 256
+	// slots chosen by the key hash's second byte, a newer handle taking
+	// its slot (6 KiB, no map code in the plugin). A wrong guess costs a
+	// round trip, never a wrong write.
+	gens [256]seenGen
+}
+
+// seenGen is a slot of redisConn.gens: a key hash and its generation.
+type seenGen struct {
+	hash [16]byte
+	gen  int64
+}
+
+// saw notes generation gen of key hash h for the next unconditional put.
+func (c *redisConn) saw(h [16]byte, gen int64) { c.gens[h[1]] = seenGen{h, gen} }
+
+// guess is the generation an unconditional put of key hash h seals for:
+// the one after the last seen, or 2 (a handle's first put) when its slot
+// holds another handle.
+func (c *redisConn) guess(h [16]byte) int64 {
+	if e := &c.gens[h[1]]; e.hash == h && e.gen >= 1 {
+		return e.gen + 1
+	}
+	return 2
 }
 
 // parseStateURL checks a state_url: redis:// or rediss://, optional
@@ -320,7 +345,7 @@ func (s *Store) redisHandle(name string, r *request, more ...string) ([]hostfunc
 		return nil, werr
 	}
 	switch out[0].Str {
-	case "ok":
+	case "ok", "stale":
 		return out, nil
 	case "conflict":
 		return nil, s.conflictErr(r, num(out, 1))
@@ -336,28 +361,78 @@ func (s *Store) redisHandle(name string, r *request, more ...string) ([]hostfunc
 	return nil, s.unavailable("the Redis server " + s.rd.display + " answered a script with the unknown status " + strconv.Quote(out[0].Str))
 }
 
-// redisSeal seals value for r: nonce and AES-256-GCM ciphertext, base64.
-// The associated data binds the app, the key hash and the principal tag,
-// so a value moved to another key or principal fails to open.
-func (s *Store) redisSeal(r *request, value []byte) (string, *hostfuncs.Error) {
+// redisSealed starts a value sealed in the current format (2): the
+// generation the value was written as, the nonce and the AES-256-GCM
+// ciphertext, in base64 after this prefix. A value of the first format is
+// the base64 of the nonce and ciphertext alone ('.' is not base64, so the
+// two never meet).
+const redisSealed = "v2."
+
+// redisSeal seals value for r as generation gen: redisSealed and the
+// base64 of gen (8 bytes, big-endian), a random nonce and the
+// AES-256-GCM ciphertext. The associated data (redisAAD) binds the app,
+// the key hash, the principal tag and gen, so a value moved to another
+// key, principal or generation fails to open.
+func (s *Store) redisSeal(r *request, value []byte, gen int64) (string, *hostfuncs.Error) {
 	var nonce [12]byte
 	if !resume.ReadRandom(nonce[:]) {
 		return "", s.unavailable("the guest's random source (WASI random_get) failed; nothing was written")
 	}
-	b := gcm(r.k.seal).Seal(nonce[:], nonce[:], value, redisAAD(s.set.App, r.hash, r.tag))
-	return base64.StdEncoding.EncodeToString(b), nil
+	b := append64(make([]byte, 0, 8+12+len(value)+gcmTagLen), gen)
+	b = append(b, nonce[:]...)
+	b = gcm(r.k.seal).Seal(b, nonce[:], value, redisAAD(s.set.App, r.hash, r.tag, gen))
+	return redisSealed + base64.StdEncoding.EncodeToString(b), nil
 }
 
-// redisAAD is the associated data of a value sealed for Redis.
-func redisAAD(app string, hash, tag [16]byte) []byte {
-	b := []byte("mcp-resume handle redis v1\x00" + app + "\x00")
+// redisAAD is the associated data of a value sealed for Redis as
+// generation gen; gen 0 is the first format's, which bound no generation.
+func redisAAD(app string, hash, tag [16]byte, gen int64) []byte {
+	if gen == 0 {
+		b := []byte("mcp-resume handle redis v1\x00" + app + "\x00")
+		b = append(b, hash[:]...)
+		return append(b, tag[:]...)
+	}
+	b := []byte("mcp-resume handle redis v2\x00" + app + "\x00")
 	b = append(b, hash[:]...)
-	return append(b, tag[:]...)
+	b = append(b, tag[:]...)
+	return append64(b, gen)
+}
+
+// redisOpen opens sealed value v of r: the value and the generation it
+// was sealed as (0 for a value of the first format, which bound none);
+// false when it does not open.
+func redisOpen(r *request, app, v string) ([]byte, int64, bool) {
+	gen := int64(0)
+	body, current := strings.CutPrefix(v, redisSealed)
+	b, err := base64.StdEncoding.Strict().DecodeString(body)
+	if err != nil {
+		return nil, 0, false
+	}
+	if current {
+		if len(b) < 8 {
+			return nil, 0, false
+		}
+		if gen = get64(b); gen < 1 {
+			return nil, 0, false
+		}
+		b = b[8:]
+	}
+	if len(b) < 12+gcmTagLen {
+		return nil, 0, false
+	}
+	out, err := gcm(r.k.seal).Open(nil, b[:12], b[12:], redisAAD(app, r.hash, r.tag, gen))
+	if err != nil {
+		return nil, 0, false
+	}
+	if out == nil {
+		out = []byte{}
+	}
+	return out, gen, true
 }
 
 // redisCreate is Create on Redis: r carries the new handle's keys.
 func (s *Store) redisCreate(r *request, idle, maxAge int64) (int64, *hostfuncs.Error) {
-	sealed, werr := s.redisSeal(r, r.in.Value)
+	sealed, werr := s.redisSeal(r, r.in.Value, 1)
 	if werr != nil {
 		return 0, werr
 	}
@@ -365,30 +440,37 @@ func (s *Store) redisCreate(r *request, idle, maxAge int64) (int64, *hostfuncs.E
 	if werr != nil {
 		return 0, werr
 	}
+	s.rd.saw(r.hash, 1)
 	return num(out, 1), nil
 }
 
 // redisRead is Get (mode "get"), Touch ("touch") and Exists ("exists") on
-// Redis. A value that does not open is removed as corrupt.
+// Redis. A value that does not open is removed as corrupt (handle_corrupt);
+// one sealed as another generation than the record's is an older value
+// put back (or a newer one beside an older generation): it is removed and
+// logged as handle_rollback. Both answer handle_not_found, never the value.
 func (s *Store) redisRead(r *request, mode string) (hostfuncs.HandleValue, *hostfuncs.Error) {
 	out, werr := s.redisHandle("read", r, mode)
 	if werr != nil {
 		return hostfuncs.HandleValue{}, werr
 	}
 	v := hostfuncs.HandleValue{Value: []byte{}, Generation: num(out, 2), CreatedMS: num(out, 3), IdleTTLMS: num(out, 4), MaxAgeMS: num(out, 5)}
+	s.rd.saw(r.hash, v.Generation)
 	if mode != "get" {
 		return v, nil
 	}
-	b, err := base64.StdEncoding.Strict().DecodeString(out[1].Str)
-	if err == nil && len(b) >= 12+gcmTagLen {
-		if v.Value, err = gcm(r.k.seal).Open(nil, b[:12], b[12:], redisAAD(s.set.App, r.hash, r.tag)); err == nil {
-			if v.Value == nil {
-				v.Value = []byte{}
-			}
+	value, gen, ok := redisOpen(r, s.set.App, out[1].Str)
+	kind := "corrupt"
+	if ok {
+		// A first-format value bound no generation: it opens as it did.
+		if gen == 0 || gen == v.Generation {
+			v.Value = value
 			return v, nil
 		}
+		kind = "rollback"
+		s.log(hostfuncs.LevelWarn, EventRollback, MsgRollback, "key="+shortKey(r.hash)+" generation="+strconv.FormatInt(gen, 10)+" acknowledged="+strconv.FormatInt(v.Generation, 10))
 	}
-	if _, werr := s.redisBucket("corrupt", s.shardOf(r.hash), s.redisArgs(r, hashHex(r.hash), strconv.FormatInt(v.Generation, 10))); werr != nil {
+	if _, werr := s.redisBucket("corrupt", s.shardOf(r.hash), s.redisArgs(r, hashHex(r.hash), strconv.FormatInt(v.Generation, 10), kind)); werr != nil {
 		return hostfuncs.HandleValue{}, werr
 	}
 	return hostfuncs.HandleValue{}, notFound()
@@ -447,18 +529,39 @@ func (s *Store) redisGC(r *request) (hostfuncs.HandleGCOutput, *hostfuncs.Error)
 	return out, nil
 }
 
-// redisPut is Put on Redis: the value sealed afresh, written if the
-// generation matches (when given).
+// redisPutTries bounds how often an unconditional put on Redis seals its
+// value again because another writer moved the generation in between.
+const redisPutTries = 32
+
+// redisPut is Put on Redis: the value sealed afresh as the generation it
+// will have, written if the generation matches (when given). Without an
+// expected generation the plugin cannot know the next one before the
+// script runs: it seals for the generation after the last one this
+// instance saw of the handle (2 when it saw none), and when the script
+// answers that the handle is elsewhere ("stale", with the current
+// generation) it seals again for the one after it.
 func (s *Store) redisPut(r *request) (hostfuncs.HandleGeneration, *hostfuncs.Error) {
-	sealed, werr := s.redisSeal(r, r.in.Value)
-	if werr != nil {
-		return hostfuncs.HandleGeneration{}, werr
+	next := s.rd.guess(r.hash)
+	if r.in.GenerationSet {
+		next = r.in.Generation + 1
 	}
-	out, werr := s.redisHandle("put", r, sealed, strconv.Itoa(len(r.in.Value)), expected(r))
-	if werr != nil {
-		return hostfuncs.HandleGeneration{}, werr
+	for try := 0; try < redisPutTries; try++ {
+		sealed, werr := s.redisSeal(r, r.in.Value, next)
+		if werr != nil {
+			return hostfuncs.HandleGeneration{}, werr
+		}
+		out, werr := s.redisHandle("put", r, sealed, strconv.Itoa(len(r.in.Value)), expected(r), strconv.FormatInt(next, 10))
+		if werr != nil {
+			return hostfuncs.HandleGeneration{}, werr
+		}
+		if out[0].Str == "stale" {
+			next = num(out, 1) + 1
+			continue
+		}
+		s.rd.saw(r.hash, next)
+		return hostfuncs.HandleGeneration{Generation: num(out, 1)}, nil
 	}
-	return hostfuncs.HandleGeneration{Generation: num(out, 1)}, nil
+	return hostfuncs.HandleGeneration{}, s.unavailable("the handle's generation changed under each of " + strconv.Itoa(redisPutTries) + " unconditional puts (other writers at the same time); nothing was written: retry")
 }
 
 // expected is r's expected generation as a script argument, "" for none.

@@ -263,14 +263,18 @@ return {'ok', events, v, S(r.g), S(r.c), S(r.i), S(r.m)}
 
 --- put
 -- ARGV[4] tag, [5] key hash, [6] sealed value, [7] value size,
--- [8] expected generation ("" for none). Reply {'ok', events, new
--- generation}, {'conflict', events, current generation} or a refusal.
+-- [8] expected generation ("" for none), [9] the generation the value was
+-- sealed as. Reply {'ok', events, new generation}, {'conflict', events,
+-- current generation}, {'stale', events, current generation} (the value
+-- was sealed for another generation than the next: nothing written; the
+-- plugin seals it again) or a refusal.
 local member = ARGV[5]
 roomy()
 local state, r = live(member, ARGV[4])
 if state ~= 'ok' then return refused(state, r) end
 if ARGV[8] ~= '' and tonumber(ARGV[8]) ~= r.g then return {'conflict', events, S(r.g)} end
 local g = r.g + 1
+if tonumber(ARGV[9]) ~= g then return {'stale', events, S(r.g)} end
 redis.call('HSET', key(member), 'v', ARGV[6], 'z', ARGV[7], 'g', S(g), 'u', S(now))
 redis.call('ZADD', lru, S(now), member)
 keep(member, math.min(now + r.i, r.c + r.m))
@@ -287,12 +291,16 @@ drop(member)
 return {'ok', events}
 
 --- corrupt
--- ARGV[4] key hash, [5] the generation whose value did not open: the
--- record is removed only if it is still at that generation (a put from
--- another replica since then wrote a new value). Reply {'ok', events}.
+-- ARGV[4] key hash, [5] the generation whose value did not open, [6]
+-- 'corrupt' or 'rollback' (a value sealed as another generation, which
+-- the plugin logs itself): the record is removed only if it is still at
+-- that generation (a put from another replica since then wrote a new
+-- value). Reply {'ok', events}.
 local member = ARGV[4]
 local r = rec(key(member))
-if r and r.g == tonumber(ARGV[5]) then corrupt(member) end
+if r and r.g == tonumber(ARGV[5]) then
+  if ARGV[6] == 'rollback' then drop(member) else corrupt(member) end
+end
 return {'ok', events}
 
 --- list

@@ -274,3 +274,216 @@ func usedMemory(t *testing.T, rd *redistest.Server) int64 {
 	t.Fatalf("no used_memory in %q", info)
 	return 0
 }
+
+// On Redis the value is sealed with its generation: an older sealed value
+// put back beside the current generation field, or a generation field
+// moved away from its value, is refused (handle_not_found, the record
+// removed, handle_rollback logged); the old value never returns. A value
+// sealed in the first format (no generation) still opens; an unconditional
+// put seals again when its first guess of the next generation is wrong.
+func TestRedisRollbackRefused(t *testing.T) {
+	rd := conformance.Redis(t)
+	ctx := context.Background()
+	s, h := redisStore(t, rd.URL, "rollback")
+	b64 := func(v string) string { return base64.StdEncoding.EncodeToString([]byte(v)) }
+	record := func(handle string) string {
+		raw, _ := ParseHandle(handle)
+		k := deriveKeys(raw, "rollback")
+		return s.redisKey(s.shardOf(k.hash)) + "h:" + hashHex(k.hash)
+	}
+	rollbacks := func() int {
+		n := 0
+		for _, l := range h.Logs {
+			if l.Event == EventRollback {
+				n++
+				if l.Level != hostfuncs.LevelWarn || strings.Contains(l.Detail, "old") || !strings.HasPrefix(l.Detail, "key=") {
+					t.Errorf("rollback line %+v", l)
+				}
+			}
+		}
+		return n
+	}
+	for i, plant := range []string{"old value", "generation"} {
+		o, werr := call(t, s, "handle_create", map[string]any{"principal": "alice", "value": b64("old")})
+		if werr != nil {
+			t.Fatal(werr)
+		}
+		handle := o["handle"].(string)
+		key := record(handle)
+		old, err := rd.Client().HGet(ctx, key, "v").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for g := 2; g <= 3; g++ {
+			o, werr := call(t, s, "handle_put", map[string]any{"handle": handle, "principal": "alice", "value": b64("new")})
+			if werr != nil || o["generation"] != float64(g) {
+				t.Fatalf("put: %v, %v; want generation %d", o, werr, g)
+			}
+		}
+		if plant == "old value" {
+			err = rd.Client().HSet(ctx, key, "v", old).Err()
+		} else {
+			err = rd.Client().HSet(ctx, key, "g", "7").Err()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, werr = call(t, s, "handle_get", map[string]any{"handle": handle, "principal": "alice"})
+		if werr == nil || werr.Code != hostfuncs.CodeHandleNotFound {
+			t.Fatalf("%s planted: get = %v, %v; want handle_not_found", plant, o, werr)
+		}
+		if n, _ := rd.Client().Exists(ctx, key).Result(); n != 0 {
+			t.Errorf("%s planted: the record was not removed", plant)
+		}
+		if n := rollbacks(); n != i+1 {
+			t.Errorf("%s planted: %d handle_rollback lines, want %d", plant, n, i+1)
+		}
+	}
+	for _, l := range h.Logs {
+		if l.Event == EventCorrupt {
+			t.Errorf("a rollback logged as corrupt: %+v", l)
+		}
+	}
+
+	// A value of the first format: nonce and ciphertext, no generation.
+	o, werr := call(t, s, "handle_create", map[string]any{"principal": "alice", "value": b64("x")})
+	if werr != nil {
+		t.Fatal(werr)
+	}
+	handle := o["handle"].(string)
+	raw, _ := ParseHandle(handle)
+	k := deriveKeys(raw, "rollback")
+	nonce := make([]byte, 12)
+	sealed := gcm(k.seal).Seal(nonce, nonce, []byte("first format"), redisAAD("rollback", k.hash, k.tag("alice"), 0))
+	if err := rd.Client().HSet(ctx, record(handle), "v", base64.StdEncoding.EncodeToString(sealed)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	o, werr = call(t, s, "handle_get", map[string]any{"handle": handle, "principal": "alice"})
+	if werr != nil || o["value"] != b64("first format") || o["generation"] != float64(1) {
+		t.Fatalf("get of a first-format value = %v, %v", o, werr)
+	}
+	// An unconditional put on a handle past generation 2 seals again.
+	for g := 2; g <= 4; g++ {
+		o, werr = call(t, s, "handle_put", map[string]any{"handle": handle, "principal": "alice", "value": b64("v" + strconv.Itoa(g))})
+		if werr != nil || o["generation"] != float64(g) {
+			t.Fatalf("put: %v, %v; want generation %d", o, werr, g)
+		}
+	}
+	o, werr = call(t, s, "handle_get", map[string]any{"handle": handle, "principal": "alice"})
+	if werr != nil || o["value"] != b64("v4") || o["generation"] != float64(4) {
+		t.Fatalf("get after puts = %v, %v", o, werr)
+	}
+	if v, _ := rd.Client().HGet(ctx, record(handle), "v").Result(); !strings.HasPrefix(v, redisSealed) {
+		t.Errorf("a put wrote %q, not the current format", v[:min(len(v), 8)])
+	}
+}
+
+// Unconditional puts from several stores at once on one handle all succeed
+// (the last writer wins) though each seals its value for a generation it
+// must guess: a put that finds the generation moved seals again. Every put
+// answers its own generation, and the last is the handle's.
+func TestRedisConcurrentUnconditionalPuts(t *testing.T) {
+	rd := conformance.Redis(t)
+	const writers, puts = 4, 25
+	stores := make([]*Store, writers)
+	for i := range stores {
+		stores[i], _ = redisStore(t, rd.URL, "unconditional")
+	}
+	o, werr := call(t, stores[0], "handle_create", map[string]any{"principal": "p", "value": "AA=="})
+	if werr != nil {
+		t.Fatal(werr)
+	}
+	handle := o["handle"]
+	gens := make(chan float64, writers*puts)
+	errs := make(chan error, writers*puts)
+	done := make(chan struct{})
+	for _, s := range stores {
+		go func(s *Store) {
+			defer func() { done <- struct{}{} }()
+			for j := 0; j < puts; j++ {
+				b, _ := json.Marshal(map[string]any{"handle": handle, "principal": "p", "value": "AQ=="})
+				out, werr := s.Export("handle_put", b)
+				if werr != nil {
+					errs <- werr
+					continue
+				}
+				var g hostfuncs.HandleGeneration
+				_ = json.Unmarshal(out, &g)
+				gens <- float64(g.Generation)
+			}
+		}(s)
+	}
+	for range stores {
+		<-done
+	}
+	close(gens)
+	close(errs)
+	for err := range errs {
+		t.Errorf("put: %v", err)
+	}
+	seen := map[float64]bool{}
+	for g := range gens {
+		if seen[g] || g < 2 || g > writers*puts+1 {
+			t.Errorf("generation %v answered twice or out of range", g)
+		}
+		seen[g] = true
+	}
+	o, werr = call(t, stores[1], "handle_get", map[string]any{"handle": handle, "principal": "p"})
+	if werr != nil || o["generation"] != float64(writers*puts+1) || o["value"] != "AQ==" {
+		t.Fatalf("get after the puts = %v, %v; want generation %d", o, werr, writers*puts+1)
+	}
+}
+
+// An unconditional put seals for the generation after the last one its
+// store saw: one round trip (one put script) after its own create, get
+// or put; two from a store that never saw the handle, whose guess is
+// wrong.
+func TestRedisUnconditionalPutRoundTrips(t *testing.T) {
+	rd := conformance.Redis(t)
+	a, ha := redisStore(t, rd.URL, "trips")
+	b, hb := redisStore(t, rd.URL, "trips")
+	count := func(h *testhost.Host) *int {
+		n := new(int)
+		eval := h.Eval
+		h.Eval = func(r hostfuncs.EvalRequest) hostfuncs.EvalResponse {
+			resp := eval(r)
+			// A first EVALSHA answered noscript is followed by its EVAL:
+			// count the script runs, not the attempts.
+			if (r.SHA1 == scripts["put"].SHA1 || r.Script == scripts["put"].Src) && resp.Error == nil {
+				*n++
+			}
+			return resp
+		}
+		return n
+	}
+	na, nb := count(ha), count(hb)
+	o, werr := call(t, a, "handle_create", map[string]any{"principal": "p", "value": "AA=="})
+	if werr != nil {
+		t.Fatal(werr)
+	}
+	h := o["handle"]
+	put := func(s *Store, want int) {
+		t.Helper()
+		o, werr := call(t, s, "handle_put", map[string]any{"handle": h, "principal": "p", "value": "AQ=="})
+		if werr != nil || o["generation"] != float64(want) {
+			t.Fatalf("put = %v, %v; want generation %d", o, werr, want)
+		}
+	}
+	for g := 2; g <= 4; g++ {
+		put(a, g)
+	}
+	if *na != 3 {
+		t.Errorf("3 puts after a create on one store ran %d put scripts, want 3", *na)
+	}
+	put(b, 5)
+	if *nb != 2 {
+		t.Errorf("a put from a store that never saw the handle ran %d put scripts, want 2", *nb)
+	}
+	if _, werr := call(t, a, "handle_get", map[string]any{"handle": h, "principal": "p"}); werr != nil {
+		t.Fatal(werr)
+	}
+	put(a, 6)
+	if *na != 4 {
+		t.Errorf("a put after a get ran %d put scripts in all, want 4", *na)
+	}
+}

@@ -173,15 +173,22 @@ func (sh *shard) drop(i int) {
 }
 
 // corrupt removes the record of h and its entry, and logs handle_corrupt
-// (spec 000's rule for a corrupt token file, applied to records).
+// (spec 000's rule for a corrupt token file, applied to records); with
+// rollback (the text after the key in the detail: the record's sealed
+// generation and the acknowledged one) it logs handle_rollback instead: a
+// record older than the store acknowledged goes the same way.
 //
 //go:noinline
-func (sh *shard) corrupt(h [16]byte) {
+func (sh *shard) corrupt(h [16]byte, rollback ...string) {
 	_ = sh.s.remove(recordName(h))
 	if i := sh.find(h); i >= 0 {
 		sh.drop(i)
 	}
-	sh.s.log(hostfuncs.LevelWarn, EventCorrupt, MsgCorrupt, "key="+shortKey(h))
+	event, msg, detail := EventCorrupt, MsgCorrupt, "key="+shortKey(h)
+	if len(rollback) > 0 {
+		event, msg, detail = EventRollback, MsgRollback, detail+rollback[0]
+	}
+	sh.s.log(hostfuncs.LevelWarn, event, msg, detail)
 }
 
 // lapsed reports whether live entry e has expired at now: the state it

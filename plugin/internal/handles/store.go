@@ -39,6 +39,7 @@ const (
 	EventEvicted          = "handle_evicted"           // info
 	EventConflict         = "handle_conflict"          // info
 	EventCorrupt          = "handle_corrupt"           // warn
+	EventRollback         = "handle_rollback"          // warn
 	EventIndexRebuilt     = "handle_index_rebuilt"     // warn
 	EventStoreUnavailable = "handle_store_unavailable" // warn
 )
@@ -51,6 +52,7 @@ const (
 	MsgEvicted          = "Handle evicted: the store was at capacity and it was the least recently used"
 	MsgConflict         = "Handle write refused: the expected generation is not the current one"
 	MsgCorrupt          = "Handle record corrupted, removed"
+	MsgRollback         = "Handle record older than the store acknowledged (rolled back), removed"
 	MsgIndexRebuilt     = "Handle index rebuilt from the records"
 	MsgStoreUnavailable = "Handle store unavailable"
 )

@@ -405,3 +405,68 @@ func TestCallerNames(t *testing.T) {
 		}
 	}
 }
+
+// A record file put back after acknowledged puts (its sealed generation
+// below the index's) is refused on every operation: it is removed,
+// handle_rollback is logged (the short key and the generations, never the
+// value), and the handle reads as not found; the old value never returns.
+func TestRollbackRecordRefused(t *testing.T) {
+	for _, op := range []string{"get", "put", "touch", "exists", "delete"} {
+		t.Run(op, func(t *testing.T) {
+			e := openEnv(t, map[string]any{"max_handles": 100})
+			h := e.create("a", "old-secret-value", 0)
+			rec := "h-" + hashHexOf(t, h)
+			old, err := readFile(e.dir, rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 2; i++ {
+				if _, werr := e.s.Put(input(map[string]any{"handle": h, "principal": "a", "value": []byte("new")})); werr != nil {
+					t.Fatal(werr)
+				}
+			}
+			if err := writeFile(e.dir, rec, string(old)); err != nil {
+				t.Fatal(err)
+			}
+			in := input(map[string]any{"handle": h, "principal": "a", "value": []byte("x")})
+			var werr *hostfuncs.Error
+			switch op {
+			case "get":
+				var v hostfuncs.HandleValue
+				v, werr = e.s.Get(in)
+				if strings.Contains(string(v.Value), "old") {
+					t.Fatalf("get answered the old value %q", v.Value)
+				}
+			case "put":
+				_, werr = e.s.Put(in)
+			case "touch":
+				_, werr = e.s.Touch(in)
+			case "exists":
+				var x hostfuncs.HandleExists
+				x, werr = e.s.Exists(in)
+				if werr == nil && x.Exists {
+					t.Fatal("exists answered true for a rolled-back record")
+				}
+				werr = notFound()
+			case "delete":
+				werr = e.s.Delete(in)
+			}
+			wantCode(t, werr, hostfuncs.CodeHandleNotFound)
+			if e.count("h-") != 0 {
+				t.Errorf("files %v: the rolled-back record is still there", e.files())
+			}
+			var lines []hostfuncs.LogRequest
+			for _, l := range e.h.Logs {
+				if l.Event == EventRollback {
+					lines = append(lines, l)
+				}
+			}
+			if len(lines) != 1 || lines[0].Level != hostfuncs.LevelWarn || lines[0].Message != MsgRollback ||
+				lines[0].Detail != "key="+hashHexOf(t, h)[:12]+" generation=1 acknowledged=3" {
+				t.Fatalf("rollback lines %+v, want one warn line naming key, generation 1 and acknowledged 3", lines)
+			}
+			_, werr = e.get(h, "a", 0)
+			wantCode(t, werr, hostfuncs.CodeHandleNotFound)
+		})
+	}
+}

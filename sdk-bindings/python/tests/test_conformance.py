@@ -222,7 +222,9 @@ def fill_vars(doc: Any, saved: dict[str, Any]) -> Any:
 def corrupt_files(state: Path, root: Path, prefix: str, mode: str) -> int:
     """The ``corrupt_files`` action on every regular file of ``state`` whose name starts with ``prefix``:
     ``truncate`` to half its size, ``flip`` its last byte, or ``symlink``: replace it by a symbolic link to a
-    file outside (in ``root``) holding the same bytes. Returns how many files it corrupted."""
+    file outside (in ``root``) holding the same bytes; ``save`` copies it to ``root/saved-<name>``, unchanged,
+    and ``restore`` writes that copy back over it (an older record put back; no copy fails). Returns how many
+    files it matched."""
     n = 0
     for p in sorted(state.iterdir()):
         if not p.name.startswith(prefix) or not stat.S_ISREG(os.lstat(p).st_mode):
@@ -237,6 +239,10 @@ def corrupt_files(state: Path, root: Path, prefix: str, mode: str) -> int:
             outside.write_bytes(data)
             p.unlink()
             os.symlink(outside, p)
+        elif mode == "save":
+            (root / f"saved-{p.name}").write_bytes(data)
+        elif mode == "restore":
+            p.write_bytes((root / f"saved-{p.name}").read_bytes())
         else:
             pytest.fail(f"corrupt_files: unknown mode {mode!r}")
         n += 1

@@ -107,7 +107,7 @@ interface Call {
   input?: Content | Json;
   save?: Record<string, string>;
   prefix?: string;
-  mode?: "truncate" | "flip" | "symlink";
+  mode?: "truncate" | "flip" | "symlink" | "save" | "restore";
   request?: unknown;
   want?: Want & HostWant;
   /** The `redis` action: the command, sent once, or once per key matching `each_key` with `$KEY` replaced. */
@@ -266,7 +266,7 @@ function substVars(v: unknown, vars: Map<string, string | number>): unknown {
   return v;
 }
 
-/** The `corrupt_files` action: every regular file of `dir` named `prefix…` truncated to half, its last byte flipped, or replaced by a symlink to a copy outside (in `root`). */
+/** The `corrupt_files` action: every regular file of `dir` named `prefix…` truncated to half, its last byte flipped, or replaced by a symlink to a copy outside (in `root`); `save` copies it to `root/saved-<name>` unchanged, `restore` writes that copy back over it (an older record put back; no copy fails). */
 function corruptFiles(dir: string, root: string, prefix: string, mode: string): void {
   const names = fs.readdirSync(dir).filter((n) => n.startsWith(prefix) && fs.lstatSync(path.join(dir, n)).isFile());
   assert.ok(names.length > 0, `corrupt_files: no file named ${prefix}… in the state directory`);
@@ -282,7 +282,9 @@ function corruptFiles(dir: string, root: string, prefix: string, mode: string): 
       fs.writeFileSync(outside, data, { mode: 0o600 });
       fs.rmSync(p);
       fs.symlinkSync(outside, p);
-    } else assert.fail(`corrupt_files: unknown mode ${JSON.stringify(mode)}`);
+    } else if (mode === "save") fs.writeFileSync(path.join(root, `saved-${n}`), data, { mode: 0o600 });
+    else if (mode === "restore") fs.writeFileSync(p, fs.readFileSync(path.join(root, `saved-${n}`)));
+    else assert.fail(`corrupt_files: unknown mode ${JSON.stringify(mode)}`);
   }
 }
 
