@@ -115,6 +115,7 @@ type Store struct {
 	logger    *slog.Logger
 	funcs     *primitives.Funcs
 	calls     primitives.Handler // serves the plugin's host function calls: funcs, or a test's wrapper of it
+	kernel    primitives.Kernel  // the instance's kernel functions, resolved once for its host calls
 	stateDir  string
 	stateRoot string
 	engine    loader.Engine
@@ -423,7 +424,7 @@ func (s *Store) callRaw(ctx context.Context, export string, input []byte) (out, 
 			s.logger.Error("mcp-resume plugin failed; session resume skipped for this call", "export", export, "error", err)
 		}
 	}()
-	cctx := primitives.NewContext(context.WithoutCancel(ctx), s.calls)
+	cctx := primitives.WithKernel(primitives.NewContext(context.WithoutCancel(ctx), s.calls), &s.kernel)
 	rc, out, err := s.plugin.CallWithContext(cctx, export, input)
 	if err != nil && rc == 1 {
 		var e hostfuncs.Error

@@ -138,19 +138,35 @@ func NewContext(ctx context.Context, h Handler) context.Context {
 // passes that context to host functions) and writes the JSON response back.
 // A call without a Handler, or a failure to touch plugin memory, returns
 // offset 0, which the plugin reads as "cannot tell" (hostfuncs/README.md,
-// "Calling convention").
+// "Calling convention"). With a Kernel in the context (WithKernel) they
+// reach plugin memory through its cached kernel functions, else through
+// go-sdk's CurrentPlugin (a kernel function lookup per access).
 func Shared() []extism.HostFunction {
 	names := hostfuncs.Functions()
 	fns := make([]extism.HostFunction, 0, len(names))
 	for _, name := range names {
 		hf := extism.NewHostFunctionWithStack(name, func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
-			req, err := p.ReadBytes(stack[0])
+			k, _ := ctx.Value(kernelKey{}).(*Kernel)
+			var req []byte
+			var err error
+			if k != nil {
+				req, err = k.read(ctx, stack[0])
+			} else {
+				req, err = p.ReadBytes(stack[0])
+			}
 			stack[0] = 0
 			h, _ := ctx.Value(ctxKey{}).(Handler)
 			if err != nil || h == nil {
 				return
 			}
-			if out, err := p.WriteBytes(h.Call(name, req)); err == nil {
+			resp := h.Call(name, req)
+			var out uint64
+			if k != nil {
+				out, err = k.write(ctx, resp)
+			} else {
+				out, err = p.WriteBytes(resp)
+			}
+			if err == nil {
 				stack[0] = out
 			}
 		}, []extism.ValueType{extism.ValueTypePTR}, []extism.ValueType{extism.ValueTypePTR})
