@@ -242,7 +242,9 @@ func (f *Funcs) list(struct{}) (any, *hostfuncs.Error) {
 // succeeds. With wait_ms (0..hostfuncs.MaxLockWaitMS milliseconds) a busy
 // lock is tried again, sleeping 0.2 ms doubling to at most 5 ms between
 // tries, until wait_ms has passed since the first try; then busy. Any other
-// error answers at once (hostfuncs/README.md, mcp_resume_lock).
+// error answers at once (hostfuncs/README.md, mcp_resume_lock). The lock
+// file stays open between locks of its name, checked again at every try
+// (lockFile).
 func (f *Funcs) lock(r struct {
 	Name   *string `json:"name"`
 	Socket *string `json:"socket"`  // null: none
