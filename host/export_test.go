@@ -83,3 +83,26 @@ func (s *Store) CallRawForTest(ctx context.Context, export string, input []byte)
 // SetHandlesCacheDirForTest makes OpenHandles use the compilation cache
 // dir (the test binary's shared one).
 func SetHandlesCacheDirForTest(dir string) { handlesCacheDir = dir }
+
+// PayPerCallForTest makes every instance h has now pay what each call paid
+// before the per-instance caches (BenchmarkHandles's "before" side): its
+// host functions reach plugin memory through go-sdk's CurrentPlugin, which
+// looks the kernel's length and alloc up on every call.
+func (h *Handles) PayPerCallForTest() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for s := range h.all {
+		s.kernel = nil
+	}
+}
+
+// DropLockFilesForTest closes the lock files every instance of h keeps
+// open between locks (none is held between calls), so that the next lock
+// opens its file again, as every lock did before they were kept.
+func (h *Handles) DropLockFilesForTest() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for s := range h.all {
+		s.funcs.Close()
+	}
+}

@@ -115,6 +115,7 @@ type Store struct {
 	logger    *slog.Logger
 	funcs     *primitives.Funcs
 	calls     primitives.Handler // serves the plugin's host function calls: funcs, or a test's wrapper of it
+	kernel    *primitives.Kernel // the instance's kernel functions, resolved once for its host calls (nil: go-sdk looks them up per call)
 	stateDir  string
 	stateRoot string
 	engine    loader.Engine
@@ -183,7 +184,7 @@ func load(ctx context.Context, cacheDir string, funcs *primitives.Funcs, logger 
 	if err != nil {
 		return nil, fmt.Errorf("%w: loading: %v", ErrPlugin, err)
 	}
-	s := &Store{sem: make(chan struct{}, 1), plugin: p, logger: logger, funcs: funcs, calls: funcs, engine: engine}
+	s := &Store{sem: make(chan struct{}, 1), plugin: p, logger: logger, funcs: funcs, calls: funcs, engine: engine, kernel: &primitives.Kernel{}}
 	out, callErr, err := s.call(ctx, hostfuncs.ExportABIVersion, nil)
 	if err != nil || callErr != nil || string(out) != hostfuncs.ABIVersion {
 		s.Close(ctx)
@@ -423,7 +424,7 @@ func (s *Store) callRaw(ctx context.Context, export string, input []byte) (out, 
 			s.logger.Error("mcp-resume plugin failed; session resume skipped for this call", "export", export, "error", err)
 		}
 	}()
-	cctx := primitives.NewContext(context.WithoutCancel(ctx), s.calls)
+	cctx := primitives.WithKernel(primitives.NewContext(context.WithoutCancel(ctx), s.calls), s.kernel)
 	rc, out, err := s.plugin.CallWithContext(cctx, export, input)
 	if err != nil && rc == 1 {
 		var e hostfuncs.Error

@@ -242,7 +242,9 @@ func (f *Funcs) list(struct{}) (any, *hostfuncs.Error) {
 // succeeds. With wait_ms (0..hostfuncs.MaxLockWaitMS milliseconds) a busy
 // lock is tried again, sleeping 0.2 ms doubling to at most 5 ms between
 // tries, until wait_ms has passed since the first try; then busy. Any other
-// error answers at once (hostfuncs/README.md, mcp_resume_lock).
+// error answers at once (hostfuncs/README.md, mcp_resume_lock). The lock
+// file stays open between locks of its name, checked again at every try
+// (lockFile).
 func (f *Funcs) lock(r struct {
 	Name   *string `json:"name"`
 	Socket *string `json:"socket"`  // null: none
@@ -303,7 +305,7 @@ func (f *Funcs) tryLock(p, name, socket string) *hostfuncs.Error {
 	}
 	var h heldLock
 	var werr *hostfuncs.Error
-	if h.file, werr = openFile(p, name, os.O_RDONLY|os.O_CREATE|syscall.O_NONBLOCK); werr != nil {
+	if h.file, werr = f.lockFile(p, name); werr != nil {
 		return werr
 	}
 	var err error
@@ -314,14 +316,79 @@ func (f *Funcs) tryLock(p, name, socket string) *hostfuncs.Error {
 		err = syscall.Flock(int(h.file.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 	}
 	if err != nil {
-		h.release()
-		if errors.Is(err, syscall.EADDRINUSE) || errors.Is(err, syscall.EWOULDBLOCK) {
+		h.closeSockets()
+		busy := errors.Is(err, syscall.EADDRINUSE) || errors.Is(err, syscall.EWOULDBLOCK)
+		if !busy { // a descriptor that failed otherwise is not kept
+			f.dropLockFile(name)
+		}
+		if busy {
 			return &hostfuncs.Error{Code: hostfuncs.CodeBusy, Message: name + " is held by another server instance"}
 		}
 		return osError("lock "+name, err)
 	}
 	f.locks[name] = h
 	return nil
+}
+
+// maxLockFiles bounds the lock files a Funcs keeps open between locks: a
+// handle store has at most 256 shards, each with one lock file, and the
+// resume store one.
+const maxLockFiles = 260
+
+// openLockFile is a lock file kept open between the locks of its name:
+// the descriptor and what fstat said of it when it was opened.
+type openLockFile struct {
+	file *os.File
+	info os.FileInfo
+}
+
+// lockFile returns the open lock file of name (path p) for a try of
+// mcp_resume_lock, with f.mu held. The descriptor of an earlier lock of
+// name is kept open between locks (unlock only unlocks it) and reused
+// when lstat(p) still finds the very file it opened (same device and
+// inode): the file checked again at every try, as hostfuncs/README.md
+// asks, with one lstat in place of open, fstat and close. When the name
+// now points elsewhere (replaced by another file, a FIFO, a symbolic link,
+// or removed), the old descriptor is closed and p opened again like the
+// first time (openFile: O_NOFOLLOW, O_NONBLOCK, created 0600, a regular
+// file or unsafe). A flock belongs to the open file description, so
+// keeping the descriptor changes nothing for who excludes whom: another
+// store of this process opens its own. Close closes them all.
+func (f *Funcs) lockFile(p, name string) (*os.File, *hostfuncs.Error) {
+	if lf, ok := f.lockFiles[name]; ok {
+		if info, err := os.Lstat(p); err == nil && os.SameFile(info, lf.info) {
+			return lf.file, nil
+		}
+		f.dropLockFile(name)
+	}
+	file, werr := openFile(p, name, os.O_RDONLY|os.O_CREATE|syscall.O_NONBLOCK)
+	if werr != nil {
+		return nil, werr
+	}
+	info, err := file.Stat()
+	if err != nil {
+		file.Close()
+		return nil, osError("fstat "+name, err)
+	}
+	if len(f.lockFiles) >= maxLockFiles {
+		for other := range f.lockFiles {
+			if _, held := f.locks[other]; !held {
+				f.dropLockFile(other)
+				break
+			}
+		}
+	}
+	f.lockFiles[name] = openLockFile{file: file, info: info}
+	return file, nil
+}
+
+// dropLockFile closes the kept descriptor of name's lock file, if any,
+// with f.mu held; a lock held through it is released with it.
+func (f *Funcs) dropLockFile(name string) {
+	if lf, ok := f.lockFiles[name]; ok {
+		lf.file.Close()
+		delete(f.lockFiles, name)
+	}
 }
 
 // unlock serves mcp_resume_unlock: it releases the lock of name that this
@@ -339,28 +406,37 @@ func (f *Funcs) unlock(r struct {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if h, held := f.locks[*r.Name]; held {
-		h.release()
-		delete(f.locks, *r.Name)
+		f.release(*r.Name, h)
 	}
 	return nil, nil
+}
+
+// release releases the lock h of name, with f.mu held: it closes the
+// sockets and unlocks the file (flock LOCK_UN), keeping the file open for
+// the next lock of name (lockFile); if unlocking fails, it closes the file,
+// which releases the lock too.
+func (f *Funcs) release(name string, h heldLock) {
+	h.closeSockets()
+	if err := syscall.Flock(int(h.file.Fd()), syscall.LOCK_UN); err != nil {
+		f.dropLockFile(name)
+	}
+	delete(f.locks, name)
 }
 
 // bindAbstract binds the lock's abstract Unix socket (linux.go); nil where
 // there are none (the lock is then the flock alone).
 var bindAbstract func(name string) ([]int, error)
 
-// heldLock is one lock taken by mcp_resume_lock: the open, flocked file
-// and the bound abstract sockets (none off Linux).
+// heldLock is one lock taken by mcp_resume_lock: the flocked file (kept
+// in Funcs.lockFiles, which owns it) and the bound abstract sockets (none
+// off Linux).
 type heldLock struct {
 	file  *os.File
 	socks []int
 }
 
-// release closes the file and the sockets, which frees the locks.
-func (h heldLock) release() {
-	if h.file != nil {
-		h.file.Close()
-	}
+// closeSockets closes the sockets, which frees their names.
+func (h heldLock) closeSockets() {
 	for _, fd := range h.socks {
 		syscall.Close(fd)
 	}

@@ -66,6 +66,9 @@ type Funcs struct {
 	mu    sync.Mutex
 	dir   string              // the confined state directory; "" until SetStateDir
 	locks map[string]heldLock // held until unlock or Close
+	// lockFiles keeps each lock file open from its first lock until Close
+	// (or until its name points at another file): see lockFile.
+	lockFiles map[string]openLockFile
 }
 
 // New returns Funcs for cfg. It touches nothing: the plugin's calls do.
@@ -74,7 +77,7 @@ func New(cfg Config) *Funcs {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	f := &Funcs{logger: logger, trace: cfg.Trace, locks: map[string]heldLock{}, redis: cfg.Redis}
+	f := &Funcs{logger: logger, trace: cfg.Trace, locks: map[string]heldLock{}, lockFiles: map[string]openLockFile{}, redis: cfg.Redis}
 	if f.redis == nil {
 		f.redis, f.ownRedis = &rediseval.Clients{}, true
 	}
@@ -100,15 +103,19 @@ func (f *Funcs) SetStateDir(dir string) bool {
 }
 
 // Close releases every lock taken through mcp_resume_lock (the process
-// exiting releases them too) and closes the Redis clients when they are
-// this Funcs's own (Config.Redis nil). It does not delete the lock files.
-// Safe to call more than once.
+// exiting releases them too), closes the lock files kept open between
+// locks, and closes the Redis clients when they are this Funcs's own
+// (Config.Redis nil). It does not delete the lock files. Safe to call more
+// than once.
 func (f *Funcs) Close() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for name, h := range f.locks {
-		h.release()
+		h.closeSockets()
 		delete(f.locks, name)
+	}
+	for name := range f.lockFiles {
+		f.dropLockFile(name) // closing the file releases its flock
 	}
 	if f.ownRedis {
 		return f.redis.Close()
@@ -138,19 +145,35 @@ func NewContext(ctx context.Context, h Handler) context.Context {
 // passes that context to host functions) and writes the JSON response back.
 // A call without a Handler, or a failure to touch plugin memory, returns
 // offset 0, which the plugin reads as "cannot tell" (hostfuncs/README.md,
-// "Calling convention").
+// "Calling convention"). With a Kernel in the context (WithKernel) they
+// reach plugin memory through its cached kernel functions, else through
+// go-sdk's CurrentPlugin (a kernel function lookup per access).
 func Shared() []extism.HostFunction {
 	names := hostfuncs.Functions()
 	fns := make([]extism.HostFunction, 0, len(names))
 	for _, name := range names {
 		hf := extism.NewHostFunctionWithStack(name, func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
-			req, err := p.ReadBytes(stack[0])
+			k, _ := ctx.Value(kernelKey{}).(*Kernel)
+			var req []byte
+			var err error
+			if k != nil {
+				req, err = k.read(ctx, stack[0])
+			} else {
+				req, err = p.ReadBytes(stack[0])
+			}
 			stack[0] = 0
 			h, _ := ctx.Value(ctxKey{}).(Handler)
 			if err != nil || h == nil {
 				return
 			}
-			if out, err := p.WriteBytes(h.Call(name, req)); err == nil {
+			resp := h.Call(name, req)
+			var out uint64
+			if k != nil {
+				out, err = k.write(ctx, resp)
+			} else {
+				out, err = p.WriteBytes(resp)
+			}
+			if err == nil {
 				stack[0] = out
 			}
 		}, []extism.ValueType{extism.ValueTypePTR}, []extism.ValueType{extism.ValueTypePTR})

@@ -324,3 +324,85 @@ func TestLock_WaitMS(t *testing.T) {
 		}
 	}
 }
+
+// openFDsOf counts this process's descriptors open on path (/proc/self/fd).
+func openFDsOf(t *testing.T, path string) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd:", err)
+	}
+	n := 0
+	for _, e := range entries {
+		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && target == path {
+			n++
+		}
+	}
+	return n
+}
+
+// A lock file stays open between its locks (unlock only unlocks it) and
+// Close closes it; a name that meanwhile points at another file is opened
+// and checked again: a FIFO answers unsafe, a new regular file is the one
+// locked, never the old one.
+func TestLock_FileKeptOpenAndCheckedAgain(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("counts descriptors through /proc/self/fd")
+	}
+	dir := stateDir(t)
+	f := prepare(t, dir)
+	p := filepath.Join(dir, "lock-kept")
+	lock := hostfuncs.LockRequest{Name: "lock-kept"} // no socket: the flock alone
+	un := hostfuncs.UnlockRequest{Name: "lock-kept"}
+	for range 3 {
+		if r := call[hostfuncs.Empty](t, f, hostfuncs.FnLock, lock); r.Error != nil {
+			t.Fatalf("lock: %v", r.Error)
+		}
+		if r := call[hostfuncs.Empty](t, f, hostfuncs.FnUnlock, un); r.Error != nil {
+			t.Fatalf("unlock: %v", r.Error)
+		}
+		if n := openFDsOf(t, p); n != 1 {
+			t.Fatalf("%d descriptors open on the lock file after unlock, want the one kept", n)
+		}
+	}
+	// Unlocked for real: another open file description takes the flock.
+	other, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(other.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatalf("flock after unlock: %v", err)
+	}
+	other.Close()
+
+	// Replaced by a FIFO: unsafe, at once, and the old descriptor closed.
+	os.Remove(p)
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := call[hostfuncs.Empty](t, f, hostfuncs.FnLock, lock); r.Error == nil || r.Error.Code != hostfuncs.CodeUnsafe {
+		t.Fatalf("lock of a name replaced by a FIFO = %+v, want unsafe", r.Error)
+	}
+	// Replaced by a new regular file: that file is the one locked.
+	os.Remove(p)
+	if err := os.WriteFile(p, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := call[hostfuncs.Empty](t, f, hostfuncs.FnLock, lock); r.Error != nil {
+		t.Fatalf("lock of the new file: %v", r.Error)
+	}
+	if other, err = os.Open(p); err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := syscall.Flock(int(other.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != syscall.EWOULDBLOCK {
+		t.Fatalf("flock of the new file while locked = %v, want EWOULDBLOCK", err)
+	}
+	f.Close()
+	if n := openFDsOf(t, p); n != 1 { // ours, other
+		t.Errorf("%d descriptors open on the lock file after Close besides the test's", n-1)
+	}
+	if err := syscall.Flock(int(other.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Errorf("flock after Close: %v", err)
+	}
+}
