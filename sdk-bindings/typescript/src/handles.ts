@@ -51,8 +51,9 @@ export interface HandleStoreOptions {
    * The most plugin instances the store runs, a positive integer. Each serves one call at a time; the
    * first is made by open, the others only when calls overlap (each costs a Wasm instance, and in worker
    * mode a thread and a Redis connection); callers beyond them wait in order. Default
-   * `os.availableParallelism()` in worker mode (Redis: the instances' network waits overlap), 1 on files
-   * (the plugin runs on this thread, so instances cannot overlap: docs/BENCHMARKS.md measures both).
+   * `os.availableParallelism()`. On Redis (worker mode) the instances' waits for the server overlap; on
+   * files the plugin runs on this thread, so their calls never run at the same time (docs/BENCHMARKS.md,
+   * "TypeScript: the handle store's pool of instances", measures both).
    */
   poolSize?: number;
 }
@@ -255,7 +256,7 @@ export class HandleStore {
       await first.value.inst.close();
       throw new StoreUnavailableError("store_unavailable", `mcp-resume handle store: ${(lib.reason as Error)?.message ?? String(lib.reason)}`);
     }
-    const pool = new Pool(first.value.inst, poolSize ?? (worker ? availableParallelism() : 1), () => openInstance(logger, worker, input).then((o) => o.inst), logger);
+    const pool = new Pool(first.value.inst, poolSize ?? availableParallelism(), () => openInstance(logger, worker, input).then((o) => o.inst), logger);
     return new HandleStore(pool, options.clock, camel(first.value.settings) as HandleStoreSettings);
   }
 

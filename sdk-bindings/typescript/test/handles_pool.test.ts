@@ -9,6 +9,7 @@
 // flight lets them complete, then closes every instance.
 import assert from "node:assert/strict";
 import { connect, createServer, type Server, type Socket } from "node:net";
+import { availableParallelism } from "node:os";
 import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
 
@@ -80,15 +81,18 @@ async function increments(store: HandleStore, handle: string, callers: number, e
 describe("HandleStore pool", () => {
   const skip = (t: { skip(m: string): void }) => (redis ? false : (t.skip("no redis-server on PATH"), true));
 
-  test("poolSize: a positive integer, else InvalidOptionError naming it; files default to one instance", async () => {
+  test("poolSize: a positive integer, else InvalidOptionError naming it; never more instances than it", async () => {
     const root = tempDir();
     for (const bad of [0, -1, 1.5, Number.NaN, Infinity, "4", null]) {
       await assert.rejects(HandleStore.open("pool", { stateRoot: root, logger: quiet, poolSize: bad as unknown as number }), (e: unknown) => e instanceof InvalidOptionError && /poolSize must be a positive integer/.test(e.message), String(bad));
     }
-    await using store = await HandleStore.open("pool", { stateRoot: root, logger: quiet });
-    const { handle } = await store.create("", enc.encode("x"));
-    await Promise.all(Array.from({ length: 8 }, () => store.get(handle, "")));
-    assert.equal(store.instances, 1);
+    for (const [poolSize, most] of [[1, 1], [undefined, availableParallelism()]] as const) {
+      await using store = await HandleStore.open("pool", { stateRoot: root, logger: quiet, ...(poolSize ? { poolSize } : {}) });
+      assert.equal(store.instances, 1, "open makes one instance");
+      const { handle } = await store.create("", enc.encode("x"));
+      await Promise.all(Array.from({ length: 16 }, () => store.get(handle, "")));
+      assert.ok(store.instances >= 1 && store.instances <= most, `${store.instances} instances, poolSize ${poolSize}`);
+    }
   });
 
   test("Redis, pool of 4: 16 concurrent gets complete, the pool grows to 4 and no further, and calls overlap (4 instances take well under half one's time)", async (t) => {
