@@ -398,9 +398,10 @@ async function openInstance(logger: Logger, worker: boolean, input: Record<strin
  * The plugin instances of one store: each serves one call at a time; a call takes an idle instance,
  * else a new one while fewer than `max` exist, else waits, callers in order (FIFO). An instance that
  * failed (`plugin_failed`: a trap, which may leave its memory half-updated; the plugin never answers
- * that code itself) is closed, not reused. Internal to {@link HandleStore}.
+ * that code itself) is closed, not reused. Internal to {@link HandleStore} (exported for the tests,
+ * not by the package's index).
  */
-class Pool {
+export class Pool {
   /** Instances waiting for a call. */
   readonly #idle: ResumeTokenStore[] = [];
   /** Callers waiting for an instance, first come first served. */

@@ -6,16 +6,22 @@
 // four instances take a quarter of one's time), compare-and-set stays
 // linearizable across instances (concurrent read-increment-put with expect
 // never loses a write, on Redis and on files), and close with calls in
-// flight lets them complete, then closes every instance.
+// flight lets them complete, then closes every instance. And the pool itself
+// (Pool) on the Go-built test plugin, whose load export traps: the trapped
+// instance is dropped, not reused, and the next call gets a new one.
 import assert from "node:assert/strict";
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { availableParallelism } from "node:os";
 import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
 
+import { Pool } from "../src/handles.js";
+import { HostFunctions } from "../src/hostfuncs.js";
+import { callExport, loadStore, type ResumeTokenStore } from "../src/store.js";
 import { ConflictError, HandleStore, InvalidOptionError, MCPResumeError, type HandleStoreOptions } from "../src/index.js";
 import type { Logger } from "../src/logger.js";
-import { cleanupTemps, startRedis, tempDir, type RedisServer } from "./helpers.js";
+import { cleanupTemps, goBuild, startRedis, tempDir, type RedisServer } from "./helpers.js";
+import { ABI_VERSION } from "../src/hostfuncs.js";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -161,5 +167,36 @@ describe("HandleStore pool", () => {
     // The writes made it before close.
     await using again = await HandleStore.open("pool-close", { stateUrl: redis!.url, logger: quiet });
     assert.equal(dec.decode((await again.get(handles[11]!, "")).data), "d11");
+  });
+
+  test("an instance that traps is dropped, not reused; the next call gets a new one; close closes every instance", async () => {
+    const wasm = await goBuild("./sdk-bindings/typescript/test/testdata/testplugin", path.join(tempDir("testplugin-"), "cur.wasm"), { GOOS: "wasip1", GOARCH: "wasm" },
+      ["-buildmode=c-shared", `-ldflags=-X main.abiVersion=${ABI_VERSION}`]);
+    const made: ResumeTokenStore[] = [];
+    const make = async () => {
+      const s = await loadStore(quiet, wasm, new HostFunctions({ logger: quiet }));
+      made.push(s);
+      return s;
+    };
+    const warnings: string[] = [];
+    const pool = new Pool(await make(), 2, make, { ...quiet, warn: (_m: string, f?: Record<string, unknown>) => void warnings.push(String(f?.["event"])) });
+    const used: ResumeTokenStore[] = [];
+    const run = (name: string) => pool.run((inst) => (used.push(inst), callExport(inst, name)));
+    assert.equal((await run("reject")).ok, true);
+    const trapped = await run("load");
+    assert.equal(trapped.ok, false);
+    assert.equal(!trapped.ok && trapped.code, "plugin_failed");
+    assert.deepEqual(warnings, ["handle_instance_dropped"]);
+    assert.equal(pool.size, 0, "the trapped instance is gone");
+    assert.equal((await run("reject")).ok, true);
+    assert.equal(made.length, 2, "a new instance was made");
+    assert.notEqual(used[2], used[1], "the trapped instance was not reused");
+    assert.equal(pool.size, 1);
+    // Two overlapping calls: a second instance, then both closed by close.
+    await Promise.all([run("reject"), run("reject")]);
+    assert.equal(pool.size, 2);
+    await pool.close();
+    assert.equal(pool.size, 0);
+    for (const s of made) await assert.rejects(s.list(), /closed/, "every instance is closed");
   });
 });
