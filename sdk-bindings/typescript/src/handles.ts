@@ -10,8 +10,10 @@
  *
  * @packageDocumentation
  */
+import { availableParallelism } from "node:os";
+
 import { ConflictError, InvalidOptionError, InvalidValueError, MCPResumeError, PluginError, StoreUnavailableError, errorFromPlugin } from "./errors.js";
-import { createStderrLogger, type Logger } from "./logger.js";
+import { createStderrLogger, safeLog, type Logger } from "./logger.js";
 import { loadRedis } from "./redis.js";
 import { callExport, loadStore, type ExportResult, type ResumeTokenStore } from "./store.js";
 
@@ -45,6 +47,15 @@ export interface HandleStoreOptions {
   stateUrl?: string;
   /** Redis only: the deadline of each operation in milliseconds, connecting included (1–60000). Default `$MCP_RESUME_STATE_TIMEOUT` (Go duration), else 2000. */
   timeoutMs?: number;
+  /**
+   * The most plugin instances the store runs, a positive integer. Each serves one call at a time; the
+   * first is made by open, the others only when calls overlap (each costs a Wasm instance, and in worker
+   * mode a thread and a Redis connection); callers beyond them wait in order. Default
+   * `os.availableParallelism()`. On Redis (worker mode) the instances' waits for the server overlap; on
+   * files the plugin runs on this thread, so their calls never run at the same time (docs/BENCHMARKS.md,
+   * "TypeScript: the handle store's pool of instances", measures both).
+   */
+  poolSize?: number;
 }
 
 /** The store's effective settings (its policy), as `handles_open` answered them (durations in milliseconds). */
@@ -141,7 +152,7 @@ function camel(v: unknown): any {
 }
 
 /** The keys {@link HandleStoreOptions} knows. */
-const HANDLE_KEYS = new Set(["stateRoot", "idleTtlMs", "maxAgeMs", "tombstoneMs", "maxHandles", "maxValueBytes", "lockWaitMs", "clock", "logger", "stateUrl", "timeoutMs"]);
+const HANDLE_KEYS = new Set(["stateRoot", "idleTtlMs", "maxAgeMs", "tombstoneMs", "maxHandles", "maxValueBytes", "lockWaitMs", "clock", "logger", "stateUrl", "timeoutMs", "poolSize"]);
 
 const OPTION_KEYS: Array<[keyof HandleStoreOptions, string]> = [["stateRoot", "state_root"], ["idleTtlMs", "idle_ttl_ms"], ["maxAgeMs", "max_age_ms"],
   ["tombstoneMs", "tombstone_ms"], ["maxHandles", "max_handles"], ["maxValueBytes", "max_value_bytes"], ["lockWaitMs", "lock_wait_ms"],
@@ -166,9 +177,10 @@ function b64(value: unknown): string {
 
 /**
  * A handle store: durable values behind opaque handles, for MCP servers
- * that keep no process state between calls (sessionless MCP). One plugin
- * instance per store; calls queue fairly (FIFO) on it, so a store may be
- * shared by any number of async callers. Operations on one handle are
+ * that keep no process state between calls (sessionless MCP). A pool of
+ * plugin instances per store (`poolSize`), each serving one call at a time;
+ * callers beyond them wait in order (FIFO), so a store may be shared by any
+ * number of async callers. Operations on one handle are
  * linearizable across stores, processes and languages sharing the
  * directory (a lock per shard, held for one operation).
  *
@@ -184,17 +196,23 @@ function b64(value: unknown): string {
  * another process holds the shard, a wait of up to `lockWaitMs`), so it
  * blocks the event loop for its duration. On Redis (`stateUrl`) the plugin
  * runs on a worker thread and the event loop keeps turning while an
- * operation waits for the server (at most `timeoutMs`).
+ * operation waits for the server (at most `timeoutMs`), and calls overlap
+ * up to `poolSize` instances, each with its thread and its connection.
  */
 export class HandleStore {
-  readonly #inst: ResumeTokenStore;
+  readonly #pool: Pool;
   readonly #clock: (() => number) | undefined;
   #closed = false;
 
   /** Use {@link HandleStore.open}. */
-  private constructor(inst: ResumeTokenStore, clock: (() => number) | undefined, readonly settings: HandleStoreSettings) {
-    this.#inst = inst;
+  private constructor(pool: Pool, clock: (() => number) | undefined, readonly settings: HandleStoreSettings) {
+    this.#pool = pool;
     this.#clock = clock;
+  }
+
+  /** How many plugin instances the store runs now (0 after {@link close}): 1 after open, at most `poolSize`. For diagnostics and tests. */
+  get instances(): number {
+    return this.#pool.size;
   }
 
   /**
@@ -206,10 +224,10 @@ export class HandleStore {
    * {@link StoreUnavailableError} at the first operation, within `timeoutMs`.
    *
    * @param app - the server's app name (1–64 of `[A-Za-z0-9._-]`, starting with a letter or digit).
-   * @param options - directory or Redis URL, lifetimes, capacity, lock wait, Redis deadline, clock, logger.
+   * @param options - directory or Redis URL, lifetimes, capacity, lock wait, Redis deadline, clock, logger, pool size.
    * @returns a ready store; close it with {@link close} or `await using`.
    * @throws {@link InvalidOptionError} for an unknown option, a bad option or environment value (the message
-   *   names it, and never holds a URL's password); {@link InvalidAppError} for a bad app name (as from
+   *   names it, and never holds a URL's password; a `poolSize` that is not a positive integer); {@link InvalidAppError} for a bad app name (as from
    *   {@link ResumeTokenStore.open}); {@link PluginError} when the plugin cannot be loaded or speaks another
    *   ABI version (as from {@link ResumeTokenStore.open}); {@link StoreUnavailableError} when the directory
    *   cannot be used or (Redis) the optional dependency `redis` is not installed.
@@ -222,30 +240,24 @@ export class HandleStore {
     if (unknown.length > 0) {
       throw new InvalidOptionError("invalid_option", `unknown option ${unknown.map((k) => JSON.stringify(k)).join(", ")}: HandleStore.open knows ${[...HANDLE_KEYS].join(", ")}`);
     }
+    const poolSize = options.poolSize;
+    if (poolSize !== undefined && !(Number.isSafeInteger(poolSize) && poolSize >= 1)) {
+      throw new InvalidOptionError("invalid_option", `poolSize must be a positive integer, not ${typeof poolSize === "number" ? String(poolSize) : typeof poolSize}`);
+    }
     // caller: the plugin's messages then name options as TypeScript does (idleTtlMs, not idle_ttl_ms).
     const input: Record<string, unknown> = { caller: "typescript", app };
     for (const [k, wire] of OPTION_KEYS) if (options[k] !== undefined && !(k === "stateUrl" && options[k] === "")) input[wire] = options[k];
     const worker = needsWorker(options);
-    // The plugin instance lives in the resume store's shell, which queues calls FIFO and confines the
-    // host functions to the state_dir handles_open answers (none on Redis); none of its resume methods is used.
+    const logger = options.logger ?? createStderrLogger();
     // node-redis is imported while the plugin's thread starts: open pays for it, not the first operation's deadline.
-    const [loaded, lib] = await Promise.allSettled([loadStore(options.logger ?? createStderrLogger(), undefined, undefined, worker), worker ? loadRedis() : undefined]);
-    if (loaded.status === "rejected") {
-      // The plugin cannot load or speaks another ABI: PluginError, as from ResumeTokenStore.open.
-      if (loaded.reason instanceof PluginError) throw loaded.reason;
-      throw new StoreUnavailableError("store_unavailable", `mcp-resume handle store: ${(loaded.reason as Error)?.message ?? String(loaded.reason)}`);
-    }
+    const [first, lib] = await Promise.allSettled([openInstance(logger, worker, input), worker ? loadRedis() : undefined]);
+    if (first.status === "rejected") throw first.reason;
     if (lib.status === "rejected") {
-      await loaded.value.close();
+      await first.value.inst.close();
       throw new StoreUnavailableError("store_unavailable", `mcp-resume handle store: ${(lib.reason as Error)?.message ?? String(lib.reason)}`);
     }
-    const inst = (loaded as PromiseFulfilledResult<ResumeTokenStore>).value;
-    const r = await callExport(inst, "handles_open", Buffer.from(JSON.stringify(input)));
-    if (!r.ok) {
-      await inst.close();
-      throw errorOf(r);
-    }
-    return new HandleStore(inst, options.clock, camel(JSON.parse(Buffer.from(r.output).toString())) as HandleStoreSettings);
+    const pool = new Pool(first.value.inst, poolSize ?? availableParallelism(), () => openInstance(logger, worker, input).then((o) => o.inst), logger);
+    return new HandleStore(pool, options.clock, camel(first.value.settings) as HandleStoreSettings);
   }
 
   /**
@@ -327,10 +339,14 @@ export class HandleStore {
     return camel(await this.#call("handle_gc", {}));
   }
 
-  /** Waits for queued calls, then releases the plugin instance (its worker thread), its locks and its Redis connection. Idempotent; later calls reject with `not_open`. */
+  /**
+   * Waits for the calls in flight and those queued (they complete), then releases every plugin instance
+   * (their worker threads), their locks and their Redis connections. Idempotent; calls made after it
+   * began reject with `not_open`.
+   */
   async close(): Promise<void> {
     this.#closed = true;
-    await this.#inst.close();
+    await this.#pool.close();
   }
 
   /** {@link close}, for `await using store = await HandleStore.open(...)`. */
@@ -338,12 +354,172 @@ export class HandleStore {
     return this.close();
   }
 
-  /** One export call through the FIFO queue, with `now_ms` from the clock; the JSON output, or the typed error. */
+  /** One export call in a pooled instance (in callers' order), with `now_ms` from the clock; the JSON output, or the typed error. */
   async #call(name: string, input: Record<string, unknown>): Promise<Record<string, unknown>> {
     if (this.#closed) throw new MCPResumeError("not_open", `mcp-resume ${name}: the handle store is closed`);
-    if (this.#clock) input["now_ms"] = Math.floor(this.#clock());
-    const r = await callExport(this.#inst, name, Buffer.from(JSON.stringify(input)));
+    const bytes = () => {
+      // The clock is read when an instance takes the call, not while it waits.
+      if (this.#clock) input["now_ms"] = Math.floor(this.#clock());
+      return Buffer.from(JSON.stringify(input));
+    };
+    const r = await this.#pool.run((inst) => callExport(inst, name, bytes()));
     if (!r.ok) throw errorOf(r);
     return JSON.parse(Buffer.from(r.output).toString()) as Record<string, unknown>;
+  }
+}
+
+/**
+ * Loads one plugin instance (in worker mode or not) and opens the handle store in it with `input`
+ * (`handles_open`'s JSON). Every instance of a store gets the same input, so the same policy.
+ *
+ * @returns the instance and `handles_open`'s answer (snake_case).
+ * @throws {@link PluginError} when the plugin cannot be loaded or speaks another ABI version;
+ *   {@link StoreUnavailableError} for another loading failure; the plugin's error when it refuses to open.
+ */
+async function openInstance(logger: Logger, worker: boolean, input: Record<string, unknown>): Promise<{ inst: ResumeTokenStore; settings: unknown }> {
+  // The plugin instance lives in the resume store's shell, which confines the host functions to the
+  // state_dir handles_open answers (none on Redis); none of its resume methods is used.
+  let inst: ResumeTokenStore;
+  try {
+    inst = await loadStore(logger, undefined, undefined, worker);
+  } catch (e) {
+    if (e instanceof PluginError) throw e; // as from ResumeTokenStore.open
+    throw new StoreUnavailableError("store_unavailable", `mcp-resume handle store: ${(e as Error)?.message ?? String(e)}`);
+  }
+  const r = await callExport(inst, "handles_open", Buffer.from(JSON.stringify(input)));
+  if (!r.ok) {
+    await inst.close();
+    throw errorOf(r);
+  }
+  return { inst, settings: JSON.parse(Buffer.from(r.output).toString()) };
+}
+
+/**
+ * The plugin instances of one store: each serves one call at a time; a call takes an idle instance,
+ * else a new one while fewer than `max` exist, else waits, callers in order (FIFO). An instance that
+ * failed (`plugin_failed`: a trap, which may leave its memory half-updated; the plugin never answers
+ * that code itself) is closed, not reused. Internal to {@link HandleStore} (exported for the tests,
+ * not by the package's index).
+ */
+export class Pool {
+  /** Instances waiting for a call. */
+  readonly #idle: ResumeTokenStore[] = [];
+  /** Callers waiting for an instance, first come first served. */
+  readonly #waiting: Array<{ take(inst: ResumeTokenStore): void; fail(e: unknown): void }> = [];
+  /** Every instance that exists or is being made (all of {@link #idle}, the busy ones and the growing ones). */
+  #size = 1;
+  /** Instances being made. */
+  #growing = 0;
+  #closed = false;
+  #closing: Promise<void> | undefined;
+  /** Resolves close's wait once, after close began, no instance is busy or being made and no caller waits. */
+  #drained: (() => void) | undefined;
+  /** Instances handed to a caller and not yet released. */
+  #busy = 0;
+
+  /**
+   * @param first - the instance open made (idle).
+   * @param max - the most instances, at least 1.
+   * @param make - makes one more instance, ready for calls.
+   * @param logger - receives `handle_pool_grow_failed` and `handle_instance_dropped` (warn).
+   */
+  constructor(first: ResumeTokenStore, readonly max: number, readonly make: () => Promise<ResumeTokenStore>, readonly logger: Logger) {
+    this.#idle.push(first);
+  }
+
+  /** Instances that exist or are being made. */
+  get size(): number {
+    return this.#size;
+  }
+
+  /**
+   * Runs `fn` with an instance of its own, in callers' order; drops the instance when `fn` answers
+   * `plugin_failed`, else gives it to the next caller.
+   *
+   * @returns what `fn` resolves to.
+   * @throws the error of making the first instance of an empty pool (every earlier one was dropped).
+   */
+  async run(fn: (inst: ResumeTokenStore) => Promise<ExportResult>): Promise<ExportResult> {
+    const inst = await this.#acquire(); // counted busy from when it is handed out
+    let broken = true;
+    try {
+      const r = await fn(inst);
+      broken = !r.ok && r.code === "plugin_failed";
+      return r;
+    } finally {
+      this.#busy--;
+      this.#release(inst, broken);
+    }
+  }
+
+  /** An idle instance, else a promise of the next one free (growing the pool when it has room). */
+  #acquire(): Promise<ResumeTokenStore> {
+    if (this.#waiting.length === 0) {
+      const inst = this.#idle.pop();
+      if (inst) {
+        this.#busy++;
+        return Promise.resolve(inst);
+      }
+    }
+    const p = new Promise<ResumeTokenStore>((take, fail) => this.#waiting.push({ take, fail }));
+    if (this.#size < this.max && this.#growing < this.#waiting.length) this.#grow();
+    return p;
+  }
+
+  /** Makes one more instance; it serves the first waiting caller, or idles. */
+  #grow(): void {
+    this.#size++;
+    this.#growing++;
+    this.make().then(
+      (inst) => {
+        this.#growing--;
+        this.#release(inst, false);
+      },
+      (e: unknown) => {
+        this.#growing--;
+        this.#size--;
+        safeLog(this.logger, "warn", "mcp-resume handle store: could not add a plugin instance; calls wait for the running ones", { event: "handle_pool_grow_failed", error: String((e as Error)?.message ?? e) });
+        if (this.#size === 0) for (const w of this.#waiting.splice(0)) w.fail(e);
+        this.#settle();
+      },
+    );
+  }
+
+  /** Gives `inst` to the first waiting caller or back to the idle ones; closes it when broken. */
+  #release(inst: ResumeTokenStore, broken: boolean): void {
+    if (broken) {
+      this.#size--;
+      safeLog(this.logger, "warn", "mcp-resume handle store: a plugin instance failed and is dropped", { event: "handle_instance_dropped" });
+      void inst.close().catch(() => undefined);
+      // Callers still waiting get a new instance (an empty pool must grow, whatever is queued).
+      if (this.#waiting.length > this.#growing && this.#size < this.max) this.#grow();
+    } else {
+      const next = this.#waiting.shift();
+      if (next) {
+        this.#busy++;
+        next.take(inst);
+      } else this.#idle.push(inst);
+    }
+    this.#settle();
+  }
+
+  /** After close: resolves {@link #drained} once nothing is busy, waiting or being made. */
+  #settle(): void {
+    if (this.#closed && this.#busy === 0 && this.#growing === 0 && this.#waiting.length === 0) this.#drained?.();
+  }
+
+  /** Waits for the calls in flight and queued, then closes every instance. Idempotent: every call resolves when that is done. */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      this.#closed = true;
+      await new Promise<void>((resolve) => {
+        this.#drained = resolve;
+        this.#settle();
+      });
+      const all = this.#idle.splice(0);
+      this.#size -= all.length;
+      await Promise.all(all.map((i) => i.close().catch(() => undefined)));
+    })();
+    return this.#closing;
   }
 }
