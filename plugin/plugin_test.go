@@ -126,11 +126,12 @@ const (
 	// sealing again when the generation moved, and the scripts' text;
 	// +2.2 KiB more for a 256-slot table of the generations last seen, so
 	// that an unconditional put after a get is one round trip, not two):
-	// 4,145,088. The binary data path (values
+	// 4,145,088; an unconditional put on Redis retrying until its deadline
+	// rather than a count: 4,146,200. The binary data path (values
 	// and crypto out of the guest) is what will bring it down.
 	// Lower it as the guest shrinks; never raise it without a review of
 	// what grew.
-	maxWasmBytes = 4_146_000
+	maxWasmBytes = 4_147_000
 )
 
 // TestWasmSize fails when plugin.wasm outgrows its budget.

@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
 	"github.com/mcp-resume/mcp-resume/internal/luascripts"
@@ -529,8 +530,12 @@ func (s *Store) redisGC(r *request) (hostfuncs.HandleGCOutput, *hostfuncs.Error)
 	return out, nil
 }
 
-// redisPutTries bounds how often an unconditional put on Redis seals its
-// value again because another writer moved the generation in between.
+// redisPutTries is how often an unconditional put on Redis at least seals
+// its value again because another writer moved the generation in between;
+// past it, it keeps trying until the store's deadline per operation
+// (timeout_ms) has passed. Every "stale" answer means another writer's put
+// landed, so the writers together always progress; the deadline, not a
+// count, bounds how long one of them can keep losing.
 const redisPutTries = 32
 
 // redisPut is Put on Redis: the value sealed afresh as the generation it
@@ -545,7 +550,8 @@ func (s *Store) redisPut(r *request) (hostfuncs.HandleGeneration, *hostfuncs.Err
 	if r.in.GenerationSet {
 		next = r.in.Generation + 1
 	}
-	for try := 0; try < redisPutTries; try++ {
+	start := time.Now().UnixMilli()
+	for try := 0; try < redisPutTries || time.Now().UnixMilli()-start < s.set.TimeoutMS; try++ {
 		sealed, werr := s.redisSeal(r, r.in.Value, next)
 		if werr != nil {
 			return hostfuncs.HandleGeneration{}, werr
@@ -561,7 +567,7 @@ func (s *Store) redisPut(r *request) (hostfuncs.HandleGeneration, *hostfuncs.Err
 		s.rd.saw(r.hash, next)
 		return hostfuncs.HandleGeneration{Generation: num(out, 1)}, nil
 	}
-	return hostfuncs.HandleGeneration{}, s.unavailable("the handle's generation changed under each of " + strconv.Itoa(redisPutTries) + " unconditional puts (other writers at the same time); nothing was written: retry")
+	return hostfuncs.HandleGeneration{}, s.unavailable("the handle's generation changed under every unconditional put for " + msText(s.set.TimeoutMS) + " (other writers at the same time); nothing was written: retry")
 }
 
 // expected is r's expected generation as a script argument, "" for none.
