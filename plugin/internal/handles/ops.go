@@ -118,7 +118,7 @@ func (sh *shard) live(r *request) (int, *hostfuncs.Error) {
 func tombstoneErr(n resume.Names, state uint8, idleMS, maxAgeMS int64) *hostfuncs.Error {
 	switch state {
 	case stateEvicted:
-		return &hostfuncs.Error{Code: hostfuncs.CodeHandleEvicted, Message: "the handle was evicted: the store reached its " + n.Option("max_handles") + " and this handle was the least recently used"}
+		return &hostfuncs.Error{Code: hostfuncs.CodeHandleEvicted, Message: "the handle was evicted: its principal reached its " + n.Option("max_handles_per_principal") + ", or the store its " + n.Option("max_handles") + " while this principal held the most, and this handle was its least recently used"}
 	case stateExpiredMaxAge:
 		return &hostfuncs.Error{Code: hostfuncs.CodeHandleExpired, Reason: hostfuncs.ReasonMaxAge, Message: "the handle expired: it reached its maximum age of " + msText(maxAgeMS)}
 	}
@@ -226,12 +226,13 @@ func (s *Store) Create(input []byte) (hostfuncs.HandleCreated, *hostfuncs.Error)
 		s.log(hostfuncs.LevelDebug, EventCreated, MsgCreated, "key="+shortKey(r.hash))
 		return hostfuncs.HandleCreated{Handle: formatHandle(raw), Generation: 1, IdleTTLMS: idle, MaxAgeMS: maxAge, CreatedMS: created}, nil
 	}
+	owner := ownerOf(s.set.App, r.in.Principal)
 	hdr := header{Generation: 1, CreatedMS: r.now, IdleTTLMS: idle, MaxAgeMS: maxAge, Tag: r.tag, Nonce: nonce}
 	werr = s.withShard(s.shardOf(r.hash), r.now, s.set.LockWaitMS, func(sh *shard) *hostfuncs.Error {
 		sh.must = true
 		var c gcCounts
 		sh.sweep(&c)
-		sh.evict()
+		sh.evict(owner)
 		if err := s.write(recordName(r.hash), sealRecord(&r.k, s.set.App, hdr, r.in.Value)); err != nil {
 			return s.ioFailure("write a record", err)
 		}
@@ -240,7 +241,7 @@ func (s *Store) Create(input []byte) (hostfuncs.HandleCreated, *hostfuncs.Error)
 			sh.drop(i)
 		}
 		sh.entries = append(sh.entries, entry{Hash: r.hash, State: stateLive, Tag: r.tag, Generation: 1, Size: int64(len(r.in.Value)),
-			CreatedMS: r.now, LastUsedMS: r.now, IdleTTLMS: idle, MaxAgeMS: maxAge})
+			CreatedMS: r.now, LastUsedMS: r.now, IdleTTLMS: idle, MaxAgeMS: maxAge, Owner: owner})
 		sh.dirty = true
 		sh.trimTombstones()
 		return nil
@@ -264,32 +265,84 @@ func lifetime(n resume.Names, name string, set bool, v, store int64) (int64, *ho
 	return v, nil
 }
 
-// evict makes room for one more live entry: while the shard holds its cap
-// of live entries, the one used least recently (ties: created first, then
-// the smaller key hash) becomes an evicted tombstone and its record goes
+// evict makes room for one more live entry of owner: first, while owner
+// holds its quota per shard (perOwner) of the shard's live entries, its own
+// least recently used becomes an evicted tombstone; then, while the shard
+// holds its cap of live entries, the least recently used entry of the
+// owner holding the most live entries goes (ties: the owner whose least
+// recently used is older). So a principal that floods the store evicts
+// only its own handles: another's go only when that one holds as many
+// (plugin/README.md, "Quotas"). Each victim's record goes
 // (handle_evicted).
-func (sh *shard) evict() {
+func (sh *shard) evict(owner [ownerLen]byte) {
 	for {
-		live, victim := int64(0), -1
+		victim, own := sh.lru(owner)
+		if own < sh.s.perOwner || victim < 0 {
+			break
+		}
+		sh.evictAt(victim)
+	}
+	for {
+		counts := map[[ownerLen]byte]int64{}
+		live := int64(0)
+		for i := range sh.entries {
+			if sh.entries[i].State == stateLive {
+				counts[sh.entries[i].Owner]++
+				live++
+			}
+		}
+		if live < sh.s.perShard {
+			return
+		}
+		victim := -1
 		for i := range sh.entries {
 			e := &sh.entries[i]
 			if e.State != stateLive {
 				continue
 			}
-			live++
-			if victim < 0 || older(e, &sh.entries[victim]) {
+			if victim < 0 {
+				victim = i
+				continue
+			}
+			v := &sh.entries[victim]
+			if c, cv := counts[e.Owner], counts[v.Owner]; c > cv || c == cv && older(e, v) {
 				victim = i
 			}
 		}
-		if live < sh.s.perShard || victim < 0 {
+		if victim < 0 {
 			return
 		}
-		e := &sh.entries[victim]
-		e.State, e.LastUsedMS = stateEvicted, sh.now
-		sh.dirty = true
-		_ = sh.s.remove(recordName(e.Hash))
-		sh.s.log(hostfuncs.LevelInfo, EventEvicted, MsgEvicted, "key="+shortKey(e.Hash))
+		sh.evictAt(victim)
 	}
+}
+
+// lru returns owner's least recently used live entry (-1 for none) and
+// how many live entries owner holds.
+func (sh *shard) lru(owner [ownerLen]byte) (int, int64) {
+	victim, n := -1, int64(0)
+	for i := range sh.entries {
+		e := &sh.entries[i]
+		if e.State != stateLive || e.Owner != owner {
+			continue
+		}
+		n++
+		if victim < 0 || older(e, &sh.entries[victim]) {
+			victim = i
+		}
+	}
+	return victim, n
+}
+
+// evictAt turns live entry i into an evicted tombstone, removes its
+// record and logs handle_evicted.
+//
+//go:noinline
+func (sh *shard) evictAt(i int) {
+	e := &sh.entries[i]
+	e.State, e.LastUsedMS = stateEvicted, sh.now
+	sh.dirty = true
+	_ = sh.s.remove(recordName(e.Hash))
+	sh.s.log(hostfuncs.LevelInfo, EventEvicted, MsgEvicted, "key="+shortKey(e.Hash))
 }
 
 // older reports whether a goes before b in eviction order.
