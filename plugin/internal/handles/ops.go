@@ -283,30 +283,30 @@ func (sh *shard) evict(owner [ownerLen]byte) {
 		sh.evictAt(victim)
 	}
 	for {
-		counts := map[[ownerLen]byte]int64{}
 		live := int64(0)
 		for i := range sh.entries {
 			if sh.entries[i].State == stateLive {
-				counts[sh.entries[i].Owner]++
 				live++
 			}
 		}
 		if live < sh.s.perShard {
 			return
 		}
-		victim := -1
+		// The victim: the oldest entry of the owner holding the most (a
+		// count by owner, quadratic in the shard's few hundred entries,
+		// without a map, which would cost plugin.wasm kilobytes).
+		victim, most := -1, int64(0)
 		for i := range sh.entries {
 			e := &sh.entries[i]
 			if e.State != stateLive {
 				continue
 			}
-			if victim < 0 {
-				victim = i
+			first, n := sh.lru(e.Owner)
+			if first != i {
 				continue
 			}
-			v := &sh.entries[victim]
-			if c, cv := counts[e.Owner], counts[v.Owner]; c > cv || c == cv && older(e, v) {
-				victim = i
+			if victim < 0 || n > most || n == most && older(e, &sh.entries[victim]) {
+				victim, most = i, n
 			}
 		}
 		if victim < 0 {
