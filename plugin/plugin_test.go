@@ -120,13 +120,13 @@ const (
 	// CLI's errors (+10 KiB: render's check that the state root holds the
 	// app a command names, with its messages, and whoami's check by kill0
 	// that a pid names a process): 4,134,824; then the per-principal quota
-	// (+17.5 KB: the owner id in the index and on Redis, eviction by owner
-	// in the shard and in the create script, max_handles_per_principal):
-	// 4,152,342. The binary data path (values
+	// (+19 KB: the owner id in the index and on Redis, eviction by owner
+	// in the shard and in the create script, tombstones trimmed from the
+	// owner holding the most, max_handles_per_principal): 4,153,899. The binary data path (values
 	// and crypto out of the guest) is what will bring it down.
 	// Lower it as the guest shrinks; never raise it without a review of
 	// what grew.
-	maxWasmBytes = 4_153_500
+	maxWasmBytes = 4_155_000
 )
 
 // TestWasmSize fails when plugin.wasm outgrows its budget.

@@ -357,18 +357,32 @@ func older(a, b *entry) bool {
 }
 
 // trimTombstones keeps at most the per-shard cap of tombstones, dropping
-// those that died first.
+// the one that died first among the owner holding the most, so that one
+// principal's flood of evictions does not shorten how long another's
+// evicted handles still say so.
 func (sh *shard) trimTombstones() {
 	for {
-		n, first := int64(0), -1
+		n, first, most := int64(0), -1, int64(0)
 		for i := range sh.entries {
 			e := &sh.entries[i]
 			if e.State == stateLive {
 				continue
 			}
 			n++
-			if first < 0 || e.LastUsedMS < sh.entries[first].LastUsedMS {
-				first = i
+			// mine: e's owner's tombstones, and whether e died first of them.
+			mine, firstOfOwner := int64(0), true
+			for j := range sh.entries {
+				o := &sh.entries[j]
+				if o.State == stateLive || o.Owner != e.Owner {
+					continue
+				}
+				mine++
+				if o.LastUsedMS < e.LastUsedMS || o.LastUsedMS == e.LastUsedMS && j < i {
+					firstOfOwner = false
+				}
+			}
+			if firstOfOwner && (first < 0 || mine > most || mine == most && e.LastUsedMS < sh.entries[first].LastUsedMS) {
+				first, most = i, mine
 			}
 		}
 		if n <= sh.s.perShard {

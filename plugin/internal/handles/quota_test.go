@@ -150,3 +150,41 @@ func TestMaxHandlesPerPrincipalOption(t *testing.T) {
 		}
 	}
 }
+
+// Tombstones are kept up to the shard's cap; when there are more, the
+// flooder's go first: B's handle evicted by B's own quota still answers
+// handle_evicted (not handle_not_found) after A's flood of evictions.
+func TestFloodKeepsAnothersTombstones(t *testing.T) {
+	rd := conformance.Redis(t)
+	for name, url := range map[string]string{"file": "", "redis": rd.URL} {
+		t.Run(name, func(t *testing.T) {
+			s := quotaStore(t, "tombs-"+name, url, map[string]any{"max_handles": 4, "max_handles_per_principal": 2})
+			now := int64(1767225600000)
+			value := base64.StdEncoding.EncodeToString([]byte("v"))
+			create := func(p string) string {
+				t.Helper()
+				now++
+				o, werr := call(t, s, "handle_create", map[string]any{"principal": p, "value": value, "now_ms": now})
+				if werr != nil {
+					t.Fatal(werr)
+				}
+				return o["handle"].(string)
+			}
+			b1 := create("B")
+			create("B")
+			create("B") // evicts b1: B's quota is 2
+			for i := 0; i < 50; i++ {
+				create("A")
+			}
+			_, werr := call(t, s, "handle_get", map[string]any{"handle": b1, "principal": "B", "now_ms": now})
+			wantCode(t, werr, hostfuncs.CodeHandleEvicted)
+			o, werr := call(t, s, "handle_list", map[string]any{"now_ms": now})
+			if werr != nil {
+				t.Fatal(werr)
+			}
+			if n := o["tombstones"].(float64); n > 4 {
+				t.Errorf("tombstones %v, want at most the cap 4", n)
+			}
+		})
+	}
+}

@@ -273,10 +273,27 @@ local idle, maxAge = tonumber(ARGV[8]), tonumber(ARGV[9])
 redis.call('HSET', key(member), 't', ARGV[4], 'g', '1', 'c', S(now), 'u', S(now), 'i', ARGV[8], 'm', ARGV[9], 'z', ARGV[7], 'v', ARGV[6], 'o', owner)
 keep(member, now + math.min(idle, maxAge))
 redis.call('ZADD', lru, S(now), member)
+-- Keep at most cap tombstones: drop the one that died first among the
+-- owner holding the most, so one principal's flood of evictions does not
+-- shorten how long another's evicted handles still say so.
 local n = redis.call('ZCARD', dead)
-while n > cap do
-  drop(redis.call('ZRANGE', dead, 0, 0)[1])
-  n = n - 1
+if n > cap then
+  local dyingBy, order = {}, {}
+  for _, m in ipairs(redis.call('ZRANGE', dead, 0, -1)) do
+    local o = redis.call('HGET', key(m), 'o') or ''
+    if not dyingBy[o] then dyingBy[o] = {}; order[#order + 1] = o end
+    local l = dyingBy[o]
+    l[#l + 1] = m
+  end
+  while n > cap do
+    local most = nil
+    for _, o in ipairs(order) do
+      local l = dyingBy[o]
+      if #l > 0 and (not most or #l > #dyingBy[most]) then most = o end
+    end
+    drop(table.remove(dyingBy[most], 1))
+    n = n - 1
+  end
 end
 return {'ok', events, S(now)}
 
