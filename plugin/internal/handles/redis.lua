@@ -248,14 +248,17 @@ local function holders()
   end
   return byOwner
 end
-local byOwner = holders()
-local mine = byOwner[owner]
-if mine then
-  for i = 1, mine.n - quota + 1 do
-    bury(mine[i].m, mine[i].r, 'e', now)
+-- (The bucket is read only when it holds at least the quota, then only
+-- when it is at the cap: a create in a roomy bucket reads no record.)
+if redis.call('ZCARD', lru) >= quota then
+  local mine = holders()[owner]
+  if mine then
+    for i = 1, mine.n - quota + 1 do
+      bury(mine[i].m, mine[i].r, 'e', now)
+    end
   end
 end
-byOwner = holders()
+local byOwner = redis.call('ZCARD', lru) >= cap and holders() or {}
 while redis.call('ZCARD', lru) >= cap do
   local most = nil
   for _, h in pairs(byOwner) do
