@@ -101,9 +101,11 @@
 //     handle answers ErrHandleExpired with the reason for the tombstone
 //     period (7 days), then ErrHandleNotFound. The idle refresh is recorded
 //     when it moves the last use by at least min(idle TTL/64, 1 s).
-//   - Capacity: past MaxHandles live handles (10,000) the least recently
-//     used is evicted (ErrHandleEvicted); a value over MaxValueBytes (1 MiB)
-//     gets ErrValueTooLarge.
+//   - Capacity: a principal past MaxHandlesPerPrincipal (MaxHandles/4)
+//     evicts its own least recently used handle; past MaxHandles live
+//     handles (10,000) the principal holding the most loses its least
+//     recently used (ErrHandleEvicted), so one principal never evicts
+//     another's; a value over MaxValueBytes (1 MiB) gets ErrValueTooLarge.
 //   - Consistency: a generation, 1 at Create and +1 per Put; Put and Delete
 //     with IfGeneration are compare-and-set (ErrConflict with the
 //     current one); without one the last writer wins. Operations on one

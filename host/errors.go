@@ -57,9 +57,10 @@ var (
 	// maximum age has passed, within the tombstone period; Error.Reason
 	// says which ("idle" or "max_age").
 	ErrHandleExpired = errors.New("handle expired")
-	// ErrHandleEvicted (code handle_evicted): the least recently used
-	// handle was evicted to keep the store within MaxHandles, within the
-	// tombstone period.
+	// ErrHandleEvicted (code handle_evicted): the handle was its
+	// principal's least recently used and was evicted to keep the principal
+	// within MaxHandlesPerPrincipal, or the store within MaxHandles while
+	// its principal held the most; answered within the tombstone period.
 	ErrHandleEvicted = errors.New("handle evicted")
 	// ErrConflict (code conflict): Put or Delete with IfGeneration found
 	// another generation, which Error.Generation holds; nothing changed

@@ -64,6 +64,12 @@ type HandleOptions struct {
 	// shard (max_handles/128 shards, a power of two, 1..256): at 10,000
 	// (64 shards of 157) eviction can begin before 10,000 in all.
 	MaxHandles int
+	// MaxHandlesPerPrincipal is one principal's quota of live handles
+	// (1..MaxHandles): a principal at it that creates evicts its own least
+	// recently used handle, never another principal's. Zero: MaxHandles/4,
+	// rounded up. Enforced per shard, like MaxHandles. The anonymous
+	// principal "" (stdio) has the same quota.
+	MaxHandlesPerPrincipal int
 	// MaxValueBytes is the largest value in bytes. Zero: 1 MiB; at most
 	// 4 MiB.
 	MaxValueBytes int
@@ -108,6 +114,8 @@ type HandlePolicy struct {
 	IdleTTL, MaxAge, Tombstone time.Duration
 	// MaxHandles is the live-handle cap; MaxValueBytes the largest value.
 	MaxHandles, MaxValueBytes int
+	// MaxHandlesPerPrincipal is one principal's quota of live handles.
+	MaxHandlesPerPrincipal int
 	// Shards is the number of shards a new directory gets for MaxHandles;
 	// a directory made before keeps its own count (HandleList.Shards is
 	// the count in effect).
@@ -182,7 +190,7 @@ func OpenHandles(ctx context.Context, app string, options *HandleOptions) (*Hand
 		}
 		return d.Milliseconds(), nil
 	}
-	in := hostfuncs.HandlesOpenInput{Caller: hostfuncs.CallerGo, App: app, StateRoot: opts.StateRoot, StateURL: opts.StateURL, MaxHandles: int64(opts.MaxHandles), MaxValueBytes: int64(opts.MaxValueBytes)}
+	in := hostfuncs.HandlesOpenInput{Caller: hostfuncs.CallerGo, App: app, StateRoot: opts.StateRoot, StateURL: opts.StateURL, MaxHandles: int64(opts.MaxHandles), MaxValueBytes: int64(opts.MaxValueBytes), MaxHandlesPerPrincipal: int64(opts.MaxHandlesPerPrincipal)}
 	var err error
 	for _, o := range []struct {
 		name string
@@ -193,8 +201,8 @@ func OpenHandles(ctx context.Context, app string, options *HandleOptions) (*Hand
 			return nil, err
 		}
 	}
-	if opts.MaxHandles < 0 || opts.MaxValueBytes < 0 || opts.Pool < 0 {
-		return nil, &Error{Code: hostfuncs.CodeInvalidOption, Message: "MaxHandles, MaxValueBytes and Pool must be positive, or zero for the default"}
+	if opts.MaxHandles < 0 || opts.MaxValueBytes < 0 || opts.Pool < 0 || opts.MaxHandlesPerPrincipal < 0 {
+		return nil, &Error{Code: hostfuncs.CodeInvalidOption, Message: "MaxHandles, MaxHandlesPerPrincipal, MaxValueBytes and Pool must be positive, or zero for the default"}
 	}
 	h := &Handles{app: app, now: opts.Now, logger: opts.Logger, max: opts.Pool, all: map[*Store]bool{}, redis: &rediseval.Clients{}}
 	if h.logger == nil {
@@ -217,6 +225,7 @@ func OpenHandles(ctx context.Context, app string, options *HandleOptions) (*Hand
 		StateDir: out.StateDir, StateRoot: out.StateRoot, StateURL: out.StateURL, Timeout: msDuration(out.TimeoutMS),
 		IdleTTL: msDuration(out.IdleTTLMS), MaxAge: msDuration(out.MaxAgeMS), Tombstone: msDuration(out.TombstoneMS),
 		MaxHandles: int(out.MaxHandles), MaxValueBytes: int(out.MaxValueBytes), Shards: int(out.Shards),
+		MaxHandlesPerPrincipal: int(out.MaxHandlesPerPrincipal),
 	}
 	h.size = 1
 	h.all[first] = true

@@ -103,7 +103,7 @@ func TestHandles_RandomSource(t *testing.T) {
 		t.Cleanup(func() { os.RemoveAll(shm) })
 		root = shm
 	}
-	h := openHandles(t, "rand-many", host.HandleOptions{StateRoot: root, MaxHandles: 20000})
+	h := openHandles(t, "rand-many", host.HandleOptions{StateRoot: root, MaxHandles: 20000, MaxHandlesPerPrincipal: 20000})
 	const n = 10000
 	seen := make(map[string]bool, n)
 	var mu sync.Mutex

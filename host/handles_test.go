@@ -73,8 +73,8 @@ func TestHandles_EveryMethod(t *testing.T) {
 		t.Errorf("Policy dirs = %q, %q", p.StateDir, p.StateRoot)
 	}
 	if p.IdleTTL != time.Hour || p.MaxAge != 48*time.Hour || p.Tombstone != 7*24*time.Hour ||
-		p.MaxHandles != 10000 || p.MaxValueBytes != 1<<20 || p.Shards != 64 {
-		t.Errorf("Policy = %+v, want the options and the defaults (7 d tombstone, 10,000 handles in 64 shards, 1 MiB)", p)
+		p.MaxHandles != 10000 || p.MaxHandlesPerPrincipal != 2500 || p.MaxValueBytes != 1<<20 || p.Shards != 64 {
+		t.Errorf("Policy = %+v, want the options and the defaults (7 d tombstone, 10,000 handles in 64 shards, 2,500 per principal, 1 MiB)", p)
 	}
 	if _, err := os.Lstat(filepath.Join(root, "notes-app")); !os.IsNotExist(err) {
 		t.Errorf("OpenHandles touched the state root: %v", err)
@@ -178,7 +178,7 @@ func herr(t *testing.T, err error) *host.Error {
 func TestHandles_Errors(t *testing.T) {
 	ctx := context.Background()
 	clk := &clock{now: time.UnixMilli(1_800_000_000_000)}
-	h := openHandles(t, "errors-app", host.HandleOptions{IdleTTL: time.Hour, MaxAge: 3 * time.Hour, MaxHandles: 3, MaxValueBytes: 16, Now: clk.Now})
+	h := openHandles(t, "errors-app", host.HandleOptions{IdleTTL: time.Hour, MaxAge: 3 * time.Hour, MaxHandles: 3, MaxHandlesPerPrincipal: 3, MaxValueBytes: 16, Now: clk.Now})
 	c, err := h.Create(ctx, "alice", []byte("x"))
 	if err != nil {
 		t.Fatal(err)

@@ -98,6 +98,9 @@ type HandlesOpenInput struct {
 	MaxHandles    int64  `json:"max_handles,omitempty"`
 	MaxValueBytes int64  `json:"max_value_bytes,omitempty"`
 	LockWaitMS    int64  `json:"lock_wait_ms,omitempty"`
+	// MaxHandlesPerPrincipal is one principal's quota of live handles
+	// (1..max_handles). Zero: max_handles/4 rounded up.
+	MaxHandlesPerPrincipal int64 `json:"max_handles_per_principal,omitempty"`
 	// StateURL selects the Redis backend: redis://[user:password@]host[:port][/db]
 	// or rediss://, with at most the query ?cluster=true. Empty: the
 	// environment's MCP_RESUME_STATE_URL, else the file backend.
@@ -125,6 +128,9 @@ type HandlesOpenOutput struct {
 	TombstoneMS   int64  `json:"tombstone_ms"`
 	MaxHandles    int64  `json:"max_handles"`
 	MaxValueBytes int64  `json:"max_value_bytes"`
+	// MaxHandlesPerPrincipal is one principal's quota of live handles in
+	// effect.
+	MaxHandlesPerPrincipal int64 `json:"max_handles_per_principal"`
 	// Shards is the number of shards a new directory gets for MaxHandles;
 	// a directory made before keeps the count in its layout file
 	// (HandleListOutput.Shards reports the count in effect).
@@ -232,7 +238,7 @@ type HandleGCOutput struct {
 }
 
 // handlesOpenInts are the integer members of HandlesOpenInput, in order.
-var handlesOpenInts = []string{"idle_ttl_ms", "max_age_ms", "tombstone_ms", "max_handles", "max_value_bytes", "lock_wait_ms", "timeout_ms"}
+var handlesOpenInts = []string{"idle_ttl_ms", "max_age_ms", "tombstone_ms", "max_handles", "max_value_bytes", "lock_wait_ms", "timeout_ms", "max_handles_per_principal"}
 
 // HandlesOpenMembers are the members of HandlesOpenInput that DecodeJSON
 // reads.
@@ -248,7 +254,7 @@ var HandleOptions = []string{"generation", "idle_ttl_ms", "max_age_ms"}
 func (in *HandlesOpenInput) DecodeJSON(b []byte) error {
 	app := false
 	in.Given = map[string]bool{}
-	ints := []*int64{&in.IdleTTLMS, &in.MaxAgeMS, &in.TombstoneMS, &in.MaxHandles, &in.MaxValueBytes, &in.LockWaitMS, &in.TimeoutMS}
+	ints := []*int64{&in.IdleTTLMS, &in.MaxAgeMS, &in.TombstoneMS, &in.MaxHandles, &in.MaxValueBytes, &in.LockWaitMS, &in.TimeoutMS, &in.MaxHandlesPerPrincipal}
 	err := decodeObject(b, func(d *decoder, name string) error {
 		f := field(name, HandlesOpenMembers...)
 		switch f {
@@ -395,6 +401,7 @@ func (o HandlesOpenOutput) EncodeJSON() ([]byte, error) {
 		en.int("tombstone_ms", o.TombstoneMS)
 		en.int("max_handles", o.MaxHandles)
 		en.int("max_value_bytes", o.MaxValueBytes)
+		en.int("max_handles_per_principal", o.MaxHandlesPerPrincipal)
 		en.int("shards", o.Shards)
 		en.str("backend", o.Backend)
 		en.strOmit("state_url", o.StateURL)

@@ -23,7 +23,7 @@
 // and the handle store's (plugin/internal/handles; an instance opened with
 // handles_open instead of open):
 //
-//	handles_open   (JSON {"app","state_root"?,"caller"?,"idle_ttl_ms"?,"max_age_ms"?,"tombstone_ms"?,"max_handles"?,"max_value_bytes"?,"lock_wait_ms"?}) -> JSON {"state_dir","state_root","idle_ttl_ms","max_age_ms","tombstone_ms","max_handles","max_value_bytes","shards"}
+//	handles_open   (JSON {"app","state_root"?,"caller"?,"idle_ttl_ms"?,"max_age_ms"?,"tombstone_ms"?,"max_handles"?,"max_handles_per_principal"?,"max_value_bytes"?,"lock_wait_ms"?}) -> JSON {"state_dir","state_root","idle_ttl_ms","max_age_ms","tombstone_ms","max_handles","max_value_bytes","max_handles_per_principal","shards"}
 //	handle_create  (JSON {"principal","value","idle_ttl_ms"?,"max_age_ms"?,"now_ms"?}) -> JSON {"handle","generation","idle_ttl_ms","max_age_ms","created_ms"}
 //	handle_get     (JSON {"handle","principal","now_ms"?}) -> JSON {"value","generation","created_ms","idle_ttl_ms","max_age_ms"}
 //	handle_put     (JSON {"handle","principal","value","generation"?,"now_ms"?}) -> JSON {"generation"}

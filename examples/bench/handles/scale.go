@@ -126,7 +126,7 @@ func scale(doScale, doGC bool) {
 // least recently used handle of its shard) with create in a store of the
 // same options a tenth full.
 func capacity() {
-	opts := host.HandleOptions{MaxHandles: *flagCap}
+	opts := host.HandleOptions{MaxHandles: *flagCap, MaxHandlesPerPrincipal: *flagCap} // one principal: evictions by the cap
 	full, below := open("bench-full", opts), open("bench-below", opts)
 	defer full.Close(ctx)
 	defer below.Close(ctx)

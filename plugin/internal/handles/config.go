@@ -45,15 +45,18 @@ const DirName = "handles"
 
 // Settings are a handle store's settings in effect.
 type Settings struct {
-	App           string
-	StateDir      string // <state root>/<app dir>/handles
-	StateRoot     string
-	IdleTTLMS     int64
-	MaxAgeMS      int64
-	TombstoneMS   int64
-	MaxHandles    int64
-	MaxValueBytes int64
-	LockWaitMS    int64
+	App         string
+	StateDir    string // <state root>/<app dir>/handles
+	StateRoot   string
+	IdleTTLMS   int64
+	MaxAgeMS    int64
+	TombstoneMS int64
+	MaxHandles  int64
+	// MaxHandlesPerPrincipal is one principal's quota of live handles
+	// (DefaultPrincipalQuota unless given).
+	MaxHandlesPerPrincipal int64
+	MaxValueBytes          int64
+	LockWaitMS             int64
 	// StateURL is the Redis backend's URL as given ("" for the file
 	// backend) and TimeoutMS its deadline per operation.
 	StateURL  string
@@ -126,11 +129,22 @@ func configure(in hostfuncs.HandlesOpenInput, f hostfuncs.Facts, factsOK bool) (
 	st.MaxAgeMS = pick("max_age_ms", in.MaxAgeMS, EnvMaxAge, DefaultMaxAgeMS, 1, maxMS)
 	st.TombstoneMS = pick("tombstone_ms", in.TombstoneMS, "", DefaultTombstoneMS, 0, maxMS)
 	st.MaxHandles = pick("max_handles", in.MaxHandles, "", DefaultMaxHandles, 1, MaxHandles)
+	if in.MaxHandlesPerPrincipal == 0 {
+		delete(in.Given, "max_handles_per_principal") // 0 asks for the default
+	}
+	st.MaxHandlesPerPrincipal = pick("max_handles_per_principal", in.MaxHandlesPerPrincipal, "", DefaultPrincipalQuota(st.MaxHandles), 1, max(st.MaxHandles, 1))
 	st.MaxValueBytes = pick("max_value_bytes", in.MaxValueBytes, "", DefaultMaxValueBytes, 1, MaxValueBytes)
 	st.LockWaitMS = pick("lock_wait_ms", in.LockWaitMS, "", DefaultLockWaitMS, 0, hostfuncs.MaxLockWaitMS)
 	st.TimeoutMS = pick("timeout_ms", in.TimeoutMS, EnvTimeout, DefaultTimeoutMS, 1, hostfuncs.MaxEvalTimeoutMS)
 	return st, err
 }
+
+// DefaultPrincipalQuota is the default max_handles_per_principal of a
+// store of maxHandles: a quarter, rounded up (at least 1). A quarter lets
+// four busy principals share a full store, while no single one can hold
+// more than a quarter of it; the anonymous principal "" (stdio, one client
+// per process) gets the same quota (plugin/README.md, "Quotas").
+func DefaultPrincipalQuota(maxHandles int64) int64 { return max((maxHandles+3)/4, 1) }
 
 // optionErr is an invalid_option error.
 func optionErr(msg string) *hostfuncs.Error {

@@ -78,6 +78,33 @@ func (k *keys) tag(principal string) [16]byte {
 	return t
 }
 
+// ownerLen is the length of an owner id.
+const ownerLen = 8
+
+// ownerOf returns the owner id of principal in app: the first 8 bytes of
+// HMAC-SHA256 of the principal under a key derived (HKDF-SHA256, salt
+// hkdfSalt, info "owner\x00<app>") from the app name. Unlike the tag it
+// does not depend on the handle, so the store can count each principal's
+// live handles (the quota, plugin/README.md "Quotas"). Its key is not
+// secret: whoever reads the store and guesses a principal can confirm the
+// guess and see which handles share an owner, never read a value.
+func ownerOf(app, principal string) [ownerLen]byte {
+	key, _ := hkdf.Key(sha256.New, []byte(app), []byte(hkdfSalt), "owner\x00"+app, 32)
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(principal))
+	var o [ownerLen]byte
+	copy(o[:], m.Sum(nil))
+	return o
+}
+
+// perShares is a principal's quota per shard (or bucket) of a store of
+// shards: quota/shards rounded up, at least 1. Handles fall on shards by
+// their random key hash, so a principal at its quota holds about
+// perShares in each.
+func perShares(quota int64, shards int) int64 {
+	return max((quota+int64(shards)-1)/int64(shards), 1)
+}
+
 // hashHex is the 32 hex digits of a key hash: the record file is
 // "h-" + hashHex.
 func hashHex(h [16]byte) string { return hex.EncodeToString(h[:]) }

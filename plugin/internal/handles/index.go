@@ -9,12 +9,13 @@ import (
 )
 
 // indexMagic starts every index file.
-const indexMagic = "MRI1"
+// (MRI1, before owners, reads as corrupt and is rebuilt from the records.)
+const indexMagic = "MRI2"
 
 // entryLen is an index entry's length: key hash 16, state 1, principal tag
 // 16, generation 8, size 4, created_ms 8, last_used_ms 8, idle_ttl_ms 8,
-// max_age_ms 8 (integers big-endian).
-const entryLen = 16 + 1 + 16 + 8 + 4 + 8*4
+// max_age_ms 8, owner 8 (integers big-endian).
+const entryLen = 16 + 1 + 16 + 8 + 4 + 8*4 + ownerLen
 
 // indexOverhead is the bytes of an index besides its entries: magic 4,
 // count 4, checksum 4 (indexSum).
@@ -40,6 +41,9 @@ type entry struct {
 	LastUsedMS int64
 	IdleTTLMS  int64
 	MaxAgeMS   int64
+	// Owner is the principal's owner id (ownerOf); zero for an entry
+	// rebuilt from its record, which does not carry it.
+	Owner [ownerLen]byte
 }
 
 // The integers of records and indexes are big-endian. These helpers are
@@ -80,6 +84,7 @@ func encodeIndex(entries []entry) []byte {
 		for _, v := range [...]int64{e.CreatedMS, e.LastUsedMS, e.IdleTTLMS, e.MaxAgeMS} {
 			b = append64(b, v)
 		}
+		b = append(b, e.Owner[:]...)
 	}
 	return append(b, indexSum(b)...)
 }
@@ -113,6 +118,7 @@ func decodeIndex(b []byte) ([]entry, bool) {
 		e.LastUsedMS = get64(p[53:])
 		e.IdleTTLMS = get64(p[61:])
 		e.MaxAgeMS = get64(p[69:])
+		copy(e.Owner[:], p[77:77+ownerLen])
 		if e.State > stateEvicted {
 			return nil, false
 		}

@@ -118,7 +118,7 @@ func (sh *shard) live(r *request) (int, *hostfuncs.Error) {
 func tombstoneErr(n resume.Names, state uint8, idleMS, maxAgeMS int64) *hostfuncs.Error {
 	switch state {
 	case stateEvicted:
-		return &hostfuncs.Error{Code: hostfuncs.CodeHandleEvicted, Message: "the handle was evicted: the store reached its " + n.Option("max_handles") + " and this handle was the least recently used"}
+		return &hostfuncs.Error{Code: hostfuncs.CodeHandleEvicted, Message: "the handle was evicted: its principal reached its " + n.Option("max_handles_per_principal") + ", or the store its " + n.Option("max_handles") + " while this principal held the most, and this handle was its least recently used"}
 	case stateExpiredMaxAge:
 		return &hostfuncs.Error{Code: hostfuncs.CodeHandleExpired, Reason: hostfuncs.ReasonMaxAge, Message: "the handle expired: it reached its maximum age of " + msText(maxAgeMS)}
 	}
@@ -235,12 +235,13 @@ func (s *Store) Create(input []byte) (hostfuncs.HandleCreated, *hostfuncs.Error)
 		s.log(hostfuncs.LevelDebug, EventCreated, MsgCreated, "key="+shortKey(r.hash))
 		return hostfuncs.HandleCreated{Handle: formatHandle(raw), Generation: 1, IdleTTLMS: idle, MaxAgeMS: maxAge, CreatedMS: created}, nil
 	}
+	owner := ownerOf(s.set.App, r.in.Principal)
 	hdr := header{Generation: 1, CreatedMS: r.now, IdleTTLMS: idle, MaxAgeMS: maxAge, Tag: r.tag, Nonce: nonce}
 	werr = s.withShard(s.shardOf(r.hash), r.now, s.set.LockWaitMS, func(sh *shard) *hostfuncs.Error {
 		sh.must = true
 		var c gcCounts
 		sh.sweep(&c)
-		sh.evict()
+		sh.evict(owner)
 		if err := s.write(recordName(r.hash), sealRecord(&r.k, s.set.App, hdr, r.in.Value)); err != nil {
 			return s.ioFailure("write a record", err)
 		}
@@ -249,7 +250,7 @@ func (s *Store) Create(input []byte) (hostfuncs.HandleCreated, *hostfuncs.Error)
 			sh.drop(i)
 		}
 		sh.entries = append(sh.entries, entry{Hash: r.hash, State: stateLive, Tag: r.tag, Generation: 1, Size: int64(len(r.in.Value)),
-			CreatedMS: r.now, LastUsedMS: r.now, IdleTTLMS: idle, MaxAgeMS: maxAge})
+			CreatedMS: r.now, LastUsedMS: r.now, IdleTTLMS: idle, MaxAgeMS: maxAge, Owner: owner})
 		sh.dirty = true
 		sh.trimTombstones()
 		return nil
@@ -273,32 +274,84 @@ func lifetime(n resume.Names, name string, set bool, v, store int64) (int64, *ho
 	return v, nil
 }
 
-// evict makes room for one more live entry: while the shard holds its cap
-// of live entries, the one used least recently (ties: created first, then
-// the smaller key hash) becomes an evicted tombstone and its record goes
+// evict makes room for one more live entry of owner: first, while owner
+// holds its quota per shard (perOwner) of the shard's live entries, its own
+// least recently used becomes an evicted tombstone; then, while the shard
+// holds its cap of live entries, the least recently used entry of the
+// owner holding the most live entries goes (ties: the owner whose least
+// recently used is older). So a principal that floods the store evicts
+// only its own handles: another's go only when that one holds as many
+// (plugin/README.md, "Quotas"). Each victim's record goes
 // (handle_evicted).
-func (sh *shard) evict() {
+func (sh *shard) evict(owner [ownerLen]byte) {
 	for {
-		live, victim := int64(0), -1
+		victim, own := sh.lru(owner)
+		if own < sh.s.perOwner || victim < 0 {
+			break
+		}
+		sh.evictAt(victim)
+	}
+	for {
+		live := int64(0)
+		for i := range sh.entries {
+			if sh.entries[i].State == stateLive {
+				live++
+			}
+		}
+		if live < sh.s.perShard {
+			return
+		}
+		// The victim: the oldest entry of the owner holding the most (a
+		// count by owner, quadratic in the shard's few hundred entries,
+		// without a map, which would cost plugin.wasm kilobytes).
+		victim, most := -1, int64(0)
 		for i := range sh.entries {
 			e := &sh.entries[i]
 			if e.State != stateLive {
 				continue
 			}
-			live++
-			if victim < 0 || older(e, &sh.entries[victim]) {
-				victim = i
+			first, n := sh.lru(e.Owner)
+			if first != i {
+				continue
+			}
+			if victim < 0 || n > most || n == most && older(e, &sh.entries[victim]) {
+				victim, most = i, n
 			}
 		}
-		if live < sh.s.perShard || victim < 0 {
+		if victim < 0 {
 			return
 		}
-		e := &sh.entries[victim]
-		e.State, e.LastUsedMS = stateEvicted, sh.now
-		sh.dirty = true
-		_ = sh.s.remove(recordName(e.Hash))
-		sh.s.log(hostfuncs.LevelInfo, EventEvicted, MsgEvicted, "key="+shortKey(e.Hash))
+		sh.evictAt(victim)
 	}
+}
+
+// lru returns owner's least recently used live entry (-1 for none) and
+// how many live entries owner holds.
+func (sh *shard) lru(owner [ownerLen]byte) (int, int64) {
+	victim, n := -1, int64(0)
+	for i := range sh.entries {
+		e := &sh.entries[i]
+		if e.State != stateLive || e.Owner != owner {
+			continue
+		}
+		n++
+		if victim < 0 || older(e, &sh.entries[victim]) {
+			victim = i
+		}
+	}
+	return victim, n
+}
+
+// evictAt turns live entry i into an evicted tombstone, removes its
+// record and logs handle_evicted.
+//
+//go:noinline
+func (sh *shard) evictAt(i int) {
+	e := &sh.entries[i]
+	e.State, e.LastUsedMS = stateEvicted, sh.now
+	sh.dirty = true
+	_ = sh.s.remove(recordName(e.Hash))
+	sh.s.log(hostfuncs.LevelInfo, EventEvicted, MsgEvicted, "key="+shortKey(e.Hash))
 }
 
 // older reports whether a goes before b in eviction order.
@@ -313,18 +366,32 @@ func older(a, b *entry) bool {
 }
 
 // trimTombstones keeps at most the per-shard cap of tombstones, dropping
-// those that died first.
+// the one that died first among the owner holding the most, so that one
+// principal's flood of evictions does not shorten how long another's
+// evicted handles still say so.
 func (sh *shard) trimTombstones() {
 	for {
-		n, first := int64(0), -1
+		n, first, most := int64(0), -1, int64(0)
 		for i := range sh.entries {
 			e := &sh.entries[i]
 			if e.State == stateLive {
 				continue
 			}
 			n++
-			if first < 0 || e.LastUsedMS < sh.entries[first].LastUsedMS {
-				first = i
+			// mine: e's owner's tombstones, and whether e died first of them.
+			mine, firstOfOwner := int64(0), true
+			for j := range sh.entries {
+				o := &sh.entries[j]
+				if o.State == stateLive || o.Owner != e.Owner {
+					continue
+				}
+				mine++
+				if o.LastUsedMS < e.LastUsedMS || o.LastUsedMS == e.LastUsedMS && j < i {
+					firstOfOwner = false
+				}
+			}
+			if firstOfOwner && (first < 0 || mine > most || mine == most && e.LastUsedMS < sh.entries[first].LastUsedMS) {
+				first, most = i, mine
 			}
 		}
 		if n <= sh.s.perShard {

@@ -273,6 +273,7 @@ func (s *Store) redisBegin() *hostfuncs.Error {
 	}
 	s.shards, s.ready = n, true
 	s.perShard = max((s.set.MaxHandles+int64(n)-1)/int64(n), 1)
+	s.perOwner = perShares(s.set.MaxHandlesPerPrincipal, n)
 	return nil
 }
 
@@ -437,7 +438,9 @@ func (s *Store) redisCreate(r *request, idle, maxAge int64) (int64, *hostfuncs.E
 	if werr != nil {
 		return 0, werr
 	}
-	out, werr := s.redisHandle("create", r, sealed, strconv.Itoa(len(r.in.Value)), strconv.FormatInt(idle, 10), strconv.FormatInt(maxAge, 10))
+	owner := ownerOf(s.set.App, r.in.Principal)
+	out, werr := s.redisHandle("create", r, sealed, strconv.Itoa(len(r.in.Value)), strconv.FormatInt(idle, 10), strconv.FormatInt(maxAge, 10),
+		hex.EncodeToString(owner[:]), strconv.FormatInt(s.perOwner, 10))
 	if werr != nil {
 		return 0, werr
 	}

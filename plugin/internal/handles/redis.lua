@@ -16,7 +16,8 @@
 --                    key hash, in the same slot)
 -- where <p> is "mcp-resume:{<app>:<bucket>}:". A record holds
 -- t principal tag (32 hex), g generation, c created, u last used,
--- i idle TTL, m max age, z value size, v the sealed value (base64);
+-- i idle TTL, m max age, z value size, v the sealed value (base64),
+-- o the owner id (16 hex: ownerOf; absent in records made before);
 -- a tombstone drops v and adds s (e evicted, i idle, m max_age) and d
 -- (when it died).
 --
@@ -212,34 +213,90 @@ end
 
 --- create
 -- ARGV[4] tag, [5] key hash, [6] sealed value, [7] value size,
--- [8] idle TTL, [9] max age. Sweeps the bucket, evicts the least
--- recently used live handles down to the cap, writes the record, and
+-- [8] idle TTL, [9] max age, [10] owner id (16 hex), [11] live handles
+-- one owner may hold in the bucket. Sweeps the bucket; evicts the
+-- owner's least recently used live handles down to its quota, then, down
+-- to the cap, the least recently used of the owner holding the most
+-- (plugin/README.md, "Quotas"); writes the record (o: the owner); and
 -- keeps at most cap tombstones. Reply {'ok', events, created}.
-local member = ARGV[5]
+local member, owner, quota = ARGV[5], ARGV[10], tonumber(ARGV[11])
 roomy()
 sweep({idle = 0, max = 0, dropped = 0})
-while redis.call('ZCARD', lru) >= cap do
-  local first = redis.call('ZRANGE', lru, 0, 0, 'WITHSCORES')
-  if #first == 0 then break end
-  local victim, vr = nil, nil
-  for _, m in ipairs(redis.call('ZRANGE', lru, first[2], first[2], 'BYSCORE')) do
+-- before orders live handles {m, r} for eviction: last use, then
+-- creation, then key hash (the file backend's order).
+local function before(a, b)
+  if a.r.u ~= b.r.u then return a.r.u < b.r.u end
+  if a.r.c ~= b.r.c then return a.r.c < b.r.c end
+  return a.m < b.m
+end
+-- holders reads the bucket's live handles: per owner (a record without
+-- o is owner ''), its count n and its handles {m, r} in eviction order.
+local function holders()
+  local byOwner = {}
+  for _, m in ipairs(redis.call('ZRANGE', lru, 0, -1)) do
     local r = rec(key(m))
-    if r and not r.s and (not victim or r.c < vr.c or (r.c == vr.c and m < victim)) then
-      victim, vr = m, r
+    if r and not r.s then
+      local o = redis.call('HGET', key(m), 'o') or ''
+      local h = byOwner[o]
+      if not h then h = {n = 0}; byOwner[o] = h end
+      h.n = h.n + 1
+      h[h.n] = {m = m, r = r}
     end
   end
-  if not victim then break end
-  bury(victim, vr, 'e', now)
+  for _, h in pairs(byOwner) do
+    table.sort(h, before)
+  end
+  return byOwner
+end
+-- (The bucket is read only when it holds at least the quota, then only
+-- when it is at the cap: a create in a roomy bucket reads no record.)
+if redis.call('ZCARD', lru) >= quota then
+  local mine = holders()[owner]
+  if mine then
+    for i = 1, mine.n - quota + 1 do
+      bury(mine[i].m, mine[i].r, 'e', now)
+    end
+  end
+end
+local byOwner = redis.call('ZCARD', lru) >= cap and holders() or {}
+while redis.call('ZCARD', lru) >= cap do
+  local most = nil
+  for _, h in pairs(byOwner) do
+    if h.n > 0 and (not most or h.n > most.n or (h.n == most.n and before(h[1], most[1]))) then
+      most = h
+    end
+  end
+  if not most then break end
+  local v = table.remove(most, 1)
+  most.n = most.n - 1
+  bury(v.m, v.r, 'e', now)
 end
 drop(member)
 local idle, maxAge = tonumber(ARGV[8]), tonumber(ARGV[9])
-redis.call('HSET', key(member), 't', ARGV[4], 'g', '1', 'c', S(now), 'u', S(now), 'i', ARGV[8], 'm', ARGV[9], 'z', ARGV[7], 'v', ARGV[6])
+redis.call('HSET', key(member), 't', ARGV[4], 'g', '1', 'c', S(now), 'u', S(now), 'i', ARGV[8], 'm', ARGV[9], 'z', ARGV[7], 'v', ARGV[6], 'o', owner)
 keep(member, now + math.min(idle, maxAge))
 redis.call('ZADD', lru, S(now), member)
+-- Keep at most cap tombstones: drop the one that died first among the
+-- owner holding the most, so one principal's flood of evictions does not
+-- shorten how long another's evicted handles still say so.
 local n = redis.call('ZCARD', dead)
-while n > cap do
-  drop(redis.call('ZRANGE', dead, 0, 0)[1])
-  n = n - 1
+if n > cap then
+  local dyingBy, order = {}, {}
+  for _, m in ipairs(redis.call('ZRANGE', dead, 0, -1)) do
+    local o = redis.call('HGET', key(m), 'o') or ''
+    if not dyingBy[o] then dyingBy[o] = {}; order[#order + 1] = o end
+    local l = dyingBy[o]
+    l[#l + 1] = m
+  end
+  while n > cap do
+    local most = nil
+    for _, o in ipairs(order) do
+      local l = dyingBy[o]
+      if #l > 0 and (not most or #l > #dyingBy[most]) then most = o end
+    end
+    drop(table.remove(dyingBy[most], 1))
+    n = n - 1
+  end
 end
 return {'ok', events, S(now)}
 

@@ -49,7 +49,7 @@ const (
 	MsgCreated          = "Handle created"
 	MsgDeleted          = "Handle deleted"
 	MsgExpired          = "Handle expired"
-	MsgEvicted          = "Handle evicted: the store was at capacity and it was the least recently used"
+	MsgEvicted          = "Handle evicted: its principal was at its quota, or the store at capacity with this principal holding the most, and it was the principal's least recently used"
 	MsgConflict         = "Handle write refused: the expected generation is not the current one"
 	MsgCorrupt          = "Handle record corrupted, removed"
 	MsgRollback         = "Handle record older than the store acknowledged (rolled back), removed"
@@ -81,6 +81,9 @@ type Store struct {
 	ready    bool  // the directory was prepared and its layout read
 	shards   int   // the shard count in effect (the layout file's)
 	perShard int64 // live handles allowed per shard
+	// perOwner is one principal's quota per shard: the quota spread over
+	// the shards, rounded up (perShares).
+	perOwner int64
 	// held marks the shards that had records when the first call listed
 	// the directory: only there does a missing index mean a lost one (to
 	// rebuild); elsewhere it is a shard never written, and no listing is
@@ -116,7 +119,8 @@ func (s *Store) Open(input []byte) (hostfuncs.HandlesOpenOutput, *hostfuncs.Erro
 	out := hostfuncs.HandlesOpenOutput{
 		StateDir: set.StateDir, StateRoot: set.StateRoot, IdleTTLMS: set.IdleTTLMS, MaxAgeMS: set.MaxAgeMS,
 		TombstoneMS: set.TombstoneMS, MaxHandles: set.MaxHandles, MaxValueBytes: set.MaxValueBytes,
-		Shards: int64(ShardsFor(set.MaxHandles)), Backend: hostfuncs.BackendFile,
+		MaxHandlesPerPrincipal: set.MaxHandlesPerPrincipal,
+		Shards:                 int64(ShardsFor(set.MaxHandles)), Backend: hostfuncs.BackendFile,
 	}
 	if set.StateURL != "" {
 		c, werr := parseStateURL(set.StateURL, set.Names.Option("state_url"))
@@ -155,6 +159,7 @@ func (s *Store) begin(now int64, sweep bool) *hostfuncs.Error {
 	s.ready = true
 	n := (s.set.MaxHandles + int64(s.shards) - 1) / int64(s.shards)
 	s.perShard = max(n, 1)
+	s.perOwner = perShares(s.set.MaxHandlesPerPrincipal, s.shards)
 	files, err := s.listDir()
 	for i := range s.held {
 		s.held[i] = err != nil

@@ -37,6 +37,7 @@ var OptionNames = Table{
 	{"max_age_ms", [3]string{"MaxAge", "max_age", "maxAgeMs"}},
 	{"tombstone_ms", [3]string{"Tombstone", "tombstone", "tombstoneMs"}},
 	{"max_handles", [3]string{"MaxHandles", "max_handles", "maxHandles"}},
+	{"max_handles_per_principal", [3]string{"MaxHandlesPerPrincipal", "max_handles_per_principal", "maxHandlesPerPrincipal"}},
 	{"max_value_bytes", [3]string{"MaxValueBytes", "max_value_bytes", "maxValueBytes"}},
 	{"lock_wait_ms", [3]string{"LockWait", "lock_wait", "lockWaitMs"}},
 }

@@ -364,7 +364,8 @@ def test_clock_as_unix_seconds(root: Path) -> None:
 
 def test_eviction_least_recently_used(root: Path) -> None:
     clock = Clock()
-    with HandleStore("lru", state_root=root, clock=clock, max_handles=3) as s:
+    # One principal: its quota is the whole cap (the default, a quarter, would evict at 1).
+    with HandleStore("lru", state_root=root, clock=clock, max_handles=3, max_handles_per_principal=3) as s:
         hs = []
         for i in range(3):
             clock.advance(1)

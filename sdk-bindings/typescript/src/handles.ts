@@ -29,6 +29,8 @@ export interface HandleStoreOptions {
   tombstoneMs?: number;
   /** Live handles per app before the least recently used is evicted (exact per shard; see the README). Default 10,000. */
   maxHandles?: number;
+  /** One principal's quota of live handles: a principal at it that creates evicts its own least recently used handle, never another principal's (the anonymous principal `""` too). Default `maxHandles`/4, rounded up. */
+  maxHandlesPerPrincipal?: number;
   /** Largest value in bytes (at most 4 MiB). Default 1 MiB. */
   maxValueBytes?: number;
   /** How long, in milliseconds, an operation waits for a shard lock another process holds before {@link StoreUnavailableError}. Default 2000 (at most 10000). The wait blocks this thread. */
@@ -74,6 +76,8 @@ export interface HandleStoreSettings {
   maxAgeMs: number;
   tombstoneMs: number;
   maxHandles: number;
+  /** One principal's quota of live handles in effect. */
+  maxHandlesPerPrincipal: number;
   maxValueBytes: number;
   /** Number of shards (a power of two, 1..256), fixed by the first open of the directory. */
   shards: number;
@@ -152,10 +156,10 @@ function camel(v: unknown): any {
 }
 
 /** The keys {@link HandleStoreOptions} knows. */
-const HANDLE_KEYS = new Set(["stateRoot", "idleTtlMs", "maxAgeMs", "tombstoneMs", "maxHandles", "maxValueBytes", "lockWaitMs", "clock", "logger", "stateUrl", "timeoutMs", "poolSize"]);
+const HANDLE_KEYS = new Set(["stateRoot", "idleTtlMs", "maxAgeMs", "tombstoneMs", "maxHandles", "maxHandlesPerPrincipal", "maxValueBytes", "lockWaitMs", "clock", "logger", "stateUrl", "timeoutMs", "poolSize"]);
 
 const OPTION_KEYS: Array<[keyof HandleStoreOptions, string]> = [["stateRoot", "state_root"], ["idleTtlMs", "idle_ttl_ms"], ["maxAgeMs", "max_age_ms"],
-  ["tombstoneMs", "tombstone_ms"], ["maxHandles", "max_handles"], ["maxValueBytes", "max_value_bytes"], ["lockWaitMs", "lock_wait_ms"],
+  ["tombstoneMs", "tombstone_ms"], ["maxHandles", "max_handles"], ["maxHandlesPerPrincipal", "max_handles_per_principal"], ["maxValueBytes", "max_value_bytes"], ["lockWaitMs", "lock_wait_ms"],
   ["stateUrl", "state_url"], ["timeoutMs", "timeout_ms"]];
 
 /**

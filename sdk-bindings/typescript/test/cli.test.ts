@@ -40,7 +40,8 @@ before(async () => {
   goCli = await goBuild("./host/cmd/mcp-resume", path.join(tempDir("go-cli-"), "mcp-resume"));
   root = tempDir("cli-state-");
   for (const app of ["alpha", "beta"]) {
-    const s = await HandleStore.open(app, { stateRoot: root, logger: quiet, maxHandles: 3 });
+    // One principal ("") with the whole cap as its quota, so the fourth create evicts by the cap.
+    const s = await HandleStore.open(app, { stateRoot: root, logger: quiet, maxHandles: 3, maxHandlesPerPrincipal: 3 });
     const a = await s.create("", new Uint8Array(5));
     await s.put(a.handle, "", new Uint8Array(7));
     await s.create("", new Uint8Array(1), { idleTtlMs: 500 }); // idle-expired by the time the commands run

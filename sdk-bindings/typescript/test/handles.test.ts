@@ -51,7 +51,7 @@ describe("HandleStore", () => {
     const { store, dir, logs } = await open();
     assert.equal(store.settings.stateDir, dir);
     assert.deepEqual({ ...store.settings, stateDir: "", stateRoot: "" }, {
-      backend: "file", stateDir: "", stateRoot: "", idleTtlMs: 86_400_000, maxAgeMs: 30 * 86_400_000, tombstoneMs: 7 * 86_400_000, maxHandles: 10_000, maxValueBytes: 1 << 20, shards: 64,
+      backend: "file", stateDir: "", stateRoot: "", idleTtlMs: 86_400_000, maxAgeMs: 30 * 86_400_000, tombstoneMs: 7 * 86_400_000, maxHandles: 10_000, maxHandlesPerPrincipal: 2_500, maxValueBytes: 1 << 20, shards: 64,
     });
     const before = Date.now();
     const c = await store.create("alice", enc.encode("the value"));
@@ -230,7 +230,8 @@ describe("HandleStore lifetimes with a clock", () => {
 
   test("capacity: the least recently used handle is evicted and answers HandleEvictedError; gc counts and drops tombstones", async () => {
     let now = Date.UTC(2026, 0, 1);
-    const { store } = await open({ clock: () => now, maxHandles: 2, tombstoneMs: 5_000 });
+    // One principal: its quota is the whole cap (the default, a quarter, would evict at 1).
+    const { store } = await open({ clock: () => now, maxHandles: 2, maxHandlesPerPrincipal: 2, tombstoneMs: 5_000 });
     assert.equal(store.settings.shards, 1);
     const a = await store.create("", enc.encode("a"));
     now += 2_000;

@@ -159,7 +159,9 @@ class HandleStore:
     :class:`HandleEvictedError` before :class:`HandleNotFoundError`), all ``datetime.timedelta`` or seconds (sent in
     whole milliseconds); ``max_handles`` (default 10,000 live handles; past it the least recently used is
     evicted, exactly per shard: at the default, 64 shards of 157, eviction can begin a little before
-    10,000 in all), ``max_value_bytes`` (default 1 MiB, at most 4 MiB); ``lock_wait`` (default 2 s: how long
+    10,000 in all), ``max_handles_per_principal`` (default ``max_handles`` / 4 rounded up: a principal at its
+    quota that creates evicts its own least recently used handle, never another principal's; the anonymous
+    principal ``""`` has the same quota), ``max_value_bytes`` (default 1 MiB, at most 4 MiB); ``lock_wait`` (default 2 s: how long
     an operation waits for a shard another process holds before :class:`StoreUnavailableError`);
     ``pool_size`` (plugin instances for concurrent threads, created lazily, default ``os.cpu_count()``);
     ``clock`` (a callable returning an aware ``datetime`` or Unix seconds; default the system clock, read
@@ -182,7 +184,7 @@ class HandleStore:
                  max_age: Duration | None = None, tombstone: Duration | None = None, max_handles: int | None = None,
                  max_value_bytes: int | None = None, lock_wait: Duration | None = None, pool_size: int | None = None,
                  clock: Clock | None = None, logger: Logger | None = None, state_url: str | None = None,
-                 timeout: Duration | None = None) -> None:
+                 timeout: Duration | None = None, max_handles_per_principal: int | None = None) -> None:
         req: dict[str, Any] = {"caller": "python", "app": _jsonable("app", app, "a string")}
         if isinstance(state_root, (str, os.PathLike)):
             if path := os.fsdecode(os.fspath(state_root)):
@@ -195,7 +197,8 @@ class HandleStore:
                            ("lock_wait", lock_wait), ("timeout", timeout)):
             if (ms := _duration_ms(key, value)) is not None:
                 req[key + "_ms"] = ms
-        for key, value in (("max_handles", max_handles), ("max_value_bytes", max_value_bytes)):
+        for key, value in (("max_handles", max_handles), ("max_value_bytes", max_value_bytes),
+                           ("max_handles_per_principal", max_handles_per_principal)):
             if value is not None:
                 req[key] = _jsonable(key, value)
         if pool_size is None:

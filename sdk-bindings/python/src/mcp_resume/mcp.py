@@ -186,8 +186,8 @@ class lifespan:  # noqa: N801 - used as a function: lifespan=mcp_resume.mcp.life
 
     ``app`` (str): the app name of both stores. Options, keyword-only (an unknown one raises ``TypeError``):
     the stores' own (``state_root``, ``logger`` for both; ``launchers``, ``instance`` for the resume store;
-    ``state_url``, ``timeout``, ``idle_ttl``, ``max_age``, ``tombstone``, ``max_handles``, ``max_value_bytes``,
-    ``lock_wait``, ``pool_size``, ``clock`` for the handle store: see :class:`~mcp_resume.ResumeTokenStore`,
+    ``state_url``, ``timeout``, ``idle_ttl``, ``max_age``, ``tombstone``, ``max_handles``,
+    ``max_handles_per_principal``, ``max_value_bytes``, ``lock_wait``, ``pool_size``, ``clock`` for the handle store: see :class:`~mcp_resume.ResumeTokenStore`,
     :class:`~mcp_resume.HandleStore`), and the adapter's: ``resume`` (bool, default True: open the resume store;
     False for HTTP servers, which have no MCP host parent), ``handles`` (bool, default True), ``update_retries``
     (int, default 5: :meth:`Request.update`), ``lifespan`` (the user's own lifespan, ``server ->`` async context
