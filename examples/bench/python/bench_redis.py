@@ -24,6 +24,7 @@ import asyncio
 import datetime as dt
 import json
 import logging
+import typing
 import os
 import secrets
 import shutil
@@ -95,6 +96,15 @@ CLIENT_OPTIONS = {"socket_connect_timeout": 2.0, "socket_timeout": 2.0, "retry":
 def check(reply: object) -> None:
     if not isinstance(reply, list) or not reply or reply[0] != b"ok":
         raise RuntimeError(f"script answered {reply!r}")
+
+
+def rewind(call: dict[str, typing.Any]) -> tuple[str, int]:
+    """The record a recorded put writes and the generation it was at before: a put is sealed for the generation it
+    makes (put's ARGV[9]), so the same call again would answer "stale" and write nothing; setting the record back
+    first, in the same round trip, makes every replay do the recorded put's work (as the Go floor does). The
+    record's key is KEYS[1] (the bucket's LRU set, ending in "lru") with "h:" and the key hash (ARGV[5]) in its
+    place (redis.lua, key)."""
+    return call["keys"][0][:-3] + "h:" + call["args"][4], int(call["args"][8]) - 1
 
 
 class Result:
@@ -229,7 +239,11 @@ def main() -> int:
 
         def fput(i: int) -> None:
             c = rec["put"][i]
-            check(floor.evalsha(c["sha"], len(c["keys"]), *c["keys"], *c["args"]))
+            key, generation = rewind(c)
+            pipe = floor.pipeline(transaction=False)
+            pipe.hset(key, "g", generation)
+            pipe.evalsha(c["sha"], len(c["keys"]), *c["keys"], *c["args"])
+            check(pipe.execute()[1])
 
         opts = {"state_url": url, "timeout": 2.0}
         if args.pool_size:
@@ -287,7 +301,11 @@ async def run_async(args: argparse.Namespace, rec: dict, url: str, opts: dict, v
 
     async def fput(i: int) -> None:
         c = rec["put"][i]
-        check(await floor.evalsha(c["sha"], len(c["keys"]), *c["keys"], *c["args"]))
+        key, generation = rewind(c)
+        pipe = floor.pipeline(transaction=False)
+        pipe.hset(key, "g", generation)
+        pipe.evalsha(c["sha"], len(c["keys"]), *c["keys"], *c["args"])
+        check((await pipe.execute())[1])
 
     async def sget(i: int) -> None:
         if len((await store.get(handles[i], "")).data) != len(value):

@@ -91,7 +91,7 @@ func storeOps(store *host.Handles, handles []string) (get, put func(int) error) 
 
 func floorOps(floor *redis.Client, rec *Recording) (get, put func(int) error) {
 	get = func(i int) error { return replay(floor, &rec.Read[i], *flagTimeout) }
-	put = func(i int) error { return replay(floor, &rec.Put[i], *flagTimeout) }
+	put = func(i int) error { return replayPut(floor, &rec.Put[i], *flagTimeout) }
 	return get, put
 }
 

@@ -239,9 +239,34 @@ func floorClient(url string) (*redis.Client, error) {
 // replay runs one recorded call with EVALSHA under the store's deadline
 // and checks the script's status ("ok").
 func replay(c *redis.Client, call *Call, deadline time.Duration) error {
+	return replayCall(c, call, deadline, false)
+}
+
+// replayPut is replay for a recorded put (the put script's call): see
+// rewind.
+func replayPut(c *redis.Client, call *Call, deadline time.Duration) error {
+	return replayCall(c, call, deadline, true)
+}
+
+func replayCall(c *redis.Client, call *Call, deadline time.Duration, put bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
-	v, err := c.EvalSha(ctx, call.Sha, call.Keys, call.evalArgs()...).Slice()
+	var v []any
+	var err error
+	if rewind, ok := call.rewind(); put && ok {
+		// A put is sealed for the generation it makes (put's ARGV[9]): once
+		// it has run, the same call again is "stale" and writes nothing.
+		// Setting the record back to the generation before it, in the same
+		// round trip, makes every replay do the recorded put's work.
+		pipe := c.Pipeline()
+		pipe.HSet(ctx, rewind.key, "g", rewind.generation)
+		eval := pipe.EvalSha(ctx, call.Sha, call.Keys, call.evalArgs()...)
+		if _, err = pipe.Exec(ctx); err == nil {
+			v, err = eval.Slice()
+		}
+	} else {
+		v, err = c.EvalSha(ctx, call.Sha, call.Keys, call.evalArgs()...).Slice()
+	}
 	if err != nil {
 		return err
 	}
@@ -249,4 +274,27 @@ func replay(c *redis.Client, call *Call, deadline time.Duration) error {
 		return fmt.Errorf("script answered %v", v)
 	}
 	return nil
+}
+
+// rewind is the record a recorded put writes and the generation it was at
+// before: the put script's ARGV[5] is the key hash, ARGV[9] the generation
+// its value was sealed as, and the record's key is KEYS[1] (the bucket's
+// LRU set, ending in "lru") with "h:" and the key hash in place of "lru"
+// (redis.lua, key). ok is false when c does not have put's shape.
+func (c *Call) rewind() (r struct {
+	key        string
+	generation int64
+}, ok bool) {
+	// Put's arguments are the prelude's three, then tag, key hash, sealed
+	// value, size, expected generation and sealed generation.
+	if len(c.Args) != 9 || len(c.Keys) == 0 || !strings.HasSuffix(c.Keys[0], "lru") {
+		return r, false
+	}
+	g, err := strconv.ParseInt(c.Args[8], 10, 64)
+	if err != nil || g < 2 {
+		return r, false
+	}
+	r.key = strings.TrimSuffix(c.Keys[0], "lru") + "h:" + c.Args[4]
+	r.generation = g - 1
+	return r, true
 }

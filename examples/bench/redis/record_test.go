@@ -76,7 +76,7 @@ func TestRecordingReplays(t *testing.T) {
 		if err := replay(floor, &rec.Read[i], 2*time.Second); err != nil {
 			t.Fatalf("read %d: %v", i, err)
 		}
-		if err := replay(floor, &rec.Put[i], 2*time.Second); err != nil {
+		if err := replayPut(floor, &rec.Put[i], 2*time.Second); err != nil {
 			t.Fatalf("put %d: %v", i, err)
 		}
 		got, err := store.Get(context.Background(), handles[i], "")

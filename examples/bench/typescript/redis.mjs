@@ -109,6 +109,15 @@ const check = (reply) => {
   if (!Array.isArray(reply) || reply[0] !== "ok") throw new Error(`script answered ${JSON.stringify(reply)}`);
 };
 const replay = async (c) => check(await floor.evalSha(c.sha, { keys: c.keys, arguments: c.args }));
+// A put is sealed for the generation it makes (put's ARGV[9]), so the same call again would answer "stale" and
+// write nothing: set the record back to the generation before it, in the same round trip, so every replay does the
+// recorded put's work (as the Go floor does). The record's key is KEYS[1] (the bucket's LRU set, ending in "lru")
+// with "h:" and the key hash (ARGV[5]) in its place (redis.lua, key).
+const replayPut = async (c) => {
+  const key = c.keys[0].slice(0, -3) + "h:" + c.args[4];
+  const replies = await floor.multi().hSet(key, "g", String(Number(c.args[8]) - 1)).evalSha(c.sha, { keys: c.keys, arguments: c.args }).execAsPipeline();
+  check(replies[1]);
+};
 
 /** One window: `CALLERS` concurrent loops for `ms`, each alternating get(i) and put(i) over 0..n-1. */
 async function window(ms, n, get, put) {
@@ -141,7 +150,7 @@ try {
   for (const c of rec.create) await replay(c);
   const n = rec.read.length;
   const fget = (i) => replay(rec.read[i]);
-  const fput = (i) => replay(rec.put[i]);
+  const fput = (i) => replayPut(rec.put[i]);
 
   store = await HandleStore.open(APP, { stateUrl: URL_, timeoutMs: 2000, logger: { log() {} } });
   if (store.settings.backend !== "redis") throw new Error(`the store answered backend ${store.settings.backend}, not redis`);
