@@ -126,6 +126,9 @@ func TestLock_ExcludesOtherHosts(t *testing.T) {
 				}
 				release = h.stop
 			}
+			// Deferred: a holder that skips below (no Node or no .venv yet)
+			// must not leave the lock held for the next subtest.
+			defer release()
 			for _, other := range []string{"go", "python", "node"} {
 				if other == first {
 					continue
@@ -140,7 +143,6 @@ func TestLock_ExcludesOtherHosts(t *testing.T) {
 					t.Errorf("%s while %s holds the lock: %s, want busy", other, first, h.line)
 				}
 			}
-			release()
 		})
 	}
 }
