@@ -17,9 +17,10 @@ import (
 )
 
 // TestModule checks the committed plugin.wasm against the contract
-// (hostfuncs/README.md, ABI version 7): it imports exactly the eleven host
-// functions in hostfuncs.Namespace, each (i64) -> i64, and exports every plugin
-// export, the handle store's included, as () -> i32.
+// (hostfuncs/README.md, at hostfuncs.ABIVersion): it imports exactly the
+// host functions hostfuncs.Functions() lists, in hostfuncs.Namespace, each
+// (i64) -> i64, and exports every plugin export, the handle store's
+// included, as () -> i32.
 func TestModule(t *testing.T) {
 	ctx := context.Background()
 	// The interpreter only validates and decodes: no machine code is needed to
