@@ -168,15 +168,7 @@ func TestCLIs_SameOutput(t *testing.T) {
 				for _, a := range args {
 					argv = append(argv, strings.ReplaceAll(a, "$ROOT", root))
 				}
-				cmd := exec.Command(argv[0], argv[1:]...)
-				var stdout, stderr bytes.Buffer
-				cmd.Stdout, cmd.Stderr = &stdout, &stderr
-				err := cmd.Run()
-				code := cmd.ProcessState.ExitCode()
-				if err != nil && code < 0 {
-					t.Fatalf("%s: %v", lang, err)
-				}
-				out := []byte(fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.Bytes(), stderr.Bytes()))
+				out := transcript(t, lang, argv)
 				out = bytes.ReplaceAll(ages.ReplaceAll(out, []byte(`"age_seconds": N`)), []byte(root), []byte("$ROOT"))
 				out = bytes.ReplaceAll(out, []byte(missing), []byte("$MISSING"))
 				out = handleAges.ReplaceAll(out, []byte(`"${1}": N`))
@@ -217,15 +209,7 @@ func TestCLIs_SameOutputRedis(t *testing.T) {
 		var firstOut []byte
 		for _, lang := range []string{"go", "python", "typescript"} {
 			argv := append(append([]string{}, cmds[lang]...), args...)
-			cmd := exec.Command(argv[0], argv[1:]...)
-			var stdout, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			err := cmd.Run()
-			code := cmd.ProcessState.ExitCode()
-			if err != nil && code < 0 {
-				t.Fatalf("%s: %v", lang, err)
-			}
-			out := handleAges.ReplaceAll([]byte(fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.Bytes(), stderr.Bytes())), []byte(`"${1}": N`))
+			out := handleAges.ReplaceAll(transcript(t, lang, argv), []byte(`"${1}": N`))
 			if bytes.Contains(out, []byte("pw-langs")) {
 				t.Errorf("%v: %s shows the password:\n%s", args, lang, out)
 			}
@@ -239,4 +223,19 @@ func TestCLIs_SameOutputRedis(t *testing.T) {
 		}
 		t.Logf("%v:\n%s", args, firstOut)
 	}
+}
+
+// transcript runs argv, lang's command line, and returns what the three
+// languages must print alike: "exit N", its stdout and its stderr.
+func transcript(t *testing.T, lang string, argv []string) []byte {
+	t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := cmd.ProcessState.ExitCode()
+	if err != nil && code < 0 {
+		t.Fatalf("%s: %v", lang, err)
+	}
+	return []byte(fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.Bytes(), stderr.Bytes()))
 }
