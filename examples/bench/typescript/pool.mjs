@@ -17,15 +17,13 @@
 //
 // Progress goes to stderr, the Markdown table to stdout.
 
-import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
-import { availableParallelism, cpus, tmpdir } from "node:os";
+import { availableParallelism, cpus } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 
 import { HandleStore } from "../../../sdk-bindings/typescript/dist/index.js";
+import { startRedis } from "./redis-server.mjs";
 
 const { values: args } = parseArgs({
   options: {
@@ -94,20 +92,7 @@ async function compare(name, options) {
   }
 }
 
-// redis-server on a free loopback port, as internal/redistest starts it.
-const work = mkdtempSync(path.join(tmpdir(), "pool-bench-ts-"));
-const port = await new Promise((resolve, reject) => {
-  const s = createServer().once("error", reject);
-  s.listen(0, "127.0.0.1", () => {
-    const p = s.address().port;
-    s.close(() => resolve(p));
-  });
-});
-const server = spawn(process.env.MCP_RESUME_REDIS_SERVER || "redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", work], { stdio: "ignore" });
-server.once("error", (e) => {
-  console.error(`cannot start redis-server: ${e.message}`);
-  process.exit(2);
-});
+const { port, work, stop } = await startRedis("pool-bench-ts-");
 
 const results = [];
 try {
@@ -125,8 +110,7 @@ try {
   if (args.only !== "files") results.push(await compare("Redis (worker mode)", { stateUrl: `redis://127.0.0.1:${port}/0`, timeoutMs: 5000 }));
   if (args.only !== "redis") results.push(await compare("files (main thread)", { stateRoot: path.join(work, "state") }));
 } finally {
-  server.kill();
-  rmSync(work, { recursive: true, force: true });
+  stop();
 }
 
 console.log(`${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC, Node ${process.version}, ${cpus().length} cores (availableParallelism ${availableParallelism()}), value ${args.value} bytes\n`);

@@ -22,17 +22,16 @@
 //
 // Progress goes to stderr, the Markdown table to stdout.
 
-import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { createServer } from "node:net";
-import { cpus, tmpdir } from "node:os";
+import { cpus } from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 
 import { HandleStore } from "../../../sdk-bindings/typescript/dist/index.js";
+import { startRedis } from "./redis-server.mjs";
 
 // node-redis as the binding resolves it (its pinned version).
 const requireFromBinding = createRequire(new URL("../../../sdk-bindings/typescript/package.json", import.meta.url));
@@ -72,25 +71,7 @@ const median = (xs) => {
 };
 const spread = (xs, d = 0) => `${Math.min(...xs).toFixed(d)}–${Math.max(...xs).toFixed(d)}`;
 
-// redis-server on a free loopback port, as internal/redistest starts it.
-const work = mkdtempSync(path.join(tmpdir(), "redis-bench-ts-"));
-const port = await new Promise((resolve, reject) => {
-  const s = createServer().once("error", reject);
-  s.listen(0, "127.0.0.1", () => {
-    const p = s.address().port;
-    s.close(() => resolve(p));
-  });
-});
-const server = spawn(process.env.MCP_RESUME_REDIS_SERVER || "redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", work], { stdio: "ignore" });
-server.once("error", (e) => {
-  console.error(`cannot start redis-server: ${e.message}`);
-  process.exit(2);
-});
-const URL_ = `redis://127.0.0.1:${port}/0`;
-const cleanup = () => {
-  server.kill();
-  rmSync(work, { recursive: true, force: true });
-};
+const { port, url: URL_, stop: cleanup } = await startRedis("redis-bench-ts-");
 
 // The floor's client: the host's options (sdk-bindings/typescript/src/redis.ts).
 const floor = redis.createClient({ url: URL_, RESP: 2, disableOfflineQueue: true, disableClientInfo: true, socket: { connectTimeout: 2000, reconnectStrategy: false } });
