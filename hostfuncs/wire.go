@@ -7,7 +7,7 @@ package hostfuncs
 // ABIVersion is the version of the contract between plugin and host. The
 // plugin returns it from its ExportABIVersion export; a host refuses a plugin
 // whose version differs from the one it implements.
-const ABIVersion = "9"
+const ABIVersion = "10"
 
 // Namespace is the Wasm import module of every host function. It is the
 // Extism default for user host functions.
@@ -30,11 +30,16 @@ const (
 	FnLog        = "mcp_resume_log"
 	FnUnlock     = "mcp_resume_unlock"
 	FnEval       = "mcp_resume_eval"
+	// FnCrypto is the one host function with a binary request and
+	// response (CryptoOp*, CryptoStatus*; hostfuncs/README.md,
+	// "mcp_resume_crypto"): HKDF, HMAC, AES-256-GCM, and reading or
+	// writing a sealed record in one call.
+	FnCrypto = "mcp_resume_crypto"
 )
 
 // Functions lists every host function name, in the order of the README.
 func Functions() []string {
-	return []string{FnFacts, FnInspect, FnPrepareDir, FnRead, FnWrite, FnRemove, FnList, FnLock, FnLog, FnUnlock, FnEval}
+	return []string{FnFacts, FnInspect, FnPrepareDir, FnRead, FnWrite, FnRemove, FnList, FnLock, FnLog, FnUnlock, FnEval, FnCrypto}
 }
 
 // Error codes a host function may return in Error.Code.
@@ -552,3 +557,44 @@ type Reply struct {
 	Str   string
 	Array []Reply
 }
+
+// The operations of FnCrypto: the first byte of its binary request
+// (hostfuncs/README.md, "mcp_resume_crypto", gives each one's fields).
+const (
+	CryptoOpHKDF      byte = 0x01 // batched HKDF-SHA256 (RFC 5869)
+	CryptoOpHMAC      byte = 0x02 // batched HMAC-SHA256
+	CryptoOpSeal      byte = 0x03 // AES-256-GCM seal
+	CryptoOpOpen      byte = 0x04 // AES-256-GCM open
+	CryptoOpReadOpen  byte = 0x05 // read a file of the state directory and open it
+	CryptoOpSealWrite byte = 0x06 // seal and write a file of the state directory
+)
+
+// The first byte of an FnCrypto response.
+const (
+	CryptoStatusOK       byte = 0x00 // success; the output follows
+	CryptoStatusNoOpen   byte = 0x01 // the seal does not open (open, read_open)
+	CryptoStatusJSONFail byte = '{'  // a failure: the JSON {"error": {...}} of every host function
+)
+
+// Bounds of FnCrypto's fields.
+const (
+	CryptoMaxBatch     = 16   // hkdf and hmac: at most this many per request
+	CryptoMaxHKDFLen   = 64   // hkdf: at most this many output bytes each
+	CryptoMaxHeaderLen = 4096 // read_open: the largest header_len
+	CryptoKeyLen       = 32   // AES-256 key bytes
+	CryptoNonceLen     = 12   // AES-GCM nonce bytes
+	CryptoTagLen       = 16   // AES-GCM tag bytes
+)
+
+// HandleBinaryForm is the first byte of the binary input of handle_create,
+// handle_get and handle_put (hostfuncs/README.md, "Binary form").
+const HandleBinaryForm byte = 0x01
+
+// The flag bits of the binary handle input.
+const (
+	HandleFlagNow        byte = 1 << 0
+	HandleFlagGeneration byte = 1 << 1
+	HandleFlagIdleTTL    byte = 1 << 2
+	HandleFlagMaxAge     byte = 1 << 3
+	HandleFlagValue      byte = 1 << 4
+)
