@@ -1,5 +1,5 @@
 """``mcp_resume_crypto`` (hostfuncs/README.md, "mcp_resume_crypto") on the real host functions: known-answer
-vectors (RFC 5869 A.1, RFC 4231 4.2, the AES-256-GCM test cases 13-16 of McGrew and Viega's GCM specification),
+vectors (RFC 5869 A.1, RFC 4231 4.2, FIPS 180-2's SHA-256 of ``abc``, the AES-256-GCM test cases 13-16 of McGrew and Viega's GCM specification),
 every ``invalid_request`` edge of the binary layout, and ``read_open`` / ``seal_write`` on real files in a real
 state directory (the read and write rules of ``mcp_resume_read`` / ``mcp_resume_write``: the name rule,
 ``O_NOFOLLOW``, a FIFO never blocks, 0600, temp + rename). No answer is ever raised: every request gets bytes,
@@ -41,6 +41,10 @@ def hkdf_req(*items: tuple[bytes, bytes, bytes, int]) -> bytes:
 
 def hmac_req(*items: tuple[bytes, bytes]) -> bytes:
     return bytes([2, len(items)]) + b"".join(b16(k) + b32(m) for k, m in items)
+
+
+def sha_req(*messages: bytes) -> bytes:
+    return bytes([7, len(messages)]) + b"".join(b32(m) for m in messages)
 
 
 def seal_req(key: bytes, nonce: bytes, aad: bytes, data: bytes, op: int = 3) -> bytes:
@@ -102,6 +106,13 @@ def test_hmac_rfc4231_4_2(funcs: HostFunctions) -> None:
         b"\x00" + tag + tag2
 
 
+def test_sha256_fips180_2(funcs: HostFunctions) -> None:
+    abc = bytes.fromhex("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+    empty = bytes.fromhex("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+    assert funcs.call(FN, sha_req(b"abc")) == b"\x00" + abc
+    assert funcs.call(FN, sha_req(b"abc", b"", b"abc")) == b"\x00" + abc + empty + abc
+
+
 GCM_K = bytes.fromhex("feffe9928665731c6d6a8f9467308308feffe9928665731c6d6a8f9467308308")
 GCM_IV = bytes.fromhex("cafebabefacedbaddecaf888")
 GCM_P = bytes.fromhex("d9313225f88406e5a55909c5aff5269a86a7a9531534f7da2e4c303d8a318a721c3c0c95956809532fcf0e2449a6b525"
@@ -135,7 +146,11 @@ def test_open_that_does_not_open(funcs: HostFunctions, change: str) -> None:
 MALFORMED = {
     "empty": b"",
     "unknown op 0": b"\x00",
-    "unknown op 7": b"\x07" + bytes(64),
+    "unknown op 8": b"\x08" + bytes(64),
+    "sha256 count 0": b"\x07\x00",
+    "sha256 count 17": sha_req(*[b"m"] * 17),
+    "sha256 message past the end": sha_req(b"abc")[:-1],
+    "sha256 trailing byte": sha_req(b"abc") + b"\x00",
     "json": b'{"op": 1}',
     "hkdf count 0": b"\x01\x00",
     "hkdf count 17": hkdf_req(*[(b"k", b"", b"", 32)] * 17),
@@ -264,7 +279,7 @@ def test_file_ops_before_open_and_after_close(state: Path) -> None:
 
 def test_fuzz_never_raises(funcs: HostFunctions, state: Path) -> None:
     rng = random.Random(0)
-    seeds = list(MALFORMED.values()) + [hkdf_req((b"k", b"s", b"i", 32)), hmac_req((b"k", b"m")),
+    seeds = list(MALFORMED.values()) + [hkdf_req((b"k", b"s", b"i", 32)), hmac_req((b"k", b"m")), sha_req(b"m"),
                                         seal_req(KEY, NONCE, b"a", b"p"), read_open_req(b"rec"),
                                         seal_write_req(b"rec", b"v")]
     for _ in range(3000):

@@ -1,15 +1,16 @@
 """``mcp_resume_crypto``, the one host function with a binary request and response (hostfuncs/README.md,
-"mcp_resume_crypto"): batched HKDF-SHA256 and HMAC-SHA256, AES-256-GCM seal and open, and ``read_open`` /
+"mcp_resume_crypto"): batched HKDF-SHA256, HMAC-SHA256 and SHA-256, AES-256-GCM seal and open, and ``read_open`` /
 ``seal_write``, which open or seal a file of the state directory in one call so that a value crosses the Wasm
 boundary once.
 
 The plugin chooses every key, nonce, associated data, header and file name; this module only decodes the
-request, computes with ``cryptography`` (HKDF, AES-GCM) and the standard library (HMAC), and reads or writes
+request, computes with ``cryptography`` (HKDF, AES-GCM) and the standard library (HMAC, SHA-256), and reads or writes
 through the store's own file primitives. It never interprets a record's bytes.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import struct
 from collections.abc import Callable
@@ -20,13 +21,13 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 __all__ = ["MAX_BATCH", "MAX_HEADER_LEN", "MAX_HKDF_LEN", "Malformed", "OP_HKDF", "OP_HMAC", "OP_OPEN", "OP_READ_OPEN",
-           "OP_SEAL", "OP_SEAL_WRITE", "serve"]
+           "OP_SEAL", "OP_SEAL_WRITE", "OP_SHA256", "serve"]
 
 #: The operations, the request's first byte (Go ``hostfuncs.CryptoOp*``).
-OP_HKDF, OP_HMAC, OP_SEAL, OP_OPEN, OP_READ_OPEN, OP_SEAL_WRITE = 0x01, 0x02, 0x03, 0x04, 0x05, 0x06
+OP_HKDF, OP_HMAC, OP_SEAL, OP_OPEN, OP_READ_OPEN, OP_SEAL_WRITE, OP_SHA256 = 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07
 #: The response's first byte: success, or the seal does not open (Go ``hostfuncs.CryptoStatus*``).
 _OK, _NO_OPEN = b"\x00", b"\x01"
-#: hkdf and hmac: at most this many items per request; hkdf: at most this many output bytes each.
+#: hkdf, hmac and sha256: at most this many items per request; hkdf: at most this many output bytes each.
 MAX_BATCH, MAX_HKDF_LEN = 16, 64
 #: read_open: the largest ``header_len``.
 MAX_HEADER_LEN = 4096
@@ -121,6 +122,10 @@ def serve(req: bytes, read: ReadFn, write: WriteFn) -> bytes:
         pairs = [(r.b16("key"), r.b32("message")) for _ in range(_count(r))]
         r.end()
         return b"".join([_OK] + [hmac.digest(key, msg, "sha256") for key, msg in pairs])
+    if op == OP_SHA256:
+        messages = [r.b32("message") for _ in range(_count(r))]
+        r.end()
+        return b"".join([_OK] + [hashlib.sha256(m).digest() for m in messages])
     if op in (OP_SEAL, OP_OPEN):
         key, nonce, aad, payload = r.take(_KEY_LEN, "key"), r.take(_NONCE_LEN, "nonce"), r.b32("aad"), r.rest()
         if op == OP_SEAL:
@@ -157,4 +162,4 @@ def serve(req: bytes, read: ReadFn, write: WriteFn) -> bytes:
         head, aad_prefix = r.b32("header"), r.b32("aad_prefix")
         write(name, temp, head + AESGCM(key).encrypt(nonce, r.rest(), aad_prefix + head))
         return _OK
-    raise Malformed(f"unknown operation {op} (1 hkdf, 2 hmac, 3 seal, 4 open, 5 read_open, 6 seal_write)")
+    raise Malformed(f"unknown operation {op} (1 hkdf, 2 hmac, 3 seal, 4 open, 5 read_open, 6 seal_write, 7 sha256)")

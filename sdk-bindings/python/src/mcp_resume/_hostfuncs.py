@@ -1,6 +1,6 @@
 """The twelve host functions of the mcp-resume contract, ABI 10: OS primitives with no policy (POSIX),
 ``mcp_resume_eval`` (one Lua script on Redis, in :mod:`mcp_resume._eval`) and ``mcp_resume_crypto`` (binary:
-HKDF, HMAC, AES-256-GCM, and sealed files read or written in one call, in :mod:`mcp_resume._crypto`).
+HKDF, HMAC, SHA-256, AES-256-GCM, and sealed files read or written in one call, in :mod:`mcp_resume._crypto`).
 
 Requests, answers and error codes are ``hostfuncs/README.md``'s; the docstrings
 say what this host does. Nothing raises: every failure is an answer
