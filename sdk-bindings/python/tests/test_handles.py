@@ -523,7 +523,7 @@ def test_shard_held_elsewhere_is_store_unavailable_after_lock_wait(root: Path) -
         holder = hold_shard(s.state_dir)
         t0 = time.monotonic()
         with pytest.raises(StoreUnavailableError) as e:
-            s.get(c.handle, "")
+            s.put(c.handle, "", b"y")  # a write takes the shard's lock (a get may read the record alone)
         took = time.monotonic() - t0
         assert 0.3 <= took < 3 and e.value.code == "store_unavailable" and isinstance(e.value, OSError)
         assert c.handle not in str(e.value)
@@ -596,7 +596,8 @@ def test_async_calls_never_block_the_loop(root: Path) -> None:
 
         task = asyncio.create_task(ticker())
         t0 = time.monotonic()
-        results = await asyncio.gather(s.get(c.handle, ""), s.put(c.handle, "", b"y"), return_exceptions=True)
+        # Writes take the shard's lock (a get may read the record alone).
+        results = await asyncio.gather(s.put(c.handle, "", b"y"), s.put(c.handle, "", b"z"), return_exceptions=True)
         took = time.monotonic() - t0
         task.cancel()
         holder.close()
