@@ -90,6 +90,9 @@ func hostUnlock(uint64) uint64
 //go:wasmimport extism:host/user mcp_resume_eval
 func hostEval(uint64) uint64
 
+//go:wasmimport extism:host/user mcp_resume_crypto
+func hostCrypto(uint64) uint64
+
 var imports = map[string]func(uint64) uint64{
 	hostfuncs.FnFacts:      hostFacts,
 	hostfuncs.FnInspect:    hostInspect,
@@ -102,6 +105,7 @@ var imports = map[string]func(uint64) uint64{
 	hostfuncs.FnLog:        hostLog,
 	hostfuncs.FnUnlock:     hostUnlock,
 	hostfuncs.FnEval:       hostEval,
+	hostfuncs.FnCrypto:     hostCrypto,
 }
 
 // noResponse stands for the response of a host function that returned no

@@ -132,23 +132,43 @@ func (f *Funcs) read(r struct {
 	Name  *string `json:"name"`
 	Limit *int    `json:"limit"`
 }) (any, *hostfuncs.Error) {
-	p, werr := f.path("name", r.Name)
+	if r.Name == nil {
+		return nil, invalid(`request lacks "name"`)
+	}
+	if r.Limit == nil {
+		return nil, invalid(fmt.Sprintf(`"limit" must be an integer 1..%d`, MaxReadLimit))
+	}
+	data, werr := f.ReadFile(*r.Name, *r.Limit)
 	if werr != nil {
 		return nil, werr
 	}
-	if r.Limit == nil || *r.Limit < 1 || *r.Limit > MaxReadLimit {
+	return hostfuncs.ReadResponse{Data: data}, nil
+}
+
+// ReadFile is mcp_resume_read for name and limit (1..MaxReadLimit): the
+// first min(size, limit) bytes of the state directory's regular file
+// name, opened O_NOFOLLOW|O_NONBLOCK. Errors: invalid_request (the name
+// rule, the limit, no state directory), not_found, unsafe (not a regular
+// file), and the other OS codes of osError. It serves mcp_resume_crypto's
+// read_open too (cryptohost.Files).
+func (f *Funcs) ReadFile(name string, limit int) ([]byte, *hostfuncs.Error) {
+	p, werr := f.path("name", &name)
+	if werr != nil {
+		return nil, werr
+	}
+	if limit < 1 || limit > MaxReadLimit {
 		return nil, invalid(fmt.Sprintf(`"limit" must be an integer 1..%d`, MaxReadLimit))
 	}
-	file, werr := openFile(p, *r.Name, os.O_RDONLY|syscall.O_NONBLOCK)
+	file, werr := openFile(p, name, os.O_RDONLY|syscall.O_NONBLOCK)
 	if werr != nil {
 		return nil, werr
 	}
 	defer file.Close()
-	data, err := io.ReadAll(io.LimitReader(file, int64(*r.Limit)))
+	data, err := io.ReadAll(io.LimitReader(file, int64(limit)))
 	if err != nil {
-		return nil, osError("read "+*r.Name, err)
+		return nil, osError("read "+name, err)
 	}
-	return hostfuncs.ReadResponse{Data: data}, nil
+	return data, nil
 }
 
 // write serves mcp_resume_write: create temp exclusively (0600, never
@@ -161,22 +181,36 @@ func (f *Funcs) write(r struct {
 	Temp *string `json:"temp"`
 	Data []byte  `json:"data"` // absent or null: nil; "" decodes to an empty, non-nil slice
 }) (any, *hostfuncs.Error) {
-	p, werr := f.path("name", r.Name)
-	if werr != nil {
-		return nil, werr
-	}
-	tp, werr := f.path("temp", r.Temp)
-	if werr != nil {
-		return nil, werr
+	if r.Name == nil || r.Temp == nil {
+		return nil, invalid(`mcp_resume_write: request lacks "name" or "temp"`)
 	}
 	if r.Data == nil {
 		return nil, invalid(`mcp_resume_write: request lacks "data"`)
 	}
+	return nil, f.WriteFile(*r.Name, *r.Temp, r.Data)
+}
+
+// WriteFile is mcp_resume_write: data to the state directory's file temp
+// (O_CREAT|O_EXCL|O_NOFOLLOW, 0600), closed, then renamed over name;
+// temp is unlinked on any failure after its creation. Errors:
+// invalid_request (the name rule, no state directory), exists (temp is
+// there), unsafe (a directory at name), and the other OS codes of
+// osError. It serves mcp_resume_crypto's seal_write too
+// (cryptohost.Files).
+func (f *Funcs) WriteFile(name, temp string, data []byte) *hostfuncs.Error {
+	p, werr := f.path("name", &name)
+	if werr != nil {
+		return werr
+	}
+	tp, werr := f.path("temp", &temp)
+	if werr != nil {
+		return werr
+	}
 	file, err := os.OpenFile(tp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
-		return nil, osError("create "+*r.Temp, err)
+		return osError("create "+temp, err)
 	}
-	_, err = file.Write(r.Data)
+	_, err = file.Write(data)
 	if cerr := file.Close(); err == nil {
 		err = cerr
 	}
@@ -185,9 +219,9 @@ func (f *Funcs) write(r struct {
 	}
 	if err != nil {
 		_ = syscall.Unlink(tp)
-		return nil, osError("write "+*r.Name, err)
+		return osError("write "+name, err)
 	}
-	return nil, nil
+	return nil
 }
 
 // remove serves mcp_resume_remove with unlink(2), which never follows a

@@ -34,6 +34,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
+	"github.com/mcp-resume/mcp-resume/hostfuncs/cryptohost"
 	"github.com/mcp-resume/mcp-resume/internal/rediseval"
 )
 
@@ -193,6 +194,10 @@ func (f *Funcs) Call(fn string, req []byte) []byte {
 	if f.trace != nil {
 		start := time.Now()
 		defer func() { f.trace(fn, req, time.Since(start)) }()
+	}
+	if fn == hostfuncs.FnCrypto {
+		// Binary in and out, never padded (hostfuncs/README.md).
+		return cryptohost.Serve(req, f)
 	}
 	var resp any
 	var werr *hostfuncs.Error

@@ -67,3 +67,14 @@ func OpenInputError(err error, prefix string, n Names) *hostfuncs.Error {
 	}
 	return &hostfuncs.Error{Code: hostfuncs.CodeInvalidOption, Message: prefix + err.Error()}
 }
+
+// Crypto calls mcp_resume_crypto with a binary request built by the
+// hostfuncs encoders (HKDFRequest, HMACRequest, SealRequest, OpenRequest,
+// ReadOpenRequest, SealWriteRequest), sent as is (not padded: the layout
+// has exact lengths). It returns the status (hostfuncs.CryptoStatusOK or
+// CryptoStatusNoOpen) and the output that follows it, or the host's
+// *hostfuncs.Error (a file code for read_open and seal_write,
+// invalid_request, or io for a response that cannot be read).
+func Crypto(call Caller, req []byte) (byte, []byte, *hostfuncs.Error) {
+	return hostfuncs.ParseCryptoResponse(call(hostfuncs.FnCrypto, req))
+}
