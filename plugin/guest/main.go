@@ -33,6 +33,11 @@
 //	handle_list    (JSON {"now_ms"?}) -> JSON {"handles":[...],"live","tombstones","shards","bytes"}
 //	handle_gc      (JSON {"now_ms"?}) -> JSON {"expired_idle","expired_max_age","tombstones_dropped","orphans_removed","temps_removed","live"}
 //
+// handle_create, handle_get and handle_put also take the binary form
+// (first byte 0x01, hostfuncs.HandleInput.DecodeBinary) and then answer in
+// binary (hostfuncs HandleCreated, HandleValue and HandleGeneration
+// EncodeBinary); their errors stay the JSON error string.
+//
 // Each returns 0 on success and 1 on failure, with the Extism error string
 // set to the JSON {"code","message","reason"?,"generation"?} (codes in hostfuncs). This file is
 // thin glue; the logic lives in plugin/internal/resume and internal/procid. JSON
@@ -235,21 +240,40 @@ func handlesOpen() int32 {
 	return outputJSON(out, werr)
 }
 
+// The binary form: when the input of handle_create, handle_get or
+// handle_put starts with hostfuncs.HandleBinaryForm, the output is binary
+// (EncodeBinary); errors are the JSON error string in both forms.
+
 //go:wasmexport handle_create
 func handleCreate() int32 {
-	out, werr := handleStore.Create(pdk.Input())
+	in := pdk.Input()
+	out, werr := handleStore.Create(in)
+	if werr == nil && hostfuncs.IsHandleBinary(in) {
+		pdk.Output(out.EncodeBinary())
+		return 0
+	}
 	return outputJSON(out, werr)
 }
 
 //go:wasmexport handle_get
 func handleGet() int32 {
-	out, werr := handleStore.Get(pdk.Input())
+	in := pdk.Input()
+	out, werr := handleStore.Get(in)
+	if werr == nil && hostfuncs.IsHandleBinary(in) {
+		pdk.Output(out.EncodeBinary())
+		return 0
+	}
 	return outputJSON(out, werr)
 }
 
 //go:wasmexport handle_put
 func handlePut() int32 {
-	out, werr := handleStore.Put(pdk.Input())
+	in := pdk.Input()
+	out, werr := handleStore.Put(in)
+	if werr == nil && hostfuncs.IsHandleBinary(in) {
+		pdk.Output(out.EncodeBinary())
+		return 0
+	}
 	return outputJSON(out, werr)
 }
 
