@@ -247,3 +247,14 @@ func (o *HandleGeneration) DecodeBinary(b []byte) error {
 	getInts(b, &o.Generation)
 	return nil
 }
+
+// JSONOnly refuses a binary input to a handle export that has no binary
+// form (every one but handle_create, handle_get and handle_put):
+// invalid_option, nil for any other input (hostfuncs/README.md, "Binary
+// form").
+func JSONOnly(input []byte) *Error {
+	if IsHandleBinary(input) {
+		return &Error{Code: CodeInvalidOption, Message: "the binary input form is for handle_create, handle_get and handle_put only: send this export JSON"}
+	}
+	return nil
+}

@@ -55,4 +55,3 @@ func HexOutput(out []byte, exact, prefix *string) (string, error) {
 	}
 	return fmt.Sprintf("output %x, want %x", out, want), nil
 }
-

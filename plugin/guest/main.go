@@ -279,7 +279,11 @@ func handlePut() int32 {
 
 //go:wasmexport handle_delete
 func handleDelete() int32 {
-	if werr := handleStore.Delete(pdk.Input()); werr != nil {
+	in := pdk.Input()
+	if werr := hostfuncs.JSONOnly(in); werr != nil {
+		return fail(werr)
+	}
+	if werr := handleStore.Delete(in); werr != nil {
 		return fail(werr)
 	}
 	pdk.OutputString("{}")
@@ -288,25 +292,41 @@ func handleDelete() int32 {
 
 //go:wasmexport handle_touch
 func handleTouch() int32 {
-	out, werr := handleStore.Touch(pdk.Input())
+	in := pdk.Input()
+	if werr := hostfuncs.JSONOnly(in); werr != nil {
+		return fail(werr)
+	}
+	out, werr := handleStore.Touch(in)
 	return outputJSON(out, werr)
 }
 
 //go:wasmexport handle_exists
 func handleExists() int32 {
-	out, werr := handleStore.Exists(pdk.Input())
+	in := pdk.Input()
+	if werr := hostfuncs.JSONOnly(in); werr != nil {
+		return fail(werr)
+	}
+	out, werr := handleStore.Exists(in)
 	return outputJSON(out, werr)
 }
 
 //go:wasmexport handle_list
 func handleList() int32 {
-	out, werr := handleStore.List(pdk.Input())
+	in := pdk.Input()
+	if werr := hostfuncs.JSONOnly(in); werr != nil {
+		return fail(werr)
+	}
+	out, werr := handleStore.List(in)
 	return outputJSON(out, werr)
 }
 
 //go:wasmexport handle_gc
 func handleGC() int32 {
-	out, werr := handleStore.GC(pdk.Input())
+	in := pdk.Input()
+	if werr := hostfuncs.JSONOnly(in); werr != nil {
+		return fail(werr)
+	}
+	out, werr := handleStore.GC(in)
 	return outputJSON(out, werr)
 }
 
