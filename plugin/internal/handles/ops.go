@@ -3,7 +3,8 @@ package handles
 // The per-handle operations: create, get, put, delete, touch and exists
 // (hostfuncs/README.md, "Plugin exports", the handle store). Each checks
 // its input before any I/O, then works under its shard's lock: lock, read
-// the index, read the record, write the record, write the index, unlock.
+// the index, read the record, write the record, write the index, unlock;
+// except a get that the record alone can answer (hotGet).
 
 import (
 	"bytes"
@@ -185,11 +186,11 @@ func (sh *shard) record(r *request, i int, headerOnly bool) (header, []byte, *ho
 }
 
 // refresh moves entry i's last use to now when it moved by at least the
-// resolution min(idle TTL / 64, 1 s): get and touch rewrite the index only
-// then, so a busy handle's reads do not each write.
+// resolution: get and touch rewrite the index only then, so a busy
+// handle's reads do not each write.
 func (sh *shard) refresh(i int) {
 	e := &sh.entries[i]
-	if sh.now-e.LastUsedMS >= min(e.IdleTTLMS/64, 1000) {
+	if sh.now-e.LastUsedMS >= resolution(e.IdleTTLMS) {
 		e.LastUsedMS = sh.now
 		sh.dirty = true
 	}
@@ -236,7 +237,7 @@ func (s *Store) Create(input []byte) (hostfuncs.HandleCreated, *hostfuncs.Error)
 		return hostfuncs.HandleCreated{Handle: formatHandle(raw), Generation: 1, IdleTTLMS: idle, MaxAgeMS: maxAge, CreatedMS: created}, nil
 	}
 	owner := ownerOf(s.set.App, r.in.Principal)
-	hdr := header{Generation: 1, CreatedMS: r.now, IdleTTLMS: idle, MaxAgeMS: maxAge, Tag: r.tag, Nonce: nonce}
+	hdr := header{Generation: 1, CreatedMS: r.now, IdleTTLMS: idle, MaxAgeMS: maxAge, LastUsedMS: r.now, Tag: r.tag, Nonce: nonce}
 	werr = s.withShard(s.shardOf(r.hash), r.now, s.set.LockWaitMS, func(sh *shard) *hostfuncs.Error {
 		sh.must = true
 		var c gcCounts
@@ -420,6 +421,10 @@ func (s *Store) handleOp(r *request, fn func(sh *shard, i int) *hostfuncs.Error)
 // refreshes the idle time. Errors: invalid_handle, invalid_principal,
 // handle_not_found, handle_expired, handle_evicted, store_unavailable,
 // not_open.
+//
+// On the file backend most gets take the hot path (hotGet): the record
+// alone, without the shard's lock or index. The slow path, under the
+// lock, answers the rest and refreshes the record's last use.
 func (s *Store) Get(input []byte) (hostfuncs.HandleValue, *hostfuncs.Error) {
 	r, werr := s.parse(input, true, false)
 	if werr != nil {
@@ -428,20 +433,81 @@ func (s *Store) Get(input []byte) (hostfuncs.HandleValue, *hostfuncs.Error) {
 	if s.rd != nil {
 		return s.redisRead(r, "get")
 	}
+	if werr := s.begin(r.now, true); werr != nil {
+		return hostfuncs.HandleValue{}, werr
+	}
+	if out, werr, done := s.hotGet(r); done {
+		return out, werr
+	}
 	var out hostfuncs.HandleValue
 	werr = s.handleOp(r, func(sh *shard, i int) *hostfuncs.Error {
 		h, v, werr := sh.record(r, i, false)
 		if werr != nil {
 			return werr
 		}
-		sh.refresh(i)
-		if v == nil {
-			v = []byte{}
+		if h.Version != recordVersion || stale(&h, sh.now) {
+			// Migrate a version 1 record, or move the record's last use
+			// to now, so that the next gets take the hot path. A failed
+			// write leaves the record as it was: the answer stands.
+			h.LastUsedMS = sh.now
+			if resume.ReadRandom(h.Nonce[:]) {
+				_ = s.write(recordName(r.hash), sealRecord(&r.k, s.set.App, h, v))
+			}
 		}
-		out = hostfuncs.HandleValue{Value: v, Generation: h.Generation, CreatedMS: h.CreatedMS, IdleTTLMS: h.IdleTTLMS, MaxAgeMS: h.MaxAgeMS}
+		sh.refresh(i)
+		out = valueOf(&h, v)
 		return nil
 	})
 	return out, werr
+}
+
+// valueOf is the answer of a get: record header h and value v.
+func valueOf(h *header, v []byte) hostfuncs.HandleValue {
+	if v == nil {
+		v = []byte{}
+	}
+	return hostfuncs.HandleValue{Value: v, Generation: h.Generation, CreatedMS: h.CreatedMS, IdleTTLMS: h.IdleTTLMS, MaxAgeMS: h.MaxAgeMS}
+}
+
+// resolution is how far a handle's last use may lag behind: min(idle TTL /
+// 64, 1 s). Get and touch refresh a last use (the index's, the record's)
+// only once it is at least this old, so a busy handle's reads do not each
+// write.
+func resolution(idleMS int64) int64 { return min(idleMS/64, 1000) }
+
+// stale reports whether record header h's last use is at least the
+// refresh resolution before now.
+func stale(h *header, now int64) bool { return now-h.LastUsedMS >= resolution(h.IdleTTLMS) }
+
+// hotGet answers a get from the record alone, without the shard's lock or
+// index: one read, which is consistent because records are only ever
+// replaced by rename. It answers (done) when the record opens for r's
+// principal as version 2, its last use is within the refresh resolution
+// of now (so the handle is live and nothing needs writing) and its
+// maximum age has not passed; and handle_not_found for another
+// principal's record. Everything else (no record: a tombstone may explain
+// it; a record that does not open; version 1; a stale last use; a lapsed
+// lifetime; a failed read) is left to the slow path (not done). Its cost
+// does not depend on how many handles the store holds.
+//
+// The hot path does not compare the record's generation with the index's
+// (that would read the index): a record put back (a rollback) within the
+// refresh resolution of its writing can be answered until it goes stale
+// (plugin/README.md, "Handle store", Rollback).
+func (s *Store) hotGet(r *request) (hostfuncs.HandleValue, *hostfuncs.Error, bool) {
+	limit := headerLen + int(s.set.MaxValueBytes) + gcmTagLen + 1
+	b, err := s.read(recordName(r.hash), limit)
+	if err != nil || len(b) >= limit {
+		return hostfuncs.HandleValue{}, nil, false
+	}
+	h, v, outcome := openRecord(&r.k, s.set.App, r.tag, b, false)
+	switch {
+	case outcome == recordForeign:
+		return hostfuncs.HandleValue{}, notFound(), true
+	case outcome != recordOK, h.Version != recordVersion, stale(&h, r.now), r.now >= h.CreatedMS+h.MaxAgeMS:
+		return hostfuncs.HandleValue{}, nil, false
+	}
+	return valueOf(&h, v), nil, true
 }
 
 // conflict checks r's expected generation against the current one cur:
@@ -485,6 +551,7 @@ func (s *Store) Put(input []byte) (hostfuncs.HandleGeneration, *hostfuncs.Error)
 			return werr
 		}
 		h.Generation++
+		h.LastUsedMS = sh.now
 		if !resume.ReadRandom(h.Nonce[:]) {
 			return s.unavailable("the guest's random source (WASI random_get) failed; nothing was written")
 		}

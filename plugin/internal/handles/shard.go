@@ -117,8 +117,9 @@ func (sh *shard) load() *hostfuncs.Error {
 }
 
 // rebuild makes the index from the shard's records (a listing, and each
-// record's header): each becomes a live entry last used now minus its
-// file's age. A record that does not parse is removed as corrupt. With
+// record's header): each becomes a live entry last used when its header
+// says (version 2), or now minus its file's age (version 1). A record
+// that does not parse is removed as corrupt. With
 // missing and no record it is the empty index of a new shard, silently.
 func (sh *shard) rebuild(missing bool) *hostfuncs.Error {
 	files, err := sh.s.listDir()
@@ -135,15 +136,19 @@ func (sh *shard) rebuild(missing bool) *hostfuncs.Error {
 		found = true
 		b, err := sh.s.read(f.Name, recordLimit)
 		hdr, hok := parseHeader(b)
-		if err != nil || !hok || len(b) < headerLen+gcmTagLen || len(b) >= recordLimit {
+		if err != nil || !hok || len(b) < hdr.len()+gcmTagLen || len(b) >= recordLimit {
 			if code(err) == "" || code(err) == hostfuncs.CodeUnsafe {
 				sh.corrupt(h)
 			}
 			continue
 		}
+		used := hdr.LastUsedMS // version 2; version 1 has only its file's age
+		if hdr.Version == 1 {
+			used = sh.now - max(f.AgeSeconds, 0)*1000
+		}
 		sh.entries = append(sh.entries, entry{
-			Hash: h, State: stateLive, Tag: hdr.Tag, Generation: hdr.Generation, Size: int64(len(b) - headerLen - gcmTagLen),
-			CreatedMS: hdr.CreatedMS, LastUsedMS: sh.now - max(f.AgeSeconds, 0)*1000, IdleTTLMS: hdr.IdleTTLMS, MaxAgeMS: hdr.MaxAgeMS,
+			Hash: h, State: stateLive, Tag: hdr.Tag, Generation: hdr.Generation, Size: int64(len(b) - hdr.len() - gcmTagLen),
+			CreatedMS: hdr.CreatedMS, LastUsedMS: used, IdleTTLMS: hdr.IdleTTLMS, MaxAgeMS: hdr.MaxAgeMS,
 		})
 	}
 	if missing && !found {
