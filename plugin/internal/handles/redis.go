@@ -193,7 +193,7 @@ func validHostPort(hp string) bool {
 // redisKey is the prefix of bucket n's keys: mcp-resume:{<app>:<bucket>}:.
 // The braces make the app and bucket the hash tag (one Cluster slot).
 func (s *Store) redisKey(n int) string {
-	return keyRoot + "{" + s.set.App + ":" + shardName(n) + "}:"
+	return keyRoot + "{" + s.set.App + ":" + s.shardName(n) + "}:"
 }
 
 // eval runs script name with keys and args: by EVALSHA, and by EVAL when
@@ -263,12 +263,12 @@ func (s *Store) redisBegin() *hostfuncs.Error {
 	if s.ready {
 		return nil
 	}
-	out, werr := s.eval("layout", []string{keyRoot + "{" + s.set.App + "}:layout"}, []string{strconv.Itoa(ShardsFor(s.set.MaxHandles))})
+	out, werr := s.eval("layout", []string{keyRoot + "{" + s.set.App + "}:layout"}, []string{strconv.Itoa(BucketsFor(s.set.MaxHandles))})
 	if werr != nil {
 		return werr
 	}
 	n, err := strconv.Atoi(out[0].Str)
-	if err != nil || n < 1 || n > maxShards || n&(n-1) != 0 {
+	if err != nil || n < 1 || n > maxBuckets || n&(n-1) != 0 {
 		return s.unavailable("the handle store's layout key on " + s.rd.display + " is corrupt (want a power of two up to 256); the records cannot be found without it: restore it, or delete the app's keys to start empty")
 	}
 	s.shards, s.ready = n, true

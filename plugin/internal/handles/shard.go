@@ -25,9 +25,12 @@ type shard struct {
 	must    bool // the index write is part of the operation (create, put, delete)
 }
 
-// shardOf is the shard of key hash h: its first byte modulo the shard
-// count (a power of two).
-func (s *Store) shardOf(h [16]byte) int { return int(h[0]) & (s.shards - 1) }
+// shardOf is the shard of key hash h: its first two bytes (the first the
+// low one) modulo the shard count (a power of two). For at most 256
+// shards that is the first byte modulo the count, the rule of every
+// directory made before more shards were allowed: their records are
+// found where they were written.
+func (s *Store) shardOf(h [16]byte) int { return (int(h[0]) | int(h[1])<<8) & (s.shards - 1) }
 
 // recordName is the record file of key hash h.
 func recordName(h [16]byte) string { return recordPrefix + hashHex(h) }
@@ -61,8 +64,8 @@ func parseRecordName(name string) ([16]byte, bool) {
 // lock, on every path. A failed index write fails the call only when fn
 // set must; otherwise (a refreshed last use) it is left for the next write.
 func (s *Store) withShard(n int, now, waitMS int64, fn func(sh *shard) *hostfuncs.Error) *hostfuncs.Error {
-	lock := lockPrefix + shardName(n)
-	if werr := s.lock(lock, waitMS, "shard "+shardName(n)); werr != nil {
+	lock := lockPrefix + s.shardName(n)
+	if werr := s.lock(lock, waitMS, "shard "+s.shardName(n)); werr != nil {
 		return werr
 	}
 	defer s.unlock(lock)
@@ -77,8 +80,8 @@ func (s *Store) inShard(n int, now int64, fn func(sh *shard) *hostfuncs.Error) *
 	}
 	werr := fn(sh)
 	if sh.dirty {
-		if err := s.write(indexPrefix+shardName(n), encodeIndex(sh.entries)); err != nil && sh.must && werr == nil {
-			werr = s.ioFailure("write the index of shard "+shardName(n), err)
+		if err := s.write(indexPrefix+s.shardName(n), encodeIndex(sh.entries)); err != nil && sh.must && werr == nil {
+			werr = s.ioFailure("write the index of shard "+s.shardName(n), err)
 		}
 	}
 	return werr
@@ -97,7 +100,7 @@ func (sh *shard) indexLimit() int {
 // rebuilt from the records.
 func (sh *shard) load() *hostfuncs.Error {
 	limit := sh.indexLimit()
-	data, err := sh.s.read(indexPrefix+shardName(sh.n), limit)
+	data, err := sh.s.read(indexPrefix+sh.s.shardName(sh.n), limit)
 	switch code(err) {
 	case "":
 		if entries, ok := decodeIndex(data); ok && len(data) < limit {
@@ -113,7 +116,7 @@ func (sh *shard) load() *hostfuncs.Error {
 	case hostfuncs.CodeUnsafe:
 		return sh.rebuild(false)
 	}
-	return sh.s.unavailable("cannot read the index of shard " + shardName(sh.n) + " in " + sh.s.set.StateDir + ": " + err.Error())
+	return sh.s.unavailable("cannot read the index of shard " + sh.s.shardName(sh.n) + " in " + sh.s.set.StateDir + ": " + err.Error())
 }
 
 // rebuild makes the index from the shard's records (a listing, and each
@@ -124,7 +127,7 @@ func (sh *shard) load() *hostfuncs.Error {
 func (sh *shard) rebuild(missing bool) *hostfuncs.Error {
 	files, err := sh.s.listDir()
 	if err != nil {
-		return sh.s.unavailable("cannot list " + sh.s.set.StateDir + " to rebuild the index of shard " + shardName(sh.n) + ": " + err.Error())
+		return sh.s.unavailable("cannot list " + sh.s.set.StateDir + " to rebuild the index of shard " + sh.s.shardName(sh.n) + ": " + err.Error())
 	}
 	sh.entries = nil
 	found := false
@@ -155,7 +158,7 @@ func (sh *shard) rebuild(missing bool) *hostfuncs.Error {
 		return nil
 	}
 	sh.dirty = true
-	sh.s.log(hostfuncs.LevelWarn, EventIndexRebuilt, MsgIndexRebuilt, "shard="+shardName(sh.n)+" records="+strconv.Itoa(len(sh.entries)))
+	sh.s.log(hostfuncs.LevelWarn, EventIndexRebuilt, MsgIndexRebuilt, "shard="+sh.s.shardName(sh.n)+" records="+strconv.Itoa(len(sh.entries)))
 	return nil
 }
 
