@@ -77,9 +77,14 @@ func (s *Store) parse(input []byte, needHandle, needValue bool, whole ...bool) (
 	}
 	r.now = nowMS(&r.in)
 	if needHandle {
-		r.k = deriveKeys(raw, s.set.App)
+		var werr *hostfuncs.Error
+		if r.k, werr = s.deriveKeys(raw, false); werr != nil {
+			return nil, werr
+		}
 		r.hash = r.k.hash
-		r.tag = r.k.tag(r.in.Principal)
+		if r.tag, _, werr = s.tags(&r.k, r.in.Principal, false); werr != nil {
+			return nil, werr
+		}
 	}
 	return r, nil
 }
@@ -132,16 +137,25 @@ func tombstoneErr(n resume.Names, state uint8, idleMS, maxAgeMS int64) *hostfunc
 // generation is below the index's (handle_rollback); each answers
 // handle_not_found, as does another principal's record (left untouched).
 func (sh *shard) record(r *request, i int, headerOnly bool) (header, []byte, *hostfuncs.Error) {
-	// The index knows the value's size: read exactly that (and one byte
-	// more to see a longer file, read again with the bound of any record),
-	// so that no host allocates the largest record for a small value.
-	limit := headerLen + int(sh.entries[i].Size) + gcmTagLen + 1
+	var h header
+	var v []byte
+	var outcome int
+	var err error
 	if headerOnly {
-		limit = headerLen
-	}
-	b, err := sh.s.read(recordName(r.hash), limit)
-	if err == nil && !headerOnly && len(b) >= limit && limit < recordLimit {
-		b, err = sh.s.read(recordName(r.hash), recordLimit)
+		var b []byte
+		if b, err = sh.s.read(recordName(r.hash), headerLen); err == nil {
+			h, outcome = checkHeader(r.tag, b)
+		}
+	} else {
+		// The index knows the value's size: read exactly that and one
+		// byte more (a longer file does not open within that bound: read
+		// again with the bound of any record), so that no host allocates
+		// the largest record for a small value.
+		limit := headerLen + int(sh.entries[i].Size) + gcmTagLen + 1
+		h, v, outcome, err = sh.s.readRecord(&r.k, r.tag, limit)
+		if err == nil && outcome == recordCorrupt && limit < recordLimit {
+			h, v, outcome, err = sh.s.readRecord(&r.k, r.tag, recordLimit)
+		}
 	}
 	switch code(err) {
 	case "":
@@ -157,11 +171,6 @@ func (sh *shard) record(r *request, i int, headerOnly bool) (header, []byte, *ho
 	default:
 		return header{}, nil, sh.s.unavailable("cannot read a record in " + sh.s.set.StateDir + ": " + err.Error())
 	}
-	if !headerOnly && len(b) >= recordLimit {
-		sh.corrupt(r.hash)
-		return header{}, nil, notFound()
-	}
-	h, v, outcome := openRecord(&r.k, sh.s.set.App, r.tag, b, headerOnly)
 	switch outcome {
 	case recordForeign:
 		return h, nil, notFound()
@@ -226,24 +235,29 @@ func (s *Store) Create(input []byte) (hostfuncs.HandleCreated, *hostfuncs.Error)
 	if !resume.ReadRandom(raw[:]) || !resume.ReadRandom(nonce[:]) {
 		return hostfuncs.HandleCreated{}, s.unavailable("the guest's random source (WASI random_get) failed; no handle was made")
 	}
-	r.k = deriveKeys(raw, s.set.App)
-	r.hash, r.tag = r.k.hash, r.k.tag(r.in.Principal)
+	if r.k, werr = s.deriveKeys(raw, true); werr != nil {
+		return hostfuncs.HandleCreated{}, werr
+	}
+	r.hash = r.k.hash
+	var owner [ownerLen]byte
+	if r.tag, owner, werr = s.tags(&r.k, r.in.Principal, true); werr != nil {
+		return hostfuncs.HandleCreated{}, werr
+	}
 	if s.rd != nil {
-		created, werr := s.redisCreate(r, idle, maxAge)
+		created, werr := s.redisCreate(r, idle, maxAge, owner)
 		if werr != nil {
 			return hostfuncs.HandleCreated{}, werr
 		}
 		s.log(hostfuncs.LevelDebug, EventCreated, MsgCreated, "key="+shortKey(r.hash))
 		return hostfuncs.HandleCreated{Handle: formatHandle(raw), Generation: 1, IdleTTLMS: idle, MaxAgeMS: maxAge, CreatedMS: created}, nil
 	}
-	owner := ownerOf(s.set.App, r.in.Principal)
 	hdr := header{Generation: 1, CreatedMS: r.now, IdleTTLMS: idle, MaxAgeMS: maxAge, LastUsedMS: r.now, Tag: r.tag, Nonce: nonce}
 	werr = s.withShard(s.shardOf(r.hash), r.now, s.set.LockWaitMS, func(sh *shard) *hostfuncs.Error {
 		sh.must = true
 		var c gcCounts
 		sh.sweep(&c)
 		sh.evict(owner)
-		if err := s.write(recordName(r.hash), sealRecord(&r.k, s.set.App, hdr, r.in.Value)); err != nil {
+		if err := s.writeRecord(&r.k, &hdr, r.in.Value); err != nil {
 			return s.ioFailure("write a record", err)
 		}
 		s.held[sh.n] = true
@@ -451,7 +465,7 @@ func (s *Store) Get(input []byte) (hostfuncs.HandleValue, *hostfuncs.Error) {
 			// write leaves the record as it was: the answer stands.
 			h.LastUsedMS = sh.now
 			if resume.ReadRandom(h.Nonce[:]) {
-				_ = s.write(recordName(r.hash), sealRecord(&r.k, s.set.App, h, v))
+				_ = s.writeRecord(&r.k, &h, v)
 			}
 		}
 		sh.refresh(i)
@@ -495,13 +509,10 @@ func stale(h *header, now int64) bool { return now-h.LastUsedMS >= resolution(h.
 // refresh resolution of its writing can be answered until it goes stale
 // (plugin/README.md, "Handle store", Rollback).
 func (s *Store) hotGet(r *request) (hostfuncs.HandleValue, *hostfuncs.Error, bool) {
-	limit := headerLen + int(s.set.MaxValueBytes) + gcmTagLen + 1
-	b, err := s.read(recordName(r.hash), limit)
-	if err != nil || len(b) >= limit {
-		return hostfuncs.HandleValue{}, nil, false
-	}
-	h, v, outcome := openRecord(&r.k, s.set.App, r.tag, b, false)
+	h, v, outcome, err := s.readRecord(&r.k, r.tag, headerLen+int(s.set.MaxValueBytes)+gcmTagLen+1)
 	switch {
+	case err != nil:
+		return hostfuncs.HandleValue{}, nil, false
 	case outcome == recordForeign:
 		return hostfuncs.HandleValue{}, notFound(), true
 	case outcome != recordOK, h.Version != recordVersion, stale(&h, r.now), r.now >= h.CreatedMS+h.MaxAgeMS:
@@ -556,7 +567,7 @@ func (s *Store) Put(input []byte) (hostfuncs.HandleGeneration, *hostfuncs.Error)
 			return s.unavailable("the guest's random source (WASI random_get) failed; nothing was written")
 		}
 		sh.must = true
-		if err := s.write(recordName(r.hash), sealRecord(&r.k, s.set.App, h, r.in.Value)); err != nil {
+		if err := s.writeRecord(&r.k, &h, r.in.Value); err != nil {
 			return s.ioFailure("write a record", err)
 		}
 		e := &sh.entries[i]

@@ -3,11 +3,7 @@ package handles
 // The record file: one handle's sealed value and its header
 // (plugin/README.md, "Handle store", Records).
 
-import (
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/subtle"
-)
+import "crypto/subtle"
 
 // recordMagic starts every record file; the byte after it is the
 // header's version: recordVersion (2) is written, version 1 (without the
@@ -99,16 +95,11 @@ func parseHeader(b []byte) (header, bool) {
 	return h, h.Generation >= 1 && h.IdleTTLMS > 0 && h.MaxAgeMS > 0
 }
 
-// aad is the associated data of a record: aadPrefix, the app, a NUL, the
-// key hash, the principal tag and the header bytes (generation, lifetimes,
-// last use and nonce included), so that a record moved to another name, another
-// generation, other lifetimes or another app fails to open.
-func aad(app string, hash, tag [16]byte, hdr []byte) []byte {
-	return append(recordAADPrefix(app, hash, tag), hdr...)
-}
-
 // recordAADPrefix is a record's associated data before its header bytes:
-// aadPrefix, the app, a NUL, the key hash and the principal tag.
+// aadPrefix, the app, a NUL, the key hash and the principal tag. The whole
+// associated data is that and the header bytes (generation, lifetimes,
+// last use and nonce included), so that a record moved to another name,
+// another generation, other lifetimes or another app fails to open.
 func recordAADPrefix(app string, hash, tag [16]byte) []byte {
 	b := make([]byte, 0, len(aadPrefix)+len(app)+1+32+headerLen)
 	b = append(b, aadPrefix...)
@@ -118,53 +109,25 @@ func recordAADPrefix(app string, hash, tag [16]byte) []byte {
 	return append(b, tag[:]...)
 }
 
-// gcm returns the AES-256-GCM of key.
-func gcm(key [32]byte) cipher.AEAD {
-	block, _ := aes.NewCipher(key[:])
-	a, _ := cipher.NewGCM(block)
-	return a
-}
-
-// sealRecord returns the record file of value under k for app: h's
-// header as version 2 (its Nonce already random) and the ciphertext with
-// its tag.
-func sealRecord(k *keys, app string, h header, value []byte) []byte {
-	b := make([]byte, 0, headerLen+len(value)+gcmTagLen)
-	b = h.appendTo(b)
-	return gcm(k.seal).Seal(b, h.Nonce[:], value, aad(app, k.hash, h.Tag, b[:headerLen]))
-}
-
-// Outcomes of openRecord.
+// Outcomes of reading a record (checkHeader, Store.readRecord).
 const (
 	recordOK      = iota
 	recordForeign // the principal tag differs: another principal's handle
 	recordCorrupt // malformed, or the seal does not open
 )
 
-// openRecord checks record bytes b against principal tag tag and opens it
-// with k: recordForeign (the tag differs; the record must stay as it is),
-// recordCorrupt (it must be removed), or recordOK with the header and the
-// value. With headerOnly it checks the header and the tag but does not
-// decrypt (put, delete and touch need no value); b may then be the header
-// alone.
-func openRecord(k *keys, app string, tag [16]byte, b []byte, headerOnly bool) (header, []byte, int) {
+// checkHeader checks the header of record bytes b (version 1 or 2)
+// against principal tag tag: recordForeign (the tag differs; the record
+// must stay as it is), recordCorrupt (malformed: it must be removed), or
+// recordOK with the header. It does not open the seal (readRecord does;
+// put, delete, touch and exists need no value); b may be the header alone.
+func checkHeader(tag [16]byte, b []byte) (header, int) {
 	h, ok := parseHeader(b)
 	if !ok {
-		return h, nil, recordCorrupt
+		return h, recordCorrupt
 	}
 	if subtle.ConstantTimeCompare(h.Tag[:], tag[:]) != 1 {
-		return h, nil, recordForeign
+		return h, recordForeign
 	}
-	if headerOnly {
-		return h, nil, recordOK
-	}
-	n := h.len()
-	if len(b) < n+gcmTagLen {
-		return h, nil, recordCorrupt
-	}
-	v, err := gcm(k.seal).Open(nil, h.Nonce[:], b[n:], aad(app, k.hash, h.Tag, b[:n]))
-	if err != nil {
-		return h, nil, recordCorrupt
-	}
-	return h, v, recordOK
+	return h, recordOK
 }

@@ -13,7 +13,9 @@
 // Files by concern: store.go opens the store and holds the host-call
 // helpers; shard.go a shard under its lock (index load, rebuild, expiry);
 // ops.go the per-handle operations; admin.go list, gc and the sweeps;
-// handle.go the handle syntax and keys (HKDF-SHA256, HMAC-SHA256);
+// handle.go the handle syntax and keys; crypto.go the cryptography, which
+// the host does (mcp_resume_crypto: HKDF-SHA256, HMAC-SHA256,
+// AES-256-GCM);
 // record.go and index.go the file formats; config.go the settings and
 // duration.go how messages write a duration.
 //
@@ -89,6 +91,9 @@ type Store struct {
 	// rebuild); elsewhere it is a shard never written, and no listing is
 	// needed.
 	held [maxShards]bool
+	// ownerKey is the key of owner ids (Store.tags), derived from the app
+	// at the first create; nil until then.
+	ownerKey []byte
 }
 
 // New returns a Store that reaches its host through call. Every export but

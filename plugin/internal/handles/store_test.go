@@ -50,18 +50,20 @@ func TestRoundtrip(t *testing.T) {
 			t.Errorf("file %s holds a secret", f)
 		}
 	}
-	// lock, read index, read record, write record, write index, unlock.
+	// get: the keys (hkdf), the tag (hmac), read_open. put: the keys, the
+	// tag, lock, read index, read the record's header, seal_write, write
+	// index, unlock.
 	e.h.Calls = map[string]int{}
 	h = e.create("alice", "x", now+8)
 	e.h.Calls = map[string]int{}
 	e.get(h, "alice", now+9)
-	if n := total(e.h.Calls); n > 5 {
-		t.Errorf("get made %d host calls (%v), want at most 5", n, e.h.Calls)
+	if n := total(e.h.Calls); n != 3 || e.h.Calls[hostfuncs.FnCrypto] != 3 {
+		t.Errorf("get made %d host calls (%v), want 3, all mcp_resume_crypto", n, e.h.Calls)
 	}
 	e.h.Calls = map[string]int{}
 	e.s.Put(input(map[string]any{"handle": h, "principal": "alice", "value": []byte("y"), "now_ms": now + 10}))
-	if n := total(e.h.Calls); n != 6 {
-		t.Errorf("put made %d host calls (%v), want 6", n, e.h.Calls)
+	if n := total(e.h.Calls); n != 8 {
+		t.Errorf("put made %d host calls (%v), want 8", n, e.h.Calls)
 	}
 }
 
@@ -252,8 +254,9 @@ func TestEventsNeverHoldSecrets(t *testing.T) {
 
 // TestHostCallsPerOperation pins the host calls of each warm operation
 // (plugin/README.md, Handle store, Locks): no listing, one lock and unlock;
-// a get within the refresh resolution of its last use one read and no
-// lock.
+// a get within the refresh resolution of its last use no lock and no file
+// read but its read_open. Each operation on a handle starts with two
+// mcp_resume_crypto calls: its keys (hkdf) and its principal tag (hmac).
 func TestHostCallsPerOperation(t *testing.T) {
 	e := openEnv(t, nil)
 	const now = 1_700_000_000_000
@@ -263,18 +266,18 @@ func TestHostCallsPerOperation(t *testing.T) {
 		max  int
 		run  func()
 	}{
-		{"create", 7, func() { e.create("a", "v", now+1) }}, // and the debug line handle_created
-		{"get (hot)", 1, func() { e.get(h, "a", now+2) }},
-		// lock, read the index, the record (hot, then slow), write the
-		// record and the index, unlock.
-		{"get (refresh)", 7, func() { e.get(h, "a", now+5000) }},
-		{"put", 6, func() {
+		{"create", 8, func() { e.create("a", "v", now+1) }}, // and the debug line handle_created
+		{"get (hot)", 3, func() { e.get(h, "a", now+2) }},
+		// read_open (hot), lock, read the index, read_open, seal_write,
+		// write the index, unlock.
+		{"get (refresh)", 9, func() { e.get(h, "a", now+5000) }},
+		{"put", 8, func() {
 			e.s.Put(input(map[string]any{"handle": h, "principal": "a", "value": []byte("w"), "now_ms": now + 6000}))
 		}},
-		{"touch (no refresh)", 4, func() { e.s.Touch(input(map[string]any{"handle": h, "principal": "a", "now_ms": now + 6001})) }},
-		{"exists", 4, func() { e.s.Exists(input(map[string]any{"handle": h, "principal": "a", "now_ms": now + 6002})) }},
+		{"touch (no refresh)", 6, func() { e.s.Touch(input(map[string]any{"handle": h, "principal": "a", "now_ms": now + 6001})) }},
+		{"exists", 6, func() { e.s.Exists(input(map[string]any{"handle": h, "principal": "a", "now_ms": now + 6002})) }},
 		// and the debug line handle_deleted
-		{"delete", 7, func() { e.s.Delete(input(map[string]any{"handle": h, "principal": "a", "now_ms": now + 6003})) }},
+		{"delete", 9, func() { e.s.Delete(input(map[string]any{"handle": h, "principal": "a", "now_ms": now + 6003})) }},
 	} {
 		e.h.Calls = map[string]int{}
 		op.run()
@@ -283,6 +286,9 @@ func TestHostCallsPerOperation(t *testing.T) {
 		locks := 1
 		if op.name == "get (hot)" {
 			locks = 0
+		}
+		if op.name == "get (hot)" && e.h.Calls[hostfuncs.FnRead] > 0 {
+			t.Errorf("a hot get read a file besides its record: %v", e.h.Calls)
 		}
 		if n > op.max || e.h.Calls[hostfuncs.FnList] > 0 || e.h.Calls[hostfuncs.FnLock] != locks || e.h.Calls[hostfuncs.FnUnlock] != locks {
 			t.Errorf("%s made %d host calls %v, want at most %d, %d lock and unlock, no listing", op.name, n, e.h.Calls, op.max, locks)
@@ -329,12 +335,12 @@ func TestUnusableDirectoryAndFailedWrites(t *testing.T) {
 	// The disk has room again: the store works without a new open.
 	h.DirErr = nil
 	handle := e.create("a", "v", 0)
-	// A write that fails (the host answers nothing usable) fails only its
-	// own operation, and changes nothing.
-	h.Broken[hostfuncs.FnWrite] = true
+	// A host's crypto that fails (it answers nothing usable) fails only
+	// its own operation, and changes nothing.
+	h.Broken[hostfuncs.FnCrypto] = true
 	_, werr = e.s.Put(input(map[string]any{"handle": handle, "principal": "a", "value": []byte("w")}))
 	wantCode(t, werr, hostfuncs.CodeStoreUnavailable)
-	h.Broken[hostfuncs.FnWrite] = false
+	h.Broken[hostfuncs.FnCrypto] = false
 	if v, werr := e.get(handle, "a", 0); werr != nil || string(v.Value) != "v" || v.Generation != 1 {
 		t.Fatalf("after a failed put: %q generation %d, %v", v.Value, v.Generation, werr)
 	}
