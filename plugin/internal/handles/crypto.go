@@ -98,10 +98,20 @@ func (s *Store) writeRecord(k *keys, h *header, value []byte) error {
 	name := recordName(k.hash)
 	hdr := h.appendTo(make([]byte, 0, headerLen))
 	req := hostfuncs.SealWriteRequest(&k.seal, &h.Nonce, name, resume.TempName(name), hdr, recordAADPrefix(s.set.App, k.hash, h.Tag), value)
-	if _, _, werr := resume.Crypto(s.call, req); werr != nil {
+	_, out, werr := resume.Crypto(s.call, req)
+	switch {
+	case werr != nil:
 		return werr
+	case len(out) != 0:
+		return malformed("seal_write")
 	}
 	return nil
+}
+
+// malformed is the io error of an mcp_resume_crypto answer that breaks
+// the contract's layout for op (a host's bug, never taken as an answer).
+func malformed(op string) *hostfuncs.Error {
+	return &hostfuncs.Error{Code: hostfuncs.CodeIO, Message: "mcp_resume_crypto answered " + op + " with an output of the wrong length"}
 }
 
 // readRecord reads the record of k's key hash (at most limit bytes) and
@@ -117,8 +127,11 @@ func (s *Store) readRecord(k *keys, tag [16]byte, limit int) (header, []byte, in
 	hl, at := headerLen, nonceAt
 	for {
 		status, out, werr := resume.Crypto(s.call, hostfuncs.ReadOpenRequest(&k.seal, name, uint32(limit), uint16(hl), uint16(at), prefix))
-		if werr != nil {
+		switch {
+		case werr != nil:
 			return header{}, nil, recordCorrupt, werr
+		case status == hostfuncs.CryptoStatusOK && len(out) < hl, status == hostfuncs.CryptoStatusNoOpen && len(out) > hl:
+			return header{}, nil, recordCorrupt, malformed("read_open")
 		}
 		h, outcome := checkHeader(tag, out)
 		switch {

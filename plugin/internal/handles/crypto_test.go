@@ -12,6 +12,7 @@ import (
 	"crypto/hkdf"
 	"crypto/hmac"
 	"crypto/sha256"
+	"strings"
 	"testing"
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
@@ -154,4 +155,28 @@ func TestHostCryptoMatchesTheReference(t *testing.T) {
 	s.set.StateDir = "/nowhere"
 	_, werr = s.deriveKeys(raw, false)
 	wantCode(t, werr, hostfuncs.CodeStoreUnavailable)
+}
+
+// An mcp_resume_crypto answer that breaks the layout (a host's bug) is an
+// io error, never taken as a record that does not open (which the store
+// would remove) nor as a write that happened.
+func TestMalformedCryptoAnswers(t *testing.T) {
+	var raw [handleBytes]byte
+	k := deriveKeys(raw, "app")
+	s, _ := cryptoStore("app")
+	for _, c := range []struct {
+		op   string
+		resp string
+	}{{"read_open", "\x00short"}, {"read_open", "\x01" + strings.Repeat("h", headerLen+1)}, {"seal_write", "\x00unexpected"}} {
+		s.call = func(string, []byte) []byte { return []byte(c.resp) }
+		var err error
+		if c.op == "read_open" {
+			_, _, _, err = s.readRecord(&k, k.tag("a"), 1000)
+		} else {
+			err = s.writeRecord(&k, &header{Generation: 1, IdleTTLMS: 1, MaxAgeMS: 1}, []byte("v"))
+		}
+		if code(err) != hostfuncs.CodeIO {
+			t.Errorf("%s answered %q: error %v, want io", c.op, c.resp, err)
+		}
+	}
 }
