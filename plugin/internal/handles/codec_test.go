@@ -110,19 +110,19 @@ func TestRecordBindsItsHeader(t *testing.T) {
 func FuzzIndex(f *testing.F) {
 	e := entry{Generation: 2, Size: 5, CreatedMS: 1, LastUsedMS: 2, IdleTTLMS: 3, MaxAgeMS: 4}
 	e.Hash[0] = 9
-	f.Add(encodeIndex(nil))
-	f.Add(encodeIndex([]entry{e}))
+	f.Add(encodeEntries(nil))
+	f.Add(encodeEntries([]entry{e}))
 	e2 := e
 	e2.Hash[0], e2.State = 10, stateEvicted
-	f.Add(encodeIndex([]entry{e, e2}))
-	f.Add([]byte("MRI1\x00\x00\x00\x01"))
+	f.Add(encodeEntries([]entry{e, e2}))
+	f.Add([]byte("\x00\x00\x00\x01"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		entries, ok := decodeIndex(b)
+		entries, ok := decodeEntries(b)
 		if !ok {
 			return
 		}
 		// What decodes re-encodes to the same bytes.
-		if again := encodeIndex(entries); !bytes.Equal(again, b) {
+		if again := encodeEntries(entries); !bytes.Equal(again, b) {
 			t.Errorf("index %x decodes but re-encodes to %x", b, again)
 		}
 	})

@@ -88,6 +88,95 @@ func (s *Store) tags(k *keys, principal string, owner bool) ([16]byte, [ownerLen
 	return t, o, nil
 }
 
+// indexAADPrefix is the associated data of shard n's sealed index before
+// its header: "mcp-resume index v1", a NUL, the app, a NUL and the
+// shard's name, so that an index moved to another shard or app fails to
+// open.
+func (s *Store) indexAADPrefix(n int) []byte {
+	return []byte("mcp-resume index v1\x00" + s.set.App + "\x00" + s.shardName(n))
+}
+
+// deriveIndexKey derives the key of the store's sealed indexes (one hkdf
+// call, once per store): HKDF-SHA256 of the app, salt hkdfSalt, info
+// "index\x00<app>". Like the owner key it is not secret (the app name is
+// not): the seal detects a torn, damaged or misplaced index, not an
+// attacker who can write the directory (records carry their own
+// authentication under the handle's key). Errors: store_unavailable.
+func (s *Store) deriveIndexKey() *hostfuncs.Error {
+	_, out, werr := s.cryptoOp(hostfuncs.HKDFRequest(hostfuncs.HKDFItem{IKM: []byte(s.set.App), Salt: []byte(hkdfSalt), Info: []byte("index\x00" + s.set.App), Length: 32}), "derive the index key", 32)
+	if werr == nil {
+		copy(s.indexKey[:], out)
+	}
+	return werr
+}
+
+// writeIndex writes shard n's index of entries, sealed (one seal_write):
+// header indexMagic and a random nonce, then the entries (encodeEntries)
+// sealed under the index key. The error is the host's (a file code), or
+// io when the guest's random source fails.
+//
+//go:noinline
+func (s *Store) writeIndex(n int, entries []entry) error {
+	var nonce [12]byte
+	if !resume.ReadRandom(nonce[:]) {
+		return &hostfuncs.Error{Code: hostfuncs.CodeIO, Message: "the guest's random source (WASI random_get) failed"}
+	}
+	name := indexPrefix + s.shardName(n)
+	hdr := append([]byte(indexMagic), nonce[:]...)
+	_, out, werr := resume.Crypto(s.call, hostfuncs.SealWriteRequest(&s.indexKey, &nonce, name, resume.TempName(name), hdr, s.indexAADPrefix(n), encodeEntries(entries)))
+	switch {
+	case werr != nil:
+		return werr
+	case len(out) != 0:
+		return malformed("seal_write")
+	}
+	return nil
+}
+
+// readIndex reads shard n's index (at most limit bytes; one read_open):
+// its entries, and whether it opened and decoded. A legacy index (MRI2,
+// a SHA-256 checksum) is read again whole and checked by the host's
+// sha256 (legacyIndex). The error is the host's (not_found, unsafe, ...).
+func (s *Store) readIndex(n, limit int) ([]entry, bool, error) {
+	name := indexPrefix + s.shardName(n)
+	status, out, werr := resume.Crypto(s.call, hostfuncs.ReadOpenRequest(&s.indexKey, name, uint32(limit), indexHeaderLen, 4, s.indexAADPrefix(n)))
+	switch {
+	case werr != nil:
+		return nil, false, werr
+	case status == hostfuncs.CryptoStatusOK && len(out) < indexHeaderLen, status == hostfuncs.CryptoStatusNoOpen && len(out) > indexHeaderLen:
+		return nil, false, malformed("read_open")
+	case status == hostfuncs.CryptoStatusOK && string(out[:4]) == indexMagic:
+		entries, ok := decodeEntries(out[indexHeaderLen:])
+		return entries, ok, nil
+	case len(out) >= 4 && string(out[:4]) == legacyMagic:
+		return s.legacyIndex(name, limit)
+	}
+	return nil, false, nil
+}
+
+// legacyIndex reads the legacy index file name (MRI2: magic, the entries,
+// the first 4 bytes of their SHA-256, which the host computes): its
+// entries, and whether it is whole. The next write of the shard replaces
+// it with a sealed index.
+func (s *Store) legacyIndex(name string, limit int) ([]entry, bool, error) {
+	data, err := s.read(name, limit)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(data) < legacyOverhead || len(data) >= limit {
+		return nil, false, nil
+	}
+	sums, werr := resume.Digest(s.call, data[:len(data)-4])
+	if werr != nil {
+		return nil, false, werr
+	}
+	if string(sums[0][:4]) != string(data[len(data)-4:]) {
+		return nil, false, nil
+	}
+	entries, ok := decodeEntries(data[4 : len(data)-4])
+	return entries, ok, nil
+}
+
 // writeRecord seals value under k for h (its Nonce already random) and
 // writes the record file of k's key hash, header version 2 then the
 // ciphertext and its tag, through a temporary file and a rename (one

@@ -80,7 +80,7 @@ func (s *Store) inShard(n int, now int64, fn func(sh *shard) *hostfuncs.Error) *
 	}
 	werr := fn(sh)
 	if sh.dirty {
-		if err := s.write(indexPrefix+s.shardName(n), encodeIndex(sh.entries)); err != nil && sh.must && werr == nil {
+		if err := s.writeIndex(n, sh.entries); err != nil && sh.must && werr == nil {
 			werr = s.ioFailure("write the index of shard "+s.shardName(n), err)
 		}
 	}
@@ -89,21 +89,23 @@ func (s *Store) inShard(n int, now int64, fn func(sh *shard) *hostfuncs.Error) *
 
 // indexLimit bounds an index read: room for four times the per-shard cap
 // (live entries and tombstones, with room for a cap lowered since), and a
-// byte more to see a file too long.
+// byte more to see a file too long (which does not open); at most the
+// hosts' read bound, hostfuncs.MaxReadLimit (a directory of few shards
+// opened with a large max_handles).
 func (sh *shard) indexLimit() int {
-	return indexOverhead + int(4*sh.s.perShard)*entryLen + 1
+	return int(min(int64(indexOverhead)+4*sh.s.perShard*entryLen+1, hostfuncs.MaxReadLimit))
 }
 
-// load reads the shard's index. A missing index is an empty one unless
-// the first call's listing saw records of the shard (Store.held); a
-// corrupt one, a non-regular file, or one missing beside records is
-// rebuilt from the records.
+// load reads the shard's index (sealed, or legacy: Store.readIndex). A
+// missing index is an empty one unless the first call's listing saw
+// records of the shard (Store.held); one that does not open or decode
+// (torn, damaged, moved from another shard, too long), a non-regular
+// file, or one missing beside records is rebuilt from the records.
 func (sh *shard) load() *hostfuncs.Error {
-	limit := sh.indexLimit()
-	data, err := sh.s.read(indexPrefix+sh.s.shardName(sh.n), limit)
+	entries, ok, err := sh.s.readIndex(sh.n, sh.indexLimit())
 	switch code(err) {
 	case "":
-		if entries, ok := decodeIndex(data); ok && len(data) < limit {
+		if ok {
 			sh.entries = entries
 			return nil
 		}

@@ -1,6 +1,7 @@
 package handles
 
 import (
+	"crypto/sha256"
 	"math/rand"
 	"strings"
 	"testing"
@@ -144,5 +145,106 @@ func TestExisting256ShardDirectory(t *testing.T) {
 		if strings.HasPrefix(f, "i-") && len(f) != 4 {
 			t.Errorf("index file %q in a 256-shard directory", f)
 		}
+	}
+}
+
+// legacyIndexFile is the index file of entries as stores before sealed
+// indexes wrote it: MRI2, the entries, the first 4 bytes of their SHA-256.
+func legacyIndexFile(entries []entry) []byte {
+	b := append([]byte(legacyMagic), encodeEntries(entries)...)
+	sum := sha256.Sum256(b)
+	return append(b, sum[:4]...)
+}
+
+// A legacy index (MRI2, checksummed) is still read, owner ids and
+// tombstones included, and replaced by a sealed one (MRI3) at the shard's
+// next write; one damaged is rebuilt from the records.
+func TestLegacyIndexRead(t *testing.T) {
+	e := openEnv(t, map[string]any{"max_handles": 100})
+	h := e.create("a", "v", hotNow)
+	gone := e.create("a", "w", hotNow)
+	if werr := e.s.Delete(input(map[string]any{"handle": gone, "principal": "a", "now_ms": hotNow})); werr != nil {
+		t.Fatal(werr)
+	}
+	sh := &shard{s: e.s, n: 0, now: hotNow}
+	if werr := sh.load(); werr != nil || len(sh.entries) != 1 {
+		t.Fatalf("load: %v, %d entries", werr, len(sh.entries))
+	}
+	// A tombstone beside the live entry, to see it survive.
+	tomb := sh.entries[0]
+	tomb.Hash[0] ^= 0xff
+	tomb.State, tomb.LastUsedMS = stateEvicted, hotNow
+	legacy := legacyIndexFile([]entry{sh.entries[0], tomb})
+	fresh := New(e.h.Call)
+	if _, werr := fresh.Open(input(map[string]any{"app": "conformance", "state_root": e.h.Facts.Home + "/state", "max_handles": 100})); werr != nil {
+		t.Fatal(werr)
+	}
+	s2 := &env{t: t, h: e.h, s: fresh, dir: e.dir}
+	if err := writeFile(e.dir, "i-00", string(legacy)); err != nil {
+		t.Fatal(err)
+	}
+	s2.h.Logs = nil
+	out, werr := s2.s.List(input(map[string]any{"now_ms": hotNow + 1}))
+	if werr != nil || out.Live != 1 || out.Tombstones != 1 {
+		t.Fatalf("list over a legacy index: %+v %v, want 1 live and 1 tombstone", out, werr)
+	}
+	if len(s2.h.Events()) != 0 {
+		t.Errorf("events %v: a legacy index is not rebuilt", s2.h.Events())
+	}
+	if owner := ownerOf("conformance", "a"); sh.entries[0].Owner != owner {
+		t.Fatalf("the test's entry has no owner id")
+	}
+	// The next write seals it.
+	if _, werr := s2.s.Put(input(map[string]any{"handle": h, "principal": "a", "value": []byte("x"), "now_ms": hotNow + 2})); werr != nil {
+		t.Fatal(werr)
+	}
+	if b, _ := readFile(e.dir, "i-00"); string(b[:4]) != indexMagic {
+		t.Errorf("index after a put starts %q, want %q", b[:4], indexMagic)
+	}
+	sh2 := &shard{s: fresh, n: 0, now: hotNow + 3}
+	if werr := sh2.load(); werr != nil || len(sh2.entries) != 2 || sh2.entries[0].Owner != sh.entries[0].Owner {
+		t.Fatalf("sealed index: %v, %+v", werr, sh2.entries)
+	}
+	// A legacy index with a wrong checksum is rebuilt.
+	legacy[len(legacy)-1] ^= 1
+	if err := writeFile(e.dir, "i-00", string(legacy)); err != nil {
+		t.Fatal(err)
+	}
+	s2.h.Logs = nil
+	if _, werr := s2.s.List(input(map[string]any{"now_ms": hotNow + 4})); werr != nil {
+		t.Fatal(werr)
+	}
+	if got := s2.h.Events(); len(got) != 1 || got[0] != EventIndexRebuilt {
+		t.Errorf("events %v, want one %s", got, EventIndexRebuilt)
+	}
+}
+
+// A sealed index moved to another shard does not open there: it is
+// rebuilt from that shard's records.
+func TestIndexBoundToItsShard(t *testing.T) {
+	e := openEnv(t, map[string]any{"max_handles": 1000, "max_handles_per_principal": 1000})
+	byShard := map[int]string{}
+	for len(byShard) < 2 {
+		h := e.create("a", "v", hotNow)
+		raw, _ := ParseHandle(h)
+		byShard[e.s.shardOf(deriveKeys(raw, "conformance").hash)] = h
+	}
+	var ns []int
+	for n := range byShard {
+		ns = append(ns, n)
+	}
+	a, err := readFile(e.dir, indexPrefix+e.s.shardName(ns[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writeFile(e.dir, indexPrefix+e.s.shardName(ns[1]), string(a)); err != nil {
+		t.Fatal(err)
+	}
+	e.h.Logs = nil
+	if _, werr := e.get(byShard[ns[1]], "a", hotNow+2000); werr != nil {
+		t.Fatalf("get from the shard whose index was replaced: %v", werr)
+	}
+	if got := e.h.Events(); len(got) != 1 || got[0] != EventIndexRebuilt {
+		t.Errorf("events %v, want one %s", got, EventIndexRebuilt)
 	}
 }

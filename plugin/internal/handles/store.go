@@ -96,6 +96,9 @@ type Store struct {
 	ownerKey []byte
 	// sockets are the lock files' abstract socket names (lockSocket).
 	sockets map[string]string
+	// indexKey seals the shards' indexes (deriveIndexKey, at the first
+	// call).
+	indexKey [32]byte
 }
 
 // New returns a Store that reaches its host through call. Every export but
@@ -162,6 +165,9 @@ func (s *Store) begin(now int64, sweep bool) *hostfuncs.Error {
 		return s.unavailable("the handle store's directory " + s.set.StateDir + " cannot be used: " + werr.Message)
 	}
 	if werr := s.readLayout(); werr != nil {
+		return werr
+	}
+	if werr := s.deriveIndexKey(); werr != nil {
 		return werr
 	}
 	s.ready = true
