@@ -61,7 +61,7 @@ type HandleOptions struct {
 	Tombstone time.Duration
 	// MaxHandles is the number of live handles past which the least
 	// recently used one is evicted. Zero: 10,000. The cap is exact per
-	// shard (max_handles/128 shards, a power of two, 1..256): at 10,000
+	// shard (max_handles/128 shards, a power of two, 1..4096): at 10,000
 	// (64 shards of 157) eviction can begin before 10,000 in all.
 	MaxHandles int
 	// MaxHandlesPerPrincipal is one principal's quota of live handles

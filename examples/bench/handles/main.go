@@ -310,11 +310,12 @@ func ops() {
 
 // anatomy splits a get into its layers, in rounds (each round one of
 // each, so that noise hits all alike): an export call refused before any
-// I/O (a malformed handle: the Wasm call, JSON and the pool), exists (+ the
-// shard lock, the index read and the record header read), a get of a
-// handle read less than a second before (+ the whole record and AES-GCM
-// open; the index is not rewritten within the 1 s idle resolution), and a
-// get of a handle last used long before (+ the index rewrite).
+// I/O (a malformed handle: the Wasm call, the input and the pool), exists
+// (the keys, the shard lock, the index read and the record header read), a
+// get of a handle read less than a second before (the hot path: the keys
+// and the record read and opened by the host, no lock, no index), and a
+// get of a handle last used long before (the slow path: the lock, the
+// index, the record re-sealed with its new last use, the index rewritten).
 func anatomy(store *host.Handles, handles []string, perm []int) {
 	n := len(handles)
 	var refused, exists, hot, cold benchstat.Samples
@@ -332,9 +333,9 @@ func anatomy(store *host.Handles, handles []string, perm []int) {
 	}
 	fmt.Printf("### Anatomy of a get (same store, %d rounds; ms)\n\n| call | what it adds | p50 | p99 |\n|---|---|---:|---:|\n", n)
 	fmt.Printf("| get of a malformed handle | the export call: Wasm, JSON, the pool (no host call) | %s | %s |\n", ms(refused.Pct(50)), ms(refused.Pct(99)))
-	fmt.Printf("| exists | shard lock + unlock, index read, record header read | %s | %s |\n", ms(exists.Pct(50)), ms(exists.Pct(99)))
-	fmt.Printf("| get, handle read < 1 s before | whole record, AES-GCM open (no index write) | %s | %s |\n", ms(hot.Pct(50)), ms(hot.Pct(99)))
-	fmt.Printf("| get, handle idle ≥ 1 s | the index rewritten (temp + rename) | %s | %s |\n\n", ms(cold.Pct(50)), ms(cold.Pct(99)))
+	fmt.Printf("| exists | keys (hkdf, hmac), shard lock + unlock, index read, record header read | %s | %s |\n", ms(exists.Pct(50)), ms(exists.Pct(99)))
+	fmt.Printf("| get, handle read < 1 s before | the hot path: keys, the record read and opened by the host (read_open); no lock, no index | %s | %s |\n", ms(hot.Pct(50)), ms(hot.Pct(99)))
+	fmt.Printf("| get, handle idle ≥ 1 s | the slow path: lock, index read, record re-sealed with its last use, index rewritten | %s | %s |\n\n", ms(cold.Pct(50)), ms(cold.Pct(99)))
 }
 
 // fsOf names the file system of dir: its path and type (tmpfs or not).

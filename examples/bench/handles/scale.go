@@ -73,7 +73,7 @@ func alternate(n int, a, b func(i int) error) (sa, sb benchstat.Samples) {
 // scale compares get and put in a store of -big live handles with one of
 // -small, both max_handles 200,000; then times gc over the big one.
 func scale(doScale, doGC bool) {
-	opts := host.HandleOptions{MaxHandles: 200000}
+	opts := host.HandleOptions{MaxHandles: 200000, MaxHandlesPerPrincipal: 200000} // one principal fills both stores
 	small, big := open("bench-small", opts), open("bench-big", opts)
 	defer small.Close(ctx)
 	defer big.Close(ctx)

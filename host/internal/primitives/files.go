@@ -364,9 +364,10 @@ func (f *Funcs) tryLock(p, name, socket string) *hostfuncs.Error {
 	return nil
 }
 
-// maxLockFiles bounds the lock files a Funcs keeps open between locks: a
-// handle store has at most 256 shards, each with one lock file, and the
-// resume store one.
+// maxLockFiles bounds the lock files a Funcs keeps open between locks:
+// enough for a handle store of 256 shards (each with one lock file) and
+// the resume store's one. A store of more shards (up to 4096) reopens a
+// lock file that fell out of the set, one open more per lock.
 const maxLockFiles = 260
 
 // openLockFile is a lock file kept open between the locks of its name:

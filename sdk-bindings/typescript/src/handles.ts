@@ -79,7 +79,7 @@ export interface HandleStoreSettings {
   /** One principal's quota of live handles in effect. */
   maxHandlesPerPrincipal: number;
   maxValueBytes: number;
-  /** Number of shards (a power of two, 1..256), fixed by the first open of the directory. */
+  /** Number of shards (a power of two, 1..4096), fixed by the first open of the directory. */
   shards: number;
 }
 
