@@ -534,8 +534,9 @@ class HandleStore:
                        _when(created_ms))
 
     def get(self, handle: str, principal: str) -> Value:
-        """The value and generation of ``handle``; refreshes its idle time (the index is rewritten only when
-        the last use moves by min(idle TTL/64, 1 s) or more). Raises :class:`InvalidHandleError` (before any I/O),
+        """The value and generation of ``handle``; refreshes its idle time (the last use is rewritten only when
+        it moves by min(idle TTL/64, 1 s) or more; in between the record is read alone, without the shard's lock).
+        Raises :class:`InvalidHandleError` (before any I/O),
         :class:`InvalidPrincipalError`, :class:`HandleNotFoundError` (also for another principal's handle),
         :class:`HandleExpiredError` (``reason``), :class:`HandleEvictedError`, :class:`StoreUnavailableError`."""
         out = self._call_binary("handle_get", principal, handle=handle)
