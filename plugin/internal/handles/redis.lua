@@ -1,5 +1,5 @@
 -- The handle store's Redis scripts (plugin/README.md, "Handle store on
--- Redis"). internal/luascripts splits this file at the lines "--- <name>":
+-- Redis"). plugin/luascripts splits this file at the lines "--- <name>":
 -- each script is the prelude followed by one section, and runs atomically
 -- on the server (EVALSHA, EVAL when the server lacks it).
 --
