@@ -4,12 +4,12 @@ package luascripts
 
 // sums is the SHA-1 of each script of the handle store's Lua file.
 var sums = map[string]string{
-	"corrupt": "a4dd95a86842ac1ba509f95f954ef6eac5377593",
-	"create":  "db7ec6dbeaabac38e0d9e37d69cf6e8c164d3bb3",
-	"delete":  "9bde8acc7dd5364232cd8e3f5ad949af93f01db4",
-	"gc":      "83bf342a6ae50a6796f2821519e6addf3d495996",
-	"layout":  "5cea00574560824af3ecebc8e4ae98d38c4672e8",
-	"list":    "ce4efa135d92253ac72485a30b5b0f9d43bbfc50",
-	"put":     "407ece7e083af8e07c266f0e82e6b0cd741431a1",
-	"read":    "8c923943f6e7ed6ba1b8fc2c3b8bf78b66fed0d9",
+	"corrupt": "393ab06e510011a60962768c1f8ee13680a7ef1d",
+	"create":  "dbc4d6d2f261108185aed64a53478c5d0472a3e9",
+	"delete":  "7e7be18dee1e8af3d70d7115db800966e7ed557f",
+	"gc":      "2d96273bd8b9fd3cd7ee005269059a281bfe2cce",
+	"layout":  "179f539889d0b74e0da3b1a98fea83dd5f789e8a",
+	"list":    "1ed7a0ca6092b62d9bfb0f6101c5725a1425fb21",
+	"put":     "69bb06469c88ee03733c8a2ffcd77923ef7fbf53",
+	"read":    "e331a8aeae2fc7a644fcd908b8ea91348091133b",
 }

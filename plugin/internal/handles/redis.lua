@@ -158,7 +158,8 @@ local function refused(state, r)
 end
 
 -- refresh moves r's last use to now when it moved by at least
--- min(idle TTL / 64, 1 s), as the file backend's index does. It only
+-- min(idle TTL / 64, 1 s) (the file backend waits up to 60 s, to keep its
+-- gets off the lock; here a refresh is numbers set inside the script). It only
 -- rewrites numbers in place, so its first write is the PEXPIRE, which
 -- Redis does not refuse at maxmemory: a read still refreshes then.
 local function refresh(member, r)
