@@ -299,8 +299,8 @@ bench-handles: $(if $(wildcard sdk-bindings/python/python.mk),python-setup) $(if
 # store on Redis"; needs redis-server): 16 concurrent callers per language
 # against the same language's Redis client running the plugin's own Lua
 # scripts with the calls the Go run records (MONITOR) into BENCH_REDIS_CALLS,
-# one Go replica vs two, the plugin's size, and the TypeScript worker-mode
-# start. Each command starts its own redis-server on a free loopback port.
+# one Go replica vs two, the plugin's size, the TypeScript worker-mode
+# start, and the TypeScript pool of instances vs one instance (pool.mjs). Each command starts its own redis-server on a free loopback port.
 # Not part of `make test`.
 BENCH_REDIS_CALLS ?= $(or $(TMPDIR),/tmp)/mcp-resume-bench-redis-calls.json
 bench-redis: $(if $(wildcard sdk-bindings/python/python.mk),python-setup) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-setup)
@@ -308,6 +308,7 @@ bench-redis: $(if $(wildcard sdk-bindings/python/python.mk),python-setup) $(if $
 	$(if $(wildcard sdk-bindings/python/python.mk),cd $(ROOT) && $(PY) examples/bench/python/bench_redis.py --record $(BENCH_REDIS_CALLS) --async)
 	$(if $(wildcard sdk-bindings/typescript/typescript.mk),cd $(ROOT) && $(NODE) examples/bench/typescript/redis.mjs --record $(BENCH_REDIS_CALLS))
 	$(if $(wildcard sdk-bindings/typescript/typescript.mk),cd $(ROOT) && $(NODE) examples/bench/typescript/worker_start.mjs)
+	$(if $(wildcard sdk-bindings/typescript/typescript.mk),cd $(ROOT) && $(NODE) examples/bench/typescript/pool.mjs)
 
 bench: bench-go $(if $(wildcard sdk-bindings/python/python.mk),python-bench) $(if $(wildcard sdk-bindings/typescript/typescript.mk),typescript-bench) bench-init bench-handles bench-redis
 

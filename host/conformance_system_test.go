@@ -1,6 +1,8 @@
 package host_test
 
 import (
+	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -294,6 +296,36 @@ func checkHostCall(t *testing.T, what string, w want, resp []byte) {
 		}
 	default:
 		t.Fatalf("%s: unknown host_call want (ok, error_code, response_subset or result_codes)", what)
+	}
+}
+
+// checkBinaryHostCall checks a binary host function's response
+// (mcp_resume_crypto) against its want: response_hex (exactly these
+// bytes), response_prefix_hex (starting with them) or error_code (the JSON
+// error object).
+func checkBinaryHostCall(t *testing.T, what string, w want, resp []byte) {
+	t.Helper()
+	switch {
+	case w.ResponseHex != nil || w.ResponsePrefixHex != nil:
+		exact := w.ResponseHex != nil
+		wantHex := w.ResponsePrefixHex
+		if exact {
+			wantHex = w.ResponseHex
+		}
+		wantBytes, err := hex.DecodeString(*wantHex)
+		if err != nil {
+			t.Fatalf("%s: bad want hex: %v", what, err)
+		}
+		if exact && !bytes.Equal(resp, wantBytes) || !exact && !bytes.HasPrefix(resp, wantBytes) {
+			t.Errorf("%s: response %x, want %x (exact %v)", what, resp, wantBytes, exact)
+		}
+	case w.ErrorCode != "":
+		var got map[string]any
+		if len(resp) == 0 || resp[0] != '{' || json.Unmarshal(resp, &got) != nil || errorCode(got) != w.ErrorCode {
+			t.Errorf("%s: response %q, want the JSON error %q", what, truncate(resp), w.ErrorCode)
+		}
+	default:
+		t.Fatalf("%s: unknown binary host_call want (response_hex, response_prefix_hex or error_code)", what)
 	}
 }
 

@@ -3,6 +3,7 @@ package host_test
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -69,6 +70,10 @@ type want struct {
 	// MessageExcludes: an error's message (the whole error string) does
 	// not hold this text (a URL's password).
 	MessageExcludes string `json:"message_excludes"`
+	// ResponseHex and ResponsePrefixHex: a binary host_call's response is
+	// exactly, or starts with, these bytes (hex).
+	ResponseHex       *string `json:"response_hex"`
+	ResponsePrefixHex *string `json:"response_prefix_hex"`
 }
 
 // call is one entry of a case's calls: an export, an action or a
@@ -78,9 +83,11 @@ type call struct {
 	Action   string          `json:"action"`
 	HostCall string          `json:"host_call"` // a host function of the store, called directly
 	Request  json.RawMessage `json:"request"`   // host_call's request
-	Socket   string          `json:"socket"`    // hold_socket's abstract socket name
-	Name     string          `json:"name"`
-	Content  *content        `json:"content"`
+	// RequestHex is a binary host_call's request (mcp_resume_crypto), hex.
+	RequestHex string   `json:"request_hex"`
+	Socket     string   `json:"socket"` // hold_socket's abstract socket name
+	Name       string   `json:"name"`
+	Content    *content `json:"content"`
 	// Input is a content, or for a handle store's export a JSON value the
 	// runner encodes (handleInput).
 	Input json.RawMessage `json:"input"`
@@ -302,10 +309,21 @@ func runCase(t *testing.T, raw []byte, backend string) {
 			// The store's own host function, through the same handler the
 			// plugin calls (the pinned system answers facts and inspect).
 			what := fmt.Sprintf("call %d %s", i, cl.HostCall)
+			req := []byte(cl.Request)
+			if cl.RequestHex != "" {
+				var err error
+				if req, err = hex.DecodeString(cl.RequestHex); err != nil {
+					t.Fatalf("%s: request_hex: %v", what, err)
+				}
+			}
 			start := time.Now()
-			resp := pinned.Call(cl.HostCall, cl.Request)
+			resp := pinned.Call(cl.HostCall, req)
 			checkTook(t, what, cl.Want, time.Since(start))
-			checkHostCall(t, what, cl.Want, resp)
+			if cl.RequestHex != "" {
+				checkBinaryHostCall(t, what, cl.Want, resp)
+			} else {
+				checkHostCall(t, what, cl.Want, resp)
+			}
 			continue
 		}
 		switch cl.Action {

@@ -56,6 +56,16 @@ func HMACRequest(items ...HMACItem) []byte {
 	return b
 }
 
+// SHA256Request is the request of a sha256 batch (1..CryptoMaxBatch
+// messages).
+func SHA256Request(messages ...[]byte) []byte {
+	b := []byte{CryptoOpSHA256, byte(len(messages))}
+	for _, m := range messages {
+		b = appendB32(b, m)
+	}
+	return b
+}
+
 // SealRequest is the request to seal plaintext with AES-256-GCM under key
 // and nonce, with associated data aad.
 func SealRequest(key *[CryptoKeyLen]byte, nonce *[CryptoNonceLen]byte, aad, plaintext []byte) []byte {
@@ -136,6 +146,7 @@ type CryptoRequest struct {
 	Op        byte
 	HKDF      []HKDFItem
 	HMAC      []HMACItem
+	Messages  [][]byte // sha256
 	Key       [CryptoKeyLen]byte
 	Nonce     [CryptoNonceLen]byte
 	AAD       []byte // seal, open; read_open and seal_write: the prefix
@@ -212,12 +223,16 @@ func DecodeCryptoRequest(req []byte) (CryptoRequest, *Error) {
 	fixed := func(dst []byte, what string) { copy(dst, r.take(len(dst), what)) }
 	rest := func() []byte { v := r.b; r.b = nil; return v }
 	switch q.Op {
-	case CryptoOpHKDF, CryptoOpHMAC:
+	case CryptoOpHKDF, CryptoOpHMAC, CryptoOpSHA256:
 		n := r.u8("count")
 		if r.bad == "" && (n < 1 || n > CryptoMaxBatch) {
 			return bad("count must be 1.." + strconv.Itoa(CryptoMaxBatch) + ", not " + strconv.Itoa(n))
 		}
 		for i := 0; i < n && r.bad == ""; i++ {
+			if q.Op == CryptoOpSHA256 {
+				q.Messages = append(q.Messages, r.b32("message"))
+				continue
+			}
 			if q.Op == CryptoOpHKDF {
 				it := HKDFItem{IKM: r.b16("ikm"), Salt: r.b16("salt"), Info: r.b16("info"), Length: r.u16("length")}
 				if r.bad == "" && (it.Length < 1 || it.Length > CryptoMaxHKDFLen) {
@@ -261,7 +276,7 @@ func DecodeCryptoRequest(req []byte) (CryptoRequest, *Error) {
 		q.AAD = r.b32("aad_prefix")
 		q.Data = rest()
 	default:
-		return bad("unknown operation " + strconv.Itoa(int(q.Op)) + " (1 hkdf, 2 hmac, 3 seal, 4 open, 5 read_open, 6 seal_write)")
+		return bad("unknown operation " + strconv.Itoa(int(q.Op)) + " (1 hkdf, 2 hmac, 3 seal, 4 open, 5 read_open, 6 seal_write, 7 sha256)")
 	}
 	if r.bad != "" {
 		return bad(r.bad)

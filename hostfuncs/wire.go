@@ -567,6 +567,7 @@ const (
 	CryptoOpOpen      byte = 0x04 // AES-256-GCM open
 	CryptoOpReadOpen  byte = 0x05 // read a file of the state directory and open it
 	CryptoOpSealWrite byte = 0x06 // seal and write a file of the state directory
+	CryptoOpSHA256    byte = 0x07 // batched SHA-256
 )
 
 // The first byte of an FnCrypto response.
@@ -578,7 +579,7 @@ const (
 
 // Bounds of FnCrypto's fields.
 const (
-	CryptoMaxBatch     = 16   // hkdf and hmac: at most this many per request
+	CryptoMaxBatch     = 16   // hkdf, hmac and sha256: at most this many per request
 	CryptoMaxHKDFLen   = 64   // hkdf: at most this many output bytes each
 	CryptoMaxHeaderLen = 4096 // read_open: the largest header_len
 	CryptoKeyLen       = 32   // AES-256 key bytes

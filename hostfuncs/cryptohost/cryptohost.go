@@ -1,6 +1,6 @@
 // Package cryptohost is the Go implementation of the host function
 // mcp_resume_crypto (hostfuncs/README.md, "mcp_resume_crypto"): HKDF-SHA256,
-// HMAC-SHA256 and AES-256-GCM from Go's standard library, and reading or
+// HMAC-SHA256, SHA-256 and AES-256-GCM from Go's standard library, and reading or
 // writing a sealed file through the host's own file primitives. The Go host
 // (host/internal/primitives) serves the plugin with it, and the plugin's
 // native test host (plugin/internal/testhost) runs the same code, so both
@@ -54,6 +54,11 @@ func Serve(req []byte, files Files) []byte {
 			m := hmac.New(sha256.New, it.Key)
 			m.Write(it.Message)
 			out = m.Sum(out)
+		}
+	case hostfuncs.CryptoOpSHA256:
+		for _, m := range q.Messages {
+			sum := sha256.Sum256(m)
+			out = append(out, sum[:]...)
 		}
 	case hostfuncs.CryptoOpSeal:
 		out = gcm(&q.Key).Seal(out, q.Nonce[:], q.Data, q.AAD)

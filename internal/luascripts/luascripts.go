@@ -3,16 +3,21 @@
 // runs, each with the SHA-1 that EVALSHA names it by. The plugin embeds the
 // file and splits it here; the Redis benchmark splits the same file to
 // recognise the plugin's calls on the wire, so both name a script alike.
+//
+// The SHA-1s are computed when the plugin is built, not in it (sums.go,
+// written by `go generate ./internal/luascripts`; a test fails when they
+// are stale): the standard library's SHA-1 would bring its FIPS 140 module
+// into the plugin, which carries no hash code (hostfuncs/README.md,
+// mcp_resume_crypto).
 package luascripts
 
-import (
-	"crypto/sha1"
-	"encoding/hex"
-	"strings"
-)
+//go:generate go run gen_sums.go
+
+import "strings"
 
 // Script is one script: its text and the 40 lowercase hex digits of its
-// SHA-1 (what EVALSHA takes).
+// SHA-1 (what EVALSHA takes), "" for a script sums.go does not know (the
+// plugin then sends the text with EVAL).
 type Script struct {
 	Src, SHA1 string
 }
@@ -32,8 +37,7 @@ func Split(src string) map[string]Script {
 			continue
 		}
 		body = prelude + body
-		sum := sha1.Sum([]byte(body))
-		out[name] = Script{Src: body, SHA1: hex.EncodeToString(sum[:])}
+		out[name] = Script{Src: body, SHA1: sums[name]}
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package luascripts
 import (
 	"crypto/sha1"
 	"encoding/hex"
+	"os"
 	"testing"
 )
 
@@ -13,9 +14,27 @@ func TestSplit(t *testing.T) {
 		t.Fatalf("Split: %d scripts, want 2: %v", len(got), got)
 	}
 	for name, want := range map[string]string{"one": "local x = 1\nreturn x\n", "two": "local x = 1\nreturn x + 1\n"} {
-		sum := sha1.Sum([]byte(want))
-		if s := got[name]; s.Src != want || s.SHA1 != hex.EncodeToString(sum[:]) {
-			t.Errorf("%s = %+v, want %q with its SHA-1", name, s, want)
+		if s := got[name]; s.Src != want || s.SHA1 != "" {
+			t.Errorf("%s = %+v, want %q and no SHA-1 (sums.go does not know it)", name, s, want)
 		}
+	}
+}
+
+// TestSums: every script of the handle store's Lua file has its SHA-1 in
+// sums.go, and sums.go has no other.
+func TestSums(t *testing.T) {
+	src, err := os.ReadFile("../../plugin/internal/handles/redis.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scripts := Split(string(src))
+	for name, s := range scripts {
+		sum := sha1.Sum([]byte(s.Src))
+		if want := hex.EncodeToString(sum[:]); s.SHA1 != want {
+			t.Errorf("script %s: SHA-1 %q in sums.go, its text's is %s: run go generate ./internal/luascripts", name, s.SHA1, want)
+		}
+	}
+	if len(sums) != len(scripts) {
+		t.Errorf("sums.go has %d SHA-1s for %d scripts: run go generate ./internal/luascripts", len(sums), len(scripts))
 	}
 }

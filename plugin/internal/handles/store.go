@@ -89,6 +89,8 @@ type Store struct {
 	// rebuild); elsewhere it is a shard never written, and no listing is
 	// needed.
 	held [maxShards]bool
+	// sockets are the lock files' abstract socket names (lockSocket).
+	sockets map[string]string
 }
 
 // New returns a Store that reaches its host through call. Every export but
@@ -241,8 +243,29 @@ func (s *Store) lock(name string, waitMS int64, what string) *hostfuncs.Error {
 //
 //go:noinline
 func (s *Store) tryLock(name string, waitMS int64) error {
+	sock, werr := s.lockSocket(name)
+	if werr != nil {
+		return werr
+	}
 	var e hostfuncs.Empty
-	return resume.Invoke(s.call, hostfuncs.FnLock, hostfuncs.LockRequest{Name: name, Socket: resume.LockSocket(s.set.StateDir, name), WaitMS: int(waitMS)}, &e, &e.Error)
+	return resume.Invoke(s.call, hostfuncs.FnLock, hostfuncs.LockRequest{Name: name, Socket: sock, WaitMS: int(waitMS)}, &e, &e.Error)
+}
+
+// lockSocket is lock file name's abstract socket (resume.LockSocket),
+// asked of the host once per name and kept.
+func (s *Store) lockSocket(name string) (string, *hostfuncs.Error) {
+	if sock, ok := s.sockets[name]; ok {
+		return sock, nil
+	}
+	sock, werr := resume.LockSocket(s.call, s.set.StateDir, name)
+	if werr != nil {
+		return "", werr
+	}
+	if s.sockets == nil {
+		s.sockets = map[string]string{}
+	}
+	s.sockets[name] = sock
+	return sock, nil
 }
 
 // unlock releases lock file name (mcp_resume_unlock); a failure is
@@ -250,8 +273,9 @@ func (s *Store) tryLock(name string, waitMS int64) error {
 //
 //go:noinline
 func (s *Store) unlock(name string) {
+	sock, _ := s.lockSocket(name)
 	var e hostfuncs.Empty
-	_ = resume.Invoke(s.call, hostfuncs.FnUnlock, hostfuncs.UnlockRequest{Name: name, Socket: resume.LockSocket(s.set.StateDir, name)}, &e, &e.Error)
+	_ = resume.Invoke(s.call, hostfuncs.FnUnlock, hostfuncs.UnlockRequest{Name: name, Socket: sock}, &e, &e.Error)
 }
 
 // write replaces file name with data (temporary file and rename).

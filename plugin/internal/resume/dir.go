@@ -1,7 +1,6 @@
 package resume
 
 import (
-	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
 	"strings"
@@ -234,7 +233,30 @@ func mode4(m int) string {
 // once, so that a Go, a Python and a Node server of one instance take the
 // same lock. Two spellings of one directory (through a symbolic link) give
 // two names; Go and Python still exclude each other then through flock.
-func LockSocket(dir, lock string) string {
-	sum := sha256.Sum256([]byte(dir + "/" + lock))
-	return "mcp-resume-lock-" + hex.EncodeToString(sum[:20])
+// The host computes the digest (Digest); its failure is the error.
+func LockSocket(call Caller, dir, lock string) (string, *hostfuncs.Error) {
+	sums, err := Digest(call, []byte(dir+"/"+lock))
+	if err != nil {
+		return "", err
+	}
+	return "mcp-resume-lock-" + hex.EncodeToString(sums[0][:20]), nil
+}
+
+// Digest returns the SHA-256 of each message (at most
+// hostfuncs.CryptoMaxBatch), computed by the host (mcp_resume_crypto
+// sha256): the plugin carries no hash code of its own. Errors: the host's
+// *hostfuncs.Error, or CodeIO for an answer of the wrong length.
+func Digest(call Caller, msgs ...[]byte) ([][32]byte, *hostfuncs.Error) {
+	status, out, err := Crypto(call, hostfuncs.SHA256Request(msgs...))
+	if err == nil && (status != hostfuncs.CryptoStatusOK || len(out) != 32*len(msgs)) {
+		err = &hostfuncs.Error{Code: hostfuncs.CodeIO, Message: "mcp_resume_crypto sha256 answered " + strconv.Itoa(len(out)) + " bytes for " + strconv.Itoa(len(msgs)) + " digests"}
+	}
+	if err != nil {
+		return nil, err
+	}
+	sums := make([][32]byte, len(msgs))
+	for i := range sums {
+		copy(sums[i][:], out[32*i:])
+	}
+	return sums, nil
 }

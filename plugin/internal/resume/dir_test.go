@@ -178,7 +178,7 @@ func TestStore_LockSocket(t *testing.T) {
 	h, dir := newHost(t)
 	s := h.open(openInput(dir))
 	names, werr := s.Names()
-	want := resume.LockSocket(dir, lockFile)
+	want := lockSocketOf(dir, lockFile)
 	if werr != nil || names.LockSocket != want || !strings.HasPrefix(want, "mcp-resume-lock-") || len(want) != len("mcp-resume-lock-")+40 {
 		t.Fatalf("Names = %+v, %v; want lock_socket %q", names, werr, want)
 	}
@@ -188,7 +188,7 @@ func TestStore_LockSocket(t *testing.T) {
 	}) {
 		t.Errorf("no lock request with the socket: %v", h.Reqs)
 	}
-	if resume.LockSocket(dir+"x", lockFile) == want || resume.LockSocket(dir, lockFile+"-0123456789abcdef") == want {
+	if lockSocketOf(dir+"x", lockFile) == want || lockSocketOf(dir, lockFile+"-0123456789abcdef") == want {
 		t.Error("another directory or lock name gives the same socket")
 	}
 }

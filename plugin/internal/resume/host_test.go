@@ -1,6 +1,8 @@
 package resume_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"path/filepath"
 	"testing"
 
@@ -41,13 +43,29 @@ func defaultNS() []string {
 // launchSuffix is the instance suffix of a server launched as l in the
 // default system's namespaces.
 func launchSuffix(l resume.Launch) string {
-	return resume.InstanceSuffix(resume.KeyMaterial(defaultNS(), resume.DefaultInstanceKey(l)))
+	return suffixOf(resume.KeyMaterial(defaultNS(), resume.DefaultInstanceKey(l)))
+}
+
+// suffixOf is the instance suffix the plugin must give key material m:
+// the first 16 hex digits of its SHA-256, computed here natively (the
+// plugin asks the host: mcp_resume_crypto sha256).
+func suffixOf(m string) string {
+	sum := sha256.Sum256([]byte(m))
+	return hex.EncodeToString(sum[:8])
+}
+
+// lockSocketOf is the abstract socket the plugin must name for lock file
+// lock in dir: "mcp-resume-lock-" and the first 40 hex digits of
+// SHA-256(dir + "/" + lock), computed here natively.
+func lockSocketOf(dir, lock string) string {
+	sum := sha256.Sum256([]byte(dir + "/" + lock))
+	return "mcp-resume-lock-" + hex.EncodeToString(sum[:20])
 }
 
 // keySuffix is the instance suffix of a declared key in the default
 // system's namespaces.
 func keySuffix(key string) string {
-	return resume.InstanceSuffix(resume.KeyMaterial(defaultNS(), key))
+	return suffixOf(resume.KeyMaterial(defaultNS(), key))
 }
 
 var (

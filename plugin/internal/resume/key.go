@@ -126,7 +126,10 @@ func (s *Store) keyFor(pid string, host int, cwd string, withDefault bool) keyDo
 		launch.Cwd = cwd
 		key = DefaultInstanceKey(launch)
 	}
-	suffix := InstanceSuffix(KeyMaterial(namespaces, key))
+	suffix, err := InstanceSuffix(s.call, KeyMaterial(namespaces, key))
+	if err != nil {
+		return unreadable("the host cannot compute the instance key's digest (mcp_resume_crypto sha256): " + err.Error())
+	}
 	d := keyDone{suffix: suffix}
 	if key != "" {
 		d.marker = MarkerPrefix + suffix

@@ -218,7 +218,7 @@ func TestKey_Darwin(t *testing.T) {
 	}
 	h, dir := darwin(t)
 	tok, _, ev := startNames(t, h, openInput(dir))
-	want := "token-4242-" + start + "-" + resume.InstanceSuffix(resume.KeyMaterial(nil, resume.DefaultInstanceKey(resume.Launch{PSArgs: "/usr/local/bin/server --x", Env: []string{"HOME=/Users/u"}})))
+	want := "token-4242-" + start + "-" + suffixOf(resume.KeyMaterial(nil, resume.DefaultInstanceKey(resume.Launch{PSArgs: "/usr/local/bin/server --x", Env: []string{"HOME=/Users/u"}})))
 	if tok != want || !slices.Equal(ev, []string{resume.EventNotFound}) {
 		t.Errorf("ps: %q (%v), want %q", tok, ev, want)
 	}
@@ -228,7 +228,7 @@ func TestKey_Darwin(t *testing.T) {
 	rec = append(rec, "/usr/local/bin/server\x00\x00\x00server\x00--x\x00HOME=/Users/u\x00LANG=C\x00\x00apple=1\x00"...)
 	h.Proc["procargs 100"] = hostfuncs.InspectResult{Data: rec}
 	tok, _, _ = startNames(t, h, openInput(dir))
-	want = "token-4242-" + start + "-" + resume.InstanceSuffix(resume.KeyMaterial(nil, resume.DefaultInstanceKey(resume.Launch{Args: []string{"server", "--x"}, Env: []string{"HOME=/Users/u", "LANG=C"}})))
+	want = "token-4242-" + start + "-" + suffixOf(resume.KeyMaterial(nil, resume.DefaultInstanceKey(resume.Launch{Args: []string{"server", "--x"}, Env: []string{"HOME=/Users/u", "LANG=C"}})))
 	if tok != want {
 		t.Errorf("procargs: %q, want %q", tok, want)
 	}
@@ -253,5 +253,24 @@ func TestKey_Darwin(t *testing.T) {
 	h.Facts.Env["X"] = "\ufffd"
 	if _, _, ev := startNames(t, h, openInput(dir)); !slices.Equal(ev, []string{resume.EventKeyInexact}) {
 		t.Errorf("inexact facts.env on ps: %v", ev)
+	}
+}
+
+// TestStore_DigestFails: a host whose mcp_resume_crypto cannot answer
+// (here garbage) leaves the instance key without its digest, so the token
+// file cannot be named: resume is off with key_unreadable, never a name
+// made without the key.
+func TestStore_DigestFails(t *testing.T) {
+	h, dir := newHost(t)
+	h.Broken[hostfuncs.FnCrypto] = true
+	s := h.open(openInput(dir))
+	if _, ok, werr := s.Load(); ok || werr != nil {
+		t.Fatalf("Load = %v, %v; want resume off without an error", ok, werr)
+	}
+	if !slices.Contains(h.Events(), resume.EventKeyUnreadable) {
+		t.Errorf("events %v, want %s", h.Events(), resume.EventKeyUnreadable)
+	}
+	if slices.ContainsFunc(h.Reqs, func(r string) bool { return strings.HasPrefix(r, hostfuncs.FnLock+" ") }) {
+		t.Error("a lock was taken without the instance key's digest")
 	}
 }

@@ -4,10 +4,11 @@ package resume
 // Token File Naming Strategy, Token File Corrupted).
 
 import (
-	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
 	"strings"
+
+	"github.com/mcp-resume/mcp-resume/hostfuncs"
 )
 
 // MaxTokenBytes is the largest token the store accepts, in bytes.
@@ -44,13 +45,17 @@ func CheckToken(b []byte) string {
 // InstanceSuffix returns the file-name suffix for an instance key material
 // (KeyMaterial): "" for "", else the first 16 hex digits of its SHA-256
 // (the key may hold a server's arguments and environment, so only a digest
-// reaches the file system).
-func InstanceSuffix(instance string) string {
+// reaches the file system), computed by the host (Digest), whose failure
+// is the error.
+func InstanceSuffix(call Caller, instance string) (string, *hostfuncs.Error) {
 	if instance == "" {
-		return ""
+		return "", nil
 	}
-	sum := sha256.Sum256([]byte(instance))
-	return hex.EncodeToString(sum[:8])
+	sums, err := Digest(call, []byte(instance))
+	if err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(sums[0][:8]), nil
 }
 
 // FileName returns token-<pid>-<startTime> (spec 000, Token File Naming

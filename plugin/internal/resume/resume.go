@@ -105,6 +105,8 @@ type Caller func(fn string, req []byte) []byte
 // Store is one server instance's view of its token file.
 type Store struct {
 	call Caller
+	// lockSock is lockSocket's answer for the lock path lockSockFor.
+	lockSock, lockSockFor string
 
 	opened  bool
 	cfg     Config
@@ -239,8 +241,13 @@ func (s *Store) init() {
 	// without resume. On Linux every host also binds the abstract socket
 	// named by lockSocket, so that Go, Python and Node servers exclude one
 	// another.
+	sock, serr := s.lockSocket()
+	if serr != nil {
+		s.log(hostfuncs.LevelWarn, EventLockFailed, MsgLockFailed, serr.Error())
+		return
+	}
 	var lk hostfuncs.Empty
-	if err := s.invoke(hostfuncs.FnLock, hostfuncs.LockRequest{Name: s.lock, Socket: s.lockSocket()}, &lk, &lk.Error); errCode(err) == hostfuncs.CodeBusy {
+	if err := s.invoke(hostfuncs.FnLock, hostfuncs.LockRequest{Name: s.lock, Socket: sock}, &lk, &lk.Error); errCode(err) == hostfuncs.CodeBusy {
 		if s.marker != "" {
 			s.setAmbiguous(true)
 			return
@@ -335,18 +342,27 @@ func (s *Store) Names() (hostfuncs.NamesOutput, *hostfuncs.Error) {
 	if !s.resolveNames() {
 		return hostfuncs.NamesOutput{}, nil
 	}
-	return hostfuncs.NamesOutput{Token: s.file, Lock: s.lock, LockSocket: s.lockSocket()}, nil
+	sock, _ := s.lockSocket()
+	return hostfuncs.NamesOutput{Token: s.file, Lock: s.lock, LockSocket: sock}, nil
 }
 
 // lockSocket is the abstract socket of this instance's lock (LockSocket),
 // "" before the names are known. It is sent on every system; hosts bind it
 // on Linux only (macOS has no abstract sockets, and its hosts all take flock,
-// which O_EXLOCK is there).
-func (s *Store) lockSocket() string {
+// which O_EXLOCK is there). The host's digest is asked once and kept; its
+// failure is the error.
+func (s *Store) lockSocket() (string, *hostfuncs.Error) {
 	if s.lock == "" || s.cfg.StateDir == "" {
-		return ""
+		return "", nil
 	}
-	return LockSocket(s.cfg.StateDir, s.lock)
+	if for_ := s.cfg.StateDir + "/" + s.lock; s.lockSockFor != for_ {
+		sock, err := LockSocket(s.call, s.cfg.StateDir, s.lock)
+		if err != nil {
+			return "", err
+		}
+		s.lockSock, s.lockSockFor = sock, for_
+	}
+	return s.lockSock, nil
 }
 
 // Load is the load export: the stored token and true, or "" and false when

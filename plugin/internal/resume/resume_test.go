@@ -96,7 +96,9 @@ func TestStore_RoundTrip(t *testing.T) {
 // Five inspect calls: the server and its stdio, its parent, the stdio
 // check, the trust rule (the host's fds and stat; the host, claude, holds
 // no socket, so no socket table is read), and the instance key (cmdline,
-// environ and namespaces of the server, in one request).
+// environ and namespaces of the server, in one request). Two
+// mcp_resume_crypto sha256 calls: the instance key's digest, then the lock
+// socket's (it names the lock file, which the first digest names).
 func TestStore_StartCalls(t *testing.T) {
 	h, dir := newHost(t)
 	s := h.open(openInput(dir))
@@ -104,6 +106,7 @@ func TestStore_StartCalls(t *testing.T) {
 	want := map[string]int{
 		hostfuncs.FnFacts: 1, hostfuncs.FnInspect: 5, hostfuncs.FnPrepareDir: 7, hostfuncs.FnLock: 1, // prepare_dir: 5 to create, stat, the root's stat
 		hostfuncs.FnList: 1, hostfuncs.FnRead: 1, hostfuncs.FnLog: 2, // host_identified (debug), token_not_found
+		hostfuncs.FnCrypto: 2,
 	}
 	if d := diffMap(want, h.Calls); d != "" {
 		t.Errorf("host calls %s\n%s", d, strings.Join(h.Reqs, "\n"))
