@@ -1,6 +1,6 @@
 /**
  * The host function `mcp_resume_crypto` (hostfuncs/README.md, "mcp_resume_crypto", ABI 10): the handle
- * store's bulk cryptography with `node:crypto` (HKDF-SHA256, HMAC-SHA256, AES-256-GCM) and a sealed record
+ * store's bulk cryptography with `node:crypto` (HKDF-SHA256, HMAC-SHA256, SHA-256, AES-256-GCM) and a sealed record
  * read or written in one call. Its request and response are binary. No policy: every key, nonce, associated
  * data, header and file name comes from the plugin's request; the host never interprets a record's bytes.
  * The Go statement of the layout is hostfuncs/crypto.go (its decoder's checks and messages are mirrored here);
@@ -8,13 +8,13 @@
  *
  * @packageDocumentation
  */
-import { createCipheriv, createDecipheriv, createHmac, hkdfSync } from "node:crypto";
+import { createCipheriv, createDecipheriv, createHash, createHmac, hkdfSync } from "node:crypto";
 
 /** The operations: the first byte of a request (Go: hostfuncs.CryptoOp*). */
-export const CRYPTO_OP = Object.freeze({ hkdf: 0x01, hmac: 0x02, seal: 0x03, open: 0x04, read_open: 0x05, seal_write: 0x06 });
+export const CRYPTO_OP = Object.freeze({ hkdf: 0x01, hmac: 0x02, seal: 0x03, open: 0x04, read_open: 0x05, seal_write: 0x06, sha256: 0x07 });
 /** The first byte of a response: success (the output follows), or "the seal does not open" (`open`, `read_open`); a failure starts with `{` (Go: hostfuncs.CryptoStatus*). */
 export const CRYPTO_STATUS = Object.freeze({ ok: 0x00, noOpen: 0x01 });
-/** At most this many items per `hkdf` or `hmac` request. */
+/** At most this many items per `hkdf`, `hmac` or `sha256` request. */
 export const CRYPTO_MAX_BATCH = 16;
 /** At most this many output bytes per `hkdf` item. */
 export const CRYPTO_MAX_HKDF_LEN = 64;
@@ -128,7 +128,7 @@ const NO_OPEN = Buffer.of(CRYPTO_STATUS.noOpen);
  *
  * @param request - the binary request: `op: u8` and the operation's fields (hostfuncs/README.md, "mcp_resume_crypto").
  * @param files - the store's file primitives, for `read_open` and `seal_write`.
- * @returns the response: `0x00` and the operation's output, or `0x01` (the seal does not open; for `read_open`
+ * @returns the response: `0x00` and the operation's output (hkdf, hmac and sha256: the batch's outputs concatenated), or `0x01` (the seal does not open; for `read_open`
  *   followed by the file's first min(size, `header_len`) bytes).
  * @throws {@link CryptoRequestError} for a malformed request (empty, an unknown op, a field past the end, bytes
  *   after the last field, a count, length or limit out of range): the caller answers `invalid_request`; and what
@@ -140,12 +140,16 @@ export function serveCrypto(request: Uint8Array, files: CryptoFiles): Buffer {
   const r = new Reader(b);
   switch (b[0]) {
     case CRYPTO_OP.hkdf:
-    case CRYPTO_OP.hmac: {
+    case CRYPTO_OP.hmac:
+    case CRYPTO_OP.sha256: {
       const n = r.u8("count");
       if (n < 1 || n > CRYPTO_MAX_BATCH) throw new CryptoRequestError(`count must be 1..${CRYPTO_MAX_BATCH}, not ${n}`);
       const items: Array<() => Buffer> = [];
       for (let i = 0; i < n; i++) {
-        if (b[0] === CRYPTO_OP.hkdf) {
+        if (b[0] === CRYPTO_OP.sha256) {
+          const message = r.b32("message");
+          items.push(() => createHash("sha256").update(message).digest());
+        } else if (b[0] === CRYPTO_OP.hkdf) {
           const [ikm, salt, info, length] = [r.b16("ikm"), r.b16("salt"), r.b16("info"), r.u16("length")];
           if (length < 1 || length > CRYPTO_MAX_HKDF_LEN) throw new CryptoRequestError(`hkdf length must be 1..${CRYPTO_MAX_HKDF_LEN}, not ${length}`);
           items.push(() => hkdfSha256(ikm, salt, info, length));
@@ -183,6 +187,6 @@ export function serveCrypto(request: Uint8Array, files: CryptoFiles): Buffer {
       return OK;
     }
     default:
-      throw new CryptoRequestError(`unknown operation ${b[0]} (1 hkdf, 2 hmac, 3 seal, 4 open, 5 read_open, 6 seal_write)`);
+      throw new CryptoRequestError(`unknown operation ${b[0]} (1 hkdf, 2 hmac, 3 seal, 4 open, 5 read_open, 6 seal_write, 7 sha256)`);
   }
 }

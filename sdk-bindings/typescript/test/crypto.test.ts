@@ -1,6 +1,6 @@
 // mcp_resume_crypto (hostfuncs/README.md, "mcp_resume_crypto", ABI 10) as the
 // host serves it, called directly on real files: the known-answer vectors
-// (RFC 5869 A.1, RFC 4231 4.2, the AES-256-GCM test case 16 of McGrew and
+// (RFC 5869 A.1, RFC 4231 4.2, FIPS 180-2, the AES-256-GCM test case 16 of McGrew and
 // Viega's GCM paper, which Go's crypto/cipher reproduces), the binary
 // layout's edges (invalid_request, never a throw), and read_open/seal_write
 // through the store's own read and write primitives (the name rule,
@@ -34,6 +34,7 @@ const b32 = (v: Buffer | string): Buffer => Buffer.concat([u32(Buffer.from(v).le
 /** The requests, encoded as hostfuncs/crypto.go encodes them. */
 const req = {
   hkdf: (...items: Array<[Buffer, Buffer, Buffer, number]>) => Buffer.concat([Buffer.of(1, items.length), ...items.flatMap(([ikm, salt, info, n]) => [b16(ikm), b16(salt), b16(info), u16(n)])]),
+  sha256: (...messages: Buffer[]) => Buffer.concat([Buffer.of(7, messages.length), ...messages.map(b32)]),
   hmac: (...items: Array<[Buffer, Buffer]>) => Buffer.concat([Buffer.of(2, items.length), ...items.flatMap(([k, m]) => [b16(k), b32(m)])]),
   seal: (key: Buffer, nonce: Buffer, aad: Buffer, plain: Buffer) => Buffer.concat([Buffer.of(3), key, nonce, b32(aad), plain]),
   open: (key: Buffer, nonce: Buffer, aad: Buffer, sealed: Buffer) => Buffer.concat([Buffer.of(4), key, nonce, b32(aad), sealed]),
@@ -106,6 +107,14 @@ describe("mcp_resume_crypto: known answers", () => {
     assert.equal(call(req.hmac([Buffer.alloc(20, 0x0b), Buffer.from("Hi There")])).toString("hex"), "00" + tc1);
     assert.equal(call(req.hmac([Buffer.alloc(20, 0x0b), Buffer.from("Hi There")], [Buffer.from("Jefe"), Buffer.from("what do ya want for nothing?")])).toString("hex"), "00" + tc1 + tc2);
   });
+  test("sha256: FIPS 180-2 (abc, the empty message, the two-block message) in one batch", () => {
+    const { call } = setup();
+    const abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+    const empty = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+    const two = "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1";
+    assert.equal(call(req.sha256(Buffer.from("abc"))).toString("hex"), "00" + abc);
+    assert.equal(call(req.sha256(Buffer.from("abc"), Buffer.alloc(0), Buffer.from("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"))).toString("hex"), "00" + abc + empty + two);
+  });
   test("seal and open: GCM test case 16; a changed key, nonce, associated data, ciphertext or tag does not open (0x01 alone)", () => {
     const { call } = setup();
     assert.deepEqual(call(req.seal(GCM.key, GCM.nonce, GCM.aad, GCM.plain)), Buffer.concat([Buffer.of(0), GCM.sealed]));
@@ -140,7 +149,7 @@ describe("mcp_resume_crypto: malformed requests are invalid_request, never a thr
     const bad: Array<[string, Buffer]> = [
       ["empty", Buffer.alloc(0)],
       ["op 0", Buffer.of(0)],
-      ["op 7", Buffer.of(7, 1)],
+      ["op 8", Buffer.of(8, 1)],
       ["op '{'", Buffer.from("{}")],
       ["hkdf without count", Buffer.of(1)],
       ["hkdf count 0", Buffer.of(1, 0)],
@@ -152,6 +161,10 @@ describe("mcp_resume_crypto: malformed requests are invalid_request, never a thr
       ["hkdf trailing byte", Buffer.concat([req.hkdf(one), Buffer.of(0)])],
       ["hkdf padded with spaces", Buffer.concat([req.hkdf(one), Buffer.from("   ")])],
       ["hmac count 0", Buffer.of(2, 0)],
+      ["sha256 count 0", Buffer.of(7, 0)],
+      ["sha256 count 17", req.sha256(...Array.from({ length: 17 }, () => Buffer.from("m")))],
+      ["sha256 message past the end", req.sha256(Buffer.from("message")).subarray(0, 8)],
+      ["sha256 trailing byte", Buffer.concat([req.sha256(Buffer.from("m")), Buffer.of(0)])],
       ["hmac message past the end", req.hmac([Buffer.from("k"), Buffer.from("message")]).subarray(0, 10)],
       ["hmac trailing byte", Buffer.concat([req.hmac([Buffer.from("k"), Buffer.from("m")]), Buffer.of(0)])],
       ["seal short key", Buffer.concat([Buffer.of(3), Buffer.alloc(20)])],
