@@ -16,7 +16,9 @@ import (
 // The conformance format's additions for the handle store
 // (hostfuncs/conformance/README.md): "store": "handles", export inputs
 // given as JSON values with saved variables ("save", "$<var>"),
-// error_json_subset, corrupt_files, files_after_count and files_exclude.
+// error_json_subset, corrupt_files, files_after_count and files_exclude;
+// and the binary form of handle_create, handle_get and handle_put:
+// input_hex, output_hex and output_prefix_hex.
 
 // exportHandlesOpen opens a handle store in a plugin instance.
 const exportHandlesOpen = hostfuncs.ExportHandlesOpen
@@ -31,8 +33,22 @@ func isHandleExport(export string) bool {
 // store's export, a JSON value the runner encodes after replacing saved
 // variables (a plain JSON string is still a content: its text, so a case
 // can send bytes that are not an object); for any other, a content.
+//
+// A call with input_hex sends those bytes (the binary form), after
+// replacing each saved variable "$<var>" in the hex text by the lowercase
+// hex of the variable's text.
 func callInput(t *testing.T, cl call, vars map[string]any) []byte {
 	t.Helper()
+	if cl.InputHex != nil {
+		if cl.Input != nil || !isHandleExport(cl.Export) {
+			t.Fatalf("%s: input_hex is for a handle export, instead of input", cl.Export)
+		}
+		b, err := conformance.HexInput(*cl.InputHex, vars)
+		if err != nil {
+			t.Fatalf("%s: %v", cl.Export, err)
+		}
+		return b
+	}
 	raw := bytes.TrimSpace(cl.Input)
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
@@ -53,6 +69,23 @@ func callInput(t *testing.T, cl call, vars map[string]any) []byte {
 		t.Fatalf("%s input: %v", cl.Export, err)
 	}
 	return c.Bytes()
+}
+
+// checkHex checks a successful binary output against output_hex or
+// output_prefix_hex (conformance.HexOutput); false when w has neither.
+func checkHex(t *testing.T, what string, w want, out []byte) bool {
+	t.Helper()
+	if w.OutputHex == nil && w.OutputPrefixHex == nil {
+		return false
+	}
+	msg, err := conformance.HexOutput(out, w.OutputHex, w.OutputPrefixHex)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if msg != "" {
+		t.Errorf("%s: %s", what, msg)
+	}
+	return true
 }
 
 // saveVars keeps the members save names of a successful call's JSON output

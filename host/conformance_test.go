@@ -54,7 +54,11 @@ type want struct {
 	Output           json.RawMessage `json:"output"`
 	OutputJSON       json.RawMessage `json:"output_json"`
 	OutputJSONSubset json.RawMessage `json:"output_json_subset"`
-	ErrorCode        string          `json:"error_code"`
+	// OutputHex and OutputPrefixHex: success, and the (binary) output is
+	// exactly / starts with these bytes, in hex.
+	OutputHex       *string `json:"output_hex"`
+	OutputPrefixHex *string `json:"output_prefix_hex"`
+	ErrorCode       string  `json:"error_code"`
 	// ErrorJSONSubset: the export failed and its error string is a JSON
 	// object holding these members (a handle store's reason, generation).
 	ErrorJSONSubset json.RawMessage `json:"error_json_subset"`
@@ -91,6 +95,9 @@ type call struct {
 	// Input is a content, or for a handle store's export a JSON value the
 	// runner encodes (handleInput).
 	Input json.RawMessage `json:"input"`
+	// InputHex is the binary input of handle_create, handle_get or
+	// handle_put in hex, instead of Input ("$<var>" as the hex of its text).
+	InputHex *string `json:"input_hex"`
 	// Save keeps members of a successful export's JSON output as variables
 	// for later inputs ("$<var>").
 	Save map[string]string `json:"save"`
@@ -480,6 +487,7 @@ func check(t *testing.T, what string, w want, out, errJSON []byte, callErr *host
 		return
 	}
 	switch {
+	case checkHex(t, what, w, out):
 	case w.OutputJSON != nil || w.OutputJSONSubset != nil:
 		var g, e any
 		if err := json.Unmarshal(out, &g); err != nil {

@@ -106,3 +106,10 @@ func (h *Handles) DropLockFilesForTest() {
 		s.funcs.Close()
 	}
 }
+
+// CallJSONForTest runs a handle export with input in the JSON form and
+// decodes its JSON output into v: the path Create, Get and Put took before
+// the binary form (BenchmarkHandlesBinaryForm's "json" side).
+func (h *Handles) CallJSONForTest(ctx context.Context, export string, input hostfuncs.HandleInput, v any) error {
+	return h.call(ctx, export, input, v)
+}

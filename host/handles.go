@@ -345,17 +345,55 @@ func (h *Handles) release(s *Store, broken bool) {
 }
 
 // call runs a handle_* export with input (now_ms set when the store has a
-// clock) in a pooled instance and decodes its JSON output into v.
+// clock) in its JSON form in a pooled instance and decodes its JSON output
+// into v.
 func (h *Handles) call(ctx context.Context, export string, input hostfuncs.HandleInput, v any) error {
 	if !utf8.ValidString(input.Principal) {
 		// JSON cannot carry the bytes to the plugin (they would arrive as
 		// U+FFFD, another principal): refused here with its code.
 		return &Error{Code: hostfuncs.CodeInvalidPrincipal, Message: "principal must be valid UTF-8"}
 	}
+	h.clock(&input)
+	in, _ := input.EncodeJSON()
+	return h.invoke(ctx, export, in, func(out []byte) error {
+		if err := json.Unmarshal(out, v); err != nil {
+			return fmt.Errorf("%w: %s returned malformed JSON: %v", ErrPlugin, export, err)
+		}
+		return nil
+	})
+}
+
+// binaryOutput is the binary output of handle_create, handle_get or
+// handle_put (hostfuncs HandleCreated, HandleValue, HandleGeneration).
+type binaryOutput interface{ DecodeBinary([]byte) error }
+
+// callBinary runs handle_create, handle_get or handle_put with input in
+// the binary form (hostfuncs/README.md, "Binary form": the value crosses
+// as raw bytes, without base64) and decodes the binary output into v. The
+// plugin checks the principal's bytes itself (invalid_principal), as it
+// does every other member.
+func (h *Handles) callBinary(ctx context.Context, export string, input hostfuncs.HandleInput, v binaryOutput) error {
+	h.clock(&input)
+	return h.invoke(ctx, export, input.EncodeBinary(), func(out []byte) error {
+		if err := v.DecodeBinary(out); err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrPlugin, export, err)
+		}
+		return nil
+	})
+}
+
+// clock sets input's now_ms from the store's clock, when it has one.
+func (h *Handles) clock(input *hostfuncs.HandleInput) {
 	if h.now != nil {
 		input.NowMS, input.NowSet = h.now().UnixMilli(), true
 	}
-	in, _ := input.EncodeJSON()
+}
+
+// invoke runs export with the encoded input in a pooled instance and
+// hands its output to decode. Errors: the context's, fs.ErrClosed, an
+// ErrPlugin (a trap, which also retires the instance), the export's
+// *Error, or decode's.
+func (h *Handles) invoke(ctx context.Context, export string, in []byte, decode func([]byte) error) error {
 	s, err := h.acquire(ctx)
 	if err != nil {
 		return err
@@ -371,10 +409,7 @@ func (h *Handles) call(ctx context.Context, export string, input hostfuncs.Handl
 	case callErr != nil:
 		return decodeError(export, errJSON)
 	}
-	if err := json.Unmarshal(out, v); err != nil {
-		return fmt.Errorf("%w: %s returned malformed JSON: %v", ErrPlugin, export, err)
-	}
-	return nil
+	return decode(out)
 }
 
 // Close closes the store: idle instances at once, busy ones when their

@@ -102,7 +102,7 @@ func (h *Handles) Create(ctx context.Context, principal string, value []byte, op
 		o(&createOptions{&in})
 	}
 	var out hostfuncs.HandleCreated
-	if err := h.call(ctx, hostfuncs.ExportHandleCreate, in, &out); err != nil {
+	if err := h.callBinary(ctx, hostfuncs.ExportHandleCreate, in, &out); err != nil {
 		return Created{}, err
 	}
 	return Created{Handle: out.Handle, Generation: out.Generation, IdleTTL: msDuration(out.IdleTTLMS), MaxAge: msDuration(out.MaxAgeMS), Created: msTime(out.CreatedMS)}, nil
@@ -114,7 +114,7 @@ func (h *Handles) Create(ctx context.Context, principal string, value []byte, op
 // or "max_age") or ErrHandleEvicted.
 func (h *Handles) Get(ctx context.Context, handle, principal string) (Value, error) {
 	var out hostfuncs.HandleValue
-	if err := h.call(ctx, hostfuncs.ExportHandleGet, input(handle, principal), &out); err != nil {
+	if err := h.callBinary(ctx, hostfuncs.ExportHandleGet, input(handle, principal), &out); err != nil {
 		return Value{}, err
 	}
 	return Value{Data: valueBytes(out.Value), Generation: out.Generation, Created: msTime(out.CreatedMS), IdleTTL: msDuration(out.IdleTTLMS), MaxAge: msDuration(out.MaxAgeMS)}, nil
@@ -165,7 +165,7 @@ func (h *Handles) Put(ctx context.Context, handle, principal string, value []byt
 	}
 	in.Value, in.ValueSet = valueBytes(value), true
 	var out hostfuncs.HandleGeneration
-	if err := h.call(ctx, hostfuncs.ExportHandlePut, in, &out); err != nil {
+	if err := h.callBinary(ctx, hostfuncs.ExportHandlePut, in, &out); err != nil {
 		return 0, err
 	}
 	return out.Generation, nil

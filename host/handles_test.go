@@ -445,3 +445,44 @@ func TestHandles_AnotherAppNeverReads(t *testing.T) {
 		t.Fatalf("app-a's own read: %q, %v", v.Data, err)
 	}
 }
+
+// TestHandles_BinaryFormValues sends Create, Get and Put through the
+// binary form: every byte value, an empty and a nil value come back
+// unchanged (no base64, no JSON), and inputs longer than the form's
+// length fields (a principal over 65535 bytes, a handle over 255) are
+// still refused with their own codes.
+func TestHandles_BinaryFormValues(t *testing.T) {
+	ctx := context.Background()
+	h := openHandles(t, "binform", host.HandleOptions{})
+	all := make([]byte, 0, 512)
+	for i := 0; i < 512; i++ {
+		all = append(all, byte(i))
+	}
+	c, err := h.Create(ctx, "pé", all)
+	if err != nil || len(c.Handle) != 37 || c.Generation != 1 {
+		t.Fatalf("Create = %+v, %v", c, err)
+	}
+	v, err := h.Get(ctx, c.Handle, "pé")
+	if err != nil || !bytes.Equal(v.Data, all) || v.Generation != 1 || !v.Created.Equal(c.Created) || v.IdleTTL != c.IdleTTL || v.MaxAge != c.MaxAge {
+		t.Fatalf("Get = %+v, %v; want the 512 bytes and Create's fields %+v", v, err, c)
+	}
+	for i, value := range [][]byte{{}, nil, {0}} {
+		gen, err := h.Put(ctx, c.Handle, "pé", value, host.IfGeneration(int64(i+1)))
+		if err != nil || gen != int64(i+2) {
+			t.Fatalf("Put(%q) = %d, %v", value, gen, err)
+		}
+		v, err := h.Get(ctx, c.Handle, "pé")
+		if err != nil || v.Data == nil || !bytes.Equal(v.Data, value) || v.Generation != gen {
+			t.Errorf("Get after Put(%q) = %q (nil %v) at %d, %v", value, v.Data, v.Data == nil, v.Generation, err)
+		}
+	}
+	if _, err := h.Get(ctx, c.Handle, strings.Repeat("p", 70000)); !errors.Is(err, host.ErrInvalidPrincipal) {
+		t.Errorf("a 70000-byte principal: %v, want ErrInvalidPrincipal", err)
+	}
+	if _, err := h.Create(ctx, strings.Repeat("p", 70000), []byte("x")); !errors.Is(err, host.ErrInvalidPrincipal) {
+		t.Errorf("Create with a 70000-byte principal: %v, want ErrInvalidPrincipal", err)
+	}
+	if _, err := h.Put(ctx, c.Handle+strings.Repeat("A", 300), "pé", []byte("x")); !errors.Is(err, host.ErrInvalidHandle) {
+		t.Errorf("a 337-byte handle: %v, want ErrInvalidHandle", err)
+	}
+}

@@ -16,8 +16,11 @@
 // DecodeJSON methods, on jsontext), which keep fmt and reflection out of
 // plugin.wasm; a Go host uses encoding/json and the json tags, which state
 // the same JSON (codec_test.go holds the two to byte equality). Every
-// document is a JSON object; a host function never fails by trapping but
-// answers {"error": {"code", "message"}} (Error).
+// document is a JSON object except the binary ones that carry values: the
+// requests and responses of mcp_resume_crypto (crypto.go) and the binary
+// form of handle_create, handle_get and handle_put (handlebin.go). A host
+// function never fails by trapping but answers {"error": {"code",
+// "message"}} (Error).
 //
 // The package is importable so that a host in Go other than package host,
 // or a tool, can speak the contract. Its API is unstable before v1: it

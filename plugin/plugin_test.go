@@ -131,11 +131,15 @@ const (
 	// per-principal quota (+19 KB: the owner id in the index and on Redis,
 	// eviction by owner in the shard and in the create script, tombstones
 	// trimmed from the owner holding the most, max_handles_per_principal):
-	// 4,165,435. The binary data path (values and crypto out of the guest)
+	// 4,165,435; the import of mcp_resume_crypto: 4,166,065; then the
+	// binary form of handle_create, handle_get and handle_put (+10.7 KB:
+	// hostfuncs' DecodeBinary 2.7 KB with its malformed-input messages,
+	// the three EncodeBinary outputs and the exports' choice of form,
+	// about 7 KB of code; no new package): 4,176,722. The binary data path (values and crypto out of the guest)
 	// is what will bring it down.
 	// Lower it as the guest shrinks; never raise it without a review of
 	// what grew.
-	maxWasmBytes = 4_166_000
+	maxWasmBytes = 4_177_000
 )
 
 // TestWasmSize fails when plugin.wasm outgrows its budget.

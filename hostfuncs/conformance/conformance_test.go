@@ -109,3 +109,35 @@ func TestRedisCasesPlantNoFiles(t *testing.T) {
 		}
 	}
 }
+
+func TestHexInputAndOutput(t *testing.T) {
+	vars := map[string]any{"h": "ab", "h1": "c", "n": float64(2)}
+	b, err := HexInput("01$h1$h$n", vars)
+	if err != nil || string(b) != "\x01cab2" {
+		t.Errorf("HexInput = %q, %v", b, err)
+	}
+	if _, err := HexInput("0g", nil); err == nil {
+		t.Error("HexInput of non-hex: no error")
+	}
+	s := func(x string) *string { return &x }
+	for _, c := range []struct {
+		out           string
+		exact, prefix *string
+		ok            bool
+	}{
+		{"\x01\x02", s("0102"), nil, true},
+		{"\x01\x02", s("01"), nil, false},
+		{"\x01\x02", nil, s("01"), true},
+		{"\x01\x02", nil, s("0102"), true},
+		{"\x01\x02", nil, s("010203"), false},
+		{"\x01\x02", nil, s("02"), false},
+	} {
+		msg, err := HexOutput([]byte(c.out), c.exact, c.prefix)
+		if err != nil || (msg == "") != c.ok {
+			t.Errorf("HexOutput(%x, %v, %v) = %q, %v; want ok %v", c.out, c.exact, c.prefix, msg, err, c.ok)
+		}
+	}
+	if _, err := HexOutput(nil, s("zz"), nil); err == nil {
+		t.Error("HexOutput with a bad want: no error")
+	}
+}

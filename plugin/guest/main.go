@@ -33,6 +33,11 @@
 //	handle_list    (JSON {"now_ms"?}) -> JSON {"handles":[...],"live","tombstones","shards","bytes"}
 //	handle_gc      (JSON {"now_ms"?}) -> JSON {"expired_idle","expired_max_age","tombstones_dropped","orphans_removed","temps_removed","live"}
 //
+// handle_create, handle_get and handle_put also take the binary form
+// (first byte 0x01, hostfuncs.HandleInput.DecodeBinary) and then answer in
+// binary (hostfuncs HandleCreated, HandleValue and HandleGeneration
+// EncodeBinary); their errors stay the JSON error string.
+//
 // Each returns 0 on success and 1 on failure, with the Extism error string
 // set to the JSON {"code","message","reason"?,"generation"?} (codes in hostfuncs). This file is
 // thin glue; the logic lives in plugin/internal/resume and internal/procid. JSON
@@ -235,27 +240,50 @@ func handlesOpen() int32 {
 	return outputJSON(out, werr)
 }
 
+// The binary form: when the input of handle_create, handle_get or
+// handle_put starts with hostfuncs.HandleBinaryForm, the output is binary
+// (EncodeBinary); errors are the JSON error string in both forms.
+
 //go:wasmexport handle_create
 func handleCreate() int32 {
-	out, werr := handleStore.Create(pdk.Input())
+	in := pdk.Input()
+	out, werr := handleStore.Create(in)
+	if werr == nil && hostfuncs.IsHandleBinary(in) {
+		pdk.Output(out.EncodeBinary())
+		return 0
+	}
 	return outputJSON(out, werr)
 }
 
 //go:wasmexport handle_get
 func handleGet() int32 {
-	out, werr := handleStore.Get(pdk.Input())
+	in := pdk.Input()
+	out, werr := handleStore.Get(in)
+	if werr == nil && hostfuncs.IsHandleBinary(in) {
+		pdk.Output(out.EncodeBinary())
+		return 0
+	}
 	return outputJSON(out, werr)
 }
 
 //go:wasmexport handle_put
 func handlePut() int32 {
-	out, werr := handleStore.Put(pdk.Input())
+	in := pdk.Input()
+	out, werr := handleStore.Put(in)
+	if werr == nil && hostfuncs.IsHandleBinary(in) {
+		pdk.Output(out.EncodeBinary())
+		return 0
+	}
 	return outputJSON(out, werr)
 }
 
 //go:wasmexport handle_delete
 func handleDelete() int32 {
-	if werr := handleStore.Delete(pdk.Input()); werr != nil {
+	in := pdk.Input()
+	if werr := hostfuncs.JSONOnly(in); werr != nil {
+		return fail(werr)
+	}
+	if werr := handleStore.Delete(in); werr != nil {
 		return fail(werr)
 	}
 	pdk.OutputString("{}")
@@ -264,25 +292,41 @@ func handleDelete() int32 {
 
 //go:wasmexport handle_touch
 func handleTouch() int32 {
-	out, werr := handleStore.Touch(pdk.Input())
+	in := pdk.Input()
+	if werr := hostfuncs.JSONOnly(in); werr != nil {
+		return fail(werr)
+	}
+	out, werr := handleStore.Touch(in)
 	return outputJSON(out, werr)
 }
 
 //go:wasmexport handle_exists
 func handleExists() int32 {
-	out, werr := handleStore.Exists(pdk.Input())
+	in := pdk.Input()
+	if werr := hostfuncs.JSONOnly(in); werr != nil {
+		return fail(werr)
+	}
+	out, werr := handleStore.Exists(in)
 	return outputJSON(out, werr)
 }
 
 //go:wasmexport handle_list
 func handleList() int32 {
-	out, werr := handleStore.List(pdk.Input())
+	in := pdk.Input()
+	if werr := hostfuncs.JSONOnly(in); werr != nil {
+		return fail(werr)
+	}
+	out, werr := handleStore.List(in)
 	return outputJSON(out, werr)
 }
 
 //go:wasmexport handle_gc
 func handleGC() int32 {
-	out, werr := handleStore.GC(pdk.Input())
+	in := pdk.Input()
+	if werr := hostfuncs.JSONOnly(in); werr != nil {
+		return fail(werr)
+	}
+	out, werr := handleStore.GC(in)
 	return outputJSON(out, werr)
 }
 

@@ -35,20 +35,23 @@ type confWant struct {
 	ErrorCode        string          `json:"error_code"`
 	ErrorJSONSubset  json.RawMessage `json:"error_json_subset"`
 	MessageExcludes  string          `json:"message_excludes"`
+	OutputHex        *string         `json:"output_hex"`
+	OutputPrefixHex  *string         `json:"output_prefix_hex"`
 }
 
 type confCall struct {
-	Export  string            `json:"export"`
-	Input   json.RawMessage   `json:"input"`
-	Want    confWant          `json:"want"`
-	Save    map[string]string `json:"save"`
-	Action  string            `json:"action"`
-	Name    string            `json:"name"`
-	Content confContent       `json:"content"`
-	Prefix  string            `json:"prefix"`
-	Mode    string            `json:"mode"`
-	Command []string          `json:"command"`
-	EachKey string            `json:"each_key"`
+	Export   string            `json:"export"`
+	Input    json.RawMessage   `json:"input"`
+	InputHex *string           `json:"input_hex"`
+	Want     confWant          `json:"want"`
+	Save     map[string]string `json:"save"`
+	Action   string            `json:"action"`
+	Name     string            `json:"name"`
+	Content  confContent       `json:"content"`
+	Prefix   string            `json:"prefix"`
+	Mode     string            `json:"mode"`
+	Command  []string          `json:"command"`
+	EachKey  string            `json:"each_key"`
 }
 
 type confCase struct {
@@ -202,15 +205,25 @@ func runConfCase(t *testing.T, name string, raw []byte, backend string) {
 		default:
 			t.Fatalf("%s: unknown action", what)
 		}
-		var in any
-		if err := json.Unmarshal(cl.Input, &in); err != nil {
-			t.Fatalf("%s: input: %v", what, err)
-		}
-		ib, _ := json.Marshal(conformance.ReplaceVars(in, vars))
 		if !strings.HasPrefix(cl.Export, "handle_") {
 			t.Fatalf("%s: not a handle export", what)
 		}
-		ob, werr := s.Export(cl.Export, ib)
+		var ib, ob []byte
+		var werr *hostfuncs.Error
+		if cl.InputHex != nil {
+			var err error
+			if ib, err = conformance.HexInput(*cl.InputHex, vars); err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			ob, werr = exportBinary(t, s, cl.Export, ib)
+		} else {
+			var in any
+			if err := json.Unmarshal(cl.Input, &in); err != nil {
+				t.Fatalf("%s: input: %v", what, err)
+			}
+			ib, _ = json.Marshal(conformance.ReplaceVars(in, vars))
+			ob, werr = s.Export(cl.Export, ib)
+		}
 		checkWant(t, what, cl.Want, ob, werr, ib)
 		if werr == nil && cl.Save != nil {
 			var o map[string]any
@@ -307,6 +320,13 @@ func checkWant(t *testing.T, what string, w confWant, out []byte, werr *hostfunc
 		t.Errorf("%s (%s): failed with %v", what, in, werr)
 		return
 	}
+	if w.OutputHex != nil || w.OutputPrefixHex != nil {
+		msg, err := conformance.HexOutput(out, w.OutputHex, w.OutputPrefixHex)
+		if err != nil || msg != "" {
+			t.Errorf("%s: %s%v", what, msg, err)
+		}
+		return
+	}
 	var g any
 	if err := json.Unmarshal(out, &g); err != nil {
 		t.Errorf("%s: output %q is not JSON", what, out)
@@ -315,6 +335,29 @@ func checkWant(t *testing.T, what string, w confWant, out []byte, werr *hostfunc
 	if w.OutputJSON != nil && !reflect.DeepEqual(conformance.DecodeJSON(w.OutputJSON), g) || w.OutputJSONSubset != nil && !conformance.Subset(conformance.DecodeJSON(w.OutputJSONSubset), g) {
 		t.Errorf("%s (%s): output %s, want %s%s", what, in, out, w.OutputJSON, w.OutputJSONSubset)
 	}
+}
+
+// exportBinary runs handle_create, handle_get or handle_put on a binary
+// input and returns the binary output, as the plugin's exports do.
+func exportBinary(t *testing.T, s *Store, export string, in []byte) ([]byte, *hostfuncs.Error) {
+	t.Helper()
+	switch export {
+	case hostfuncs.ExportHandleCreate:
+		o, werr := s.Create(in)
+		return o.EncodeBinary(), werr
+	case hostfuncs.ExportHandleGet:
+		o, werr := s.Get(in)
+		return o.EncodeBinary(), werr
+	case hostfuncs.ExportHandlePut:
+		o, werr := s.Put(in)
+		return o.EncodeBinary(), werr
+	}
+	// The plugin's glue refuses the binary form for the other exports.
+	if werr := hostfuncs.JSONOnly(in); werr != nil {
+		return nil, werr
+	}
+	t.Fatalf("input_hex for %s, which has no binary form", export)
+	return nil, nil
 }
 
 // plant creates entry name in dir from f (a file, a directory or a

@@ -39,7 +39,7 @@ func (s *Store) parse(input []byte, needHandle, needValue bool, whole ...bool) (
 	}
 	r := &request{}
 	if len(whole) == 0 || len(bytes.TrimSpace(input)) > 0 {
-		if werr := r.in.DecodeJSON(input); werr != nil {
+		if werr := r.in.Decode(input); werr != nil {
 			// The decoder words a per-call option by its wire name first.
 			if werr.Code == hostfuncs.CodeInvalidOption {
 				werr.Message = s.set.Names.CallOptionMessage(werr.Message)
