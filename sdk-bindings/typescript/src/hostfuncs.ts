@@ -334,7 +334,8 @@ export class HostFunctions {
   readonly #cryptoFiles: CryptoFiles = {
     readFile: (name, limit) => {
       const file = this.#fileOf(name, "name");
-      return sys(`read ${utf8(file)}`, () => readFile(file, limit, O_NONBLOCK, regular(utf8(file))));
+      const shown = utf8(file);
+      return sys(`read ${shown}`, () => readFile(file, limit, O_NONBLOCK, regular(shown)));
     },
     writeFile: (name, temp, data) => this.#writeBytes(this.#fileOf(name, "name"), this.#fileOf(temp, "temp"), data),
   };
