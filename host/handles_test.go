@@ -321,8 +321,10 @@ func TestHandles_StoreUnavailableWhenShardBusy(t *testing.T) {
 	if r := other.Call(hostfuncs.FnLock, []byte(`{"name":"lock-00"}`)); !bytes.HasPrefix(r, []byte("{}")) {
 		t.Fatalf("holding lock-00: %s", r)
 	}
+	// Touch takes the shard's lock (a get within a second of the create
+	// would read the record alone, without it).
 	start := time.Now()
-	_, err = h.Get(ctx, c.Handle, "")
+	_, err = h.Touch(ctx, c.Handle, "")
 	took := time.Since(start)
 	if e := herr(t, err); !errors.Is(err, host.ErrStoreUnavailable) || e.Code != "store_unavailable" || strings.Contains(e.Message, c.Handle) {
 		t.Errorf("a busy shard: %+v, want store_unavailable", e)

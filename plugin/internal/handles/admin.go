@@ -25,7 +25,7 @@ func (s *Store) sweepTemps(files []hostfuncs.ListEntry) int64 {
 // sweepShard sweeps shard n at now if its lock is free at once (open's
 // sweep: a busy shard is swept by its holder or a later open).
 func (s *Store) sweepShard(n int, now int64) {
-	lock := lockPrefix + shardName(n)
+	lock := lockPrefix + s.shardName(n)
 	if s.tryLock(lock, 0) != nil {
 		return
 	}
@@ -52,8 +52,16 @@ func (s *Store) List(input []byte) (hostfuncs.HandleListOutput, *hostfuncs.Error
 	if werr != nil {
 		return hostfuncs.HandleListOutput{}, werr
 	}
+	files, err := s.listDir()
+	if err != nil {
+		return hostfuncs.HandleListOutput{}, s.unavailable("cannot list " + s.set.StateDir + ": " + err.Error())
+	}
+	used := s.used(files)
 	out := hostfuncs.HandleListOutput{Handles: []hostfuncs.HandleEntry{}, Shards: int64(s.shards)}
 	for n := 0; n < s.shards; n++ {
+		if !used[n] {
+			continue
+		}
 		werr := s.withShard(n, r.now, s.set.LockWaitMS, func(sh *shard) *hostfuncs.Error {
 			for i := range sh.entries {
 				e := sh.entries[i]
@@ -96,6 +104,22 @@ func (s *Store) wholeStore(input []byte) (*request, *hostfuncs.Error) {
 	return r, s.begin(r.now, false)
 }
 
+// used marks the shards that the listing files shows an index or a
+// record of: list and gc visit only those (a shard with neither has
+// nothing to answer or collect), so that their cost follows the shards in
+// use, not the shard count (up to 4096).
+func (s *Store) used(files []hostfuncs.ListEntry) []bool {
+	used := make([]bool, s.shards)
+	for _, f := range files {
+		if h, ok := parseRecordName(f.Name); ok {
+			used[s.shardOf(h)] = true
+		} else if n, ok := s.parseShardName(f.Name); ok {
+			used[n] = true
+		}
+	}
+	return used
+}
+
 // stateNames are the list names of the entry states.
 var stateNames = [...]string{hostfuncs.HandleLive, hostfuncs.HandleExpiredIdle, hostfuncs.HandleExpiredMaxAge, hostfuncs.HandleEvicted}
 
@@ -129,7 +153,11 @@ func (s *Store) GC(input []byte) (hostfuncs.HandleGCOutput, *hostfuncs.Error) {
 			records[s.shardOf(h)] = append(records[s.shardOf(h)], h)
 		}
 	}
+	used := s.used(files)
 	for n := 0; n < s.shards; n++ {
+		if !used[n] {
+			continue
+		}
 		werr := s.withShard(n, r.now, s.set.LockWaitMS, func(sh *shard) *hostfuncs.Error {
 			// Orphans first: a record without a live entry (its writer was
 			// killed before the index write, or its removal failed).

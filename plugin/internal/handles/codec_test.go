@@ -110,19 +110,19 @@ func TestRecordBindsItsHeader(t *testing.T) {
 func FuzzIndex(f *testing.F) {
 	e := entry{Generation: 2, Size: 5, CreatedMS: 1, LastUsedMS: 2, IdleTTLMS: 3, MaxAgeMS: 4}
 	e.Hash[0] = 9
-	f.Add(encodeIndex(nil))
-	f.Add(encodeIndex([]entry{e}))
+	f.Add(encodeEntries(nil))
+	f.Add(encodeEntries([]entry{e}))
 	e2 := e
 	e2.Hash[0], e2.State = 10, stateEvicted
-	f.Add(encodeIndex([]entry{e, e2}))
-	f.Add([]byte("MRI1\x00\x00\x00\x01"))
+	f.Add(encodeEntries([]entry{e, e2}))
+	f.Add([]byte("\x00\x00\x00\x01"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		entries, ok := decodeIndex(b)
+		entries, ok := decodeEntries(b)
 		if !ok {
 			return
 		}
 		// What decodes re-encodes to the same bytes.
-		if again := encodeIndex(entries); !bytes.Equal(again, b) {
+		if again := encodeEntries(entries); !bytes.Equal(again, b) {
 			t.Errorf("index %x decodes but re-encodes to %x", b, again)
 		}
 	})
@@ -150,35 +150,36 @@ func TestRedisSealBindsTheGeneration(t *testing.T) {
 	copy(raw[:], "0123456789abcdefghijklmn")
 	r := &request{k: deriveKeys(raw, "app")}
 	r.hash, r.tag = r.k.hash, r.k.tag("alice")
-	s := &Store{set: Settings{App: "app"}}
+	s, _ := cryptoStore("app")
+	other, _ := cryptoStore("other")
 	sealed, werr := s.redisSeal(r, []byte("value"), 7)
 	if werr != nil || !strings.HasPrefix(sealed, redisSealed) {
 		t.Fatalf("redisSeal = %q, %v", sealed, werr)
 	}
-	if v, gen, ok := redisOpen(r, "app", sealed); !ok || gen != 7 || string(v) != "value" {
+	if v, gen, ok, _ := s.redisOpen(r, sealed); !ok || gen != 7 || string(v) != "value" {
 		t.Fatalf("redisOpen = %q, %d, %v; want value at 7", v, gen, ok)
 	}
 	b, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(sealed, redisSealed))
 	b[7] = 6 // the generation in clear, 7 -> 6
-	if _, _, ok := redisOpen(r, "app", redisSealed+base64.StdEncoding.EncodeToString(b)); ok {
+	if _, _, ok, _ := s.redisOpen(r, redisSealed+base64.StdEncoding.EncodeToString(b)); ok {
 		t.Error("a value whose generation was changed opened")
 	}
-	if _, _, ok := redisOpen(r, "other", sealed); ok {
+	if _, _, ok, _ := other.redisOpen(r, sealed); ok {
 		t.Error("a value opened for another app")
 	}
 	bob := *r
 	bob.tag = r.k.tag("bob")
-	if _, _, ok := redisOpen(&bob, "app", sealed); ok {
+	if _, _, ok, _ := s.redisOpen(&bob, sealed); ok {
 		t.Error("a value opened for another principal")
 	}
 	for _, bad := range []string{"", redisSealed, redisSealed + "AAAA", "not base64!", sealed[:len(sealed)-4]} {
-		if _, _, ok := redisOpen(r, "app", bad); ok {
+		if _, _, ok, _ := s.redisOpen(r, bad); ok {
 			t.Errorf("redisOpen(%q) opened", bad)
 		}
 	}
 	nonce := make([]byte, 12)
 	first := gcm(r.k.seal).Seal(nonce, nonce, []byte("old"), redisAAD("app", r.hash, r.tag, 0))
-	if v, gen, ok := redisOpen(r, "app", base64.StdEncoding.EncodeToString(first)); !ok || gen != 0 || string(v) != "old" {
+	if v, gen, ok, _ := s.redisOpen(r, base64.StdEncoding.EncodeToString(first)); !ok || gen != 0 || string(v) != "old" {
 		t.Errorf("first format: %q, %d, %v; want old at 0", v, gen, ok)
 	}
 }

@@ -31,8 +31,14 @@ const (
 	MaxValueBytes = 4 << 20
 	// MaxHandles is the largest max_handles a store may set.
 	MaxHandles = 1 << 24
-	// maxShards bounds the shard count.
-	maxShards = 256
+	// maxShards bounds the shard count of a directory (4096: 1024 at
+	// max_handles 200,000, about 100 entries per index at 100,000
+	// handles). Directories made with at most 256 shards keep them and
+	// find every record where they did (Store.shardOf).
+	maxShards = 4096
+	// maxBuckets bounds the bucket count of a Redis store, which keeps
+	// 256 (its buckets are scripts' key sets, not files read whole).
+	maxBuckets = 256
 	// handlesPerShard is the number of handles a shard is planned for.
 	handlesPerShard = 128
 )
@@ -67,10 +73,18 @@ type Settings struct {
 
 // ShardsFor is the shard count of a new directory for maxHandles: the
 // largest power of two not above maxHandles/128, at least 1 and at most
-// 256 (a store at its cap holds about 128 handles per shard).
-func ShardsFor(maxHandles int64) int {
+// 4096 (maxShards; a store at its cap holds about 128 handles per shard).
+func ShardsFor(maxHandles int64) int { return shardsUpTo(maxHandles, maxShards) }
+
+// BucketsFor is the bucket count of a new Redis store for maxHandles:
+// ShardsFor's rule, at most 256 (maxBuckets).
+func BucketsFor(maxHandles int64) int { return shardsUpTo(maxHandles, maxBuckets) }
+
+// shardsUpTo is the largest power of two not above maxHandles/128, at
+// least 1 and at most limit.
+func shardsUpTo(maxHandles int64, limit int) int {
 	s := 1
-	for s*2 <= maxShards && int64(s*2) <= maxHandles/handlesPerShard {
+	for s*2 <= limit && int64(s*2) <= maxHandles/handlesPerShard {
 		s *= 2
 	}
 	return s

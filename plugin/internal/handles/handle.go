@@ -4,9 +4,6 @@ package handles
 // "Handle store").
 
 import (
-	"crypto/hkdf"
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 )
@@ -44,58 +41,15 @@ func ParseHandle(s string) ([handleBytes]byte, bool) {
 }
 
 // keys are what a handle opens: its record's name, its seal and its
-// principal tag key, each bound to the app.
+// principal tag key, each bound to the app (Store.deriveKeys).
 type keys struct {
 	hash      [16]byte // the key hash: names the record, keys the index entry
 	seal      [32]byte // AES-256-GCM key of the record
 	principal [32]byte // HMAC-SHA256 key of the principal tag
 }
 
-// deriveKeys derives the keys of handle bytes raw for app with HKDF-SHA256
-// (RFC 5869): salt hkdfSalt, info "<purpose>\x00<app>" for the purposes
-// "key", "seal" and "principal" (32 bytes each, one HMAC block of the
-// expansion; the key hash is the first 16 of "key").
-func deriveKeys(raw [handleBytes]byte, app string) keys {
-	var k keys
-	derive := func(dst []byte, purpose string) {
-		// hkdf.Key fails only for a length over 255 hash blocks.
-		out, _ := hkdf.Key(sha256.New, raw[:], []byte(hkdfSalt), purpose+"\x00"+app, len(dst))
-		copy(dst, out)
-	}
-	derive(k.hash[:], "key")
-	derive(k.seal[:], "seal")
-	derive(k.principal[:], "principal")
-	return k
-}
-
-// tag returns the principal tag stored for principal: the first 16 bytes
-// of HMAC-SHA256 under the handle's principal key. Only tags reach a disk.
-func (k *keys) tag(principal string) [16]byte {
-	m := hmac.New(sha256.New, k.principal[:])
-	m.Write([]byte(principal))
-	var t [16]byte
-	copy(t[:], m.Sum(nil))
-	return t
-}
-
-// ownerLen is the length of an owner id.
+// ownerLen is the length of an owner id (Store.tags).
 const ownerLen = 8
-
-// ownerOf returns the owner id of principal in app: the first 8 bytes of
-// HMAC-SHA256 of the principal under a key derived (HKDF-SHA256, salt
-// hkdfSalt, info "owner\x00<app>") from the app name. Unlike the tag it
-// does not depend on the handle, so the store can count each principal's
-// live handles (the quota, plugin/README.md "Quotas"). Its key is not
-// secret: whoever reads the store and guesses a principal can confirm the
-// guess and see which handles share an owner, never read a value.
-func ownerOf(app, principal string) [ownerLen]byte {
-	key, _ := hkdf.Key(sha256.New, []byte(app), []byte(hkdfSalt), "owner\x00"+app, 32)
-	m := hmac.New(sha256.New, key)
-	m.Write([]byte(principal))
-	var o [ownerLen]byte
-	copy(o[:], m.Sum(nil))
-	return o
-}
 
 // perShares is a principal's quota per shard (or bucket) of a store of
 // shards: quota/shards rounded up, at least 1. Handles fall on shards by

@@ -3,23 +3,32 @@ package handles
 // The index of a shard: one fixed-size entry per live handle or tombstone
 // (plugin/README.md, "Handle store", Index).
 
-import (
-	"crypto/sha256"
-	"encoding/binary"
+import "encoding/binary"
+
+// indexMagic starts every index file the store writes: a sealed index
+// (Store.writeIndex). legacyMagic starts the index files of stores before
+// it, with a SHA-256 checksum (Store.legacyIndex), still read. (MRI1,
+// before owners, reads as corrupt and is rebuilt from the records.)
+const (
+	indexMagic  = "MRI3"
+	legacyMagic = "MRI2"
 )
 
-// indexMagic starts every index file.
-// (MRI1, before owners, reads as corrupt and is rebuilt from the records.)
-const indexMagic = "MRI2"
+// indexHeaderLen is a sealed index's header: the magic and the nonce.
+const indexHeaderLen = 4 + 12
 
 // entryLen is an index entry's length: key hash 16, state 1, principal tag
 // 16, generation 8, size 4, created_ms 8, last_used_ms 8, idle_ttl_ms 8,
 // max_age_ms 8, owner 8 (integers big-endian).
 const entryLen = 16 + 1 + 16 + 8 + 4 + 8*4 + ownerLen
 
-// indexOverhead is the bytes of an index besides its entries: magic 4,
-// count 4, checksum 4 (indexSum).
-const indexOverhead = 12
+// indexOverhead is the bytes of an index besides its entries: header 16,
+// count 4, GCM tag 16.
+const indexOverhead = indexHeaderLen + 4 + gcmTagLen
+
+// legacyOverhead is the same of a legacy index: magic 4, count 4,
+// checksum 4.
+const legacyOverhead = 12
 
 // States of an entry: live, or a tombstone that says why it died.
 const (
@@ -67,12 +76,10 @@ func get64(b []byte) int64 {
 	return int64(v)
 }
 
-// encodeIndex returns the index file of entries: magic, count (u32),
-// entries, then the first 4 bytes of the SHA-256
-// of all that (indexSum).
-func encodeIndex(entries []entry) []byte {
-	b := make([]byte, 0, indexOverhead+len(entries)*entryLen)
-	b = append(b, indexMagic...)
+// encodeEntries returns the body of an index file: the count (u32) and
+// the entries.
+func encodeEntries(entries []entry) []byte {
+	b := make([]byte, 0, 4+len(entries)*entryLen)
 	b = binary.BigEndian.AppendUint32(b, uint32(len(entries)))
 	for i := range entries {
 		e := &entries[i]
@@ -86,28 +93,24 @@ func encodeIndex(entries []entry) []byte {
 		}
 		b = append(b, e.Owner[:]...)
 	}
-	return append(b, indexSum(b)...)
+	return b
 }
 
-// decodeIndex reads an index file; false when it is malformed: another
-// magic, a count that does not match the length, a bad checksum or an unknown
-// state. (A key hash twice, which the store never writes, finds its first
+// decodeEntries reads the body of an index file; false when it is
+// malformed: a count that does not match the length or an unknown state.
+// (A key hash twice, which the store never writes, finds its first
 // entry.)
-func decodeIndex(b []byte) ([]entry, bool) {
-	if len(b) < indexOverhead || string(b[:4]) != indexMagic {
+func decodeEntries(b []byte) ([]entry, bool) {
+	if len(b) < 4 {
 		return nil, false
 	}
-	n := int(binary.BigEndian.Uint32(b[4:]))
-	if n > (len(b)-indexOverhead)/entryLen || len(b) != indexOverhead+n*entryLen {
-		return nil, false
-	}
-	body := b[:len(b)-4]
-	if string(indexSum(body)) != string(b[len(b)-4:]) {
+	n := int(binary.BigEndian.Uint32(b))
+	if n > (len(b)-4)/entryLen || len(b) != 4+n*entryLen {
 		return nil, false
 	}
 	entries := make([]entry, n)
 	for i := range entries {
-		p := body[8+i*entryLen:]
+		p := b[4+i*entryLen:]
 		e := &entries[i]
 		copy(e.Hash[:], p[:16])
 		e.State = p[16]
@@ -124,14 +127,4 @@ func decodeIndex(b []byte) ([]entry, bool) {
 		}
 	}
 	return entries, true
-}
-
-// indexSum is the checksum that ends an index file: the first 4 bytes of
-// SHA-256 over the rest. It detects a torn or damaged index, not an
-// attacker (who could rewrite the sum as well; records carry their own
-// authentication). SHA-256 is already in the plugin; hash/crc32 would add
-// its tables.
-func indexSum(b []byte) []byte {
-	sum := sha256.Sum256(b)
-	return sum[:4]
 }

@@ -3,7 +3,8 @@ package handles
 // The per-handle operations: create, get, put, delete, touch and exists
 // (hostfuncs/README.md, "Plugin exports", the handle store). Each checks
 // its input before any I/O, then works under its shard's lock: lock, read
-// the index, read the record, write the record, write the index, unlock.
+// the index, read the record, write the record, write the index, unlock;
+// except a get that the record alone can answer (hotGet).
 
 import (
 	"bytes"
@@ -76,9 +77,14 @@ func (s *Store) parse(input []byte, needHandle, needValue bool, whole ...bool) (
 	}
 	r.now = nowMS(&r.in)
 	if needHandle {
-		r.k = deriveKeys(raw, s.set.App)
+		var werr *hostfuncs.Error
+		if r.k, werr = s.deriveKeys(raw, false); werr != nil {
+			return nil, werr
+		}
 		r.hash = r.k.hash
-		r.tag = r.k.tag(r.in.Principal)
+		if r.tag, _, werr = s.tags(&r.k, r.in.Principal, false); werr != nil {
+			return nil, werr
+		}
 	}
 	return r, nil
 }
@@ -131,16 +137,25 @@ func tombstoneErr(n resume.Names, state uint8, idleMS, maxAgeMS int64) *hostfunc
 // generation is below the index's (handle_rollback); each answers
 // handle_not_found, as does another principal's record (left untouched).
 func (sh *shard) record(r *request, i int, headerOnly bool) (header, []byte, *hostfuncs.Error) {
-	// The index knows the value's size: read exactly that (and one byte
-	// more to see a longer file, read again with the bound of any record),
-	// so that no host allocates the largest record for a small value.
-	limit := headerLen + int(sh.entries[i].Size) + gcmTagLen + 1
+	var h header
+	var v []byte
+	var outcome int
+	var err error
 	if headerOnly {
-		limit = headerLen
-	}
-	b, err := sh.s.read(recordName(r.hash), limit)
-	if err == nil && !headerOnly && len(b) >= limit && limit < recordLimit {
-		b, err = sh.s.read(recordName(r.hash), recordLimit)
+		var b []byte
+		if b, err = sh.s.read(recordName(r.hash), headerLen); err == nil {
+			h, outcome = checkHeader(r.tag, b)
+		}
+	} else {
+		// The index knows the value's size: read exactly that and one
+		// byte more (a longer file does not open within that bound: read
+		// again with the bound of any record), so that no host allocates
+		// the largest record for a small value.
+		limit := headerLen + int(sh.entries[i].Size) + gcmTagLen + 1
+		h, v, outcome, err = sh.s.readRecord(&r.k, r.tag, limit)
+		if err == nil && outcome == recordCorrupt && limit < recordLimit {
+			h, v, outcome, err = sh.s.readRecord(&r.k, r.tag, recordLimit)
+		}
 	}
 	switch code(err) {
 	case "":
@@ -156,11 +171,6 @@ func (sh *shard) record(r *request, i int, headerOnly bool) (header, []byte, *ho
 	default:
 		return header{}, nil, sh.s.unavailable("cannot read a record in " + sh.s.set.StateDir + ": " + err.Error())
 	}
-	if !headerOnly && len(b) >= recordLimit {
-		sh.corrupt(r.hash)
-		return header{}, nil, notFound()
-	}
-	h, v, outcome := openRecord(&r.k, sh.s.set.App, r.tag, b, headerOnly)
 	switch outcome {
 	case recordForeign:
 		return h, nil, notFound()
@@ -185,11 +195,11 @@ func (sh *shard) record(r *request, i int, headerOnly bool) (header, []byte, *ho
 }
 
 // refresh moves entry i's last use to now when it moved by at least the
-// resolution min(idle TTL / 64, 1 s): get and touch rewrite the index only
-// then, so a busy handle's reads do not each write.
+// resolution: get and touch rewrite the index only then, so a busy
+// handle's reads do not each write.
 func (sh *shard) refresh(i int) {
 	e := &sh.entries[i]
-	if sh.now-e.LastUsedMS >= min(e.IdleTTLMS/64, 1000) {
+	if sh.now-e.LastUsedMS >= resolution(e.IdleTTLMS) {
 		e.LastUsedMS = sh.now
 		sh.dirty = true
 	}
@@ -225,24 +235,29 @@ func (s *Store) Create(input []byte) (hostfuncs.HandleCreated, *hostfuncs.Error)
 	if !resume.ReadRandom(raw[:]) || !resume.ReadRandom(nonce[:]) {
 		return hostfuncs.HandleCreated{}, s.unavailable("the guest's random source (WASI random_get) failed; no handle was made")
 	}
-	r.k = deriveKeys(raw, s.set.App)
-	r.hash, r.tag = r.k.hash, r.k.tag(r.in.Principal)
+	if r.k, werr = s.deriveKeys(raw, true); werr != nil {
+		return hostfuncs.HandleCreated{}, werr
+	}
+	r.hash = r.k.hash
+	var owner [ownerLen]byte
+	if r.tag, owner, werr = s.tags(&r.k, r.in.Principal, true); werr != nil {
+		return hostfuncs.HandleCreated{}, werr
+	}
 	if s.rd != nil {
-		created, werr := s.redisCreate(r, idle, maxAge)
+		created, werr := s.redisCreate(r, idle, maxAge, owner)
 		if werr != nil {
 			return hostfuncs.HandleCreated{}, werr
 		}
 		s.log(hostfuncs.LevelDebug, EventCreated, MsgCreated, "key="+shortKey(r.hash))
 		return hostfuncs.HandleCreated{Handle: formatHandle(raw), Generation: 1, IdleTTLMS: idle, MaxAgeMS: maxAge, CreatedMS: created}, nil
 	}
-	owner := ownerOf(s.set.App, r.in.Principal)
-	hdr := header{Generation: 1, CreatedMS: r.now, IdleTTLMS: idle, MaxAgeMS: maxAge, Tag: r.tag, Nonce: nonce}
+	hdr := header{Generation: 1, CreatedMS: r.now, IdleTTLMS: idle, MaxAgeMS: maxAge, LastUsedMS: r.now, Tag: r.tag, Nonce: nonce}
 	werr = s.withShard(s.shardOf(r.hash), r.now, s.set.LockWaitMS, func(sh *shard) *hostfuncs.Error {
 		sh.must = true
 		var c gcCounts
 		sh.sweep(&c)
 		sh.evict(owner)
-		if err := s.write(recordName(r.hash), sealRecord(&r.k, s.set.App, hdr, r.in.Value)); err != nil {
+		if err := s.writeRecord(&r.k, &hdr, r.in.Value); err != nil {
 			return s.ioFailure("write a record", err)
 		}
 		s.held[sh.n] = true
@@ -420,6 +435,10 @@ func (s *Store) handleOp(r *request, fn func(sh *shard, i int) *hostfuncs.Error)
 // refreshes the idle time. Errors: invalid_handle, invalid_principal,
 // handle_not_found, handle_expired, handle_evicted, store_unavailable,
 // not_open.
+//
+// On the file backend most gets take the hot path (hotGet): the record
+// alone, without the shard's lock or index. The slow path, under the
+// lock, answers the rest and refreshes the record's last use.
 func (s *Store) Get(input []byte) (hostfuncs.HandleValue, *hostfuncs.Error) {
 	r, werr := s.parse(input, true, false)
 	if werr != nil {
@@ -428,20 +447,78 @@ func (s *Store) Get(input []byte) (hostfuncs.HandleValue, *hostfuncs.Error) {
 	if s.rd != nil {
 		return s.redisRead(r, "get")
 	}
+	if werr := s.begin(r.now, true); werr != nil {
+		return hostfuncs.HandleValue{}, werr
+	}
+	if out, werr, done := s.hotGet(r); done {
+		return out, werr
+	}
 	var out hostfuncs.HandleValue
 	werr = s.handleOp(r, func(sh *shard, i int) *hostfuncs.Error {
 		h, v, werr := sh.record(r, i, false)
 		if werr != nil {
 			return werr
 		}
-		sh.refresh(i)
-		if v == nil {
-			v = []byte{}
+		if h.Version != recordVersion || stale(&h, sh.now) {
+			// Migrate a version 1 record, or move the record's last use
+			// to now, so that the next gets take the hot path. A failed
+			// write leaves the record as it was: the answer stands.
+			h.LastUsedMS = sh.now
+			if resume.ReadRandom(h.Nonce[:]) {
+				_ = s.writeRecord(&r.k, &h, v)
+			}
 		}
-		out = hostfuncs.HandleValue{Value: v, Generation: h.Generation, CreatedMS: h.CreatedMS, IdleTTLMS: h.IdleTTLMS, MaxAgeMS: h.MaxAgeMS}
+		sh.refresh(i)
+		out = valueOf(&h, v)
 		return nil
 	})
 	return out, werr
+}
+
+// valueOf is the answer of a get: record header h and value v.
+func valueOf(h *header, v []byte) hostfuncs.HandleValue {
+	if v == nil {
+		v = []byte{}
+	}
+	return hostfuncs.HandleValue{Value: v, Generation: h.Generation, CreatedMS: h.CreatedMS, IdleTTLMS: h.IdleTTLMS, MaxAgeMS: h.MaxAgeMS}
+}
+
+// resolution is how far a handle's last use may lag behind: min(idle TTL /
+// 64, 1 s). Get and touch refresh a last use (the index's, the record's)
+// only once it is at least this old, so a busy handle's reads do not each
+// write.
+func resolution(idleMS int64) int64 { return min(idleMS/64, 1000) }
+
+// stale reports whether record header h's last use is at least the
+// refresh resolution before now.
+func stale(h *header, now int64) bool { return now-h.LastUsedMS >= resolution(h.IdleTTLMS) }
+
+// hotGet answers a get from the record alone, without the shard's lock or
+// index: one read, which is consistent because records are only ever
+// replaced by rename. It answers (done) when the record opens for r's
+// principal as version 2, its last use is within the refresh resolution
+// of now (so the handle is live and nothing needs writing) and its
+// maximum age has not passed; and handle_not_found for another
+// principal's record. Everything else (no record: a tombstone may explain
+// it; a record that does not open; version 1; a stale last use; a lapsed
+// lifetime; a failed read) is left to the slow path (not done). Its cost
+// does not depend on how many handles the store holds.
+//
+// The hot path does not compare the record's generation with the index's
+// (that would read the index): a record put back (a rollback) within the
+// refresh resolution of its writing can be answered until it goes stale
+// (plugin/README.md, "Handle store", Rollback).
+func (s *Store) hotGet(r *request) (hostfuncs.HandleValue, *hostfuncs.Error, bool) {
+	h, v, outcome, err := s.readRecord(&r.k, r.tag, headerLen+int(s.set.MaxValueBytes)+gcmTagLen+1)
+	switch {
+	case err != nil:
+		return hostfuncs.HandleValue{}, nil, false
+	case outcome == recordForeign:
+		return hostfuncs.HandleValue{}, notFound(), true
+	case outcome != recordOK, h.Version != recordVersion, stale(&h, r.now), r.now >= h.CreatedMS+h.MaxAgeMS:
+		return hostfuncs.HandleValue{}, nil, false
+	}
+	return valueOf(&h, v), nil, true
 }
 
 // conflict checks r's expected generation against the current one cur:
@@ -485,11 +562,12 @@ func (s *Store) Put(input []byte) (hostfuncs.HandleGeneration, *hostfuncs.Error)
 			return werr
 		}
 		h.Generation++
+		h.LastUsedMS = sh.now
 		if !resume.ReadRandom(h.Nonce[:]) {
 			return s.unavailable("the guest's random source (WASI random_get) failed; nothing was written")
 		}
 		sh.must = true
-		if err := s.write(recordName(r.hash), sealRecord(&r.k, s.set.App, h, r.in.Value)); err != nil {
+		if err := s.writeRecord(&r.k, &h, r.in.Value); err != nil {
 			return s.ioFailure("write a record", err)
 		}
 		e := &sh.entries[i]

@@ -193,7 +193,7 @@ func validHostPort(hp string) bool {
 // redisKey is the prefix of bucket n's keys: mcp-resume:{<app>:<bucket>}:.
 // The braces make the app and bucket the hash tag (one Cluster slot).
 func (s *Store) redisKey(n int) string {
-	return keyRoot + "{" + s.set.App + ":" + shardName(n) + "}:"
+	return keyRoot + "{" + s.set.App + ":" + s.shardName(n) + "}:"
 }
 
 // eval runs script name with keys and args: by EVALSHA, and by EVAL when
@@ -263,12 +263,12 @@ func (s *Store) redisBegin() *hostfuncs.Error {
 	if s.ready {
 		return nil
 	}
-	out, werr := s.eval("layout", []string{keyRoot + "{" + s.set.App + "}:layout"}, []string{strconv.Itoa(ShardsFor(s.set.MaxHandles))})
+	out, werr := s.eval("layout", []string{keyRoot + "{" + s.set.App + "}:layout"}, []string{strconv.Itoa(BucketsFor(s.set.MaxHandles))})
 	if werr != nil {
 		return werr
 	}
 	n, err := strconv.Atoi(out[0].Str)
-	if err != nil || n < 1 || n > maxShards || n&(n-1) != 0 {
+	if err != nil || n < 1 || n > maxBuckets || n&(n-1) != 0 {
 		return s.unavailable("the handle store's layout key on " + s.rd.display + " is corrupt (want a power of two up to 256); the records cannot be found without it: restore it, or delete the app's keys to start empty")
 	}
 	s.shards, s.ready = n, true
@@ -380,9 +380,13 @@ func (s *Store) redisSeal(r *request, value []byte, gen int64) (string, *hostfun
 	if !resume.ReadRandom(nonce[:]) {
 		return "", s.unavailable("the guest's random source (WASI random_get) failed; nothing was written")
 	}
-	b := append64(make([]byte, 0, 8+12+len(value)+gcmTagLen), gen)
+	_, sealed, werr := s.cryptoOp(hostfuncs.SealRequest(&r.k.seal, &nonce, redisAAD(s.set.App, r.hash, r.tag, gen), value), "seal a value", len(value)+gcmTagLen)
+	if werr != nil {
+		return "", werr
+	}
+	b := append64(make([]byte, 0, 8+12+len(sealed)), gen)
 	b = append(b, nonce[:]...)
-	b = gcm(r.k.seal).Seal(b, nonce[:], value, redisAAD(s.set.App, r.hash, r.tag, gen))
+	b = append(b, sealed...)
 	return redisSealed + base64.StdEncoding.EncodeToString(b), nil
 }
 
@@ -402,43 +406,46 @@ func redisAAD(app string, hash, tag [16]byte, gen int64) []byte {
 
 // redisOpen opens sealed value v of r: the value and the generation it
 // was sealed as (0 for a value of the first format, which bound none);
-// false when it does not open.
-func redisOpen(r *request, app, v string) ([]byte, int64, bool) {
+// false when it does not open; store_unavailable when the host's crypto
+// fails.
+func (s *Store) redisOpen(r *request, v string) ([]byte, int64, bool, *hostfuncs.Error) {
 	gen := int64(0)
 	body, current := strings.CutPrefix(v, redisSealed)
 	b, err := base64.StdEncoding.Strict().DecodeString(body)
 	if err != nil {
-		return nil, 0, false
+		return nil, 0, false, nil
 	}
 	if current {
 		if len(b) < 8 {
-			return nil, 0, false
+			return nil, 0, false, nil
 		}
 		if gen = get64(b); gen < 1 {
-			return nil, 0, false
+			return nil, 0, false, nil
 		}
 		b = b[8:]
 	}
 	if len(b) < 12+gcmTagLen {
-		return nil, 0, false
+		return nil, 0, false, nil
 	}
-	out, err := gcm(r.k.seal).Open(nil, b[:12], b[12:], redisAAD(app, r.hash, r.tag, gen))
-	if err != nil {
-		return nil, 0, false
+	var nonce [12]byte
+	copy(nonce[:], b)
+	status, out, werr := s.cryptoOp(hostfuncs.OpenRequest(&r.k.seal, &nonce, redisAAD(s.set.App, r.hash, r.tag, gen), b[12:]), "open a value", 0)
+	if werr != nil || status != hostfuncs.CryptoStatusOK {
+		return nil, 0, false, werr
 	}
 	if out == nil {
 		out = []byte{}
 	}
-	return out, gen, true
+	return out, gen, true, nil
 }
 
 // redisCreate is Create on Redis: r carries the new handle's keys.
-func (s *Store) redisCreate(r *request, idle, maxAge int64) (int64, *hostfuncs.Error) {
+// owner is the principal's owner id (Store.tags).
+func (s *Store) redisCreate(r *request, idle, maxAge int64, owner [ownerLen]byte) (int64, *hostfuncs.Error) {
 	sealed, werr := s.redisSeal(r, r.in.Value, 1)
 	if werr != nil {
 		return 0, werr
 	}
-	owner := ownerOf(s.set.App, r.in.Principal)
 	out, werr := s.redisHandle("create", r, sealed, strconv.Itoa(len(r.in.Value)), strconv.FormatInt(idle, 10), strconv.FormatInt(maxAge, 10),
 		hex.EncodeToString(owner[:]), strconv.FormatInt(s.perOwner, 10))
 	if werr != nil {
@@ -463,7 +470,10 @@ func (s *Store) redisRead(r *request, mode string) (hostfuncs.HandleValue, *host
 	if mode != "get" {
 		return v, nil
 	}
-	value, gen, ok := redisOpen(r, s.set.App, out[1].Str)
+	value, gen, ok, werr := s.redisOpen(r, out[1].Str)
+	if werr != nil {
+		return hostfuncs.HandleValue{}, werr
+	}
 	kind := "corrupt"
 	if ok {
 		// A first-format value bound no generation: it opens as it did.

@@ -25,9 +25,12 @@ type shard struct {
 	must    bool // the index write is part of the operation (create, put, delete)
 }
 
-// shardOf is the shard of key hash h: its first byte modulo the shard
-// count (a power of two).
-func (s *Store) shardOf(h [16]byte) int { return int(h[0]) & (s.shards - 1) }
+// shardOf is the shard of key hash h: its first two bytes (the first the
+// low one) modulo the shard count (a power of two). For at most 256
+// shards that is the first byte modulo the count, the rule of every
+// directory made before more shards were allowed: their records are
+// found where they were written.
+func (s *Store) shardOf(h [16]byte) int { return (int(h[0]) | int(h[1])<<8) & (s.shards - 1) }
 
 // recordName is the record file of key hash h.
 func recordName(h [16]byte) string { return recordPrefix + hashHex(h) }
@@ -61,8 +64,8 @@ func parseRecordName(name string) ([16]byte, bool) {
 // lock, on every path. A failed index write fails the call only when fn
 // set must; otherwise (a refreshed last use) it is left for the next write.
 func (s *Store) withShard(n int, now, waitMS int64, fn func(sh *shard) *hostfuncs.Error) *hostfuncs.Error {
-	lock := lockPrefix + shardName(n)
-	if werr := s.lock(lock, waitMS, "shard "+shardName(n)); werr != nil {
+	lock := lockPrefix + s.shardName(n)
+	if werr := s.lock(lock, waitMS, "shard "+s.shardName(n)); werr != nil {
 		return werr
 	}
 	defer s.unlock(lock)
@@ -77,8 +80,8 @@ func (s *Store) inShard(n int, now int64, fn func(sh *shard) *hostfuncs.Error) *
 	}
 	werr := fn(sh)
 	if sh.dirty {
-		if err := s.write(indexPrefix+shardName(n), encodeIndex(sh.entries)); err != nil && sh.must && werr == nil {
-			werr = s.ioFailure("write the index of shard "+shardName(n), err)
+		if err := s.writeIndex(n, sh.entries); err != nil && sh.must && werr == nil {
+			werr = s.ioFailure("write the index of shard "+s.shardName(n), err)
 		}
 	}
 	return werr
@@ -86,21 +89,23 @@ func (s *Store) inShard(n int, now int64, fn func(sh *shard) *hostfuncs.Error) *
 
 // indexLimit bounds an index read: room for four times the per-shard cap
 // (live entries and tombstones, with room for a cap lowered since), and a
-// byte more to see a file too long.
+// byte more to see a file too long (which does not open); at most the
+// hosts' read bound, hostfuncs.MaxReadLimit (a directory of few shards
+// opened with a large max_handles).
 func (sh *shard) indexLimit() int {
-	return indexOverhead + int(4*sh.s.perShard)*entryLen + 1
+	return int(min(int64(indexOverhead)+4*sh.s.perShard*entryLen+1, hostfuncs.MaxReadLimit))
 }
 
-// load reads the shard's index. A missing index is an empty one unless
-// the first call's listing saw records of the shard (Store.held); a
-// corrupt one, a non-regular file, or one missing beside records is
-// rebuilt from the records.
+// load reads the shard's index (sealed, or legacy: Store.readIndex). A
+// missing index is an empty one unless the first call's listing saw
+// records of the shard (Store.held); one that does not open or decode
+// (torn, damaged, moved from another shard, too long), a non-regular
+// file, or one missing beside records is rebuilt from the records.
 func (sh *shard) load() *hostfuncs.Error {
-	limit := sh.indexLimit()
-	data, err := sh.s.read(indexPrefix+shardName(sh.n), limit)
+	entries, ok, err := sh.s.readIndex(sh.n, sh.indexLimit())
 	switch code(err) {
 	case "":
-		if entries, ok := decodeIndex(data); ok && len(data) < limit {
+		if ok {
 			sh.entries = entries
 			return nil
 		}
@@ -113,17 +118,18 @@ func (sh *shard) load() *hostfuncs.Error {
 	case hostfuncs.CodeUnsafe:
 		return sh.rebuild(false)
 	}
-	return sh.s.unavailable("cannot read the index of shard " + shardName(sh.n) + " in " + sh.s.set.StateDir + ": " + err.Error())
+	return sh.s.unavailable("cannot read the index of shard " + sh.s.shardName(sh.n) + " in " + sh.s.set.StateDir + ": " + err.Error())
 }
 
 // rebuild makes the index from the shard's records (a listing, and each
-// record's header): each becomes a live entry last used now minus its
-// file's age. A record that does not parse is removed as corrupt. With
+// record's header): each becomes a live entry last used when its header
+// says (version 2), or now minus its file's age (version 1). A record
+// that does not parse is removed as corrupt. With
 // missing and no record it is the empty index of a new shard, silently.
 func (sh *shard) rebuild(missing bool) *hostfuncs.Error {
 	files, err := sh.s.listDir()
 	if err != nil {
-		return sh.s.unavailable("cannot list " + sh.s.set.StateDir + " to rebuild the index of shard " + shardName(sh.n) + ": " + err.Error())
+		return sh.s.unavailable("cannot list " + sh.s.set.StateDir + " to rebuild the index of shard " + sh.s.shardName(sh.n) + ": " + err.Error())
 	}
 	sh.entries = nil
 	found := false
@@ -135,22 +141,26 @@ func (sh *shard) rebuild(missing bool) *hostfuncs.Error {
 		found = true
 		b, err := sh.s.read(f.Name, recordLimit)
 		hdr, hok := parseHeader(b)
-		if err != nil || !hok || len(b) < headerLen+gcmTagLen || len(b) >= recordLimit {
+		if err != nil || !hok || len(b) < hdr.len()+gcmTagLen || len(b) >= recordLimit {
 			if code(err) == "" || code(err) == hostfuncs.CodeUnsafe {
 				sh.corrupt(h)
 			}
 			continue
 		}
+		used := hdr.LastUsedMS // version 2; version 1 has only its file's age
+		if hdr.Version == 1 {
+			used = sh.now - max(f.AgeSeconds, 0)*1000
+		}
 		sh.entries = append(sh.entries, entry{
-			Hash: h, State: stateLive, Tag: hdr.Tag, Generation: hdr.Generation, Size: int64(len(b) - headerLen - gcmTagLen),
-			CreatedMS: hdr.CreatedMS, LastUsedMS: sh.now - max(f.AgeSeconds, 0)*1000, IdleTTLMS: hdr.IdleTTLMS, MaxAgeMS: hdr.MaxAgeMS,
+			Hash: h, State: stateLive, Tag: hdr.Tag, Generation: hdr.Generation, Size: int64(len(b) - hdr.len() - gcmTagLen),
+			CreatedMS: hdr.CreatedMS, LastUsedMS: used, IdleTTLMS: hdr.IdleTTLMS, MaxAgeMS: hdr.MaxAgeMS,
 		})
 	}
 	if missing && !found {
 		return nil
 	}
 	sh.dirty = true
-	sh.s.log(hostfuncs.LevelWarn, EventIndexRebuilt, MsgIndexRebuilt, "shard="+shardName(sh.n)+" records="+strconv.Itoa(len(sh.entries)))
+	sh.s.log(hostfuncs.LevelWarn, EventIndexRebuilt, MsgIndexRebuilt, "shard="+sh.s.shardName(sh.n)+" records="+strconv.Itoa(len(sh.entries)))
 	return nil
 }
 

@@ -13,7 +13,9 @@
 // Files by concern: store.go opens the store and holds the host-call
 // helpers; shard.go a shard under its lock (index load, rebuild, expiry);
 // ops.go the per-handle operations; admin.go list, gc and the sweeps;
-// handle.go the handle syntax and keys (HKDF-SHA256, HMAC-SHA256);
+// handle.go the handle syntax and keys; crypto.go the cryptography, which
+// the host does (mcp_resume_crypto: HKDF-SHA256, HMAC-SHA256,
+// AES-256-GCM);
 // record.go and index.go the file formats; config.go the settings and
 // duration.go how messages write a duration.
 //
@@ -89,8 +91,14 @@ type Store struct {
 	// rebuild); elsewhere it is a shard never written, and no listing is
 	// needed.
 	held [maxShards]bool
+	// ownerKey is the key of owner ids (Store.tags), derived from the app
+	// at the first create; nil until then.
+	ownerKey []byte
 	// sockets are the lock files' abstract socket names (lockSocket).
 	sockets map[string]string
+	// indexKey seals the shards' indexes (deriveIndexKey, at the first
+	// call).
+	indexKey [32]byte
 }
 
 // New returns a Store that reaches its host through call. Every export but
@@ -131,6 +139,7 @@ func (s *Store) Open(input []byte) (hostfuncs.HandlesOpenOutput, *hostfuncs.Erro
 		}
 		s.rd = &c
 		out.Backend, out.StateURL, out.TimeoutMS = hostfuncs.BackendRedis, c.display, set.TimeoutMS
+		out.Shards = int64(BucketsFor(set.MaxHandles))
 	}
 	s.opened, s.set, s.euid = true, set, f.EUID
 	return out, nil
@@ -143,8 +152,8 @@ func (s *Store) Settings() Settings { return s.set }
 // use: the directory (0700, owner checked, resume.PrepareDir), the layout
 // file (written under the lock "lock-layout" when missing), one listing
 // (which shards hold records: held), and, when sweep, the stale temporary
-// files and every shard's lapsed entries (shards busy at that moment are
-// skipped).
+// files and the lapsed entries of every shard that holds records (shards
+// busy at that moment are skipped).
 func (s *Store) begin(now int64, sweep bool) *hostfuncs.Error {
 	if !s.opened {
 		return &hostfuncs.Error{Code: hostfuncs.CodeNotOpen, Message: "call handles_open before any other handle export"}
@@ -156,6 +165,9 @@ func (s *Store) begin(now int64, sweep bool) *hostfuncs.Error {
 		return s.unavailable("the handle store's directory " + s.set.StateDir + " cannot be used: " + werr.Message)
 	}
 	if werr := s.readLayout(); werr != nil {
+		return werr
+	}
+	if werr := s.deriveIndexKey(); werr != nil {
 		return werr
 	}
 	s.ready = true
@@ -172,9 +184,13 @@ func (s *Store) begin(now int64, sweep bool) *hostfuncs.Error {
 		}
 	}
 	if sweep {
+		// Only shards that hold records can hold lapsed live entries;
+		// the tombstones of the others wait for their next create or gc.
 		s.sweepTemps(files)
 		for i := 0; i < s.shards; i++ {
-			s.sweepShard(i, now)
+			if s.held[i] {
+				s.sweepShard(i, now)
+			}
 		}
 	}
 	return nil
@@ -206,7 +222,7 @@ func (s *Store) readLayout() *hostfuncs.Error {
 			return nil
 		}
 	}
-	return s.unavailable("the handle store's layout file " + s.set.StateDir + "/" + layoutName + " is corrupt (want \"" + layoutPrefix + "<power of two up to 256>\"); the records cannot be found without it: restore it, or remove the directory to start empty")
+	return s.unavailable("the handle store's layout file " + s.set.StateDir + "/" + layoutName + " is corrupt (want \"" + layoutPrefix + "<power of two up to 4096>\"); the records cannot be found without it: restore it, or remove the directory to start empty")
 }
 
 // layoutText is the layout file of a directory of n shards.
@@ -350,10 +366,38 @@ func nowMS(in *hostfuncs.HandleInput) int64 {
 	return time.Now().UnixMilli()
 }
 
-// shardName is the two hex digits of shard n.
-func shardName(n int) string {
+// shardName is shard n's name in its files and locks: two hex digits in a
+// store of at most 256 shards (as every store had before), three above.
+func (s *Store) shardName(n int) string {
 	const digits = "0123456789abcdef"
+	if s.shards > 256 {
+		return string([]byte{digits[n>>8&15], digits[n>>4&15], digits[n&15]})
+	}
 	return string([]byte{digits[n>>4&15], digits[n&15]})
+}
+
+// parseShardName returns the shard of an index file name ("i-" and
+// shardName's digits, lowercase), false for anything else.
+func (s *Store) parseShardName(name string) (int, bool) {
+	want := 2
+	if s.shards > 256 {
+		want = 3
+	}
+	if len(name) != len(indexPrefix)+want || name[:len(indexPrefix)] != indexPrefix {
+		return 0, false
+	}
+	n := 0
+	for _, c := range []byte(name[len(indexPrefix):]) {
+		switch {
+		case c >= '0' && c <= '9':
+			n = n<<4 | int(c-'0')
+		case c >= 'a' && c <= 'f':
+			n = n<<4 | int(c-'a'+10)
+		default:
+			return 0, false
+		}
+	}
+	return n, n < s.shards
 }
 
 // emptyObject is the output of handle_delete, {}.

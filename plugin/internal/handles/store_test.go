@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
 	"github.com/mcp-resume/mcp-resume/plugin/internal/testhost"
@@ -49,18 +50,20 @@ func TestRoundtrip(t *testing.T) {
 			t.Errorf("file %s holds a secret", f)
 		}
 	}
-	// lock, read index, read record, write record, write index, unlock.
+	// get: the keys (hkdf), the tag (hmac), read_open. put: the keys, the
+	// tag, lock, read index, read the record's header, seal_write, write
+	// index, unlock.
 	e.h.Calls = map[string]int{}
 	h = e.create("alice", "x", now+8)
 	e.h.Calls = map[string]int{}
 	e.get(h, "alice", now+9)
-	if n := total(e.h.Calls); n > 5 {
-		t.Errorf("get made %d host calls (%v), want at most 5", n, e.h.Calls)
+	if n := total(e.h.Calls); n != 3 || e.h.Calls[hostfuncs.FnCrypto] != 3 {
+		t.Errorf("get made %d host calls (%v), want 3, all mcp_resume_crypto", n, e.h.Calls)
 	}
 	e.h.Calls = map[string]int{}
 	e.s.Put(input(map[string]any{"handle": h, "principal": "alice", "value": []byte("y"), "now_ms": now + 10}))
-	if n := total(e.h.Calls); n != 6 {
-		t.Errorf("put made %d host calls (%v), want 6", n, e.h.Calls)
+	if n := total(e.h.Calls); n != 8 {
+		t.Errorf("put made %d host calls (%v), want 8", n, e.h.Calls)
 	}
 }
 
@@ -131,17 +134,23 @@ func atoi(s string) int {
 
 func TestBusyShardIsStoreUnavailable(t *testing.T) {
 	e := openEnv(t, map[string]any{"max_handles": 100, "lock_wait_ms": 50})
-	h := e.create("a", "v", 0)
+	now := time.Now().UnixMilli()
+	h := e.create("a", "v", now)
 	other := openOn(t, e.h.Sibling(), map[string]any{"max_handles": 100})
 	// Another process holds the one shard's lock.
 	other.h.Call(hostfuncs.FnLock, padded(`{"name": "lock-00"}`))
-	_, werr := e.get(h, "a", 0)
+	// A get within the refresh resolution of the last use needs no lock.
+	if v, werr := e.get(h, "a", now+999); werr != nil || string(v.Value) != "v" {
+		t.Fatalf("hot get beside a held shard lock: %v", werr)
+	}
+	// One a second later refreshes the last use: it waits for the lock.
+	_, werr := e.get(h, "a", now+1000)
 	wantCode(t, werr, hostfuncs.CodeStoreUnavailable)
 	if !strings.Contains(werr.Message, "shard 00 for 50ms") {
 		t.Errorf("message %q does not say which shard and how long", werr.Message)
 	}
 	other.h.Call(hostfuncs.FnUnlock, padded(`{"name": "lock-00"}`))
-	if _, werr := e.get(h, "a", 0); werr != nil {
+	if _, werr := e.get(h, "a", now+1001); werr != nil {
 		t.Fatal(werr)
 	}
 	// Every path released its locks: the other process takes them at once.
@@ -184,11 +193,13 @@ func TestLayoutKeepsItsShards(t *testing.T) {
 
 func TestMissingIndexIsRebuiltAndOrphansCollected(t *testing.T) {
 	e := openEnv(t, map[string]any{"max_handles": 100})
-	h := e.create("a", "v", 0)
+	now := time.Now().UnixMilli()
+	h := e.create("a", "v", now)
 	if err := removeFile(e.dir, "i-00"); err != nil {
 		t.Fatal(err)
 	}
-	if v, werr := e.get(h, "a", 0); werr != nil || string(v.Value) != "v" {
+	// A stale last use sends the get to the slow path, which rebuilds.
+	if v, werr := e.get(h, "a", now+1000); werr != nil || string(v.Value) != "v" {
 		t.Fatalf("get after the index went: %v", werr)
 	}
 	if got := e.h.Events(); len(got) != 1 || got[0] != EventIndexRebuilt {
@@ -242,7 +253,10 @@ func TestEventsNeverHoldSecrets(t *testing.T) {
 }
 
 // TestHostCallsPerOperation pins the host calls of each warm operation
-// (plugin/README.md, Handle store, Locks): no listing, one lock and unlock.
+// (plugin/README.md, Handle store, Locks): no listing, one lock and unlock;
+// a get within the refresh resolution of its last use no lock and no file
+// read but its read_open. Each operation on a handle starts with two
+// mcp_resume_crypto calls: its keys (hkdf) and its principal tag (hmac).
 func TestHostCallsPerOperation(t *testing.T) {
 	e := openEnv(t, nil)
 	const now = 1_700_000_000_000
@@ -252,23 +266,34 @@ func TestHostCallsPerOperation(t *testing.T) {
 		max  int
 		run  func()
 	}{
-		{"create", 7, func() { e.create("a", "v", now+1) }}, // and the debug line handle_created
-		{"get (no refresh)", 4, func() { e.get(h, "a", now+2) }},
-		{"get (refresh)", 5, func() { e.get(h, "a", now+5000) }},
-		{"put", 6, func() {
+		// and the debug line handle_created, and the lock's socket name
+		// (sha256) when the handle falls on a shard not locked before.
+		{"create", 9, func() { e.create("a", "v", now+1) }},
+		{"get (hot)", 3, func() { e.get(h, "a", now+2) }},
+		// read_open (hot), lock, read the index, read_open, seal_write,
+		// write the index, unlock.
+		{"get (refresh)", 9, func() { e.get(h, "a", now+5000) }},
+		{"put", 8, func() {
 			e.s.Put(input(map[string]any{"handle": h, "principal": "a", "value": []byte("w"), "now_ms": now + 6000}))
 		}},
-		{"touch (no refresh)", 4, func() { e.s.Touch(input(map[string]any{"handle": h, "principal": "a", "now_ms": now + 6001})) }},
-		{"exists", 4, func() { e.s.Exists(input(map[string]any{"handle": h, "principal": "a", "now_ms": now + 6002})) }},
+		{"touch (no refresh)", 6, func() { e.s.Touch(input(map[string]any{"handle": h, "principal": "a", "now_ms": now + 6001})) }},
+		{"exists", 6, func() { e.s.Exists(input(map[string]any{"handle": h, "principal": "a", "now_ms": now + 6002})) }},
 		// and the debug line handle_deleted
-		{"delete", 7, func() { e.s.Delete(input(map[string]any{"handle": h, "principal": "a", "now_ms": now + 6003})) }},
+		{"delete", 9, func() { e.s.Delete(input(map[string]any{"handle": h, "principal": "a", "now_ms": now + 6003})) }},
 	} {
 		e.h.Calls = map[string]int{}
 		op.run()
 		n := total(e.h.Calls)
 		t.Logf("%s: %d host calls %v", op.name, n, e.h.Calls)
-		if n > op.max || e.h.Calls[hostfuncs.FnList] > 0 || e.h.Calls[hostfuncs.FnLock] != 1 || e.h.Calls[hostfuncs.FnUnlock] != 1 {
-			t.Errorf("%s made %d host calls %v, want at most %d, one lock and unlock, no listing", op.name, n, e.h.Calls, op.max)
+		locks := 1
+		if op.name == "get (hot)" {
+			locks = 0
+		}
+		if op.name == "get (hot)" && e.h.Calls[hostfuncs.FnRead] > 0 {
+			t.Errorf("a hot get read a file besides its record: %v", e.h.Calls)
+		}
+		if n > op.max || e.h.Calls[hostfuncs.FnList] > 0 || e.h.Calls[hostfuncs.FnLock] != locks || e.h.Calls[hostfuncs.FnUnlock] != locks {
+			t.Errorf("%s made %d host calls %v, want at most %d, %d lock and unlock, no listing", op.name, n, e.h.Calls, op.max, locks)
 		}
 	}
 }
@@ -312,12 +337,12 @@ func TestUnusableDirectoryAndFailedWrites(t *testing.T) {
 	// The disk has room again: the store works without a new open.
 	h.DirErr = nil
 	handle := e.create("a", "v", 0)
-	// A write that fails (the host answers nothing usable) fails only its
-	// own operation, and changes nothing.
-	h.Broken[hostfuncs.FnWrite] = true
+	// A host's crypto that fails (it answers nothing usable) fails only
+	// its own operation, and changes nothing.
+	h.Broken[hostfuncs.FnCrypto] = true
 	_, werr = e.s.Put(input(map[string]any{"handle": handle, "principal": "a", "value": []byte("w")}))
 	wantCode(t, werr, hostfuncs.CodeStoreUnavailable)
-	h.Broken[hostfuncs.FnWrite] = false
+	h.Broken[hostfuncs.FnCrypto] = false
 	if v, werr := e.get(handle, "a", 0); werr != nil || string(v.Value) != "v" || v.Generation != 1 {
 		t.Fatalf("after a failed put: %q generation %d, %v", v.Value, v.Generation, werr)
 	}
@@ -414,21 +439,24 @@ func TestRollbackRecordRefused(t *testing.T) {
 	for _, op := range []string{"get", "put", "touch", "exists", "delete"} {
 		t.Run(op, func(t *testing.T) {
 			e := openEnv(t, map[string]any{"max_handles": 100})
-			h := e.create("a", "old-secret-value", 0)
+			const now = 1_700_000_000_000
+			h := e.create("a", "old-secret-value", now)
 			rec := "h-" + hashHexOf(t, h)
 			old, err := readFile(e.dir, rec)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for i := 0; i < 2; i++ {
-				if _, werr := e.s.Put(input(map[string]any{"handle": h, "principal": "a", "value": []byte("new")})); werr != nil {
+				if _, werr := e.s.Put(input(map[string]any{"handle": h, "principal": "a", "value": []byte("new"), "now_ms": now + 1})); werr != nil {
 					t.Fatal(werr)
 				}
 			}
 			if err := writeFile(e.dir, rec, string(old)); err != nil {
 				t.Fatal(err)
 			}
-			in := input(map[string]any{"handle": h, "principal": "a", "value": []byte("x")})
+			// A second after the restored record was written: past the
+			// refresh resolution, so a get takes the slow path.
+			in := input(map[string]any{"handle": h, "principal": "a", "value": []byte("x"), "now_ms": now + 1000})
 			var werr *hostfuncs.Error
 			switch op {
 			case "get":
@@ -465,7 +493,7 @@ func TestRollbackRecordRefused(t *testing.T) {
 				lines[0].Detail != "key="+hashHexOf(t, h)[:12]+" generation=1 acknowledged=3" {
 				t.Fatalf("rollback lines %+v, want one warn line naming key, generation 1 and acknowledged 3", lines)
 			}
-			_, werr = e.get(h, "a", 0)
+			_, werr = e.get(h, "a", now+1001)
 			wantCode(t, werr, hostfuncs.CodeHandleNotFound)
 		})
 	}
