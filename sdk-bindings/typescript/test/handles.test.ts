@@ -267,7 +267,8 @@ describe("HandleStore concurrency", () => {
     const call = (fn: string) => JSON.parse(Buffer.from(other.call(fn, Buffer.from(JSON.stringify({ name: "lock-00", socket })))).toString());
     assert.deepEqual(call("mcp_resume_lock"), {});
     const t0 = performance.now();
-    const e = await failure(store.get(c.handle, ""), StoreUnavailableError, "store_unavailable");
+    // touch takes the shard's lock; a get right after the create may read the record alone, without it.
+    const e = await failure(store.touch(c.handle, ""), StoreUnavailableError, "store_unavailable");
     assert.ok(performance.now() - t0 >= 140, "waited lockWaitMs");
     assert.match(e.message, /busy/);
     assert.deepEqual(call("mcp_resume_unlock"), {});
