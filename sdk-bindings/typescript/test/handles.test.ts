@@ -233,12 +233,14 @@ describe("HandleStore lifetimes with a clock", () => {
     // One principal: its quota is the whole cap (the default, a quarter, would evict at 1).
     const { store } = await open({ clock: () => now, maxHandles: 2, maxHandlesPerPrincipal: 2, tombstoneMs: 5_000 });
     assert.equal(store.settings.shards, 1);
+    // Steps of two minutes: the LRU order has the refresh resolution,
+    // min(idle TTL / 64, 60 s) on files.
     const a = await store.create("", enc.encode("a"));
-    now += 2_000;
+    now += 120_000;
     const b = await store.create("", enc.encode("b"));
-    now += 2_000;
+    now += 120_000;
     await store.get(a.handle, ""); // a is now more recent than b
-    now += 2_000;
+    now += 120_000;
     const c = await store.create("", enc.encode("c"));
     await failure(store.get(b.handle, ""), HandleEvictedError, "handle_evicted");
     assert.equal(dec.decode((await store.get(a.handle, "")).data), "a");
