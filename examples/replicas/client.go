@@ -11,7 +11,7 @@
 // and `make test-replicas-valkey` runs the same against Valkey.
 //
 // What runs (each test starts its own redis-server through
-// internal/redistest, and its own servers):
+// hostfuncs/conformance/redistest, and its own servers):
 //   - cross-replica: Python creates a notebook, Go adds, TypeScript adds,
 //     Python reads generation 3, each through its own replica; bob gets
 //     handle_not_found on every replica;

@@ -21,7 +21,7 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/examples/internal/servertest"
 	"github.com/mcp-resume/mcp-resume/examples/mcphost"
-	"github.com/mcp-resume/mcp-resume/internal/redistest"
+	"github.com/mcp-resume/mcp-resume/hostfuncs/conformance/redistest"
 )
 
 // TestCrossReplica: see crossReplica, on one redis-server.

@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/mcp-resume/mcp-resume/examples/mcphost"
-	"github.com/mcp-resume/mcp-resume/internal/redistest"
+	"github.com/mcp-resume/mcp-resume/hostfuncs/conformance/redistest"
 )
 
 // R4: SCRIPT FLUSH between the calls of a run.

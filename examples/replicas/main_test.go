@@ -20,7 +20,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/examples/internal/servertest"
 	"github.com/mcp-resume/mcp-resume/examples/mcphost"
 	"github.com/mcp-resume/mcp-resume/examples/replicas"
-	"github.com/mcp-resume/mcp-resume/internal/redistest"
+	"github.com/mcp-resume/mcp-resume/hostfuncs/conformance/redistest"
 )
 
 var (

@@ -14,7 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
-	"github.com/mcp-resume/mcp-resume/internal/redistest"
+	"github.com/mcp-resume/mcp-resume/hostfuncs/conformance/redistest"
 )
 
 // The Redis half of the format (README.md, "Redis: the same cases on the

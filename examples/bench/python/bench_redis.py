@@ -8,7 +8,7 @@ the Go benchmark (``go run ./examples/bench/redis -record FILE``, its record.go)
 200 us per operation. Docs: docs/BENCHMARKS.md, "Handle store on Redis".
 
 The script starts its own ``redis-server`` (PATH) on a free loopback port in a temporary directory, with the flags of
-the Go fixture (internal/redistest), loads the recorded scripts, replays the recorded creates (the floor's records:
+the Go fixture (hostfuncs/conformance/redistest), loads the recorded scripts, replays the recorded creates (the floor's records:
 the same app, buckets and shapes as the store's) and creates the store's own handles through the store.
 
     .venv/bin/python examples/bench/python/bench_redis.py --record FILE [--callers 16] [--rounds 5] [--window 2]

@@ -1,7 +1,7 @@
 // Command redis measures the handle store on Redis through the Go API
 // (host.OpenHandles with StateURL), each figure beside a baseline measured
 // in the same run on the same redis-server (one started here on a free
-// loopback port, internal/redistest.Launch):
+// loopback port, hostfuncs/conformance/redistest.Launch):
 //
 //	go run ./examples/bench/redis [-parts ops,anatomy,replicas,size] [-record calls.json] [-pool N] [-cpuprofile f]
 //
@@ -45,7 +45,7 @@ import (
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/host"
-	"github.com/mcp-resume/mcp-resume/internal/redistest"
+	"github.com/mcp-resume/mcp-resume/hostfuncs/conformance/redistest"
 )
 
 var (

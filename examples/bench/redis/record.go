@@ -12,7 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/mcp-resume/mcp-resume/internal/luascripts"
+	"github.com/mcp-resume/mcp-resume/plugin/luascripts"
 	"os"
 	"os/exec"
 	"strconv"
@@ -21,7 +21,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/mcp-resume/mcp-resume/internal/redistest"
+	"github.com/mcp-resume/mcp-resume/hostfuncs/conformance/redistest"
 )
 
 // Call is one recorded script call: EVALSHA Sha len(Keys) Keys... Args...
@@ -48,7 +48,7 @@ type Script struct {
 }
 
 // luaScripts reads redis.lua and splits it as the plugin does
-// (internal/luascripts), so a recorded EVALSHA is named by its script.
+// (plugin/luascripts), so a recorded EVALSHA is named by its script.
 func luaScripts(path string) (map[string]Script, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -223,7 +223,7 @@ func (c *Call) evalArgs() []any {
 	return a
 }
 
-// floorClient is go-redis configured as internal/rediseval configures the
+// floorClient is go-redis configured as hostfuncs/redishost configures the
 // Go host's client: no retries, RESP2, no CLIENT SETINFO, the context's
 // deadline bounding each command; the pool at go-redis's default size.
 func floorClient(url string) (*redis.Client, error) {

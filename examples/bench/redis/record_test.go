@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-resume/mcp-resume/internal/redistest"
+	"github.com/mcp-resume/mcp-resume/hostfuncs/conformance/redistest"
 )
 
 // MONITOR's quoting (C escapes) comes back byte for byte, and a script's

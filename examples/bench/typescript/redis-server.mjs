@@ -1,5 +1,5 @@
 // A redis-server for the TypeScript benchmarks (redis.mjs, pool.mjs), as
-// internal/redistest starts one for the Go tests: on a free loopback port,
+// hostfuncs/conformance/redistest starts one for the Go tests: on a free loopback port,
 // in a temporary directory, without persistence.
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";

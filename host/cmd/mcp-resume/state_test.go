@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/host"
-	"github.com/mcp-resume/mcp-resume/internal/redistest"
+	"github.com/mcp-resume/mcp-resume/hostfuncs/conformance/redistest"
 )
 
 // stateFixture makes handle stores for app-a (two handles, one of them

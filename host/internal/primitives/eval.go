@@ -20,7 +20,7 @@ type evalRequest struct {
 }
 
 // eval answers mcp_resume_eval through the store's Redis clients
-// (internal/rediseval: validation before any I/O, timeout_ms bounding the
+// (hostfuncs/redishost: validation before any I/O, timeout_ms bounding the
 // whole call, no resend, reply and error conversion). Its response is the
 // reply or the error; a request missing a required member is
 // invalid_request.

@@ -6,18 +6,18 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/host/internal/primitives"
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
-	"github.com/mcp-resume/mcp-resume/internal/rediseval"
-	"github.com/mcp-resume/mcp-resume/internal/redistest"
+	"github.com/mcp-resume/mcp-resume/hostfuncs/conformance/redistest"
+	"github.com/mcp-resume/mcp-resume/hostfuncs/redishost"
 )
 
 // mcp_resume_eval through Call (hostfuncs/README.md, "mcp_resume_eval"):
 // the JSON response of a reply and of an error, required members, and a
 // store's clients shared by the Funcs of its instances. The conversions and
-// codes themselves are internal/rediseval's tests and the host_eval_*
+// codes themselves are hostfuncs/redishost's tests and the host_eval_*
 // conformance cases.
 func TestFuncs_Eval(t *testing.T) {
 	s := redistest.Start(t)
-	shared := &rediseval.Clients{}
+	shared := &redishost.Clients{}
 	defer shared.Close()
 	a := primitives.New(primitives.Config{Redis: shared})
 	b := primitives.New(primitives.Config{Redis: shared})

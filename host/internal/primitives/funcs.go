@@ -4,7 +4,7 @@
 // fstat, SO_PEERCRED, sysctl), a filesystem confined to the state directory
 // the plugin's open (or handles_open) answered, an advisory lock with a
 // bounded wait and its release, logging, and one Lua script run on Redis
-// (mcp_resume_eval, through internal/rediseval). They are OS and network
+// (mcp_resume_eval, through hostfuncs/redishost). They are OS and network
 // primitives and hold no policy: which process is the MCP host, whether a
 // host is alive, which files are tokens and which temporary files are stale
 // are decided by the plugin (procid, plugin/internal/resume).
@@ -35,7 +35,7 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
 	"github.com/mcp-resume/mcp-resume/hostfuncs/cryptohost"
-	"github.com/mcp-resume/mcp-resume/internal/rediseval"
+	"github.com/mcp-resume/mcp-resume/hostfuncs/redishost"
 )
 
 // Config configures Funcs. The zero value is the production configuration
@@ -51,7 +51,7 @@ type Config struct {
 	// Redis serves mcp_resume_eval: the store's clients, shared by the
 	// Funcs of all its plugin instances and closed by the store. Nil: the
 	// Funcs has its own, closed by Close.
-	Redis *rediseval.Clients
+	Redis *redishost.Clients
 }
 
 // Funcs implements the host functions for one store. The file functions
@@ -61,7 +61,7 @@ type Funcs struct {
 	logger *slog.Logger
 	trace  func(string, []byte, time.Duration)
 
-	redis    *rediseval.Clients
+	redis    *redishost.Clients
 	ownRedis bool // redis is this Funcs's own: Close closes it
 
 	mu    sync.Mutex
@@ -80,7 +80,7 @@ func New(cfg Config) *Funcs {
 	}
 	f := &Funcs{logger: logger, trace: cfg.Trace, locks: map[string]heldLock{}, lockFiles: map[string]openLockFile{}, redis: cfg.Redis}
 	if f.redis == nil {
-		f.redis, f.ownRedis = &rediseval.Clients{}, true
+		f.redis, f.ownRedis = &redishost.Clients{}, true
 	}
 	return f
 }

@@ -19,8 +19,8 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
 	"github.com/mcp-resume/mcp-resume/hostfuncs/conformance"
-	"github.com/mcp-resume/mcp-resume/internal/rediseval"
-	"github.com/mcp-resume/mcp-resume/internal/redistest"
+	"github.com/mcp-resume/mcp-resume/hostfuncs/conformance/redistest"
+	"github.com/mcp-resume/mcp-resume/hostfuncs/redishost"
 	"github.com/mcp-resume/mcp-resume/plugin/internal/testhost"
 )
 
@@ -109,7 +109,7 @@ func runConfCase(t *testing.T, name string, raw []byte, backend string) {
 		rd = conformance.Redis(t)
 		raw = bytes.ReplaceAll(raw, []byte("$REDIS_URL"), []byte(rd.URL))
 		raw = bytes.ReplaceAll(raw, []byte("$REDIS_ADDR"), []byte(rd.Addr))
-		clients := &rediseval.Clients{}
+		clients := &redishost.Clients{}
 		t.Cleanup(func() { _ = clients.Close() })
 		h.Eval = func(r hostfuncs.EvalRequest) hostfuncs.EvalResponse { return clients.Eval(context.Background(), r) }
 	}

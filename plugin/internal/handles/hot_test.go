@@ -174,10 +174,10 @@ func TestRollbackWindow(t *testing.T) {
 	if err := writeFile(e.dir, rec, string(old)); err != nil {
 		t.Fatal(err)
 	}
-	if v, werr := e.get(h, "a", hotNow+999); werr != nil || string(v.Value) != "old" {
+	if v, werr := e.get(h, "a", hotNow+maxResolutionMS-1); werr != nil || string(v.Value) != "old" {
 		t.Fatalf("get within the window: %q %v, want the restored value (the documented window)", v.Value, werr)
 	}
-	_, werr := e.get(h, "a", hotNow+1000)
+	_, werr := e.get(h, "a", hotNow+maxResolutionMS)
 	wantCode(t, werr, hostfuncs.CodeHandleNotFound)
 	if e.count("h-") != 0 {
 		t.Errorf("files %v: the rolled-back record is still there", e.files())

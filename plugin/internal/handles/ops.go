@@ -484,10 +484,16 @@ func valueOf(h *header, v []byte) hostfuncs.HandleValue {
 }
 
 // resolution is how far a handle's last use may lag behind: min(idle TTL /
-// 64, 1 s). Get and touch refresh a last use (the index's, the record's)
+// 64, 60 s). Get and touch refresh a last use (the index's, the record's)
 // only once it is at least this old, so a busy handle's reads do not each
-// write.
-func resolution(idleMS int64) int64 { return min(idleMS/64, 1000) }
+// write, and a get within it of the last refresh is hot (no lock, no
+// index). 60 s keeps the gets of a conversation (tool calls seconds to a
+// minute apart) on the hot path, and bounds the hot get's rollback window
+// and the LRU order's precision to a minute (plugin/README.md, Lifetimes).
+func resolution(idleMS int64) int64 { return min(idleMS/64, maxResolutionMS) }
+
+// maxResolutionMS caps the refresh resolution (resolution).
+const maxResolutionMS = 60_000
 
 // stale reports whether record header h's last use is at least the
 // refresh resolution before now.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
 	"github.com/mcp-resume/mcp-resume/hostfuncs/conformance"
-	"github.com/mcp-resume/mcp-resume/internal/rediseval"
+	"github.com/mcp-resume/mcp-resume/hostfuncs/redishost"
 	"github.com/mcp-resume/mcp-resume/plugin/internal/testhost"
 )
 
@@ -22,7 +22,7 @@ func quotaStore(t *testing.T, app, url string, opts map[string]any) *Store {
 	h := testhost.New(t)
 	in := map[string]any{"app": app, "state_root": filepath.Join(h.Facts.Home, "state")}
 	if url != "" {
-		clients := &rediseval.Clients{}
+		clients := &redishost.Clients{}
 		t.Cleanup(func() { _ = clients.Close() })
 		h.Eval = func(r hostfuncs.EvalRequest) hostfuncs.EvalResponse { return clients.Eval(context.Background(), r) }
 		in["state_url"] = url

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
-	"github.com/mcp-resume/mcp-resume/internal/luascripts"
 	"github.com/mcp-resume/mcp-resume/plugin/internal/resume"
+	"github.com/mcp-resume/mcp-resume/plugin/luascripts"
 )
 
 // Environment variables of the Redis backend, read from facts.env.

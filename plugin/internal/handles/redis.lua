@@ -1,5 +1,5 @@
 -- The handle store's Redis scripts (plugin/README.md, "Handle store on
--- Redis"). internal/luascripts splits this file at the lines "--- <name>":
+-- Redis"). plugin/luascripts splits this file at the lines "--- <name>":
 -- each script is the prelude followed by one section, and runs atomically
 -- on the server (EVALSHA, EVAL when the server lacks it).
 --
@@ -158,7 +158,8 @@ local function refused(state, r)
 end
 
 -- refresh moves r's last use to now when it moved by at least
--- min(idle TTL / 64, 1 s), as the file backend's index does. It only
+-- min(idle TTL / 64, 1 s) (the file backend waits up to 60 s, to keep its
+-- gets off the lock; here a refresh is numbers set inside the script). It only
 -- rewrites numbers in place, so its first write is the PEXPIRE, which
 -- Redis does not refuse at maxmemory: a read still refreshes then.
 local function refresh(member, r)

@@ -11,8 +11,8 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
 	"github.com/mcp-resume/mcp-resume/hostfuncs/conformance"
-	"github.com/mcp-resume/mcp-resume/internal/rediseval"
-	"github.com/mcp-resume/mcp-resume/internal/redistest"
+	"github.com/mcp-resume/mcp-resume/hostfuncs/conformance/redistest"
+	"github.com/mcp-resume/mcp-resume/hostfuncs/redishost"
 	"github.com/mcp-resume/mcp-resume/plugin/internal/testhost"
 )
 
@@ -93,7 +93,7 @@ func FuzzParseStateURL(f *testing.F) {
 func redisStore(t *testing.T, url, app string) (*Store, *testhost.Host) {
 	t.Helper()
 	h := testhost.New(t)
-	clients := &rediseval.Clients{}
+	clients := &redishost.Clients{}
 	t.Cleanup(func() { _ = clients.Close() })
 	h.Eval = func(r hostfuncs.EvalRequest) hostfuncs.EvalResponse { return clients.Eval(context.Background(), r) }
 	s := New(h.Call)

@@ -241,7 +241,7 @@ func TestIndexBoundToItsShard(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.h.Logs = nil
-	if _, werr := e.get(byShard[ns[1]], "a", hotNow+2000); werr != nil {
+	if _, werr := e.get(byShard[ns[1]], "a", hotNow+2*maxResolutionMS); werr != nil {
 		t.Fatalf("get from the shard whose index was replaced: %v", werr)
 	}
 	if got := e.h.Events(); len(got) != 1 || got[0] != EventIndexRebuilt {

@@ -140,11 +140,11 @@ func TestBusyShardIsStoreUnavailable(t *testing.T) {
 	// Another process holds the one shard's lock.
 	other.h.Call(hostfuncs.FnLock, padded(`{"name": "lock-00"}`))
 	// A get within the refresh resolution of the last use needs no lock.
-	if v, werr := e.get(h, "a", now+999); werr != nil || string(v.Value) != "v" {
+	if v, werr := e.get(h, "a", now+maxResolutionMS-1); werr != nil || string(v.Value) != "v" {
 		t.Fatalf("hot get beside a held shard lock: %v", werr)
 	}
-	// One a second later refreshes the last use: it waits for the lock.
-	_, werr := e.get(h, "a", now+1000)
+	// One a resolution later refreshes the last use: it waits for the lock.
+	_, werr := e.get(h, "a", now+maxResolutionMS)
 	wantCode(t, werr, hostfuncs.CodeStoreUnavailable)
 	if !strings.Contains(werr.Message, "shard 00 for 50ms") {
 		t.Errorf("message %q does not say which shard and how long", werr.Message)
@@ -199,7 +199,7 @@ func TestMissingIndexIsRebuiltAndOrphansCollected(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A stale last use sends the get to the slow path, which rebuilds.
-	if v, werr := e.get(h, "a", now+1000); werr != nil || string(v.Value) != "v" {
+	if v, werr := e.get(h, "a", now+maxResolutionMS); werr != nil || string(v.Value) != "v" {
 		t.Fatalf("get after the index went: %v", werr)
 	}
 	if got := e.h.Events(); len(got) != 1 || got[0] != EventIndexRebuilt {
@@ -272,14 +272,20 @@ func TestHostCallsPerOperation(t *testing.T) {
 		{"get (hot)", 3, func() { e.get(h, "a", now+2) }},
 		// read_open (hot), lock, read the index, read_open, seal_write,
 		// write the index, unlock.
-		{"get (refresh)", 9, func() { e.get(h, "a", now+5000) }},
+		{"get (refresh)", 9, func() { e.get(h, "a", now+maxResolutionMS+5000) }},
 		{"put", 8, func() {
-			e.s.Put(input(map[string]any{"handle": h, "principal": "a", "value": []byte("w"), "now_ms": now + 6000}))
+			e.s.Put(input(map[string]any{"handle": h, "principal": "a", "value": []byte("w"), "now_ms": now + maxResolutionMS + 6000}))
 		}},
-		{"touch (no refresh)", 6, func() { e.s.Touch(input(map[string]any{"handle": h, "principal": "a", "now_ms": now + 6001})) }},
-		{"exists", 6, func() { e.s.Exists(input(map[string]any{"handle": h, "principal": "a", "now_ms": now + 6002})) }},
+		{"touch (no refresh)", 6, func() {
+			e.s.Touch(input(map[string]any{"handle": h, "principal": "a", "now_ms": now + maxResolutionMS + 6001}))
+		}},
+		{"exists", 6, func() {
+			e.s.Exists(input(map[string]any{"handle": h, "principal": "a", "now_ms": now + maxResolutionMS + 6002}))
+		}},
 		// and the debug line handle_deleted
-		{"delete", 9, func() { e.s.Delete(input(map[string]any{"handle": h, "principal": "a", "now_ms": now + 6003})) }},
+		{"delete", 9, func() {
+			e.s.Delete(input(map[string]any{"handle": h, "principal": "a", "now_ms": now + maxResolutionMS + 6003}))
+		}},
 	} {
 		e.h.Calls = map[string]int{}
 		op.run()
@@ -454,9 +460,9 @@ func TestRollbackRecordRefused(t *testing.T) {
 			if err := writeFile(e.dir, rec, string(old)); err != nil {
 				t.Fatal(err)
 			}
-			// A second after the restored record was written: past the
-			// refresh resolution, so a get takes the slow path.
-			in := input(map[string]any{"handle": h, "principal": "a", "value": []byte("x"), "now_ms": now + 1000})
+			// A resolution after the restored record was written: past
+			// the refresh resolution, so a get takes the slow path.
+			in := input(map[string]any{"handle": h, "principal": "a", "value": []byte("x"), "now_ms": now + maxResolutionMS})
 			var werr *hostfuncs.Error
 			switch op {
 			case "get":

@@ -64,7 +64,7 @@ type Host struct {
 	Reqs  []string       // every request, "fn json"
 	Logs  []hostfuncs.LogRequest
 	// Eval answers mcp_resume_eval (the Redis backend's tests set it to the
-	// Go host's real client, internal/rediseval); nil answers unsupported.
+	// Go host's real client, hostfuncs/redishost); nil answers unsupported.
 	Eval func(hostfuncs.EvalRequest) hostfuncs.EvalResponse
 }
 

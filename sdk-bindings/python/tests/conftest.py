@@ -5,7 +5,7 @@
 persistence, stopped at the end. Without ``redis-server`` on the PATH a test using it fails when
 ``MCP_RESUME_REQUIRE_REDIS=1`` (``make python-test`` sets it) and is skipped otherwise, saying why.
 ``$MCP_RESUME_REDIS_SERVER`` and ``$MCP_RESUME_REDIS_CLI`` name other programs (``valkey-server``,
-``valkey-cli``), as for the Go fixture ``internal/redistest``, so the same tests run on Valkey.
+``valkey-cli``), as for the Go fixture ``hostfuncs/conformance/redistest``, so the same tests run on Valkey.
 """
 
 from __future__ import annotations

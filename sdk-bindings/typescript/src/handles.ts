@@ -6,7 +6,9 @@
  * (`plugin.wasm`, its `handles_open` and `handle_*` exports; plugin/README.md
  * and hostfuncs/README.md, "Plugin exports for the handle store"), the same
  * in Go, Python and TypeScript; this file turns the exports into async
- * methods and typed errors.
+ * methods and typed errors. `create`, `get` and `put` send the exports' binary
+ * form (hostfuncs/README.md, "Binary form"), so a value crosses into the
+ * plugin as raw bytes, never base64; the other calls send JSON.
  *
  * @packageDocumentation
  */
@@ -173,11 +175,72 @@ export function needsWorker(options: HandleStoreOptions): boolean {
   return typeof url === "string" && url !== "";
 }
 
-/** `value` as standard base64, or {@link MCPResumeError} `invalid_value` for anything but bytes. */
-function b64(value: unknown): string {
+/** `value` as a Buffer over the same bytes (no copy), or {@link MCPResumeError} `invalid_value` for anything but bytes. */
+function bytesOf(value: unknown): Buffer {
   if (!(value instanceof Uint8Array)) throw new InvalidValueError("invalid_value", `value must be a Uint8Array, not ${value === null ? "null" : typeof value}`);
-  return Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString("base64");
+  return Buffer.from(value.buffer, value.byteOffset, value.byteLength);
 }
+
+/** The flag bits of the binary input (hostfuncs/README.md, "Binary form"): which of its members are given. */
+const FLAG = { now: 1, generation: 2, idleTtl: 4, maxAge: 8, value: 16 } as const;
+/** The binary input's fixed part: `0x01`, flags, four i64, the principal's u16 length, the handle's u8 length. */
+const BINARY_FIXED = 37;
+
+/** What `handle_create`, `handle_get` and `handle_put` carry, as the caller gave it (the plugin judges every member). */
+export interface HandleInput {
+  principal: unknown;
+  handle?: unknown;
+  value?: Buffer;
+  generation?: unknown;
+  idleTtlMs?: unknown;
+  maxAgeMs?: unknown;
+}
+
+/**
+ * `input` in the binary form (hostfuncs/README.md, "Binary form"), with `now` (Unix ms) when the store has a
+ * clock. Internal (exported for the tests).
+ *
+ * @returns the bytes, or `undefined` when the form cannot carry what the caller gave (a principal or handle
+ *   that is not a string, or longer than its length field; a number that is not a safe integer, `null`
+ *   included): the call then goes as JSON and the plugin answers it in its own words, as in every language.
+ */
+export function binaryInput(input: HandleInput, now: number | undefined): Buffer | undefined {
+  const { principal, handle = "", value } = input;
+  const ints = [now, input.generation, input.idleTtlMs, input.maxAgeMs];
+  if (typeof principal !== "string" || typeof handle !== "string" || ints.some((v) => v !== undefined && !Number.isSafeInteger(v))) return undefined;
+  const [p, h] = [Buffer.from(principal, "utf8"), Buffer.from(handle, "utf8")];
+  if (p.length > 0xffff || h.length > 0xff) return undefined;
+  const out = Buffer.allocUnsafe(BINARY_FIXED + p.length + h.length + (value?.length ?? 0));
+  out[0] = 0x01;
+  let flags = value !== undefined ? FLAG.value : 0;
+  [FLAG.now, FLAG.generation, FLAG.idleTtl, FLAG.maxAge].forEach((bit, i) => {
+    const v = ints[i] as number | undefined;
+    if (v !== undefined) flags |= bit;
+    out.writeBigInt64BE(BigInt(v ?? 0), 2 + 8 * i);
+  });
+  out[1] = flags;
+  let at = out.writeUInt16BE(p.length, 34);
+  at += p.copy(out, at);
+  at = out.writeUInt8(h.length, at);
+  at += h.copy(out, at);
+  value?.copy(out, at);
+  return out;
+}
+
+/** `input` as the export's JSON (the value base64), `now_ms` with it when given: the form for what {@link binaryInput} cannot carry. */
+function jsonInput(input: HandleInput, now: number | undefined): Buffer {
+  const o: Record<string, unknown> = { principal: input.principal };
+  if (input.handle !== undefined) o["handle"] = input.handle;
+  if (input.value !== undefined) o["value"] = input.value.toString("base64");
+  if (input.generation !== undefined) o["generation"] = input.generation;
+  if (input.idleTtlMs !== undefined) o["idle_ttl_ms"] = input.idleTtlMs;
+  if (input.maxAgeMs !== undefined) o["max_age_ms"] = input.maxAgeMs;
+  if (now !== undefined) o["now_ms"] = now;
+  return Buffer.from(JSON.stringify(o));
+}
+
+/** The i64 at `at` of a binary output, as a number (generations, times and durations are safe integers). */
+const i64 = (b: Buffer, at: number): number => Number(b.readBigInt64BE(at));
 
 /**
  * A handle store: durable values behind opaque handles, for MCP servers
@@ -274,10 +337,10 @@ export class HandleStore {
    * @throws {@link ValueTooLargeError}, {@link InvalidPrincipalError}, {@link InvalidOptionError}, {@link StoreUnavailableError}.
    */
   async create(principal: string, value: Uint8Array, options: { idleTtlMs?: number; maxAgeMs?: number } = {}): Promise<Created> {
-    const input: Record<string, unknown> = { principal, value: b64(value) };
-    if (options.idleTtlMs !== undefined) input["idle_ttl_ms"] = options.idleTtlMs;
-    if (options.maxAgeMs !== undefined) input["max_age_ms"] = options.maxAgeMs;
-    return camel(await this.#call("handle_create", input));
+    const { binary, output } = await this.#callHandle("handle_create", { principal, value: bytesOf(value), idleTtlMs: options.idleTtlMs, maxAgeMs: options.maxAgeMs });
+    if (!binary) return camel(JSON.parse(output.toString()));
+    // generation, idle_ttl_ms, max_age_ms, created_ms: i64; the handle: u8 length + ASCII.
+    return { handle: output.toString("latin1", 33, 33 + output[32]!), generation: i64(output, 0), idleTtlMs: i64(output, 8), maxAgeMs: i64(output, 16), createdMs: i64(output, 24) };
   }
 
   /**
@@ -287,9 +350,13 @@ export class HandleStore {
    *   {@link HandleEvictedError}, {@link InvalidPrincipalError}, {@link StoreUnavailableError}.
    */
   async get(handle: string, principal: string): Promise<HandleValue> {
-    const o = await this.#call("handle_get", { handle, principal });
-    const { value, ...rest } = camel(o) as { value: string } & Omit<HandleValue, "data">;
-    return { data: new Uint8Array(Buffer.from(value, "base64")), ...rest };
+    const { binary, output } = await this.#callHandle("handle_get", { handle, principal });
+    if (!binary) {
+      const { value, ...rest } = camel(JSON.parse(output.toString())) as { value: string } & Omit<HandleValue, "data">;
+      return { data: new Uint8Array(Buffer.from(value, "base64")), ...rest };
+    }
+    // generation, created_ms, idle_ttl_ms, max_age_ms: i64; then the value, every byte to the end (a view, not a copy).
+    return { data: new Uint8Array(output.buffer, output.byteOffset + 32, output.length - 32), generation: i64(output, 0), createdMs: i64(output, 8), idleTtlMs: i64(output, 16), maxAgeMs: i64(output, 24) };
   }
 
   /**
@@ -302,9 +369,8 @@ export class HandleStore {
    * @throws {@link ConflictError} (with the current generation; nothing changed), {@link ValueTooLargeError} and those of {@link get}.
    */
   async put(handle: string, principal: string, value: Uint8Array, options: { expect?: number } = {}): Promise<number> {
-    const input: Record<string, unknown> = { handle, principal, value: b64(value) };
-    if (options.expect !== undefined) input["generation"] = options.expect;
-    return Number((await this.#call("handle_put", input))["generation"]);
+    const { binary, output } = await this.#callHandle("handle_put", { handle, principal, value: bytesOf(value), generation: options.expect });
+    return binary ? i64(output, 0) : Number((JSON.parse(output.toString()) as Record<string, unknown>)["generation"]);
   }
 
   /**
@@ -358,17 +424,38 @@ export class HandleStore {
     return this.close();
   }
 
-  /** One export call in a pooled instance (in callers' order), with `now_ms` from the clock; the JSON output, or the typed error. */
+  /** One export call with a JSON input in a pooled instance (in callers' order), with `now_ms` from the clock; the JSON output, or the typed error. */
   async #call(name: string, input: Record<string, unknown>): Promise<Record<string, unknown>> {
+    const output = await this.#run(name, (now) => Buffer.from(JSON.stringify(now === undefined ? input : { ...input, now_ms: now })));
+    return JSON.parse(output.toString()) as Record<string, unknown>;
+  }
+
+  /**
+   * `handle_create`, `handle_get` or `handle_put` in the binary form ({@link binaryInput}), or as JSON when that
+   * form cannot carry the caller's input; `binary` says which, and so how `output` is encoded.
+   */
+  async #callHandle(name: string, input: HandleInput): Promise<{ binary: boolean; output: Buffer }> {
+    let binary = false;
+    const output = await this.#run(name, (now) => {
+      const b = binaryInput(input, now);
+      binary = b !== undefined;
+      return b ?? jsonInput(input, now);
+    });
+    return { binary, output };
+  }
+
+  /**
+   * Runs export `name` in a pooled instance with the input `encode` makes, given `now_ms` from the clock
+   * (read when an instance takes the call, not while it waits; `undefined` without a clock).
+   *
+   * @returns the export's output bytes.
+   * @throws the plugin's error as its class; `not_open` once the store is closed.
+   */
+  async #run(name: string, encode: (now: number | undefined) => Buffer): Promise<Buffer> {
     if (this.#closed) throw new MCPResumeError("not_open", `mcp-resume ${name}: the handle store is closed`);
-    const bytes = () => {
-      // The clock is read when an instance takes the call, not while it waits.
-      if (this.#clock) input["now_ms"] = Math.floor(this.#clock());
-      return Buffer.from(JSON.stringify(input));
-    };
-    const r = await this.#pool.run((inst) => callExport(inst, name, bytes()));
+    const r = await this.#pool.run((inst) => callExport(inst, name, encode(this.#clock ? Math.floor(this.#clock()) : undefined)));
     if (!r.ok) throw errorOf(r);
-    return JSON.parse(Buffer.from(r.output).toString()) as Record<string, unknown>;
+    return Buffer.from(r.output.buffer, r.output.byteOffset, r.output.byteLength);
   }
 }
 

@@ -1,8 +1,9 @@
 /**
- * The eleven host functions of the plugin for Node (hostfuncs/README.md, ABI
- * version 8): operating-system primitives with no policy, and `mcp_resume_eval`
+ * The twelve host functions of the plugin for Node (hostfuncs/README.md, ABI
+ * version 10): operating-system primitives with no policy, `mcp_resume_eval`
  * (redis.ts; asynchronous, so only through {@link HostFunctions.callAsync} in
- * Extism's worker mode). None ever throws:
+ * Extism's worker mode) and `mcp_resume_crypto` (crypto.ts; a binary request
+ * and response). None ever throws:
  * every failure, a malformed request included, is the response
  * `{"error": {"code", "message"}}`. Node specifics: `peer`, `sysctl` and
  * `procargs` answer `unsupported`; on macOS `ps` runs `/bin/ps`; the lock is
@@ -20,19 +21,20 @@ import { createServer, type Server } from "node:net";
 import { userInfo } from "node:os";
 import * as path from "node:path";
 
+import { CryptoRequestError, serveCrypto, type CryptoFiles } from "./crypto.js";
 import { LockWorker, lockWorker, sleepSync } from "./lockworker.js";
 import { safeLog, type LogLevel, type Logger } from "./logger.js";
 import { EvalError, evalRequest, RedisEval } from "./redis.js";
 
 /** Version of the plugin/host contract this host implements. */
-export const ABI_VERSION = "9";
+export const ABI_VERSION = "10";
 
 /** Wasm import module of every host function (Extism's default for user functions). */
 export const NAMESPACE = "extism:host/user";
 
 /** Host function names, in the order of hostfuncs/README.md. */
 export const FUNCTIONS = ["mcp_resume_facts", "mcp_resume_inspect", "mcp_resume_prepare_dir", "mcp_resume_read", "mcp_resume_write",
-  "mcp_resume_remove", "mcp_resume_list", "mcp_resume_lock", "mcp_resume_log", "mcp_resume_unlock", "mcp_resume_eval"] as const;
+  "mcp_resume_remove", "mcp_resume_list", "mcp_resume_lock", "mcp_resume_log", "mcp_resume_unlock", "mcp_resume_eval", "mcp_resume_crypto"] as const;
 
 /** The largest `limit` of `mcp_resume_read` in bytes (8 MiB: a sealed record of the largest handle value fits one read). */
 export const MAX_READ_LIMIT = 8 << 20;
@@ -131,6 +133,15 @@ function int(req: Json, key: string, min: number, max: number): number {
   return v;
 }
 
+/** `name` (raw bytes) if it obeys the name rule (1–255 bytes, not `.` or `..`, no `/` or NUL), else throws `invalid_request`; as {@link nameOf}, for the binary `mcp_resume_crypto`. */
+function nameBytes(name: Buffer, key: string): Buffer {
+  const dots = name.length <= 2 && name.every((c) => c === 0x2e);
+  if (name.length < 1 || name.length > 255 || dots || name.includes(0x2f) || name.includes(0)) {
+    throw bad(`${key} ${JSON.stringify(utf8(name))} is not one path element (1-255 bytes, not . or .., no / or NUL)`);
+  }
+  return name;
+}
+
 /** `req[key]` if it obeys the name rule (hostfuncs/README.md, "Names and the state directory"), else throws `invalid_request`. */
 export function nameOf(req: Json, key = "name"): string {
   const n = req[key];
@@ -212,7 +223,7 @@ function oneOf(op: Json, [key, list]: readonly [string, readonly string[]]): str
  * its fstat. The buffer starts at the file's size plus one (4 KiB for `/proc`'s size 0) and doubles up to `max`,
  * so an 8 MiB limit costs a small record no 8 MiB allocation.
  */
-function readFile(file: string, max: number, flags = 0, check?: (st: fs.Stats) => void): Buffer {
+function readFile(file: fs.PathLike, max: number, flags = 0, check?: (st: fs.Stats) => void): Buffer {
   const fd = fs.openSync(file, O_RDONLY | O_NOFOLLOW | flags);
   try {
     const st = fs.fstatSync(fd);
@@ -271,10 +282,12 @@ export class HostFunctions {
    * Serves one host function call. Never throws.
    *
    * @param fn - a name of {@link FUNCTIONS} (anything else answers `invalid_request`).
-   * @param request - the UTF-8 JSON request.
-   * @returns the UTF-8 JSON response, padded with spaces to a multiple of 8 bytes (hostfuncs/README.md, "Calling convention").
+   * @param request - the UTF-8 JSON request (`mcp_resume_crypto`: its binary request).
+   * @returns the UTF-8 JSON response, padded with spaces to a multiple of 8 bytes (hostfuncs/README.md, "Calling
+   *   convention"); for `mcp_resume_crypto` its binary response (exact, unpadded), or the JSON error object padded alike.
    */
   call(fn: string, request: Uint8Array): Uint8Array {
+    if (fn === "mcp_resume_crypto") return this.#crypto(request);
     let resp: unknown;
     try {
       resp = this.#dispatch(fn, this.#request(request));
@@ -300,6 +313,37 @@ export class HostFunctions {
     } catch (e) {
       return padded({ error: toWire(e, fn) });
     }
+  }
+
+  /**
+   * `mcp_resume_crypto` (crypto.ts): the binary response, or the JSON error object (`invalid_request` for a
+   * malformed request or a closed store, the codes of `mcp_resume_read` and `mcp_resume_write` for `read_open`
+   * and `seal_write`, which go through the same primitives: the name rule, `O_NOFOLLOW`, temp and rename).
+   */
+  #crypto(request: Uint8Array): Uint8Array {
+    try {
+      if (this.#closed) throw bad("the store is closed");
+      return serveCrypto(request, this.#cryptoFiles);
+    } catch (e) {
+      const err = e instanceof CryptoRequestError ? bad(`mcp_resume_crypto: ${e.message}`) : e;
+      return padded({ error: toWire(err, "mcp_resume_crypto") });
+    }
+  }
+
+  /** The state directory's files for `read_open` and `seal_write`, as `mcp_resume_read` and `mcp_resume_write` use them. */
+  readonly #cryptoFiles: CryptoFiles = {
+    readFile: (name, limit) => {
+      const file = this.#fileOf(name, "name");
+      const shown = utf8(file);
+      return sys(`read ${shown}`, () => readFile(file, limit, O_NONBLOCK, regular(shown)));
+    },
+    writeFile: (name, temp, data) => this.#writeBytes(this.#fileOf(name, "name"), this.#fileOf(temp, "temp"), data),
+  };
+
+  /** The path (bytes) of the raw name `name` in the state directory ({@link nameBytes}); `invalid_request` before `open` succeeded. */
+  #fileOf(name: Buffer, key: string): Buffer {
+    const dir = this.#file();
+    return Buffer.concat([Buffer.from(dir + "/"), nameBytes(name, key)]);
   }
 
   /** The request as a JSON object, else `invalid_request` (also once the store is closed). */
@@ -500,19 +544,23 @@ export class HostFunctions {
   /** `mcp_resume_write`: `tmp` created `O_CREAT|O_EXCL|O_NOFOLLOW` 0600, written, closed, renamed over `file`; unlinked on any later failure. */
   #write(file: string, tmp: string, data: string): Json {
     if (!isBase64(data)) throw bad('"data" is not standard base64');
-    const fd = sys(`create ${tmp}`, () => fs.openSync(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600));
+    this.#writeBytes(file, tmp, Buffer.from(data, "base64"));
+    return {};
+  }
+
+  /** {@link #write} of the bytes `buf` (also `mcp_resume_crypto`'s `seal_write`); throws the coded failure. */
+  #writeBytes(file: string | Buffer, tmp: string | Buffer, buf: Uint8Array): void {
+    const fd = sys(`create ${String(tmp)}`, () => fs.openSync(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600));
     try {
-      const buf = Buffer.from(data, "base64");
       try {
         for (let off = 0; off < buf.length; ) off += fs.writeSync(fd, buf, off, buf.length - off);
       } finally {
         fs.closeSync(fd);
       }
       fs.renameSync(tmp, file);
-      return {};
     } catch (e) {
       fs.rmSync(tmp, { force: true });
-      throw osError(`write ${file}`, e);
+      throw osError(`write ${String(file)}`, e);
     }
   }
 

@@ -28,7 +28,11 @@
 // as HandleStore.open does for a state URL, so the plugin's
 // mcp_resume_eval reaches the real server; its host_calls go through
 // HostFunctions.callAsync, the worker mode's entry. The `redis` action
-// sends its command with the runner's own node-redis client.
+// sends its command with the runner's own node-redis client. The binary
+// forms: a host_call of mcp_resume_crypto gives request_hex and wants
+// response_hex, response_prefix_hex or error_code; a handle export may give
+// input_hex (saved variables as the hex of their text) and want output_hex
+// or output_prefix_hex.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -54,6 +58,10 @@ interface Want {
   output_json_subset?: unknown;
   error_code?: string;
   error_json_subset?: Json;
+  /** Success, and the (binary) output is exactly these bytes, in hex. */
+  output_hex?: string;
+  /** Success, and the (binary) output starts with these bytes, in hex. */
+  output_prefix_hex?: string;
   /** The error's message (and the whole error string) does not hold this text. */
   message_excludes?: string;
 }
@@ -90,6 +98,10 @@ interface HostWant {
   error_code?: string;
   response_subset?: Json;
   result_codes?: Array<string | null>;
+  /** A binary host function (mcp_resume_crypto): the response is exactly these bytes, in hex. */
+  response_hex?: string;
+  /** A binary host function: the response starts with these bytes, in hex. */
+  response_prefix_hex?: string;
   /** With one of the above: the error message does not hold this text. */
   message_excludes?: string;
   /** With one of the above: the call took at least / at most this many milliseconds (wall clock). */
@@ -105,10 +117,14 @@ interface Call {
   socket?: string;
   content?: Content;
   input?: Content | Json;
+  /** A handle export's binary input in hex, instead of `input`; `$<var>` stands for the hex of the saved value's text. */
+  input_hex?: string;
   save?: Record<string, string>;
   prefix?: string;
   mode?: "truncate" | "flip" | "symlink" | "save" | "restore";
   request?: unknown;
+  /** A binary host function's request in hex (no substitutions), instead of `request`. */
+  request_hex?: string;
   want?: Want & HostWant;
   /** The `redis` action: the command, sent once, or once per key matching `each_key` with `$KEY` replaced. */
   command?: string[];
@@ -185,6 +201,12 @@ function checkWant(r: ExportResult, w: Want, what: string, exportName: string): 
   }
   assert.ok(r.ok, `${what}: unexpected error ${r.ok ? "" : `${r.code}: ${r.message}`}`);
   const text = Buffer.from(r.output).toString("utf8");
+  if (w.output_hex !== undefined || w.output_prefix_hex !== undefined) {
+    const got = Buffer.from(r.output).toString("hex");
+    if (w.output_hex !== undefined) assert.equal(got, w.output_hex.toLowerCase(), `${what}: output_hex`);
+    else assert.ok(got.startsWith(w.output_prefix_hex!.toLowerCase()), `${what}: output ${got} does not start with ${w.output_prefix_hex}`);
+    return;
+  }
   if (w.output_json !== undefined || w.output_json_subset !== undefined) {
     const got = JSON.parse(text) as Json;
     if (exportName === "list" && Array.isArray(got["files"])) for (const f of got["files"] as Json[]) delete f["age_seconds"];
@@ -197,8 +219,18 @@ function checkWant(r: ExportResult, w: Want, what: string, exportName: string): 
   }
 }
 
-/** Checks a host function's response (UTF-8 JSON, padding allowed) against a host_call's `want`; an unknown want fails. */
+/**
+ * Checks a host function's response (UTF-8 JSON, padding allowed; or the binary response of mcp_resume_crypto,
+ * against response_hex or response_prefix_hex) against a host_call's `want`; an unknown want fails.
+ */
 function checkHostWant(out: Uint8Array, w: HostWant, what: string): void {
+  if (w.response_hex !== undefined || w.response_prefix_hex !== undefined) {
+    assert.equal(Object.keys(w).length, 1, `${what}: a host want has exactly one member: ${JSON.stringify(w)}`);
+    const got = Buffer.from(out).toString("hex");
+    if (w.response_hex !== undefined) assert.equal(got, w.response_hex.toLowerCase(), `${what}: response_hex (${Buffer.from(out).subarray(0, 200).toString()})`);
+    else assert.ok(got.startsWith(w.response_prefix_hex!.toLowerCase()), `${what}: response ${got.slice(0, 400)} does not start with ${w.response_prefix_hex}`);
+    return;
+  }
   const text = Buffer.from(out).toString("utf8");
   const r = JSON.parse(text) as Json;
   const err = (x: unknown): string | undefined => ((x as Json | null)?.["error"] as { code?: string } | null | undefined)?.code;
@@ -264,6 +296,13 @@ function substVars(v: unknown, vars: Map<string, string | number>): unknown {
   if (Array.isArray(v)) return v.map((x) => substVars(x, vars));
   if (v !== null && typeof v === "object") return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, substVars(x, vars)]));
   return v;
+}
+
+/** `h` (hex) with each saved `$<var>` replaced by the hex of its text (a string's UTF-8 bytes, a number's digits), longest names first; then decoded. */
+function hexInput(h: string, vars: Map<string, string | number>): Buffer {
+  const text = [...vars.keys()].sort((a, b) => b.length - a.length).reduce((t, k) => t.replaceAll(`$${k}`, Buffer.from(String(vars.get(k)), "utf8").toString("hex")), h);
+  assert.match(text, /^([0-9a-fA-F]{2})*$/, `input_hex is not hex after its variables: ${text}`);
+  return Buffer.from(text, "hex");
 }
 
 /** The `corrupt_files` action: every regular file of `dir` named `prefix…` truncated to half, its last byte flipped, or replaced by a symlink to a copy outside (in `root`); `save` copies it to `root/saved-<name>` unchanged, `restore` writes that copy back over it (an older record put back; no copy fails). */
@@ -393,14 +432,16 @@ describe("conformance", () => {
           const forms = (["export", "action", "host_call"] as const).filter((k) => cl[k] !== undefined);
           assert.equal(forms.length, 1, `call ${i}: unknown call form ${JSON.stringify(cl)} (want one of export, action, host_call)`);
           if (cl.host_call !== undefined) {
-            assert.ok(cl.request !== undefined, `call ${i}: host_call ${cl.host_call} has no request`);
+            assert.ok((cl.request !== undefined) !== (cl.request_hex !== undefined), `call ${i}: host_call ${cl.host_call} needs exactly one of request and request_hex`);
             const req = cl.request as Json | null;
             // As the store does before the plugin's first load/store/reject: bind the socket ahead (the host's
             // mcp_resume_lock is synchronous and answers from lockAhead's outcome), here the request's own socket.
             if (cl.host_call === "mcp_resume_lock" && typeof req?.["socket"] === "string") await host.lockAhead(req["socket"]);
             const { min_ms, max_ms, ...hw } = cl.want ?? {};
             const t0 = performance.now();
-            const out = onRedis ? await host.callAsync(cl.host_call, Buffer.from(JSON.stringify(cl.request))) : host.call(cl.host_call, Buffer.from(JSON.stringify(cl.request)));
+            const bytes = cl.request_hex !== undefined ? Buffer.from(cl.request_hex, "hex") : Buffer.from(JSON.stringify(cl.request));
+            if (cl.request_hex !== undefined) assert.equal(bytes.toString("hex"), cl.request_hex.toLowerCase(), `call ${i}: request_hex is not hex`);
+            const out = onRedis ? await host.callAsync(cl.host_call, bytes) : host.call(cl.host_call, bytes);
             const took = performance.now() - t0;
             checkHostWant(out, hw, `call ${i} host_call ${cl.host_call}`);
             if (min_ms !== undefined) assert.ok(took >= min_ms, `call ${i} host_call ${cl.host_call}: took ${took.toFixed(1)} ms, want at least ${min_ms}`);
@@ -432,7 +473,8 @@ describe("conformance", () => {
           } else {
             // Handle exports take one JSON object: encoded as JSON, with the saved variables put in.
             const json = (cl.export === "handles_open" || cl.export!.startsWith("handle_")) && cl.input !== null && typeof cl.input === "object";
-            const input = cl.input === undefined ? undefined : json ? Buffer.from(JSON.stringify(substVars(cl.input, vars))) : bytesOf(cl.input as Content);
+            if (cl.input_hex !== undefined) assert.ok(cl.input === undefined && cl.export!.startsWith("handle_"), `call ${i}: input_hex is for a handle export, instead of input`);
+            const input = cl.input_hex !== undefined ? hexInput(cl.input_hex, vars) : cl.input === undefined ? undefined : json ? Buffer.from(JSON.stringify(substVars(cl.input, vars))) : bytesOf(cl.input as Content);
             const r = await callExport(store, cl.export!, input);
             checkWant(r, cl.want ?? {}, `call ${i} ${cl.export}`, cl.export!);
             for (const [v, member] of Object.entries(cl.save ?? {})) {

@@ -233,12 +233,14 @@ describe("HandleStore lifetimes with a clock", () => {
     // One principal: its quota is the whole cap (the default, a quarter, would evict at 1).
     const { store } = await open({ clock: () => now, maxHandles: 2, maxHandlesPerPrincipal: 2, tombstoneMs: 5_000 });
     assert.equal(store.settings.shards, 1);
+    // Steps of two minutes: the LRU order has the refresh resolution,
+    // min(idle TTL / 64, 60 s) on files.
     const a = await store.create("", enc.encode("a"));
-    now += 2_000;
+    now += 120_000;
     const b = await store.create("", enc.encode("b"));
-    now += 2_000;
+    now += 120_000;
     await store.get(a.handle, ""); // a is now more recent than b
-    now += 2_000;
+    now += 120_000;
     const c = await store.create("", enc.encode("c"));
     await failure(store.get(b.handle, ""), HandleEvictedError, "handle_evicted");
     assert.equal(dec.decode((await store.get(a.handle, "")).data), "a");
@@ -267,7 +269,8 @@ describe("HandleStore concurrency", () => {
     const call = (fn: string) => JSON.parse(Buffer.from(other.call(fn, Buffer.from(JSON.stringify({ name: "lock-00", socket })))).toString());
     assert.deepEqual(call("mcp_resume_lock"), {});
     const t0 = performance.now();
-    const e = await failure(store.get(c.handle, ""), StoreUnavailableError, "store_unavailable");
+    // touch takes the shard's lock; a get right after the create may read the record alone, without it.
+    const e = await failure(store.touch(c.handle, ""), StoreUnavailableError, "store_unavailable");
     assert.ok(performance.now() - t0 >= 140, "waited lockWaitMs");
     assert.match(e.message, /busy/);
     assert.deepEqual(call("mcp_resume_unlock"), {});

@@ -413,12 +413,12 @@ describe("shipped plugin", () => {
   test("the module is compiled once per process", async () => {
     assert.equal(compiledModule(PLUGIN_WASM_URL), compiledModule(PLUGIN_WASM_URL));
   });
-  test(`plugin.wasm speaks ABI ${ABI_VERSION}, does not import get_log_level, and imports exactly our eleven host functions`, async () => {
+  test(`plugin.wasm speaks ABI ${ABI_VERSION}, does not import get_log_level, and imports exactly our twelve host functions`, async () => {
     const imports = (globalThis as any).WebAssembly.Module.imports(await compiledModule(PLUGIN_WASM_URL)) as Array<{ module: string; name: string }>;
     assert.ok(!imports.some((i) => i.name === "get_log_level"));
     assert.deepEqual(imports.filter((i) => i.module === NAMESPACE).map((i) => i.name).sort(), [...FUNCTIONS].sort());
-    assert.equal(FUNCTIONS.length, 11);
-    assert.equal(ABI_VERSION, "9");
+    assert.equal(FUNCTIONS.length, 12);
+    assert.equal(ABI_VERSION, "10");
   });
 });
 
@@ -450,7 +450,7 @@ describe("Extism 1.0.3 traps", () => {
   });
   test("ABI mismatch: PluginError naming both versions; pdk.Log reaches our logger, not stdout", async () => {
     const { logger, lines } = capture();
-    await assert.rejects(loadStore(logger, tpOld), (e: unknown) => e instanceof PluginError && e.code === "plugin_unusable" && e.message.includes(`plugin ABI version "4", this host implements "9"`));
+    await assert.rejects(loadStore(logger, tpOld), (e: unknown) => e instanceof PluginError && e.code === "plugin_unusable" && e.message.includes(`plugin ABI version "4", this host implements "${ABI_VERSION}"`));
     assert.deepEqual(lines, [{ level: "warn", message: "testplugin: ABI version asked", fields: { event: "extism_log" } }]);
   });
   test("the guest's stdout never reaches the process's stdout, even with EXTISM_ENABLE_WASI_OUTPUT set, which the bare SDK honours", async () => {

@@ -1,4 +1,4 @@
-package rediseval
+package redishost
 
 import (
 	"net/url"

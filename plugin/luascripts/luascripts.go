@@ -5,7 +5,7 @@
 // recognise the plugin's calls on the wire, so both name a script alike.
 //
 // The SHA-1s are computed when the plugin is built, not in it (sums.go,
-// written by `go generate ./internal/luascripts`; a test fails when they
+// written by `go generate ./plugin/luascripts`; a test fails when they
 // are stale): the standard library's SHA-1 would bring its FIPS 140 module
 // into the plugin, which carries no hash code (hostfuncs/README.md,
 // mcp_resume_crypto).

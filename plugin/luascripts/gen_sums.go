@@ -1,7 +1,7 @@
 //go:build ignore
 
 // gen_sums writes sums.go: the SHA-1 of each script of the handle store's
-// Lua file, run by `go generate ./internal/luascripts`.
+// Lua file, run by `go generate ./plugin/luascripts`.
 package main
 
 import (
@@ -13,7 +13,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mcp-resume/mcp-resume/internal/luascripts"
+	"github.com/mcp-resume/mcp-resume/plugin/luascripts"
 )
 
 func main() {

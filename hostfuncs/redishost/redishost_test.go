@@ -1,4 +1,4 @@
-package rediseval_test
+package redishost_test
 
 import (
 	"context"
@@ -11,13 +11,13 @@ import (
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
-	"github.com/mcp-resume/mcp-resume/internal/rediseval"
-	"github.com/mcp-resume/mcp-resume/internal/redistest"
+	"github.com/mcp-resume/mcp-resume/hostfuncs/conformance/redistest"
+	"github.com/mcp-resume/mcp-resume/hostfuncs/redishost"
 )
 
 // eval runs one request with a fresh-per-test cache and returns its JSON
 // response (what a host answers), so tests pin the wire form too.
-func eval(t *testing.T, c *rediseval.Clients, req hostfuncs.EvalRequest) (hostfuncs.EvalResponse, string) {
+func eval(t *testing.T, c *redishost.Clients, req hostfuncs.EvalRequest) (hostfuncs.EvalResponse, string) {
 	t.Helper()
 	if req.Keys == nil {
 		req.Keys = []string{}
@@ -36,8 +36,8 @@ func eval(t *testing.T, c *rediseval.Clients, req hostfuncs.EvalRequest) (hostfu
 	return resp, string(b)
 }
 
-func newClients(t *testing.T) *rediseval.Clients {
-	c := &rediseval.Clients{}
+func newClients(t *testing.T) *redishost.Clients {
+	c := &redishost.Clients{}
 	t.Cleanup(func() { c.Close() })
 	return c
 }
@@ -314,7 +314,7 @@ func TestReconnectAfterRestart(t *testing.T) {
 
 func TestCloseAndConcurrency(t *testing.T) {
 	s := redistest.Start(t)
-	c := &rediseval.Clients{}
+	c := &redishost.Clients{}
 	var wg sync.WaitGroup
 	errs := make(chan string, 64)
 	for i := range 64 {

@@ -1,9 +1,9 @@
-// Package rediseval runs the mcp_resume_eval host function for Go: one Lua
+// Package redishost runs the mcp_resume_eval host function for Go: one Lua
 // script on a Redis or Valkey server through go-redis, with the contract's
 // validation, deadline, reply conversion and error codes (hostfuncs/README.md,
 // section "mcp_resume_eval").
 //
-// It lives at the module root, not under host/, because two hosts run the
+// It lives beside the contract, not under host/, because two hosts run the
 // same code: the Go host (host/internal/primitives, for host.Open and
 // host.OpenHandles) and the plugin's native test host
 // (plugin/internal/testhost). One implementation means the plugin's own
@@ -11,7 +11,7 @@
 //
 // The plugin writes every script and decides every key and argument; this
 // package only carries them and holds no policy.
-package rediseval
+package redishost
 
 import (
 	"context"

@@ -31,10 +31,10 @@ func TestSums(t *testing.T) {
 	for name, s := range scripts {
 		sum := sha1.Sum([]byte(s.Src))
 		if want := hex.EncodeToString(sum[:]); s.SHA1 != want {
-			t.Errorf("script %s: SHA-1 %q in sums.go, its text's is %s: run go generate ./internal/luascripts", name, s.SHA1, want)
+			t.Errorf("script %s: SHA-1 %q in sums.go, its text's is %s: run go generate ./plugin/luascripts", name, s.SHA1, want)
 		}
 	}
 	if len(sums) != len(scripts) {
-		t.Errorf("sums.go has %d SHA-1s for %d scripts: run go generate ./internal/luascripts", len(sums), len(scripts))
+		t.Errorf("sums.go has %d SHA-1s for %d scripts: run go generate ./plugin/luascripts", len(sums), len(scripts))
 	}
 }
