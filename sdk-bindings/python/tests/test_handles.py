@@ -405,13 +405,14 @@ def test_eviction_least_recently_used(root: Path) -> None:
     clock = Clock()
     # One principal: its quota is the whole cap (the default, a quarter, would evict at 1).
     with HandleStore("lru", state_root=root, clock=clock, max_handles=3, max_handles_per_principal=3) as s:
+        # Steps of two minutes: the LRU order has the refresh resolution, min(idle TTL / 64, 60 s) on files.
         hs = []
         for i in range(3):
-            clock.advance(1)
+            clock.advance(120)
             hs.append(s.create("", b"%d" % i).handle)
-        clock.advance(1)
+        clock.advance(120)
         s.get(hs[0], "")  # hs[1] is now the least recently used
-        clock.advance(1)
+        clock.advance(120)
         d = s.create("", b"d").handle
         with pytest.raises(HandleEvictedError) as e:
             s.get(hs[1], "")

@@ -535,7 +535,8 @@ class HandleStore:
 
     def get(self, handle: str, principal: str) -> Value:
         """The value and generation of ``handle``; refreshes its idle time (the last use is rewritten only when
-        it moves by min(idle TTL/64, 1 s) or more; in between the record is read alone, without the shard's lock).
+        it moves by min(idle TTL/64, 60 s) or more, 1 s on Redis; in between the record is read alone, without
+        the shard's lock).
         Raises :class:`InvalidHandleError` (before any I/O),
         :class:`InvalidPrincipalError`, :class:`HandleNotFoundError` (also for another principal's handle),
         :class:`HandleExpiredError` (``reason``), :class:`HandleEvictedError`, :class:`StoreUnavailableError`."""
