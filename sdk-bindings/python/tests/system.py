@@ -51,6 +51,7 @@ def make_files(directory: Path, files: dict[str, Any]) -> None:
     ``mode`` (octal string) is set after creating it, umask aside (a symlink's is left), as the Go and
     TypeScript runners do."""
     for name, c in files.items():
+        c = {"text": c} if isinstance(c, str) else c  # a plain string is text, as for an input
         p = directory / name
         p.parent.mkdir(parents=True, exist_ok=True)
         if c.get("dir"):
@@ -77,6 +78,7 @@ def check_files(directory: Path, want: dict[str, Any], exact: bool) -> list[str]
     if exact and got != sorted(want):
         errors.append(f"files in {directory.name} = {got}, want {sorted(want)}")
     for name, c in sorted(want.items()):
+        c = {"text": c} if isinstance(c, str) else c
         p = directory / name
         try:
             st = os.lstat(p)

@@ -11,7 +11,11 @@ logs ``resume_off``). A ``host_call`` calls the store's own host function
 directly (the instance the plugin uses) and checks its JSON answer; a
 ``host_call`` want's ``min_ms``/``max_ms`` bound how long the call took (wall clock); a
 ``hold_socket`` binds an abstract Unix socket in Node's padded form with a
-plain socket of the runner's (Linux only: elsewhere the case is skipped). A
+plain socket of the runner's (Linux only: elsewhere the case is skipped). The
+binary ``mcp_resume_crypto`` takes ``request_hex`` instead of ``request`` and
+its wants add ``response_hex`` and ``response_prefix_hex``; an export call may
+give ``input_hex`` (the input's bytes; a ``$<var>`` in it is the hex of a saved
+value's text), its wants adding ``output_hex`` and ``output_prefix_hex``. A
 call of any other form fails the case. A host function the case lists in
 ``no_answer`` is not run at all (``pinned.py``). Real ``plugin.wasm``, real Extism
 runtime, real host functions on real files; the same cases the Go and
@@ -153,13 +157,25 @@ def check(where: str, want: dict[str, Any], out: bytes, err: str | None) -> list
         else:
             ok = subset(doc, want["output_json_subset"])
         return [] if ok else [f"{where}: output {out.decode(errors='replace')}, want {json.dumps(want)}"]
+    if "output_hex" in want:
+        return [] if out.hex() == want["output_hex"].lower() else [f"{where}: output {out.hex()}, want {want['output_hex']}"]
+    if "output_prefix_hex" in want:
+        ok = out.hex().startswith(want["output_prefix_hex"].lower())
+        return [] if ok else [f"{where}: output {out.hex()}, want it to start with {want['output_prefix_hex']}"]
     expect = b"" if want.get("output") is None else content_bytes(want["output"])
     return [] if out == expect else [f"{where}: output {out[:60]!r}, want {expect[:60]!r}"]
 
 
 def check_host(where: str, want: dict[str, Any], raw: bytes) -> list[str]:
     """Compare a host function's own answer (JSON, space padding allowed) with a host ``want``
-    (the conformance README, "host_call"). An unknown ``want`` form fails the case loudly."""
+    (the conformance README, "host_call"); a binary answer (``mcp_resume_crypto``) is compared as bytes with
+    ``response_hex`` or ``response_prefix_hex``. An unknown ``want`` form fails the case loudly."""
+    if "response_hex" in want:
+        ok = raw.hex() == want["response_hex"].lower()
+        return [] if ok else [f"{where}: answer {raw.hex()}, want {want['response_hex']}"]
+    if "response_prefix_hex" in want:
+        ok = raw.hex().startswith(want["response_prefix_hex"].lower())
+        return [] if ok else [f"{where}: answer {raw.hex()}, want it to start with {want['response_prefix_hex']}"]
     try:
         doc = json.loads(raw)
     except ValueError:
@@ -217,6 +233,14 @@ def fill_vars(doc: Any, saved: dict[str, Any]) -> Any:
         for name in sorted(saved, key=len, reverse=True):
             doc = doc.replace("$" + name, str(saved[name]))
     return doc
+
+
+def fill_hex(text: str, saved: dict[str, Any]) -> bytes:
+    """An ``input_hex``'s bytes: ``text`` with each ``$<var>`` of a saved var replaced by the hex of its text
+    (UTF-8; longest names first), spaces ignored."""
+    for name in sorted(saved, key=len, reverse=True):
+        text = text.replace("$" + name, str(saved[name]).encode().hex())
+    return bytes.fromhex(text.replace(" ", ""))
 
 
 def corrupt_files(state: Path, root: Path, prefix: str, mode: str) -> int:
@@ -406,7 +430,9 @@ def test_conformance(path: Path, backend: str, tmp_path: Path, request: pytest.F
             elif "host_call" in call and "action" not in call and "export" not in call:
                 # The store's own host functions, the instance the plugin calls (state directory fixed by open).
                 t0 = time.monotonic()
-                raw = funcs.call(call["host_call"], json.dumps(call["request"]).encode())
+                req = (bytes.fromhex(call["request_hex"]) if "request_hex" in call
+                       else json.dumps(call["request"]).encode())
+                raw = funcs.call(call["host_call"], req)
                 took_ms = (time.monotonic() - t0) * 1000
                 want = dict(call["want"])
                 where = f"call {i} host_call {call['host_call']}"
@@ -415,7 +441,9 @@ def test_conformance(path: Path, backend: str, tmp_path: Path, request: pytest.F
                     errors.append(f"{where}: took {took_ms:.0f} ms, want {lo if lo is not None else 0}..{hi if hi is not None else '∞'} ms")
                 errors += check_host(where, want, raw)
             elif "export" in call and "action" not in call:
-                if "input" not in call:
+                if "input_hex" in call:
+                    data = fill_hex(call["input_hex"], saved)
+                elif "input" not in call:
                     data = b""
                 elif is_handle_export(call["export"]) and not isinstance(call["input"], str):
                     # A JSON value the runner encodes; a plain string stays a content (bytes that are no object).

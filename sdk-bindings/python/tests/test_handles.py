@@ -112,6 +112,45 @@ def test_empty_and_binary_values(store: HandleStore) -> None:
     assert store.get(c.handle, "").data == data
 
 
+def test_values_cross_in_the_binary_form(root: Path) -> None:
+    """create, get and put send the binary form (first byte 0x01; the value as raw bytes, no base64) and read
+    its binary output; the other calls send JSON. A value of every byte, up to the 4 MiB maximum, comes back."""
+    sent: list[tuple[str, bytes]] = []
+
+    class Recording(HandleStore):
+        def _export(self, export: str, data: bytes) -> bytes:
+            sent.append((export, data))
+            return super()._export(export, data)
+
+    big = os.urandom(4 << 20)
+    with Recording("binary", state_root=root, max_value_bytes=4 << 20, clock=Clock()) as s:
+        c = s.create("alice", big, idle_ttl=60)
+        assert s.get(c.handle, "alice").data == big
+        assert s.put(c.handle, "alice", bytearray(b"\x00\xff" * 3), expect=1) == 2
+        assert s.get(c.handle, "alice") == s.get(c.handle, "alice")
+        assert s.touch(c.handle, "alice").generation == 2
+    forms = {export: data[:1] for export, data in sent}
+    assert forms == {"handle_create": b"\x01", "handle_get": b"\x01", "handle_put": b"\x01", "handle_touch": b"{"}
+    create = next(data for export, data in sent if export == "handle_create")
+    assert create.endswith(big) and len(create) == 37 + len("alice") + len(big), "the value is sent once, raw"
+
+
+def test_inputs_the_binary_form_cannot_carry(store: HandleStore) -> None:
+    """A handle over 255 bytes or not UTF-8, a principal over 65535 bytes, an integer outside int64 go as JSON:
+    the plugin answers them as it answers any bad input."""
+    c = store.create("", b"x")
+    for handle in ("A" * 256, "mrh1_" + "\udc80" * 32):
+        with pytest.raises(InvalidHandleError):
+            store.get(handle, "")
+    with pytest.raises(InvalidPrincipalError):
+        store.put(c.handle, "p" * 65536, b"x")
+    with pytest.raises(InvalidOptionError):
+        store.put(c.handle, "", b"x", expect=1 << 63)
+    with pytest.raises(InvalidOptionError):
+        store.create("", b"x", idle_ttl=10**17)  # seconds: 10**20 ms
+    assert store.get(c.handle, "").generation == 1, "a refused call changed the handle"
+
+
 def test_another_principal_answers_as_an_unknown_handle(store: HandleStore) -> None:
     c = store.create("alice", b"secret")
     unknown = "mrh1_" + "A" * 32
@@ -366,13 +405,14 @@ def test_eviction_least_recently_used(root: Path) -> None:
     clock = Clock()
     # One principal: its quota is the whole cap (the default, a quarter, would evict at 1).
     with HandleStore("lru", state_root=root, clock=clock, max_handles=3, max_handles_per_principal=3) as s:
+        # Steps of two minutes: the LRU order has the refresh resolution, min(idle TTL / 64, 60 s) on files.
         hs = []
         for i in range(3):
-            clock.advance(1)
+            clock.advance(120)
             hs.append(s.create("", b"%d" % i).handle)
-        clock.advance(1)
+        clock.advance(120)
         s.get(hs[0], "")  # hs[1] is now the least recently used
-        clock.advance(1)
+        clock.advance(120)
         d = s.create("", b"d").handle
         with pytest.raises(HandleEvictedError) as e:
             s.get(hs[1], "")
@@ -484,7 +524,7 @@ def test_shard_held_elsewhere_is_store_unavailable_after_lock_wait(root: Path) -
         holder = hold_shard(s.state_dir)
         t0 = time.monotonic()
         with pytest.raises(StoreUnavailableError) as e:
-            s.get(c.handle, "")
+            s.put(c.handle, "", b"y")  # a write takes the shard's lock (a get may read the record alone)
         took = time.monotonic() - t0
         assert 0.3 <= took < 3 and e.value.code == "store_unavailable" and isinstance(e.value, OSError)
         assert c.handle not in str(e.value)
@@ -557,7 +597,8 @@ def test_async_calls_never_block_the_loop(root: Path) -> None:
 
         task = asyncio.create_task(ticker())
         t0 = time.monotonic()
-        results = await asyncio.gather(s.get(c.handle, ""), s.put(c.handle, "", b"y"), return_exceptions=True)
+        # Writes take the shard's lock (a get may read the record alone).
+        results = await asyncio.gather(s.put(c.handle, "", b"y"), s.put(c.handle, "", b"z"), return_exceptions=True)
         took = time.monotonic() - t0
         task.cancel()
         holder.close()

@@ -1,4 +1,4 @@
-"""The host functions (hostfuncs/README.md, ABI 9) on the real system: real files, real /proc, real processes.
+"""The host functions (hostfuncs/README.md, ABI 10) on the real system: real files, real /proc, real processes.
 
 File functions: a name is one path element (no ``/``, NUL, ``.`` or ``..``, at
 most 255 bytes), symlinks are never followed, a FIFO never blocks, writes go
@@ -44,6 +44,8 @@ from pinned import System, pinned_functions
 TOKEN_NAME = "token-4242-98765.0f1e2d3c4b5a69788796a5b4c3d2e1f0.4026531836"
 LOCK_NAME = "lock-4242-98765.0f1e2d3c4b5a69788796a5b4c3d2e1f0.4026531836"
 TEMP_NAME = f".{TOKEN_NAME}.0123456789abcdef.tmp"  # as the plugin names it
+#: The host functions with JSON requests and answers (``mcp_resume_crypto`` is binary: test_crypto.py).
+JSON_FUNCTIONS = tuple(fn for fn in FUNCTIONS if fn != "mcp_resume_crypto")
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs Linux /proc")
 
 
@@ -419,7 +421,7 @@ def test_closed_store_answers_invalid_request(state: Path) -> None:
     assert lock(f) == {}
     f.close()
     (state / TOKEN_NAME).write_text("x")
-    for fn in FUNCTIONS:
+    for fn in JSON_FUNCTIONS:
         req = {"name": TOKEN_NAME, "temp": TEMP_NAME, "limit": 9, "data": "", "ops": [{"op": "self"}],
                "op": "stat", "path": str(state), "level": "info", "event": "e", "message": "m"}
         assert code(call(f, fn, req)) == "invalid_request", fn
@@ -447,7 +449,7 @@ def test_log_broken_handler(state: Path) -> None:
 
 def test_malformed_requests_answered(state: Path) -> None:
     f = funcs(state)
-    for fn in FUNCTIONS:
+    for fn in JSON_FUNCTIONS:
         for req in (b"", b"{", b"[]", b"null", b"\xff\xfe", b'"x"', b"{} trailing"):
             assert code(call(f, fn, req)) == "invalid_request", (fn, req)
     for req in (b"{}", b'{"ops": []}', b'{"ops": {}}', json.dumps({"ops": [{"op": "kill0", "pid": "1"}] * 65}).encode()):
@@ -463,7 +465,7 @@ def test_fuzz_never_raises(state: Path) -> None:
               b'"boot_id"', b'"pid_ns"', b'"x"', b'"\\ud800"']
     for _ in range(2000):
         req = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 8)))
-        for fn in FUNCTIONS:
+        for fn in JSON_FUNCTIONS:
             call(f, fn, req)
     f.close()
     assert not [n for n in os.listdir(state) if n.startswith(".")]

@@ -2,8 +2,10 @@
 store (hostfuncs/README.md, "Plugin exports", the ``handles_open`` and ``handle_*`` exports).
 
 The policy (handle syntax, keys, sealing, lifetimes, capacity, generations, the files) is the plugin's, the
-same in Go, Python and TypeScript; this module converts Python values to the exports' JSON and back, keeps a
-pool of plugin instances for threads, and raises the exceptions of :mod:`mcp_resume._handle_errors`.
+same in Go, Python and TypeScript; this module converts Python values to the exports' inputs and back (the
+binary form for ``handle_create``, ``handle_get`` and ``handle_put``, so a value crosses the Wasm boundary as
+raw bytes; JSON for the others), keeps a pool of plugin instances for threads, and raises the exceptions of
+:mod:`mcp_resume._errors`.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import json
 import logging
 import math
 import os
+import struct
 import threading
 from typing import Any, Union
 from collections.abc import Callable
@@ -39,6 +42,39 @@ Duration = Union[dt.timedelta, int, float]
 Clock = Callable[[], Union[dt.datetime, float, int]]
 
 _MS = dt.timedelta(milliseconds=1)
+
+# The binary form of handle_create, handle_get and handle_put (hostfuncs/README.md, "Binary form"; Go
+# hostfuncs.HandleBinaryForm, HandleFlag*): the input's fixed part (form byte, flags, now_ms, generation,
+# idle_ttl_ms, max_age_ms, principal length), then the principal, the handle (u8 length) and the value.
+_BIN_INPUT = struct.Struct(">BBqqqqH")
+_BIN_FORM = 0x01
+_FLAG_NOW, _FLAG_GENERATION, _FLAG_IDLE_TTL, _FLAG_MAX_AGE, _FLAG_VALUE = 1, 2, 4, 8, 16
+#: handle_create's output before the handle (generation, idle_ttl_ms, max_age_ms, created_ms), handle_get's
+#: before the value (generation, created_ms, idle_ttl_ms, max_age_ms), handle_put's (generation).
+_BIN_FOUR, _BIN_PUT = struct.Struct(">qqqq"), struct.Struct(">q")
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _binary_input(principal: bytes, handle: str = "", value: bytes | bytearray | memoryview | None = None,
+                  now_ms: int | None = None, generation: int | None = None, idle_ttl_ms: int | None = None,
+                  max_age_ms: int | None = None) -> bytes | None:
+    """The binary input of a value-carrying export: ``principal`` (UTF-8), ``handle`` (``""`` for
+    ``handle_create``), ``value`` when given, each integer when not ``None``. ``None`` when a field does not fit
+    the form (a handle over 255 bytes or not encodable, a principal over 65535 bytes, an integer outside int64):
+    the caller then sends the JSON form, and the plugin judges the input either way."""
+    ints = (now_ms, generation, idle_ttl_ms, max_age_ms)
+    if len(principal) > 0xFFFF or any(v is not None and not _I64_MIN <= v <= _I64_MAX for v in ints):
+        return None
+    try:
+        raw = handle.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    if len(raw) > 0xFF:
+        return None
+    flags = sum(bit for bit, v in zip((_FLAG_NOW, _FLAG_GENERATION, _FLAG_IDLE_TTL, _FLAG_MAX_AGE), ints)
+                if v is not None) | (_FLAG_VALUE if value is not None else 0)
+    fixed = _BIN_INPUT.pack(_BIN_FORM, flags, *(v or 0 for v in ints), len(principal))
+    return b"".join((fixed, principal, bytes((len(raw),)), raw, value if value is not None else b""))
 
 
 def _duration_ms(option: str, value: Any) -> int | None:
@@ -378,22 +414,26 @@ class HandleStore:
         if last:
             self._evals.close()
 
-    def _call(self, export: str, doc: dict[str, Any]) -> dict[str, Any]:
-        """Run ``export`` with ``doc`` (plus ``now_ms`` from the clock) on a pooled instance: its JSON output.
-        Raises the :class:`MCPResumeError` of the export's error code."""
-        if self._clock is not None:
-            doc["now_ms"] = _now_ms(self._clock)
-        data = json.dumps(doc).encode()
+    def _export(self, export: str, data: bytes) -> bytes:
+        """Run ``export`` with the input ``data`` on a pooled instance: its output bytes. Raises the
+        :class:`MCPResumeError` of the export's error code."""
         inst = self._acquire()
         broken = False
         try:
-            out = inst.call(export, data)
+            return inst.call(export, data)
         except extism.Error as e:
             err = error_from_json(str(e))
             broken = type(err) is StoreUnavailableError and err.message.startswith("mcp-resume plugin failed")
             raise err from None
         finally:
             self._release(inst, broken)
+
+    def _call(self, export: str, doc: dict[str, Any]) -> dict[str, Any]:
+        """Run ``export`` with the JSON input ``doc`` (plus ``now_ms`` from the clock) on a pooled instance: its
+        JSON output. Raises the :class:`MCPResumeError` of the export's error code."""
+        if self._clock is not None:
+            doc["now_ms"] = _now_ms(self._clock)
+        out = self._export(export, json.dumps(doc).encode())
         try:
             result = json.loads(out)
             if not isinstance(result, dict):
@@ -404,34 +444,73 @@ class HandleStore:
 
     # --- operations ---------------------------------------------------------------------------------------
 
+    def _call_binary(self, export: str, principal: str, handle: str | None = None,
+                     value: bytes | bytearray | memoryview | None = None, generation: int | None = None,
+                     idle_ttl_ms: int | None = None, max_age_ms: int | None = None) -> bytes | dict[str, Any]:
+        """Run a value-carrying ``export`` (``handle_create``, ``handle_get``, ``handle_put``) in the binary form
+        (:func:`_binary_input`, with ``now_ms`` from the clock): its binary output. An input the form cannot
+        carry goes as JSON and answers its JSON output (a ``dict``). Raises the :class:`MCPResumeError` of the
+        export's error code."""
+        doc = self._who(handle, principal)
+        now_ms = _now_ms(self._clock) if self._clock is not None else None
+        data = _binary_input(principal.encode("utf-8"), handle or "", value, now_ms, generation, idle_ttl_ms,
+                             max_age_ms)
+        if data is not None:
+            return self._export(export, data)
+        if value is not None:
+            doc["value"] = base64.b64encode(value).decode("ascii")
+        for key, v in (("generation", generation), ("idle_ttl_ms", idle_ttl_ms), ("max_age_ms", max_age_ms)):
+            if v is not None:
+                doc[key] = v
+        return self._call(export, doc)
+
+    def _binary_output(self, export: str, out: bytes, fixed: struct.Struct) -> tuple[tuple[int, ...], bytes]:
+        """``out`` split into ``fixed``'s integers and the bytes after them. Raises :class:`StoreUnavailableError`
+        when it is shorter."""
+        if len(out) < fixed.size:
+            raise StoreUnavailableError(f"mcp-resume plugin unusable: {export} returned {len(out)} bytes, "
+                                        f"fewer than {fixed.size}")
+        return fixed.unpack_from(out), out[fixed.size:]
+
     @staticmethod
-    def _who(handle: Any, principal: Any) -> dict[str, Any]:
-        """The ``handle``/``principal`` members. Raises :class:`InvalidHandleError` for a handle that is not a
-        ``str``, :class:`InvalidPrincipalError` for a principal that is not a ``str`` or not valid UTF-8 (a lone
-        surrogate, which JSON would carry as U+FFFD: another principal)."""
-        doc = {} if handle is None else {"handle": handle}
-        if handle is not None and not isinstance(handle, str):
-            raise InvalidHandleError(f"handle must be a str, not {type(handle).__name__}")
+    def _principal(principal: Any) -> bytes:
+        """``principal`` in UTF-8. Raises :class:`InvalidPrincipalError` for a principal that is not a ``str`` or
+        not valid UTF-8 (a lone surrogate, which JSON would carry as U+FFFD: another principal)."""
         if not isinstance(principal, str):
             raise InvalidPrincipalError(f"principal must be a str, not {type(principal).__name__}")
         try:
-            principal.encode("utf-8")
+            return principal.encode("utf-8")
         except UnicodeEncodeError:
             raise InvalidPrincipalError("principal is not valid UTF-8") from None
+
+    @classmethod
+    def _who(cls, handle: Any, principal: Any) -> dict[str, Any]:
+        """The ``handle``/``principal`` members. Raises :class:`InvalidHandleError` for a handle that is not a
+        ``str``, :class:`InvalidPrincipalError` as :meth:`_principal`."""
+        doc = {} if handle is None else {"handle": handle}
+        if handle is not None and not isinstance(handle, str):
+            raise InvalidHandleError(f"handle must be a str, not {type(handle).__name__}")
+        cls._principal(principal)
         return {**doc, "principal": principal}
 
     @staticmethod
-    def _value(value: Any) -> str:
-        """``value`` (bytes-like) as standard base64. Raises :class:`InvalidValueError`."""
+    def _value(value: Any) -> bytes | bytearray | memoryview:
+        """``value`` if it is bytes-like. Raises :class:`InvalidValueError`."""
         if not isinstance(value, (bytes, bytearray, memoryview)):
             raise InvalidValueError(f"value must be bytes, not {type(value).__name__}")
-        return base64.b64encode(value).decode("ascii")
+        return value
 
     @staticmethod
-    def _expect(doc: dict[str, Any], expect: Any) -> dict[str, Any]:
-        if expect is not None:
-            if not isinstance(expect, int) or isinstance(expect, bool):
-                raise InvalidOptionError(f"expect must be an int generation, not {type(expect).__name__}")
+    def _expect_int(expect: Any) -> int | None:
+        """``expect`` (``None`` or an int generation). Raises :class:`InvalidOptionError` for another type."""
+        if expect is not None and (not isinstance(expect, int) or isinstance(expect, bool)):
+            raise InvalidOptionError(f"expect must be an int generation, not {type(expect).__name__}")
+        return expect
+
+    @classmethod
+    def _expect(cls, doc: dict[str, Any], expect: Any) -> dict[str, Any]:
+        """``doc`` with ``generation`` set to ``expect`` unless it is ``None`` (:meth:`_expect_int`)."""
+        if cls._expect_int(expect) is not None:
             doc["generation"] = expect
         return doc
 
@@ -442,22 +521,31 @@ class HandleStore:
         store's. May evict the least recently used handle of the shard at the cap. Raises
         :class:`InvalidPrincipalError`, :class:`InvalidValueError`, :class:`ValueTooLargeError` (nothing written),
         :class:`InvalidOptionError` (a lifetime longer than the store's), :class:`StoreUnavailableError`."""
-        doc = {**self._who(None, principal), "value": self._value(value)}
-        for key, v in (("idle_ttl", idle_ttl), ("max_age", max_age)):
-            if (ms := _duration_ms(key, v)) is not None:
-                doc[key + "_ms"] = ms
-        out = self._call("handle_create", doc)
-        return Created(str(out["handle"]), int(out["generation"]), _td(out["idle_ttl_ms"]), _td(out["max_age_ms"]),
-                       _when(out["created_ms"]))
+        self._principal(principal)
+        out = self._call_binary("handle_create", principal, value=self._value(value),
+                                idle_ttl_ms=_duration_ms("idle_ttl", idle_ttl), max_age_ms=_duration_ms("max_age", max_age))
+        if isinstance(out, dict):
+            return Created(str(out["handle"]), int(out["generation"]), _td(out["idle_ttl_ms"]),
+                           _td(out["max_age_ms"]), _when(out["created_ms"]))
+        (generation, idle_ms, max_age_ms, created_ms), rest = self._binary_output("handle_create", out, _BIN_FOUR)
+        if not rest or len(rest) != 1 + rest[0]:
+            raise StoreUnavailableError("mcp-resume plugin unusable: handle_create returned a malformed handle")
+        return Created(rest[1:].decode("ascii", "replace"), generation, _td(idle_ms), _td(max_age_ms),
+                       _when(created_ms))
 
     def get(self, handle: str, principal: str) -> Value:
-        """The value and generation of ``handle``; refreshes its idle time (the index is rewritten only when
-        the last use moves by min(idle TTL/64, 1 s) or more). Raises :class:`InvalidHandleError` (before any I/O),
+        """The value and generation of ``handle``; refreshes its idle time (the last use is rewritten only when
+        it moves by min(idle TTL/64, 60 s) or more, 1 s on Redis; in between the record is read alone, without
+        the shard's lock).
+        Raises :class:`InvalidHandleError` (before any I/O),
         :class:`InvalidPrincipalError`, :class:`HandleNotFoundError` (also for another principal's handle),
         :class:`HandleExpiredError` (``reason``), :class:`HandleEvictedError`, :class:`StoreUnavailableError`."""
-        out = self._call("handle_get", self._who(handle, principal))
-        return Value(base64.b64decode(out["value"]), int(out["generation"]), _when(out["created_ms"]),
-                     _td(out["idle_ttl_ms"]), _td(out["max_age_ms"]))
+        out = self._call_binary("handle_get", principal, handle=handle)
+        if isinstance(out, dict):
+            return Value(base64.b64decode(out["value"]), int(out["generation"]), _when(out["created_ms"]),
+                         _td(out["idle_ttl_ms"]), _td(out["max_age_ms"]))
+        (generation, created_ms, idle_ms, max_age_ms), data = self._binary_output("handle_get", out, _BIN_FOUR)
+        return Value(data, generation, _when(created_ms), _td(idle_ms), _td(max_age_ms))
 
     def put(self, handle: str, principal: str, value: bytes, *, expect: int | None = None) -> int:
         """Replace the value of ``handle``: the new generation (the old + 1); refreshes its idle time.
@@ -466,8 +554,12 @@ class HandleStore:
         ``generation`` and nothing changed. A killed
         process leaves the old record or the new one, never a torn one. Raises as :meth:`get`, plus
         :class:`InvalidValueError`, :class:`ValueTooLargeError`, :class:`ConflictError`, :class:`InvalidOptionError`."""
-        doc = self._expect({**self._who(handle, principal), "value": self._value(value)}, expect)
-        return int(self._call("handle_put", doc)["generation"])
+        self._who(handle, principal)
+        out = self._call_binary("handle_put", principal, handle=handle, value=self._value(value),
+                                generation=self._expect_int(expect))
+        if isinstance(out, dict):
+            return int(out["generation"])
+        return self._binary_output("handle_put", out, _BIN_PUT)[0][0]
 
     def delete(self, handle: str, principal: str, *, expect: int | None = None) -> None:
         """Delete ``handle`` (no tombstone: it answers :class:`HandleNotFoundError` afterwards). ``expect=None`` (the

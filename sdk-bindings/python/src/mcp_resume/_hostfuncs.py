@@ -1,5 +1,6 @@
-"""The eleven host functions of the mcp-resume contract, ABI 9: OS primitives with no policy (POSIX), and
-``mcp_resume_eval`` (one Lua script on Redis, in :mod:`mcp_resume._eval`).
+"""The twelve host functions of the mcp-resume contract, ABI 10: OS primitives with no policy (POSIX),
+``mcp_resume_eval`` (one Lua script on Redis, in :mod:`mcp_resume._eval`) and ``mcp_resume_crypto`` (binary:
+HKDF, HMAC, SHA-256, AES-256-GCM, and sealed files read or written in one call, in :mod:`mcp_resume._crypto`).
 
 Requests, answers and error codes are ``hostfuncs/README.md``'s; the docstrings
 say what this host does. Nothing raises: every failure is an answer
@@ -30,19 +31,21 @@ import threading
 import time
 from typing import Any
 
-from . import _fds
+from . import _crypto, _fds
 from ._eval import EvalClients
 
 __all__ = ["ABI_VERSION", "FUNCTIONS", "NAMESPACE", "HostFunctions"]
 
 #: The version of the plugin/host contract this host implements (Go ``hostfuncs.ABIVersion``).
-ABI_VERSION = "9"
+ABI_VERSION = "10"
 #: Wasm import module of every host function (Go ``hostfuncs.Namespace``).
 NAMESPACE = "extism:host/user"
 #: Every host function name, in the order of the README.
 FUNCTIONS = ("mcp_resume_facts", "mcp_resume_inspect", "mcp_resume_prepare_dir", "mcp_resume_read", "mcp_resume_write",
              "mcp_resume_remove", "mcp_resume_list", "mcp_resume_lock", "mcp_resume_log", "mcp_resume_unlock",
-             "mcp_resume_eval")
+             "mcp_resume_eval", "mcp_resume_crypto")
+#: The host function whose request and response are binary, not JSON (README, ``mcp_resume_crypto``).
+_CRYPTO = "mcp_resume_crypto"
 
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING, "error": logging.ERROR}
 _DIGITS = re.compile(r"[1-9][0-9]{0,9}")
@@ -107,15 +110,21 @@ def _field(doc: dict[str, Any], key: str, kind: type) -> Any:
     return v
 
 
+def _one_element(raw: bytes) -> bool:
+    """Whether ``raw`` is one path element: 1-255 bytes, not ``.`` or ``..``, no ``/`` or NUL (the whole host
+    rule, README, "Names and the state directory")."""
+    return 1 <= len(raw) <= 255 and raw not in (b".", b"..") and b"/" not in raw and b"\0" not in raw
+
+
 def _name(doc: dict[str, Any], key: str = "name") -> str:
-    """``doc[key]`` if it is one path element (1-255 bytes of UTF-8, not ``.`` or ``..``, no ``/`` or NUL), else
-    ``invalid_request``: the whole host rule (README, "Names and the state directory")."""
+    """``doc[key]`` if it is a string of one path element (:func:`_one_element` of its UTF-8), else
+    ``invalid_request``."""
     v = doc.get(key)
     try:
         raw = v.encode() if isinstance(v, str) else b""
     except UnicodeError:  # a lone surrogate escape
         raw = b""
-    if not 1 <= len(raw) <= 255 or raw in (b".", b"..") or b"/" in raw or b"\0" in raw:
+    if not _one_element(raw):
         raise _Fail("invalid_request", f"{key} {v!r} is not one path element of 1-255 bytes")
     return str(v)
 
@@ -136,30 +145,36 @@ def _exact(v: Any) -> Any:
     return v
 
 
-def _read_file(path: str, cap: int, flags: int = 0, regular: bool = False) -> bytes:
+def _read_file(path: str | bytes, cap: int, flags: int = 0, regular: bool = False) -> bytes:
     """The first ``cap`` bytes of ``path``, opened ``O_RDONLY|O_NOFOLLOW|O_CLOEXEC|flags``; ``regular``:
     ``unsafe`` unless the open descriptor is a regular file. Raises :class:`_Fail`."""
+    name = os.fsdecode(os.path.basename(path))
     try:
         fd = os.open(path, os.O_RDONLY | _O_FLAGS | flags)
     except OSError as e:
-        raise _os_fail(f"open {os.path.basename(path)}", e) from None
+        raise _os_fail(f"open {name}", e) from None
     try:
-        if regular:
-            _regular(fd, os.path.basename(path))
-        data = bytearray()
-        while len(data) < cap and (chunk := os.read(fd, min(cap - len(data), 1 << 20))):
-            data += chunk
-        return bytes(data)
+        # A regular file's size (+1, to see its end) bounds the first read, so a small record never costs a
+        # buffer of ``cap`` bytes; then read on to the end of the file or ``cap``, as it may have grown.
+        total = len(first := os.read(fd, min(cap, _regular(fd, name) + 1 if regular else 1 << 20)))
+        parts = [first]
+        while parts[-1] and total < cap:
+            parts.append(os.read(fd, min(cap - total, 1 << 20)))
+            total += len(parts[-1])
+        return first if len(parts) == 2 and not parts[1] else b"".join(parts)  # no copy for one read
     except OSError as e:
-        raise _os_fail(f"read {os.path.basename(path)}", e) from None
+        raise _os_fail(f"read {name}", e) from None
     finally:
         os.close(fd)
 
 
-def _regular(fd: int, name: str) -> None:
-    """``unsafe`` unless ``fd`` is a regular file. Raises ``OSError`` when it cannot be inspected."""
-    if not stat.S_ISREG(mode := os.fstat(fd).st_mode):
-        raise _Fail("unsafe", f"{name} is not a regular file (mode {stat.filemode(mode)})")
+def _regular(fd: int, name: str) -> int:
+    """The size in bytes of ``fd`` if it is a regular file, else ``unsafe``. Raises ``OSError`` when it cannot be
+    inspected."""
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        raise _Fail("unsafe", f"{name} is not a regular file (mode {stat.filemode(st.st_mode)})")
+    return st.st_size
 
 
 def _kind(mode: int, kinds: tuple[str, ...] = ("file", "dir", "symlink")) -> str:
@@ -367,8 +382,10 @@ class HostFunctions:
 
     def call(self, fn: str, req: bytes) -> bytes:
         """Serve ``fn`` (one of :data:`FUNCTIONS`) with ``req`` (UTF-8 JSON): the JSON answer, padded with spaces
-        to a multiple of 8 bytes. Never raises: a malformed request or an unknown function answers
-        ``invalid_request``, an unexpected failure ``io``."""
+        to a multiple of 8 bytes; ``mcp_resume_crypto`` takes and answers binary (:meth:`crypto`). Never raises: a
+        malformed request or an unknown function answers ``invalid_request``, an unexpected failure ``io``."""
+        if fn == _CRYPTO:
+            return self.crypto(req)
         try:
             if self._closed:
                 raise _Fail("invalid_request", f"{fn}: this store is closed")
@@ -388,6 +405,24 @@ class HostFunctions:
             resp = _Fail("io", f"{fn}: unexpected {type(e).__name__}: {e}").error
         out = json.dumps(resp, separators=(",", ":")).encode()
         return out + b" " * (-len(out) % 8)
+
+    def crypto(self, req: bytes) -> bytes:
+        """``mcp_resume_crypto`` (README, "mcp_resume_crypto"; :func:`mcp_resume._crypto.serve`): the binary
+        answer, status byte first (``0x00`` success, ``0x01`` the seal does not open), or the JSON error object,
+        unpadded: ``invalid_request`` for a malformed request or a closed store, the codes of
+        ``mcp_resume_read`` / ``mcp_resume_write`` for ``read_open`` / ``seal_write`` (:meth:`read_named`,
+        :meth:`write_named`), ``io`` for anything unexpected. Never raises."""
+        try:
+            if self._closed:
+                raise _Fail("invalid_request", f"{_CRYPTO}: this store is closed")
+            return _crypto.serve(req, self.read_named, self.write_named)
+        except _crypto.Malformed as e:
+            err = _Fail("invalid_request", f"{_CRYPTO}: {e}").error
+        except _Fail as f:
+            err = f.error
+        except Exception as e:  # noqa: BLE001 - the contract forbids raising
+            err = _Fail("io", f"{_CRYPTO}: unexpected {type(e).__name__}: {e}").error
+        return json.dumps(err, separators=(",", ":")).encode()
 
     def _facts(self, _doc: dict[str, Any]) -> dict[str, Any]:
         return self.facts()
@@ -506,26 +541,48 @@ class HostFunctions:
         return self._state_dir
 
     def _read(self, doc: dict[str, Any]) -> dict[str, Any]:
-        """The first ``limit`` (1..8388608) bytes of a regular file (``O_NONBLOCK``: a FIFO never blocks)."""
-        path = os.path.join(self._dir(), _name(doc))
-        limit = _field(doc, "limit", int)
+        """``mcp_resume_read``: :meth:`read_named` of ``name`` and ``limit``, as base64."""
+        name = _name(doc)
+        return {"data": _b64(self.read_named(name.encode(), _field(doc, "limit", int)))}
+
+    def read_named(self, name: bytes, limit: int) -> bytes:
+        """The first ``min(size, limit)`` bytes of the state directory's regular file ``name`` (one path element,
+        :func:`_one_element`; ``limit`` 1..8388608), opened ``O_RDONLY|O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC`` (a FIFO
+        never blocks). Serves ``mcp_resume_read`` and ``mcp_resume_crypto``'s ``read_open``. Raises
+        :class:`_Fail`: ``invalid_request`` (the name, the limit, no state directory), ``not_found``, ``unsafe``
+        (a symlink, not a regular file), and the other errno codes."""
+        if not _one_element(name):
+            raise _Fail("invalid_request", f"name {name!r} is not one path element of 1-255 bytes")
         if not 1 <= limit <= _MAX_READ_LIMIT:
             raise _Fail("invalid_request", f"limit {limit} is outside 1..{_MAX_READ_LIMIT}")
-        return {"data": _b64(_read_file(path, limit, os.O_NONBLOCK, regular=True))}
+        return _read_file(os.fsencode(self._dir()) + b"/" + name, limit, os.O_NONBLOCK, regular=True)
 
     def _write(self, doc: dict[str, Any]) -> dict[str, Any]:
-        """Create ``temp`` (``O_EXCL|O_NOFOLLOW``, 0600), write ``data``, close, rename it to ``name``; on a
-        failure after the create, unlink ``temp``. No fsync."""
+        """``mcp_resume_write``: :meth:`write_named` of ``name``, ``temp`` and the base64 ``data``."""
         name, temp = _name(doc), _name(doc, "temp")
-        path, tmp = os.path.join(self._dir(), name), os.path.join(self._dir(), temp)
         try:
             data = base64.b64decode(_field(doc, "data", str), validate=True)
         except (binascii.Error, ValueError) as e:
             raise _Fail("invalid_request", f"request field 'data' is not standard base64: {e}") from None
+        self.write_named(name.encode(), temp.encode(), data)
+        return {}
+
+    def write_named(self, name: bytes, temp: bytes, data: bytes) -> None:
+        """Write ``data`` to the state directory's file ``name`` through ``temp`` (both one path element,
+        :func:`_one_element`): create ``temp`` (``O_EXCL|O_NOFOLLOW``, 0600), write all of ``data``, close,
+        rename it over ``name``; on a failure after the create, unlink ``temp``. No fsync. Serves
+        ``mcp_resume_write`` and ``mcp_resume_crypto``'s ``seal_write``. Raises :class:`_Fail`:
+        ``invalid_request`` (a name, no state directory), ``exists`` (``temp`` is there; nothing removed),
+        ``unsafe`` (a directory at ``name``), and the other errno codes."""
+        for key, raw in (("name", name), ("temp", temp)):
+            if not _one_element(raw):
+                raise _Fail("invalid_request", f"{key} {raw!r} is not one path element of 1-255 bytes")
+        d = os.fsencode(self._dir()) + b"/"
+        path, tmp = d + name, d + temp
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_FLAGS, 0o600)
         except OSError as e:
-            raise _os_fail(f"create {temp}", e) from None
+            raise _os_fail(f"create {os.fsdecode(temp)}", e) from None
         try:
             with os.fdopen(fd, "wb") as f:  # closes fd
                 f.write(data)
@@ -534,9 +591,9 @@ class HostFunctions:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             if isinstance(e, OSError):
-                raise _os_fail(f"write {name}", e) from None
+                raise _os_fail(f"write {os.fsdecode(name)}", e) from None
             raise
-        return {}
+        return None
 
     def _remove(self, doc: dict[str, Any]) -> dict[str, Any]:
         """``unlink`` (a directory answers ``unsafe``)."""

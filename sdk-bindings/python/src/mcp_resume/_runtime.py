@@ -1,7 +1,7 @@
 """Loading the mcp-resume plugin in Extism's Python SDK (hostfuncs/README.md, "Loading the plugin").
 
 ``plugin.wasm`` (copied from ``plugin/plugin.wasm`` at build time) is compiled
-once per process; every store instantiates its own plugin from it. The eleven
+once per process; every store instantiates its own plugin from it. The twelve
 host functions are registered once and find the store's :class:`HostFunctions`
 through Extism's per-call host context. Unless ``EXTISM_CACHE_CONFIG`` is set,
 the compile uses a wasmtime cache under ``platformdirs.user_cache_dir("mcp-resume")``
