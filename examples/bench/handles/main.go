@@ -167,9 +167,11 @@ func main() {
 // interpreter (some 30× slower) while the compiler works in the
 // background, and an instance keeps the engine it started on; the stores
 // measured are opened after this, so their instances are all compiled.
-// A fresh instance counts as compiled when its get p50 is under 3 ms or
-// under a fifth of the first instance's (the interpreter's is above 10 ms
-// here).
+// A fresh instance counts as compiled when its get p50 is under a third of
+// the first instance's, or when the first was already fast (under 0.3 ms:
+// a warm cache). Here the interpreter's get takes about 0.65 ms and the
+// compiled one about 0.1 ms (the cryptography is the host's, natively, on
+// both engines, which is why an absolute bound no longer tells them apart).
 func warm() {
 	probe := func() time.Duration {
 		s := open("bench-warm", host.HandleOptions{Pool: 1})
@@ -185,9 +187,13 @@ func warm() {
 		return t.Pct(50)
 	}
 	first := probe()
+	if first < 300*time.Microsecond {
+		progress("warm: the first instance's get p50 is %s ms: compiled (a warm cache)", ms(first))
+		return
+	}
 	for start := time.Now(); ; {
 		m := probe()
-		if m < 3*time.Millisecond || m < first/5 {
+		if m < first/3 {
 			progress("warm: a new instance's get p50 is %s ms (the first was %s ms): compiled", ms(m), ms(first))
 			return
 		}
