@@ -142,11 +142,12 @@ const (
 	// too (read_open, seal_write) instead of a SHA-256 checksum, which took
 	// the last hash code and with it the FIPS 140 module out of the guest:
 	// 3,974,863; the Lua file's comment on the refresh resolution (the
-	// embedded scripts are the plugin's bytes): 3,974,931. The handle
-	// store's target is 3,948,941.
+	// embedded scripts are the plugin's bytes): 3,974,931; a Redis create
+	// reads the layout before its quota argument (and the script floors a
+	// quota at 1): 3,975,188. The handle store's target is 3,948,941.
 	// Lower it as the guest shrinks; never raise it without a review of
 	// what grew.
-	maxWasmBytes = 3_974_931
+	maxWasmBytes = 3_975_188
 )
 
 // TestWasmSize fails when plugin.wasm outgrows its budget.

@@ -5,7 +5,7 @@ package luascripts
 // sums is the SHA-1 of each script of the handle store's Lua file.
 var sums = map[string]string{
 	"corrupt": "393ab06e510011a60962768c1f8ee13680a7ef1d",
-	"create":  "dbc4d6d2f261108185aed64a53478c5d0472a3e9",
+	"create":  "621e9a6bde416b3ebedf5f2885d43f93d05ed5e0",
 	"delete":  "7e7be18dee1e8af3d70d7115db800966e7ed557f",
 	"gc":      "2d96273bd8b9fd3cd7ee005269059a281bfe2cce",
 	"layout":  "179f539889d0b74e0da3b1a98fea83dd5f789e8a",

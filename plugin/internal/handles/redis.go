@@ -442,6 +442,11 @@ func (s *Store) redisOpen(r *request, v string) ([]byte, int64, bool, *hostfuncs
 // redisCreate is Create on Redis: r carries the new handle's keys.
 // owner is the principal's owner id (Store.tags).
 func (s *Store) redisCreate(r *request, idle, maxAge int64, owner [ownerLen]byte) (int64, *hostfuncs.Error) {
+	// The quota per bucket (perOwner) is known once the layout is read:
+	// read it before the arguments are made, not inside redisHandle.
+	if werr := s.redisBegin(); werr != nil {
+		return 0, werr
+	}
 	sealed, werr := s.redisSeal(r, r.in.Value, 1)
 	if werr != nil {
 		return 0, werr

@@ -220,7 +220,9 @@ end
 -- to the cap, the least recently used of the owner holding the most
 -- (plugin/README.md, "Quotas"); writes the record (o: the owner); and
 -- keeps at most cap tombstones. Reply {'ok', events, created}.
-local member, owner, quota = ARGV[5], ARGV[10], tonumber(ARGV[11])
+-- A quota below 1 (a caller's bug) would evict every handle of the owner
+-- in the bucket: it counts as 1.
+local member, owner, quota = ARGV[5], ARGV[10], math.max(tonumber(ARGV[11]) or 1, 1)
 roomy()
 sweep({idle = 0, max = 0, dropped = 0})
 -- before orders live handles {m, r} for eviction: last use, then

@@ -487,3 +487,35 @@ func TestRedisUnconditionalPutRoundTrips(t *testing.T) {
 		t.Errorf("a put after a get ran %d put scripts in all, want 4", *na)
 	}
 }
+
+// The first call of a fresh store instance may be a create into a bucket
+// where its principal already holds handles (a server restarted, a new
+// instance of the pool). Its quota per bucket must be the layout's, not
+// zero: before, that create evicted every handle the principal held in
+// the bucket and then failed (a Lua error after the evictions, which
+// Redis does not undo).
+func TestRedisFirstCreateOfAnInstanceKeepsTheOwnersHandles(t *testing.T) {
+	rd := conformance.Redis(t)
+	first, _ := redisStore(t, rd.URL, "fresh")
+	var handles []string
+	for range 3 {
+		o, werr := call(t, first, "handle_create", map[string]any{"principal": "alice", "value": "dg=="})
+		if werr != nil {
+			t.Fatal(werr)
+		}
+		handles = append(handles, o["handle"].(string))
+	}
+	// Enough fresh instances that some first create lands in a bucket
+	// alice holds (max_handles 10,000: 64 buckets).
+	for i := range 64 {
+		fresh, _ := redisStore(t, rd.URL, "fresh")
+		if _, werr := call(t, fresh, "handle_create", map[string]any{"principal": "alice", "value": "dw=="}); werr != nil {
+			t.Fatalf("first create of instance %d: %v", i, werr)
+		}
+	}
+	for _, h := range handles {
+		if _, werr := call(t, first, "handle_get", map[string]any{"handle": h, "principal": "alice"}); werr != nil {
+			t.Errorf("a handle of alice after fresh instances' creates: %v", werr)
+		}
+	}
+}
