@@ -196,18 +196,26 @@ export interface HandleInput {
   maxAgeMs?: unknown;
 }
 
+/** Matches a lone surrogate: with the `u` flag a well-formed pair is one code point, not `Cs`. */
+const LONE_SURROGATE = /\p{Surrogate}/u;
+
 /**
  * `input` in the binary form (hostfuncs/README.md, "Binary form"), with `now` (Unix ms) when the store has a
  * clock. Internal (exported for the tests).
  *
  * @returns the bytes, or `undefined` when the form cannot carry what the caller gave (a principal or handle
- *   that is not a string, or longer than its length field; a number that is not a safe integer, `null`
- *   included): the call then goes as JSON and the plugin answers it in its own words, as in every language.
+ *   that is not a string, holds a lone surrogate, or is longer than its length field; a number that is not
+ *   a safe integer, `null` included): the call then goes as JSON and the plugin answers it in its own words, as in every language.
  */
 export function binaryInput(input: HandleInput, now: number | undefined): Buffer | undefined {
   const { principal, handle = "", value } = input;
   const ints = [now, input.generation, input.idleTtlMs, input.maxAgeMs];
   if (typeof principal !== "string" || typeof handle !== "string" || ints.some((v) => v !== undefined && !Number.isSafeInteger(v))) return undefined;
+  // A lone surrogate has no UTF-8: Buffer.from would turn it into U+FFFD, so
+  // that two different principals would reach the plugin as one. As JSON
+  // it arrives as the escape it is, which the plugin refuses
+  // (invalid_principal, invalid_handle).
+  if (LONE_SURROGATE.test(principal) || LONE_SURROGATE.test(handle)) return undefined;
   const [p, h] = [Buffer.from(principal, "utf8"), Buffer.from(handle, "utf8")];
   if (p.length > 0xffff || h.length > 0xff) return undefined;
   const out = Buffer.allocUnsafe(BINARY_FIXED + p.length + h.length + (value?.length ?? 0));

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
 
 import { binaryInput } from "../src/handles.js";
-import { HandleStore, InvalidHandleError, InvalidOptionError, InvalidPrincipalError, MCPResumeError, type HandleStoreOptions } from "../src/index.js";
+import { HandleNotFoundError, HandleStore, InvalidHandleError, InvalidOptionError, InvalidPrincipalError, MCPResumeError, type HandleStoreOptions } from "../src/index.js";
 import type { Logger } from "../src/logger.js";
 import { cleanupTemps, tempDir } from "./helpers.js";
 
@@ -56,6 +56,9 @@ describe("binaryInput: the layout", () => {
       { principal: "a", value: v, generation: "2" },
       { principal: "a", value: v, idleTtlMs: null },
       { principal: "a", value: v, maxAgeMs: 2 ** 53 },
+      { principal: "\ud800", value: v },
+      { principal: "a\udc00b", value: v },
+      { principal: "a", handle: "mrh1_\ud800" },
     ]) {
       assert.equal(binaryInput(input, undefined), undefined, JSON.stringify(input).slice(0, 80));
     }
@@ -105,6 +108,13 @@ describe("HandleStore over the binary form", () => {
     await failure(store.put(c.handle, "", Buffer.from("w"), { expect: 1.5 }), InvalidOptionError, "invalid_option");
     await failure(store.create("", Buffer.from("v"), { idleTtlMs: "1s" as unknown as number }), InvalidOptionError, "invalid_option");
     await failure(store.create("p".repeat(70_000), Buffer.from("v")), InvalidPrincipalError, "invalid_principal");
+    // Two principals that differ only in a lone surrogate must never meet
+    // as one (U+FFFD): each is refused, and a well-formed pair is carried.
+    await failure(store.create("\ud800", Buffer.from("v")), InvalidPrincipalError, "invalid_principal");
+    await failure(store.get(c.handle, "\udfff"), InvalidPrincipalError, "invalid_principal");
+    const pair = await store.create("\ud83d\ude00", Buffer.from("v"));
+    assert.equal(Buffer.from((await store.get(pair.handle, "\ud83d\ude00")).data).toString(), "v");
+    await failure(store.get(pair.handle, "\ufffd"), HandleNotFoundError, "handle_not_found");
     // null is an absent member in JSON: the store's default.
     assert.equal((await store.create("", Buffer.from("v"), { idleTtlMs: null as unknown as number })).idleTtlMs, 86_400_000);
     assert.equal(await store.put(c.handle, "", Buffer.from("w"), { expect: null as unknown as number }), 2);
