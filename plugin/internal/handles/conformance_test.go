@@ -8,7 +8,6 @@ package handles
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -20,7 +19,6 @@ import (
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
 	"github.com/mcp-resume/mcp-resume/hostfuncs/conformance"
 	"github.com/mcp-resume/mcp-resume/hostfuncs/conformance/redistest"
-	"github.com/mcp-resume/mcp-resume/hostfuncs/redishost"
 	"github.com/mcp-resume/mcp-resume/plugin/internal/testhost"
 )
 
@@ -109,9 +107,7 @@ func runConfCase(t *testing.T, name string, raw []byte, backend string) {
 		rd = conformance.Redis(t)
 		raw = bytes.ReplaceAll(raw, []byte("$REDIS_URL"), []byte(rd.URL))
 		raw = bytes.ReplaceAll(raw, []byte("$REDIS_ADDR"), []byte(rd.Addr))
-		clients := &redishost.Clients{}
-		t.Cleanup(func() { _ = clients.Close() })
-		h.Eval = func(r hostfuncs.EvalRequest) hostfuncs.EvalResponse { return clients.Eval(context.Background(), r) }
+		useRedis(t, h)
 	}
 	var c confCase
 	dec := json.NewDecoder(bytes.NewReader(raw))

@@ -1,6 +1,7 @@
 package handles
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
+	"github.com/mcp-resume/mcp-resume/hostfuncs/redishost"
 	"github.com/mcp-resume/mcp-resume/plugin/internal/testhost"
 )
 
@@ -27,6 +29,14 @@ func openEnv(t *testing.T, opts map[string]any) *env {
 	t.Helper()
 	h := testhost.New(t)
 	return openOn(t, h, opts)
+}
+
+// useRedis makes h answer mcp_resume_eval as the Go host does
+// (redishost, on a real server), its clients closed when the test ends.
+func useRedis(t *testing.T, h *testhost.Host) {
+	clients := &redishost.Clients{}
+	t.Cleanup(func() { _ = clients.Close() })
+	h.Eval = func(r hostfuncs.EvalRequest) hostfuncs.EvalResponse { return clients.Eval(context.Background(), r) }
 }
 
 // openOn opens another store over host h (another plugin instance of the

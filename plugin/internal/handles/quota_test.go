@@ -1,7 +1,6 @@
 package handles
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"path/filepath"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
 	"github.com/mcp-resume/mcp-resume/hostfuncs/conformance"
-	"github.com/mcp-resume/mcp-resume/hostfuncs/redishost"
 	"github.com/mcp-resume/mcp-resume/plugin/internal/testhost"
 )
 
@@ -20,24 +18,15 @@ import (
 func quotaStore(t *testing.T, app, url string, opts map[string]any) *Store {
 	t.Helper()
 	h := testhost.New(t)
-	in := map[string]any{"app": app, "state_root": filepath.Join(h.Facts.Home, "state")}
+	in := map[string]any{"app": app}
 	if url != "" {
-		clients := &redishost.Clients{}
-		t.Cleanup(func() { _ = clients.Close() })
-		h.Eval = func(r hostfuncs.EvalRequest) hostfuncs.EvalResponse { return clients.Eval(context.Background(), r) }
+		useRedis(t, h)
 		in["state_url"] = url
 	}
 	for k, v := range opts {
 		in[k] = v
 	}
-	b, _ := json.Marshal(in)
-	s := New(h.Call)
-	out, werr := s.Open(b)
-	if werr != nil {
-		t.Fatalf("Open(%s): %v", b, werr)
-	}
-	h.Dir = out.StateDir
-	return s
+	return openOn(t, h, in).s
 }
 
 // The attack: principal A creates far past its quota, and far past the

@@ -12,7 +12,6 @@ import (
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
 	"github.com/mcp-resume/mcp-resume/hostfuncs/conformance"
 	"github.com/mcp-resume/mcp-resume/hostfuncs/conformance/redistest"
-	"github.com/mcp-resume/mcp-resume/hostfuncs/redishost"
 	"github.com/mcp-resume/mcp-resume/plugin/internal/testhost"
 )
 
@@ -93,15 +92,8 @@ func FuzzParseStateURL(f *testing.F) {
 func redisStore(t *testing.T, url, app string) (*Store, *testhost.Host) {
 	t.Helper()
 	h := testhost.New(t)
-	clients := &redishost.Clients{}
-	t.Cleanup(func() { _ = clients.Close() })
-	h.Eval = func(r hostfuncs.EvalRequest) hostfuncs.EvalResponse { return clients.Eval(context.Background(), r) }
-	s := New(h.Call)
-	in, _ := json.Marshal(map[string]any{"app": app, "state_url": url})
-	if _, werr := s.Open(in); werr != nil {
-		t.Fatal(werr)
-	}
-	return s, h
+	useRedis(t, h)
+	return openOn(t, h, map[string]any{"app": app, "state_url": url}).s, h
 }
 
 func call(t *testing.T, s *Store, export string, in map[string]any) (map[string]any, *hostfuncs.Error) {
