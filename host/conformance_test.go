@@ -318,8 +318,14 @@ func runCase(t *testing.T, raw []byte, backend string) {
 			what := fmt.Sprintf("call %d %s", i, cl.HostCall)
 			req := []byte(cl.Request)
 			if cl.RequestHex != "" {
+				// A binary eval request ends in the URL: $REDIS_URL, already
+				// replaced by the URL's text, goes as its bytes.
+				h, url, _ := strings.Cut(cl.RequestHex, "redis://")
+				if url != "" {
+					h += hex.EncodeToString([]byte("redis://" + url))
+				}
 				var err error
-				if req, err = hex.DecodeString(cl.RequestHex); err != nil {
+				if req, err = hex.DecodeString(h); err != nil {
 					t.Fatalf("%s: request_hex: %v", what, err)
 				}
 			}

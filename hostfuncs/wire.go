@@ -7,7 +7,7 @@ package hostfuncs
 // ABIVersion is the version of the contract between plugin and host. The
 // plugin returns it from its ExportABIVersion export; a host refuses a plugin
 // whose version differs from the one it implements.
-const ABIVersion = "10"
+const ABIVersion = "11"
 
 // Namespace is the Wasm import module of every host function. It is the
 // Extism default for user host functions.

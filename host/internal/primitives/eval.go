@@ -2,6 +2,7 @@ package primitives
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
 )
@@ -36,4 +37,22 @@ func (f *Funcs) eval(r evalRequest) (any, *hostfuncs.Error) {
 		return nil, resp.Error
 	}
 	return resp, nil
+}
+
+// evalBinary answers mcp_resume_eval's binary form (hostfuncs/README.md,
+// "mcp_resume_eval", The binary form): the request decoded by
+// hostfuncs.DecodeEvalBinary, then run exactly as the JSON form; the
+// response is 0x00 and the binary reply, or the JSON error object
+// (invalid_request for a request that breaks the layout).
+func (f *Funcs) evalBinary(req []byte) []byte {
+	q, werr := hostfuncs.DecodeEvalBinary(req)
+	if werr == nil {
+		resp := f.redis.Eval(context.Background(), q)
+		if resp.Error == nil {
+			return hostfuncs.EncodeEvalReply(resp.Reply)
+		}
+		werr = resp.Error
+	}
+	b, _ := json.Marshal(hostfuncs.Empty{Error: werr})
+	return b
 }

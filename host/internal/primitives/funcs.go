@@ -199,6 +199,9 @@ func (f *Funcs) Call(fn string, req []byte) []byte {
 		// Binary in and out, never padded (hostfuncs/README.md).
 		return cryptohost.Serve(req, f)
 	}
+	if fn == hostfuncs.FnEval && len(req) > 0 && req[0] == hostfuncs.EvalBinaryForm {
+		return f.evalBinary(req)
+	}
 	var resp any
 	var werr *hostfuncs.Error
 	switch fn {

@@ -27,7 +27,7 @@ import { safeLog, type LogLevel, type Logger } from "./logger.js";
 import { EvalError, evalRequest, RedisEval } from "./redis.js";
 
 /** Version of the plugin/host contract this host implements. */
-export const ABI_VERSION = "10";
+export const ABI_VERSION = "11";
 
 /** Wasm import module of every host function (Extism's default for user functions). */
 export const NAMESPACE = "extism:host/user";

@@ -37,7 +37,7 @@ from ._eval import EvalClients
 __all__ = ["ABI_VERSION", "FUNCTIONS", "NAMESPACE", "HostFunctions"]
 
 #: The version of the plugin/host contract this host implements (Go ``hostfuncs.ABIVersion``).
-ABI_VERSION = "10"
+ABI_VERSION = "11"
 #: Wasm import module of every host function (Go ``hostfuncs.Namespace``).
 NAMESPACE = "extism:host/user"
 #: Every host function name, in the order of the README.

@@ -128,7 +128,7 @@ class ResumeTokenStore:
     same in every language (``launchers="npx"``: "launchers must be a list of strings, not a string: ...";
     ``app=None``: "app name missing: ..."); values go to the plugin unconverted, so a string is never
     split into letters. Raises :class:`PluginError` when the plugin cannot be loaded or its ABI version is
-    not :data:`ABI_VERSION` (``"10"``). Serve without resume then. Identity, directory or lock problems only turn resume off (logged).
+    not :data:`ABI_VERSION` (``"11"``). Serve without resume then. Identity, directory or lock problems only turn resume off (logged).
     """
 
     #: The Wasm module to run instead of the shipped plugin (tests only).
