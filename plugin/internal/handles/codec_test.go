@@ -143,8 +143,9 @@ func TestShortenKeys(t *testing.T) {
 
 // A value sealed for Redis carries its generation in clear and in the
 // associated data: it opens as that generation, a changed generation
-// fails to open, another app's or principal's data fails, and a value of
-// the first format (base64 of nonce and ciphertext) opens as generation 0.
+// fails to open, another app's or principal's data fails; the same bytes
+// in format 2 (base64 after "v2.") open alike, and a value of the first
+// format (base64 of nonce and ciphertext) opens as generation 0.
 func TestRedisSealBindsTheGeneration(t *testing.T) {
 	var raw [handleBytes]byte
 	copy(raw[:], "0123456789abcdefghijklmn")
@@ -153,16 +154,23 @@ func TestRedisSealBindsTheGeneration(t *testing.T) {
 	s, _ := cryptoStore("app")
 	other, _ := cryptoStore("other")
 	sealed, werr := s.redisSeal(r, []byte("value"), 7)
-	if werr != nil || !strings.HasPrefix(sealed, redisSealed) {
-		t.Fatalf("redisSeal = %q, %v", sealed, werr)
+	if werr != nil || !strings.HasPrefix(sealed, redisSealed3) || len(sealed) != 1+8+12+len("value")+gcmTagLen {
+		t.Fatalf("redisSeal = %q, %v; want format 3", sealed, werr)
 	}
 	if v, gen, ok, _ := s.redisOpen(r, sealed); !ok || gen != 7 || string(v) != "value" {
 		t.Fatalf("redisOpen = %q, %d, %v; want value at 7", v, gen, ok)
 	}
-	b, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(sealed, redisSealed))
-	b[7] = 6 // the generation in clear, 7 -> 6
-	if _, _, ok, _ := s.redisOpen(r, redisSealed+base64.StdEncoding.EncodeToString(b)); ok {
-		t.Error("a value whose generation was changed opened")
+	body := []byte(strings.TrimPrefix(sealed, redisSealed3))
+	v2 := redisSealed2 + base64.StdEncoding.EncodeToString(body)
+	if v, gen, ok, _ := s.redisOpen(r, v2); !ok || gen != 7 || string(v) != "value" {
+		t.Fatalf("format 2: %q, %d, %v; want value at 7", v, gen, ok)
+	}
+	changed := append([]byte(nil), body...)
+	changed[7] = 6 // the generation in clear, 7 -> 6
+	for _, moved := range []string{redisSealed3 + string(changed), redisSealed2 + base64.StdEncoding.EncodeToString(changed)} {
+		if _, _, ok, _ := s.redisOpen(r, moved); ok {
+			t.Errorf("a value whose generation was changed opened: %q", moved[:4])
+		}
 	}
 	if _, _, ok, _ := other.redisOpen(r, sealed); ok {
 		t.Error("a value opened for another app")
@@ -172,7 +180,7 @@ func TestRedisSealBindsTheGeneration(t *testing.T) {
 	if _, _, ok, _ := s.redisOpen(&bob, sealed); ok {
 		t.Error("a value opened for another principal")
 	}
-	for _, bad := range []string{"", redisSealed, redisSealed + "AAAA", "not base64!", sealed[:len(sealed)-4]} {
+	for _, bad := range []string{"", redisSealed3, redisSealed2, redisSealed2 + "AAAA", redisSealed3 + "AAAAAAAA", "not base64!", sealed[:len(sealed)-4], v2[:len(v2)-4]} {
 		if _, _, ok, _ := s.redisOpen(r, bad); ok {
 			t.Errorf("redisOpen(%q) opened", bad)
 		}

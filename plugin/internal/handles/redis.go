@@ -198,24 +198,38 @@ func (s *Store) redisKey(n int) string {
 
 // eval runs script name with keys and args: by EVALSHA, and by EVAL when
 // the server answers noscript (a restart, SCRIPT FLUSH, another server).
-// Failures are store_unavailable (logged), worded from the host's code.
+// It sends mcp_resume_eval's binary form (hostfuncs/README.md), so keys,
+// arguments and the reply's strings are raw bytes: a sealed value crosses
+// as itself. Failures are store_unavailable (logged), worded from the
+// host's code.
 func (s *Store) eval(name string, keys, args []string) ([]hostfuncs.Reply, *hostfuncs.Error) {
 	sc := scripts[name]
 	req := hostfuncs.EvalRequest{URL: s.rd.url, Cluster: s.rd.cluster, SHA1: sc.SHA1, Keys: keys, Args: args, TimeoutMS: int(s.set.TimeoutMS)}
-	var resp hostfuncs.EvalResponse
-	err := resume.Invoke(s.call, hostfuncs.FnEval, req, &resp, &resp.Error)
+	reply, err := s.evalOnce(req)
 	if code(err) == hostfuncs.CodeNoScript {
 		req.SHA1, req.Script = "", sc.Src
-		resp = hostfuncs.EvalResponse{}
-		err = resume.Invoke(s.call, hostfuncs.FnEval, req, &resp, &resp.Error)
+		reply, err = s.evalOnce(req)
 	}
 	if err != nil {
 		return nil, s.redisFailure(err)
 	}
-	if resp.Reply.Kind != hostfuncs.ReplyArray {
-		return []hostfuncs.Reply{resp.Reply}, nil
+	if reply.Kind != hostfuncs.ReplyArray {
+		return []hostfuncs.Reply{reply}, nil
 	}
-	return resp.Reply.Array, nil
+	return reply.Array, nil
+}
+
+// evalOnce sends req once: the reply, the host's *hostfuncs.Error, or an
+// io error when the response does not follow the binary form.
+func (s *Store) evalOnce(req hostfuncs.EvalRequest) (hostfuncs.Reply, error) {
+	reply, herr, ok := hostfuncs.ParseEvalBinaryResponse(s.call(hostfuncs.FnEval, req.EncodeBinary()))
+	switch {
+	case !ok:
+		return reply, &hostfuncs.Error{Code: hostfuncs.CodeIO, Message: "host function " + hostfuncs.FnEval + " returned a malformed response"}
+	case herr != nil:
+		return reply, herr
+	}
+	return reply, nil
 }
 
 // redisFailure words a failed mcp_resume_eval for the store's caller: always
@@ -363,18 +377,23 @@ func (s *Store) redisHandle(name string, r *request, more ...string) ([]hostfunc
 	return nil, s.unavailable("the Redis server " + s.rd.display + " answered a script with the unknown status " + strconv.Quote(out[0].Str))
 }
 
-// redisSealed starts a value sealed in the current format (2): the
-// generation the value was written as, the nonce and the AES-256-GCM
-// ciphertext, in base64 after this prefix. A value of the first format is
-// the base64 of the nonce and ciphertext alone ('.' is not base64, so the
-// two never meet).
-const redisSealed = "v2."
+// The formats of a value sealed for Redis. The current one (3) is raw
+// bytes: redisSealed3, the generation the value was written as (8 bytes,
+// big-endian), a random nonce and the AES-256-GCM ciphertext. Format 2
+// (stores written before mcp_resume_eval took raw bytes) is redisSealed2
+// and the base64 of the same bytes; format 1 the base64 of the nonce and
+// ciphertext alone, bound to no generation. 0x03, 'v' and base64 never
+// meet in a first byte, so a reader tells them apart; a value is
+// rewritten in format 3 by its next put.
+const (
+	redisSealed3 = "\x03"
+	redisSealed2 = "v2."
+)
 
-// redisSeal seals value for r as generation gen: redisSealed and the
-// base64 of gen (8 bytes, big-endian), a random nonce and the
-// AES-256-GCM ciphertext. The associated data (redisAAD) binds the app,
-// the key hash, the principal tag and gen, so a value moved to another
-// key, principal or generation fails to open.
+// redisSeal seals value for r as generation gen, in format 3. The
+// associated data (redisAAD) binds the app, the key hash, the principal
+// tag and gen, so a value moved to another key, principal or generation
+// fails to open.
 func (s *Store) redisSeal(r *request, value []byte, gen int64) (string, *hostfuncs.Error) {
 	var nonce [12]byte
 	if !resume.ReadRandom(nonce[:]) {
@@ -384,10 +403,9 @@ func (s *Store) redisSeal(r *request, value []byte, gen int64) (string, *hostfun
 	if werr != nil {
 		return "", werr
 	}
-	b := append64(make([]byte, 0, 8+12+len(sealed)), gen)
+	b := append64(append(make([]byte, 0, 1+8+12+len(sealed)), redisSealed3...), gen)
 	b = append(b, nonce[:]...)
-	b = append(b, sealed...)
-	return redisSealed + base64.StdEncoding.EncodeToString(b), nil
+	return string(append(b, sealed...)), nil
 }
 
 // redisAAD is the associated data of a value sealed for Redis as
@@ -409,13 +427,19 @@ func redisAAD(app string, hash, tag [16]byte, gen int64) []byte {
 // false when it does not open; store_unavailable when the host's crypto
 // fails.
 func (s *Store) redisOpen(r *request, v string) ([]byte, int64, bool, *hostfuncs.Error) {
-	gen := int64(0)
-	body, current := strings.CutPrefix(v, redisSealed)
-	b, err := base64.StdEncoding.Strict().DecodeString(body)
-	if err != nil {
-		return nil, 0, false, nil
+	var b []byte
+	bound := true // formats 2 and 3 carry the generation they bind
+	if body, ok := strings.CutPrefix(v, redisSealed3); ok {
+		b = []byte(body)
+	} else {
+		body, bound = strings.CutPrefix(v, redisSealed2)
+		var err error
+		if b, err = base64.StdEncoding.Strict().DecodeString(body); err != nil {
+			return nil, 0, false, nil
+		}
 	}
-	if current {
+	gen := int64(0)
+	if bound {
 		if len(b) < 8 {
 			return nil, 0, false, nil
 		}

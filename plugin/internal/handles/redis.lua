@@ -16,7 +16,7 @@
 --                    key hash, in the same slot)
 -- where <p> is "mcp-resume:{<app>:<bucket>}:". A record holds
 -- t principal tag (32 hex), g generation, c created, u last used,
--- i idle TTL, m max age, z value size, v the sealed value (base64),
+-- i idle TTL, m max age, z value size, v the sealed value (raw bytes; older stores: base64 text),
 -- o the owner id (16 hex: ownerOf; absent in records made before);
 -- a tombstone drops v and adds s (e evicted, i idle, m max_age) and d
 -- (when it died).

@@ -365,8 +365,26 @@ func TestRedisRollbackRefused(t *testing.T) {
 	if werr != nil || o["value"] != b64("v4") || o["generation"] != float64(4) {
 		t.Fatalf("get after puts = %v, %v", o, werr)
 	}
-	if v, _ := rd.Client().HGet(ctx, record(handle), "v").Result(); !strings.HasPrefix(v, redisSealed) {
-		t.Errorf("a put wrote %q, not the current format", v[:min(len(v), 8)])
+	v, _ := rd.Client().HGet(ctx, record(handle), "v").Result()
+	if !strings.HasPrefix(v, redisSealed3) {
+		t.Fatalf("a put wrote %q, not the current format", v[:min(len(v), 8)])
+	}
+	// A store written before values crossed as raw bytes holds format 2,
+	// the same bytes in base64 after "v2.": it reads, and the next put
+	// rewrites it in format 3.
+	v2 := redisSealed2 + base64.StdEncoding.EncodeToString([]byte(strings.TrimPrefix(v, redisSealed3)))
+	if err := rd.Client().HSet(ctx, record(handle), "v", v2).Err(); err != nil {
+		t.Fatal(err)
+	}
+	o, werr = call(t, s, "handle_get", map[string]any{"handle": handle, "principal": "alice"})
+	if werr != nil || o["value"] != b64("v4") || o["generation"] != float64(4) {
+		t.Fatalf("get of a format-2 value = %v, %v", o, werr)
+	}
+	if _, werr = call(t, s, "handle_put", map[string]any{"handle": handle, "principal": "alice", "value": b64("v5")}); werr != nil {
+		t.Fatal(werr)
+	}
+	if v, _ := rd.Client().HGet(ctx, record(handle), "v").Result(); !strings.HasPrefix(v, redisSealed3) {
+		t.Errorf("the put after a format-2 value wrote %q, not format 3", v[:min(len(v), 8)])
 	}
 }
 

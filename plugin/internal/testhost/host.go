@@ -173,7 +173,8 @@ func errResp(code, msg string) []byte {
 func (h *Host) Call(fn string, req []byte) []byte {
 	h.Calls[fn]++
 	h.Reqs = append(h.Reqs, fn+" "+strings.TrimSpace(string(req)))
-	if len(req)%8 != 0 && fn != hostfuncs.FnCrypto {
+	binary := fn == hostfuncs.FnCrypto || fn == hostfuncs.FnEval && len(req) > 0 && req[0] == hostfuncs.EvalBinaryForm
+	if len(req)%8 != 0 && !binary {
 		h.T.Errorf("%s request of %d bytes is not padded to 8", fn, len(req))
 	}
 	if h.Broken[fn] {
@@ -184,13 +185,22 @@ func (h *Host) Call(fn string, req []byte) []byte {
 		return respond(h.Facts)
 	case hostfuncs.FnEval:
 		var r hostfuncs.EvalRequest
-		if err := json.Unmarshal(req, &r); err != nil {
+		if binary {
+			var werr *hostfuncs.Error
+			if r, werr = hostfuncs.DecodeEvalBinary(req); werr != nil {
+				return errResp(werr.Code, werr.Message)
+			}
+		} else if err := json.Unmarshal(req, &r); err != nil {
 			return errResp(hostfuncs.CodeInvalidRequest, "bad eval request")
 		}
 		if h.Eval == nil {
 			return errResp(hostfuncs.CodeUnsupported, "this test host has no Redis")
 		}
-		return respond(h.Eval(r))
+		resp := h.Eval(r)
+		if binary && resp.Error == nil {
+			return hostfuncs.EncodeEvalReply(resp.Reply)
+		}
+		return respond(resp)
 	case hostfuncs.FnInspect:
 		var r struct {
 			Ops []map[string]any `json:"ops"`
