@@ -88,6 +88,59 @@ func (s *Store) tags(k *keys, principal string, owner bool) ([16]byte, [ownerLen
 	return t, o, nil
 }
 
+// keyCacheSize bounds Store.keyCache: the handles of a few conversations.
+const keyCacheSize = 64
+
+// cachedKeys is what deriveKeys and tags answered for a handle's bytes and
+// a principal, named by both (name: the bytes, of fixed length, then the
+// principal), so that one principal's entry never answers another's call.
+type cachedKeys struct {
+	name string
+	k    keys
+	tag  [16]byte
+}
+
+// handleKeys returns the keys of handle bytes raw and principal's tag for
+// it: from the instance's cache when this instance served that handle for
+// that principal lately, else derived (deriveKeys and tags, two host
+// calls) and remembered. Both are pure functions of the app, raw and
+// principal, so a cached answer is the derived one; the cache saves the
+// gets and puts of a conversation's handles two of their three host
+// calls. Errors: store_unavailable when the host's crypto fails (nothing
+// is cached then).
+func (s *Store) handleKeys(raw [handleBytes]byte, principal string) (keys, [16]byte, *hostfuncs.Error) {
+	name := string(raw[:]) + principal
+	for i := range s.keyCache {
+		if c := &s.keyCache[i]; c.name == name {
+			return c.k, c.tag, nil
+		}
+	}
+	k, werr := s.deriveKeys(raw, false)
+	if werr != nil {
+		return k, [16]byte{}, werr
+	}
+	tag, _, werr := s.tags(&k, principal, false)
+	if werr != nil {
+		return k, tag, werr
+	}
+	s.remember(raw, principal, &k, tag)
+	return k, tag, nil
+}
+
+// remember caches the keys and tag of raw for principal (handleKeys),
+// replacing the entries in turn once the cache holds keyCacheSize.
+//
+//go:noinline
+func (s *Store) remember(raw [handleBytes]byte, principal string, k *keys, tag [16]byte) {
+	c := cachedKeys{name: string(raw[:]) + principal, k: *k, tag: tag}
+	if len(s.keyCache) < keyCacheSize {
+		s.keyCache = append(s.keyCache, c)
+		return
+	}
+	s.keyCache[s.keyCacheNext] = c
+	s.keyCacheNext = (s.keyCacheNext + 1) % keyCacheSize
+}
+
 // indexAADPrefix is the associated data of shard n's sealed index before
 // its header: "mcp-resume index v1", a NUL, the app, a NUL and the
 // shard's name, so that an index moved to another shard or app fails to

@@ -23,7 +23,10 @@ func (e *env) getCalls(h, principal string, now int64) (hostfuncs.HandleValue, *
 // hot reports whether calls are a hot get's: the handle's keys (hkdf),
 // its principal tag (hmac) and the record's read_open, nothing else: no
 // lock, no index.
-func hot(calls map[string]int) bool { return total(calls) == 3 && calls[hostfuncs.FnCrypto] == 3 }
+func hot(calls map[string]int) bool {
+	n := calls[hostfuncs.FnCrypto]
+	return total(calls) == n && (n == 1 || n == 3)
+}
 
 // sealWrites counts the seal_write requests (record writes) in e.h.Reqs.
 func (e *env) sealWrites() int {
@@ -54,7 +57,7 @@ func TestHotGetReadsTheRecordOnly(t *testing.T) {
 			t.Fatalf("get at +%dms: %q %v", dt, v.Value, werr)
 		}
 		if !hot(calls) {
-			t.Errorf("get at +%dms made host calls %v, want the keys, the tag and one read_open", dt, calls)
+			t.Errorf("get at +%dms made host calls %v, want one read_open (and the keys and the tag, unless cached)", dt, calls)
 		}
 	}
 	// Another principal's record answers not found from the record alone.

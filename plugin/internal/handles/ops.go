@@ -78,13 +78,10 @@ func (s *Store) parse(input []byte, needHandle, needValue bool, whole ...bool) (
 	r.now = nowMS(&r.in)
 	if needHandle {
 		var werr *hostfuncs.Error
-		if r.k, werr = s.deriveKeys(raw, false); werr != nil {
+		if r.k, r.tag, werr = s.handleKeys(raw, r.in.Principal); werr != nil {
 			return nil, werr
 		}
 		r.hash = r.k.hash
-		if r.tag, _, werr = s.tags(&r.k, r.in.Principal, false); werr != nil {
-			return nil, werr
-		}
 	}
 	return r, nil
 }
@@ -243,6 +240,7 @@ func (s *Store) Create(input []byte) (hostfuncs.HandleCreated, *hostfuncs.Error)
 	if r.tag, owner, werr = s.tags(&r.k, r.in.Principal, true); werr != nil {
 		return hostfuncs.HandleCreated{}, werr
 	}
+	s.remember(raw, r.in.Principal, &r.k, r.tag)
 	if s.rd != nil {
 		created, werr := s.redisCreate(r, idle, maxAge, owner)
 		if werr != nil {

@@ -99,6 +99,11 @@ type Store struct {
 	// indexKey seals the shards' indexes (deriveIndexKey, at the first
 	// call).
 	indexKey [32]byte
+	// keyCache holds the keys and principal tags of the handles this
+	// instance served last (handleKeys); keyCacheNext is the entry a full
+	// cache replaces next.
+	keyCache     []cachedKeys
+	keyCacheNext int
 }
 
 // New returns a Store that reaches its host through call. Every export but

@@ -50,20 +50,64 @@ func TestRoundtrip(t *testing.T) {
 			t.Errorf("file %s holds a secret", f)
 		}
 	}
-	// get: the keys (hkdf), the tag (hmac), read_open. put: the keys, the
-	// tag, lock, read index, read the record's header, seal_write, write
-	// index, unlock.
+	// A get by the instance that made the handle: read_open alone (the
+	// keys and the tag are cached since the create). By another instance:
+	// the keys (hkdf), the tag (hmac), read_open. A put: lock, read index,
+	// read the record's header, seal_write, write index, unlock (and the
+	// keys and the tag, unless cached).
 	e.h.Calls = map[string]int{}
 	h = e.create("alice", "x", now+8)
 	e.h.Calls = map[string]int{}
 	e.get(h, "alice", now+9)
-	if n := total(e.h.Calls); n != 3 || e.h.Calls[hostfuncs.FnCrypto] != 3 {
-		t.Errorf("get made %d host calls (%v), want 3, all mcp_resume_crypto", n, e.h.Calls)
+	if n := total(e.h.Calls); n != 1 || e.h.Calls[hostfuncs.FnCrypto] != 1 {
+		t.Errorf("get made %d host calls (%v), want 1, mcp_resume_crypto", n, e.h.Calls)
 	}
 	e.h.Calls = map[string]int{}
 	e.s.Put(input(map[string]any{"handle": h, "principal": "alice", "value": []byte("y"), "now_ms": now + 10}))
-	if n := total(e.h.Calls); n != 8 {
-		t.Errorf("put made %d host calls (%v), want 8", n, e.h.Calls)
+	if n := total(e.h.Calls); n != 6 {
+		t.Errorf("put made %d host calls (%v), want 6", n, e.h.Calls)
+	}
+	other := openOn(t, e.h, nil)
+	other.get(e.create("alice", "z", now+11), "alice", now+11) // its first call prepares the directory
+	e.h.Calls = map[string]int{}
+	if v, werr := other.get(h, "alice", now+11); werr != nil || string(v.Value) != "y" {
+		t.Fatalf("get by another instance: %q %v", v.Value, werr)
+	}
+	if n := total(e.h.Calls); n != 3 || e.h.Calls[hostfuncs.FnCrypto] != 3 {
+		t.Errorf("get by another instance made %d host calls (%v), want 3, all mcp_resume_crypto", n, e.h.Calls)
+	}
+}
+
+// The key cache never answers one principal's call with another's tag:
+// bob's get of alice's handle, right after alice's, is handle_not_found
+// and derives bob's own tag; a cache filled past its size starts over and
+// still answers each principal its own.
+func TestKeyCacheIsPerPrincipal(t *testing.T) {
+	e := openEnv(t, map[string]any{"max_handles": 1000, "max_handles_per_principal": 1000})
+	const now = 1_700_000_000_000
+	h := e.create("alice", "secret", now)
+	if v, werr := e.get(h, "alice", now+1); werr != nil || string(v.Value) != "secret" {
+		t.Fatalf("alice's get: %q %v", v.Value, werr)
+	}
+	e.h.Calls = map[string]int{}
+	_, werr := e.get(h, "bob", now+2)
+	wantCode(t, werr, hostfuncs.CodeHandleNotFound)
+	if n := e.h.Calls[hostfuncs.FnCrypto]; n != 3 {
+		t.Errorf("bob's get made %d crypto calls, want 3 (his own keys and tag)", n)
+	}
+	var hs []string
+	for i := range keyCacheSize + 5 {
+		hs = append(hs, e.create("p"+strconv.Itoa(i), "v"+strconv.Itoa(i), now+3))
+	}
+	for i, h := range hs {
+		if v, werr := e.get(h, "p"+strconv.Itoa(i), now+4); werr != nil || string(v.Value) != "v"+strconv.Itoa(i) {
+			t.Errorf("get %d after the cache started over: %q %v", i, v.Value, werr)
+		}
+		_, werr := e.get(h, "p"+strconv.Itoa(i+1), now+4)
+		wantCode(t, werr, hostfuncs.CodeHandleNotFound)
+	}
+	if len(e.s.keyCache) > keyCacheSize {
+		t.Errorf("the key cache holds %d entries, over %d", len(e.s.keyCache), keyCacheSize)
 	}
 }
 
