@@ -254,7 +254,8 @@ def _encode_reply(v: Any, parts: list[bytes]) -> None:
     form") to ``parts``: ``None`` → ``n``; ``int`` → ``i`` and an i64 (``True``/``False`` as 1/0, never sent over
     RESP2); ``bytes`` (a bulk string, or a status reply's text such as ``OK``) → ``s`` and the exact bytes; a
     list → ``a``, its count and each element; an error reply inside an array (a ``ResponseError`` instance) →
-    ``e`` and its text with the error code (:func:`_error_text`); a ``str`` → ``s`` and its UTF-8. Large strings
+    ``e`` and its text with the error code (:func:`_error_text`; redis-py decodes an error's text, so a byte of
+    it that is not UTF-8 comes back as U+FFFD's three bytes); a ``str`` → ``s`` and its UTF-8. Large strings
     are appended as they are, not copied. Raises ``struct.error`` for an integer outside int64 (RESP has none)."""
     if v is None:
         parts.append(b"n")
