@@ -48,6 +48,8 @@ FUNCTIONS = ("mcp_resume_facts", "mcp_resume_inspect", "mcp_resume_prepare_dir",
 _CRYPTO = "mcp_resume_crypto"
 #: The host function that takes a binary form beside JSON (README, ``mcp_resume_eval``, "The binary form").
 _EVAL = "mcp_resume_eval"
+#: The first byte of ``mcp_resume_eval``'s binary form (a JSON request starts with ``{``).
+_EVAL_BINARY = bytes((BINARY_FORM,))
 
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING, "error": logging.ERROR}
 _DIGITS = re.compile(r"[1-9][0-9]{0,9}")
@@ -389,7 +391,7 @@ class HostFunctions:
         malformed request or an unknown function answers ``invalid_request``, an unexpected failure ``io``."""
         if fn == _CRYPTO:
             return self.crypto(req)
-        if fn == _EVAL and req[:1] == bytes((BINARY_FORM,)):
+        if fn == _EVAL and req[:1] == _EVAL_BINARY:
             return self.eval_binary(req)
         try:
             if self._closed:
