@@ -12,8 +12,9 @@ directly (the instance the plugin uses) and checks its JSON answer; a
 ``host_call`` want's ``min_ms``/``max_ms`` bound how long the call took (wall clock); a
 ``hold_socket`` binds an abstract Unix socket in Node's padded form with a
 plain socket of the runner's (Linux only: elsewhere the case is skipped). The
-binary ``mcp_resume_crypto`` takes ``request_hex`` instead of ``request`` and
-its wants add ``response_hex`` and ``response_prefix_hex``; an export call may
+binary ``mcp_resume_crypto`` and the binary form of ``mcp_resume_eval`` take
+``request_hex`` instead of ``request`` (``$REDIS_URL`` there is the hex of the
+URL) and their wants add ``response_hex`` and ``response_prefix_hex``; an export call may
 give ``input_hex`` (the input's bytes; a ``$<var>`` in it is the hex of a saved
 value's text), its wants adding ``output_hex`` and ``output_prefix_hex``. A
 call of any other form fails the case. A host function the case lists in
@@ -168,7 +169,8 @@ def check(where: str, want: dict[str, Any], out: bytes, err: str | None) -> list
 
 def check_host(where: str, want: dict[str, Any], raw: bytes) -> list[str]:
     """Compare a host function's own answer (JSON, space padding allowed) with a host ``want``
-    (the conformance README, "host_call"); a binary answer (``mcp_resume_crypto``) is compared as bytes with
+    (the conformance README, "host_call"); a binary answer (``mcp_resume_crypto``, ``mcp_resume_eval``'s binary
+    form) is compared as bytes with
     ``response_hex`` or ``response_prefix_hex``. An unknown ``want`` form fails the case loudly."""
     if "response_hex" in want:
         ok = raw.hex() == want["response_hex"].lower()
@@ -315,9 +317,12 @@ def redis_action(server: Any, call: dict[str, Any]) -> list[str]:
 
 
 def with_redis_url(doc: Any, url: str, port: int) -> Any:
-    """``doc`` with ``$REDIS_URL`` in every string replaced by ``url``, ``$REDIS_ADDR`` by ``127.0.0.1:<port>``."""
+    """``doc`` with ``$REDIS_URL`` in every string replaced by ``url``, ``$REDIS_ADDR`` by ``127.0.0.1:<port>``;
+    in a ``request_hex`` (a binary request, whose URL comes last) ``$REDIS_URL`` is the hex of the URL's UTF-8."""
     if isinstance(doc, dict):
-        return {with_redis_url(k, url, port): with_redis_url(v, url, port) for k, v in doc.items()}
+        return {with_redis_url(k, url, port): v.replace("$REDIS_URL", url.encode().hex())
+                if k == "request_hex" and isinstance(v, str) else with_redis_url(v, url, port)
+                for k, v in doc.items()}
     if isinstance(doc, list):
         return [with_redis_url(v, url, port) for v in doc]
     if isinstance(doc, str):

@@ -22,7 +22,7 @@ code, the same from every store (docs/API.md).
 
 All the resume logic is the Wasm plugin shared with the Go and TypeScript
 hosts, run in Extism; this package is a thin host (``hostfuncs/README.md``,
-ABI 10): it answers the plugin's questions about this process and the OS and
+ABI 11): it answers the plugin's questions about this process and the OS and
 acts on files in the state directory, with no policy of its own. Logs go
 through ``logging.getLogger("mcp_resume")``; nothing is ever written to
 stdout, and no token is ever logged. Importing the package opens ``/dev/null``

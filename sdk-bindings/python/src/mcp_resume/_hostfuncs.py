@@ -1,6 +1,6 @@
-"""The twelve host functions of the mcp-resume contract, ABI 10: OS primitives with no policy (POSIX),
-``mcp_resume_eval`` (one Lua script on Redis, in :mod:`mcp_resume._eval`) and ``mcp_resume_crypto`` (binary:
-HKDF, HMAC, SHA-256, AES-256-GCM, and sealed files read or written in one call, in :mod:`mcp_resume._crypto`).
+"""The twelve host functions of the mcp-resume contract, ABI 11: OS primitives with no policy (POSIX),
+``mcp_resume_eval`` (one Lua script on Redis, JSON or binary, in :mod:`mcp_resume._eval`) and ``mcp_resume_crypto``
+(binary: HKDF, HMAC, SHA-256, AES-256-GCM, and sealed files read or written in one call, in :mod:`mcp_resume._crypto`).
 
 Requests, answers and error codes are ``hostfuncs/README.md``'s; the docstrings
 say what this host does. Nothing raises: every failure is an answer
@@ -32,7 +32,7 @@ import time
 from typing import Any
 
 from . import _crypto, _fds
-from ._eval import EvalClients
+from ._eval import BINARY_FORM, EvalClients
 
 __all__ = ["ABI_VERSION", "FUNCTIONS", "NAMESPACE", "HostFunctions"]
 
@@ -46,6 +46,10 @@ FUNCTIONS = ("mcp_resume_facts", "mcp_resume_inspect", "mcp_resume_prepare_dir",
              "mcp_resume_eval", "mcp_resume_crypto")
 #: The host function whose request and response are binary, not JSON (README, ``mcp_resume_crypto``).
 _CRYPTO = "mcp_resume_crypto"
+#: The host function that takes a binary form beside JSON (README, ``mcp_resume_eval``, "The binary form").
+_EVAL = "mcp_resume_eval"
+#: The first byte of ``mcp_resume_eval``'s binary form (a JSON request starts with ``{``).
+_EVAL_BINARY = bytes((BINARY_FORM,))
 
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING, "error": logging.ERROR}
 _DIGITS = re.compile(r"[1-9][0-9]{0,9}")
@@ -382,10 +386,13 @@ class HostFunctions:
 
     def call(self, fn: str, req: bytes) -> bytes:
         """Serve ``fn`` (one of :data:`FUNCTIONS`) with ``req`` (UTF-8 JSON): the JSON answer, padded with spaces
-        to a multiple of 8 bytes; ``mcp_resume_crypto`` takes and answers binary (:meth:`crypto`). Never raises: a
+        to a multiple of 8 bytes; ``mcp_resume_crypto`` takes and answers binary (:meth:`crypto`), and so does
+        ``mcp_resume_eval`` for a request whose first byte is ``0x01`` (:meth:`eval_binary`). Never raises: a
         malformed request or an unknown function answers ``invalid_request``, an unexpected failure ``io``."""
         if fn == _CRYPTO:
             return self.crypto(req)
+        if fn == _EVAL and req[:1] == _EVAL_BINARY:
+            return self.eval_binary(req)
         try:
             if self._closed:
                 raise _Fail("invalid_request", f"{fn}: this store is closed")
@@ -423,6 +430,17 @@ class HostFunctions:
         except Exception as e:  # noqa: BLE001 - the contract forbids raising
             err = _Fail("io", f"{_CRYPTO}: unexpected {type(e).__name__}: {e}").error
         return json.dumps(err, separators=(",", ":")).encode()
+
+    def eval_binary(self, req: bytes) -> bytes:
+        """``mcp_resume_eval`` in the binary form (README, "mcp_resume_eval", "The binary form";
+        :meth:`mcp_resume._eval.EvalClients.run_binary`) on this store's clients, the ones the JSON form uses:
+        ``0x00`` and the binary reply (strings as the exact bytes the server sent), or the JSON error object,
+        unpadded, with the codes of the JSON form (``invalid_request`` for a request that breaks the layout or
+        a rule, before any I/O, or a closed store). Works without a state directory. Never raises."""
+        if self._closed:
+            return json.dumps(_Fail("invalid_request", f"{_EVAL}: this store is closed").error,
+                              separators=(",", ":")).encode()
+        return self._evals.run_binary(req)
 
     def _facts(self, _doc: dict[str, Any]) -> dict[str, Any]:
         return self.facts()
