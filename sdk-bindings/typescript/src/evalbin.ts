@@ -51,8 +51,12 @@ export function decodeEvalBinary(request: Uint8Array): EvalRequest<Buffer> {
     throw e;
   }
   const text = script.length > 0 ? script.toString("utf8") : undefined; // the plugin's Lua source or SHA-1: UTF-8, sent back as the same bytes
-  const q = evalRequest({ url, cluster: (flags & FLAG_CLUSTER) !== 0, timeout_ms: timeoutMs, [(flags & FLAG_SOURCE) !== 0 ? "script" : "sha1"]: text, keys: [], args: [] });
-  return { ...q, keys, args };
+  try {
+    const q = evalRequest({ url, cluster: (flags & FLAG_CLUSTER) !== 0, timeout_ms: timeoutMs, [(flags & FLAG_SOURCE) !== 0 ? "script" : "sha1"]: text, keys: [], args: [] });
+    return { ...q, keys, args };
+  } catch (e) {
+    throw e instanceof EvalError ? bad(e.message) : e;
+  }
 }
 
 /** A u16 count, then that many b32 strings (views of the request). */

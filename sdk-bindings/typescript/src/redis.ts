@@ -11,6 +11,9 @@
  * (`disableOfflineQueue`), a timed-out call drops its client (the next call
  * connects afresh), and only the connection is retried, a few times, within
  * the call's deadline. No message quotes the URL (it may hold a password).
+ * Both forms of the request (JSON, and the binary form of evalbin.ts) run
+ * here, on the same clients: only the keys' and arguments' type (strings or
+ * raw Buffers) and the reply's decoding differ.
  *
  * @packageDocumentation
  */
