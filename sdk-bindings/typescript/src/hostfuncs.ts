@@ -22,9 +22,9 @@ import { userInfo } from "node:os";
 import * as path from "node:path";
 
 import { CryptoRequestError, serveCrypto, type CryptoFiles } from "./crypto.js";
+import { decodeEvalBinary, encodeEvalReply, EVAL_BINARY_FORM } from "./evalbin.js";
 import { LockWorker, lockWorker, sleepSync } from "./lockworker.js";
 import { safeLog, type LogLevel, type Logger } from "./logger.js";
-import { decodeEvalBinary, encodeEvalReply, EVAL_BINARY_FORM } from "./evalbin.js";
 import { EvalError, evalRequest, RedisEval } from "./redis.js";
 
 /** Version of the plugin/host contract this host implements. */
