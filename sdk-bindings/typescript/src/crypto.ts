@@ -43,8 +43,11 @@ export interface CryptoFiles {
   writeFile(name: Buffer, temp: Buffer, data: Uint8Array): void;
 }
 
-/** Walks a request after its op byte; a read past the end throws {@link CryptoRequestError}. */
-class Reader {
+/**
+ * Walks a binary request after its first byte (the op; `mcp_resume_eval`'s form byte too, evalbin.ts): each
+ * field a view of the request, never a copy; a read past the end throws {@link CryptoRequestError}.
+ */
+export class Reader {
   #off = 1;
   constructor(readonly b: Buffer) {}
   take(n: number, what: string): Buffer {

@@ -1,9 +1,9 @@
 /**
  * The twelve host functions of the plugin for Node (hostfuncs/README.md, ABI
- * version 10): operating-system primitives with no policy, `mcp_resume_eval`
+ * version 11): operating-system primitives with no policy, `mcp_resume_eval`
  * (redis.ts; asynchronous, so only through {@link HostFunctions.callAsync} in
- * Extism's worker mode) and `mcp_resume_crypto` (crypto.ts; a binary request
- * and response). None ever throws:
+ * Extism's worker mode; its binary form in evalbin.ts) and `mcp_resume_crypto`
+ * (crypto.ts; a binary request and response). None ever throws:
  * every failure, a malformed request included, is the response
  * `{"error": {"code", "message"}}`. Node specifics: `peer`, `sysctl` and
  * `procargs` answer `unsupported`; on macOS `ps` runs `/bin/ps`; the lock is
@@ -22,6 +22,7 @@ import { userInfo } from "node:os";
 import * as path from "node:path";
 
 import { CryptoRequestError, serveCrypto, type CryptoFiles } from "./crypto.js";
+import { decodeEvalBinary, encodeEvalReply, EVAL_BINARY_FORM } from "./evalbin.js";
 import { LockWorker, lockWorker, sleepSync } from "./lockworker.js";
 import { safeLog, type LogLevel, type Logger } from "./logger.js";
 import { EvalError, evalRequest, RedisEval } from "./redis.js";
@@ -63,6 +64,8 @@ export class HostError extends Error {
 }
 
 const bad = (message: string): HostError => new HostError("invalid_request", message);
+/** `mcp_resume_eval` outside worker mode (either form). */
+const evalUnsupported = (): HostError => new HostError("unsupported", "mcp_resume_eval: Redis needs Extism's worker mode, where a host function may wait for the network; HandleStore.open runs the plugin there when stateUrl or MCP_RESUME_STATE_URL is set");
 const INT_MAX = 0x7fffffff;
 
 /** A Node system error as a {@link HostError} coded by {@link ERRNO_CODES}, its message prefixed `what: `; a HostError as is. */
@@ -282,12 +285,24 @@ export class HostFunctions {
    * Serves one host function call. Never throws.
    *
    * @param fn - a name of {@link FUNCTIONS} (anything else answers `invalid_request`).
-   * @param request - the UTF-8 JSON request (`mcp_resume_crypto`: its binary request).
+   * @param request - the UTF-8 JSON request (`mcp_resume_crypto`, and `mcp_resume_eval` in its binary form: the
+   *   binary request).
    * @returns the UTF-8 JSON response, padded with spaces to a multiple of 8 bytes (hostfuncs/README.md, "Calling
    *   convention"); for `mcp_resume_crypto` its binary response (exact, unpadded), or the JSON error object padded alike.
+   *   `mcp_resume_eval` answers `unsupported` here (either form; a malformed request `invalid_request`): it needs
+   *   {@link callAsync}.
    */
   call(fn: string, request: Uint8Array): Uint8Array {
     if (fn === "mcp_resume_crypto") return this.#crypto(request);
+    if (fn === "mcp_resume_eval" && request[0] === EVAL_BINARY_FORM) {
+      try {
+        if (this.#closed) throw bad("the store is closed");
+        decodeEvalBinary(request); // a malformed request is invalid_request in every mode
+        throw evalUnsupported();
+      } catch (e) {
+        return padded({ error: toWire(e, fn) });
+      }
+    }
     let resp: unknown;
     try {
       resp = this.#dispatch(fn, this.#request(request));
@@ -302,11 +317,20 @@ export class HostFunctions {
    * script on Redis (redis.ts, one client per URL for this store); any other function as {@link call}.
    * Never rejects.
    *
-   * @returns the padded UTF-8 JSON response, as {@link call}.
+   * @param request - as {@link call}: `mcp_resume_eval`'s JSON request, or its binary form (first byte `0x01`,
+   *   evalbin.ts), whose keys and args go to Redis as raw bytes.
+   * @returns the padded UTF-8 JSON response, as {@link call}; for the binary form `0x00` and the binary reply
+   *   (its strings the exact bytes Redis sent; exact size, unpadded), or the padded JSON error object.
    */
   async callAsync(fn: string, request: Uint8Array): Promise<Uint8Array> {
     if (fn !== "mcp_resume_eval") return this.call(fn, request);
     try {
+      if (request[0] === EVAL_BINARY_FORM) {
+        if (this.#closed) throw bad("the store is closed");
+        const req = decodeEvalBinary(request);
+        this.#redis ??= new RedisEval();
+        return encodeEvalReply(await this.#redis.evalBytes(req));
+      }
       const req = evalRequest(this.#request(request));
       this.#redis ??= new RedisEval();
       return padded({ reply: await this.#redis.eval(req) });
@@ -403,7 +427,7 @@ export class HostFunctions {
       }
       case "mcp_resume_eval":
         evalRequest(req); // a malformed request is invalid_request in every mode
-        throw new HostError("unsupported", "mcp_resume_eval: Redis needs Extism's worker mode, where a host function may wait for the network; HandleStore.open runs the plugin there when stateUrl or MCP_RESUME_STATE_URL is set");
+        throw evalUnsupported();
       default:
         throw bad(`unknown host function ${fn}`);
     }

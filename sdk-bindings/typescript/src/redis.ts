@@ -11,6 +11,9 @@
  * (`disableOfflineQueue`), a timed-out call drops its client (the next call
  * connects afresh), and only the connection is retried, a few times, within
  * the call's deadline. No message quotes the URL (it may hold a password).
+ * Both forms of the request (JSON, and the binary form of evalbin.ts) run
+ * here, on the same clients: only the keys' and arguments' type (strings or
+ * raw Buffers) and the reply's decoding differ.
  *
  * @packageDocumentation
  */
@@ -25,24 +28,30 @@ interface Client {
   destroy(): void;
   on(event: string, listener: (...a: unknown[]) => void): unknown;
   off(event: string, listener: (...a: unknown[]) => void): unknown;
-  eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
-  evalSha(sha1: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+  eval(script: string, options: { keys: Array<string | Buffer>; arguments: Array<string | Buffer> }): Promise<unknown>;
+  evalSha(sha1: string, options: { keys: Array<string | Buffer>; arguments: Array<string | Buffer> }): Promise<unknown>;
+  withTypeMapping(mapping: Record<number, unknown>): Client;
 }
 /** One client and its first connect (rejects when the reconnect strategy gave up). */
 interface Entry {
   client: Client;
+  /** The same client (same connection) answering raw bytes: {@link bytesMapping}, for the binary form. */
+  bytes: Client;
   connected: Promise<unknown>;
   failed: boolean;
 }
 
-/** A validated `mcp_resume_eval` request. */
-export interface EvalRequest {
+/**
+ * A validated `mcp_resume_eval` request: keys and args are strings (the JSON form) or Buffers of raw bytes
+ * (the binary form, evalbin.ts), sent as they are.
+ */
+export interface EvalRequest<S extends string | Buffer = string> {
   url: string;
   cluster: boolean;
   sha1?: string;
   script?: string;
-  keys: string[];
-  args: string[];
+  keys: S[];
+  args: S[];
   timeoutMs: number;
 }
 
@@ -166,7 +175,7 @@ export class RedisEval {
   #closed = false;
 
   /**
-   * Runs one validated request.
+   * Runs one validated request of the JSON form.
    *
    * @returns the reply converted by {@link replyJson}.
    * @throws {@link EvalError}: `invalid_request` (a URL node-redis refuses to parse), `noscript`, `script`,
@@ -174,6 +183,24 @@ export class RedisEval {
    *   the command is not resent and its client is dropped, so its late reply is never read as another's).
    */
   async eval(req: EvalRequest): Promise<unknown> {
+    return replyJson(await this.#run(req, false));
+  }
+
+  /**
+   * Runs one validated request of the binary form (evalbin.ts) on the same client, connection and rules as
+   * {@link eval}: keys and args go as their raw bytes.
+   *
+   * @returns node-redis's reply, as the server sent it: a bulk or status string is a Buffer of its exact
+   *   bytes, an integer a decimal string (exact to 64 bits), nil `null`, an array an Array, an error reply
+   *   inside an array an `ErrorReply` (its message the server's text, prefix kept); evalbin.ts encodes it.
+   * @throws {@link EvalError} as {@link eval}.
+   */
+  evalBytes(req: EvalRequest<Buffer>): Promise<unknown> {
+    return this.#run(req, true);
+  }
+
+  /** One request on this store's client for its URL (created and connected on first use), within its deadline. */
+  async #run(req: EvalRequest<string | Buffer>, bytes: boolean): Promise<unknown> {
     const deadline = performance.now() + req.timeoutMs;
     if (this.#closed) throw new EvalError("unavailable", "the store is closed");
     const key = `${req.cluster ? "cluster" : "node"} ${req.url}`;
@@ -181,7 +208,7 @@ export class RedisEval {
     let redis: Redis | undefined;
     try {
       // Everything within the deadline: the library's first import, connecting, the command.
-      return replyJson(await within(deadline, async () => {
+      return await within(deadline, async () => {
         redis = await loadRedis();
         let e = this.#entries.get(key);
         if (e && (e.failed || !e.client.isOpen)) {
@@ -191,8 +218,9 @@ export class RedisEval {
         e ??= this.#create(redis, key, req);
         await e.connected;
         if (!e.client.isReady) await readyOrTerminated(e.client); // reconnecting after a broken connection
-        return req.sha1 !== undefined ? e.client.evalSha(req.sha1, options) : e.client.eval(req.script!, options);
-      }));
+        const client = bytes ? e.bytes : e.client;
+        return req.sha1 !== undefined ? client.evalSha(req.sha1, options) : client.eval(req.script!, options);
+      });
     } catch (err) {
       if (err instanceof EvalError) throw err;
       if (err === TIMED_OUT) {
@@ -211,7 +239,7 @@ export class RedisEval {
   }
 
   /** A new client for `req` (node or cluster), connecting; its connect failure marks it failed. */
-  #create(redis: Redis, key: string, req: EvalRequest): Entry {
+  #create(redis: Redis, key: string, req: EvalRequest<string | Buffer>): Entry {
     try {
       redis.RedisClient.parseURL(req.url); // what createClient and the cluster's root node would refuse
     } catch (e) {
@@ -237,7 +265,7 @@ export class RedisEval {
       client = redis.createClient({ url: u.toString(), ...common }) as unknown as Client;
     }
     client.on("error", () => undefined); // each failure is answered to the plugin; an unheard 'error' would crash the process
-    const entry: Entry = { client, connected: Promise.resolve(), failed: false };
+    const entry: Entry = { client, bytes: client.withTypeMapping(bytesMapping(redis)), connected: Promise.resolve(), failed: false };
     entry.connected = client.connect().then(
       () => (client as unknown as { unref?: () => void }).unref?.(), // an idle store never keeps the process alive
       (e: unknown) => {
@@ -257,6 +285,16 @@ export class RedisEval {
       e?.client.destroy();
     } catch {} // already destroyed
   }
+}
+
+/**
+ * The binary form's type mapping (node-redis's `withTypeMapping`): bulk and status strings as Buffers of the
+ * exact bytes the server sent (never decoded as UTF-8), integers as decimal strings (exact where a Number is
+ * not, past 2^53). Errors inside an array stay `ErrorReply`s; RESP2 sends no other type.
+ */
+function bytesMapping(redis: Redis): Record<number, unknown> {
+  const T = redis.RESP_TYPES;
+  return { [T.BLOB_STRING]: Buffer, [T.SIMPLE_STRING]: Buffer, [T.NUMBER]: String };
 }
 
 const TIMED_OUT = Symbol("timed out");

@@ -464,7 +464,7 @@ export async function loadStore(logger: Logger, wasm: string | URL = PLUGIN_WASM
     const asyncFn = (name: string) => async (cp: Ctx, offset: bigint) => {
       try {
         const req = cp.read(offset);
-        return req ? cp.store(new Uint8Array(await funcs.callAsync(name, req.bytes()))) : 0n;
+        return req ? cp.store(owned(await funcs.callAsync(name, req.bytes()))) : 0n;
       } catch {
         return 0n;
       }
@@ -504,6 +504,12 @@ export async function loadStore(logger: Logger, wasm: string | URL = PLUGIN_WASM
 export function callExport(store: ResumeTokenStore, name: string, input?: Uint8Array): Promise<ExportResult> {
   return exportOf(store, name, input);
 }
+
+/**
+ * `b` itself when it is the whole of its own ArrayBuffer (the binary eval reply: a 4 MiB value is not copied
+ * once more), else an exact copy: Extism 1.0.3 stores a view's whole buffer.
+ */
+const owned = (b: Uint8Array): Uint8Array => (b.byteOffset === 0 && b.byteLength === b.buffer.byteLength && b.buffer instanceof ArrayBuffer ? b : new Uint8Array(b));
 
 const noFetch = (() => Promise.reject(new Error("mcp-resume: the plugin makes no HTTP requests"))) as unknown as typeof fetch;
 

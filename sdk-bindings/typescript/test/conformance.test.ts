@@ -29,8 +29,10 @@
 // mcp_resume_eval reaches the real server; its host_calls go through
 // HostFunctions.callAsync, the worker mode's entry. The `redis` action
 // sends its command with the runner's own node-redis client. The binary
-// forms: a host_call of mcp_resume_crypto gives request_hex and wants
-// response_hex, response_prefix_hex or error_code; a handle export may give
+// forms: a host_call of mcp_resume_crypto, or of mcp_resume_eval in its binary
+// form, gives request_hex (for eval ending in `$REDIS_URL`, replaced by the
+// hex of the URL's UTF-8 bytes) and wants response_hex, response_prefix_hex
+// or error_code; a handle export may give
 // input_hex (saved variables as the hex of their text) and want output_hex
 // or output_prefix_hex.
 import assert from "node:assert/strict";
@@ -98,7 +100,7 @@ interface HostWant {
   error_code?: string;
   response_subset?: Json;
   result_codes?: Array<string | null>;
-  /** A binary host function (mcp_resume_crypto): the response is exactly these bytes, in hex. */
+  /** A binary host function (mcp_resume_crypto, mcp_resume_eval's binary form): the response is exactly these bytes, in hex. */
   response_hex?: string;
   /** A binary host function: the response starts with these bytes, in hex. */
   response_prefix_hex?: string;
@@ -123,7 +125,7 @@ interface Call {
   prefix?: string;
   mode?: "truncate" | "flip" | "symlink" | "save" | "restore";
   request?: unknown;
-  /** A binary host function's request in hex (no substitutions), instead of `request`. */
+  /** A binary host function's request in hex, instead of `request`; no substitutions but a trailing `$REDIS_URL`, the hex of the URL's UTF-8. */
   request_hex?: string;
   want?: Want & HostWant;
   /** The `redis` action: the command, sent once, or once per key matching `each_key` with `$KEY` replaced. */
@@ -383,8 +385,10 @@ describe("conformance", () => {
       const root = fs.mkdtempSync(path.join(tmpdir(), "mcp-resume-conf-"));
       roots.push(root);
       const euid = String(process.geteuid?.() ?? -1);
+      const url = redis?.url ?? "redis://127.0.0.1:1/0";
       const subst = (text: string): string =>
-        text.replaceAll('"$EUID"', euid).replaceAll("$EUID", euid).replaceAll("$ROOT", root).replaceAll("$REDIS_URL", redis?.url ?? "redis://127.0.0.1:1/0").replaceAll("$REDIS_ADDR", `127.0.0.1:${redis?.port ?? 1}`);
+        text.replace(/("request_hex":\s*"[0-9a-fA-F]*)\$REDIS_URL"/g, (_, hex: string) => `${hex}${Buffer.from(url, "utf8").toString("hex")}"`)
+          .replaceAll('"$EUID"', euid).replaceAll("$EUID", euid).replaceAll("$ROOT", root).replaceAll("$REDIS_URL", url).replaceAll("$REDIS_ADDR", `127.0.0.1:${redis?.port ?? 1}`);
       const c = JSON.parse(subst(raw)) as Case;
       // A Redis run of a case written for both backends: no file checks.
       if (onRedis && c.store === "handles" && c.backends === undefined) for (const k of ["files_before", "files_after", "files_after_count", "files_exclude", "state_dir_after"] as const) delete c[k];
