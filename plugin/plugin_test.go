@@ -148,9 +148,10 @@ const (
 	// form and values stored as raw bytes: 3,974,530; the cold packages
 	// (procid, the token store, render) compiled without inlining
 	// (Makefile, COLD_PKGS): 3,941,111, under the handle store's target
-	// of 3,948,941. Lower it as the guest shrinks; never raise it without
-	// a review of what grew.
-	maxWasmBytes = 3_941_111
+	// of 3,948,941; the cache of handle keys (a conversation's get makes
+	// one host call, not three): 3,946,690. Lower it as the guest
+	// shrinks; never raise it without a review of what grew.
+	maxWasmBytes = 3_946_690
 )
 
 // TestWasmSize fails when plugin.wasm outgrows its budget.
