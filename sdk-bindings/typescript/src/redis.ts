@@ -80,7 +80,8 @@ export function evalRequest(req: Json): EvalRequest {
   if (typeof req["url"] !== "string" || !/^rediss?:\/\//.test(req["url"])) throw bad('"url" must be a redis:// or rediss:// URL');
   const cluster = req["cluster"] ?? false;
   if (typeof cluster !== "boolean") throw bad('"cluster" must be a boolean');
-  const [sha1, script] = [req["sha1"], req["script"]];
+  // Absent, null and "" are not given (the Go host's rule): an empty script is refused, never run.
+  const [sha1, script] = [req["sha1"], req["script"]].map((v) => (v === null || v === "" ? undefined : v));
   if ((sha1 === undefined) === (script === undefined)) throw bad('exactly one of "sha1" and "script" must be given');
   if (sha1 !== undefined && (typeof sha1 !== "string" || !/^[0-9a-f]{40}$/.test(sha1))) throw bad('"sha1" must be 40 lowercase hex digits');
   if (script !== undefined && typeof script !== "string") throw bad('"script" must be a string');

@@ -90,6 +90,8 @@ def _request(doc: dict[str, Any]) -> _Request:
     """The checked request ``(url, cluster, sha1, script, keys, args, timeout_ms)``; ``invalid_request`` (never
     quoting the URL) for anything the README's request rule refuses. No I/O."""
     cluster, sha1, script = doc.get("cluster"), doc.get("sha1"), doc.get("script")
+    # An empty sha1 or script is not given (the Go host's rule): an empty script is refused, never run.
+    sha1, script = (None if v == "" else v for v in (sha1, script))
     url = _check_url(doc.get("url"))
     if cluster is None:
         cluster = False
