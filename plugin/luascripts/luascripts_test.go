@@ -20,21 +20,38 @@ func TestSplit(t *testing.T) {
 	}
 }
 
-// TestSums: every script of the handle store's Lua file has its SHA-1 in
-// sums.go, and sums.go has no other.
+// TestSums: scripts.lua is the handle store's Lua file stripped, every
+// script of it has its SHA-1 in sums.go, and sums.go has no other.
 func TestSums(t *testing.T) {
 	src, err := os.ReadFile("../../plugin/internal/handles/redis.lua")
 	if err != nil {
 		t.Fatal(err)
 	}
-	scripts := Split(string(src))
+	if Source != Strip(string(src)) {
+		t.Fatal("scripts.lua is not redis.lua stripped: run go generate ./plugin/luascripts")
+	}
+	scripts := Split(Source)
 	for name, s := range scripts {
 		sum := sha1.Sum([]byte(s.Src))
 		if want := hex.EncodeToString(sum[:]); s.SHA1 != want {
 			t.Errorf("script %s: SHA-1 %q in sums.go, its text's is %s: run go generate ./plugin/luascripts", name, s.SHA1, want)
 		}
 	}
-	if len(sums) != len(scripts) {
+	if len(sums) != len(scripts) || len(scripts) < 8 {
 		t.Errorf("sums.go has %d SHA-1s for %d scripts: run go generate ./plugin/luascripts", len(sums), len(scripts))
+	}
+}
+
+// TestStrip keeps the code and the names of a file and drops its comments,
+// blank lines and indentation; a script stripped splits into the same
+// names.
+func TestStrip(t *testing.T) {
+	src := "-- header\n\n--- prelude\n  -- why\n  local x = 1 -- kept\n\n--- one\nreturn x\n"
+	want := "\n--- prelude\nlocal x = 1 -- kept\n\n--- one\nreturn x\n"
+	if got := Strip(src); got != want {
+		t.Errorf("Strip = %q, want %q", got, want)
+	}
+	if got := Split(Strip(src)); got["one"].Src != "local x = 1 -- kept\nreturn x\n" {
+		t.Errorf("Split(Strip) = %+v", got)
 	}
 }

@@ -2,14 +2,14 @@
 
 package luascripts
 
-// sums is the SHA-1 of each script of the handle store's Lua file.
+// sums is the SHA-1 of each script of Source.
 var sums = map[string]string{
-	"corrupt": "393ab06e510011a60962768c1f8ee13680a7ef1d",
-	"create":  "621e9a6bde416b3ebedf5f2885d43f93d05ed5e0",
-	"delete":  "7e7be18dee1e8af3d70d7115db800966e7ed557f",
-	"gc":      "2d96273bd8b9fd3cd7ee005269059a281bfe2cce",
-	"layout":  "179f539889d0b74e0da3b1a98fea83dd5f789e8a",
-	"list":    "1ed7a0ca6092b62d9bfb0f6101c5725a1425fb21",
-	"put":     "69bb06469c88ee03733c8a2ffcd77923ef7fbf53",
-	"read":    "e331a8aeae2fc7a644fcd908b8ea91348091133b",
+	"corrupt": "43f761fd70ec1759d8c44cf37797e97a2467ec99",
+	"create":  "da68c949a3173ee6af8a1cbb9b31b907db6a154e",
+	"delete":  "3ede619c86a872c5c883d76cb219c0ab71dd6300",
+	"gc":      "f357c79d114d245eef252db2475ed211db986343",
+	"layout":  "a3185e0e8dccceca14a07c0a01747538bc241476",
+	"list":    "5e8f69b7679fdfb0f6a3e31e2985443ae33129d2",
+	"put":     "c7b3892ebd4802241445c6658c7b37bb02773bce",
+	"read":    "0a23b4db5e6ae9e135366ce9d04b15a1848dd82c",
 }

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import datetime as dt
 import json
 import logging
@@ -104,7 +105,7 @@ def rewind(call: dict[str, typing.Any]) -> tuple[str, int]:
     first, in the same round trip, makes every replay do the recorded put's work (as the Go floor does). The
     record's key is KEYS[1] (the bucket's LRU set, ending in "lru") with "h:" and the key hash (ARGV[5]) in its
     place (redis.lua, key)."""
-    return call["keys"][0][:-3] + "h:" + call["args"][4], int(call["args"][8]) - 1
+    return (call["keys"][0][:-3] + b"h:" + call["args"][4]).decode(), int(call["args"][8]) - 1
 
 
 class Result:
@@ -221,6 +222,10 @@ def main() -> int:
     args = ap.parse_args()
     with open(args.record, encoding="utf-8") as f:
         rec = json.load(f)
+    for op in ("create", "read", "put"):  # keys and arguments are any bytes, in base64 in the file
+        for call in rec[op]:
+            call["keys"] = [base64.b64decode(k) for k in call["keys"]]
+            call["args"] = [base64.b64decode(a) for a in call["args"]]
     logging.getLogger("mcp_resume").setLevel(logging.WARNING)
     work = tempfile.mkdtemp(prefix="redis-bench-py-")
     proc, url = start_redis(work)

@@ -59,7 +59,7 @@ var (
 	flagPool    = flag.Int("pool", 0, "Pool option of the stores (0: the default, GOMAXPROCS)")
 	flagTimeout = flag.Duration("timeout", 2*time.Second, "Timeout option of the stores, and the floor's deadline per call")
 	flagRecord  = flag.String("record", "", "write the recorded calls to this JSON file (for the Python and TypeScript floors)")
-	flagLua     = flag.String("lua", "plugin/internal/handles/redis.lua", "the plugin's scripts, to name the recorded calls")
+	flagLua     = flag.String("lua", "plugin/luascripts/scripts.lua", "the plugin's scripts as it sends them (redis.lua stripped), to name the recorded calls")
 	flagWasm    = flag.String("wasm", "plugin/plugin.wasm", "size: the plugin to weigh")
 	flagBase    = flag.Int64("wasm-base", 3818992, "size: the plugin's size with the file backend only (ABI 7 before the Redis backend), bytes")
 	flagProf    = flag.String("cpuprofile", "", "write a CPU profile of the parts after the recording to this file (go tool pprof)")

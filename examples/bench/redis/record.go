@@ -25,10 +25,48 @@ import (
 )
 
 // Call is one recorded script call: EVALSHA Sha len(Keys) Keys... Args...
+// Keys and arguments are any bytes (a sealed value is raw), so the JSON
+// file carries each in base64 (callJSON), which JSON strings, UTF-8 only,
+// could not carry as they are.
 type Call struct {
+	Sha  string
+	Keys []string
+	Args []string
+}
+
+// callJSON is Call in the JSON file: the keys and arguments in base64.
+type callJSON struct {
 	Sha  string   `json:"sha"`
-	Keys []string `json:"keys"`
-	Args []string `json:"args"`
+	Keys [][]byte `json:"keys"`
+	Args [][]byte `json:"args"`
+}
+
+// MarshalJSON writes c as callJSON.
+func (c Call) MarshalJSON() ([]byte, error) {
+	j := callJSON{Sha: c.Sha, Keys: make([][]byte, len(c.Keys)), Args: make([][]byte, len(c.Args))}
+	for i, k := range c.Keys {
+		j.Keys[i] = []byte(k)
+	}
+	for i, a := range c.Args {
+		j.Args[i] = []byte(a)
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads c from callJSON.
+func (c *Call) UnmarshalJSON(b []byte) error {
+	var j callJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*c = Call{Sha: j.Sha, Keys: make([]string, len(j.Keys)), Args: make([]string, len(j.Args))}
+	for i, k := range j.Keys {
+		c.Keys[i] = string(k)
+	}
+	for i, a := range j.Args {
+		c.Args[i] = string(a)
+	}
+	return nil
 }
 
 // Recording is the JSON file: the scripts by name (sha and source, for
@@ -47,8 +85,9 @@ type Script struct {
 	Src string `json:"src"`
 }
 
-// luaScripts reads redis.lua and splits it as the plugin does
-// (plugin/luascripts), so a recorded EVALSHA is named by its script.
+// luaScripts reads the plugin's scripts (plugin/luascripts/scripts.lua,
+// redis.lua stripped) and splits them as the plugin does, so a recorded
+// EVALSHA is named by its script.
 func luaScripts(path string) (map[string]Script, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {

@@ -46,7 +46,7 @@ func TestParseMonitor(t *testing.T) {
 func TestRecordingReplays(t *testing.T) {
 	srv = redistest.Start(t)
 	*flagHandles = 4
-	*flagLua = filepath.Join("..", "..", "..", "plugin", "internal", "handles", "redis.lua")
+	*flagLua = filepath.Join("..", "..", "..", "plugin", "luascripts", "scripts.lua")
 	store := open(srv.URL)
 	defer store.Close(context.Background())
 	handles, rec := prepare(store)

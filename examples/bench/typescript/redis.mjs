@@ -57,6 +57,14 @@ const WINDOW_MS = Number(args.window) * 1000;
 const ONE_N = Number(args["one-n"]);
 const APP = "bench-redis"; // the recording's app: the floor's records share the store's buckets
 const rec = JSON.parse(readFileSync(args.record, "utf8"));
+// Keys and arguments are any bytes (a sealed value is raw), in base64 in the file: keys (ASCII) as strings,
+// arguments as Buffers, which node-redis sends as they are.
+for (const op of ["create", "read", "put"]) {
+  for (const c of rec[op]) {
+    c.keys = c.keys.map((k) => Buffer.from(k, "base64").toString("latin1"));
+    c.args = c.args.map((a) => Buffer.from(a, "base64"));
+  }
+}
 
 const progress = (m) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${m}\n`);
 const pct = (xs, p) => {
@@ -94,8 +102,8 @@ const replay = async (c) => check(await floor.evalSha(c.sha, { keys: c.keys, arg
 // recorded put's work (as the Go floor does). The record's key is KEYS[1] (the bucket's LRU set, ending in "lru")
 // with "h:" and the key hash (ARGV[5]) in its place (redis.lua, key).
 const replayPut = async (c) => {
-  const key = c.keys[0].slice(0, -3) + "h:" + c.args[4];
-  const replies = await floor.multi().hSet(key, "g", String(Number(c.args[8]) - 1)).evalSha(c.sha, { keys: c.keys, arguments: c.args }).execAsPipeline();
+  const key = c.keys[0].slice(0, -3) + "h:" + c.args[4].toString("latin1");
+  const replies = await floor.multi().hSet(key, "g", String(Number(c.args[8].toString("latin1")) - 1)).evalSha(c.sha, { keys: c.keys, arguments: c.args }).execAsPipeline();
   check(replies[1]);
 };
 

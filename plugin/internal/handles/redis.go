@@ -8,7 +8,6 @@ package handles
 // a request to the server.
 
 import (
-	_ "embed"
 	"encoding/base64"
 	"encoding/hex"
 	"strconv"
@@ -36,11 +35,9 @@ const DefaultTimeoutMS = 2000
 // keyRoot starts every Redis key of the store.
 const keyRoot = "mcp-resume:"
 
-//go:embed redis.lua
-var luaSource string
-
-// scripts are the scripts of redis.lua by name.
-var scripts = luascripts.Split(luaSource)
+// scripts are the scripts of redis.lua by name, as the plugin embeds them
+// (luascripts.Source: without comments).
+var scripts = luascripts.Split(luascripts.Source)
 
 // redisConn is where a Redis store's scripts run: the URL the host
 // connects to (no query), whether it names a cluster node, and the URL
