@@ -21,7 +21,7 @@ const handleFlagsKnown = HandleFlagNow | HandleFlagGeneration | HandleFlagIdleTT
 // handle) and HandleValue (before the value), and HandleGeneration.
 const (
 	handleCreatedFixed = 4*8 + 1
-	handleValueFixed   = 4 * 8
+	handleValueFixed   = 2 + 4*8
 	handleGenBytes     = 8
 )
 
@@ -213,22 +213,46 @@ func (o *HandleCreated) DecodeBinary(b []byte) error {
 	return nil
 }
 
-// EncodeBinary returns the binary output of handle_get: generation,
-// created_ms, idle_ttl_ms, max_age_ms (i64 each), then the value's bytes
-// to the end.
+// HandleValueAt is where the plugin places the value in handle_get's binary
+// output (the output's value_at): after the status byte and the record
+// header of a read_open response (1 + 73 bytes), so that a value read on
+// the hot path is output from the host's memory block as it is, with the
+// output's fixed part written over the part before it: the value never
+// enters the guest. A host reads value_at, never assumes it.
+const HandleValueAt = 74
+
+// EncodeBinary returns the binary output of handle_get: value_at (u16,
+// HandleValueAt), generation, created_ms, idle_ttl_ms, max_age_ms (i64
+// each), zero bytes up to value_at, then the value's bytes to the end.
 func (o HandleValue) EncodeBinary() []byte {
-	return append(packInts(len(o.Value), o.Generation, o.CreatedMS, o.IdleTTLMS, o.MaxAgeMS), o.Value...)
+	return append(o.EncodeBinaryHead(), o.Value...)
+}
+
+// EncodeBinaryHead is the part of handle_get's binary output before the
+// value: HandleValueAt bytes.
+func (o HandleValue) EncodeBinaryHead() []byte {
+	b := make([]byte, 2, HandleValueAt+len(o.Value))
+	b[0], b[1] = 0, HandleValueAt
+	for _, v := range [...]int64{o.Generation, o.CreatedMS, o.IdleTTLMS, o.MaxAgeMS} {
+		b = appendInt(b, v)
+	}
+	return b[:HandleValueAt]
 }
 
 // DecodeBinary sets o from the binary output of handle_get. o.Value
 // aliases b (never nil: an empty value is empty). Error: b shorter than
-// 32 bytes.
+// its fixed part (34 bytes), or a value_at before the fixed part's end or
+// past b's.
 func (o *HandleValue) DecodeBinary(b []byte) error {
 	if len(b) < handleValueFixed {
 		return shortOutput(ExportHandleGet)
 	}
-	getInts(b, &o.Generation, &o.CreatedMS, &o.IdleTTLMS, &o.MaxAgeMS)
-	o.Value = b[handleValueFixed:len(b):len(b)]
+	at := int(b[0])<<8 | int(b[1])
+	if at < handleValueFixed || at > len(b) {
+		return shortOutput(ExportHandleGet)
+	}
+	getInts(b[2:], &o.Generation, &o.CreatedMS, &o.IdleTTLMS, &o.MaxAgeMS)
+	o.Value = b[at:len(b):len(b)]
 	return nil
 }
 

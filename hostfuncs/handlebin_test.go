@@ -127,7 +127,8 @@ func TestHandleBinaryOutputs(t *testing.T) {
 
 	for _, v := range []HandleValue{{Value: []byte("hello"), Generation: 7, CreatedMS: 8, IdleTTLMS: 9, MaxAgeMS: 10}, {Value: []byte{}, Generation: 1}} {
 		vb := v.EncodeBinary()
-		if len(vb) != 32+len(v.Value) || binary.BigEndian.Uint64(vb[8:]) != uint64(v.CreatedMS) || !bytes.Equal(vb[32:], v.Value) {
+		if len(vb) != HandleValueAt+len(v.Value) || binary.BigEndian.Uint16(vb) != HandleValueAt || binary.BigEndian.Uint64(vb[10:]) != uint64(v.CreatedMS) ||
+			!bytes.Equal(vb[34:HandleValueAt], make([]byte, HandleValueAt-34)) || !bytes.Equal(vb[HandleValueAt:], v.Value) {
 			t.Errorf("value layout %x", vb)
 		}
 		var v2 HandleValue
@@ -135,9 +136,20 @@ func TestHandleBinaryOutputs(t *testing.T) {
 			t.Errorf("value round trip %+v %v", v2, err)
 		}
 	}
+	// value_at is read, not assumed: 34 (no padding) decodes; one inside
+	// the fixed part or past the end does not.
+	tight := append([]byte{0, 34}, make([]byte, 32)...)
 	var v2 HandleValue
-	if err := v2.DecodeBinary(make([]byte, 31)); err == nil {
-		t.Error("value DecodeBinary of 31 bytes: no error")
+	if err := v2.DecodeBinary(append(tight, 'x')); err != nil || string(v2.Value) != "x" {
+		t.Errorf("value_at 34: %+v %v", v2, err)
+	}
+	for _, bad := range [][]byte{append([]byte{0, 33}, tight[2:]...), append([]byte{0, 36}, tight[2:]...)} {
+		if err := v2.DecodeBinary(bad); err == nil {
+			t.Errorf("value DecodeBinary(value_at %d of %d bytes): no error", bad[1], len(bad))
+		}
+	}
+	if err := v2.DecodeBinary(make([]byte, 33)); err == nil {
+		t.Error("value DecodeBinary of 33 bytes: no error")
 	}
 
 	g := HandleGeneration{Generation: 42}

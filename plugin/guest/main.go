@@ -47,6 +47,7 @@ package main
 
 import (
 	"github.com/extism/go-pdk"
+	"math"
 
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
 	"github.com/mcp-resume/mcp-resume/plugin/internal/handles"
@@ -115,15 +116,38 @@ var noResponse = []byte("no response")
 // call moves req into Extism memory, invokes the host function and copies its
 // response out, freeing both blocks so memory stays flat across calls.
 func call(fn string, req []byte) []byte {
-	in := pdk.AllocateBytes(req)
-	defer in.Free()
-	offset := imports[fn](in.Offset())
-	if offset == 0 {
+	out, block := callKept(fn, req, math.MaxInt)
+	if block == 0 {
 		return noResponse
 	}
+	freeKept(block)
+	return out
+}
+
+// callKept calls host function fn with req and loads the response's first
+// n bytes (fewer when it is shorter), leaving the response in its Extism
+// memory block, which it returns (0 and nothing when there is none):
+// go-pdk copies 8 bytes per kernel call, so bytes the plugin only passes
+// on are better left there (handles.Store.Keep).
+func callKept(fn string, req []byte, n int) ([]byte, uint64) {
+	in := pdk.AllocateBytes(req)
+	offset := imports[fn](in.Offset())
+	in.Free()
+	if offset == 0 {
+		return nil, 0
+	}
 	out := pdk.FindMemory(offset)
-	defer out.Free()
-	return out.ReadBytes()
+	head := make([]byte, min(uint64(n), out.Length()))
+	out.Load(head)
+	return head, offset
+}
+
+// freeKept frees a response block of callKept (0: none).
+func freeKept(block uint64) {
+	if block != 0 {
+		m := pdk.FindMemory(block)
+		m.Free()
+	}
 }
 
 // store is the instance's single resume.Store; the plugin instance is the
@@ -132,7 +156,13 @@ var store = resume.New(call)
 
 // handleStore is the instance's handle store, used instead of store when
 // the host opens the instance with handles_open (a separate instance).
-var handleStore = handles.New(call)
+var handleStore = newHandleStore()
+
+func newHandleStore() *handles.Store {
+	s := handles.New(call)
+	s.Keep(callKept, freeKept)
+	return s
+}
 
 // fail sets the Extism error string to the JSON of werr and returns 1.
 func fail(werr *hostfuncs.Error) int32 {
@@ -258,12 +288,24 @@ func handleCreate() int32 {
 //go:wasmexport handle_get
 func handleGet() int32 {
 	in := pdk.Input()
-	out, werr := handleStore.Get(in)
-	if werr == nil && hostfuncs.IsHandleBinary(in) {
-		pdk.Output(out.EncodeBinary())
-		return 0
+	if !hostfuncs.IsHandleBinary(in) {
+		out, werr := handleStore.Get(in)
+		return outputJSON(out, werr)
 	}
-	return outputJSON(out, werr)
+	out, block, werr := handleStore.GetKept(in)
+	switch {
+	case werr != nil:
+		return fail(werr)
+	case block != 0:
+		// The value stays in the host's block: the output's head goes over
+		// the block's start, and the block is the output.
+		m := pdk.FindMemory(block)
+		m.Store(out.EncodeBinaryHead())
+		pdk.OutputMemory(m)
+	default:
+		pdk.Output(out.EncodeBinary())
+	}
+	return 0
 }
 
 //go:wasmexport handle_put

@@ -8,6 +8,7 @@ package handles
 // mcp_resume_read and mcp_resume_write, which the callers word as before.
 
 import (
+	"errors"
 	"github.com/mcp-resume/mcp-resume/hostfuncs"
 	"github.com/mcp-resume/mcp-resume/plugin/internal/resume"
 )
@@ -262,13 +263,30 @@ func malformed(op string) *hostfuncs.Error {
 // differs); recordCorrupt (malformed, does not open, or limit bytes or
 // longer, which read_open cannot open); or the host's error (not_found,
 // unsafe, ...). A version 1 record costs a second read_open with its
-// layout.
-func (s *Store) readRecord(k *keys, tag [16]byte, limit int) (header, []byte, int, error) {
+// layout. With kept (Store.GetKept), the response stays in the host's
+// memory block *kept and only its status and version 2 header are loaded
+// (the value answered is then empty); a response that is not those
+// (an error, a version 1 record) answers errKept, and the caller frees
+// the block.
+func (s *Store) readRecord(k *keys, tag [16]byte, limit int, kept *uint64) (header, []byte, int, error) {
 	name := recordName(k.hash)
 	prefix := recordAADPrefix(s.set.App, k.hash, tag)
 	hl, at := headerLen, nonceAt
 	for {
-		status, out, werr := resume.Crypto(s.call, hostfuncs.ReadOpenRequest(&k.seal, name, uint32(limit), uint16(hl), uint16(at), prefix))
+		req := hostfuncs.ReadOpenRequest(&k.seal, name, uint32(limit), uint16(hl), uint16(at), prefix)
+		var status byte
+		var out []byte
+		var werr *hostfuncs.Error
+		if kept != nil {
+			var head []byte
+			head, *kept = s.callKept(hostfuncs.FnCrypto, req, 1+hl)
+			if len(head) != 1+hl || head[0] > hostfuncs.CryptoStatusNoOpen {
+				return header{}, nil, recordCorrupt, errKept
+			}
+			status, out = head[0], head[1:]
+		} else {
+			status, out, werr = resume.Crypto(s.call, req)
+		}
 		switch {
 		case werr != nil:
 			return header{}, nil, recordCorrupt, werr
@@ -281,10 +299,14 @@ func (s *Store) readRecord(k *keys, tag [16]byte, limit int) (header, []byte, in
 			return h, nil, outcome, nil
 		case status == hostfuncs.CryptoStatusOK && h.len() == hl:
 			return h, out[hl:], recordOK, nil
-		case status == hostfuncs.CryptoStatusNoOpen && h.Version == 1 && hl == headerLen:
+		case status == hostfuncs.CryptoStatusNoOpen && h.Version == 1 && hl == headerLen && kept == nil:
 			hl, at = headerLenV1, headerLenV1-12 // read again with version 1's layout
 			continue
 		}
 		return h, nil, recordCorrupt, nil
 	}
 }
+
+// errKept is readRecord's answer, with kept, to a response it cannot
+// answer from the head: the get reads the record again, whole.
+var errKept = errors.New("the record's read_open response is not a version 2 record")

@@ -109,7 +109,7 @@ func openRecord(k *keys, app string, tag [16]byte, b []byte, headerOnly bool) (h
 	}
 	s, files := cryptoStore(app)
 	files[recordName(k.hash)] = b
-	h, v, o, err := s.readRecord(k, tag, recordLimit)
+	h, v, o, err := s.readRecord(k, tag, recordLimit, nil)
 	if err != nil {
 		return h, nil, recordCorrupt
 	}
@@ -171,7 +171,7 @@ func TestMalformedCryptoAnswers(t *testing.T) {
 		s.call = func(string, []byte) []byte { return []byte(c.resp) }
 		var err error
 		if c.op == "read_open" {
-			_, _, _, err = s.readRecord(&k, k.tag("a"), 1000)
+			_, _, _, err = s.readRecord(&k, k.tag("a"), 1000, nil)
 		} else {
 			err = s.writeRecord(&k, &header{Generation: 1, IdleTTLMS: 1, MaxAgeMS: 1}, []byte("v"))
 		}

@@ -1,6 +1,7 @@
 package handles
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -244,5 +245,52 @@ func TestVersion1RecordMigrated(t *testing.T) {
 	}
 	if v, werr, calls := e.getCalls(h, "a", hotNow+5); werr != nil || string(v.Value) != "two" || !hot(calls) {
 		t.Errorf("get after the put: %q %v, calls %v, want the hot path", v.Value, werr, calls)
+	}
+}
+
+// keptGet runs GetKept of h for principal at now through the test host's
+// kept calls, as the guest's glue does: the binary output (the block with
+// its head written over, or the whole output), whether the value stayed
+// in the host's block, and the error.
+func (e *env) keptGet(h, principal string, now int64) ([]byte, bool, *hostfuncs.Error) {
+	e.s.Keep(e.h.CallKept, e.h.Free)
+	defer e.s.Keep(nil, nil)
+	in := hostfuncs.HandleInput{Handle: h, Principal: principal, PrincipalSet: true, NowMS: now, NowSet: true}.EncodeBinary()
+	v, block, werr := e.s.GetKept(in)
+	if werr != nil || block == 0 {
+		return v.EncodeBinary(), false, werr
+	}
+	return e.h.Output(block, v.EncodeBinaryHead()), true, nil
+}
+
+// A binary get on the hot path leaves the value in the host's block: the
+// output is that block, its head the output's fixed part, and it decodes
+// to the value and header a get answers. Another principal's record, a
+// stale record and a missing one are answered from the other paths, and
+// no block is left behind.
+func TestGetKeptLeavesTheValueInTheHost(t *testing.T) {
+	e := openEnv(t, map[string]any{"max_handles": 100})
+	h := e.create("a", "kept value", hotNow)
+	out, kept, werr := e.keptGet(h, "a", hotNow+1)
+	var v hostfuncs.HandleValue
+	if werr != nil || !kept || v.DecodeBinary(out) != nil || string(v.Value) != "kept value" || v.Generation != 1 || v.CreatedMS != hotNow {
+		t.Fatalf("kept get: %x kept %v %v -> %+v", out, kept, werr, v)
+	}
+	want, _ := e.get(h, "a", hotNow+2)
+	if !bytes.Equal(out[:hostfuncs.HandleValueAt], want.EncodeBinaryHead()) {
+		t.Errorf("kept head %x, a get's %x", out[:hostfuncs.HandleValueAt], want.EncodeBinaryHead())
+	}
+	_, _, werr = e.keptGet(h, "b", hotNow+3)
+	wantCode(t, werr, hostfuncs.CodeHandleNotFound)
+	// Past the refresh resolution the get takes the slow path, which
+	// reads the record whole (no block), and answers the same.
+	out, kept, werr = e.keptGet(h, "a", hotNow+10*60_000)
+	if werr != nil || kept || v.DecodeBinary(out) != nil || string(v.Value) != "kept value" {
+		t.Errorf("stale kept get: %x kept %v %v", out, kept, werr)
+	}
+	_, _, werr = e.keptGet("mrh1_"+strings.Repeat("A", 32), "a", hotNow+4)
+	wantCode(t, werr, hostfuncs.CodeHandleNotFound)
+	if len(e.h.Kept) != 0 {
+		t.Errorf("%d blocks left kept", len(e.h.Kept))
 	}
 }

@@ -149,9 +149,9 @@ func (sh *shard) record(r *request, i int, headerOnly bool) (header, []byte, *ho
 		// again with the bound of any record), so that no host allocates
 		// the largest record for a small value.
 		limit := headerLen + int(sh.entries[i].Size) + gcmTagLen + 1
-		h, v, outcome, err = sh.s.readRecord(&r.k, r.tag, limit)
+		h, v, outcome, err = sh.s.readRecord(&r.k, r.tag, limit, nil)
 		if err == nil && outcome == recordCorrupt && limit < recordLimit {
-			h, v, outcome, err = sh.s.readRecord(&r.k, r.tag, recordLimit)
+			h, v, outcome, err = sh.s.readRecord(&r.k, r.tag, recordLimit, nil)
 		}
 	}
 	switch code(err) {
@@ -438,6 +438,25 @@ func (s *Store) handleOp(r *request, fn func(sh *shard, i int) *hostfuncs.Error)
 // alone, without the shard's lock or index. The slow path, under the
 // lock, answers the rest and refreshes the record's last use.
 func (s *Store) Get(input []byte) (hostfuncs.HandleValue, *hostfuncs.Error) {
+	return s.get(input, nil)
+}
+
+// GetKept is Get leaving the value where the host read it, when it can:
+// with Keep, a file store's hot get loads only the status
+// and the record header of its read_open response, and block is that
+// response's host memory block. The value then never enters the guest:
+// the caller writes the output's head (HandleValue.EncodeBinaryHead: the
+// value is at hostfuncs.HandleValueAt in the block) over the block's
+// start and outputs the block whole. Otherwise block is 0 and the value
+// is in the answer, as from Get. Errors: those of Get.
+func (s *Store) GetKept(input []byte) (hostfuncs.HandleValue, uint64, *hostfuncs.Error) {
+	var block uint64
+	v, werr := s.get(input, &block)
+	return v, block, werr
+}
+
+// get is Get, and GetKept when kept is not nil.
+func (s *Store) get(input []byte, kept *uint64) (hostfuncs.HandleValue, *hostfuncs.Error) {
 	r, werr := s.parse(input, true, false)
 	if werr != nil {
 		return hostfuncs.HandleValue{}, werr
@@ -448,11 +467,25 @@ func (s *Store) Get(input []byte) (hostfuncs.HandleValue, *hostfuncs.Error) {
 	if werr := s.begin(r.now, true); werr != nil {
 		return hostfuncs.HandleValue{}, werr
 	}
-	if out, werr, done := s.hotGet(r); done {
+	if s.callKept == nil {
+		kept = nil
+	}
+	out, werr, done := s.hotGet(r, kept)
+	if kept != nil && (!done || werr != nil) {
+		s.freeKept(*kept)
+		*kept = 0
+	}
+	if done {
 		return out, werr
 	}
+	return s.slowGet(r)
+}
+
+// slowGet is the get that takes the shard's lock (Get): the index checked,
+// a version 1 record migrated, the last use written back.
+func (s *Store) slowGet(r *request) (hostfuncs.HandleValue, *hostfuncs.Error) {
 	var out hostfuncs.HandleValue
-	werr = s.handleOp(r, func(sh *shard, i int) *hostfuncs.Error {
+	werr := s.handleOp(r, func(sh *shard, i int) *hostfuncs.Error {
 		h, v, werr := sh.record(r, i, false)
 		if werr != nil {
 			return werr
@@ -512,8 +545,8 @@ func stale(h *header, now int64) bool { return now-h.LastUsedMS >= resolution(h.
 // (that would read the index): a record put back (a rollback) within the
 // refresh resolution of its writing can be answered until it goes stale
 // (plugin/README.md, "Handle store", Rollback).
-func (s *Store) hotGet(r *request) (hostfuncs.HandleValue, *hostfuncs.Error, bool) {
-	h, v, outcome, err := s.readRecord(&r.k, r.tag, headerLen+int(s.set.MaxValueBytes)+gcmTagLen+1)
+func (s *Store) hotGet(r *request, kept *uint64) (hostfuncs.HandleValue, *hostfuncs.Error, bool) {
+	h, v, outcome, err := s.readRecord(&r.k, r.tag, headerLen+int(s.set.MaxValueBytes)+gcmTagLen+1, kept)
 	switch {
 	case err != nil:
 		return hostfuncs.HandleValue{}, nil, false

@@ -104,11 +104,26 @@ type Store struct {
 	// cache replaces next.
 	keyCache     []cachedKeys
 	keyCacheNext int
+	// callKept and freeKept, when set, let a get leave its value in the
+	// host's memory (GetKept; New).
+	callKept func(fn string, req []byte, n int) ([]byte, uint64)
+	freeKept func(block uint64)
 }
 
 // New returns a Store that reaches its host through call. Every export but
 // Open fails with hostfuncs.CodeNotOpen until Open succeeds.
 func New(call resume.Caller) *Store { return &Store{call: call} }
+
+// Keep gives the store what the guest's host calls offer beyond its
+// Caller: callKept calls a host function and leaves the response in the
+// host's memory (an Extism memory block), loading only its first n bytes,
+// and returns its block (0: no response); free releases a block that is
+// not output. Copying between the host's memory and the guest's costs a
+// call per 8 bytes, so GetKept leaves a get's value where the host read
+// it. Without Keep, GetKept answers as Get.
+func (s *Store) Keep(callKept func(fn string, req []byte, n int) ([]byte, uint64), free func(block uint64)) {
+	s.callKept, s.freeKept = callKept, free
+}
 
 // Open is the handles_open export: input is the JSON
 // hostfuncs.HandlesOpenInput. It asks the host for its facts once and

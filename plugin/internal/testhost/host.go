@@ -10,6 +10,7 @@
 package testhost
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -58,6 +59,10 @@ type Host struct {
 	Mkdirs []string // directories made by "mkdir", in order
 	Temps  []string // the temp names of every write request, in order
 	CfgDir string   // a state directory a test case sets instead of the default
+
+	// Kept holds the responses CallKept left "in the host's memory", by
+	// block (index + 1); Free and Output take them out.
+	Kept map[uint64][]byte
 
 	Dir   string         // fixed by a successful open (the confinement rule)
 	Calls map[string]int // host function -> calls
@@ -508,4 +513,32 @@ func (h *Host) inspect(op map[string]any) hostfuncs.InspectResult {
 		return Fail(hostfuncs.CodeUnsupported)
 	}
 	return Fail(hostfuncs.CodeNotFound)
+}
+
+// CallKept implements the handle store's kept calls (handles.Store.Keep)
+// as the guest's glue does over Extism memory: Call, the response kept
+// under a new block number, its first n bytes returned.
+func (h *Host) CallKept(fn string, req []byte, n int) ([]byte, uint64) {
+	resp := h.Call(fn, req)
+	if h.Kept == nil {
+		h.Kept = map[uint64][]byte{}
+	}
+	block := uint64(len(h.Kept) + 1)
+	for h.Kept[block] != nil {
+		block++
+	}
+	h.Kept[block] = resp
+	return bytes.Clone(resp[:min(n, len(resp))]), block
+}
+
+// Free releases a kept block (0: none).
+func (h *Host) Free(block uint64) { delete(h.Kept, block) }
+
+// Output is what the guest outputs for a kept block: head written over its
+// start, the block whole; the block is released.
+func (h *Host) Output(block uint64, head []byte) []byte {
+	b := h.Kept[block]
+	delete(h.Kept, block)
+	copy(b, head)
+	return b
 }

@@ -363,8 +363,13 @@ export class HandleStore {
       const { value, ...rest } = camel(JSON.parse(output.toString())) as { value: string } & Omit<HandleValue, "data">;
       return { data: new Uint8Array(Buffer.from(value, "base64")), ...rest };
     }
-    // generation, created_ms, idle_ttl_ms, max_age_ms: i64; then the value, every byte to the end (a view, not a copy).
-    return { data: new Uint8Array(output.buffer, output.byteOffset + 32, output.length - 32), generation: i64(output, 0), createdMs: i64(output, 8), idleTtlMs: i64(output, 16), maxAgeMs: i64(output, 24) };
+    // value_at: u16 (where the value starts); generation, created_ms, idle_ttl_ms, max_age_ms: i64; the value
+    // from value_at to the end (a view, not a copy).
+    const at = output.length >= 34 ? output.readUInt16BE(0) : 0;
+    if (at < 34 || at > output.length) {
+      throw new StoreUnavailableError("store_unavailable", `mcp-resume plugin unusable: handle_get answered ${output.length} bytes with value_at ${at}`);
+    }
+    return { data: new Uint8Array(output.buffer, output.byteOffset + at, output.length - at), generation: i64(output, 2), createdMs: i64(output, 10), idleTtlMs: i64(output, 18), maxAgeMs: i64(output, 26) };
   }
 
   /**

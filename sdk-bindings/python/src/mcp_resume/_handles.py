@@ -50,8 +50,9 @@ _BIN_INPUT = struct.Struct(">BBqqqqH")
 _BIN_FORM = 0x01
 _FLAG_NOW, _FLAG_GENERATION, _FLAG_IDLE_TTL, _FLAG_MAX_AGE, _FLAG_VALUE = 1, 2, 4, 8, 16
 #: handle_create's output before the handle (generation, idle_ttl_ms, max_age_ms, created_ms), handle_get's
-#: before the value (generation, created_ms, idle_ttl_ms, max_age_ms), handle_put's (generation).
-_BIN_FOUR, _BIN_PUT = struct.Struct(">qqqq"), struct.Struct(">q")
+#: fixed part (value_at, where the value starts; generation, created_ms, idle_ttl_ms, max_age_ms), handle_put's
+#: (generation).
+_BIN_FOUR, _BIN_GET, _BIN_PUT = struct.Struct(">qqqq"), struct.Struct(">Hqqqq"), struct.Struct(">q")
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 
 
@@ -544,7 +545,11 @@ class HandleStore:
         if isinstance(out, dict):
             return Value(base64.b64decode(out["value"]), int(out["generation"]), _when(out["created_ms"]),
                          _td(out["idle_ttl_ms"]), _td(out["max_age_ms"]))
-        (generation, created_ms, idle_ms, max_age_ms), data = self._binary_output("handle_get", out, _BIN_FOUR)
+        (value_at, generation, created_ms, idle_ms, max_age_ms), _ = self._binary_output("handle_get", out, _BIN_GET)
+        if not _BIN_GET.size <= value_at <= len(out):
+            raise StoreUnavailableError(f"mcp-resume plugin unusable: handle_get's value_at {value_at} is outside "
+                                        f"its output of {len(out)} bytes")
+        data = out[value_at:]
         return Value(data, generation, _when(created_ms), _td(idle_ms), _td(max_age_ms))
 
     def put(self, handle: str, principal: str, value: bytes, *, expect: int | None = None) -> int:
