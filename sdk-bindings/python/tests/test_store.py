@@ -59,7 +59,7 @@ def test_shipped_wasm_is_the_repository_plugin() -> None:
 
 
 def test_public_api() -> None:
-    assert mcp_resume.ABI_VERSION == "10" and mcp_resume.NO_INSTANCE == "-"
+    assert mcp_resume.ABI_VERSION == "11" and mcp_resume.NO_INSTANCE == "-"
     for e in (InvalidTokenError, InvalidAppError, mcp_resume.InvalidOptionError):
         assert issubclass(e, ValueError) and issubclass(e, MCPResumeError)
     assert issubclass(PluginError, MCPResumeError)
@@ -227,14 +227,14 @@ def test_abi_mismatch_refused() -> None:
 
         with pytest.raises(PluginError) as e:
             Store("app", state_root="/nonexistent")
-        assert f'plugin ABI version "{version}", this host implements "10"' in str(e.value)
+        assert f'plugin ABI version "{version}", this host implements "11"' in str(e.value)
 
 
 def test_abi_export_missing() -> None:
     class Store(ResumeTokenStore):
         _wasm = abi_module(None)
 
-    with pytest.raises(PluginError, match='ABI version "unknown.*this host implements "10"'):
+    with pytest.raises(PluginError, match='ABI version "unknown.*this host implements "11"'):
         Store("app", state_root="/nonexistent")
 
 

@@ -418,7 +418,7 @@ describe("shipped plugin", () => {
     assert.ok(!imports.some((i) => i.name === "get_log_level"));
     assert.deepEqual(imports.filter((i) => i.module === NAMESPACE).map((i) => i.name).sort(), [...FUNCTIONS].sort());
     assert.equal(FUNCTIONS.length, 12);
-    assert.equal(ABI_VERSION, "10");
+    assert.equal(ABI_VERSION, "11");
   });
 });
 
