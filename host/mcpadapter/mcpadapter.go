@@ -61,7 +61,9 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -358,8 +360,9 @@ func (a *Adapter) PutJSON(ctx context.Context, req *mcp.CallToolRequest, handle 
 
 // Update reads handle's JSON value into a T for the request's principal,
 // applies fn to it and writes it back expecting the generation it read
-// (compare-and-set). On a conflict (another writer in between) it reads
-// again and retries, up to Options.UpdateRetries times (default 5); then
+// (compare-and-set). On a conflict (another writer in between) it waits a
+// random time up to 2^try ms (32 at most), reads again and retries, up to
+// Options.UpdateRetries times (default 5); then
 // the conflict is its error. It returns the value written and its new
 // generation. An error from fn is returned as it is, with nothing
 // written; other errors as GetJSON and PutJSON.
@@ -382,9 +385,27 @@ func Update[T any](ctx context.Context, a *Adapter, req *mcp.CallToolRequest, ha
 		}
 		newGen, err := a.PutJSON(ctx, req, handle, v, host.IfGeneration(gen))
 		if errors.Is(err, host.ErrConflict) && try < retries {
+			if err := backoff(ctx, try); err != nil {
+				return v, 0, err
+			}
 			continue
 		}
 		return v, newGen, err
+	}
+}
+
+// backoff waits a random time up to 2^try ms (32 ms at most; "full
+// jitter") after a lost race, so that writers that lost at the same
+// moment do not race again in lockstep. It returns ctx's error if ctx
+// ends first.
+func backoff(ctx context.Context, try int) error {
+	t := time.NewTimer(rand.N(time.Duration(min(1<<try, 32))*time.Millisecond + 1))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 

@@ -238,8 +238,9 @@ export class Resume {
 
   /**
    * Read-modify-write with compare-and-set: reads the handle's JSON, applies `fn`, writes the result
-   * with `expect` = the generation read, and on a conflict (another writer got in between) starts over,
-   * at most `retries` times (the adapter's option, default 5).
+   * with `expect` = the generation read, and on a conflict (another writer got in between) starts over
+   * after a random wait of up to 2^attempt ms (32 at most), at most `retries` times (the adapter's option,
+   * default 5).
    *
    * @param fn - the new value from the current one; it may run more than once, so it must not have side effects.
    * @returns the value written and its generation.
@@ -254,6 +255,9 @@ export class Resume {
         return { value: next, generation: await this.putJson(extra, handle, next, { expect: cur.generation }) };
       } catch (e) {
         if (!(e instanceof ConflictError) || attempt >= retries) throw e;
+        // A random wait up to 2^attempt ms (32 at most; "full jitter"), so that writers that lost a race at the
+        // same moment do not race again in lockstep.
+        await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(2 ** attempt, 32)));
       }
     }
   }

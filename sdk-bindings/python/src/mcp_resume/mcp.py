@@ -43,10 +43,13 @@ import functools
 import inspect
 import json
 import logging
+import random
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
+
+import anyio
 
 from ._async import AsyncResumeTokenStore
 from ._errors import ConflictError, InvalidPrincipalError, InvalidValueError, MCPResumeError, StoreUnavailableError
@@ -154,7 +157,8 @@ class Request:
     async def update(self, handle: str, fn: Callable[[Any], Any], *, retries: int | None = None) -> tuple[Any, int]:
         """Read-modify-write with compare-and-set: read ``handle``, apply ``fn`` (sync or async) to the decoded value,
         put its result with ``expect`` the generation read; on :class:`~mcp_resume.ConflictError` (another writer
-        came first) start again, at most ``retries`` more times (default the adapter's ``update_retries``, 5).
+        came first) start again after a random wait of up to 2**attempt ms (32 at most), at most ``retries`` more
+        times (default the adapter's ``update_retries``, 5).
         Returns ``(new value, new generation)``. Raises the last ``ConflictError`` when every attempt lost, what
         ``fn`` raises, and what :meth:`get_json`/:meth:`put_json` raise."""
         retries = self.adapter.update_retries if retries is None else retries
@@ -168,6 +172,9 @@ class Request:
             except ConflictError:
                 if attempt == retries:
                     raise
+                # A random wait up to 2**attempt ms (32 at most; "full jitter"), so that writers that lost a race
+                # at the same moment do not race again in lockstep.
+                await anyio.sleep(random.uniform(0, min(2**attempt, 32)) / 1000)
         raise AssertionError("unreachable")
 
 
