@@ -61,8 +61,10 @@ type Host struct {
 	CfgDir string   // a state directory a test case sets instead of the default
 
 	// Kept holds the responses CallKept left "in the host's memory", by
-	// block (index + 1); Free and Output take them out.
-	Kept map[uint64][]byte
+	// block number (keptLast counts them from 1); Free and Output take
+	// them out.
+	Kept     map[uint64][]byte
+	keptLast uint64
 
 	Dir   string         // fixed by a successful open (the confinement rule)
 	Calls map[string]int // host function -> calls
@@ -523,12 +525,9 @@ func (h *Host) CallKept(fn string, req []byte, n int) ([]byte, uint64) {
 	if h.Kept == nil {
 		h.Kept = map[uint64][]byte{}
 	}
-	block := uint64(len(h.Kept) + 1)
-	for h.Kept[block] != nil {
-		block++
-	}
-	h.Kept[block] = resp
-	return bytes.Clone(resp[:min(n, len(resp))]), block
+	h.keptLast++
+	h.Kept[h.keptLast] = resp
+	return bytes.Clone(resp[:min(n, len(resp))]), h.keptLast
 }
 
 // Free releases a kept block (0: none).
