@@ -468,10 +468,16 @@ class HandleStore:
     def _binary_output(self, export: str, out: bytes, fixed: struct.Struct) -> tuple[tuple[int, ...], bytes]:
         """``out`` split into ``fixed``'s integers and the bytes after them. Raises :class:`StoreUnavailableError`
         when it is shorter."""
+        return self._binary_fixed(export, out, fixed), out[fixed.size:]
+
+    @staticmethod
+    def _binary_fixed(export: str, out: bytes, fixed: struct.Struct) -> tuple[int, ...]:
+        """``fixed``'s integers at the start of ``out``. Raises :class:`StoreUnavailableError` when ``out`` is
+        shorter."""
         if len(out) < fixed.size:
             raise StoreUnavailableError(f"mcp-resume plugin unusable: {export} returned {len(out)} bytes, "
                                         f"fewer than {fixed.size}")
-        return fixed.unpack_from(out), out[fixed.size:]
+        return fixed.unpack_from(out)
 
     @staticmethod
     def _principal(principal: Any) -> bytes:
@@ -545,7 +551,8 @@ class HandleStore:
         if isinstance(out, dict):
             return Value(base64.b64decode(out["value"]), int(out["generation"]), _when(out["created_ms"]),
                          _td(out["idle_ttl_ms"]), _td(out["max_age_ms"]))
-        (value_at, generation, created_ms, idle_ms, max_age_ms), _ = self._binary_output("handle_get", out, _BIN_GET)
+        # The integers only: the value is sliced once, at value_at.
+        value_at, generation, created_ms, idle_ms, max_age_ms = self._binary_fixed("handle_get", out, _BIN_GET)
         if not _BIN_GET.size <= value_at <= len(out):
             raise StoreUnavailableError(f"mcp-resume plugin unusable: handle_get's value_at {value_at} is outside "
                                         f"its output of {len(out)} bytes")
